@@ -1,0 +1,29 @@
+"""fairmodel: fair and robust learning with one declaration, two lowerings (exact CVXPY programs and
+scalable stochastic methods from the literature), and one judge.
+
+>>> import fairmodel as fm
+>>> data = fm.datasets.load_adult(sensitive="race")
+>>> w = fm.Weights(data.n_features, radius=5.0)
+>>> risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+>>> prob = fm.Problem(fm.Minimize(fm.max(risks)))
+"""
+from . import datasets
+from .crosscheck import CrossCheckReport, crosscheck
+from .data import Batch, Dataset, Groups
+from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
+                     ResultFileError, SolverError, UnsupportedProblemError)
+from .expressions import (Weights, group_mean, group_optimal, hinge_loss, logistic_loss, max, mean, norm,
+                          softmax_loss, squared_loss, sum_squares)
+from .judge import Evaluation, judge
+from .problem import Inequality, Minimize, Problem
+from .results import Result, load_result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Batch", "CrossCheckReport", "DataError", "Dataset", "Evaluation", "ExpressionTypeError", "FairmodelError",
+    "Groups", "InfeasibleError", "Inequality", "Minimize", "ModelError", "OptionError", "Problem", "Result",
+    "ResultFileError", "SolverError", "UnsupportedProblemError", "Weights", "crosscheck", "datasets",
+    "group_mean", "group_optimal", "hinge_loss", "judge", "load_result", "logistic_loss", "max", "mean", "norm",
+    "softmax_loss", "squared_loss", "sum_squares",
+]

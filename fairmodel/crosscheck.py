@@ -1,0 +1,96 @@
+"""Cross-check: run both backends, judge both candidates on the full data, compare with stated tolerances."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .families.base import Check
+from .results import Result, _jsonable
+
+
+@dataclass
+class CrossCheckReport:
+    """Both results, the checks applied (value, tolerance, reason, verdict) and the overall verdict ``ok``."""
+
+    exact: Result
+    stochastic: Result
+    checks: list = field(default_factory=list)
+    family: str = ""
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exact.ok and self.stochastic.ok and all(c.passed for c in self.checks)
+
+    @property
+    def objective_gap(self) -> float:
+        return self.stochastic.objective - self.exact.objective
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def to_dict(self) -> dict:
+        def res(r: Result) -> dict:
+            return {"status": r.status, "method": r.method, "objective": r.objective,
+                    "constraints": r.constraints, "certificate": r.certificate, "metrics": r.metrics,
+                    "timings": r.timings, "solver": r.solver, "seed": r.seed, "message": r.message}
+        return _jsonable({
+            "ok": self.ok, "family": self.family, "problem": self.problem,
+            "objective_gap": self.objective_gap,
+            "checks": [{"name": c.name, "value": c.value, "tolerance": c.tolerance, "passed": c.passed,
+                        "reason": c.reason} for c in self.checks],
+            "exact": res(self.exact), "stochastic": res(self.stochastic)}, None)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    def to_markdown(self) -> str:
+        e, s = self.exact, self.stochastic
+        lines = [f"### Cross-check: {self.family} — {'OK' if self.ok else 'NOT OK'}", "",
+                 "| | exact | stochastic |", "|---|---|---|",
+                 f"| method | {e.method} | {s.method} |",
+                 f"| status | {e.status} | {s.status} |",
+                 f"| objective | {e.objective:.6g} | {s.objective:.6g} |"]
+        for name in dict.fromkeys(list(e.constraints) + list(s.constraints)):
+            ev = e.constraints.get(name, {}).get("value", float("nan"))
+            sv = s.constraints.get(name, {}).get("value", float("nan"))
+            lines.append(f"| constraint {name} | {ev:.6g} | {sv:.6g} |")
+        for name in dict.fromkeys(list(e.certificate) + list(s.certificate)):
+            lines.append(f"| {name} | {_fmt(e.certificate.get(name))} | {_fmt(s.certificate.get(name))} |")
+        lines.append(f"| solve time (s) | {e.timings.get('solve', float('nan')):.3g} | "
+                     f"{s.timings.get('solve', float('nan')):.3g} |")
+        lines += ["", "| check | value | tolerance | verdict | why this tolerance |", "|---|---|---|---|---|"]
+        for c in self.checks:
+            lines.append(f"| {c.name} | {c.value:.3g} | {c.tolerance:.3g} | {'pass' if c.passed else 'FAIL'} | "
+                         f"{c.reason} |")
+        for r in (e, s):
+            if not r.ok:
+                lines.append(f"\n{r.backend} backend ended with status {r.status}: {r.message}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.to_markdown()
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    try:
+        return f"{float(v):.4g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_options: dict | None = None,
+               **common) -> CrossCheckReport:
+    """Solve ``problem`` with both backends and compare the judged results.
+
+    ``exact_options`` / ``stochastic_options`` are keyword arguments for ``problem.solve`` on each path
+    (``method``, ``solver``, and method options); ``common`` options (e.g. ``data=`` or ``verbose=``) go
+    to both. The checks and their tolerances come from the problem's family, each with its reason.
+    """
+    exact = problem.solve(backend="exact", **{**common, **(exact_options or {})})
+    stochastic = problem.solve(backend="stochastic", seed=seed, **{**common, **(stochastic_options or {})})
+    checks = problem.family.crosscheck_checks(exact, stochastic)
+    return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=problem.family.name,
+                            problem=str(problem))

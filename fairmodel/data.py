@@ -1,0 +1,437 @@
+"""Datasets: validation, group encoding, seeded subsampling and splits, minibatch samplers.
+
+A :class:`Dataset` holds a numeric feature matrix ``X`` (n x d), optional labels ``y`` (n,) and optional
+group labels (n,) of any hashable type, encoded to integer codes with the names kept.
+
+Minibatch sampling interface
+----------------------------
+Stochastic solvers never index a ``Dataset`` directly; they ask a *data source* for
+
+* ``n_features``, ``n_groups``, ``group_sizes`` (counts per group code, ``int`` array),
+* full passes: ``chunks(size)`` yielding :class:`Batch` objects that cover every row exactly once,
+* minibatches: ``sampler(kind, batch_size=..., seed=...)`` returning an object whose ``draw()`` gives a
+  :class:`Batch`, with ``kind`` one of ``"uniform"`` (rows uniformly with replacement),
+  ``"per_group"`` (``batch_size`` rows from every group, uniformly within the group, independently
+  across groups: the sampling of eq. (20) of the group-DRO paper) and ``"stratified"`` (rows
+  allocated to groups in proportion to their sizes).
+
+An out-of-core or distributed source (a memory-mapped file, a database cursor, shards on several
+machines) implements these four members and can be handed to the same solvers unchanged.
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Hashable, Iterator, Sequence
+
+import numpy as np
+
+from .errors import DataError, ExpressionTypeError
+
+SAMPLER_KINDS = ("uniform", "per_group", "stratified")
+
+
+def as_generator(seed) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from ``None``, an integer seed, or a generator (returned as is)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
+        return np.random.default_rng(seed)
+    raise ExpressionTypeError(f"seed must be an integer, None or a numpy Generator, not {type(seed).__name__}")
+
+
+def check_matrix(X, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a finite float64 2-D array, or raise a :class:`DataError` that says what is wrong."""
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise DataError(f"{name} could not be read as an array: {exc}") from None
+    if arr.ndim != 2:
+        raise DataError(f"{name} must be 2-D (n_samples, n_features); got an array of shape {arr.shape}. "
+                        f"Use X.reshape(-1, 1) for a single feature.")
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"{name} must be numeric; got dtype {arr.dtype}. Encode categorical columns first "
+                        f"(Dataset.from_frame one-hot encodes them).")
+    arr = np.asarray(arr, dtype=float)
+    check_finite(arr, name)
+    return arr
+
+
+def check_vector(v, n: int | None, name: str) -> np.ndarray:
+    """Return ``v`` as a finite float64 1-D array of length ``n`` (if given)."""
+    arr = np.asarray(v)
+    if arr.ndim != 1:
+        raise DataError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"{name} must be numeric; got dtype {arr.dtype}")
+    arr = arr.astype(float)
+    if n is not None and arr.shape[0] != n:
+        raise DataError(f"{name} has {arr.shape[0]} entries but X has {n} rows; they must match")
+    check_finite(arr, name)
+    return arr
+
+
+def check_finite(arr: np.ndarray, name: str) -> None:
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        raise DataError(f"{name} contains {int(bad.sum())} NaN or infinite value(s), the first at index "
+                        f"{tuple(int(i) for i in where)}; drop or impute them first")
+
+
+class Groups:
+    """Group membership of n samples: integer ``codes`` in ``0..m-1`` and the original ``names``.
+
+    Array-like (``np.asarray(groups)`` gives the codes). Names are sorted when they are mutually
+    comparable, otherwise kept in order of first appearance.
+    """
+
+    __slots__ = ("codes", "names", "_sizes")
+
+    def __init__(self, labels, names: Sequence[Hashable] | None = None):
+        if isinstance(labels, Groups):
+            self.codes, self.names, self._sizes = labels.codes, labels.names, labels._sizes
+            return
+        labels = _as_label_array(labels)
+        if labels.ndim != 1:
+            raise DataError(f"group labels must be 1-D; got shape {labels.shape}")
+        if labels.size == 0:
+            raise DataError("group labels are empty")
+        if names is not None:
+            codes = np.asarray(labels)
+            if not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() >= len(names):
+                raise DataError(f"with explicit names, labels must be integer codes in [0, {len(names)})")
+            self.codes, self.names = codes.astype(np.intp), tuple(names)
+        else:
+            if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+                raise DataError("group labels contain NaN or infinite values")
+            items = labels.tolist()
+            try:
+                uniques = sorted(set(items))
+            except TypeError:
+                uniques = list(dict.fromkeys(items))
+            index = {u: i for i, u in enumerate(uniques)}
+            self.codes = np.fromiter((index[v] for v in items), dtype=np.intp, count=len(items))
+            self.names = tuple(uniques)
+        self.codes.setflags(write=False)
+        self._sizes = np.bincount(self.codes, minlength=len(self.names))
+        self._sizes.setflags(write=False)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.names)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Number of samples in each group (by code)."""
+        return self._sizes
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.codes if dtype is None else self.codes.astype(dtype)
+
+    def indices(self) -> list[np.ndarray]:
+        """Row indices of each group, in code order."""
+        order = np.argsort(self.codes, kind="stable")
+        return np.split(order, np.cumsum(self._sizes)[:-1])
+
+    def take(self, rows: np.ndarray) -> "Groups":
+        """The groups of a subset of rows, keeping all names (so group codes stay comparable)."""
+        return Groups(self.codes[rows], names=self.names)
+
+    def require_nonempty(self, what: str = "this problem") -> None:
+        empty = [str(self.names[i]) for i in np.flatnonzero(self._sizes == 0)]
+        if empty:
+            raise DataError(f"group(s) {', '.join(empty)} have no samples; {what} needs every group non-empty. "
+                            f"Drop the empty group names or sample more data.")
+
+    def __repr__(self) -> str:
+        pairs = ", ".join(f"{n!r}: {s}" for n, s in zip(self.names, self._sizes))
+        return f"Groups({{{pairs}}})"
+
+
+def _as_label_array(labels) -> np.ndarray:
+    """A 1-D array of labels; a list of tuples becomes an object array of tuples (not a 2-D array)."""
+    if isinstance(labels, np.ndarray):
+        return labels
+    labels = list(labels) if not hasattr(labels, "to_numpy") else labels.to_numpy()
+    if isinstance(labels, np.ndarray):
+        return labels
+    out = np.empty(len(labels), dtype=object)
+    out[:] = labels
+    if all(not isinstance(v, tuple) for v in labels):
+        out = np.asarray(labels)
+    return out
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Rows of a data source: features, labels (or None) and group codes (or None), with their row ids."""
+
+    X: np.ndarray
+    y: np.ndarray | None
+    groups: np.ndarray | None
+    rows: np.ndarray | None = None
+
+
+class Dataset:
+    """A validated data set: features ``X``, optional labels ``y`` and optional ``groups``.
+
+    Parameters
+    ----------
+    X : array-like (n, d), numeric and finite.
+    y : array-like (n,), numeric and finite, optional.
+    groups : array-like (n,) of hashable labels (strings, ints, tuples, ...), optional.
+    feature_names : names of the d columns (default ``x0..x{d-1}``).
+    name : a label used in reports.
+    """
+
+    def __init__(self, X, y=None, groups=None, *, feature_names: Sequence[str] | None = None,
+                 name: str = "data", target_name: str | None = None, sensitive_name: str | None = None):
+        self.X = check_matrix(X)
+        n, d = self.X.shape
+        if n == 0 or d == 0:
+            raise DataError(f"X must have at least one row and one column; got shape {self.X.shape}")
+        self.y = None if y is None else check_vector(y, n, "y")
+        if groups is None:
+            self._groups = None
+        else:
+            g = Groups(groups)
+            if len(g) != n:
+                raise DataError(f"groups has {len(g)} entries but X has {n} rows; they must match")
+            self._groups = g
+        if feature_names is None:
+            feature_names = [f"x{j}" for j in range(d)]
+        if len(feature_names) != d:
+            raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
+        self.feature_names = tuple(str(f) for f in feature_names)
+        self.name = name
+        self.target_name = target_name
+        self.sensitive_name = sensitive_name
+        self.X.setflags(write=False)
+        if self.y is not None:
+            self.y.setflags(write=False)
+
+    # -- basic facts ------------------------------------------------------------------------------
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def groups(self) -> Groups:
+        if self._groups is None:
+            raise DataError(f"dataset {self.name!r} has no groups; pass groups=... (the sensitive attribute)")
+        return self._groups
+
+    @property
+    def has_groups(self) -> bool:
+        return self._groups is not None
+
+    @property
+    def n_groups(self) -> int:
+        return self.groups.n_groups
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return self.groups.sizes
+
+    def __len__(self) -> int:
+        return self.n_samples
+
+    def __repr__(self) -> str:
+        g = "" if self._groups is None else f", groups={dict(zip(self._groups.names, self._groups.sizes.tolist()))}"
+        return f"Dataset({self.name!r}, n={self.n_samples}, d={self.n_features}{g})"
+
+    # -- DSL entry point ------------------------------------------------------------------------------
+    def score(self, w):
+        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression)."""
+        from .expressions import LinearScore
+        return LinearScore(self, w)
+
+    # -- construction from a data frame ---------------------------------------------------------------
+    @classmethod
+    def from_frame(cls, df, target: str | None = None, sensitive: str | None = None,
+                   features: Sequence[str] | None = None, *, drop_sensitive: bool = True,
+                   name: str = "data") -> "Dataset":
+        """Build a dataset from a pandas DataFrame.
+
+        Numeric and boolean columns are kept as they are; other columns are one-hot encoded (one column
+        per category, named ``column=value``). ``features`` defaults to every column except the target
+        (and the sensitive column when ``drop_sensitive``). Rows with missing values raise an error that
+        names the columns: drop or impute them first.
+        """
+        columns = list(df.columns)
+        for label, col in (("target", target), ("sensitive", sensitive)):
+            if col is not None and col not in columns:
+                raise DataError(f"{label} column {col!r} is not in the frame; columns are {columns}")
+        if features is None:
+            skip = {target} | ({sensitive} if drop_sensitive else set())
+            features = [c for c in columns if c not in skip]
+        unknown = [c for c in features if c not in columns]
+        if unknown:
+            raise DataError(f"feature column(s) {unknown} are not in the frame; columns are {columns}")
+        used = list(features) + [c for c in (target, sensitive) if c is not None]
+        missing = [c for c in dict.fromkeys(used) if df[c].isna().any()]
+        if missing:
+            raise DataError(f"column(s) {missing} have missing values; drop or impute them first")
+        table = {c: df[c].to_numpy() for c in features}
+        X, names = encode_columns(table, list(features))
+        y = None
+        if target is not None:
+            y = df[target].to_numpy()
+            if y.dtype == object or y.dtype.kind in "USb":
+                if y.dtype.kind == "b":
+                    y = y.astype(float)
+                else:
+                    raise DataError(f"target column {target!r} is not numeric; map it to numbers first")
+        groups = None if sensitive is None else df[sensitive].to_numpy()
+        return cls(X, y, groups, feature_names=names, name=name, target_name=target, sensitive_name=sensitive)
+
+    # -- row selection -------------------------------------------------------------------------------
+    def take(self, rows) -> "Dataset":
+        """A new dataset holding the given rows (group names are kept)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        out = object.__new__(Dataset)
+        out.X = self.X[rows]
+        out.y = None if self.y is None else self.y[rows]
+        out._groups = None if self._groups is None else self._groups.take(rows)
+        out.feature_names, out.name = self.feature_names, self.name
+        out.target_name, out.sensitive_name = self.target_name, self.sensitive_name
+        return out
+
+    def _strata(self) -> list[np.ndarray]:
+        if self._groups is None:
+            return [np.arange(self.n_samples)]
+        return [ix for ix in self._groups.indices() if ix.size]
+
+    def subsample(self, n: int, seed=None) -> "Dataset":
+        """A seeded, group-stratified subsample of ``n`` rows without replacement.
+
+        Each group gets ``n * n_g / N`` rows (largest remainders rounding) and at least one row.
+        """
+        if not isinstance(n, (numbers.Integral, np.integer)) or n < 1:
+            raise DataError(f"subsample size must be a positive integer; got {n!r}")
+        if n >= self.n_samples:
+            return self
+        rng = as_generator(seed)
+        strata = self._strata()
+        if n < len(strata):
+            raise DataError(f"subsample of {n} rows cannot keep all {len(strata)} groups; ask for at least "
+                            f"{len(strata)} rows")
+        counts = _allocate(n, np.array([s.size for s in strata]))
+        rows = np.concatenate([rng.choice(s, size=c, replace=False) for s, c in zip(strata, counts)])
+        return self.take(np.sort(rows))
+
+    def split(self, fractions: Sequence[float], seed=None) -> tuple["Dataset", ...]:
+        """Seeded, group-stratified split into parts with the given fractions (they must sum to 1)."""
+        fr = np.asarray(fractions, dtype=float)
+        if fr.ndim != 1 or fr.size < 2 or np.any(fr <= 0) or not np.isclose(fr.sum(), 1.0):
+            raise DataError(f"fractions must be at least two positive numbers summing to 1; got {list(fractions)}")
+        rng = as_generator(seed)
+        parts: list[list[np.ndarray]] = [[] for _ in fr]
+        for stratum in self._strata():
+            perm = rng.permutation(stratum)
+            counts = _allocate(stratum.size, fr * stratum.size / fr.sum(), exact=True)
+            for part, chunk in zip(parts, np.split(perm, np.cumsum(counts)[:-1])):
+                part.append(chunk)
+        out = []
+        for i, part in enumerate(parts):
+            rows = np.sort(np.concatenate(part))
+            if rows.size == 0:
+                raise DataError(f"split part {i} (fraction {fr[i]}) is empty; use larger fractions")
+            out.append(self.take(rows))
+        return tuple(out)
+
+    # -- data-source interface for stochastic solvers --------------------------------------------------
+    def chunks(self, size: int = 65536) -> Iterator[Batch]:
+        """Consecutive batches covering every row once (a full pass)."""
+        g = None if self._groups is None else self._groups.codes
+        for start in range(0, self.n_samples, size):
+            sl = slice(start, start + size)
+            yield Batch(self.X[sl], None if self.y is None else self.y[sl],
+                        None if g is None else g[sl], np.arange(start, min(start + size, self.n_samples)))
+
+    def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None) -> "Sampler":
+        """A minibatch sampler of the given ``kind`` (see the module docstring)."""
+        return Sampler(self, kind, batch_size, seed)
+
+
+class Sampler:
+    """Draws :class:`Batch` objects from a :class:`Dataset` (with replacement, seeded).
+
+    ``kind="uniform"``: ``batch_size`` rows uniformly over all rows.
+    ``kind="per_group"``: ``batch_size`` rows from each group (rows come group by group).
+    ``kind="stratified"``: ``batch_size`` rows split across groups in proportion to group sizes.
+    """
+
+    def __init__(self, data: Dataset, kind: str, batch_size: int, seed=None):
+        if kind not in SAMPLER_KINDS:
+            raise DataError(f"unknown sampler kind {kind!r}; valid kinds are {', '.join(SAMPLER_KINDS)}")
+        if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
+            raise DataError(f"batch_size must be a positive integer; got {batch_size!r}")
+        self.data, self.kind, self.batch_size = data, kind, int(batch_size)
+        self.rng = as_generator(seed)
+        if kind != "uniform":
+            data.groups.require_nonempty(f"the {kind!r} sampler")
+            self._index = data.groups.indices()
+            self._sizes = data.groups.sizes
+            if kind == "stratified":
+                self._counts = _allocate(self.batch_size, self._sizes, at_least_one=False)
+
+    def draw_rows(self) -> np.ndarray:
+        rng = self.rng
+        if self.kind == "uniform":
+            return rng.integers(0, self.data.n_samples, size=self.batch_size)
+        counts = self._counts if self.kind == "stratified" else np.full(len(self._index), self.batch_size)
+        picks = [ix[rng.integers(0, ix.size, size=c)] for ix, c in zip(self._index, counts) if c]
+        return np.concatenate(picks)
+
+    def draw(self) -> Batch:
+        rows = self.draw_rows()
+        d = self.data
+        return Batch(d.X[rows], None if d.y is None else d.y[rows],
+                     None if d._groups is None else d._groups.codes[rows], rows)
+
+
+def _allocate(total: int, weights: np.ndarray, exact: bool = False, at_least_one: bool = True) -> np.ndarray:
+    """Integer counts summing to ``total`` proportional to ``weights`` (largest remainders)."""
+    w = np.asarray(weights, dtype=float)
+    share = w / w.sum() * total if not exact else w
+    counts = np.floor(share).astype(int)
+    if at_least_one and not exact:
+        counts = np.maximum(counts, 1)
+    rest = total - counts.sum()
+    if rest > 0:
+        order = np.argsort(-(share - np.floor(share)), kind="stable")
+        counts[order[:rest]] += 1
+    elif rest < 0:
+        order = np.argsort(-counts, kind="stable")
+        for i in order:
+            if rest == 0:
+                break
+            take = min(counts[i] - 1, -rest)
+            counts[i] -= take
+            rest += take
+    return counts
+
+
+def encode_columns(table: dict, columns: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """Numeric columns as they are, other columns one-hot (``name=value``); returns (X, names)."""
+    blocks, names = [], []
+    for col in columns:
+        values = np.asarray(table[col])
+        if values.dtype.kind in "biuf":
+            blocks.append(values.astype(float)[:, None])
+            names.append(col)
+            continue
+        as_str = values.astype(str)
+        cats = sorted(set(as_str.tolist()))
+        blocks.append((as_str[:, None] == np.array(cats)[None, :]).astype(float))
+        names.extend(f"{col}={c}" for c in cats)
+    return np.hstack(blocks), names

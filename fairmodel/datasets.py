@@ -1,0 +1,230 @@
+"""Bundled real data sets (offline) and the synthetic generators of the papers.
+
+The CSV files are gzip copies of the project's data (provenance: ``fairmodel/_data/PROVENANCE.md``).
+They are parsed with the standard library; pandas is not needed.
+
+Conventions shared by the loaders
+---------------------------------
+* Binary classification targets are coded ``+1`` (positive class) / ``-1``.
+* Groups keep readable names (``"Male"``, ``"white"``, ...).
+* Numeric features are standardized (zero mean, unit variance) unless ``standardize=False``;
+  categorical columns are one-hot encoded. The sensitive attribute is not a feature unless
+  ``include_sensitive=True``.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from importlib import resources
+
+import numpy as np
+
+from .data import Dataset, as_generator, encode_columns
+from .errors import DataError
+
+ADULT_CATEGORICAL = ("workclass", "education", "marital.status", "occupation", "relationship", "race", "sex",
+                     "native.country")
+ADULT_NUMERIC = ("age", "fnlwgt", "education.num", "capital.gain", "capital.loss", "hours.per.week")
+
+
+def read_bundled_csv(name: str) -> dict[str, np.ndarray]:
+    """The bundled CSV ``name`` (``"adult"``, ``"communities"`` or ``"lawschool"``) as columns of strings."""
+    try:
+        raw = resources.files("fairmodel").joinpath("_data").joinpath(f"{name}.csv.gz").read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"no bundled data set {name!r}; bundled: {', '.join(BUNDLED)}") from None
+    rows = list(csv.reader(io.StringIO(gzip.decompress(raw).decode("utf-8"))))
+    header, body = rows[0], rows[1:]
+    cols = np.array(body, dtype=object).T
+    return {h: cols[j].astype(str) for j, h in enumerate(header)}
+
+
+def _choose(value, allowed, what):
+    if value not in allowed:
+        raise DataError(f"unknown {what} {value!r}; choose one of {', '.join(map(repr, allowed))}")
+    return value
+
+
+def _standardize(X: np.ndarray, numeric_mask: np.ndarray) -> np.ndarray:
+    X = X.copy()
+    cols = X[:, numeric_mask]
+    std = cols.std(axis=0)
+    std[std == 0] = 1.0
+    X[:, numeric_mask] = (cols - cols.mean(axis=0)) / std
+    return X
+
+
+def _rows_without(table: dict, missing: set[str], columns) -> np.ndarray:
+    keep = np.ones(len(next(iter(table.values()))), dtype=bool)
+    for c in columns:
+        keep &= ~np.isin(table[c], list(missing))
+    return keep
+
+
+def load_adult(target: str = "income", sensitive: str | None = "sex", *, encoding: str = "standard",
+               standardize: bool = True, include_sensitive: bool = False) -> Dataset:
+    """UCI Adult (census income, 32,561 rows; rows with a missing ``?`` value are dropped: 30,162 rows).
+
+    target : ``"income"`` (+1 for ``>50K``) or ``"age"`` (the DP-regression variant).
+    sensitive : ``"sex"``, ``"race"``, ``"sex_race"`` (the product, e.g. ``("Female", "Black")``) or None.
+    encoding : ``"standard"`` (numeric columns log1p for fnlwgt and capital gain/loss, one-hot categories),
+        ``"a9a"`` (every column binary, as LIBSVM's a9a: numeric columns cut into quantile bins, then
+        one-hot) or ``"dp"`` (the DP post-processing paper's preprocessing: string columns dropped, every
+        numeric column with more than two distinct values replaced by log(1 + value)).
+    """
+    _choose(target, ("income", "age"), "target")
+    _choose(sensitive, ("sex", "race", "sex_race", None), "sensitive attribute")
+    _choose(encoding, ("standard", "a9a", "dp"), "encoding")
+    t = read_bundled_csv("adult")
+    keep = _rows_without(t, {"?"}, t.keys())
+    t = {k: v[keep] for k, v in t.items()}
+    if target == "income":
+        y = np.where(t["income"] == ">50K", 1.0, -1.0)
+    else:
+        y = t["age"].astype(float)
+    sens_cols = {"sex": ["sex"], "race": ["race"], "sex_race": ["sex", "race"], None: []}[sensitive]
+    groups = None
+    if sensitive == "sex_race":
+        groups = list(zip(t["sex"].tolist(), t["race"].tolist()))
+    elif sensitive is not None:
+        groups = t[sensitive]
+    drop = {"income", target} | (set() if include_sensitive else set(sens_cols))
+    numeric = [c for c in ADULT_NUMERIC if c not in drop]
+    categorical = [c for c in ADULT_CATEGORICAL if c not in drop]
+    table = {c: t[c].astype(float) for c in numeric}
+    if encoding == "dp":
+        for c in numeric:
+            if np.unique(table[c]).size > 2:
+                table[c] = np.log1p(table[c])
+        X, names = encode_columns(table, numeric)
+        numeric_mask = np.ones(len(names), dtype=bool)
+    elif encoding == "a9a":
+        for c in numeric:
+            table[c] = _quantile_bins(table[c], c)
+        table.update({c: t[c] for c in categorical})
+        X, names = encode_columns(table, numeric + categorical)
+        numeric_mask = np.zeros(len(names), dtype=bool)
+    else:
+        for c in ("fnlwgt", "capital.gain", "capital.loss"):
+            if c in table:
+                table[c] = np.log1p(table[c])
+        table.update({c: t[c] for c in categorical})
+        X, names = encode_columns(table, numeric + categorical)
+        numeric_mask = np.array([n in numeric for n in names])
+    if standardize and numeric_mask.any():
+        X = _standardize(X, numeric_mask)
+    return Dataset(X, y, groups, feature_names=names, name="adult", target_name=target,
+                   sensitive_name=sensitive)
+
+
+def _quantile_bins(values: np.ndarray, name: str, n_bins: int = 5) -> np.ndarray:
+    edges = np.unique(np.quantile(values, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    codes = np.searchsorted(edges, values, side="right")
+    return np.array([f"bin{c}" for c in codes], dtype=object).astype(str)
+
+
+def load_lawschool(target: str = "bar1", sensitive: str | None = "race", *, standardize: bool = True,
+                   include_sensitive: bool = False) -> Dataset:
+    """LSAC bar passage study (27,478 rows; rows with any missing value dropped: 20,800 rows).
+
+    target : ``"bar1"`` (+1 for a pass ``P``), ``"ugpa"`` (regression, in [0, 4]), or another numeric column
+        (``"lsat"``, ``"zfygpa"``, ``"zgpa"``).
+    sensitive : ``"race"`` (``"white"`` for race code 7, else ``"non-white"``), ``"gender"`` or None.
+    Features: every other column; ``gender`` coded male = 1, female = 0.
+    """
+    _choose(target, ("bar1", "ugpa", "lsat", "zfygpa", "zgpa"), "target")
+    _choose(sensitive, ("race", "gender", None), "sensitive attribute")
+    t = read_bundled_csv("lawschool")
+    keep = _rows_without(t, {"NA", ""}, t.keys())
+    t = {k: v[keep] for k, v in t.items()}
+    race = np.where(t["race"] == "7", "white", "non-white")
+    gender = (t["gender"] == "male").astype(float)
+    y = np.where(t["bar1"] == "P", 1.0, -1.0) if target == "bar1" else t[target].astype(float)
+    groups = {"race": race, "gender": np.where(gender == 1, "male", "female"), None: None}[sensitive]
+    columns = ["race", "cluster", "lsat", "ugpa", "zfygpa", "zgpa", "bar1", "fulltime", "fam_inc", "age", "gender"]
+    table = {c: t[c] for c in columns if c not in ("race", "gender", "bar1")}
+    table = {c: v.astype(float) for c, v in table.items()}
+    table["race"] = (race == "white").astype(float)
+    table["gender"] = gender
+    table["bar1"] = (t["bar1"] == "P").astype(float)
+    drop = {target} | (set() if include_sensitive or sensitive is None else {sensitive})
+    feats = [c for c in columns if c not in drop]
+    X, names = encode_columns(table, feats)
+    if standardize:
+        X = _standardize(X, np.ones(len(names), dtype=bool))
+    return Dataset(X, y, groups, feature_names=names, name="lawschool", target_name=target,
+                   sensitive_name=sensitive)
+
+
+def load_communities(target: str = "ViolentCrimesPerPop", sensitive: str | None = "race", *,
+                     standardize: bool = False, include_sensitive: bool = False) -> Dataset:
+    """UCI Communities and Crime, normalized version (1,994 rows; rows with target 0 dropped: 1,984).
+
+    Missing values are filled with 0. The sensitive attribute ``race`` is ``"white"`` where
+    ``racePctWhite`` is the largest of the four race percentages, else ``"non-white"``; the four race
+    columns are dropped from the features. Features are already in [0, 1], so they are not
+    standardized by default.
+    """
+    _choose(sensitive, ("race", None), "sensitive attribute")
+    t = read_bundled_csv("communities")
+    if target not in t:
+        raise DataError(f"unknown target {target!r}; columns are {list(t)}")
+    table = {c: np.where(v == "", "0", v).astype(float) for c, v in t.items()}
+    race_cols = ["racepctblack", "racePctWhite", "racePctAsian", "racePctHisp"]
+    largest = np.argmax(np.column_stack([table[c] for c in race_cols]), axis=1)
+    race = np.where(largest == 1, "white", "non-white")
+    keep = table[target] != 0
+    feats = [c for c in t if c not in set(race_cols) | {target}]
+    X, names = encode_columns({c: table[c][keep] for c in feats}, feats)
+    if include_sensitive:
+        X = np.column_stack([X, (race[keep] == "white").astype(float)])
+        names.append("race")
+    if standardize:
+        X = _standardize(X, np.ones(len(names), dtype=bool))
+    groups = race[keep] if sensitive == "race" else None
+    return Dataset(X, table[target][keep], groups, feature_names=names, name="communities",
+                   target_name=target, sensitive_name=sensitive)
+
+
+def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, seed=None) -> Dataset:
+    """The synthetic task of the group-DRO paper, eq. (33).
+
+    For every group i a direction w_i* is drawn uniformly on the unit sphere of R^d; x ~ N(0, I_d) and
+    y = sign(x . w_i*), flipped with probability ``flip`` (a number, or one number per group).
+    ``n_per_group`` is an integer or one integer per group. Groups are named ``0..m-1``.
+    """
+    if int(m) < 1 or int(d) < 1:
+        raise DataError(f"m and d must be positive integers; got m={m}, d={d}")
+    rng = as_generator(seed)
+    sizes = np.broadcast_to(np.asarray(n_per_group, dtype=int), (m,))
+    flips = np.broadcast_to(np.asarray(flip, dtype=float), (m,))
+    if np.any(sizes < 1):
+        raise DataError("every group needs at least one sample")
+    if np.any((flips < 0) | (flips > 1)):
+        raise DataError(f"flip probabilities must lie in [0, 1]; got {flips.tolist()}")
+    w_star = rng.standard_normal((m, d))
+    w_star /= np.linalg.norm(w_star, axis=1, keepdims=True)
+    Xs, ys, gs = [], [], []
+    for i in range(m):
+        X = rng.standard_normal((sizes[i], d))
+        y = np.sign(X @ w_star[i])
+        y[y == 0] = 1.0
+        y = np.where(rng.random(sizes[i]) < flips[i], -y, y)
+        Xs.append(X), ys.append(y), gs.append(np.full(sizes[i], i))
+    return Dataset(np.vstack(Xs), np.concatenate(ys), np.concatenate(gs), name=f"gdro-synthetic(m={m},d={d})")
+
+
+BUNDLED = {
+    "adult": (load_adult, "UCI Adult census income; targets income (+1: >50K) or age; sensitive sex, race, sex_race"),
+    "lawschool": (load_lawschool, "LSAC bar passage; targets bar1 (+1: pass), ugpa, lsat, zfygpa, zgpa; "
+                                  "sensitive race (white / non-white) or gender"),
+    "communities": (load_communities, "UCI Communities and Crime; target ViolentCrimesPerPop; sensitive race"),
+}
+
+
+def load(name: str, **options) -> Dataset:
+    """Load a bundled data set by name (``"adult"``, ``"lawschool"``, ``"communities"``)."""
+    if name not in BUNDLED:
+        raise DataError(f"no bundled data set {name!r}; bundled: {', '.join(BUNDLED)}")
+    return BUNDLED[name][0](**options)

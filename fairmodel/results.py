@@ -1,0 +1,212 @@
+"""Results of a solve, saved as JSON + NPZ (never pickle).
+
+``result.save("run")`` writes ``run.json`` (everything but arrays, with a format tag and schema version)
+and ``run.npz`` (the variables, the history columns and any array-valued metric). ``fm.load_result``
+reads them back and refuses files that are missing, corrupt, or not written by fairmodel.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ResultFileError
+
+FORMAT = "fairmodel.result"
+SCHEMA = 1
+OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
+
+
+@dataclass
+class Result:
+    """The outcome of ``Problem.solve``.
+
+    ``objective``, ``constraints``, ``metrics`` and ``certificate`` are the judge's evaluation on the
+    full data. ``status`` is one of ``optimal``, ``optimal_inaccurate`` (exact solvers),
+    ``converged``, ``budget_exhausted`` (stochastic: the iteration budget ran out, which is the normal
+    end of a fixed-budget run), ``diverged`` or ``failed`` (with ``message``).
+    """
+
+    status: str
+    objective: float
+    variables: dict = field(default_factory=dict)
+    constraints: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
+    certificate: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    solver: dict = field(default_factory=dict)
+    seed: int | None = None
+    backend: str = ""
+    method: str = ""
+    family: str = ""
+    message: str = ""
+    problem: str = ""
+
+    @classmethod
+    def from_parts(cls, *, backend, method, family, seed, solution, evaluation, timings, problem_text):
+        metrics = {**solution.metrics, **evaluation.metrics}
+        certificate = {**solution.certificate, **evaluation.certificate}
+        return cls(status=solution.status, objective=float(evaluation.objective),
+                   variables=dict(solution.variables), constraints=evaluation.constraints, metrics=metrics,
+                   certificate=certificate, history=list(solution.history), timings=timings,
+                   solver=dict(solution.solver), seed=_seed_value(seed), backend=backend, method=method,
+                   family=family, message=solution.message, problem=problem_text)
+
+    @property
+    def ok(self) -> bool:
+        """True when the solver ended normally (not diverged or failed)."""
+        return self.status in OK_STATUSES
+
+    @property
+    def max_violation(self) -> float:
+        return max((c["violation"] for c in self.constraints.values()), default=0.0)
+
+    def history_column(self, key: str) -> np.ndarray:
+        """One column of the history (``nan`` where a record lacks the key)."""
+        return np.array([rec.get(key, np.nan) for rec in self.history], dtype=float)
+
+    def predictor(self):
+        """A fitted predictor built from this result (families that have one, e.g. DP post-processing)."""
+        from .families.base import family_by_name
+        return family_by_name(self.family).predictor(self)
+
+    def summary(self) -> str:
+        lines = [f"{self.family} / {self.backend} / {self.method}: status {self.status}",
+                 f"  objective      {self.objective:.6g}"]
+        for name, c in self.constraints.items():
+            lines.append(f"  {name:<14} {c['value']:.6g} <= {c['bound']:.6g} (violation {c['violation']:.2g})")
+        for name, v in self.certificate.items():
+            lines.append(f"  {name:<14} {v:.6g}")
+        lines.append(f"  time           {self.timings.get('solve', float('nan')):.3g} s")
+        if self.message:
+            lines.append(f"  note: {self.message}")
+        return "\n".join(lines)
+
+    __str__ = summary
+
+    # -- persistence ------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (arrays as nested lists)."""
+        return {"format": FORMAT, "schema": SCHEMA, **_jsonable(self._fields(), None)}
+
+    def _fields(self) -> dict:
+        return {"status": self.status, "objective": self.objective, "variables": self.variables,
+                "constraints": self.constraints, "metrics": self.metrics, "certificate": self.certificate,
+                "history": _history_columns(self.history), "timings": self.timings, "solver": self.solver,
+                "seed": self.seed, "backend": self.backend, "method": self.method, "family": self.family,
+                "message": self.message, "problem": self.problem}
+
+    def save(self, path) -> tuple[Path, Path]:
+        """Write ``<path>.json`` and ``<path>.npz``; returns both paths."""
+        base = _base(path)
+        arrays: dict[str, np.ndarray] = {}
+        doc = {"format": FORMAT, "schema": SCHEMA, **_jsonable(self._fields(), arrays)}
+        base.parent.mkdir(parents=True, exist_ok=True)
+        json_path, npz_path = base.with_suffix(".json"), base.with_suffix(".npz")
+        with open(json_path, "w") as f:
+            json.dump(doc, f, indent=1, allow_nan=True)
+        np.savez_compressed(npz_path, **arrays)
+        return json_path, npz_path
+
+
+def load_result(path) -> Result:
+    """Read a result written by :meth:`Result.save` (give the base path or the ``.json`` path)."""
+    base = _base(path)
+    json_path, npz_path = base.with_suffix(".json"), base.with_suffix(".npz")
+    for p in (json_path, npz_path):
+        if not p.exists():
+            raise ResultFileError(f"{p} does not exist; a saved result is a .json file and a .npz file side by side")
+    try:
+        with open(json_path) as f:
+            doc = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultFileError(f"{json_path} is not valid JSON ({exc}); the file is corrupt") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ResultFileError(f"{json_path} was not written by fairmodel (no format tag {FORMAT!r})")
+    if doc.get("schema") != SCHEMA:
+        raise ResultFileError(f"{json_path} has schema {doc.get('schema')!r}; this fairmodel reads schema {SCHEMA}")
+    try:
+        with np.load(npz_path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ResultFileError(f"{npz_path} could not be read ({exc}); the file is corrupt") from None
+    try:
+        fields = _restore(doc, arrays)
+        history = _history_records(fields.pop("history"))
+        fields = {k: v for k, v in fields.items() if k not in ("format", "schema")}
+        return Result(history=history, **fields)
+    except (KeyError, TypeError) as exc:
+        raise ResultFileError(f"{json_path} is incomplete or inconsistent with {npz_path}: {exc}") from None
+
+
+def _base(path) -> Path:
+    p = Path(os.fspath(path))
+    return p.with_suffix("") if p.suffix in (".json", ".npz") else p
+
+
+def _seed_value(seed):
+    if seed is None or isinstance(seed, (int, np.integer)):
+        return None if seed is None else int(seed)
+    return None  # a Generator cannot be recorded as a number
+
+
+def _jsonable(obj, arrays: dict | None, key: str = ""):
+    """JSON-ready copy of ``obj``: arrays become ``{"__array__": key}`` references stored in ``arrays``
+    (or plain lists when ``arrays`` is None), numpy scalars become Python numbers, and non-finite floats
+    become ``{"__float__": "nan"}``."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v, arrays, f"{key}/{k}" if key else str(k)) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        if arrays is None:
+            return _jsonable(obj.tolist(), None, key)
+        arrays[key] = obj
+        return {"__array__": key}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v, arrays, f"{key}/{i}") for i, v in enumerate(obj)]
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return v if math.isfinite(v) else {"__float__": repr(v)}
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def _restore(obj, arrays: dict):
+    if isinstance(obj, dict):
+        if set(obj) == {"__array__"}:
+            return arrays[obj["__array__"]]
+        if set(obj) == {"__float__"}:
+            return float(obj["__float__"])
+        return {k: _restore(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_restore(v, arrays) for v in obj]
+    return obj
+
+
+def _history_columns(history: list) -> dict:
+    keys: list[str] = []
+    for rec in history:
+        keys += [k for k in rec if k not in keys]
+    return {k: np.array([_num(rec.get(k)) for rec in history], dtype=float) for k in keys}
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _history_records(columns: dict) -> list:
+    if not columns:
+        return []
+    n = len(next(iter(columns.values())))
+    return [{k: float(v[i]) for k, v in columns.items() if not np.isnan(v[i])} for i in range(n)]

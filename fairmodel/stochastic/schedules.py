@@ -1,0 +1,81 @@
+"""Step-size and weight schedules: a number, per-epoch or per-(epoch, step) arrays, or a callable.
+
+Every schedule is turned into a function ``(s, k) -> value`` and validated: arrays up front (shape and
+values), callables at each use (the first bad value stops the run with a clear message).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..errors import OptionError
+
+
+def _check_value(v, name: str, low: float, high: float, where: str = "") -> float:
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
+        raise OptionError(f"{name}{where} must be a number; got {type(v).__name__}")
+    v = float(v)
+    if not np.isfinite(v) or not (low < v <= high):
+        interval = f"(0, {high:g}]" if low == 0 else f"({low:g}, {high:g}]"
+        raise OptionError(f"{name}{where} must be finite and in {interval}; got {v}")
+    return v
+
+
+def epoch_lengths(inner, epochs: int, name: str = "inner") -> np.ndarray:
+    """K_s for s = 0..S-1 from an integer, a length-S sequence, or a callable s -> K_s (each >= 1)."""
+    if isinstance(epochs, bool) or not isinstance(epochs, (numbers.Integral, np.integer)) or epochs < 1:
+        raise OptionError(f"epochs must be a positive integer; got {epochs!r}")
+    if callable(inner):
+        values = [inner(s) for s in range(epochs)]
+    elif np.ndim(inner) == 0:
+        values = [inner] * epochs
+    else:
+        values = list(np.asarray(inner).ravel())
+        if len(values) != epochs:
+            raise OptionError(f"{name} has {len(values)} entries; it needs one per epoch ({epochs})")
+    out = np.empty(epochs, dtype=int)
+    for s, v in enumerate(values):
+        if isinstance(v, bool) or not float(v).is_integer() or v < 1:
+            raise OptionError(f"{name} (inner iterations K_s) must be positive integers; got {v!r} at epoch {s}")
+        out[s] = int(v)
+    return out
+
+
+def schedule(value, name: str, lengths: np.ndarray, high: float = np.inf):
+    """A validated function ``(s, k) -> value`` in (0, high] from a number, an array or a callable.
+
+    Arrays: shape (S,) (one value per epoch) or (S, max K_s) (one per step).
+    """
+    S = lengths.shape[0]
+    if callable(value):
+        def f(s, k):
+            return _check_value(value(s, k), name, 0.0, high, f" at epoch {s}, step {k}")
+        return f
+    arr = np.asarray(value, dtype=float) if not isinstance(value, (numbers.Real, np.number)) else None
+    if arr is None or arr.ndim == 0:
+        v = _check_value(value if arr is None else float(arr), name, 0.0, high)
+        return lambda s, k: v
+    if arr.ndim == 1 and arr.shape[0] == S:
+        for s, v in enumerate(arr):
+            _check_value(v, name, 0.0, high, f" at epoch {s}")
+        return lambda s, k: float(arr[s])
+    if arr.ndim == 2 and arr.shape == (S, int(lengths.max())):
+        for s in range(S):
+            for v in arr[s, : lengths[s]]:
+                _check_value(v, name, 0.0, high, f" at epoch {s}")
+        return lambda s, k: float(arr[s, k])
+    raise OptionError(f"{name} array has shape {arr.shape}; use a number, shape ({S},) (per epoch) or "
+                      f"({S}, {int(lengths.max())}) (per epoch and step)")
+
+
+def multiplier(kind, lengths: np.ndarray):
+    """A step multiplier ``(s, k) -> m``: "constant" (1), "decreasing" (1/sqrt(s+1)), or any schedule."""
+    if isinstance(kind, str):
+        if kind == "constant":
+            return lambda s, k: 1.0
+        if kind == "decreasing":
+            return lambda s, k: 1.0 / np.sqrt(s + 1.0)
+        raise OptionError(f"unknown step schedule {kind!r}; use 'constant', 'decreasing', a number, an array "
+                          f"or a callable (s, k) -> multiplier")
+    return schedule(kind, "step schedule", lengths)

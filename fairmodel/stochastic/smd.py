@@ -1,0 +1,98 @@
+"""Stochastic mirror descent (SMD) for group DRO: the standard group-DRO training method and the baseline
+of the group-DRO paper (Nemirovski et al. 2009; spec ``group_dro_aleg.md`` §5.4).
+
+Each iteration draws ``batch_size`` samples per group (as ALEG does, eq. (20)) and takes
+
+    w     <- Proj_W(w - gamma_w sum_i q_i grad l(w; xi_i))
+    ln q  <- ln q + gamma_q [l(w; xi_i)]_i - logsumexp(...)      (entropic step on the simplex)
+
+and outputs the step-weighted average of the iterates. Cost: m * batch_size gradients per iteration.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..data import as_generator
+from ..errors import OptionError
+from ..progress import Progress
+from ..risks import GroupRisks
+from .aleg import _check_offsets, check_initial, default_steps, normalize_log
+
+
+def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None, step_q=None,
+        step_schedule: str = "decreasing", offsets=None, w0=None, q0=None, seed=None, verbose=None,
+        callback=None, max_grad_evals: int | None = None, max_time: float | None = None,
+        track_output: bool = False) -> dict:
+    """Run SMD for ``epochs`` passes' worth of samples (ceil(n_bar / batch_size) iterations per epoch).
+
+    ``step_schedule``: "constant" or "decreasing" (gamma / sqrt(t + 1) over iterations t, the classical
+    choice for SMD). Returns the same dict layout as :func:`fairmodel.stochastic.aleg.aleg`.
+    """
+    if step_schedule not in ("constant", "decreasing"):
+        raise OptionError(f"SMD step_schedule must be 'constant' or 'decreasing'; got {step_schedule!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise OptionError(f"epochs must be a positive integer; got {epochs!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
+    rng = as_generator(seed)
+    m, n = risks.m, risks.X.shape[0]
+    auto_w, auto_q = default_steps(risks, batch_size)
+    gw0 = auto_w if step_w is None else float(step_w)
+    gq0 = auto_q if step_q is None else float(step_q)
+    for name, v in (("step_w", gw0), ("step_q", gq0)):
+        if not np.isfinite(v) or v <= 0:
+            raise OptionError(f"{name} must be positive and finite; got {v}")
+    c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
+    w, logq = check_initial(risks, w0, q0)
+    per_epoch = max(1, math.ceil(n / m / batch_size))
+    X, y, phi, dphi = risks.X, risks.y, risks.loss.phi, risks.loss.dphi
+    batch_group = np.repeat(np.arange(m), batch_size)
+    out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
+    evals, t, history, status, message = 0, 0, [], "completed", ""
+    start = time.perf_counter()
+    with Progress(epochs, "SMD", verbose) as bar:
+        for s in range(epochs):
+            for _ in range(per_epoch):
+                mult = 1.0 / math.sqrt(t + 1.0) if step_schedule == "decreasing" else 1.0
+                q = np.exp(logq)
+                out_w += mult * w
+                out_q += mult * q
+                out_weight += mult
+                rows = risks.draw_per_group(rng, batch_size)
+                Xb, yb = X[rows], y[rows]
+                z = Xb @ w
+                losses = phi(z, yb).reshape(m, batch_size).mean(axis=1) - c
+                coef = dphi(z, yb)
+                weight = q[batch_group] / batch_size
+                coef = coef * (weight[:, None] if coef.ndim == 2 else weight)
+                w = risks.project(w - gw0 * mult * (Xb.T @ coef))
+                if m > 1:
+                    logq = normalize_log(logq + gq0 * mult * losses)
+                evals += m * batch_size
+                t += 1
+            elapsed = time.perf_counter() - start
+            if not (np.all(np.isfinite(w)) and np.all(np.isfinite(logq))):
+                status, message = "diverged", f"non-finite iterate in epoch {s}; try smaller step_w/step_q"
+                break
+            record = {"epoch": s, "grad_evals": evals, "time": elapsed}
+            if track_output:
+                record["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
+            history.append(record)
+            bar.update(1)
+            if callback is not None and callback({"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                                  "grad_evals": evals, "time": elapsed}):
+                message = f"stopped by the callback after epoch {s}"
+                break
+            if max_grad_evals is not None and evals >= max_grad_evals:
+                status, message = "budget_exhausted", f"gradient-evaluation budget {max_grad_evals} reached"
+                break
+            if max_time is not None and elapsed >= max_time:
+                status, message = "budget_exhausted", f"time budget {max_time} s reached"
+                break
+    q_out = out_q / out_weight
+    return {"w": out_w / out_weight, "q": q_out / q_out.sum(), "status": status, "message": message,
+            "history": history, "grad_evals": evals, "epochs_run": len(history),
+            "steps": {"step_w": gw0, "step_q": gq0}}
