@@ -1,0 +1,74 @@
+"""Shared helpers of the benchmarks: timing medians, peak memory, and writing a section of docs/benchmarks.md.
+
+Each benchmark owns one section of ``docs/benchmarks.md`` between the markers
+``<!-- BEGIN name -->`` and ``<!-- END name -->`` and rewrites only that section, stamped with the machine,
+the date and the library versions, so that tables written by different runs never overwrite each other.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def machine() -> str:
+    import cvxpy
+    import numpy
+    import scipy
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, numpy {numpy.__version__}, "
+            f"scipy {scipy.__version__}, cvxpy {cvxpy.__version__}; {datetime.date.today().isoformat()}")
+
+
+def write_section(name: str, body: str) -> None:
+    """Replace (or append) the section ``name`` of docs/benchmarks.md with ``body`` and a machine stamp."""
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    block = f"<!-- BEGIN {name} -->\n{body.rstrip()}\n\n_Measured on: {machine()}._\n<!-- END {name} -->"
+    pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    DOC.write_text(text)
+
+
+def median_time(fn, repeat: int = 5) -> float:
+    """Median wall time of ``fn()`` over ``repeat`` runs (seconds)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_memory(fn):
+    """(result, peak traced Python/NumPy allocation in MiB) of ``fn()``; CVXPY's C solvers are not traced."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return out, peak / 2 ** 20
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    """A Markdown table."""
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.3g}"
+        return str(v)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
