@@ -7,7 +7,7 @@ scalable stochastic methods from the literature), and one judge.
 >>> risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
 >>> prob = fm.Problem(fm.Minimize(fm.max(risks)))
 """
-from . import datasets
+from . import datasets, metrics
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
@@ -18,10 +18,18 @@ from .judge import Evaluation, judge
 from .problem import Inequality, Minimize, Problem
 from .results import Result, load_result
 
+# --- DP post-processing exports (issue 3) ---
+
+# --- AUC fairness exports (issue 4) ---
+
+# --- partial fairness exports (issue 5) ---
+
+# --- min-max / strategic DRO exports (issue 6) ---
+
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "CrossCheckReport", "DataError", "Dataset", "Evaluation", "ExpressionTypeError", "FairmodelError",
+    "Batch", "CrossCheckReport", "metrics", "DataError", "Dataset", "Evaluation", "ExpressionTypeError", "FairmodelError",
     "Groups", "InfeasibleError", "Inequality", "Minimize", "ModelError", "OptionError", "Problem", "Result",
     "ResultFileError", "SolverError", "UnsupportedProblemError", "Weights", "crosscheck", "datasets",
     "group_mean", "group_optimal", "hinge_loss", "judge", "load_result", "logistic_loss", "max", "mean", "norm",

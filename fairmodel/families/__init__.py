@@ -1,3 +1,12 @@
 """Problem families; importing this package registers them (the generic convex family last)."""
 from . import gdro  # noqa: F401
-from . import convex  # noqa: F401  (fallback: keep last)
+
+# DP post-processing (issue 3)
+
+# AUC fairness (issue 4)
+
+# partial fairness (issue 5)
+
+# min-max / strategic DRO (issue 6)
+
+from . import convex  # noqa: F401,E402  (fallback: keep last)
