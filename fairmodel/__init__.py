@@ -19,6 +19,18 @@ from .problem import Inequality, Minimize, Problem
 from .results import Result, load_result
 
 # --- DP post-processing exports (issue 3) ---
+from .families.dp import dp_parameters, dp_sweep, DPFrontier  # noqa: E402
+from .fairness.dp import DPPredictor, GridPredictor, dp_gap, expected_cost, squared_risk  # noqa: E402
+
+DP_EXPORTS = ["DPFrontier", "DPPredictor", "DemographicParityPostProcessor", "GridPredictor", "dp_gap",
+              "dp_parameters", "dp_sweep", "expected_cost", "squared_risk"]
+
+
+def __getattr__(name):  # scikit-learn is optional: the estimator is imported on first use
+    if name == "DemographicParityPostProcessor":
+        from .estimators.dp import DemographicParityPostProcessor
+        return DemographicParityPostProcessor
+    raise AttributeError(f"module 'fairmodel' has no attribute {name!r}")
 
 # --- AUC fairness exports (issue 4) ---
 

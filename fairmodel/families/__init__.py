@@ -2,6 +2,7 @@
 from . import gdro  # noqa: F401
 
 # DP post-processing (issue 3)
+from . import dp  # noqa: F401,E402
 
 # AUC fairness (issue 4)
 

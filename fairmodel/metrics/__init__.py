@@ -4,6 +4,7 @@ One module per family; this package re-exports their public functions (``fm.metr
 """
 
 # DP post-processing metrics (issue 3)
+from .dp import ks_unfairness, mse, pmf_unfairness, randomized_risk  # noqa: F401
 
 # AUC fairness metrics (issue 4)
 

@@ -1,0 +1,162 @@
+"""The entropic dual of DP post-processing on a finite distribution: the object that the exact programs,
+the stochastic oracles and the judge share (paper: Chzhen, Hebiri, Taturyan, "Regression under demographic
+parity constraints via unlabeled post-processing"; spec ``dp_postprocessing.md`` §1, §2.1).
+
+Notation (spec §1.2-§1.8, §2.1). A finite distribution of n atoms x_i with weights w_i > 0 (sum 1; the
+empirical unlabeled sample has w_i = 1/n), a grid of m points y_j, and
+
+* costs ``R`` (n, m): R_ij = (eta_hat(x_i) - y_j)^2 (r_hat of eq. (13)), or any cost r(x_i, y_j) (Remark 2.2);
+* ``T`` (n, K): T_is = t_hat_s(x_i) = 1 - tau_hat_s(x_i) / p_s (eq. (15));
+* the dual variable z = (Lambda, V), stored as one array of shape (2, m, K): z[0] = Lambda (multipliers of
+  -E[pi t] <= eps), z[1] = V (multipliers of E[pi t] <= eps). Only D = Lambda - V enters the policy.
+
+Formulas:
+
+* scores a_ij = <D_j, t_hat(x_i)> - R_ij and the policy pi_z(j | x_i) = softmax_j(beta a_i)   (eq. (7));
+* F(z) = sum_i w_i LSE_beta(a_i) + sum_js (Lambda + V)_js eps_s                                  (eq. (5));
+* grad F = (E + eps, -E + eps) with E = P^T diag(w) T, E_js = E_w[pi(j|X) t_s(X)]               (eq. (10));
+* U_s(pi, j) = |E_js| (eq. (15)); R_beta(pi) = R(pi) + (1/beta) E[Psi(pi)], Psi the negative entropy (eq. (4));
+* gradient mapping G_alpha(z) = min(z / alpha, grad F(z)) componentwise                             (eq. (8)).
+
+``beta = inf`` is the unregularized problem (3): LSE becomes the max (the dual LP, spec §2.3) and the policy
+the arg max with ties split evenly.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import entr, logsumexp, softmax
+
+
+def sigma2(p: np.ndarray) -> float:
+    """sigma^2 = sum_s (1 - p_s) / p_s (spec §1.8): the population bound on E||t(X)||^2 (Lemma F.4)."""
+    p = np.asarray(p, dtype=float)
+    return float(np.sum((1.0 - p) / p))
+
+
+def policy_from_scores(a: np.ndarray, beta: float) -> np.ndarray:
+    """pi(. | x_i) = softmax(beta a_i) row by row (eq. (7)); for beta = inf the arg max, ties split evenly.
+
+    scipy's softmax subtracts the row maximum, so beta * a ~ 1e4 does not overflow (spec §1.5).
+    """
+    if np.isinf(beta):
+        top = a >= a.max(axis=-1, keepdims=True)
+        return top / top.sum(axis=-1, keepdims=True)
+    return softmax(beta * a, axis=-1)
+
+
+def lse(a: np.ndarray, beta: float) -> np.ndarray:
+    """LSE_beta(a_i) = (1/beta) log sum_j exp(beta a_ij) row by row (spec §1.5); the max for beta = inf."""
+    if np.isinf(beta):
+        return a.max(axis=-1)
+    return logsumexp(beta * a, axis=-1) / beta
+
+
+def gradient_mapping(z: np.ndarray, grad: np.ndarray, alpha: float) -> np.ndarray:
+    """G_alpha(z) = (z - max(z - alpha grad, 0)) / alpha = min(z / alpha, grad) for z >= 0 (eq. (8))."""
+    return np.minimum(z / alpha, grad)
+
+
+class DualProblem:
+    """F of eq. (5) and the primal quantities of a policy on one finite distribution.
+
+    Parameters
+    ----------
+    R : (n, m) costs. T : (n, K) t_hat values. eps : (K,) tolerances (``None``: no fairness constraint).
+    beta : inverse entropic weight (``inf`` for the LP). weights : (n,) positive, summing to 1 (None: 1/n).
+    """
+
+    def __init__(self, R: np.ndarray, T: np.ndarray, eps, beta: float, weights=None):
+        self.R, self.T = R, T
+        n, self.m = R.shape
+        self.K = T.shape[1]
+        self.w = np.full(n, 1.0 / n) if weights is None else weights
+        self.eps = None if eps is None else np.asarray(eps, dtype=float)
+        self.beta = float(beta)
+        self._wT = self.w[:, None] * T
+
+    @property
+    def n(self) -> int:
+        return self.R.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The shape (2, m, K) of a dual variable z = (Lambda, V)."""
+        return (2, self.m, self.K)
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(self.shape)
+
+    # -- dual ---------------------------------------------------------------------------------------------
+    def scores(self, z: np.ndarray) -> np.ndarray:
+        """a_ij = <lambda_j - nu_j, t_hat(x_i)> - R_ij (the argument of eq. (7))."""
+        return self.T @ (z[0] - z[1]).T - self.R
+
+    def policy(self, z: np.ndarray) -> np.ndarray:
+        """P_ij = pi_z(j | x_i) (eq. (7), plug-in (13))."""
+        return policy_from_scores(self.scores(z), self.beta)
+
+    def linear_term(self, z: np.ndarray) -> float:
+        """sum_js (Lambda + V)_js eps_s (the second term of eq. (5))."""
+        return float(np.sum((z[0] + z[1]) * self.eps))
+
+    def value(self, z: np.ndarray) -> float:
+        """F(z), eq. (5) (the dual LP objective of spec §2.3 when beta = inf)."""
+        return float(self.w @ lse(self.scores(z), self.beta)) + self.linear_term(z)
+
+    def grad_from_moments(self, E: np.ndarray) -> np.ndarray:
+        """(E + eps, -E + eps): the gradient (10) (or its minibatch estimate (11)) from the moments E."""
+        return np.stack([E + self.eps, self.eps - E])
+
+    def value_and_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
+        """(F(z), grad F(z)) with one pass over the atoms, eqs. (5) and (10)."""
+        a = self.scores(z)
+        P = policy_from_scores(a, self.beta)
+        value = float(self.w @ lse(a, self.beta)) + self.linear_term(z)
+        return value, self.grad_from_moments(self.moments(P))
+
+    def grad(self, z: np.ndarray) -> np.ndarray:
+        return self.value_and_grad(z)[1]
+
+    # -- primal quantities of any policy P (n, m) -----------------------------------------------------------
+    def moments(self, P: np.ndarray) -> np.ndarray:
+        """E = P^T diag(w) T, E_js = E_w[pi(j|X) t_hat_s(X)] (spec §2.1); U_s(pi, j) = |E_js| (eq. (15))."""
+        return P.T @ self._wT
+
+    def risk(self, P: np.ndarray) -> float:
+        """R(pi) = sum_i w_i sum_j R_ij P_ij: the (discretized) risk with respect to the costs."""
+        return float(self.w @ np.einsum("ij,ij->i", self.R, P))
+
+    def neg_entropy(self, P: np.ndarray) -> float:
+        """E_w[Psi(pi(.|X))] = -sum_i w_i sum_j entr(P_ij) <= 0 (scipy's entr: 0 log 0 = 0, spec §7.1 item 1)."""
+        return -float(self.w @ entr(P).sum(axis=1))
+
+    def regularized_risk(self, P: np.ndarray) -> float:
+        """R_beta(pi) = R(pi) + (1/beta) E[Psi(pi)], eq. (4) (= R(pi) for beta = inf)."""
+        if np.isinf(self.beta):
+            return self.risk(P)
+        return self.risk(P) + self.neg_entropy(P) / self.beta
+
+    def unfairness(self, P: np.ndarray) -> np.ndarray:
+        """U_s(pi, j) = |E_w[pi(j|X) t_hat_s(X)]| for every (atom j, group s), eq. (15); shape (m, K)."""
+        return np.abs(self.moments(P))
+
+    def unfairness_excess(self, P: np.ndarray) -> float:
+        """sqrt(sum_js (U_s(pi, j) - eps_s)_+^2): the distance to the constraint set (Lemma 3.5, spec §1.11)."""
+        return float(np.sqrt(np.sum(np.maximum(self.unfairness(P) - self.eps, 0.0) ** 2)))
+
+    # -- constants -----------------------------------------------------------------------------------------
+    def mean_t(self) -> np.ndarray:
+        """E_w[t_hat] (K,): zero when p is calibrated on these atoms (spec §2.5)."""
+        return self.w @ self.T
+
+    def feasibility_margins(self) -> np.ndarray:
+        """m eps_s - |E_w t_hat_s| per group: the problem is feasible iff all are >= 0 (spec §2.5)."""
+        return self.m * self.eps - np.abs(self.mean_t())
+
+    def sigma2_plugin(self) -> float:
+        """sigma_hat^2 = E_w ||t_hat(X)||^2 (App. E, spec §1.8): the plug-in variance constant."""
+        return float(self.w @ np.einsum("ik,ik->i", self.T, self.T))
+
+    def smoothness(self) -> float:
+        """M_hat = 2 beta sigma_hat^2, a Lipschitz constant of grad F on these atoms (Lemma 3.4)."""
+        return 2.0 * self.beta * self.sigma2_plugin()

@@ -1,0 +1,1 @@
+"""scikit-learn style estimators (scikit-learn is an optional dependency: import the submodules on use)."""

@@ -1,0 +1,139 @@
+"""A scikit-learn post-processing estimator for DP regression without the sensitive attribute at inference
+(spec ``dp_postprocessing.md`` §6 "Post-processor API"): it wraps ``fm.GridPredictor`` + ``fm.Problem`` and the
+stochastic backend (Algorithm 1 with SGD3 + AC-SA^2 by default).
+
+    est = fm.DemographicParityPostProcessor(reg, clf, eps=0.01).fit(X_unlabeled)
+    est.predict(X_test)                    # mean of pi(.|x); mode="mode" or "sample" also available
+    est.predict_proba(X_test)              # (n, 2L + 1) probabilities over est.grid_
+
+Streams: ``partial_fit(X_batch)`` consumes batches in order; the whole stream length ``T`` and the group
+marginals ``p`` must be given up front (SGD3 plans its stages by T; a stream cannot be calibrated).
+For the same seed, parameters and order, ``partial_fit`` over chunks gives the same duals as ``fit`` on
+their concatenation with ``oracle="stream"``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..errors import OptionError
+from ..families.dp import StreamFit, dp_parameters
+from ..fairness.dp import DPPredictor, GridPredictor, dp_gap, squared_risk
+from ..problem import Minimize, Problem
+
+
+class DemographicParityPostProcessor(BaseEstimator):
+    """Post-process a fitted regressor and a fitted sensitive-attribute classifier under demographic parity.
+
+    Parameters
+    ----------
+    regressor : fitted, with ``predict(X)`` (an estimate of E[Y | X]).
+    classifier : fitted, with ``predict_proba(X)`` (an estimate of P(S = s | X)); its ``classes_`` name the groups.
+    eps : DP tolerance, a number or one per group, in [0, 1].
+    L, beta : grid size (2L + 1 points) and inverse entropic weight; ``None`` uses the paper's rule
+        L = floor(sqrt(N)), beta = 0.5 sqrt(N) log2(N) with N the number of unlabeled points (``T`` for streams).
+    B : the bound on |eta| (grid range [-B, B]); ``None``: the largest |prediction| on the first data seen.
+    p : group marginals ordered like ``classifier.classes_`` (array or ``{label: p}``); ``None`` calibrates them
+        on the unlabeled data in ``fit`` (required for ``partial_fit``).
+    method, T, batch_size, oracle, mu, inner, variant : options of the stochastic backend (``T`` stochastic
+        gradients; default 20,000 for ``fit``, required for ``partial_fit``).
+    clip : clip the regressor's predictions to [-B, B].
+    random_state : seed of the sampling (and of ``predict(mode="sample")``).
+    """
+
+    def __init__(self, regressor, classifier, *, eps=0.01, L=None, B=None, beta=None, p=None, method="sgd3",
+                 T=None, batch_size=1, oracle="resample", mu=None, inner="acsa2", variant="paper", clip=False,
+                 random_state=None):
+        self.regressor = regressor
+        self.classifier = classifier
+        self.eps = eps
+        self.L = L
+        self.B = B
+        self.beta = beta
+        self.p = p
+        self.method = method
+        self.T = T
+        self.batch_size = batch_size
+        self.oracle = oracle
+        self.mu = mu
+        self.inner = inner
+        self.variant = variant
+        self.clip = clip
+        self.random_state = random_state
+
+    # -- construction --------------------------------------------------------------------------------------------
+    def _problem(self, X, N: int) -> Problem:
+        for name, model, attr in (("regressor", self.regressor, "predict"),
+                                  ("classifier", self.classifier, "predict_proba")):
+            if not callable(getattr(model, attr, None)):
+                raise OptionError(f"{name} must be a fitted model with {attr}(X); got {type(model).__name__}")
+        rule = dp_parameters("reference", n=max(N, 2))
+        L = rule["L"] if self.L is None else self.L
+        beta = rule["beta"] if self.beta is None else self.beta
+        B = self.B
+        if B is None:
+            B = float(np.max(np.abs(np.asarray(self.regressor.predict(X), dtype=float))))
+            B = B if B > 0 else 1.0
+        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not (0 < beta < math.inf):
+            raise OptionError(f"beta must be a positive finite number; got {beta!r}")
+        post = GridPredictor(eta=self.regressor.predict, tau=self.classifier.predict_proba, L=L, B=B, p=self.p,
+                             clip=self.clip)
+        self.grid_, self.beta_, self.B_ = post.grid, float(beta), B
+        return Problem(Minimize(squared_risk(post)), [dp_gap(post) <= self.eps], entropy=1.0 / beta)
+
+    def _options(self) -> dict:
+        return {"method": self.method, "batch_size": self.batch_size, "mu": self.mu, "inner": self.inner,
+                "variant": self.variant}
+
+    # -- fitting ----------------------------------------------------------------------------------------------------
+    def fit(self, X, y=None, sample_weight=None):
+        """Solve the dual (5) with the stochastic backend on the unlabeled points ``X`` (``y`` is ignored)."""
+        problem = self._problem(X, len(X))
+        self.result_ = problem.solve(backend="stochastic", data=X, sample_weight=sample_weight, seed=self.random_state,
+                                     T=self.T, oracle=self.oracle, **self._options())
+        self._stream = None
+        self._set(self.result_.variables["Lambda"] - self.result_.variables["V"], self.result_.metrics["p"], problem)
+        self.status_ = self.result_.status
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Feed one batch of a stream of unlabeled points (in order); the duals are updated in place."""
+        if getattr(self, "_stream", None) is None:
+            if self.T is None:
+                raise OptionError("partial_fit needs T= (the total number of stream points to use): SGD3 and AC-SA^2 "
+                                  "plan their stages by it")
+            if self.p is None:
+                raise OptionError("partial_fit needs p= (the group marginals, ordered like classifier.classes_): a "
+                                  "stream cannot be calibrated on points that have not arrived")
+            if self.oracle not in ("resample", "stream"):
+                raise OptionError("partial_fit reads the stream in order (oracle='stream')")
+            problem = self._problem(X, self.T)
+            self._stream = StreamFit(problem.family, self.T, seed=self.random_state, **self._options())
+            self._problem_ = problem
+        self._stream.push(X)
+        self._set(self._stream.run.output[0] - self._stream.run.output[1], self._stream.p, self._problem_)
+        self.status_ = self._stream.run.status()[0]
+        return self
+
+    def _set(self, D, p, problem) -> None:
+        post = problem.family.post
+        self.dual_ = D
+        self.p_ = np.asarray(p, dtype=float)
+        self.predictor_ = DPPredictor(post.grid, D, self.p_, self.beta_, post, "regression", post.B)
+
+    # -- prediction -------------------------------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "predictor_"):
+            raise OptionError("this DemographicParityPostProcessor is not fitted yet: call fit(X_unlabeled) or partial_fit")
+
+    def predict_proba(self, X) -> np.ndarray:
+        """pi(. | x) over the grid ``grid_`` for every row of X: shape (n, 2L + 1) (eq. (7))."""
+        self._check_fitted()
+        return self.predictor_.predict_proba(X)
+
+    def predict(self, X, mode: str = "mean", seed=None) -> np.ndarray:
+        """The mean (default), mode or a sample (seeded by ``seed``, default ``random_state``) of pi(. | x)."""
+        self._check_fitted()
+        return self.predictor_.predict(X, mode=mode, seed=self.random_state if seed is None else seed)

@@ -1,0 +1,147 @@
+"""Exact programs of DP post-processing on a finite distribution (spec ``dp_postprocessing.md`` §2).
+
+* the LP (3) (beta = inf) in the policy P (n x m), spec §2.2, with |E| <= eps written as the two one-sided
+  inequalities E <= eps and -E <= eps (with cvxpy 1.9.3, ``cp.abs(E) <= eps`` solved by HiGHS returned a
+  wrong optimum, 0.0666 instead of 0.0324; DESIGN.md);
+* the dual LP (spec §2.3);
+* the entropic primal (4), an exponential-cone program (``cp.entr``), spec §2.4;
+* the smooth dual (5) as a CVXPY ``log_sum_exp`` program, and the same dual minimized by scipy's L-BFGS-B
+  under the bounds z >= 0 (spec §2.4);
+* the feasibility test of spec §2.5: feasible iff |E_w t_hat_s| <= m eps_s for every group s.
+
+The dual variables of the primal programs are read from CVXPY's constraint duals: the multiplier of
+-E <= eps is Lambda, the one of E <= eps is V (spec §1.6). Data enter as constants (n x m costs, n x K
+values of t_hat); every expression is vectorized.
+"""
+from __future__ import annotations
+
+import time
+
+import cvxpy as cp
+import numpy as np
+from scipy.optimize import minimize
+
+from ..dp_dual import DualProblem, gradient_mapping
+from ..errors import InfeasibleError, SolverError
+from . import solvers
+
+
+
+def check_feasible(dual: DualProblem, p_is_calibrated: bool) -> float:
+    """The margin min_s [m eps_s - |E_w t_hat_s|] (spec §2.5); raise :class:`InfeasibleError` when negative."""
+    margins = dual.feasibility_margins()
+    margin = float(margins.min())
+    if margin < 0:
+        s = int(np.argmin(margins))
+        mean_t = dual.mean_t()
+        fix = ("p is already calibrated on these points, so this comes from the weights; check them"
+               if p_is_calibrated else
+               "use p='calibrated' in fm.GridPredictor (p_s = mean of tau_hat_s over the unlabeled points, which "
+               "makes the problem feasible for every eps >= 0)")
+        raise InfeasibleError(
+            f"the DP constraints cannot be met on these points: for group {s}, |E[t_hat_{s}]| = {abs(mean_t[s]):.4g} "
+            f"exceeds m * eps_{s} = {dual.m} * {dual.eps[s]:.4g} (margin min_s [m eps_s - |E t_hat_s|] = "
+            f"{margin:.4g}, spec §2.5). The given p does not match the mean of tau_hat on these points. Fix: {fix}, "
+            f"or raise eps_{s} to at least {abs(mean_t[s]) / dual.m:.4g}")
+    return margin
+
+
+def _moments(P, dual: DualProblem):
+    return P.T @ dual._wT  # E = P^T diag(w) T  (m x K), affine in P
+
+
+def _fairness(E, dual: DualProblem) -> list:
+    """E <= eps and -E <= eps (two one-sided inequalities; duals V and Lambda)."""
+    eps = np.broadcast_to(dual.eps, (dual.m, dual.K))
+    return [E <= eps, -E <= eps]
+
+
+def primal_program(dual: DualProblem):
+    """(problem, P, [E <= eps, -E <= eps]) of the LP (3) (beta = inf) or the entropic primal (4)."""
+    P = cp.Variable((dual.n, dual.m), nonneg=True, name="P")
+    objective = cp.sum(cp.multiply(dual.w[:, None] * dual.R, P))
+    if not np.isinf(dual.beta):
+        objective = objective - cp.sum(cp.multiply(dual.w[:, None], cp.entr(P))) / dual.beta
+    fairness = [] if dual.eps is None else _fairness(_moments(P, dual), dual)
+    problem = cp.Problem(cp.Minimize(objective), [cp.sum(P, axis=1) == 1] + fairness)
+    return problem, P, fairness
+
+
+def dual_program(dual: DualProblem):
+    """(problem, Lambda, V, constraints) of the dual: the dual LP (spec §2.3) or the log-sum-exp dual (5).
+
+    For the dual LP the multipliers of u_i >= a_ij are w_i P_ij: the LP's policy (its dual is the primal LP).
+    """
+    Lam = cp.Variable((dual.m, dual.K), nonneg=True, name="Lambda")
+    V = cp.Variable((dual.m, dual.K), nonneg=True, name="V")
+    scores = dual.T @ (Lam - V).T - dual.R
+    linear = cp.sum(cp.multiply(Lam + V, np.broadcast_to(dual.eps, (dual.m, dual.K))))
+    if np.isinf(dual.beta):
+        u = cp.Variable(dual.n, name="u")
+        constraints = [cp.reshape(u, (dual.n, 1), order="C") >= scores]
+        problem = cp.Problem(cp.Minimize(dual.w @ u + linear), constraints)
+    else:
+        constraints = []
+        problem = cp.Problem(cp.Minimize(dual.w @ cp.log_sum_exp(dual.beta * scores, axis=1) / dual.beta + linear))
+    return problem, Lam, V, constraints
+
+
+def solve_primal(dual: DualProblem, solver=None, verbose=False, **options):
+    """(P, z, record): the LP (3) or the entropic primal (4) and the duals z = (Lambda, V) of its constraints."""
+    entropic = not np.isinf(dual.beta)
+    problem, P, fairness = primal_program(dual)
+    what = "the entropic DP program (4)" if entropic else "the DP LP (3)"
+    record = solvers.solve(problem, solver, verbose, needs="conic" if entropic else "lp", what=what, **options)
+    Pv = _clean_policy(P.value)
+    z = dual.zeros()
+    if fairness:
+        z[1] = np.maximum(fairness[0].dual_value, 0.0)
+        z[0] = np.maximum(fairness[1].dual_value, 0.0)
+    return Pv, z, record
+
+
+def solve_dual(dual: DualProblem, solver=None, verbose=False, **options):
+    """(z, P, record): the dual LP (beta = inf; P from its constraint duals) or the log-sum-exp dual (5)
+    (P = None: the policy is pi_z of eq. (7)), solved by CVXPY."""
+    entropic = not np.isinf(dual.beta)
+    problem, Lam, V, constraints = dual_program(dual)
+    what = "the log-sum-exp dual (5)" if entropic else "the dual LP"
+    record = solvers.solve(problem, solver, verbose, needs="conic" if entropic else "lp", what=what, **options)
+    z = np.stack([np.maximum(Lam.value, 0.0), np.maximum(V.value, 0.0)])
+    P = None if entropic else _clean_policy(np.asarray(constraints[0].dual_value) / dual.w[:, None])
+    return z, P, record
+
+
+def solve_lbfgs(dual: DualProblem, z0=None, *, gtol: float = 1e-10, maxiter: int = 50000):
+    """(z, record): min_{z >= 0} F(z) of eq. (5) by scipy's L-BFGS-B with bounds (spec §2.4); beta < inf.
+
+    The record holds the KKT residual ||G_alpha(z)|| with alpha = 1 / M_hat (eq. (8)); a run that stops on
+    its iteration limit with a residual above ``100 * gtol`` raises :class:`SolverError`.
+    """
+    shape = dual.shape
+    x0 = np.zeros(int(np.prod(shape))) if z0 is None else np.maximum(np.asarray(z0, dtype=float).ravel(), 0.0)
+
+    def fun(x):
+        value, grad = dual.value_and_grad(x.reshape(shape))
+        return value, grad.ravel()
+
+    start = time.perf_counter()
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * x0.size,
+                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": gtol, "maxcor": 30})
+    elapsed = time.perf_counter() - start
+    z = np.maximum(res.x, 0.0).reshape(shape)
+    alpha = 1.0 / max(dual.smoothness(), 1e-300)
+    kkt = float(np.linalg.norm(gradient_mapping(z, dual.grad(z), alpha)))
+    status = "optimal" if res.success else "optimal_inaccurate"
+    if not res.success and kkt > 100 * gtol:
+        raise SolverError(f"L-BFGS-B did not solve the dual (5): {res.message} after {res.nit} iterations "
+                          f"(KKT residual ||G(z)|| = {kkt:.3g}); try method='primal' (CVXPY)", status=str(res.message))
+    return z, {"name": "L-BFGS-B", "status": status, "message": str(res.message), "iterations": int(res.nit),
+               "value": float(res.fun), "kkt_residual": kkt, "solve": elapsed, "compile": 0.0,
+               "options": {"gtol": gtol, "maxiter": maxiter}}
+
+
+def _clean_policy(P: np.ndarray) -> np.ndarray:
+    """Solver output -> exact probability rows (clip the solver's tiny negatives, renormalize)."""
+    P = np.maximum(np.asarray(P, dtype=float), 0.0)
+    return P / P.sum(axis=1, keepdims=True)

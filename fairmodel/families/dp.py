@@ -1,0 +1,601 @@
+"""DP post-processing for regression without the sensitive attribute at inference (paper: Chzhen, Hebiri,
+Taturyan, "Regression under demographic parity constraints via unlabeled post-processing", NeurIPS 2024;
+spec ``dp_postprocessing.md``).
+
+Declaration recognized::
+
+    post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=20, B=1.0)
+    fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= eps], entropy=1 / beta)
+
+(or ``fm.expected_cost(post)`` for a GridPredictor with a cost matrix, Remark 2.2). ``entropy`` = 1/beta >= 0
+is the weight of the negative entropy in (4); 0 (the default) is the LP (3). Solve-time options:
+``data=`` the unlabeled points (an array / DataFrame / Dataset for a pool, an iterator of chunks for a
+stream), ``sample_weight=`` weights of a finite distribution.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data import as_generator
+from ..dp_dual import DualProblem, gradient_mapping, policy_from_scores, sigma2
+from ..errors import DataError, InfeasibleError, OptionError, UnsupportedProblemError
+from ..exact import dp as exact_dp
+from ..fairness.dp import DPConstraint, DPPredictor, GridPredictor, GridRisk, t_values
+from ..judge import Evaluation, by_group, constraint_record
+from ..problem import check_options, register_family
+from ..progress import Progress
+from ..stochastic.dp_postprocessing import METHODS, ORACLES, DualRun, Pool, make_optimizer
+from .base import Check, Family, Solution
+
+POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
+STREAM_SLICE = 65_536    # rows of a stream chunk handled at once (bounds memory whatever the chunk size)
+JUDGE_SIZE = 20_000      # a stream is judged on a uniform reservoir sample of this many points
+CERTIFY_MAX = 5_000_000  # n m up to which the judge solves the exact dual (L-BFGS-B) for the duality gap
+DEFAULT_T = 20_000       # stochastic gradients per run when T is not given (see docs/dp_postprocessing.md)
+
+EXACT_LP = {"lp": "the LP (3) in the policy P (n x m), two one-sided inequalities per (grid point, group); "
+                  "duals of the constraints give (Lambda, V) (CVXPY, HiGHS or Clarabel)",
+            "dual_lp": "the dual LP (spec §2.3); the policy is read from the duals of its constraints (CVXPY)"}
+EXACT_ENTROPIC = {"lbfgs": "the dual (5) minimized by scipy L-BFGS-B under z >= 0 to a KKT residual ~1e-9; the policy "
+                           "is pi_z of eq. (7) (default: 0.6 s at n = 2000, m = 41, where the CVXPY programs take ~35 s)",
+                  "primal": "the entropic program (4), an exponential-cone program in P (CVXPY, Clarabel); "
+                            "duals of the constraints give (Lambda, V)",
+                  "dual": "the log-sum-exp dual (5) (CVXPY, Clarabel); the policy is pi_z of eq. (7)"}
+
+
+@dataclass
+class Prepared:
+    """The base models' values on a finite set of unlabeled points, with p, t_hat and the weights."""
+
+    first: np.ndarray          # eta_hat (n,) or the cost matrix (n, m)
+    tau: np.ndarray            # (n, K)
+    p: np.ndarray              # (K,)
+    T: np.ndarray              # t_hat (n, K)
+    weights: np.ndarray | None  # (n,) summing to 1, or None (uniform)
+    eps: np.ndarray | None     # (K,) or None (no fairness constraint)
+
+    @property
+    def n(self) -> int:
+        return self.T.shape[0]
+
+
+def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | None = None) -> dict:
+    """(L, beta, entropy) of the paper's parameter rules (spec §3.6, §3.7, §5.5).
+
+    ``"reference"`` (the experiments): L = floor(sqrt(N)), beta = 0.5 sqrt(N) log2(N) with N = ``n`` unlabeled
+    points (App. G prints beta = sqrt(N) log sqrt(N), the same number with log2; erratum §8 item 8).
+    ``"theory"`` (Thm 5.1): beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients.
+    """
+    if preset == "reference":
+        if n is None or n < 2:
+            raise OptionError("the 'reference' preset needs n >= 2, the number of unlabeled points")
+        beta = 0.5 * math.sqrt(n) * math.log2(n)
+        L = math.floor(math.sqrt(n))
+    elif preset == "theory":
+        if T is None or T < 3:
+            raise OptionError("the 'theory' preset needs T >= 3, the number of stochastic gradients")
+        beta = T / (8.0 * math.log2(T))
+        L = max(1, round(math.sqrt(T)))
+    else:
+        raise OptionError(f"preset must be 'reference' or 'theory'; got {preset!r}")
+    return {"L": int(L), "beta": float(beta), "entropy": 1.0 / beta}
+
+
+@register_family
+class DPPostProcessing(Family):
+    name = "dp_postprocessing"
+    title = "DP post-processing for regression (unaware)"
+    paper = "Chzhen, Hebiri, Taturyan, regression under demographic parity via unlabeled post-processing"
+    supported = ("fm.Minimize(fm.squared_risk(post) or fm.expected_cost(post)) of a fm.GridPredictor with at "
+                 "most one fm.dp_gap(post) <= eps; option entropy=1/beta >= 0")
+
+    def __init__(self, problem, risk: GridRisk, constraint: DPConstraint | None, entropy: float):
+        super().__init__(problem)
+        self.post: GridPredictor = risk.post
+        self.constraint = constraint
+        self.entropy = entropy
+        self.beta = math.inf if entropy == 0 else 1.0 / entropy
+        self.exact_methods = EXACT_LP if math.isinf(self.beta) else EXACT_ENTROPIC
+        self.stochastic_methods = METHODS
+        self._last: Prepared | None = None   # the points of the most recent solve (judge and to_cvxpy default)
+        self._reference: dict = {}           # cache of exact dual optima for the judge's certificate
+
+    @classmethod
+    def match(cls, problem):
+        expr = problem.objective.expr
+        if not isinstance(expr, GridRisk):
+            return "the objective must be fm.squared_risk(post) or fm.expected_cost(post) of a fm.GridPredictor"
+        cons = problem.constraints
+        bad = [c for c in cons if not isinstance(c, DPConstraint)]
+        if bad:
+            return f"only fm.dp_gap(post) <= eps constraints are supported; got {bad[0]}"
+        if len(cons) > 1:
+            return "give one fm.dp_gap(post) <= eps (a vector eps sets one tolerance per group)"
+        if cons and cons[0].gap.post is not expr.post:
+            return "the objective and fm.dp_gap(...) must use the same fm.GridPredictor"
+        check_options(problem.options, ("entropy",), "DP post-processing (fm.Problem options)")
+        entropy = problem.options.get("entropy", 0.0)
+        if isinstance(entropy, bool) or not isinstance(entropy, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(entropy) or entropy < 0:
+            raise OptionError(f"entropy must be a finite number >= 0 (entropy = 1/beta; 0 is the LP (3)); got {entropy!r}")
+        return cls(problem, expr, cons[0] if cons else None, float(entropy))
+
+    # -- description -------------------------------------------------------------------------------------------
+    def describe_extra(self) -> list[str]:
+        post = self.post
+        grid = (f"grid y_l = l B / L, l = -L..L, with L = {post.L}, B = {post.B:g} (m = {post.m} points)"
+                if post.kind == "regression" else f"grid of m = {post.m} labels with a cost matrix r(x, y_j)")
+        beta = "inf (LP (3))" if math.isinf(self.beta) else f"{self.beta:g} (entropic problem (4))"
+        p = "calibrated: mean of tau_hat over the unlabeled points" if isinstance(post.p_spec, str) else \
+            np.array2string(post.p_spec, precision=4)
+        return ["", f"Structure: {grid}; beta = {beta}; p = {p}",
+                "Constraint: U_s(pi, l) = |E[pi(l|X) t_s(X)]| <= eps_s for all l, s, with t_s = 1 - tau_s / p_s (15)",
+                "Dual (5): min_(Lambda, V >= 0) E[LSE_beta(<lambda_l - nu_l, t(X)> - r_l(X))_l] + "
+                "sum_l <lambda_l + nu_l, eps>",
+                "Prediction (7): pi(l|x) = softmax_l(beta (<lambda_l - nu_l, t(x)> - r_l(x)))",
+                "Judge: R_beta, risk, U_s per (grid point, group), dual value, KKT residual ||G_alpha(z)||, "
+                "duality gap against the exact dual, identity residual (spec §1.11)"]
+
+    def to_cvxpy(self, data=None, sample_weight=None):
+        """The primal CVXPY program (3) / (4) on ``data`` (default: the points of the most recent solve)."""
+        prep = self._points(data, sample_weight)
+        if prep.eps is None:
+            raise UnsupportedProblemError("without a fairness constraint the optimum is explicit (pi_(0,0), Remark 3.2)")
+        return exact_dp.primal_program(self._dual(prep))[0]
+
+    # -- data ------------------------------------------------------------------------------------------------------
+    def _prepare(self, data, sample_weight=None, p=None) -> Prepared:
+        first, tau = self.post.values(data)
+        weights = None
+        if sample_weight is not None:
+            weights = np.asarray(sample_weight, dtype=float)
+            if weights.shape != (tau.shape[0],) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+                raise DataError(f"sample_weight must hold {tau.shape[0]} positive finite numbers (one per point)")
+            weights = weights / weights.sum()
+        p = self.post.resolve_p(tau, weights) if p is None else p
+        eps = None if self.constraint is None else self.constraint.eps(tau.shape[1])
+        return Prepared(first, tau, p, t_values(tau, p), weights, eps)
+
+    def _points(self, data, sample_weight=None) -> Prepared:
+        if data is not None or not self.post.callable:
+            return self._prepare(data, sample_weight)
+        if self._last is None:
+            raise OptionError("pass the unlabeled points: data=X_unlabeled (no solve has run on this problem yet)")
+        return self._last
+
+    def _dual(self, prep: Prepared, beta: float | None = None) -> DualProblem:
+        return DualProblem(self.post.costs(prep.first), prep.T, prep.eps, self.beta if beta is None else beta,
+                           prep.weights)
+
+    def _z0(self, z0, K: int) -> np.ndarray:
+        shape = (2, self.post.m, K)
+        if z0 is None:
+            return np.zeros(shape)
+        if hasattr(z0, "variables"):
+            z0 = z0.variables
+        if isinstance(z0, dict):
+            z0 = np.stack([np.asarray(z0["Lambda"], dtype=float), np.asarray(z0["V"], dtype=float)])
+        z0 = np.asarray(z0, dtype=float)
+        if z0.shape != shape or not np.all(np.isfinite(z0)) or np.any(z0 < 0):
+            raise OptionError(f"z0 (a warm start) must be a result, {{'Lambda', 'V'}} or an array of shape {shape} with "
+                              f"finite entries >= 0")
+        return z0.copy()
+
+    def _p_is_calibrated(self) -> bool:
+        return isinstance(self.post.p_spec, str)
+
+    # -- exact backend ---------------------------------------------------------------------------------------------
+    def solve_exact(self, method, solver, verbose, data=None, sample_weight=None, z0=None, certify=None, **options):
+        prep = self._prepare(data, sample_weight)
+        self._last = prep
+        dual = self._dual(prep)
+        K = prep.T.shape[1]
+        certificate = {}
+        if prep.eps is None:  # no constraint: pi_(0,0) of Remark 3.2 is optimal
+            z = np.zeros(dual.shape)
+            record = {"name": "closed form (no constraint)", "status": "optimal"}
+        else:
+            certificate["feasibility_margin"] = exact_dp.check_feasible(dual, self._p_is_calibrated())
+            if method in ("lp", "primal"):
+                P, z, record = exact_dp.solve_primal(dual, solver, verbose, **options)
+            elif method in ("dual_lp", "dual"):
+                z, P, record = exact_dp.solve_dual(dual, solver, verbose, **options)
+            else:
+                check_options(options, ("gtol", "maxiter"), "method 'lbfgs'")
+                if solver is not None:
+                    raise OptionError("method 'lbfgs' uses scipy's L-BFGS-B; solver= chooses a CVXPY solver for the "
+                                      "methods 'primal' and 'dual'")
+                z, record = exact_dp.solve_lbfgs(dual, self._z0(z0, K), **options)
+        variables = {"Lambda": z[0], "V": z[1]}
+        if prep.eps is not None and method in ("lp", "primal", "dual_lp"):
+            variables["P"] = P
+        timings = {k: record.pop(k) for k in ("compile", "solve") if k in record}
+        record["grid_predictor"] = self.post.key
+        return Solution(variables=variables, status=record["status"], solver=record, timings=timings,
+                        certificate=certificate, judge_context={"prepared": prep, "certify": certify})
+
+    # -- stochastic backend ------------------------------------------------------------------------------------------
+    def solve_stochastic(self, method, seed, verbose, data=None, sample_weight=None, T=None, batch_size=1,
+                         oracle=None, mu=None, inner="acsa2", variant="paper", smoothness="sigma2", step=None,
+                         tail=1.0, z0=None, history_every=0, callback=None, judge_size=JUDGE_SIZE, certify=None):
+        if math.isinf(self.beta):
+            raise UnsupportedProblemError("the stochastic backend minimizes the smooth dual (5), which needs entropy > 0: "
+                                          "declare fm.Problem(..., entropy=1/beta), e.g. beta = 100 (the paper: "
+                                          "fm.dp_parameters('reference', n=N))")
+        if variant not in ("paper", "reference"):
+            raise OptionError(f"variant must be 'paper' or 'reference' (the reference code's quirks, spec §3.7); got {variant!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
+        stream = data is not None and hasattr(data, "__next__")
+        oracle = ("stream" if stream else "resample") if oracle is None else oracle
+        if oracle not in ORACLES:
+            raise OptionError(f"oracle must be one of {', '.join(ORACLES)}; got {oracle!r}")
+        if stream and oracle != "stream":
+            raise OptionError("data is an iterator of chunks (a stream): it can only be read once, in order (oracle='stream')")
+        rng = as_generator(seed)
+        if stream:
+            fit = StreamFit(self, T, batch_size=batch_size, method=method, mu=mu, inner=inner, variant=variant,
+                            smoothness=smoothness, step=step, tail=tail, z0=z0, history_every=history_every,
+                            callback=callback, judge_size=judge_size, seed=rng)
+            with Progress(None, "DP post-processing (stream)", verbose) as bar:
+                for chunk in data:
+                    fit.push(chunk)
+                    bar.update(len(chunk))
+                    if fit.run.done:
+                        break
+            return fit.solution(certify)
+        prep = self._prepare(data, sample_weight)
+        self._last = prep
+        if prep.eps is not None:
+            exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
+        T = DEFAULT_T if T is None else _check_T(T)
+        if oracle == "stream" and prep.weights is not None or oracle == "epochs" and prep.weights is not None:
+            raise OptionError(f"oracle={oracle!r} reads points with equal weights; use 'resample' or 'exact' with sample_weight")
+        R = self.post.costs(prep.first) if prep.n * self.post.m <= POOL_R_MAX or self.post.kind == "cost" else None
+        pool = Pool(prep.T, R, prep.first if R is None else None, self.post.grid, prep.weights)
+        M = _smoothness(smoothness, self.beta, prep.p, lambda: self._dual(prep).sigma2_plugin())
+        run, info = _start_run(method, self._z0(z0, prep.T.shape[1]), M, mu, T, batch_size, inner, variant, step,
+                               tail, self.beta, prep.eps, history_every, callback)
+        with Progress(None, "DP post-processing", verbose) as bar:
+            run.run(_progress(pool.batches(oracle, batch_size, info["steps"], rng), bar, 1000))
+        info.update(pool_size=prep.n, passes=run.samples / prep.n)
+        return _solution(self, run, info, method, prep, oracle, certify)
+
+    # -- judge -------------------------------------------------------------------------------------------------------
+    def evaluate(self, variables: dict, prepared: Prepared | None = None, data=None, sample_weight=None,
+                 certify: bool | None = None) -> Evaluation:
+        variables = dict(variables)
+        data = variables.pop("data", data)
+        prep = prepared if prepared is not None and data is None else self._points(data, sample_weight)
+        unknown = set(variables) - {"Lambda", "V", "P"}
+        if unknown or not ({"Lambda", "V"} <= set(variables) or "P" in variables):
+            raise OptionError(f"a DP post-processing candidate has 'Lambda' and 'V' (the duals, shape (m, K)) and/or "
+                              f"'P' (the policy on the points, shape (n, m)); got {sorted(variables)}")
+        dual = self._dual(prep)
+        m, K = dual.m, dual.K
+        z = None
+        if "Lambda" in variables:
+            z = np.stack([np.asarray(variables["Lambda"], dtype=float), np.asarray(variables["V"], dtype=float)])
+            if z.shape != (2, m, K) or not np.all(np.isfinite(z)) or z.min() < -1e-9:
+                raise OptionError(f"Lambda and V must be finite arrays of shape ({m}, {K}) with entries >= 0")
+            z = np.maximum(z, 0.0)
+        if "P" in variables:
+            P = np.asarray(variables["P"], dtype=float)
+            if P.shape != (prep.n, m) or not np.all(np.isfinite(P)) or P.min() < -1e-9 \
+                    or np.abs(P.sum(axis=1) - 1).max() > 1e-6:
+                raise OptionError(f"P must hold one probability vector over the {m} grid points per point, shape "
+                                  f"({prep.n}, {m})")
+        else:
+            P = dual.policy(z)
+        names = self.post.group_names(K)
+        E = dual.moments(P)
+        U = np.abs(E)
+        objective = dual.regularized_risk(P)
+        constraints = {}
+        if prep.eps is not None:
+            cname = self.constraint.name
+            for s in range(K):
+                constraints[f"{cname}[{names[s]}]"] = constraint_record(U[:, s].max(), prep.eps[s])
+        metrics = {"risk": dual.risk(P), "entropy_term": objective - dual.risk(P),
+                   "dp_gap": by_group(U.max(axis=0), names), "unfairness": U, "grid": self.post.grid,
+                   "grid_kind": self.post.kind, "L": self.post.L, "B": self.post.B, "beta": self.beta, "p": prep.p,
+                   "n_points": prep.n, "sigma2": sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}
+        if self.post.numeric_grid:
+            metrics["mean_prediction"] = float(dual.w @ (P @ self.post.grid))
+        certificate = {}
+        if prep.eps is not None:
+            metrics["unfairness_excess"] = dual.unfairness_excess(P)
+            metrics["feasibility_margin"] = float(dual.feasibility_margins().min())
+        if z is not None and prep.eps is not None:
+            certificate.update(self._certificate(dual, z, P if "P" in variables else None, prep, certify))
+        return Evaluation(objective=objective, constraints=constraints, metrics=metrics, certificate=certificate)
+
+    def _certificate(self, dual: DualProblem, z: np.ndarray, P, prep: Prepared, certify) -> dict:
+        """Dual value, KKT residual, identity residual (spec §1.11 item 2, corrected sign), the primal-dual gap of
+        a (P, z) pair, and the gap F(z) - F* against the exact dual (solved here by L-BFGS-B, cached)."""
+        value, grad = dual.value_and_grad(z)
+        out = {"dual_value": value}
+        if P is not None:
+            out["duality_gap"] = dual.regularized_risk(P) + value  # >= 0 when P is feasible (weak duality)
+        if math.isinf(self.beta):
+            return out
+        Pz = dual.policy(z)
+        alpha = 1.0 / dual.smoothness()
+        out["kkt_residual"] = float(np.linalg.norm(gradient_mapping(z, grad, alpha)))
+        out["dual_unfairness_excess"] = float(np.linalg.norm(np.maximum(-grad, 0.0)))  # = excess of pi_z (§1.11.1)
+        out["identity_residual"] = dual.regularized_risk(Pz) + value - float(np.sum(z * grad))
+        if certify is None:
+            certify = dual.n * dual.m <= CERTIFY_MAX
+        if certify:
+            key = (id(prep), tuple(prep.eps))
+            if key not in self._reference or self._reference[key][0] is not prep:
+                z_star, _ = exact_dp.solve_lbfgs(dual, z)
+                self._reference = {key: (prep, min(dual.value(z_star), value))}
+            f_star = self._reference[key][1]
+            out["optimal_value"] = -f_star
+            out["dual_suboptimality"] = value - f_star
+        return out
+
+    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+        checks = [
+            Check("|R_beta(stochastic) - R_beta(exact)|", abs(stochastic.objective - exact.objective), 1e-2,
+                  "acceptance of issue 3: the stochastic value within 1e-2 of the exact entropic optimum"),
+            Check("max constraint violation (stochastic)", stochastic.max_violation, 5e-3,
+                  "acceptance of issue 3: pi_z of an approximate dual is approximately feasible (Thm 5.1)"),
+            Check("max constraint violation (exact)", exact.max_violation, 1e-6,
+                  "the exact optimum is feasible (Lemma 3.2) up to the solver tolerance"),
+        ]
+        if "duality_gap" in exact.certificate:
+            checks.append(Check("primal-dual gap of the exact (P, z)", abs(exact.certificate["duality_gap"]), 1e-6,
+                                "strong duality (17): the solver's primal and dual values agree to its tolerance"))
+        elif "kkt_residual" in exact.certificate:
+            checks.append(Check("KKT residual of the exact dual", exact.certificate["kkt_residual"], 1e-6,
+                                "G_alpha(z*) = 0 at a minimizer of (5) (eq. (8)); L-BFGS-B stops at gtol 1e-10"))
+        if self._last is not None and self.post.numeric_grid:
+            dual = self._dual(self._last)
+            pe, ps = (self._policy_of(r, dual) for r in (exact, stochastic))
+            diff = float(dual.w @ np.abs((pe - ps) @ self.post.grid))
+            tol = 2.0 * (self.post.B / self.post.L if self.post.kind == "regression" else np.ptp(self.post.grid) / 10)
+            checks.append(Check("mean |E_pi[Y] exact - E_pi[Y] stochastic| over the points", diff, tol,
+                                "predictions are compared, not duals (not unique, spec §1.10); two grid steps"))
+        return checks
+
+    @staticmethod
+    def _policy_of(result, dual: DualProblem) -> np.ndarray:
+        if "P" in result.variables and np.shape(result.variables["P"]) == (dual.n, dual.m):
+            return np.asarray(result.variables["P"])
+        return dual.policy(np.stack([result.variables["Lambda"], result.variables["V"]]))
+
+    @classmethod
+    def predictor(cls, result) -> DPPredictor:
+        """The fitted randomized predictor pi_z of eq. (7) (base models attached when the problem is alive)."""
+        return DPPredictor.from_result(result)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stochastic runs
+# ---------------------------------------------------------------------------------------------------------------
+def _check_T(T) -> int:
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise OptionError(f"T (the number of stochastic gradients) must be a positive integer; got {T!r}")
+    return int(T)
+
+
+def _smoothness(smoothness, beta: float, p: np.ndarray, plugin) -> float:
+    """M = 2 beta sigma^2 (Lemma 3.4, Alg. 1 line 2), 2 beta sigma_hat^2 (App. E) or a given number."""
+    if smoothness == "sigma2":
+        return 2.0 * beta * sigma2(p)
+    if smoothness == "plugin":
+        return 2.0 * beta * plugin()
+    if isinstance(smoothness, bool) or not isinstance(smoothness, (int, float)) or not smoothness > 0:
+        raise OptionError(f"smoothness must be 'sigma2', 'plugin' or a positive number; got {smoothness!r}")
+    return float(smoothness)
+
+
+def _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, beta, eps, history_every, callback):
+    steps = max(1, T // batch_size)
+    if mu is None:
+        mu_v = M / steps  # the reference code's mu = M/T (spec §3.7 item 2): the bias of SGD3 is O(mu ||z*||)
+    elif mu == "theory":
+        mu_v = M / beta ** 2  # = 2 sigma^2 / beta (spec §3.6)
+    elif isinstance(mu, (int, float)) and not isinstance(mu, bool):
+        mu_v = float(mu)
+    else:
+        raise OptionError(f"mu must be None (M / T), 'theory' (2 sigma^2 / beta) or a positive number; got {mu!r}")
+    optimizer, info = make_optimizer(method, z0, M=M, mu=mu_v, steps=steps, inner=inner,
+                                     reference=variant == "reference", step=step, tail=tail)
+    if method == "sgd3" and mu == "theory":
+        _warn_theory_condition(M, mu_v, steps, info["stages"], inner)
+    eps = np.zeros(z0.shape[2]) if eps is None else eps
+    run = DualRun(optimizer, beta, eps, batch_size, history_every, callback)
+    info.update(steps=steps, M=M, mu=mu_v, batch_size=batch_size, T=T)
+    return run, info
+
+
+def _warn_theory_condition(M, mu, T, J, inner):
+    """Thm C.2 (AC-SA^2) needs T > 2^(11/4) sqrt(M/mu) J, Thm C.3 (AC-SA) T > 4 sqrt(M/mu) J (spec §3.6, §8 item 12)."""
+    import warnings
+    const = 2 ** 2.75 if inner == "acsa2" else 4.0
+    need = const * math.sqrt(M / mu) * J
+    if T <= need:
+        warnings.warn(f"T = {T} steps does not satisfy the condition T > {const:.3g} sqrt(M/mu) J = {need:.4g} of "
+                      f"Thm {'C.2' if inner == 'acsa2' else 'C.3'}; the guarantee does not apply (the run proceeds)",
+                      UserWarning, stacklevel=5)
+
+
+def _progress(batches, bar: Progress, every: int):
+    for k, batch in enumerate(batches, 1):
+        if k % every == 0:
+            bar.update(every)
+        yield batch
+
+
+def _solution(family: DPPostProcessing, run: DualRun, info: dict, method: str, judge: Prepared, oracle: str,
+              certify=None, message: str = "") -> Solution:
+    status, msg = run.status()
+    z = run.output
+    metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **{k: v for k, v in info.items()}}
+    solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
+              "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
+    return Solution(variables={"Lambda": z[0], "V": z[1]}, status=status, message=" ".join(filter(None, (msg, message))),
+                    history=run.history, solver=solver, metrics=metrics,
+                    judge_context={"prepared": judge, "certify": certify})
+
+
+class StreamFit:
+    """A stochastic run on a stream of unlabeled chunks (``push``), for ``data=iterator`` and ``partial_fit``.
+
+    The group marginals must be given (a stream cannot be calibrated in advance); M = 2 beta sigma^2 from p.
+    Each chunk is cut into slices of at most 65,536 rows, the base models run per slice, and the rows feed
+    the run in order, so memory does not grow with the stream. The judge sees a uniform reservoir sample of
+    ``judge_size`` points of the stream (Algorithm R).
+    """
+
+    def __init__(self, family: DPPostProcessing, T, *, batch_size=1, method="sgd3", mu=None, inner="acsa2",
+                 variant="paper", smoothness="sigma2", step=None, tail=1.0, z0=None, history_every=0, callback=None,
+                 judge_size=JUDGE_SIZE, seed=None):
+        post = family.post
+        if not post.callable:
+            raise OptionError("a stream needs base models as callables (reg.predict, clf.predict_proba)")
+        if isinstance(post.p_spec, str):
+            raise OptionError("a stream needs the group marginals up front: give p= to fm.GridPredictor (e.g. the "
+                              "training frequencies, ordered like tau's columns); it cannot be calibrated on data "
+                              "that have not arrived yet")
+        if T is None:
+            raise OptionError("a stream needs T= (the number of samples to use): SGD3 and AC-SA^2 plan their stages by it")
+        if smoothness == "plugin":
+            raise OptionError("smoothness='plugin' needs the whole sample; a stream uses 'sigma2' or a number")
+        self.family, self.p = family, post.p_spec
+        K = self.p.shape[0]
+        self.eps = None if family.constraint is None else family.constraint.eps(K)
+        M = _smoothness(smoothness, family.beta, self.p, None)
+        self.run, self.info = _start_run(method, family._z0(z0, K), M, mu, _check_T(T), batch_size, inner, variant,
+                                         step, tail, family.beta, self.eps, history_every, callback)
+        self.method = method
+        self.rng = as_generator(seed)
+        self.k = int(judge_size)
+        self.seen = 0
+        self.res_first = self.res_tau = None
+
+    def push(self, chunk) -> None:
+        """Feed the rows of one chunk (an array or DataFrame of unlabeled points) in order."""
+        post = self.family.post
+        for start in range(0, len(chunk), STREAM_SLICE):
+            if self.run.done:
+                return
+            first, tau = post.values(chunk[start:start + STREAM_SLICE])
+            self.run.feed(t_values(tau, self.p), post.costs(first))
+            self._reservoir(first, tau)
+
+    def _reservoir(self, first, tau) -> None:
+        """Algorithm R, vectorized: keep a uniform sample of k rows of everything seen so far."""
+        c = first.shape[0]
+        if self.res_first is None:
+            self.res_first = np.empty((self.k,) + first.shape[1:])
+            self.res_tau = np.empty((self.k, tau.shape[1]))
+        fill = max(0, min(self.k - self.seen, c))
+        self.res_first[self.seen:self.seen + fill], self.res_tau[self.seen:self.seen + fill] = first[:fill], tau[:fill]
+        if fill < c:
+            idx = self.seen + np.arange(fill, c)
+            j = (self.rng.random(c - fill) * (idx + 1)).astype(np.int64)
+            keep = np.flatnonzero(j < self.k)
+            # later rows overwrite earlier ones that drew the same slot (keep the last occurrence)
+            slots, last = np.unique(j[keep][::-1], return_index=True)
+            rows = fill + keep[::-1][last]
+            self.res_first[slots], self.res_tau[slots] = first[rows], tau[rows]
+        self.seen += c
+
+    def judge_points(self) -> Prepared:
+        if self.seen == 0:
+            raise DataError("the stream gave no points")
+        n = min(self.seen, self.k)
+        first, tau = self.res_first[:n], self.res_tau[:n]
+        return Prepared(first, tau, self.p, t_values(tau, self.p), None, self.eps)
+
+    def solution(self, certify=None) -> Solution:
+        judge = self.judge_points()
+        self.family._last = judge
+        message = ""
+        if self.eps is not None:
+            margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
+            if margin < 0:
+                message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}, "
+                           f"spec §2.5): the given p does not match the mean of tau_hat; the duals may drift")
+        self.info.update(stream_points=self.seen, judge_points=judge.n)
+        return _solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# eps sweep
+# ---------------------------------------------------------------------------------------------------------------
+@dataclass
+class DPFrontier:
+    """Results of a sweep over eps: ``eps[k]`` (K,) and ``results[k]``, in the order the eps were given."""
+
+    eps: list
+    results: list
+    groups: list
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    @property
+    def risk(self) -> np.ndarray:
+        """R(pi) of each solution (the discretized risk, without the entropy term)."""
+        return np.array([r.metrics["risk"] for r in self.results])
+
+    @property
+    def objective(self) -> np.ndarray:
+        return np.array([r.objective for r in self.results])
+
+    @property
+    def unfairness(self) -> np.ndarray:
+        """(len, K): max_l U_s(pi, l) per group for each solution."""
+        return np.array([[r.metrics["dp_gap"][str(g)] for g in self.groups] for r in self.results])
+
+    def table(self) -> str:
+        head = "| eps | " + " | ".join(f"max_l U_{g}" for g in self.groups) + " | risk R | R_beta | status | time (s) |"
+        lines = [head, "|" + "---|" * (len(self.groups) + 5)]
+        for e, r, u in zip(self.eps, self.results, self.unfairness):
+            eps = f"{e[0]:.4g}" if np.all(e == e[0]) else np.array2string(e, precision=4)
+            lines.append(f"| {eps} | " + " | ".join(f"{v:.4g}" for v in u) +
+                         f" | {r.metrics['risk']:.6g} | {r.objective:.6g} | {r.status} | {r.timings['total']:.3g} |")
+        return "\n".join(lines)
+
+    __str__ = table
+
+
+def dp_sweep(problem, eps_values, backend: str = "stochastic", *, warm_start: bool = True, seed=0, **options) -> DPFrontier:
+    """Solve ``problem`` for every eps in ``eps_values`` (numbers or per-group vectors): a risk-unfairness frontier.
+
+    The solves run from the loosest eps to the tightest; with ``warm_start`` each starts from the previous
+    duals (the stochastic methods and the exact 'lbfgs'; the CVXPY methods have no warm start). Every
+    stochastic solve uses the same ``seed`` (common random numbers give a smoother frontier). ``options`` go
+    to ``problem.solve`` (``data=``, ``method=``, ``T=``, ...).
+    """
+    from ..fairness.dp import dp_gap
+    from ..problem import Problem
+    family = problem.family
+    if not isinstance(family, DPPostProcessing) or family.constraint is None:
+        raise OptionError("dp_sweep needs a DP post-processing problem with a constraint fm.dp_gap(post) <= eps")
+    post = family.post
+    eps_list = [np.atleast_1d(np.asarray(e, dtype=float)) for e in eps_values]
+    if not eps_list:
+        raise OptionError("eps_values is empty")
+    order = sorted(range(len(eps_list)), key=lambda k: -float(eps_list[k].max()))
+    warm = warm_start and (backend == "stochastic" or options.get("method") == "lbfgs")
+    results, previous = [None] * len(eps_list), None
+    for k in order:
+        constraint = (dp_gap(post) <= (eps_list[k] if eps_list[k].size > 1 else float(eps_list[k][0])))
+        prob = Problem(problem.objective, [constraint.named(family.constraint.name)], **problem.options)
+        extra = {"z0": previous} if warm and previous is not None else {}
+        if backend == "stochastic":
+            extra["seed"] = seed
+        results[k] = previous = prob.solve(backend=backend, **options, **extra)
+    K = len(results[0].metrics["p"])
+    eps_full = [np.broadcast_to(e, (K,)).astype(float) for e in eps_list]
+    return DPFrontier(eps_full, results, [str(g) for g in post.group_names(K)])

@@ -1,0 +1,102 @@
+"""Evaluation metrics of DP post-processing (spec ``dp_postprocessing.md`` §5.3), usable on any model's
+predictions: randomized predictions given as probabilities over a grid (ours, or a randomized classifier
+such as ADW's), or deterministic predictions.
+
+* :func:`randomized_risk`: R_hat(pi) = (1/n) sum_i sum_l (y_l - y_i)^2 pi(l | x_i), the randomization
+  integrated out (no sampling);
+* :func:`ks_unfairness`: per group s, sup_t |F_s(t) - F(t)| between the group's and the overall CDF of the
+  predictions, computed exactly: for grid probabilities the sup is attained at a grid point (max of the
+  cumulative sums); for deterministic predictions at a data point (no histogram, unlike the reference code);
+* :func:`pmf_unfairness`: per group, the mean (or max) over grid points of |pmf_s(l) - pmf(l)|, the empirical
+  U_s(pi, l) of eq. (2) (the reference code's ``avg_prob_unf``);
+* :func:`mse`: the base model's mean squared error.
+
+Groups are given as labels (any hashable values) with the true sensitive attribute of the evaluation set;
+``labels=`` fixes the groups to report, and a group without points raises an error (its metric is undefined).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data import Groups, check_vector
+from ..errors import DataError
+
+
+def _groups(groups, n: int, labels) -> tuple[np.ndarray, list]:
+    g = Groups(groups)
+    if len(g) != n:
+        raise DataError(f"groups has {len(g)} entries but there are {n} predictions")
+    names = list(g.names) if labels is None else list(labels)
+    index = {name: k for k, name in enumerate(g.names)}
+    codes = np.asarray(g.codes)
+    masks = []
+    for name in names:
+        mask = codes == index[name] if name in index else np.zeros(n, dtype=bool)
+        if not mask.any():
+            raise DataError(f"group {name!r} has no points in this evaluation set: its unfairness is undefined. "
+                            f"Evaluate on a larger set, or leave the group out of labels=")
+        masks.append(mask)
+    return np.array(masks), names
+
+
+def _proba(proba, grid=None) -> np.ndarray:
+    P = np.asarray(proba, dtype=float)
+    if P.ndim != 2 or not np.all(np.isfinite(P)) or P.min() < -1e-9 or np.abs(P.sum(axis=1) - 1).max() > 1e-6:
+        raise DataError("proba must be an (n, m) array of probability rows (predict_proba over the grid)")
+    if grid is not None:
+        grid = check_vector(grid, None, "grid")
+        if grid.shape[0] != P.shape[1]:
+            raise DataError(f"grid has {grid.shape[0]} points but proba has {P.shape[1]} columns")
+        P = P[:, np.argsort(grid, kind="stable")]
+    return P
+
+
+def randomized_risk(y, proba, grid) -> float:
+    """(1/n) sum_i sum_l (y_l - y_i)^2 pi(l | x_i): the squared error of a randomized prediction, integrated."""
+    P = _proba(proba)
+    grid = check_vector(grid, P.shape[1], "grid")
+    y = check_vector(y, P.shape[0], "y")
+    return float(np.mean(np.einsum("il,il->i", (grid[None, :] - y[:, None]) ** 2, P)))
+
+
+def mse(y, pred) -> float:
+    """(1/n) sum_i (pred_i - y_i)^2 of deterministic predictions."""
+    y = check_vector(y, None, "y")
+    return float(np.mean((check_vector(pred, y.shape[0], "pred") - y) ** 2))
+
+
+def ks_unfairness(groups, *, proba=None, grid=None, pred=None, labels=None) -> dict:
+    """Kolmogorov-Smirnov unfairness per group: sup_t |P(Y_hat <= t | S = s) - P(Y_hat <= t)| (spec §5.3).
+
+    Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, else taken as ascending) or
+    deterministic predictions ``pred`` (n,). Both are exact. Returns ``{group: value}``.
+    """
+    if (proba is None) == (pred is None):
+        raise DataError("give either proba= (randomized predictions over a grid) or pred= (deterministic ones)")
+    if proba is not None:
+        P = _proba(proba, grid)
+        masks, names = _groups(groups, P.shape[0], labels)
+        cdf = np.cumsum(P, axis=1)
+        overall = cdf.mean(axis=0)
+        return {str(name): float(np.abs(cdf[mask].mean(axis=0) - overall).max()) for mask, name in zip(masks, names)}
+    pred = check_vector(pred, None, "pred")
+    masks, names = _groups(groups, pred.shape[0], labels)
+    points = np.unique(pred)
+    overall = np.searchsorted(np.sort(pred), points, side="right") / pred.shape[0]
+    out = {}
+    for mask, name in zip(masks, names):
+        sub = np.sort(pred[mask])
+        out[str(name)] = float(np.abs(np.searchsorted(sub, points, side="right") / sub.shape[0] - overall).max())
+    return out
+
+
+def pmf_unfairness(groups, proba, *, reduce: str = "mean", labels=None) -> dict:
+    """Per group, the mean (``reduce="mean"``) or max over grid points of |pmf_s(l) - pmf(l)|, where pmf_s is
+    the group's average predicted distribution: the empirical U_s(pi, l) of eq. (2). Returns ``{group: value}``."""
+    if reduce not in ("mean", "max"):
+        raise DataError(f"reduce must be 'mean' or 'max'; got {reduce!r}")
+    P = _proba(proba)
+    masks, names = _groups(groups, P.shape[0], labels)
+    overall = P.mean(axis=0)
+    op = np.mean if reduce == "mean" else np.max
+    return {str(name): float(op(np.abs(P[mask].mean(axis=0) - overall))) for mask, name in zip(masks, names)}

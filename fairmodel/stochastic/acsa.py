@@ -1,0 +1,61 @@
+"""AC-SA (Ghadimi & Lan 2012) and AC-SA^2 (Foster et al. 2019) on the nonnegative orthant, as written in
+Algorithms 2 and 3 of the DP post-processing paper (spec ``dp_postprocessing.md`` §3.3, §3.4).
+
+The optimizers are generators (coroutines): they ``yield (query, output)`` (the point where they need a
+stochastic gradient, and their current output) and receive that gradient through ``send``; the final
+output is the generator's return value. The caller owns the data, so one run can be fed from a pool, a
+stream, or across several ``partial_fit`` calls. Arrays yielded are the optimizer's working buffers: read
+them before the next ``send`` (copy to keep them).
+
+``reg = (c, a)`` adds the deterministic quadratic c/2 ||w||^2 - <a, w> (+ const) to the objective, i.e.
+the gradient g + c w - a: the proximal terms sum_i mu_i/2 ||w - w_i||^2 of SGD3 (Algorithm 4) with
+c = sum_i mu_i and a = sum_i mu_i w_i.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def acsa(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference: bool = False):
+    """AC-SA (Algorithm 2): T stochastic gradients, strong convexity mu, smoothness M; returns w_ag.
+
+    alpha_t = 2/(t+1), gamma_t = 4M/(t(t+1)); the w-step is the exact prox step of the paper followed by
+    the projection max(., 0) (exact for this isotropic quadratic, spec §3.3). ``reference=True`` is the
+    reference code's schedule alpha = 2/t (its loop starts at i = 0, so the first alpha is 2; spec §3.7
+    item 7, erratum §8 item 10).
+    """
+    w, w_ag = w0.copy(), w0.copy()
+    w_md, tmp = np.empty_like(w0), np.empty_like(w0)
+    c, anchor = reg
+    for t in range(1, T + 1):
+        alpha = 2.0 / t if reference else 2.0 / (t + 1)
+        gamma = 4.0 * M / (t * (t + 1))
+        den = gamma + (1.0 - alpha * alpha) * mu
+        np.multiply(w_ag, (1.0 - alpha) * (mu + gamma) / den, out=w_md)
+        np.multiply(w, alpha * ((1.0 - alpha) * mu + gamma) / den, out=tmp)
+        w_md += tmp
+        g = yield w_md, w_ag
+        d = mu + gamma
+        step = alpha / d
+        # w <- max( ((1-a)mu+gamma)/d w + (a mu/d) w_md - (a/d) (g + c w_md - anchor), 0 )
+        w *= ((1.0 - alpha) * mu + gamma) / d
+        np.multiply(w_md, alpha * mu / d - step * c, out=tmp)
+        w += tmp
+        np.multiply(g, step, out=tmp)
+        w -= tmp
+        if c:
+            w += step * anchor
+        np.maximum(w, 0.0, out=w)
+        w_ag *= 1.0 - alpha
+        np.multiply(w, alpha, out=tmp)
+        w_ag += tmp
+    return w_ag
+
+
+def acsa2(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference: bool = False):
+    """AC-SA^2 (Algorithm 3): AC-SA for floor(T/2) gradients, then again from its output (the step schedule
+    restarts). ``reference=True`` runs AC-SA for T gradients twice (2T in all), as the reference code's
+    ``AC_SA_2`` does (spec §3.7 item 4)."""
+    half = T if reference else T // 2
+    w1 = yield from acsa(w0, mu, M, half, reg, reference)
+    return (yield from acsa(w1, mu, M, half, reg, reference))

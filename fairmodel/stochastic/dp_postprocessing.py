@@ -1,0 +1,228 @@
+"""Algorithm 1 of the DP post-processing paper (spec ``dp_postprocessing.md`` §3.1): a black-box optimizer on
+the smooth dual (5), started at z0 = 0 (Remark 3.2) and fed with the stochastic gradients (11) that need
+unlabeled points only; the output duals give the prediction (7).
+
+* :func:`batch_gradient`: the minibatch version of (11), g = (E_b + eps, -E_b + eps) with
+  E_b = mean_i pi_z(.|x_i) t_hat(x_i)^T over the batch (a weighted mean for the exact-gradient oracle);
+* :class:`Pool`: a stored unlabeled sample, read by the oracles ``"resample"`` (uniformly with replacement,
+  as the reference code; by the weights if any), ``"epochs"`` (shuffled passes), ``"stream"`` (in order,
+  each point once) and ``"exact"`` (the full deterministic gradient, for testing);
+* :class:`DualRun`: one optimizer run that consumes batches from any of those, or rows pushed by a stream
+  (``feed``, used by ``partial_fit``: rows are consumed in order and a partial batch waits for the next call,
+  so feeding chunks gives the same run as feeding their concatenation).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import OptionError
+from .sgd3 import projected_sgd, sgd3, sgd3_alpha, sgd3_gradient_calls, sgd3_stages
+from .acsa import acsa, acsa2
+
+METHODS = {
+    "sgd3": "SGD3 refined with AC-SA^2 (inner='acsa2', default) or AC-SA (inner='acsa') on the dual (5), "
+            "Algorithm 4 (the experiments of the paper)",
+    "acsa2": "AC-SA^2 on the dual (5), Algorithm 3",
+    "acsa": "AC-SA on the dual (5), Algorithm 2",
+    "sgd": "projected SGD on the dual (5), step 1/M, averaged iterates (the 'SGD' baseline of Figure 3)",
+}
+ORACLES = ("resample", "epochs", "stream", "exact")
+BLOCK = 4096  # indices drawn per RNG call (one call per step costs ~2 us, a third of a step)
+
+
+def batch_gradient(z: np.ndarray, t: np.ndarray, r: np.ndarray, beta: float, eps: np.ndarray, out: np.ndarray,
+                   weights: np.ndarray | None = None) -> np.ndarray:
+    """The stochastic gradient (11) at z from one point (t: (K,), r: (m,)) or a batch (t: (b, K), r: (b, m)).
+
+    The softmax is written out (max-shifted, as scipy.special.softmax does) because this runs once per
+    step on a vector of m ~ 40 entries, where scipy's call costs ~10 us, more than the rest of the step.
+    """
+    D = z[0] - z[1]
+    if t.ndim == 1:
+        a = D @ t
+        a -= r
+        a *= beta
+        a -= a.max()
+        np.exp(a, out=a)
+        a /= a.sum()
+        E = np.multiply.outer(a, t)
+    else:
+        a = t @ D.T
+        a -= r
+        a *= beta
+        a -= a.max(axis=1, keepdims=True)
+        np.exp(a, out=a)
+        a /= a.sum(axis=1, keepdims=True)
+        E = a.T @ (t / t.shape[0] if weights is None else weights[:, None] * t)
+    np.add(E, eps, out=out[0])
+    np.subtract(eps, E, out=out[1])
+    return out
+
+
+@dataclass
+class Pool:
+    """A stored unlabeled sample: t_hat (n, K) and the costs, as an (n, m) array ``R`` or from ``eta`` and
+    ``grid`` (computed per batch when n m is large); optional weights (n,) summing to 1."""
+
+    T: np.ndarray
+    R: np.ndarray | None = None
+    eta: np.ndarray | None = None
+    grid: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return self.T.shape[0]
+
+    def costs(self, rows) -> np.ndarray:
+        if self.R is not None:
+            return self.R[rows]
+        e = self.eta[rows]
+        return (np.subtract.outer(e, self.grid)) ** 2
+
+    def batches(self, oracle: str, batch_size: int, steps: int, rng: np.random.Generator):
+        """``steps`` batches (t, r, weights) from the pool according to ``oracle``."""
+        n, b = self.n, batch_size
+        if oracle == "exact":
+            R = self.costs(slice(None))
+            w = np.full(n, 1.0 / n) if self.weights is None else self.weights
+            for _ in range(steps):
+                yield self.T, R, w
+            return
+        if oracle == "stream":
+            if steps * b > n:
+                raise OptionError(f"oracle='stream' reads each point once: {steps} steps of {b} points need "
+                                  f"{steps * b} points but the pool has {n}; lower T or use oracle='resample'")
+            order = iter(np.arange(steps * b).reshape(steps, b))
+        elif oracle == "epochs":
+            order = _epoch_rows(n, b, steps, rng)
+        else:
+            order = _resample_rows(n, b, steps, rng, self.weights)
+        for rows in order:
+            if b == 1:
+                i = rows[0]
+                yield self.T[i], self.costs(i), None
+            else:
+                yield self.T[rows], self.costs(rows), None
+
+
+def _resample_rows(n, b, steps, rng, weights):
+    done = 0
+    while done < steps:
+        k = min(BLOCK, steps - done)
+        idx = rng.integers(0, n, size=(k, b)) if weights is None else rng.choice(n, size=(k, b), p=weights)
+        yield from idx
+        done += k
+
+
+def _epoch_rows(n, b, steps, rng):
+    need = steps * b
+    rows = np.concatenate([rng.permutation(n) for _ in range(math.ceil(need / n))])[:need]
+    yield from rows.reshape(steps, b)
+
+
+def make_optimizer(method: str, z0: np.ndarray, *, M: float, mu: float, steps: int, inner: str = "acsa2",
+                   reference: bool = False, step: float | None = None, tail: float = 1.0):
+    """(generator, info) for ``method`` on ``steps`` gradient steps; info has the gradient steps the schedule
+    uses (floors of T/J and T/2) and the gradient-mapping parameter alpha of the method's guarantee."""
+    if method == "sgd3":
+        J = sgd3_stages(M, mu, reference)
+        info = {"stages": J, "alpha": sgd3_alpha(M, mu, reference),
+                "gradient_steps": sgd3_gradient_calls(steps, J, inner, reference)}
+        return sgd3(z0, mu, M, steps, inner, reference), info
+    if method in ("acsa", "acsa2"):
+        if not (np.isfinite(mu) and 0 < mu <= M):
+            raise OptionError(f"AC-SA needs 0 < mu <= M; got mu = {mu:.4g}, M = {M:.4g}")
+        used = steps if method == "acsa" else (2 * steps if reference else 2 * (steps // 2))
+        solver = acsa if method == "acsa" else acsa2
+        return solver(z0, mu, M, steps, reference=reference), {"alpha": 1.0 / M, "gradient_steps": used}
+    if method == "sgd":
+        step = 1.0 / M if step is None else step
+        if not (np.isfinite(step) and step > 0):
+            raise OptionError(f"step must be a positive number; got {step}")
+        return projected_sgd(z0, step, steps, tail), {"alpha": 1.0 / M, "gradient_steps": steps}
+    raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+
+
+class DualRun:
+    """One run of an optimizer generator on the dual, fed by batches (``run``) or by stream rows (``feed``).
+
+    ``history_every`` > 0 records {step, samples, time} every that many steps, merged with the dict that
+    ``callback(z)`` returns (z: a copy of the current output). A non-finite iterate stops the run with
+    status ``"diverged"``.
+    """
+
+    def __init__(self, optimizer, beta: float, eps: np.ndarray, batch_size: int, history_every: int = 0,
+                 callback=None):
+        self.opt, self.beta, self.eps, self.batch_size = optimizer, float(beta), eps, int(batch_size)
+        self.query, self.current = next(optimizer)
+        self.grad = np.empty_like(self.query)
+        self.final, self.done, self.diverged = None, False, False
+        self.steps = self.samples = 0
+        self.history, self.history_every, self.callback = [], int(history_every), callback
+        self.start = time.perf_counter()
+        self._carry = None
+
+    def step(self, t, r, weights=None) -> None:
+        g = batch_gradient(self.query, t, r, self.beta, self.eps, self.grad, weights)
+        try:
+            self.query, self.current = self.opt.send(g)
+        except StopIteration as stop:
+            self.final, self.done = stop.value, True
+        self.steps += 1
+        self.samples += 1 if t.ndim == 1 else t.shape[0]
+        if self.history_every and (self.steps % self.history_every == 0 or self.done):
+            self._record()
+
+    def _record(self) -> None:
+        z = self.output
+        if not np.all(np.isfinite(z)):
+            self.diverged = self.done = True
+            return
+        rec = {"step": self.steps, "samples": self.samples, "time": time.perf_counter() - self.start}
+        if self.callback is not None:
+            rec.update(self.callback(z) or {})
+        self.history.append(rec)
+
+    def run(self, batches) -> "DualRun":
+        """Consume batches (t, r, weights) until the optimizer's schedule ends or the batches run out."""
+        for t, r, w in batches:
+            if self.done:
+                break
+            self.step(t, r, w)
+        return self
+
+    def feed(self, t: np.ndarray, r: np.ndarray) -> int:
+        """Consume stream rows in order in batches of ``batch_size``; returns the rows used (a partial batch
+        is kept for the next call)."""
+        if self._carry is not None:
+            t, r = np.concatenate([self._carry[0], t]), np.concatenate([self._carry[1], r])
+            self._carry = None
+        b, used = self.batch_size, 0
+        while not self.done and used + b <= t.shape[0]:
+            if b == 1:
+                self.step(t[used], r[used])
+            else:
+                self.step(t[used:used + b], r[used:used + b])
+            used += b
+        if not self.done and used < t.shape[0]:
+            self._carry = (t[used:], r[used:])
+        return used
+
+    @property
+    def output(self) -> np.ndarray:
+        """The optimizer's output: its return value when the schedule is complete, else its current output."""
+        return (self.final if self.done and self.final is not None else self.current).copy()
+
+    def status(self) -> tuple[str, str]:
+        z = self.output
+        if self.diverged or not np.all(np.isfinite(z)):
+            return "diverged", f"the dual iterate became non-finite after {self.steps} steps"
+        if not self.done:
+            return "budget_exhausted", (f"the data ended after {self.samples} samples, before the optimizer's "
+                                        f"schedule finished; the output is its current iterate")
+        return "completed", ""
