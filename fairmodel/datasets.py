@@ -70,8 +70,9 @@ def load_adult(target: str = "income", sensitive: str | None = "sex", *, encodin
     sensitive : ``"sex"``, ``"race"``, ``"sex_race"`` (the product, e.g. ``("Female", "Black")``) or None.
     encoding : ``"standard"`` (numeric columns log1p for fnlwgt and capital gain/loss, one-hot categories),
         ``"a9a"`` (every column binary, as LIBSVM's a9a: numeric columns cut into quantile bins, then
-        one-hot) or ``"dp"`` (the DP post-processing paper's preprocessing: string columns dropped, every
-        numeric column with more than two distinct values replaced by log(1 + value)).
+        one-hot) or ``"dp"`` (the DP post-processing paper's preprocessing: string columns dropped, income
+        mapped to {0, 1} and kept as a feature when it is not the target, every numeric column with more than
+        two distinct values replaced by log(1 + value)).
     """
     _choose(target, ("income", "age"), "target")
     _choose(sensitive, ("sex", "race", "sex_race", None), "sensitive attribute")
@@ -94,6 +95,9 @@ def load_adult(target: str = "income", sensitive: str | None = "sex", *, encodin
     categorical = [c for c in ADULT_CATEGORICAL if c not in drop]
     table = {c: t[c].astype(float) for c in numeric}
     if encoding == "dp":
+        if target != "income":  # the paper's code maps income to {0, 1} and keeps it (spec dp_postprocessing §5.1)
+            table["income"] = (t["income"] == ">50K").astype(float)
+            numeric = numeric + ["income"]
         for c in numeric:
             if np.unique(table[c]).size > 2:
                 table[c] = np.log1p(table[c])

@@ -56,6 +56,13 @@ def gradient_mapping(z: np.ndarray, grad: np.ndarray, alpha: float) -> np.ndarra
     return np.minimum(z / alpha, grad)
 
 
+def canonical(z: np.ndarray) -> np.ndarray:
+    """(max(D, 0), max(-D, 0)) with D = Lambda - V: the same policy (only D enters eq. (7)) with F lower by
+    2 sum_js min(Lambda, V)_js eps_s (the invariance of spec §7.1 item 9), so never a worse dual certificate."""
+    D = z[0] - z[1]
+    return np.stack([np.maximum(D, 0.0), np.maximum(-D, 0.0)])
+
+
 class DualProblem:
     """F of eq. (5) and the primal quantities of a policy on one finite distribution.
 

@@ -100,7 +100,7 @@ def check_cost(cost, n: int | None, m: int) -> np.ndarray:
 
 def check_eps(eps, K: int | None) -> np.ndarray:
     """eps as an array (a number or one per group), every entry in [0, 1] (the paper's range, spec §7.5)."""
-    if isinstance(eps, Expr) or isinstance(eps, bool):
+    if isinstance(eps, (Expr, bool, str, bytes)):
         raise ExpressionTypeError(f"the bound of dp_gap(post) <= eps must be a number or one number per group; "
                                   f"got {eps!r}")
     try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import as_generator
-from ..dp_dual import DualProblem, gradient_mapping, policy_from_scores, sigma2
+from ..dp_dual import DualProblem, canonical, gradient_mapping, sigma2
 from ..errors import DataError, InfeasibleError, OptionError, UnsupportedProblemError
 from ..exact import dp as exact_dp
 from ..fairness.dp import DPConstraint, DPPredictor, GridPredictor, GridRisk, t_values
@@ -437,7 +437,7 @@ def _progress(batches, bar: Progress, every: int):
 def _solution(family: DPPostProcessing, run: DualRun, info: dict, method: str, judge: Prepared, oracle: str,
               certify=None, message: str = "") -> Solution:
     status, msg = run.status()
-    z = run.output
+    z = canonical(run.output)  # same policy, better dual value (spec §7.1 item 9)
     metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **{k: v for k, v in info.items()}}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
               "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
