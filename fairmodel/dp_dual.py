@@ -57,10 +57,10 @@ def gradient_mapping(z: np.ndarray, grad: np.ndarray, alpha: float) -> np.ndarra
 
 
 def canonical(z: np.ndarray) -> np.ndarray:
-    """(max(D, 0), max(-D, 0)) with D = Lambda - V: the same policy (only D enters eq. (7)) with F lower by
+    """(max(D, 0), max(-D, 0)) with D = Lambda - V (z of shape (..., 2, m, K)): the same policy (only D enters eq. (7)) with F lower by
     2 sum_js min(Lambda, V)_js eps_s (the invariance of spec §7.1 item 9), so never a worse dual certificate."""
-    D = z[0] - z[1]
-    return np.stack([np.maximum(D, 0.0), np.maximum(-D, 0.0)])
+    D = z[..., 0, :, :] - z[..., 1, :, :]
+    return np.stack([np.maximum(D, 0.0), np.maximum(-D, 0.0)], axis=-3)
 
 
 class DualProblem:
@@ -115,11 +115,25 @@ class DualProblem:
         return np.stack([E + self.eps, self.eps - E])
 
     def value_and_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
-        """(F(z), grad F(z)) with one pass over the atoms, eqs. (5) and (10)."""
+        """(F(z), grad F(z)) with one pass over the atoms, eqs. (5) and (10).
+
+        For finite beta the log-sum-exp and the softmax share one max-shifted exponential (written out rather
+        than scipy's logsumexp + softmax, which exponentiate twice and cost 6.4 ms instead of 1.0 ms at
+        n = 800, m = 57: this is the inner loop of the L-BFGS-B solver and of the judge).
+        """
+        if np.isinf(self.beta):
+            a = self.scores(z)
+            return float(self.w @ a.max(axis=1)) + self.linear_term(z), \
+                self.grad_from_moments(self.moments(policy_from_scores(a, self.beta)))
         a = self.scores(z)
-        P = policy_from_scores(a, self.beta)
-        value = float(self.w @ lse(a, self.beta)) + self.linear_term(z)
-        return value, self.grad_from_moments(self.moments(P))
+        a *= self.beta
+        top = a.max(axis=1, keepdims=True)
+        a -= top
+        np.exp(a, out=a)
+        total = a.sum(axis=1)
+        value = float(self.w @ (np.log(total) + top[:, 0])) / self.beta + self.linear_term(z)
+        a /= total[:, None]
+        return value, self.grad_from_moments(self.moments(a))
 
     def grad(self, z: np.ndarray) -> np.ndarray:
         return self.value_and_grad(z)[1]

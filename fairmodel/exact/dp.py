@@ -112,33 +112,50 @@ def solve_dual(dual: DualProblem, solver=None, verbose=False, **options):
     return z, P, record
 
 
-def solve_lbfgs(dual: DualProblem, z0=None, *, gtol: float = 1e-10, maxiter: int = 50000):
+def solve_lbfgs(dual: DualProblem, z0=None, *, tol: float = 1e-7, maxiter: int = 50000, restarts: int = 20):
     """(z, record): min_{z >= 0} F(z) of eq. (5) by scipy's L-BFGS-B with bounds (spec §2.4); beta < inf.
 
-    The record holds the KKT residual ||G_alpha(z)|| with alpha = 1 / M_hat (eq. (8)); a run that stops on
-    its iteration limit with a residual above ``100 * gtol`` raises :class:`SolverError`.
+    Optimality is measured by the KKT residual ||G_alpha(z)|| with alpha = 1 / M_hat (eq. (8)), in the units
+    of the constraint values U. With tiny eps the dual is nearly flat along the invariances of spec §7.1 item 9
+    and L-BFGS-B can stop early on "relative reduction of F" with a large residual (measured: 2.6e-3 on
+    Communities and Crime at eps = 2^-16); it is then restarted from its last point (its curvature memory
+    reset) until the residual is below ``tol`` or stops decreasing. Status ``optimal`` means residual <= tol,
+    ``optimal_inaccurate`` residual <= 100 tol (with a message); above that a :class:`SolverError` is raised.
     """
     shape = dual.shape
-    x0 = np.zeros(int(np.prod(shape))) if z0 is None else np.maximum(np.asarray(z0, dtype=float).ravel(), 0.0)
+    x = np.zeros(int(np.prod(shape))) if z0 is None else np.maximum(np.asarray(z0, dtype=float).ravel(), 0.0)
+    alpha = 1.0 / max(dual.smoothness(), 1e-300)
 
-    def fun(x):
-        value, grad = dual.value_and_grad(x.reshape(shape))
+    def fun(v):
+        value, grad = dual.value_and_grad(v.reshape(shape))
         return value, grad.ravel()
 
+    def residual(v):
+        z = v.reshape(shape)
+        return float(np.linalg.norm(gradient_mapping(z, dual.grad(z), alpha)))
+
     start = time.perf_counter()
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * x0.size,
-                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": gtol, "maxcor": 30})
+    kkt, iterations, runs, message = residual(x), 0, 0, "the initial point is optimal"
+    while kkt > tol and runs <= restarts:
+        res = minimize(fun, x, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * x.size,
+                       options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": tol / 100,
+                                "maxcor": 30})
+        new = residual(res.x)
+        iterations, runs, message = iterations + int(res.nit), runs + 1, str(res.message)
+        improved = new < 0.5 * kkt
+        if new <= kkt:
+            x, kkt = np.maximum(res.x, 0.0), new
+        if not improved:
+            break
     elapsed = time.perf_counter() - start
-    z = np.maximum(res.x, 0.0).reshape(shape)
-    alpha = 1.0 / max(dual.smoothness(), 1e-300)
-    kkt = float(np.linalg.norm(gradient_mapping(z, dual.grad(z), alpha)))
-    status = "optimal" if res.success else "optimal_inaccurate"
-    if not res.success and kkt > 100 * gtol:
-        raise SolverError(f"L-BFGS-B did not solve the dual (5): {res.message} after {res.nit} iterations "
-                          f"(KKT residual ||G(z)|| = {kkt:.3g}); try method='primal' (CVXPY)", status=str(res.message))
-    return z, {"name": "L-BFGS-B", "status": status, "message": str(res.message), "iterations": int(res.nit),
-               "value": float(res.fun), "kkt_residual": kkt, "solve": elapsed, "compile": 0.0,
-               "options": {"gtol": gtol, "maxiter": maxiter}}
+    if kkt > 100 * tol:
+        raise SolverError(f"L-BFGS-B did not solve the dual (5): KKT residual ||G(z)|| = {kkt:.3g} after {iterations} "
+                          f"iterations and {runs} restarts ({message}); try method='primal' (CVXPY)", status=message)
+    status = "optimal" if kkt <= tol else "optimal_inaccurate"
+    z = x.reshape(shape)
+    return z, {"name": "L-BFGS-B", "status": status, "message": message, "iterations": iterations, "restarts": max(0, runs - 1),
+               "value": dual.value(z), "kkt_residual": kkt, "solve": elapsed, "compile": 0.0,
+               "options": {"tol": tol, "maxiter": maxiter}}
 
 
 def _clean_policy(P: np.ndarray) -> np.ndarray:

@@ -40,8 +40,9 @@ DEFAULT_T = 20_000       # stochastic gradients per run when T is not given (see
 EXACT_LP = {"lp": "the LP (3) in the policy P (n x m), two one-sided inequalities per (grid point, group); "
                   "duals of the constraints give (Lambda, V) (CVXPY, HiGHS or Clarabel)",
             "dual_lp": "the dual LP (spec §2.3); the policy is read from the duals of its constraints (CVXPY)"}
-EXACT_ENTROPIC = {"lbfgs": "the dual (5) minimized by scipy L-BFGS-B under z >= 0 to a KKT residual ~1e-9; the policy "
-                           "is pi_z of eq. (7) (default: 0.6 s at n = 2000, m = 41, where the CVXPY programs take ~35 s)",
+EXACT_ENTROPIC = {"lbfgs": "the dual (5) minimized by scipy L-BFGS-B under z >= 0 to a KKT residual <= 1e-7 (with "
+                           "restarts); the policy is pi_z of eq. (7) (default: ~0.5 s at n = 2000, m = 41, where the "
+                           "CVXPY programs take ~35 s)",
                   "primal": "the entropic program (4), an exponential-cone program in P (CVXPY, Clarabel); "
                             "duals of the constraints give (Lambda, V)",
                   "dual": "the log-sum-exp dual (5) (CVXPY, Clarabel); the policy is pi_z of eq. (7)"}
@@ -205,7 +206,7 @@ class DPPostProcessing(Family):
             elif method in ("dual_lp", "dual"):
                 z, P, record = exact_dp.solve_dual(dual, solver, verbose, **options)
             else:
-                check_options(options, ("gtol", "maxiter"), "method 'lbfgs'")
+                check_options(options, ("tol", "maxiter", "restarts"), "method 'lbfgs'")
                 if solver is not None:
                     raise OptionError("method 'lbfgs' uses scipy's L-BFGS-B; solver= chooses a CVXPY solver for the "
                                       "methods 'primal' and 'dual'")
@@ -252,18 +253,25 @@ class DPPostProcessing(Family):
         self._last = prep
         if prep.eps is not None:
             exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
+        run, info = self._pool_run(prep, prep.eps, self._z0(z0, prep.T.shape[1]), rng, oracle, T, batch_size, method,
+                                   mu, inner, variant, smoothness, step, tail, history_every, callback, verbose)
+        return _solution(self, run, info, method, prep, oracle, certify)
+
+    def _pool_run(self, prep: Prepared, eps, z0, rng, oracle, T, batch_size, method, mu, inner, variant, smoothness,
+                  step, tail, history_every, callback, verbose) -> tuple[DualRun, dict]:
+        """One optimizer run on a stored pool; ``eps`` (K,) or stacked (E, 1, K) with z0 (E, 2, m, K)."""
         T = DEFAULT_T if T is None else _check_T(T)
-        if oracle == "stream" and prep.weights is not None or oracle == "epochs" and prep.weights is not None:
+        if oracle in ("stream", "epochs") and prep.weights is not None:
             raise OptionError(f"oracle={oracle!r} reads points with equal weights; use 'resample' or 'exact' with sample_weight")
         R = self.post.costs(prep.first) if prep.n * self.post.m <= POOL_R_MAX or self.post.kind == "cost" else None
         pool = Pool(prep.T, R, prep.first if R is None else None, self.post.grid, prep.weights)
         M = _smoothness(smoothness, self.beta, prep.p, lambda: self._dual(prep).sigma2_plugin())
-        run, info = _start_run(method, self._z0(z0, prep.T.shape[1]), M, mu, T, batch_size, inner, variant, step,
-                               tail, self.beta, prep.eps, history_every, callback)
+        run, info = _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, self.beta, eps,
+                               history_every, callback)
         with Progress(None, "DP post-processing", verbose) as bar:
             run.run(_progress(pool.batches(oracle, batch_size, info["steps"], rng), bar, 1000))
         info.update(pool_size=prep.n, passes=run.samples / prep.n)
-        return _solution(self, run, info, method, prep, oracle, certify)
+        return run, info
 
     # -- judge -------------------------------------------------------------------------------------------------------
     def evaluate(self, variables: dict, prepared: Prepared | None = None, data=None, sample_weight=None,
@@ -354,7 +362,7 @@ class DPPostProcessing(Family):
                                 "strong duality (17): the solver's primal and dual values agree to its tolerance"))
         elif "kkt_residual" in exact.certificate:
             checks.append(Check("KKT residual of the exact dual", exact.certificate["kkt_residual"], 1e-6,
-                                "G_alpha(z*) = 0 at a minimizer of (5) (eq. (8)); L-BFGS-B stops at gtol 1e-10"))
+                                "G_alpha(z*) = 0 at a minimizer of (5) (eq. (8)); method 'lbfgs' stops at 1e-7"))
         if self._last is not None and self.post.numeric_grid:
             dual = self._dual(self._last)
             pe, ps = (self._policy_of(r, dual) for r in (exact, stochastic))
@@ -410,7 +418,7 @@ def _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, bet
                                      reference=variant == "reference", step=step, tail=tail)
     if method == "sgd3" and mu == "theory":
         _warn_theory_condition(M, mu_v, steps, info["stages"], inner)
-    eps = np.zeros(z0.shape[2]) if eps is None else eps
+    eps = np.zeros(z0.shape[-1]) if eps is None else eps
     run = DualRun(optimizer, beta, eps, batch_size, history_every, callback)
     info.update(steps=steps, M=M, mu=mu_v, batch_size=batch_size, T=T)
     return run, info
@@ -435,9 +443,10 @@ def _progress(batches, bar: Progress, every: int):
 
 
 def _solution(family: DPPostProcessing, run: DualRun, info: dict, method: str, judge: Prepared, oracle: str,
-              certify=None, message: str = "") -> Solution:
+              certify=None, message: str = "", index: int | None = None) -> Solution:
     status, msg = run.status()
-    z = canonical(run.output)  # same policy, better dual value (spec §7.1 item 9)
+    z = run.output if index is None else run.output[index]
+    z = canonical(z)  # same policy, better dual value (spec §7.1 item 9)
     metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **{k: v for k, v in info.items()}}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
               "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
@@ -569,11 +578,15 @@ class DPFrontier:
     __str__ = table
 
 
-def dp_sweep(problem, eps_values, backend: str = "stochastic", *, warm_start: bool = True, seed=0, **options) -> DPFrontier:
+def dp_sweep(problem, eps_values, backend: str = "stochastic", *, warm_start: bool = True, parallel: bool = False,
+             seed=0, **options) -> DPFrontier:
     """Solve ``problem`` for every eps in ``eps_values`` (numbers or per-group vectors): a risk-unfairness frontier.
 
-    The solves run from the loosest eps to the tightest; with ``warm_start`` each starts from the previous
-    duals (the stochastic methods and the exact 'lbfgs'; the CVXPY methods have no warm start). Every
+    Sequential (default): the solves run from the loosest eps to the tightest; with ``warm_start`` each starts
+    from the previous duals (the stochastic methods and the exact 'lbfgs'; the CVXPY methods have no warm
+    start). ``parallel=True`` (stochastic backend, pools): one vectorized run solves every eps at once on the
+    same sampled points (a stack of duals; the cost of a step hardly grows with the number of eps), without
+    warm starts; each result's ``timings['solve']`` is the run's time divided by the number of eps. Every
     stochastic solve uses the same ``seed`` (common random numbers give a smoother frontier). ``options`` go
     to ``problem.solve`` (``data=``, ``method=``, ``T=``, ...).
     """
@@ -586,16 +599,63 @@ def dp_sweep(problem, eps_values, backend: str = "stochastic", *, warm_start: bo
     eps_list = [np.atleast_1d(np.asarray(e, dtype=float)) for e in eps_values]
     if not eps_list:
         raise OptionError("eps_values is empty")
-    order = sorted(range(len(eps_list)), key=lambda k: -float(eps_list[k].max()))
-    warm = warm_start and (backend == "stochastic" or options.get("method") == "lbfgs")
-    results, previous = [None] * len(eps_list), None
-    for k in order:
-        constraint = (dp_gap(post) <= (eps_list[k] if eps_list[k].size > 1 else float(eps_list[k][0])))
-        prob = Problem(problem.objective, [constraint.named(family.constraint.name)], **problem.options)
-        extra = {"z0": previous} if warm and previous is not None else {}
-        if backend == "stochastic":
-            extra["seed"] = seed
-        results[k] = previous = prob.solve(backend=backend, **options, **extra)
+    problems = [Problem(problem.objective, [(dp_gap(post) <= (e if e.size > 1 else float(e[0])))
+                                           .named(family.constraint.name)], **problem.options) for e in eps_list]
+    if parallel:
+        if backend != "stochastic":
+            raise OptionError("parallel=True runs the stochastic backend on a stack of duals; use backend='stochastic'")
+        results = _parallel_sweep(problems, seed, options)
+    else:
+        order = sorted(range(len(eps_list)), key=lambda k: -float(eps_list[k].max()))
+        warm = warm_start and (backend == "stochastic" or options.get("method") == "lbfgs")
+        results, previous = [None] * len(eps_list), None
+        for k in order:
+            extra = {"z0": previous} if warm and previous is not None else {}
+            if backend == "stochastic":
+                extra["seed"] = seed
+            results[k] = previous = problems[k].solve(backend=backend, **options, **extra)
     K = len(results[0].metrics["p"])
     eps_full = [np.broadcast_to(e, (K,)).astype(float) for e in eps_list]
     return DPFrontier(eps_full, results, [str(g) for g in post.group_names(K)])
+
+
+def _parallel_sweep(problems, seed, options) -> list:
+    """One stochastic run on the stacked duals of every problem (same data, same points), judged one by one."""
+    from dataclasses import replace
+
+    from ..results import Result
+    opts = dict(options)
+    data, weights = opts.pop("data", None), opts.pop("sample_weight", None)
+    method, certify, verbose = opts.pop("method", "sgd3"), opts.pop("certify", None), opts.pop("verbose", None)
+    if method not in METHODS:
+        raise OptionError(f"unknown stochastic method {method!r}; valid methods are {', '.join(METHODS)}")
+    names = ("T", "batch_size", "oracle", "mu", "inner", "variant", "smoothness", "step", "tail", "history_every",
+             "callback")
+    check_options(opts, names, "dp_sweep(parallel=True)")
+    args = {"T": None, "batch_size": 1, "oracle": "resample", "mu": None, "inner": "acsa2", "variant": "paper",
+            "smoothness": "sigma2", "step": None, "tail": 1.0, "history_every": 0, "callback": None, **opts}
+    families = [p.family for p in problems]
+    head = families[0]
+    if math.isinf(head.beta):
+        raise UnsupportedProblemError("the stochastic backend needs entropy > 0")
+    base = head._prepare(data, weights)
+    preps = [replace(base, eps=f.constraint.eps(base.p.shape[0])) for f in families]
+    for f, prep in zip(families, preps):
+        exact_dp.check_feasible(f._dual(prep), f._p_is_calibrated())
+        f._last = prep
+    eps = np.stack([prep.eps for prep in preps])[:, None, :]
+    z0 = np.zeros((len(preps), 2, head.post.m, base.p.shape[0]))
+    start = time.perf_counter()
+    run, info = head._pool_run(base, eps, z0, as_generator(seed), args.pop("oracle"), args.pop("T"),
+                               args.pop("batch_size"), method, verbose=verbose, **args)
+    elapsed = time.perf_counter() - start
+    results = []
+    for k, (prob, fam, prep) in enumerate(zip(problems, families, preps)):
+        solution = _solution(fam, run, dict(info, grid_size=len(preps)), method, prep, info.get("oracle", "pool"),
+                             certify, index=k)
+        evaluation = fam.evaluate(solution.variables, **solution.judge_context)
+        timings = {"total": elapsed / len(preps), "solve": elapsed / len(preps), "grid_solve": elapsed}
+        results.append(Result.from_parts(backend="stochastic", method=method, family=fam.name, seed=seed,
+                                         solution=solution, evaluation=evaluation, timings=timings,
+                                         problem_text=str(prob)))
+    return results
