@@ -201,6 +201,18 @@ def test_law_school_crosscheck_meets_the_acceptance_criterion():
     assert "NOT OK" not in report.to_markdown()
 
 
+def test_reference_variant_runs_its_whole_schedule():
+    """The reference code's SGD3 uses 2T gradients (AC-SA^2 runs AC-SA(T') twice, spec §3.7 item 4): the pool
+    must serve all of them, and the run must end with its schedule complete."""
+    from fairmodel.stochastic.sgd3 import sgd3_gradient_calls, sgd3_stages
+    eta, tau = arrays()
+    res = problem(fm.GridPredictor(eta=eta, tau=tau, L=5, B=1)).solve(backend="stochastic", T=1000, variant="reference",
+                                                                      seed=0, certify=False)
+    J = sgd3_stages(res.metrics["M"], res.metrics["mu"], reference=True)
+    assert res.status == "completed" and res.metrics["samples_used"] == sgd3_gradient_calls(1000, J, "acsa2", True)
+    assert res.metrics["samples_used"] > 1900
+
+
 def test_predictor_reproduces_the_judged_policy(models, tmp_path):
     reg, clf, X, _, _ = models
     post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=8, B=2.5)
@@ -283,6 +295,12 @@ def test_sweep_traces_a_monotone_frontier():
     assert np.all(np.abs(fast.objective - exact.objective) < 1e-2)
     assert np.all(fast.unfairness.max(axis=1) <= np.array(eps) + 1e-2)
     assert "| eps |" in fast.table()
+    # one vectorized run over the grid = one run per eps with the same seed (the same sampled points)
+    par = fm.dp_sweep(prob, eps, parallel=True, T=2000, seed=3, certify=False)
+    seq = fm.dp_sweep(prob, eps, warm_start=False, T=2000, seed=3, certify=False)
+    for a, b in zip(par.results, seq.results):
+        np.testing.assert_allclose(a.variables["Lambda"], b.variables["Lambda"], rtol=1e-12, atol=1e-15)
+        assert a.objective == pytest.approx(b.objective, rel=1e-12)
 
 
 # -- metrics (spec §5.3) --------------------------------------------------------------------------------------------

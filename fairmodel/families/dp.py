@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data import as_generator
 from ..dp_dual import DualProblem, canonical, gradient_mapping, sigma2
-from ..errors import DataError, InfeasibleError, OptionError, UnsupportedProblemError
+from ..errors import DataError, OptionError, UnsupportedProblemError
 from ..exact import dp as exact_dp
 from ..fairness.dp import DPConstraint, DPPredictor, GridPredictor, GridRisk, t_values
 from ..judge import Evaluation, by_group, constraint_record
@@ -38,7 +39,7 @@ CERTIFY_MAX = 5_000_000  # n m up to which the judge solves the exact dual (L-BF
 DEFAULT_T = 20_000       # stochastic gradients per run when T is not given (see docs/dp_postprocessing.md)
 
 EXACT_LP = {"lp": "the LP (3) in the policy P (n x m), two one-sided inequalities per (grid point, group); "
-                  "duals of the constraints give (Lambda, V) (CVXPY, HiGHS or Clarabel)",
+                  "duals of the constraints give (Lambda, V) (CVXPY; default HiGHS interior point)",
             "dual_lp": "the dual LP (spec §2.3); the policy is read from the duals of its constraints (CVXPY)"}
 EXACT_ENTROPIC = {"lbfgs": "the dual (5) minimized by scipy L-BFGS-B under z >= 0 to a KKT residual <= 1e-7 (with "
                            "restarts); the policy is pi_z of eq. (7) (default: ~0.5 s at n = 2000, m = 41, where the "
@@ -269,7 +270,7 @@ class DPPostProcessing(Family):
         run, info = _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, self.beta, eps,
                                history_every, callback)
         with Progress(None, "DP post-processing", verbose) as bar:
-            run.run(_progress(pool.batches(oracle, batch_size, info["steps"], rng), bar, 1000))
+            run.run(_progress(pool.batches(oracle, batch_size, info["gradient_steps"], rng), bar, 1000))
         info.update(pool_size=prep.n, passes=run.samples / prep.n)
         return run, info
 
@@ -426,7 +427,6 @@ def _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, bet
 
 def _warn_theory_condition(M, mu, T, J, inner):
     """Thm C.2 (AC-SA^2) needs T > 2^(11/4) sqrt(M/mu) J, Thm C.3 (AC-SA) T > 4 sqrt(M/mu) J (spec §3.6, §8 item 12)."""
-    import warnings
     const = 2 ** 2.75 if inner == "acsa2" else 4.0
     need = const * math.sqrt(M / mu) * J
     if T <= need:
@@ -447,7 +447,7 @@ def _solution(family: DPPostProcessing, run: DualRun, info: dict, method: str, j
     status, msg = run.status()
     z = run.output if index is None else run.output[index]
     z = canonical(z)  # same policy, better dual value (spec §7.1 item 9)
-    metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **{k: v for k, v in info.items()}}
+    metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **info}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
               "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
     return Solution(variables={"Lambda": z[0], "V": z[1]}, status=status, message=" ".join(filter(None, (msg, message))),
@@ -645,14 +645,14 @@ def _parallel_sweep(problems, seed, options) -> list:
         f._last = prep
     eps = np.stack([prep.eps for prep in preps])[:, None, :]
     z0 = np.zeros((len(preps), 2, head.post.m, base.p.shape[0]))
+    oracle = args.pop("oracle")
     start = time.perf_counter()
-    run, info = head._pool_run(base, eps, z0, as_generator(seed), args.pop("oracle"), args.pop("T"),
-                               args.pop("batch_size"), method, verbose=verbose, **args)
+    run, info = head._pool_run(base, eps, z0, as_generator(seed), oracle, args.pop("T"), args.pop("batch_size"),
+                               method, verbose=verbose, **args)
     elapsed = time.perf_counter() - start
     results = []
     for k, (prob, fam, prep) in enumerate(zip(problems, families, preps)):
-        solution = _solution(fam, run, dict(info, grid_size=len(preps)), method, prep, info.get("oracle", "pool"),
-                             certify, index=k)
+        solution = _solution(fam, run, dict(info, grid_size=len(preps)), method, prep, oracle, certify, index=k)
         evaluation = fam.evaluate(solution.variables, **solution.judge_context)
         timings = {"total": elapsed / len(preps), "solve": elapsed / len(preps), "grid_solve": elapsed}
         results.append(Result.from_parts(backend="stochastic", method=method, family=fam.name, seed=seed,
