@@ -25,6 +25,9 @@ from .results import Result, load_result
 # --- partial fairness exports (issue 5) ---
 
 # --- min-max / strategic DRO exports (issue 6) ---
+from .domains import Ball, Box, Product, Simplex, TruncatedCone
+from .saddle import SaddleProblem
+from .strategic import AgentOracle, strategic_score, wasserstein_worst_case
 
 __version__ = "0.1.0"
 
@@ -34,4 +37,7 @@ __all__ = [
     "ResultFileError", "SolverError", "UnsupportedProblemError", "Weights", "crosscheck", "datasets",
     "group_mean", "group_optimal", "hinge_loss", "judge", "load_result", "logistic_loss", "max", "mean", "norm",
     "softmax_loss", "squared_loss", "sum_squares",
+    # issue 6
+    "AgentOracle", "Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone", "strategic_score",
+    "wasserstein_worst_case",
 ]

@@ -1,0 +1,321 @@
+"""Zeroth-order (or first-order) optimistic and plain gradient descent-ascent with random reshuffling
+for finite-sum convex-concave saddle problems ``min_x max_y (1/n) sum_i L_i(x, y)`` (Maheshwari, Chiu,
+Mazumdar, Sastry, Ratliff, "Zeroth-order methods for convex-concave minmax problems"; spec
+``zeroth_order_minmax_dro.md`` §2-§3).
+
+Methods (one query set per inner step i of epoch t, u = (x, y), F = (grad_x L, -grad_y L)):
+
+* ``ogda-rr`` (Algorithm 1, eq. (5)/(41)): sigma^t a fresh permutation per epoch and
+  ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i) - eta F_hat_{s_{i-1}}(u_i; v_i) + eta F_hat_{s_{i-1}}(u_{i-1}; v_{i-1}))``
+  (the sign of the last term is "+", erratum U6);
+* ``ogda-wr`` (Algorithm 2, eq. (42)): the same with indices drawn with replacement;
+* ``sgda-rr`` (eq. (43)) and ``sgda-wr`` (eq. (44)): ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i))``.
+  The printed bodies of Algorithms 3 and 4 are swapped relative to their names (erratum U7); these
+  follow the equations.
+
+The estimator (§2.1, Prop. A.3) is the one-point sphere estimator ``(d/R) L_i(u + R v) v`` with the
+sign flip J = diag(I, -I) of the y-block (erratum U1: the paper never writes it; the updates need F, not
+grad L), applied to the coordinates of ``oracle.zo`` (the hybrid/block mode of §2.3: the others use the
+oracle's exact partial gradients at u). ``estimator="two-point"`` is a NON-PAPER extension (§2.4):
+the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
+
+Schedules (Thm 4.1 with erratum U3): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = R0 (t+1)^(-1/4)``,
+depending on the epoch t only; ``schedule="constant"`` keeps eta0 and R0; arrays and callables are
+accepted too. Output: the step-size-weighted average of all post-update iterates u_{i+1}^t.
+
+Extension (NON-PAPER, off by default): ``y_step_scale`` s multiplies the y-block step; this is OGDA in
+the weighted norm ||x||^2 + ||y||^2 / s (the projection onto a product X x Y stays blockwise), so
+Theorem 4.1 holds with D and G measured in that norm. It matters when each L_i touches one coordinate of
+y (strategic DRO: y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more slowly
+than x (measured in docs/minmax.md).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from ..data import as_generator
+from ..errors import OptionError
+from ..progress import Progress
+from .schedules import epoch_lengths, schedule
+
+METHODS = {
+    "ogda-rr": "zeroth-order OGDA with random reshuffling (Algorithm 1 of the zeroth-order min-max paper)",
+    "ogda-wr": "zeroth-order OGDA, components drawn with replacement (Algorithm 2)",
+    "sgda-rr": "zeroth-order SGDA with random reshuffling (eq. (43))",
+    "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44))",
+}
+ESTIMATORS = ("one-point", "two-point")
+
+
+class SaddleOracle:
+    """What the methods need from ``min_x max_y (1/n) sum_i L_i(u)``, u = (x, y) in R^dim (spec §6.1).
+
+    Subclasses set ``n``, ``d_x``, ``dim``, ``zo`` (integer indices of the coordinates the zeroth-order
+    estimator perturbs; the others need exact partial gradients) and implement
+
+    * ``value(i, u, shift)``: L_i at u with ``shift`` (a vector over ``zo``) added to the zo coordinates;
+    * ``gradient(i, u, exact_only)``: the gradient of L_i at u as a dense vector (with ``exact_only`` only
+      the coordinates outside ``zo`` are needed; the rest may be zero);
+    * ``project(u)``: the Euclidean projection onto X x Y.
+    """
+
+    n: int
+    d_x: int
+    dim: int
+    zo: np.ndarray
+
+    def value(self, i: int, u: np.ndarray, shift) -> float:
+        raise NotImplementedError
+
+    def gradient(self, i: int, u: np.ndarray, exact_only: bool) -> np.ndarray:
+        raise NotImplementedError
+
+    def project(self, u: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def sign(self) -> np.ndarray:
+        """The diagonal of J = diag(I_{d_x}, -I_{d_y}): F = J grad L (spec §1.2)."""
+        s = np.ones(self.dim)
+        s[self.d_x:] = -1.0
+        return s
+
+
+def sphere_directions(rng: np.random.Generator, m: int, d: int) -> np.ndarray:
+    """m directions uniform on the unit sphere S^{d-1}: Gaussian vectors normalized (spec §2.1)."""
+    g = rng.standard_normal((m, d))
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+class NonFiniteValue(ArithmeticError):
+    """Raised inside a run when an oracle returns NaN or inf; turned into status ``failed``."""
+
+
+class Estimator:
+    """F_hat_i(u; R, v) for one component: zeroth-order on ``oracle.zo``, exact elsewhere (§2.1, §2.3).
+
+    ``order=1`` returns the exact F_i(u) = J grad L_i(u) (the first-order mode of §3.7). Counts value
+    queries and gradient evaluations.
+    """
+
+    def __init__(self, oracle: SaddleOracle, order: int, estimator: str):
+        self.oracle, self.order, self.two_point = oracle, order, estimator == "two-point"
+        self.sign = oracle.sign
+        self.zo = oracle.zo
+        self.d_zo = oracle.zo.shape[0]
+        self.partial = order == 0 and self.d_zo < oracle.dim
+        self.queries = 0
+        self.gradients = 0
+
+    def _value(self, i, u, shift):
+        val = self.oracle.value(i, u, shift)
+        self.queries += 1
+        if not math.isfinite(val):
+            raise NonFiniteValue(f"the value oracle returned {val} for component {i} at the point "
+                                 f"u + shift, u = {np.array2string(u, threshold=12, precision=4)}")
+        return val
+
+    def __call__(self, i: int, u: np.ndarray, R: float, v) -> np.ndarray:
+        if self.order == 1 or self.partial:
+            self.gradients += 1
+            g = self.oracle.gradient(i, u, self.order == 0)
+            if not np.isfinite(g.sum()):
+                raise NonFiniteValue(f"the gradient oracle returned non-finite values for component {i} at "
+                                     f"u = {np.array2string(u, threshold=12, precision=4)}")
+        else:
+            g = np.zeros(self.oracle.dim)
+        if self.order == 0:
+            if self.two_point:
+                coef = (self._value(i, u, R * v) - self._value(i, u, -R * v)) * (self.d_zo / (2.0 * R))
+            else:
+                coef = self._value(i, u, R * v) * (self.d_zo / R)
+            g[self.zo] = coef * v
+        return self.sign * g
+
+
+def _positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise OptionError(f"{name} must be a positive number; got {value!r}")
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise OptionError(f"{name} must be positive and finite; got {value}")
+    return value
+
+
+def step_schedules(kind, eta0, R0, chi, epochs: int):
+    """(eta(t), R(t)) from ``kind`` ("theory" or "constant") and eta0/R0 (numbers, arrays, callables)."""
+    lengths = epoch_lengths(1, epochs)
+    if kind not in ("theory", "constant"):
+        raise OptionError(f"schedule must be 'theory' (eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4); Thm 4.1) or "
+                          f"'constant'; got {kind!r}")
+    if kind == "theory":
+        chi = float(chi)
+        if not 0.0 < chi < 0.25:
+            raise OptionError(f"chi must lie in (0, 1/4) for the theory schedule (Theorem 4.1); got {chi}")
+    funcs = []
+    for value, name, power in ((eta0, "eta0", -0.75 - chi if kind == "theory" else 0.0),
+                               (R0, "R0", -0.25 if kind == "theory" else 0.0)):
+        if isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool):
+            base = _positive(value, name)
+            funcs.append(lambda t, base=base, power=power: base * (t + 1.0) ** power)
+        else:  # a user schedule: an array with one value per epoch, or a callable (t, 0) -> value
+            f = schedule(value, name, lengths)
+            funcs.append(lambda t, f=f: f(t, 0))
+    return funcs[0], funcs[1]
+
+
+def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epochs: int = 100, eta0=0.01,
+         R0=0.1, chi: float = 0.05, schedule: str = "theory", estimator: str = "one-point",
+         y_step_scale: float = 1.0, u0=None, first_step: str = "drop", boundary: str = "reuse", ell=None,
+         seed=None, verbose=None, callback=None, max_queries: int | None = None, max_time: float | None = None,
+         store_iterates: bool = False) -> dict:
+    """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (spec §3).
+
+    Parameters
+    ----------
+    method : one of ``ogda-rr``, ``ogda-wr``, ``sgda-rr``, ``sgda-wr``.
+    order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
+    epochs : T; an epoch is n inner steps.
+    eta0, R0, chi, schedule : step and query-radius schedules (see :func:`step_schedules`).
+    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, §2.4).
+    y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
+    u0 : starting point (default: the projection of 0); it must be feasible.
+    first_step : ``"drop"`` (no optimistic term at the very first step, §3.2) or ``"repeat"``
+        (u_{-1} := u_0 with a random sigma_{-1}: one extra query).
+    boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
+        R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
+    ell : the smoothness constant, if known: warns when eta0 >= 1/(2 ell) (Theorem 4.1's hypothesis).
+    callback : called after every epoch with a dict (epoch, u_avg, u_last, queries, time); it may return
+        True (stop) or a dict of numbers added to that epoch's history record.
+    max_queries, max_time : budgets; reaching one ends the run with status ``budget_exhausted``.
+    store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
+
+    Returns a dict: ``u`` (the eta-weighted average of the post-update iterates), ``u_last``, ``status``
+    (``completed``, ``budget_exhausted`` or ``failed``), ``message``, ``history`` (one record per
+    epoch), ``queries`` (value-oracle calls), ``gradients`` (gradient-oracle calls), ``epochs_run``.
+    Query count with the defaults: 2nT - 1 (OGDA: two new values per step, none at the first optimistic
+    term) or nT (SGDA); twice that with the two-point estimator.
+    """
+    if method not in METHODS:
+        raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+    if order not in (0, 1) or isinstance(order, bool):
+        raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {order!r}")
+    if estimator not in ESTIMATORS:
+        raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
+    if first_step not in ("drop", "repeat"):
+        raise OptionError(f"first_step must be 'drop' or 'repeat'; got {first_step!r}")
+    if boundary not in ("reuse", "recompute"):
+        raise OptionError(f"boundary must be 'reuse' or 'recompute'; got {boundary!r}")
+    if order == 0 and oracle.zo.shape[0] == 0:
+        raise OptionError("zeroth-order mode needs at least one coordinate in zo_mask; use order=1 for exact "
+                          "gradients everywhere")
+    y_scale = _positive(y_step_scale, "y_step_scale")
+    eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs)
+    if ell is not None and eta_f(0) >= 1.0 / (2.0 * _positive(ell, "ell")):
+        warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 "
+                      f"fails, convergence is not guaranteed", stacklevel=2)
+    rng = as_generator(seed)
+    n, dim = oracle.n, oracle.dim
+    u = oracle.project(np.zeros(dim)) if u0 is None else np.array(u0, dtype=float)
+    if u.shape != (dim,) or not np.all(np.isfinite(u)):
+        raise OptionError(f"u0 must be a finite vector of length {dim}")
+    if np.linalg.norm(oracle.project(u) - u) > 1e-9 * max(1.0, np.linalg.norm(u)):
+        raise OptionError("u0 is not feasible; project it onto the domain first")
+    optimistic = method.startswith("ogda")
+    reshuffle = method.endswith("-rr")
+    est = Estimator(oracle, order, estimator)
+    d_zo = est.d_zo
+    scale = np.ones(dim)
+    scale[oracle.d_x:] = y_scale
+
+    acc, weight = np.zeros(dim), 0.0
+    iterates, iterate_weights = [], []
+    history, status, message = [], "completed", ""
+    prev_i, g_prev, u_prev, v_prev = None, None, None, None
+    start = time.perf_counter()
+    with Progress(epochs, f"{method} (order {order})", verbose) as bar:
+        try:
+            for t in range(epochs):
+                eta, R = eta_f(t), R_f(t)
+                idx = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
+                V = sphere_directions(rng, n, d_zo) if order == 0 else np.zeros((n, 0))
+                if optimistic and t == 0 and first_step == "repeat":
+                    prev_i, u_prev = int(rng.integers(0, n)), u
+                    v_prev = sphere_directions(rng, 1, d_zo)[0] if order == 0 else None
+                    g_prev = est(prev_i, u_prev, R, v_prev)
+                elif optimistic and t > 0 and boundary == "recompute":
+                    g_prev = est(prev_i, u_prev, R, v_prev)
+                step = eta * scale
+                for k in range(n):
+                    i, v = int(idx[k]), V[k]
+                    g_cur = est(i, u, R, v)
+                    if optimistic and prev_i is not None:
+                        direction = g_cur + est(prev_i, u, R, v) - g_prev
+                    else:
+                        direction = g_cur
+                    if optimistic:
+                        prev_i, g_prev, u_prev, v_prev = i, g_cur, u, v
+                    u = oracle.project(u - step * direction)
+                    acc += eta * u
+                    weight += eta
+                    if store_iterates:
+                        iterates.append(u.copy())
+                        iterate_weights.append(eta)
+                elapsed = time.perf_counter() - start
+                record = {"epoch": t, "queries": est.queries, "gradients": est.gradients, "eta": eta, "R": R,
+                          "time": elapsed}
+                history.append(record)
+                bar.update(1)
+                if callback is not None:
+                    out = callback({"epoch": t, "u_avg": acc / weight, "u_last": u, "queries": est.queries,
+                                    "gradients": est.gradients, "time": elapsed})
+                    if out is True:
+                        message = f"stopped by the callback after epoch {t}"
+                        break
+                    if isinstance(out, dict):
+                        record.update(out)
+                if max_queries is not None and est.queries + est.gradients >= max_queries:
+                    status, message = "budget_exhausted", f"query budget {max_queries} reached at epoch {t}"
+                    break
+                if max_time is not None and elapsed >= max_time:
+                    status, message = "budget_exhausted", f"time budget {max_time} s reached at epoch {t}"
+                    break
+        except NonFiniteValue as exc:
+            status = "failed"
+            message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"
+    u_avg = acc / weight if weight > 0 else u
+    out = {"u": u_avg, "u_last": u, "status": status, "message": message, "history": history,
+           "queries": est.queries, "gradients": est.gradients, "epochs_run": len(history),
+           "steps": {"eta0": eta_f(0), "R0": R_f(0), "y_step_scale": y_scale}}
+    if store_iterates:
+        out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)
+    return out
+
+
+def theory_bound(*, n: int, d: int, D: float, G: float, ell: float, M_L: float, eta0: float, R0: float,
+                 chi: float, T: int, version: str = "proof") -> float:
+    """The bound K T^(-1/4+chi) of Theorem 4.1 on E[Delta(u_T)] (spec §3.8); informative only.
+
+    ``version="proof"`` uses the constants of the proof (47/(4n), C with n d^2), ``"statement"`` those of
+    the theorem statement (5/(4n), C with n d); the two disagree (erratum U4).
+    """
+    m = max(R0, eta0, eta0 * R0, eta0 / R0, eta0 / R0 ** 2)
+    if version == "proof":
+        C1 = d ** 2 * max(6 * G * ell * D, 18 * G ** 2 + 6 * M_L * ell * D, 30 * M_L * G, 12 * M_L ** 2)
+        C = max(3 * n * C1, (6 * n * d + 14 * n + 4) * n * G, 6 * n * d * M_L, 3 * ell * D * d * G,
+                3 * ell * D * d * M_L)
+        lead = 47.0 / (4.0 * n)
+    elif version == "statement":
+        C = max(3 * n * d * D * ell, 18 * n * d * D * G * ell, 54 * n * d * G ** 2 + 18 * n * d * D * ell * M_L,
+                90 * n * d * G * M_L, 36 * n * d * M_L ** 2, 6 * d * G * n ** 2 + 14 * G * n ** 2 + 4 * n * G,
+                6 * d * M_L * n, 3 * d * D * G * ell, 3 * d * D * ell * M_L)
+        lead = 5.0 / (4.0 * n)
+    else:
+        raise OptionError(f"version must be 'proof' or 'statement'; got {version!r}")
+    K = 3.0 * D / (16.0 * n) + lead * C * m * (1.0 + 1.0 / chi)
+    return K * T ** (-0.25 + chi)
