@@ -27,7 +27,7 @@ from .exact.newton import ball_qp_step
 from .judge import Evaluation
 from .problem import check_options
 from .results import Result
-from .stochastic.ogda import METHODS, SaddleOracle, ogda
+from .stochastic.ogda import METHODS, NonFiniteValue, SaddleOracle, ogda
 
 # Defaults of SaddleProblem.solve: the paper's theory schedule with constants that suit O(1)-scaled
 # problems (the paper does not report its constants, erratum U16).
@@ -51,10 +51,21 @@ class _CallableOracle(SaddleOracle):
 
     def gradient(self, i, u, exact_only):
         gx, gy = self.sp.grad_fn(u[:self.d_x], u[self.d_x:], i)
-        return np.concatenate([np.asarray(gx, dtype=float).ravel(), np.asarray(gy, dtype=float).ravel()])
+        gx, gy = np.array(gx, dtype=float).ravel(), np.array(gy, dtype=float).ravel()
+        if gx.shape != (self.d_x,) or gy.shape != (self.dim - self.d_x,):
+            raise ModelError(f"grad(x, y, i) must return (a vector of length {self.d_x}, a vector of length "
+                             f"{self.dim - self.d_x}); got shapes {gx.shape}, {gy.shape}")
+        if not (np.all(np.isfinite(gx)) and np.all(np.isfinite(gy))):
+            raise NonFiniteValue(f"the gradient oracle returned non-finite values for component {i} at "
+                                 f"x = {np.array2string(u[:self.d_x], threshold=12, precision=4)}, "
+                                 f"y = {np.array2string(u[self.d_x:], threshold=12, precision=4)}")
+        return gx, None, gy
 
-    def project(self, u):
-        return np.concatenate([self.sp.x_domain.project(u[:self.d_x]), self.sp.y_domain.project(u[self.d_x:])])
+    def project_x(self, x):
+        return self.sp.x_domain.project(x)
+
+    def project_y(self, y):
+        return self.sp.y_domain.project(y)
 
 
 def _callable(f, what):

@@ -156,10 +156,10 @@ class WDRSC:
     """The strategic Wasserstein-DRO problem on data (X, y): scores, the saddle function L, its closed-form
     inner maximum (E2), the worst-case risk, and the feasible sets (spec §4.4-§4.7).
 
-    ``alpha_max`` defaults to 1.5 phi(0) / delta_eff with delta_eff = delta (corrected) or
-    delta - kappa n_-/n (paper): since every term of the objective but alpha delta_eff is >= 0 and the
-    value at theta = 0 is phi(0) = log 2, any optimum has alpha* <= log 2 / delta_eff, so the bound never
-    binds at the optimum (checked by the exact backend).
+    ``alpha_max`` defaults to phi(0) / delta_eff = log(2) / delta_eff with delta_eff = delta (corrected) or
+    delta - kappa n_-/n (paper): the objective of (E1) is alpha delta_eff plus terms that are > 0, and its
+    value at theta = 0, alpha = 0 is log 2, so every optimum has alpha* < log 2 / delta_eff and the bound
+    never binds (the exact backend checks it). A tight bound matters: the duality gap grows with alpha_max.
     """
 
     def __init__(self, X, y, mask, zeta: float, delta: float, kappa: float, variant: str = "corrected",
@@ -185,7 +185,7 @@ class WDRSC:
                 f"or a radius above {self.paper_shift:.4g}")
         self.slope = 1.0 / (L_PHI + C_LABEL) if variant == "corrected" else 1.0 / (BETA + 1.0)
         if alpha_max is None:
-            alpha_max = 1.5 * math.log(2.0) / delta_eff
+            alpha_max = math.log(2.0) / delta_eff
         self.alpha_max = _check_nonneg(alpha_max, "alpha_max", strict=True)
         self.x_domain = TruncatedCone(self.p, self.slope, self.alpha_max, theta_radius)
         self.agents = AgentOracle(self.X, self.y, self.mask, self.zeta)
@@ -274,6 +274,7 @@ class WDRSCOracle(SaddleOracle):
         self._a_pos = model.delta
         self._a_neg = model.delta - (model.kappa if model.variant == "paper" else 0.0)
         self._zm = model.zeta * model.mask.astype(float)
+        self.y_box = (np.full(self.n, -1.0), np.full(self.n, 1.0))
 
     def value(self, i, u, shift):
         p, m = self.p, self.m
@@ -289,29 +290,29 @@ class WDRSCOracle(SaddleOracle):
         return alpha * self._a_neg + _softplus1(z)
 
     def gradient(self, i, u, exact_only):
+        """(grad_(theta, alpha) L_i, [i], [d L_i / d gamma_i]): L_i touches gamma_i only."""
         p, m = self.p, self.m
-        g = np.zeros(self.dim)
+        g = np.zeros(self.d_x)
         theta, alpha, gamma = u[:p], u[p], u[p + 1 + i]
         x = m.X[i]
         if self._pos[i]:
             z = float(x @ theta)
             g[p] = self._a_pos - m.kappa * (1.0 + gamma)
-            g[p + 1 + i] = C_LABEL * z - m.kappa * alpha
+            g_gamma = C_LABEL * z - m.kappa * alpha
             if not exact_only:  # d/dz [softplus(-z) + c z + gamma c z] = c (1 + gamma) - sigmoid(-z)
                 g[:p] = (C_LABEL * (1.0 + gamma) - _sigmoid1(-z)) * x
         else:
-            g[p] = self._a_neg
+            g[p], g_gamma = self._a_neg, 0.0
             if not exact_only:  # psi'(z) grad z, grad z = x + 2 zeta M theta (needs the response model)
                 z = float(x @ theta) + float(self._zm @ (theta * theta))
                 g[:p] = _sigmoid1(z) * (x + 2.0 * self._zm * theta)
-        return g
+        return g, np.array([i]), np.array([g_gamma])
 
-    def project(self, u):
-        p = self.p
-        out = np.empty_like(u)
-        out[:p + 1] = self.m.x_domain.project(u[:p + 1])
-        np.clip(u[p + 1:], -1.0, 1.0, out=out[p + 1:])
-        return out
+    def project_x(self, x):
+        return self.m.x_domain.project(x)
+
+    def project_y(self, y):
+        return np.clip(y, -1.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -426,8 +427,8 @@ def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *
     radius : delta > 0, the transport budget. label_cost : kappa > 0 (flipping a +1 label costs 2 kappa).
     variant : ``"corrected"`` (default) or ``"paper"``, the literal eq. (7), which is unbounded below when
         radius < kappa n_-/n (refused) and warns otherwise (erratum U11).
-    alpha_max : the bound on the dual variable alpha (erratum U18); default 1.5 log(2)/delta, provably
-        above the optimum (see :class:`WDRSC`).
+    alpha_max : the bound on the dual variable alpha (erratum U18); default log(2)/delta, provably above
+        the optimum (see :class:`WDRSC`).
     """
     if not isinstance(loss, E.Loss):
         raise ExpressionTypeError(f"wasserstein_worst_case needs a per-sample loss such as fm.logistic_loss(...); "

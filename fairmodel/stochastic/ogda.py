@@ -59,31 +59,36 @@ class SaddleOracle:
     estimator perturbs; the others need exact partial gradients) and implement
 
     * ``value(i, u, shift)``: L_i at u with ``shift`` (a vector over ``zo``) added to the zo coordinates;
-    * ``gradient(i, u, exact_only)``: the gradient of L_i at u as a dense vector (with ``exact_only`` only
-      the coordinates outside ``zo`` are needed; the rest may be zero);
-    * ``project(u)``: the Euclidean projection onto X x Y.
+    * ``gradient(i, u, exact_only)``: ``(g_x, y_index, g_y)``, the gradient of L_i at u: the x-part as a
+      dense vector, the y-part either dense (``y_index`` None) or on the coordinates ``y_index`` only
+      (when L_i depends on a few coordinates of y, as in strategic DRO). With ``exact_only`` only the
+      coordinates outside ``zo`` are needed (the rest may be zero);
+    * ``project_x(x)``, ``project_y(y)``: Euclidean projections onto X and Y.
+
+    Oracles with a sparse y-part set ``y_box = (lo, hi)`` (Y is a box, so the projection of the few
+    coordinates a step changes is a clip): a step then costs O(d_x) instead of O(dim).
     """
 
     n: int
     d_x: int
     dim: int
     zo: np.ndarray
+    y_box = None
 
     def value(self, i: int, u: np.ndarray, shift) -> float:
         raise NotImplementedError
 
-    def gradient(self, i: int, u: np.ndarray, exact_only: bool) -> np.ndarray:
+    def gradient(self, i: int, u: np.ndarray, exact_only: bool):
+        raise NotImplementedError
+
+    def project_x(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def project_y(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def project(self, u: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    @property
-    def sign(self) -> np.ndarray:
-        """The diagonal of J = diag(I_{d_x}, -I_{d_y}): F = J grad L (spec §1.2)."""
-        s = np.ones(self.dim)
-        s[self.d_x:] = -1.0
-        return s
+        return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
 
 
 def sphere_directions(rng: np.random.Generator, m: int, d: int) -> np.ndarray:
@@ -99,15 +104,21 @@ class NonFiniteValue(ArithmeticError):
 class Estimator:
     """F_hat_i(u; R, v) for one component: zeroth-order on ``oracle.zo``, exact elsewhere (§2.1, §2.3).
 
-    ``order=1`` returns the exact F_i(u) = J grad L_i(u) (the first-order mode of §3.7). Counts value
-    queries and gradient evaluations.
+    Returns ``(F_x, y_index, F_y)`` with F = J grad L: the y-part is negated (erratum U1) and, as in
+    :meth:`SaddleOracle.gradient`, dense (``y_index`` None) or restricted to ``y_index``. ``order=1``
+    gives the exact F_i(u) (the first-order mode of §3.7). Counts value queries and gradient evaluations.
     """
 
     def __init__(self, oracle: SaddleOracle, order: int, estimator: str):
         self.oracle, self.order, self.two_point = oracle, order, estimator == "two-point"
-        self.sign = oracle.sign
+        self.d_x, self.d_y = oracle.d_x, oracle.dim - oracle.d_x
         self.zo = oracle.zo
         self.d_zo = oracle.zo.shape[0]
+        self.zo_x = self.zo[self.zo < self.d_x]
+        if np.array_equal(self.zo_x, np.arange(self.zo_x.shape[0])):
+            self.zo_x = slice(0, self.zo_x.shape[0])      # the usual case; slicing is cheaper than fancy indexing
+        self.zo_y = self.zo[self.zo >= self.d_x] - self.d_x
+        self.n_zo_x = int(np.count_nonzero(self.zo < self.d_x))
         self.partial = order == 0 and self.d_zo < oracle.dim
         self.queries = 0
         self.gradients = 0
@@ -120,22 +131,21 @@ class Estimator:
                                  f"u + shift, u = {np.array2string(u, threshold=12, precision=4)}")
         return val
 
-    def __call__(self, i: int, u: np.ndarray, R: float, v) -> np.ndarray:
+    def __call__(self, i: int, u: np.ndarray, R: float, v):
         if self.order == 1 or self.partial:
             self.gradients += 1
-            g = self.oracle.gradient(i, u, self.order == 0)
-            if not np.isfinite(g.sum()):
-                raise NonFiniteValue(f"the gradient oracle returned non-finite values for component {i} at "
-                                     f"u = {np.array2string(u, threshold=12, precision=4)}")
+            gx, yi, gy = self.oracle.gradient(i, u, self.order == 0)
         else:
-            g = np.zeros(self.oracle.dim)
+            gx, yi, gy = np.zeros(self.d_x), None, np.zeros(self.d_y)
         if self.order == 0:
             if self.two_point:
                 coef = (self._value(i, u, R * v) - self._value(i, u, -R * v)) * (self.d_zo / (2.0 * R))
             else:
                 coef = self._value(i, u, R * v) * (self.d_zo / R)
-            g[self.zo] = coef * v
-        return self.sign * g
+            gx[self.zo_x] = coef * v[:self.n_zo_x]
+            if self.zo_y.shape[0]:
+                gy[self.zo_y] = coef * v[self.n_zo_x:]
+        return gx, yi, -gy
 
 
 def _positive(value, name: str) -> float:
@@ -171,7 +181,8 @@ def step_schedules(kind, eta0, R0, chi, epochs: int):
 
 def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epochs: int = 100, eta0=0.01,
          R0=0.1, chi: float = 0.05, schedule: str = "theory", estimator: str = "one-point",
-         y_step_scale: float = 1.0, u0=None, first_step: str = "drop", boundary: str = "reuse", ell=None,
+         y_step_scale: float = 1.0, output: str = "average", u0=None, first_step: str = "drop",
+         boundary: str = "reuse", ell=None,
          seed=None, verbose=None, callback=None, max_queries: int | None = None, max_time: float | None = None,
          store_iterates: bool = False) -> dict:
     """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (spec §3).
@@ -184,14 +195,18 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     eta0, R0, chi, schedule : step and query-radius schedules (see :func:`step_schedules`).
     estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, §2.4).
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
+    output : ``"average"`` (the paper's eta-weighted average of all post-update iterates) or ``"suffix"``
+        (NON-PAPER: the same average over the second half of the epochs, which drops the transient from
+        u_0; with constant steps the full average keeps a bias of order 1/T from it).
     u0 : starting point (default: the projection of 0); it must be feasible.
     first_step : ``"drop"`` (no optimistic term at the very first step, §3.2) or ``"repeat"``
         (u_{-1} := u_0 with a random sigma_{-1}: one extra query).
     boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
         R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
     ell : the smoothness constant, if known: warns when eta0 >= 1/(2 ell) (Theorem 4.1's hypothesis).
-    callback : called after every epoch with a dict (epoch, u_avg, u_last, queries, time); it may return
-        True (stop) or a dict of numbers added to that epoch's history record.
+    callback : called after every epoch with a dict (epoch, u_avg, weight (the sum of the weights in
+        u_avg), u_last, queries, gradients, time); it may return True (stop) or a dict of numbers added
+        to that epoch's history record.
     max_queries, max_time : budgets; reaching one ends the run with status ``budget_exhausted``.
     store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
 
@@ -207,6 +222,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {order!r}")
     if estimator not in ESTIMATORS:
         raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
+    if output not in ("average", "suffix"):
+        raise OptionError(f"output must be 'average' or 'suffix'; got {output!r}")
     if first_step not in ("drop", "repeat"):
         raise OptionError(f"first_step must be 'drop' or 'repeat'; got {first_step!r}")
     if boundary not in ("reuse", "recompute"):
@@ -220,7 +237,7 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 "
                       f"fails, convergence is not guaranteed", stacklevel=2)
     rng = as_generator(seed)
-    n, dim = oracle.n, oracle.dim
+    n, dim, d_x = oracle.n, oracle.dim, oracle.d_x
     u = oracle.project(np.zeros(dim)) if u0 is None else np.array(u0, dtype=float)
     if u.shape != (dim,) or not np.all(np.isfinite(u)):
         raise OptionError(f"u0 must be a finite vector of length {dim}")
@@ -229,39 +246,76 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     optimistic = method.startswith("ogda")
     reshuffle = method.endswith("-rr")
     est = Estimator(oracle, order, estimator)
-    d_zo = est.d_zo
-    scale = np.ones(dim)
-    scale[oracle.d_x:] = y_scale
+    x, y = u[:d_x], u[d_x:]                 # views: the iterate is updated in place
+    box = oracle.y_box
+    lo, hi = (box[0].tolist(), box[1].tolist()) if box is not None else (None, None)
 
-    acc, weight = np.zeros(dim), 0.0
+    # the eta-weighted average of the post-update iterates; the y-part lazily (a coordinate's running sum
+    # is brought up to date only when it changes: sum += y_j * (W - W at its last change))
+    acc_x, acc_y, last_w, weight = np.zeros(d_x), np.zeros(dim - d_x), np.zeros(dim - d_x), 0.0
     iterates, iterate_weights = [], []
-    history, status, message = [], "completed", ""
+    history, status, message, k = [], "completed", "", 0
     prev_i, g_prev, u_prev, v_prev = None, None, None, None
+
+    def average():
+        return np.concatenate([acc_x, acc_y + y * (weight - last_w)]) / weight
+
+    def step_y(terms, step):
+        """y <- Proj_Y(y - step * sum of the y-parts of ``terms``), sparse when every part is."""
+        if box is not None and all(t[1] is not None for t in terms):
+            # a few coordinates: plain Python scalars beat NumPy calls on 1-3 entries (measured ~5x)
+            change: dict = {}
+            for _, yi, gy in terms:
+                for j, g in zip(yi.tolist(), gy.tolist()):
+                    change[j] = change.get(j, 0.0) + g
+            for j, g in change.items():
+                acc_y[j] += y[j] * (weight - last_w[j])
+                last_w[j] = weight
+                yj = y[j] - step * g
+                y[j] = min(max(yj, lo[j]), hi[j])
+            return
+        total = np.zeros(dim - d_x)
+        for _, yi, gy in terms:
+            if yi is None:
+                total += gy
+            else:
+                np.add.at(total, yi, gy)
+        acc_y[:] += y * (weight - last_w)
+        last_w[:] = weight
+        y[:] = oracle.project_y(y - step * total)
+
     start = time.perf_counter()
     with Progress(epochs, f"{method} (order {order})", verbose) as bar:
         try:
             for t in range(epochs):
+                if output == "suffix" and t == epochs // 2 and t > 0:   # restart the average
+                    acc_x[:], acc_y[:], last_w[:], weight = 0.0, 0.0, 0.0, 0.0
                 eta, R = eta_f(t), R_f(t)
-                idx = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
-                V = sphere_directions(rng, n, d_zo) if order == 0 else np.zeros((n, 0))
+                step_x, step_yb = eta, eta * y_scale
+                idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
+                V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
                 if optimistic and t == 0 and first_step == "repeat":
-                    prev_i, u_prev = int(rng.integers(0, n)), u
-                    v_prev = sphere_directions(rng, 1, d_zo)[0] if order == 0 else None
+                    prev_i, u_prev = int(rng.integers(0, n)), u.copy()
+                    v_prev = sphere_directions(rng, 1, est.d_zo)[0] if order == 0 else None
                     g_prev = est(prev_i, u_prev, R, v_prev)
                 elif optimistic and t > 0 and boundary == "recompute":
                     g_prev = est(prev_i, u_prev, R, v_prev)
-                step = eta * scale
                 for k in range(n):
-                    i, v = int(idx[k]), V[k]
+                    i, v = int(idx_t[k]), V[k]
                     g_cur = est(i, u, R, v)
                     if optimistic and prev_i is not None:
-                        direction = g_cur + est(prev_i, u, R, v) - g_prev
+                        g_pc = est(prev_i, u, R, v)
+                        gx = g_cur[0] + g_pc[0] - g_prev[0]
+                        terms = (g_cur, g_pc, (None, g_prev[1], -g_prev[2]))
                     else:
-                        direction = g_cur
+                        gx, terms = g_cur[0], (g_cur,)
                     if optimistic:
-                        prev_i, g_prev, u_prev, v_prev = i, g_cur, u, v
-                    u = oracle.project(u - step * direction)
-                    acc += eta * u
+                        prev_i, g_prev = i, g_cur
+                        if boundary == "recompute" and k == n - 1:
+                            u_prev, v_prev = u.copy(), v
+                    x[:] = oracle.project_x(x - step_x * gx)
+                    step_y(terms, step_yb)
+                    acc_x += eta * x
                     weight += eta
                     if store_iterates:
                         iterates.append(u.copy())
@@ -272,8 +326,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 history.append(record)
                 bar.update(1)
                 if callback is not None:
-                    out = callback({"epoch": t, "u_avg": acc / weight, "u_last": u, "queries": est.queries,
-                                    "gradients": est.gradients, "time": elapsed})
+                    out = callback({"epoch": t, "u_avg": average(), "weight": weight, "u_last": u.copy(),
+                                    "queries": est.queries, "gradients": est.gradients, "time": elapsed})
                     if out is True:
                         message = f"stopped by the callback after epoch {t}"
                         break
@@ -288,8 +342,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         except NonFiniteValue as exc:
             status = "failed"
             message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"
-    u_avg = acc / weight if weight > 0 else u
-    out = {"u": u_avg, "u_last": u, "status": status, "message": message, "history": history,
+    u_avg = average() if weight > 0 else u.copy()
+    out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
            "queries": est.queries, "gradients": est.gradients, "epochs_run": len(history),
            "steps": {"eta0": eta_f(0), "R0": R_f(0), "y_step_scale": y_scale}}
     if store_iterates:
