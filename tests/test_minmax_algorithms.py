@@ -152,6 +152,14 @@ def test_output_is_the_eta_weighted_average_of_post_update_iterates():
     assert avg <= np.dot(wts, delta) / wts.sum() + 1e-12
 
 
+def test_suffix_output_averages_the_second_half():
+    sp = _quadratic_problem(n=3)
+    out = ogda(sp.oracle(), method="ogda-rr", order=0, epochs=7, eta0=0.05, R0=0.1, seed=1, output="suffix",
+               store_iterates=True)
+    its, wts = out["iterates"][3 * 3:], out["iterate_weights"][3 * 3:]      # epochs 3..6 (7 // 2 = 3)
+    np.testing.assert_allclose(out["u"], wts @ its / wts.sum(), rtol=1e-12)
+
+
 def test_first_order_ogda_solves_the_matrix_game():
     """T11: averaged first-order OGDA on a bilinear game approaches the LP solution, duality gap -> 0."""
     A = np.random.default_rng(6).standard_normal((20, 3, 4))

@@ -193,8 +193,8 @@ def test_family_exact_and_judge(solved):
 
 def test_stochastic_first_order_and_options(solved):
     prob, model, data, theta, alpha, gamma, value, record = solved
-    res = prob.solve(backend="stochastic", method="ogda-rr", order=1, seed=0, epochs=60)
-    assert res.ok and res.metrics["queries"] == 0 and res.metrics["gradients"] == 2 * 300 * 60 - 1
+    res = prob.solve(backend="stochastic", method="ogda-rr", order=1, seed=0, epochs=120)
+    assert res.ok and res.metrics["queries"] == 0 and res.metrics["gradients"] == 2 * 300 * 120 - 1
     assert res.certificate["duality_gap"] < 5e-2
     assert res.objective >= value - 1e-9
     zo = prob.solve(backend="stochastic", method="sgda-wr", order=0, seed=0, epochs=2, zo="all")
@@ -206,10 +206,26 @@ def test_stochastic_first_order_and_options(solved):
         prob.solve(backend="stochastic", seed=0, zo="alpha")
 
 
+def test_gap_monitor_certifies_what_a_shorter_run_returns():
+    """check_every: the gap recorded at epoch T is the certificate of a run of T epochs (the suffix window
+    T//2..T-1; iterates do not depend on the run length); target_gap stops the run with status converged."""
+    prob, model, data = _problem(n=120, delta=0.1, seed=7)
+    long = prob.solve(backend="stochastic", seed=3, epochs=12, check_every=[6, 12])
+    short = prob.solve(backend="stochastic", seed=3, epochs=6)
+    gaps = {r["epoch"] + 1: r["duality_gap"] for r in long.history if "duality_gap" in r}
+    assert set(gaps) == {6, 12}
+    assert gaps[6] == pytest.approx(short.certificate["duality_gap"], abs=1e-7)
+    assert gaps[12] == pytest.approx(long.certificate["duality_gap"], abs=1e-7)
+    stop = prob.solve(backend="stochastic", seed=3, epochs=12, check_every=3, target_gap=10.0)
+    assert stop.status == "converged" and stop.metrics["epochs_run"] == 3 and "certified" in stop.message
+    with pytest.raises(OptionError, match="needs check_every"):
+        prob.solve(backend="stochastic", seed=0, target_gap=0.1)
+
+
 def test_crosscheck_small():
     """T19 at n = 300: ZO-OGDA-RR (hybrid) within the issue's tolerances of the exact saddle point."""
     prob, model, data = _problem(n=300, delta=0.1, seed=0)
-    report = fm.crosscheck(prob, seed=0)
+    report = fm.crosscheck(prob, seed=0, stochastic_options={"epochs": 120})
     assert report.ok, report.to_markdown()
     assert report.stochastic.certificate["duality_gap"] < 5e-2
     w_s, w_e = report.stochastic.variables["w"], report.exact.variables["w"]

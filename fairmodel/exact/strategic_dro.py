@@ -76,22 +76,36 @@ def solve_wdrsc(model: WDRSC, solver=None, verbose=False):
 def inner_min(model: WDRSC, gamma, solver=None, verbose=False) -> tuple[float, np.ndarray, float]:
     """(E3) min over (theta, alpha) in K_trunc of L(theta, alpha, gamma): (value, theta, alpha).
 
-    For y = +1: phi(z) + gamma_i c z = softplus(z) + (c (1 + gamma_i) - 1) z; the alpha coefficient
-    delta - kappa (n_+ + sum gamma_i)/n may be negative, hence the need for alpha_max (spec §4.7 E3).
+    For y = +1: phi(z) + gamma_i c z = softplus(z) + (c (1 + gamma_i) - 1) z. L is linear in alpha with
+    coefficient a = delta - kappa (n_+ + sum gamma_i)/n, and alpha ranges over [||theta|| / r, alpha_max]
+    (K_trunc), so alpha is eliminated exactly: alpha = ||theta|| / r when a >= 0 (a term a ||theta|| / r),
+    alpha = alpha_max when a < 0 (spec §4.7 E3: that is why the bound is needed), with ||theta|| <= r alpha_max.
+    Eliminating it also avoids the degenerate free direction that stalled Clarabel when a ~ 0.
     """
     gamma = np.asarray(gamma, dtype=float)
-    theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
+    a = model.alpha_coefficient(gamma)
+    theta = cp.Variable(model.p, name="w")
     zp, zn = _scores(model, theta)
-    objective = alpha * model.alpha_coefficient(gamma)
+    slope, top = model.slope, model.alpha_max
+    objective = a / slope * cp.norm(theta, 2) if a >= 0 else a * top
     if model.n_pos:
         gp = gamma[model.pos]
         linear = model.X[model.pos].T @ (C_LABEL * (1.0 + gp) - 1.0)   # z affine for y = +1
         objective = objective + (cp.sum(cp.logistic(zp)) + linear @ theta) / model.n
     if model.n_neg:
         objective = objective + cp.sum(cp.logistic(zn)) / model.n
-    problem = cp.Problem(cp.Minimize(objective), model.x_domain.cvxpy_constraints(cp.hstack([theta, alpha])))
-    solvers.solve(problem, solver, verbose, what="the inner minimum of the duality gap (E3)")
-    return float(problem.value), np.asarray(theta.value, dtype=float), float(alpha.value)
+    radius = slope * top if model.x_domain.radius is None else min(slope * top, model.x_domain.radius)
+    problem = cp.Problem(cp.Minimize(objective), [cp.norm(theta, 2) <= radius])
+    what = "the inner minimum of the duality gap (E3)"
+    try:
+        solvers.solve(problem, solver, verbose, what=what)
+    except SolverError:
+        if solver is not None:
+            raise
+        solvers.solve(problem, "ECOS", verbose, what=what)        # second opinion before giving up
+    t = np.asarray(theta.value, dtype=float)
+    alpha = float(np.linalg.norm(t)) / slope if a >= 0 else top
+    return float(problem.value), t, alpha
 
 
 def logistic_erm(X, y, mask=None, zeta: float = 0.0, ridge: float = 0.0, radius: float | None = None,

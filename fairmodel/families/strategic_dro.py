@@ -31,18 +31,77 @@ from .base import Check, Family, Solution
 
 
 def stochastic_defaults(n: int) -> dict:
-    """Practical defaults of the stochastic backend, measured on the paper's synthetic setup (docs/minmax.md):
-    constant steps eta = 0.002 and query radius R = 1 (the theory schedule decays too fast to reach a gap
-    of 1e-2 in a few hundred epochs), 200 epochs, and two NON-PAPER devices of stochastic/ogda.py: the
-    gamma-block step scaled by n/10 (each gamma_i is touched about twice per epoch, so the plain Euclidean
-    step moves gamma n times more slowly than w) and the average over the second half of the epochs
-    (``output="suffix"``: at n = 1000, delta = 0.05 the full average's gap was 0.12, the suffix's 0.034)."""
-    return {"epochs": 200, "eta0": 0.002, "R0": 1.0, "schedule": "constant", "y_step_scale": max(1.0, n / 10.0),
+    """Practical defaults of the stochastic backend, measured on the paper's synthetic setup (docs/minmax.md).
+
+    * constant steps and query radius R = 1 for 200 epochs (the paper reports none of its constants; its
+      theory schedule decays too fast to reach a gap of 1e-2 in a few hundred epochs);
+    * eta = 0.045 / sqrt(n): for a fixed number of epochs T, the averaged-SGD step that balances the
+      transient and the noise scales as 1 / sqrt(nT) (measured best among 0.001-0.004 at n = 500..4000);
+    * two NON-PAPER devices of stochastic/ogda.py: the gamma-block step scaled so that one visit moves
+      gamma_i by up to 0.25 of its value (``y_step_scale = 0.25 / eta``; each gamma_i is touched about twice
+      per epoch, so the plain Euclidean step leaves gamma near its start) and the average over the second
+      half of the epochs (``output="suffix"``; at n = 1000, delta = 0.05 the full average's gap was 0.12,
+      the suffix's 0.034).
+    """
+    eta = 0.045 / np.sqrt(n)
+    return {"epochs": 200, "eta0": eta, "R0": 1.0, "schedule": "constant", "y_step_scale": 0.25 / eta,
             "output": "suffix"}
 
 
-_OGDA_OPTIONS = ("epochs", "eta0", "R0", "chi", "schedule", "estimator", "y_step_scale", "output", "first_step", "boundary",
-                 "ell", "callback", "max_queries", "max_time", "store_iterates")
+_OGDA_OPTIONS = ("epochs", "eta0", "R0", "chi", "schedule", "estimator", "y_step_scale", "output", "first_step",
+                 "boundary", "ell", "callback", "max_queries", "max_time", "store_iterates")
+
+
+def saddle_certificate(model, u) -> dict:
+    """Duality gap of u = (w, alpha, gamma): max_gamma L(w, alpha, .) in closed form (E2) minus
+    min_(K_trunc) L(., ., gamma) by CVXPY (E3)."""
+    p = model.p
+    primal = model.primal(u[:p], u[p])
+    dual = exact_sdro.inner_min(model, u[p + 1:])[0]
+    return {"duality_gap": primal - dual, "primal": primal, "dual": dual}
+
+
+class GapMonitor:
+    """An OGDA callback that certifies the output during the run: at the checkpoints (every ``every``
+    epochs, or the epoch counts listed) it computes the duality gap of the average a run of that many
+    epochs would return (the suffix window T//2..T-1 for ``output="suffix"``), adds ``duality_gap`` and
+    ``check_time`` (cumulative seconds spent checking) to the history, and stops the run once the gap is
+    <= ``target``. ``then`` is a user callback called first."""
+
+    def __init__(self, model, every, epochs: int, output: str, target=None, then=None):
+        if isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1:
+            marks = range(int(every), epochs + 1, int(every))
+        elif isinstance(every, (list, tuple, range, np.ndarray)) and all(int(e) >= 1 for e in every):
+            marks = [int(e) for e in every]
+        else:
+            raise OptionError(f"check_every must be a positive number of epochs or a list of epoch counts; got {every!r}")
+        if target is not None and not (isinstance(target, (int, float)) and target > 0):
+            raise OptionError(f"target_gap must be a positive number; got {target!r}")
+        self.model, self.target, self.then, self.suffix = model, target, then, output == "suffix"
+        self.marks = set(marks)
+        self.starts = {self._window_start(T) - 1 for T in self.marks}   # epochs whose running sums are kept
+        self.sums = {-1: (0.0, 0.0)}
+        self.check_time, self.hit = 0.0, None
+
+    def _window_start(self, T: int) -> int:
+        return T // 2 if self.suffix else 0
+
+    def __call__(self, state):
+        out = self.then(state) if self.then is not None else None
+        t = state["epoch"]
+        if t in self.starts:
+            self.sums[t] = (state["u_sum"], state["weight"])
+        if t + 1 not in self.marks or out is True:
+            return out
+        start = time.perf_counter()
+        (s0, w0), (s1, w1) = self.sums[self._window_start(t + 1) - 1], (state["u_sum"], state["weight"])
+        gap = saddle_certificate(self.model, (s1 - s0) / (w1 - w0))["duality_gap"]
+        self.check_time += time.perf_counter() - start
+        record = {**(out if isinstance(out, dict) else {}), "duality_gap": gap, "check_time": self.check_time}
+        if self.target is not None and gap <= self.target:
+            self.hit = (t + 1, gap)
+            return True
+        return record
 
 
 @register_family
@@ -101,19 +160,35 @@ class StrategicDRO(Family):
                         solver=record, timings=timings, certificate={"solver_optimum": value},
                         metrics={"alpha_max": self.model.alpha_max})
 
-    def solve_stochastic(self, method, seed, verbose, *, order: int = 0, zo: str = "theta", **options):
+    def solve_stochastic(self, method, seed, verbose, *, order: int = 0, zo: str = "theta", check_every=None,
+                         target_gap=None, **options):
+        """OGDA/SGDA on the saddle function; ``check_every`` (epochs, or a list of epoch counts) certifies the
+        output during the run (history key ``duality_gap``) and ``target_gap`` stops it, with status
+        ``converged``, once the certified gap is below the target (see :class:`GapMonitor`)."""
         check_options(options, _OGDA_OPTIONS, f"the stochastic method {method!r}")
         oracle = WDRSCOracle(self.model, zo)
         opts = {**stochastic_defaults(self.model.n), **options}
+        monitor = None
+        if check_every is not None:
+            monitor = GapMonitor(self.model, check_every, opts["epochs"], opts["output"], target_gap,
+                                 opts.get("callback"))
+            opts["callback"] = monitor
+        elif target_gap is not None:
+            raise OptionError("target_gap needs check_every= (how often to certify the gap, in epochs)")
         agents_before = self.model.agents.queries
         start = time.perf_counter()
         out = ogda(oracle, method=method, order=order, seed=seed, verbose=verbose, **opts)
         elapsed = time.perf_counter() - start
+        if monitor is not None and monitor.hit is not None:
+            out["status"] = "converged"
+            out["message"] = f"certified duality gap {monitor.hit[1]:.3g} <= {target_gap:g} after {monitor.hit[0]} epochs"
         p = self.model.p
         u = out["u"]
         metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],
                    "agent_queries": self.model.agents.queries - agents_before, "order": order, "zo": zo,
                    "alpha_max": self.model.alpha_max, **out["steps"]}
+        if monitor is not None:
+            metrics["check_time"] = monitor.check_time
         return Solution(variables={self.w.name: u[:p], "alpha": float(u[p]), "gamma": u[p + 1:]},
                         status=out["status"], message=out["message"], history=out["history"], metrics=metrics,
                         solver={"name": method, "order": order, "zo": zo,
@@ -151,9 +226,7 @@ class StrategicDRO(Family):
                 raise OptionError(f"(w, alpha, gamma) is outside the feasible set: need ||w|| <= {m.slope:g} alpha, "
                                   f"alpha <= {m.alpha_max:.4g} and |gamma_i| <= 1")
             u, gamma = m.x_domain.project(u), np.clip(gamma, -1.0, 1.0)
-            primal = m.primal(u[:-1], u[-1])
-            dual = exact_sdro.inner_min(m, gamma)[0]
-            certificate = {"duality_gap": primal - dual, "primal": primal, "dual": dual,
+            certificate = {**saddle_certificate(m, np.concatenate([u, gamma])),
                            "saddle_value": m.value(u[:-1], u[-1], gamma)}
         return Evaluation(objective=objective, metrics=metrics, certificate=certificate)
 

@@ -204,9 +204,10 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
         R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
     ell : the smoothness constant, if known: warns when eta0 >= 1/(2 ell) (Theorem 4.1's hypothesis).
-    callback : called after every epoch with a dict (epoch, u_avg, weight (the sum of the weights in
-        u_avg), u_last, queries, gradients, time); it may return True (stop) or a dict of numbers added
-        to that epoch's history record.
+    callback : called after every epoch with a dict (epoch, u_sum and weight: the running eta-weighted sum
+        of all post-update iterates and the sum of the weights since the start, so any window average is a
+        difference quotient; u_last, queries, gradients, time); it may return True (stop) or a dict of
+        numbers added to that epoch's history record.
     max_queries, max_time : budgets; reaching one ends the run with status ``budget_exhausted``.
     store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
 
@@ -253,12 +254,13 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     # the eta-weighted average of the post-update iterates; the y-part lazily (a coordinate's running sum
     # is brought up to date only when it changes: sum += y_j * (W - W at its last change))
     acc_x, acc_y, last_w, weight = np.zeros(d_x), np.zeros(dim - d_x), np.zeros(dim - d_x), 0.0
+    base_sum, base_weight = 0.0, 0.0      # the running sum and weight where the output window starts
     iterates, iterate_weights = [], []
     history, status, message, k = [], "completed", "", 0
     prev_i, g_prev, u_prev, v_prev = None, None, None, None
 
-    def average():
-        return np.concatenate([acc_x, acc_y + y * (weight - last_w)]) / weight
+    def running_sum():
+        return np.concatenate([acc_x, acc_y + y * (weight - last_w)])
 
     def step_y(terms, step):
         """y <- Proj_Y(y - step * sum of the y-parts of ``terms``), sparse when every part is."""
@@ -288,8 +290,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     with Progress(epochs, f"{method} (order {order})", verbose) as bar:
         try:
             for t in range(epochs):
-                if output == "suffix" and t == epochs // 2 and t > 0:   # restart the average
-                    acc_x[:], acc_y[:], last_w[:], weight = 0.0, 0.0, 0.0, 0.0
+                if output == "suffix" and t == epochs // 2:      # the output window starts here
+                    base_sum, base_weight = running_sum(), weight
                 eta, R = eta_f(t), R_f(t)
                 step_x, step_yb = eta, eta * y_scale
                 idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
@@ -326,7 +328,7 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 history.append(record)
                 bar.update(1)
                 if callback is not None:
-                    out = callback({"epoch": t, "u_avg": average(), "weight": weight, "u_last": u.copy(),
+                    out = callback({"epoch": t, "u_sum": running_sum(), "weight": weight, "u_last": u.copy(),
                                     "queries": est.queries, "gradients": est.gradients, "time": elapsed})
                     if out is True:
                         message = f"stopped by the callback after epoch {t}"
@@ -342,7 +344,10 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         except NonFiniteValue as exc:
             status = "failed"
             message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"
-    u_avg = average() if weight > 0 else u.copy()
+    if weight > base_weight:
+        u_avg = (running_sum() - base_sum) / (weight - base_weight)
+    else:   # stopped before the output window (or before any step)
+        u_avg = running_sum() / weight if weight > 0 else u.copy()
     out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
            "queries": est.queries, "gradients": est.gradients, "epochs_run": len(history),
            "steps": {"eta0": eta_f(0), "R0": R_f(0), "y_step_scale": y_scale}}
