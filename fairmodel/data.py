@@ -159,10 +159,10 @@ def _as_label_array(labels) -> np.ndarray:
     labels = list(labels) if not hasattr(labels, "to_numpy") else labels.to_numpy()
     if isinstance(labels, np.ndarray):
         return labels
-    out = np.empty(len(labels), dtype=object)
+    if len({type(v) for v in labels}) == 1 and not isinstance(labels[0], tuple):
+        return np.asarray(labels)
+    out = np.empty(len(labels), dtype=object)  # mixed types or tuples: keep every label as it is
     out[:] = labels
-    if all(not isinstance(v, tuple) for v in labels):
-        out = np.asarray(labels)
     return out
 
 

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .. import expressions as E
-from ..errors import OptionError
+from ..errors import DataError, OptionError, SolverError
 from ..exact import gdro as exact_gdro
 from ..judge import Evaluation, by_group
 from ..problem import check_options, register_family
@@ -56,7 +56,8 @@ def _parse(expr: E.Expr):
     if isinstance(offsets, E.GroupOptimal) and offsets.risks is not inner:
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"
     if inner.size < 2:
-        return "group DRO needs at least two groups (use fm.mean(loss) for one group)"
+        raise DataError(f"group DRO needs at least two groups; the groups of {inner} have only "
+                        f"{inner.groups.names}. Use fm.mean(loss) for plain risk minimization")
     return ("mero" if isinstance(offsets, E.GroupOptimal) else "gdro"), inner, offsets
 
 
@@ -76,12 +77,15 @@ class GroupDRO(Family):
         self.risks = GroupRisks.from_expr(risk_expr)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
-                                              "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)"}
+                                              "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
+                                  "dual": "per-group ERM values R*_g, then the dual method on R_g - R*_g"}
             self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2): per-group ALEG estimates R*_g, "
                                                "then ALEG on R_g - R_hat*_g"}
         else:
             self.exact_methods = {"epigraph": "min t s.t. R_g(w) - c_g <= t, w in W (CVXPY); the constraint "
-                                              "duals are the optimal group weights q*"}
+                                              "duals are the optimal group weights q*",
+                                  "dual": "max over q in the simplex of min_w sum_g q_g (R_g(w) - c_g) (SLSQP "
+                                          "over q, certified projected-Newton inner solves; logistic/squared)"}
             self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox, one sample per "
                                                "group per step (Algorithm 1)",
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
@@ -126,7 +130,17 @@ class GroupDRO(Family):
         start = time.perf_counter()
         offsets = self.offsets(solver) if self.kind == "mero" else self.offsets()
         offsets_time = time.perf_counter() - start
-        theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose)
+        if method == "dual":
+            if solver is not None:
+                raise OptionError("the dual method uses no CVXPY solver; drop solver= or use method='epigraph'")
+            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets)
+        else:
+            try:
+                theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose)
+            except SolverError as exc:
+                hint = (" The dual method solves the same problem with certified Newton steps: "
+                        "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
+                raise SolverError(str(exc) + hint, status=exc.status) from None
         timings = {"compile": record.pop("compile"), "solver": record.pop("solve"), "group_optimal": offsets_time}
         return Solution(variables={self.risks.w.name: theta, "q": q}, status=record["status"],
                         solver=record, timings=timings, certificate={"solver_optimum": opt})
