@@ -16,6 +16,7 @@ subgradient of an arg-max component.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -268,7 +269,7 @@ class Weights(Expr):
         """Euclidean projection onto the domain (the ball, or the identity without a radius)."""
         if self.radius is None:
             return theta
-        norm = np.linalg.norm(theta)
+        norm = math.sqrt(float(np.vdot(theta, theta)))  # cheaper than np.linalg.norm in ALEG's inner loop
         return theta if norm <= self.radius else theta * (self.radius / norm)
 
     def check_value(self, theta, what: str = "value") -> np.ndarray:

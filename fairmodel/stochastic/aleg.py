@@ -45,13 +45,13 @@ def theory_band(L_z: float, K: int) -> tuple[float, float]:
 def default_steps(risks: GroupRisks, batch_size: int) -> tuple[float, float]:
     """Practical effective steps (gamma_w, gamma_q) when none are given.
 
-    gamma_w = 1 / (2 L_bar) with L_bar the loss curvature bound times the mean squared row norm (the
+    gamma_w = 1 / L_bar with L_bar the loss curvature bound times the mean squared row norm (the
     smoothness of the averaged operator; the worst-row bound L of the theory is far more conservative);
     gamma_q = 0.5 (risks are O(1) for the supported losses). For hinge (not smooth) L_bar uses curvature 1.
     """
     curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
     mean_sq = float(np.mean(np.einsum("ij,ij->i", risks.X, risks.X)))
-    return 1.0 / (2.0 * curvature * mean_sq), 0.5
+    return 1.0 / (curvature * mean_sq), 0.5
 
 
 class _Steps:
@@ -123,7 +123,7 @@ def vr_operator(risks: GroupRisks, rows, batch_size: int, w_half, q_half, snap_q
     m = risks.m
     Xb, yb = risks.X[rows], risks.y[rows]
     z_half, zs = Xb @ w_half, z_s[rows]
-    diff = (risks.loss.phi(z_half, yb) - risks.loss.phi(zs, yb)).reshape(m, batch_size).mean(axis=1)
+    diff = (risks.loss.phi(z_half, yb) - risks.loss.phi(zs, yb)).reshape(m, batch_size).sum(axis=1) / batch_size
     coef_half, coef_s = risks.loss.dphi(z_half, yb), risks.loss.dphi(zs, yb)
     wq_half = np.repeat(q_half / batch_size, batch_size)
     wq_s = np.repeat(snap_q / batch_size, batch_size)
@@ -148,7 +148,7 @@ def check_initial(risks: GroupRisks, w0, q0):
     return w, np.log(q)
 
 
-def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1, alpha=None, eta=None,
+def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4, alpha=None, eta=None,
          step_w=None, step_q=None, step_schedule="constant", schedule_mode: str = "practical", theta: float = 0.8,
          offsets=None, w0=None, q0=None, output: str = "average", seed=None, verbose=None, callback=None,
          max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False,
