@@ -92,8 +92,9 @@ class GroupDRO(Family):
                                               "duals are the optimal group weights q*",
                                   "dual": "max over q in the simplex of min_w sum_g q_g (R_g(w) - c_g) (SLSQP "
                                           "over q, certified projected-Newton inner solves; logistic/squared)"}
-            self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox, one sample per "
-                                               "group per step (Algorithm 1)",
+            self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox with per-group "
+                                               "sampling (Algorithm 1; b samples per group per step, b = 4 by "
+                                               "default, the paper's b = 1 with batch_size=1)",
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
 
     @classmethod
