@@ -5,11 +5,13 @@ Exit codes: 0 success, 1 a cross-check that is not ok, 2 bad input (with the mes
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 from . import datasets
-from .errors import FairmodelError, SolverError
+from .errors import FairmodelError, OptionError, SolverError
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER = 0, 1, 2, 3
 
@@ -37,6 +39,129 @@ def _demo(args) -> int:
         print(f"  {label:<10} {risks_txt}")
     print(f"\n{'OK' if report.ok else 'NOT OK'}: {time.perf_counter() - start:.1f} s in all")
     return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+JSON_SCHEMA = 1
+
+
+def _emit_json(kind: str, payload: dict) -> None:
+    from .results import _jsonable
+    print(json.dumps(_jsonable({"schema": JSON_SCHEMA, "kind": kind, **payload}, None), indent=1))
+
+
+def _load(args):
+    from . import problemfile
+    return problemfile.load(args.problem_file)
+
+
+def _solve_args(args, spec, backend: str) -> dict:
+    from . import problemfile
+    options = problemfile.solve_options(spec, backend)
+    if args.method:
+        options["method"] = args.method
+    if backend == "stochastic":
+        seed = args.seed if args.seed is not None else spec.doc.get("solve", {}).get("seed", 0)
+        options["seed"] = seed
+    return options
+
+
+def _backend(args, spec) -> str:
+    backend = args.backend or spec.doc.get("solve", {}).get("backend", "exact")
+    if backend not in ("exact", "stochastic"):
+        raise OptionError(f"{spec.path.name}: [solve] backend: {backend!r} is not allowed; allowed values are "
+                          f"exact, stochastic")
+    return backend
+
+
+def _solve(args) -> int:
+    prob, data, spec = _load(args)
+    backend = _backend(args, spec)
+    result = prob.solve(backend=backend, verbose=None if not args.json else False, **_solve_args(args, spec, backend))
+    saved = None
+    if args.out:
+        saved = [str(p) for p in result.save(Path(args.out) / "result")]
+    if args.json:
+        _emit_json("result", {"file": str(spec.path), "title": spec.doc.get("title", ""), "result": result.to_dict(),
+                              "saved": saved})
+    else:
+        print(result.summary())
+        if saved:
+            print(f"saved: {', '.join(saved)}")
+    return EXIT_OK if result.ok else EXIT_SOLVER
+
+
+def _crosscheck(args) -> int:
+    from .crosscheck import crosscheck
+    prob, data, spec = _load(args)
+    exact = _solve_args(args, spec, "exact")
+    stochastic = _solve_args(args, spec, "stochastic")
+    seed = stochastic.pop("seed")
+    report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
+                        **({"verbose": False} if args.json else {}))
+    saved = None
+    if args.out:
+        out = Path(args.out)
+        saved = [str(p) for r, name in ((report.exact, "exact"), (report.stochastic, "stochastic"))
+                 for p in r.save(out / name)]
+        (out / "crosscheck.md").write_text(report.to_markdown() + "\n")
+        saved.append(str(out / "crosscheck.md"))
+    if args.json:
+        _emit_json("crosscheck", {"file": str(spec.path), "title": spec.doc.get("title", ""),
+                                  "report": report.to_dict(), "saved": saved})
+    else:
+        print(report.to_markdown())
+    return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+def _parse_values(text: str) -> list:
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            values.append(int(item) if item.lstrip("-").isdigit() else float(item))
+        except ValueError:
+            values.append(item)
+    return values
+
+
+def _sweep(args) -> int:
+    from . import problemfile
+    from .sweep import sweep
+    spec = problemfile.read(args.problem_file)
+    backend = _backend(args, spec)
+    values = _parse_values(args.values)
+
+    def build(value):
+        sub = problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
+        return problemfile.build_problem(sub, problemfile.load_data(sub))
+    frontier = sweep(build, values, param=args.param, backend=backend, **_solve_args(args, spec, backend))
+    if args.plot:
+        frontier.plot(y=args.y).savefig(args.plot)
+    if args.json:
+        _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot})
+    else:
+        print(frontier.to_markdown())
+        if frontier.errors:
+            print(f"\n{len(frontier.errors)} value(s) failed; the others are kept", file=sys.stderr)
+    return EXIT_OK if not frontier.errors else EXIT_SOLVER
+
+
+def _describe(args) -> int:
+    prob, data, spec = _load(args)
+    print(f"# {spec.doc.get('title', spec.path.name)}\n")
+    print(f"Data: {data!r}\n")
+    print(prob.describe())
+    try:
+        program = prob.to_cvxpy()
+    except FairmodelError as exc:
+        print(f"\nCVXPY program: not available ({exc})")
+    else:
+        metrics = program.size_metrics
+        print(f"\nCVXPY program ({metrics.num_scalar_variables} scalar variables, "
+              f"{metrics.num_scalar_eq_constr + metrics.num_scalar_leq_constr} scalar constraints; data as constants):")
+        text = str(program)
+        print(text if len(text) < 4000 else text[:4000] + "\n... (truncated)")
+    return EXIT_OK
 
 
 def _datasets(args) -> int:
@@ -68,6 +193,32 @@ def build_parser() -> argparse.ArgumentParser:
     ds = sub.add_parser("datasets", help="list the bundled data sets", description="List the bundled data sets "
                         "with their shapes, targets and sensitive attributes.")
     ds.set_defaults(func=_datasets)
+
+    def problem_command(name, func, help_text, backend=True, json_out=True, out=True):
+        p = sub.add_parser(name, help=help_text, description=help_text + " (see docs/cli.md for problem files)")
+        p.add_argument("problem_file", metavar="PROBLEM.toml", help="the problem file")
+        if backend:
+            p.add_argument("--backend", choices=("exact", "stochastic"), help="backend (default: [solve] backend, "
+                                                                              "else exact)")
+        p.add_argument("--method", help="method of the backend (default: the file's, else the family's default)")
+        p.add_argument("--seed", type=int, help="seed of the stochastic solver (default: [solve] seed, else 0)")
+        if json_out:
+            p.add_argument("--json", action="store_true", help="print one JSON document (schema 1, docs/json.md)")
+        if out:
+            p.add_argument("--out", metavar="DIR", help="save results (JSON + NPZ) into this directory")
+        p.set_defaults(func=func)
+        return p
+
+    problem_command("solve", _solve, "solve a problem file with one backend")
+    problem_command("crosscheck", _crosscheck, "solve a problem file with both backends and compare them",
+                    backend=False)
+    sw = problem_command("sweep", _sweep, "solve a problem file for several values of one of its keys", out=False)
+    sw.add_argument("--param", required=True, help="dotted key of the file to vary, e.g. problem.kappa")
+    sw.add_argument("--values", required=True, help="comma-separated values, e.g. 0.01,0.02,0.05")
+    sw.add_argument("--plot", metavar="FILE", help="save a plot of the frontier (needs matplotlib)")
+    sw.add_argument("--y", default="objective", help="column to plot against the parameter (default objective)")
+    problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
+                    "problem file", backend=False, json_out=False, out=False)
     return parser
 
 

@@ -181,6 +181,10 @@ class GroupDRO(Family):
                         message=out["message"], history=out["history"], metrics=metrics, certificate=certificate,
                         solver={"name": method, "options": {k: v for k, v in opts.items() if _plain(v)}})
 
+    def warm_start(self, result) -> dict:
+        q = np.clip(np.asarray(result.variables["q"], dtype=float), 1e-12, None)
+        return {"w0": self.risks.project(result.variables[self.risks.w.name]), "q0": q / q.sum()}
+
     # -- judge ---------------------------------------------------------------------------------------------
     def _gap(self, theta, q, offsets) -> tuple[float, float, float]:
         """(gap (13), rigorous upper bound on the gap, lower bound on OPT) for the candidate (theta, q)."""
