@@ -264,3 +264,36 @@ def test_divergence_becomes_a_status(small_risks):
 def test_budget_exhaustion_is_reported(small_risks):
     out = aleg(small_risks, epochs=50, seed=0, max_grad_evals=1000)
     assert out["status"] == "budget_exhausted" and out["epochs_run"] < 50
+
+
+@pytest.mark.slow
+def test_theory_schedule_meets_the_expectation_bound(small_risks):
+    """C3: mean over 20 seeds of eps(z_S) <= 30 L_z / (S sqrt K) (eq. (82)) with the theory schedule, K = n_bar,
+    alpha = 1/K. (The bound is loose: with the theory steps the gap is still in its pre-asymptotic regime here.)"""
+    R = small_risks
+    G, L = R.lipschitz_constants()
+    K = int(round(R.X.shape[0] / R.m))
+    L_z = lipschitz_lz(R.radius / np.sqrt(2), L, G, R.m)
+    for S in (4, 40):
+        gaps = []
+        for seed in range(20):
+            out = aleg(R, epochs=S, inner=K, batch_size=1, schedule_mode="theory", output="average", seed=seed)
+            inner, _ = exact.solve_weighted_erm(R, out["q"])
+            gaps.append(np.max(R.risks(out["w"])) - R.weighted_value_and_grad(inner, out["q"])[0])
+        assert np.mean(gaps) <= 30 * L_z / (S * np.sqrt(K))
+
+
+@pytest.mark.slow
+def test_gap_decays_at_least_like_one_over_s(small_risks):
+    """C4 with the practical constant steps (the theory steps need S > 5,000 epochs here to leave the
+    pre-asymptotic regime): the mean duality gap of the output average (24) over 10 seeds falls at least like
+    S^-0.8 between S = 5 and S = 50."""
+    means = []
+    for S in (5, 50):
+        gaps = []
+        for seed in range(10):
+            out = aleg(small_risks, epochs=S, batch_size=1, output="average", seed=seed)
+            inner, _ = exact.solve_weighted_erm(small_risks, out["q"])
+            gaps.append(np.max(small_risks.risks(out["w"])) - small_risks.weighted_value_and_grad(inner, out["q"])[0])
+        means.append(np.mean(gaps))
+    assert np.log(means[1] / means[0]) / np.log(10) <= -0.8
