@@ -74,6 +74,8 @@ def test_samplers():
     uni = data.sampler("uniform", batch_size=5, seed=0).draw()
     assert uni.X.shape == (5, 2)
     assert np.array_equal(data.X[uni.rows], uni.X)
+    other = data.sampler("per_group", batch_size=2, seed=0, groups=["x"] * 5 + ["y"] * 5).draw()
+    assert np.array_equal(other.groups, [0, 0, 1, 1]) and np.all(other.rows[:2] < 5) and np.all(other.rows[2:] >= 5)
     with pytest.raises(fm.DataError, match="unknown sampler kind"):
         data.sampler("bogus")
     chunks = list(data.chunks(4))

@@ -6,6 +6,7 @@ from scipy.special import logsumexp
 
 import fairmodel as fm
 from fairmodel.exact import gdro as exact
+from fairmodel.data import Batch
 from fairmodel.risks import GroupRisks
 from fairmodel.stochastic.aleg import (aleg, lipschitz_lz, mero_two_stage, normalize_log, prox_step, theory_band,
                                        vr_operator)
@@ -85,6 +86,10 @@ def test_closed_form_step_is_the_bregman_argmin(small_risks):
         assert np.allclose(np.exp(logq_new), q.value, atol=1e-4)
 
 
+def _batch(R, rows):
+    return Batch(R.data.X[rows], None, None, rows)
+
+
 def _snapshot_operator(R, w_s, q_s):
     r_s, g_s, z_s = R.risks_and_grad(w_s, q_s)
     return r_s, g_s, z_s
@@ -103,12 +108,12 @@ def test_estimator_is_unbiased_exactly(small_risks):
         for j in R.index[i]:
             rows = np.array([R.index[g][0] if g != i else j for g in range(3)])
             base = np.array([R.index[g][0] for g in range(3)])
-            vw, vq = vr_operator(R, rows, 1, w_h, q_h, q_s, z_s, r_s, g_s)
-            vw0, vq0 = vr_operator(R, base, 1, w_h, q_h, q_s, z_s, r_s, g_s)
+            vw, vq = vr_operator(R, _batch(R, rows), 1, w_h, q_h, q_s, z_s, r_s, g_s)
+            vw0, vq0 = vr_operator(R, _batch(R, base), 1, w_h, q_h, q_s, z_s, r_s, g_s)
             mean_vw += (vw - vw0) / R.index[i].size
             mean_vq += (vq - vq0) / R.index[i].size
     base = np.array([R.index[g][0] for g in range(3)])
-    vw0, vq0 = vr_operator(R, base, 1, w_h, q_h, q_s, z_s, r_s, g_s)
+    vw0, vq0 = vr_operator(R, _batch(R, base), 1, w_h, q_h, q_s, z_s, r_s, g_s)
     exp_vw, exp_vq = vw0 + mean_vw, vq0 + mean_vq
     r_h, g_h, _ = R.risks_and_grad(w_h, q_h)
     assert np.allclose(exp_vw, g_h, atol=1e-10)
@@ -121,9 +126,9 @@ def test_zero_variance_at_the_snapshot(small_risks):
     rng = np.random.default_rng(5)
     w_s, q_s = R.project(rng.normal(size=5)), rng.dirichlet(np.ones(3))
     r_s, g_s, z_s = _snapshot_operator(R, w_s, q_s)
+    sampler = R.sampler(2, rng)
     for _ in range(10):
-        rows = R.draw_per_group(rng, 2)
-        vw, vq = vr_operator(R, rows, 2, w_s, q_s, q_s, z_s, r_s, g_s)
+        vw, vq = vr_operator(R, sampler.draw(), 2, w_s, q_s, q_s, z_s, r_s, g_s)
         assert np.allclose(vw, g_s, atol=1e-12) and np.allclose(vq, -r_s, atol=1e-12)
 
 
@@ -134,8 +139,9 @@ def test_per_group_operator_is_lipschitz(small_risks):
     D_w2, D_q2 = R.radius ** 2 / 2, np.log(R.m)
     L_z = lipschitz_lz(np.sqrt(D_w2), L, G, R.m)
     rng = np.random.default_rng(6)
+    sampler = R.sampler(1, rng)
     for _ in range(50):
-        rows = R.draw_per_group(rng, 1)
+        rows = sampler.draw().rows
         z = [(R.project(rng.normal(size=5) * 3), rng.dirichlet(np.ones(3))) for _ in range(2)]
         ops = []
         for w, q in z:

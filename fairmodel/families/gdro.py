@@ -158,7 +158,7 @@ class GroupDRO(Family):
         if self.kind == "mero":
             allowed += [p for p in inspect.signature(aleg).parameters if p not in ("risks", "seed", "verbose", "offsets")]
         check_options(options, allowed, f"the stochastic method {method!r}")
-        n_bar = self.risks.X.shape[0] / self.risks.m
+        n_bar = self.risks.n_samples / self.risks.m
         opts = {"epochs": default_epochs(n_bar), **options}
         if fn is not smd:  # the eta-weighted average (24) over the second half of the epochs
             opts.setdefault("output", "suffix")

@@ -50,7 +50,7 @@ def default_steps(risks: GroupRisks, batch_size: int) -> tuple[float, float]:
     gamma_q = 0.5 (risks are O(1) for the supported losses). For hinge (not smooth) L_bar uses curvature 1.
     """
     curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
-    mean_sq = float(np.mean(np.einsum("ij,ij->i", risks.X, risks.X)))
+    mean_sq = risks.row_norms_squared().mean()
     return 1.0 / (curvature * mean_sq), 0.5
 
 
@@ -112,17 +112,17 @@ def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma
     return risks.project(anchor_w - gamma_w * v_w), normalize_log(anchor_logq - gamma_q * v_q)
 
 
-def vr_operator(risks: GroupRisks, rows, batch_size: int, w_half, q_half, snap_q, z_s, r_s, g_s):
+def vr_operator(risks: GroupRisks, batch, batch_size: int, w_half, q_half, snap_q, z_s, r_s, g_s):
     """The variance-reduced estimator g of eq. (22) at z_half = (w_half, q_half), as (v_w, v_q).
 
     g = grad F(z_half; xi) - grad F(z^s; xi) + grad F(z^s) with the stochastic operator (21)
-    grad F(z; xi) = (sum_i q_i grad l(w; xi_i); -[l(w; xi_i)]_i), xi = ``rows`` (batch_size per group, group
-    by group); the snapshot scores z_s = X w^s are cached from the full pass. r_s, g_s: the (offset) risks and
+    grad F(z; xi) = (sum_i q_i grad l(w; xi_i); -[l(w; xi_i)]_i), xi = ``batch`` (a Batch of batch_size rows per
+    group, group by group); the snapshot scores z_s = X w^s are cached from the full pass. r_s, g_s: the (offset) risks and
     q^s-weighted gradient at the snapshot. Per-group offsets cancel in the difference term (spec §3.3).
     """
     m = risks.m
-    Xb, yb = risks.X[rows], risks.y[rows]
-    z_half, zs = Xb @ w_half, z_s[rows]
+    Xb, yb = risks.batch(batch)
+    z_half, zs = Xb @ w_half, z_s[batch.rows]
     diff = (risks.loss.phi(z_half, yb) - risks.loss.phi(zs, yb)).reshape(m, batch_size).sum(axis=1) / batch_size
     coef_half, coef_s = risks.loss.dphi(z_half, yb), risks.loss.dphi(zs, yb)
     wq_half = np.repeat(q_half / batch_size, batch_size)
@@ -179,7 +179,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
     rng = as_generator(seed)
-    m, n = risks.m, risks.X.shape[0]
+    m, n = risks.m, risks.n_samples
     n_bar = n / m
     lengths = epoch_lengths(max(1, math.ceil(n_bar / batch_size)) if inner is None else inner, epochs)
     alpha_f = (lambda s, k: 1.0 / lengths[s]) if alpha is None else schedule(alpha, "alpha", lengths, high=1.0)
@@ -187,6 +187,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
                    schedule_mode == "theory", theta, batch_size)
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
+    sampler = risks.sampler(batch_size, rng)
 
     # virtual epoch -1: every iterate equals z_0, so the first snapshot is z_0 (spec §2.3, T2)
     snap_w, snap_q, snap_lam = w.copy(), np.exp(logq), logq.copy()
@@ -217,14 +218,14 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
                 w_half, logq_half = prox_step(risks, anchor_w, anchor_logq, g_s, -r_s, gw, gq)
                 q_half = np.exp(logq_half)
                 # per-group sampling (20), variance-reduced estimator (22), full step (23), same anchors
-                rows = risks.draw_per_group(rng, batch_size)
-                v_w, v_q = vr_operator(risks, rows, batch_size, w_half, q_half, snap_q, z_s, r_s, g_s)
+                batch = sampler.draw()
+                v_w, v_q = vr_operator(risks, batch, batch_size, w_half, q_half, snap_q, z_s, r_s, g_s)
                 w, logq = prox_step(risks, anchor_w, anchor_logq, v_w, v_q, gw, gq)
                 evals += 2 * m * batch_size
                 if trace is not None:
                     trace.append({"epoch": s, "step": k, "w_half": w_half, "q_half": q_half, "w": w,
                                   "q": np.exp(logq), "snap_w": snap_w, "snap_q": snap_q, "snap_lam": snap_lam,
-                                  "alpha": a, "rows": rows})
+                                  "alpha": a, "rows": batch.rows})
                 # output (24): eta-weighted half iterates; snapshot (17)/(18): z_{k+1} weighted by alpha_k
                 if s >= suffix_from:
                     ew = steps.weight(s, k)
@@ -284,7 +285,7 @@ def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: di
     ``offsets`` (R_hat*), ``group_w`` (the w_bar_i) and the total gradient count.
     """
     rng = as_generator(seed)
-    n_bar = risks.X.shape[0] / risks.m
+    n_bar = risks.n_samples / risks.m
     default_epochs = max(1, math.ceil(budget / math.sqrt(n_bar))) if budget is not None else None
     s1 = dict(stage1 or {})
     if default_epochs is not None:
@@ -300,7 +301,7 @@ def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: di
             return {**res, "offsets": offsets, "group_w": group_w, "grad_evals": evals + res["grad_evals"]}
         group_w.append(res["w"])
         offsets[i] = float(single.risks(res["w"])[0])  # R_hat*_i = R_i(w_bar_i), a full pass
-        evals += res["grad_evals"] + single.X.shape[0]
+        evals += res["grad_evals"] + single.n_samples
     res = aleg(risks, offsets=offsets, seed=rng, verbose=verbose, **stage2)
     res.update(offsets=offsets, group_w=np.array(group_w), grad_evals=evals + res["grad_evals"],
                stage1_grad_evals=evals)

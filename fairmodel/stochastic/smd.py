@@ -38,7 +38,7 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
     rng = as_generator(seed)
-    m, n = risks.m, risks.X.shape[0]
+    m, n = risks.m, risks.n_samples
     auto_w, auto_q = default_steps(risks, batch_size)
     gw0 = auto_w if step_w is None else float(step_w)
     gq0 = auto_q if step_q is None else float(step_q)
@@ -48,7 +48,8 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
     per_epoch = max(1, math.ceil(n / m / batch_size))
-    X, y, phi, dphi = risks.X, risks.y, risks.loss.phi, risks.loss.dphi
+    phi, dphi = risks.loss.phi, risks.loss.dphi
+    sampler = risks.sampler(batch_size, rng)
     batch_group = np.repeat(np.arange(m), batch_size)
     out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
     evals, t, history, status, message = 0, 0, [], "completed", ""
@@ -61,8 +62,8 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
                 out_w += mult * w
                 out_q += mult * q
                 out_weight += mult
-                rows = risks.draw_per_group(rng, batch_size)
-                Xb, yb = X[rows], y[rows]
+                batch = sampler.draw()
+                Xb, yb = risks.batch(batch)
                 z = Xb @ w
                 losses = phi(z, yb).reshape(m, batch_size).mean(axis=1) - c
                 coef = dphi(z, yb)
