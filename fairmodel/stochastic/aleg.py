@@ -26,7 +26,7 @@ from ..data import as_generator
 from ..errors import OptionError
 from ..progress import Progress
 from ..risks import GroupRisks
-from .schedules import epoch_lengths, multiplier, schedule
+from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
 OUTPUTS = ("average", "suffix", "snapshot")
 
@@ -245,15 +245,11 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
             if track_output and out_weight > 0:
                 history[-1]["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
             bar.update(1, max_risk=history[-1]["max_risk"])
-            if callback is not None and callback({"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
-                                                  "grad_evals": evals, "time": elapsed}):
-                message = f"stopped by the callback after epoch {s}"
-                break
-            if max_grad_evals is not None and evals >= max_grad_evals:
-                status, message = "budget_exhausted", f"gradient-evaluation budget {max_grad_evals} reached at epoch {s}"
-                break
-            if max_time is not None and elapsed >= max_time:
-                status, message = "budget_exhausted", f"time budget {max_time} s reached at epoch {s}"
+            stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
+                                lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                         "grad_evals": evals, "time": elapsed})
+            if stop:
+                status, message = stop
                 break
 
     if output == "snapshot" or out_weight == 0.0:

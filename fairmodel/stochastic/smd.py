@@ -20,6 +20,7 @@ from ..errors import OptionError
 from ..progress import Progress
 from ..risks import GroupRisks
 from .aleg import _check_offsets, check_initial, default_steps, normalize_log
+from .schedules import check_budget
 
 
 def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None, step_q=None,
@@ -83,15 +84,11 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
                 record["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
             history.append(record)
             bar.update(1)
-            if callback is not None and callback({"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
-                                                  "grad_evals": evals, "time": elapsed}):
-                message = f"stopped by the callback after epoch {s}"
-                break
-            if max_grad_evals is not None and evals >= max_grad_evals:
-                status, message = "budget_exhausted", f"gradient-evaluation budget {max_grad_evals} reached"
-                break
-            if max_time is not None and elapsed >= max_time:
-                status, message = "budget_exhausted", f"time budget {max_time} s reached"
+            stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
+                                lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                         "grad_evals": evals, "time": elapsed})
+            if stop:
+                status, message = stop
                 break
     q_out = out_q / out_weight
     return {"w": out_w / out_weight, "q": q_out / q_out.sum(), "status": status, "message": message,
