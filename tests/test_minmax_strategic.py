@@ -218,6 +218,9 @@ def test_gap_monitor_certifies_what_a_shorter_run_returns():
     assert gaps[12] == pytest.approx(long.certificate["duality_gap"], abs=1e-7)
     stop = prob.solve(backend="stochastic", seed=3, epochs=12, check_every=3, target_gap=10.0)
     assert stop.status == "converged" and stop.metrics["epochs_run"] == 3 and "certified" in stop.message
+    assert stop.history[-1]["duality_gap"] <= 10.0 and "stop" not in stop.history[-1]
+    budget = prob.solve(backend="stochastic", seed=3, epochs=12, max_queries=500)
+    assert budget.status == "budget_exhausted" and budget.metrics["epochs_run"] == 3   # 239 queries per epoch
     with pytest.raises(OptionError, match="needs check_every"):
         prob.solve(backend="stochastic", seed=0, target_gap=0.1)
 
@@ -294,3 +297,27 @@ def test_strategic_score_value_and_gradient():
     num = [(evaluate(fm.mean(fm.logistic_loss(score, data.y)), {w: theta + eps * e}) - val) / eps
            for e in np.eye(10)]
     np.testing.assert_allclose(grads[w], num, atol=1e-5)
+
+
+def test_problem_file_twin_matches_the_generator_and_builds():
+    from pathlib import Path
+    from fairmodel import problemfile
+    path = Path(__file__).resolve().parent.parent / "examples" / "problems" / "strategic_dro_synthetic.toml"
+    prob, data, spec = problemfile.load(path)
+    ref = fm.datasets.make_strategic_synthetic(n=1000, seed=0)
+    np.testing.assert_allclose(data.X, ref.X, rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(data.y, ref.y)
+    assert prob.family.name == "strategic_dro" and prob.family.model.mask.sum() == 5
+
+
+def test_problem_file_errors(tmp_path):
+    from fairmodel import problemfile
+    body = ('[data]\nname = "lawschool"\ntarget = "bar1"\nsubsample = 200\n[problem]\nfamily = "strategic_dro"\n'
+            'strategic_features = ["lsat"]\n')
+    (tmp_path / "ok.toml").write_text(body + "wasserstein_radius = 0.1\n")
+    assert problemfile.load(tmp_path / "ok.toml")[0].family.name == "strategic_dro"
+    for extra, match in (('loss = "hinge"\n', "loss.*not allowed"), ("wasserstein_radius = -1.0\n", "positive"),
+                         ('kappa = 1.0\n', "unknown key"), ('strategic_features2 = 1\n', "unknown key")):
+        (tmp_path / "bad.toml").write_text(body + extra)
+        with pytest.raises(problemfile.ProblemFileError, match=match):
+            problemfile.load(tmp_path / "bad.toml")

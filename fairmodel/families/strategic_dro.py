@@ -25,6 +25,8 @@ from ..exact import strategic_dro as exact_sdro
 from ..judge import Evaluation
 from ..metrics.strategic import strategic_accuracy, strategic_margin, worst_case_accuracy
 from ..problem import check_options, register_family
+from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
+from ..problemfile import build_weights
 from ..stochastic.ogda import METHODS, ogda
 from ..strategic import WassersteinWorstCase, WDRSCOracle
 from .base import Check, Family, Solution
@@ -100,7 +102,7 @@ class GapMonitor:
         record = {**(out if isinstance(out, dict) else {}), "duality_gap": gap, "check_time": self.check_time}
         if self.target is not None and gap <= self.target:
             self.hit = (t + 1, gap)
-            return True
+            record["stop"] = True
         return record
 
 
@@ -242,3 +244,32 @@ class StrategicDRO(Family):
             Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-5,
                   "the exact saddle point (gamma* from the duals) has gap ~0 up to solver tolerance"),
         ]
+
+
+# -- problem files (fairmodel/problemfile.py): family = "strategic_dro" ----------------------------------------
+PROBLEM_FILE_KEYS = {"loss": "logistic (the only loss of Theorem 5.3's form)",
+                     "strategic_features": "list of feature names (or indices) the -1 agents can move",
+                     "zeta": "the agents' strategic power (default 0.05)",
+                     "wasserstein_radius": "the transport budget delta (default 0.1)",
+                     "label_cost": "kappa: a label flip costs 2 kappa (default 0.5)",
+                     "variant": "corrected (default) or paper", "alpha_max": "bound on alpha (default log 2/delta)"}
+
+
+def _build_problem_file(spec, t, data):
+    import fairmodel as fm
+    spec.get(t, "loss", "[problem]", "str", default="logistic", choices=["logistic"])
+    w = build_weights(spec, data)
+    score = fm.strategic_score(data, w, spec.get(t, "strategic_features", "[problem]", "list", default=[]),
+                               zeta=spec.get(t, "zeta", "[problem]", "number", default=0.05))
+    atom = fm.wasserstein_worst_case(
+        fm.logistic_loss(score, data.y),
+        radius=spec.get(t, "wasserstein_radius", "[problem]", "number", default=0.1, positive=True),
+        label_cost=spec.get(t, "label_cost", "[problem]", "number", default=0.5, positive=True),
+        variant=spec.get(t, "variant", "[problem]", "str", default="corrected", choices=["corrected", "paper"]),
+        alpha_max=spec.get(t, "alpha_max", "[problem]", "number", positive=True))
+    return fm.Problem(fm.Minimize(atom))
+
+
+PROBLEM_FILE_FAMILIES["strategic_dro"] = (_build_problem_file, PROBLEM_FILE_KEYS,
+                                          "strategic Wasserstein DRO: sup over a Wasserstein ball of the logistic "
+                                          "risk after the agents' best response")

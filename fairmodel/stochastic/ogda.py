@@ -207,8 +207,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     callback : called after every epoch with a dict (epoch, u_sum and weight: the running eta-weighted sum
         of all post-update iterates and the sum of the weights since the start, so any window average is a
         difference quotient; u_last, queries, gradients, time); it may return True (stop) or a dict of
-        numbers added to that epoch's history record.
-    max_queries, max_time : budgets; reaching one ends the run with status ``budget_exhausted``.
+        numbers added to that epoch's history record (with ``"stop": True`` to stop after recording them).
+    max_queries, max_time : budgets (value queries for order 0, gradient evaluations for order 1; seconds);
+        reaching one ends the run, after the current epoch, with status ``budget_exhausted``.
     store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
 
     Returns a dict: ``u`` (the eta-weighted average of the post-update iterates), ``u_last``, ``status``
@@ -327,15 +328,21 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                           "time": elapsed}
                 history.append(record)
                 bar.update(1)
+                stop = False
                 if callback is not None:
                     out = callback({"epoch": t, "u_sum": running_sum(), "weight": weight, "u_last": u.copy(),
                                     "queries": est.queries, "gradients": est.gradients, "time": elapsed})
-                    if out is True:
-                        message = f"stopped by the callback after epoch {t}"
-                        break
                     if isinstance(out, dict):
+                        out = dict(out)
+                        stop = bool(out.pop("stop", False))
                         record.update(out)
-                if max_queries is not None and est.queries + est.gradients >= max_queries:
+                    stop = stop or out is True
+                if stop:
+                    message = f"stopped by the callback after epoch {t}"
+                    break
+                # the query budget counts value queries (order 0) or gradient evaluations (order 1);
+                # schedules.check_budget speaks of gradient evaluations only, hence these lines of our own
+                if max_queries is not None and (est.queries if order == 0 else est.gradients) >= max_queries:
                     status, message = "budget_exhausted", f"query budget {max_queries} reached at epoch {t}"
                     break
                 if max_time is not None and elapsed >= max_time:
