@@ -28,7 +28,7 @@ from .sweep import Frontier, sweep
 # --- min-max / strategic DRO exports (issue 6) ---
 from .domains import Ball, Box, Product, Simplex, TruncatedCone
 from .saddle import SaddleProblem
-from .strategic import AgentOracle, strategic_score, wasserstein_worst_case
+from .strategic import strategic_score, wasserstein_worst_case
 
 __version__ = "0.1.0"
 
@@ -40,5 +40,5 @@ __all__ = [
     "ResultFileError", "softmax_loss", "SolverError", "squared_loss", "sum_squares", "sweep",
     "UnsupportedProblemError", "Weights",
 ]
-__all__ += ["AgentOracle", "Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
+__all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
             "strategic_score", "wasserstein_worst_case"]

@@ -73,15 +73,8 @@ def _sigmoid1(t: float) -> float:
 
 
 def binary_labels(y) -> np.ndarray:
-    """Labels as a {-1, +1} vector ({0, 1} is mapped to {-1, +1}); anything else is refused."""
-    y = np.asarray(y, dtype=float)
-    values = np.unique(y)
-    if np.all(np.isin(values, (-1.0, 1.0))):
-        return y
-    if np.all(np.isin(values, (0.0, 1.0))):
-        return 2.0 * y - 1.0
-    raise DataError(f"strategic classification needs binary labels in {{-1, +1}} (or {{0, 1}}); found "
-                    f"{values[:6].tolist()}")
+    """Labels as a {-1, +1} vector ({0, 1} is mapped to {-1, +1}, as the logistic loss does); else DataError."""
+    return E._binary_labels(y, None, "strategic classification")
 
 
 def strategic_mask(strategic_features, feature_names, p: int) -> np.ndarray:
