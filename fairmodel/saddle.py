@@ -33,7 +33,7 @@ from .stochastic.ogda import METHODS, NonFiniteValue, SaddleOracle, ogda
 # problems (the paper does not report its constants, erratum U16).
 SOLVE_DEFAULTS = {"epochs": 100, "eta0": 0.05, "R0": 0.1, "chi": 0.05, "schedule": "theory"}
 OGDA_OPTIONS = [p for p in inspect.signature(ogda).parameters if p not in ("oracle", "method", "order", "seed",
-                                                                             "verbose", "u0")]
+                                                                             "verbose", "u0", "certify")]
 
 
 class _CallableOracle(SaddleOracle):
@@ -190,8 +190,9 @@ class SaddleProblem:
         values only, 1: gradients), or ``"exact"`` for the built-in problems; returns a judged ``fm.Result``.
 
         Options of the stochastic methods (see :func:`fairmodel.stochastic.ogda.ogda`): epochs, eta0, R0,
-        chi, schedule, estimator, y_step_scale, first_step, boundary, ell, callback, max_queries,
-        max_time, store_iterates. ``solver`` is the CVXPY solver of the exact program and of the judge.
+        chi, schedule, estimator, y_step_scale, output, first_step, boundary, ell, callback, check_every,
+        target_gap (when the gap is computable), max_queries, max_time, store_iterates. ``solver`` is the
+        CVXPY solver of the exact program and of the judge.
         """
         if method == "exact":
             check_options(options, (), "the exact method of a saddle problem")
@@ -211,7 +212,11 @@ class SaddleProblem:
             u0 = np.concatenate([x0, y0])
         opts = {**SOLVE_DEFAULTS, **options}
         start = time.perf_counter()
-        out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0, **opts)
+        certify = self._certify(solver)
+        if certify is None and options.get("check_every") is not None:
+            raise OptionError("check_every needs the duality gap: give SaddleProblem cvxpy_value= or max_y= and min_x=")
+        out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0, certify=certify,
+                   **opts)
         solved = time.perf_counter()
         x, y = out["u"][:self.d_x], out["u"][self.d_x:]
         variables = {"x": x, "y": y, "x_last": out["u_last"][:self.d_x], "y_last": out["u_last"][self.d_x:]}
@@ -229,6 +234,12 @@ class SaddleProblem:
                               "options": {k: v for k, v in opts.items() if isinstance(v, (int, float, str))}},
                       seed=seed if isinstance(seed, (int, type(None))) else None, backend="stochastic",
                       method=method, family="minmax", message=out["message"], problem=str(self))
+
+    def _certify(self, solver):
+        """u -> duality gap (for check_every=), or None when the problem has no way to compute it."""
+        if (self.max_y is None and self.cvxpy_value is None) or (self.min_x is None and self.cvxpy_value is None):
+            return None
+        return lambda u: self.primal(u[:self.d_x], solver) - self.dual(u[self.d_x:], solver)
 
     def _solve_exact(self, solver) -> Result:
         if self._exact is None:

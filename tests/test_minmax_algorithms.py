@@ -173,6 +173,20 @@ def test_first_order_ogda_solves_the_matrix_game():
     assert abs(res.objective - exact.objective) <= res.certificate["duality_gap"] + 1e-12
 
 
+def test_check_every_and_target_gap_on_a_saddle_problem():
+    sp = fm.SaddleProblem.matrix_game(np.random.default_rng(8).standard_normal((10, 3, 3)))
+    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=400, eta0=0.02, schedule="constant",
+                   check_every=20, target_gap=0.05)
+    assert res.status == "converged" and res.metrics["epochs_run"] < 400
+    assert res.history[-1]["duality_gap"] <= 0.05
+    assert res.certificate["duality_gap"] == pytest.approx(res.history[-1]["duality_gap"], abs=1e-12)
+    bare = fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    with pytest.raises(OptionError, match="check_every needs the duality gap"):
+        bare.solve(seed=0, epochs=2, check_every=1)
+    with pytest.raises(OptionError, match="target_gap needs check_every"):
+        sp.solve(seed=0, epochs=2, target_gap=0.1)
+
+
 def test_first_order_ogda_solves_the_quadratic_game():
     """T12: on G1, first-order OGDA-RR with a small constant step gets a duality gap < 1e-2 and x near x*."""
     sp = _quadratic_problem()

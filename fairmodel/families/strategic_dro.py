@@ -51,7 +51,8 @@ def stochastic_defaults(n: int) -> dict:
 
 
 _OGDA_OPTIONS = ("epochs", "eta0", "R0", "chi", "schedule", "estimator", "y_step_scale", "output", "first_step",
-                 "boundary", "ell", "callback", "max_queries", "max_time", "store_iterates")
+                 "boundary", "ell", "callback", "check_every", "target_gap", "max_queries", "max_time",
+                 "store_iterates")
 
 
 def saddle_certificate(model, u) -> dict:
@@ -61,49 +62,6 @@ def saddle_certificate(model, u) -> dict:
     primal = model.primal(u[:p], u[p])
     dual = exact_sdro.inner_min(model, u[p + 1:])[0]
     return {"duality_gap": primal - dual, "primal": primal, "dual": dual}
-
-
-class GapMonitor:
-    """An OGDA callback that certifies the output during the run: at the checkpoints (every ``every``
-    epochs, or the epoch counts listed) it computes the duality gap of the average a run of that many
-    epochs would return (the suffix window T//2..T-1 for ``output="suffix"``), adds ``duality_gap`` and
-    ``check_time`` (cumulative seconds spent checking) to the history, and stops the run once the gap is
-    <= ``target``. ``then`` is a user callback called first."""
-
-    def __init__(self, model, every, epochs: int, output: str, target=None, then=None):
-        if isinstance(every, (int, np.integer)) and not isinstance(every, bool) and every >= 1:
-            marks = range(int(every), epochs + 1, int(every))
-        elif isinstance(every, (list, tuple, range, np.ndarray)) and all(int(e) >= 1 for e in every):
-            marks = [int(e) for e in every]
-        else:
-            raise OptionError(f"check_every must be a positive number of epochs or a list of epoch counts; got {every!r}")
-        if target is not None and not (isinstance(target, (int, float)) and target > 0):
-            raise OptionError(f"target_gap must be a positive number; got {target!r}")
-        self.model, self.target, self.then, self.suffix = model, target, then, output == "suffix"
-        self.marks = set(marks)
-        self.starts = {self._window_start(T) - 1 for T in self.marks}   # epochs whose running sums are kept
-        self.sums = {-1: (0.0, 0.0)}
-        self.check_time, self.hit = 0.0, None
-
-    def _window_start(self, T: int) -> int:
-        return T // 2 if self.suffix else 0
-
-    def __call__(self, state):
-        out = self.then(state) if self.then is not None else None
-        t = state["epoch"]
-        if t in self.starts:
-            self.sums[t] = (state["u_sum"], state["weight"])
-        if t + 1 not in self.marks or out is True:
-            return out
-        start = time.perf_counter()
-        (s0, w0), (s1, w1) = self.sums[self._window_start(t + 1) - 1], (state["u_sum"], state["weight"])
-        gap = saddle_certificate(self.model, (s1 - s0) / (w1 - w0))["duality_gap"]
-        self.check_time += time.perf_counter() - start
-        record = {**(out if isinstance(out, dict) else {}), "duality_gap": gap, "check_time": self.check_time}
-        if self.target is not None and gap <= self.target:
-            self.hit = (t + 1, gap)
-            record["stop"] = True
-        return record
 
 
 @register_family
@@ -162,35 +120,22 @@ class StrategicDRO(Family):
                         solver=record, timings=timings, certificate={"solver_optimum": value},
                         metrics={"alpha_max": self.model.alpha_max})
 
-    def solve_stochastic(self, method, seed, verbose, *, order: int = 0, zo: str = "theta", check_every=None,
-                         target_gap=None, **options):
-        """OGDA/SGDA on the saddle function; ``check_every`` (epochs, or a list of epoch counts) certifies the
-        output during the run (history key ``duality_gap``) and ``target_gap`` stops it, with status
-        ``converged``, once the certified gap is below the target (see :class:`GapMonitor`)."""
+    def solve_stochastic(self, method, seed, verbose, *, order: int = 0, zo: str = "theta", **options):
+        """OGDA/SGDA on the saddle function (options of :func:`fairmodel.stochastic.ogda.ogda`);
+        ``check_every`` certifies the output during the run and ``target_gap`` stops it once certified."""
         check_options(options, _OGDA_OPTIONS, f"the stochastic method {method!r}")
         oracle = WDRSCOracle(self.model, zo)
         opts = {**stochastic_defaults(self.model.n), **options}
-        monitor = None
-        if check_every is not None:
-            monitor = GapMonitor(self.model, check_every, opts["epochs"], opts["output"], target_gap,
-                                 opts.get("callback"))
-            opts["callback"] = monitor
-        elif target_gap is not None:
-            raise OptionError("target_gap needs check_every= (how often to certify the gap, in epochs)")
         agents_before = self.model.agents.queries
         start = time.perf_counter()
-        out = ogda(oracle, method=method, order=order, seed=seed, verbose=verbose, **opts)
+        out = ogda(oracle, method=method, order=order, seed=seed, verbose=verbose,
+                   certify=lambda u: saddle_certificate(self.model, u)["duality_gap"], **opts)
         elapsed = time.perf_counter() - start
-        if monitor is not None and monitor.hit is not None:
-            out["status"] = "converged"
-            out["message"] = f"certified duality gap {monitor.hit[1]:.3g} <= {target_gap:g} after {monitor.hit[0]} epochs"
         p = self.model.p
         u = out["u"]
         metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],
                    "agent_queries": self.model.agents.queries - agents_before, "order": order, "zo": zo,
                    "alpha_max": self.model.alpha_max, **out["steps"]}
-        if monitor is not None:
-            metrics["check_time"] = monitor.check_time
         return Solution(variables={self.w.name: u[:p], "alpha": float(u[p]), "gamma": u[p + 1:]},
                         status=out["status"], message=out["message"], history=out["history"], metrics=metrics,
                         solver={"name": method, "order": order, "zo": zo,

@@ -183,8 +183,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
          R0=0.1, chi: float = 0.05, schedule: str = "theory", estimator: str = "one-point",
          y_step_scale: float = 1.0, output: str = "average", u0=None, first_step: str = "drop",
          boundary: str = "reuse", ell=None,
-         seed=None, verbose=None, callback=None, max_queries: int | None = None, max_time: float | None = None,
-         store_iterates: bool = False) -> dict:
+         seed=None, verbose=None, callback=None, certify=None, check_every=None, target_gap=None,
+         max_queries: int | None = None, max_time: float | None = None, store_iterates: bool = False) -> dict:
     """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (spec §3).
 
     Parameters
@@ -207,7 +207,13 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     callback : called after every epoch with a dict (epoch, u_sum and weight: the running eta-weighted sum
         of all post-update iterates and the sum of the weights since the start, so any window average is a
         difference quotient; u_last, queries, gradients, time); it may return True (stop) or a dict of
-        numbers added to that epoch's history record (with ``"stop": True`` to stop after recording them).
+        numbers added to that epoch's history record.
+    certify, check_every, target_gap : certify the output during the run: ``certify(u)`` is the duality gap
+        of a point; at every ``check_every`` epochs (or the listed epoch counts T) it is applied to the
+        average a run of T epochs would return (for ``output="suffix"`` the window T//2..T-1: the iterates
+        do not depend on the run length), recorded as ``duality_gap`` (and the cumulative seconds spent
+        checking as ``check_time``) in the history; once it is <= ``target_gap`` the run stops with status
+        ``converged``.
     max_queries, max_time : budgets (value queries for order 0, gradient evaluations for order 1; seconds);
         reaching one ends the run, after the current epoch, with status ``budget_exhausted``.
     store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
@@ -233,6 +239,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     if order == 0 and oracle.zo.shape[0] == 0:
         raise OptionError("zeroth-order mode needs at least one coordinate in zo_mask; use order=1 for exact "
                           "gradients everywhere")
+    if target_gap is not None and check_every is None:
+        raise OptionError("target_gap needs check_every= (how often to certify the gap, in epochs)")
     y_scale = _positive(y_step_scale, "y_step_scale")
     eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs)
     if ell is not None and eta_f(0) >= 1.0 / (2.0 * _positive(ell, "ell")):
@@ -248,6 +256,7 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     optimistic = method.startswith("ogda")
     reshuffle = method.endswith("-rr")
     est = Estimator(oracle, order, estimator)
+    monitor = None if check_every is None else _Monitor(certify, check_every, epochs, output, target_gap)
     x, y = u[:d_x], u[d_x:]                 # views: the iterate is updated in place
     box = oracle.y_box
     lo, hi = (box[0].tolist(), box[1].tolist()) if box is not None else (None, None)
@@ -328,18 +337,20 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                           "time": elapsed}
                 history.append(record)
                 bar.update(1)
-                stop = False
+                if monitor is not None:
+                    record.update(monitor.epoch_end(t, running_sum, weight))
+                    if monitor.hit is not None:
+                        status = "converged"
+                        message = f"certified duality gap {monitor.hit[1]:.3g} <= {target_gap:g} after {t + 1} epochs"
+                        break
                 if callback is not None:
                     out = callback({"epoch": t, "u_sum": running_sum(), "weight": weight, "u_last": u.copy(),
                                     "queries": est.queries, "gradients": est.gradients, "time": elapsed})
+                    if out is True:
+                        message = f"stopped by the callback after epoch {t}"
+                        break
                     if isinstance(out, dict):
-                        out = dict(out)
-                        stop = bool(out.pop("stop", False))
                         record.update(out)
-                    stop = stop or out is True
-                if stop:
-                    message = f"stopped by the callback after epoch {t}"
-                    break
                 # the query budget counts value queries (order 0) or gradient evaluations (order 1);
                 # schedules.check_budget speaks of gradient evaluations only, hence these lines of our own
                 if max_queries is not None and (est.queries if order == 0 else est.gradients) >= max_queries:
@@ -361,6 +372,44 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     if store_iterates:
         out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)
     return out
+
+
+class _Monitor:
+    """The certificate checks of :func:`ogda` (``check_every``/``target_gap``)."""
+
+    def __init__(self, certify, every, epochs: int, output: str, target):
+        if certify is None:
+            raise OptionError("check_every needs a certificate of the problem (certify=)")
+        if isinstance(every, (numbers.Integral, np.integer)) and not isinstance(every, bool) and every >= 1:
+            marks = range(int(every), epochs + 1, int(every))
+        elif isinstance(every, (list, tuple, range, np.ndarray)) and all(int(e) >= 1 for e in every):
+            marks = [int(e) for e in every]
+        else:
+            raise OptionError(f"check_every must be a positive number of epochs or a list of epoch counts; "
+                              f"got {every!r}")
+        if target is not None:
+            _positive(target, "target_gap")
+        self.certify, self.target, self.suffix = certify, target, output == "suffix"
+        self.marks = set(marks)
+        self.keep = {self._start(T) - 1 for T in self.marks}    # epochs whose running sums are kept
+        self.sums = {-1: (0.0, 0.0)}
+        self.check_time, self.hit = 0.0, None
+
+    def _start(self, T: int) -> int:
+        return T // 2 if self.suffix else 0
+
+    def epoch_end(self, t: int, running_sum, weight: float) -> dict:
+        if t in self.keep:
+            self.sums[t] = (running_sum(), weight)
+        if t + 1 not in self.marks:
+            return {}
+        start = time.perf_counter()
+        s0, w0 = self.sums[self._start(t + 1) - 1]
+        gap = float(self.certify((running_sum() - s0) / (weight - w0)))
+        self.check_time += time.perf_counter() - start
+        if self.target is not None and gap <= self.target:
+            self.hit = (t + 1, gap)
+        return {"duality_gap": gap, "check_time": self.check_time}
 
 
 def theory_bound(*, n: int, d: int, D: float, G: float, ell: float, M_L: float, eta0: float, R0: float,
