@@ -134,9 +134,9 @@ def main():
     args = parser.parse_args()
     start = time.perf_counter()
     if args.quick:
-        t1, n1 = gap_vs_queries(500, seeds=1, epochs=64)
-        t2, n2 = time_to_gap([500, 1000, 2000], epochs=200, check=20)
-        t3, n3 = ablation(1000, epochs=100)
+        t1, n1 = gap_vs_queries(500, seeds=1, epochs=128)
+        t2, n2 = time_to_gap([500, 1000, 2000, 4000], epochs=200, check=20)
+        t3, n3 = ablation(1000, epochs=200)
     else:
         t1, n1 = gap_vs_queries(500, seeds=3, epochs=256)
         t2, n2 = time_to_gap([500, 1000, 2000, 4000, 8000], epochs=300, check=10)
