@@ -5,7 +5,6 @@ standard error estimated from the same draws (the mean of N i.i.d. draws is ~nor
 keeps a false alarm below 1e-6 per coordinate while a wrong sign, scale or bias is off by many sigmas).
 """
 import numpy as np
-import pytest
 
 import fairmodel as fm
 from fairmodel.stochastic.ogda import Estimator, sphere_directions
