@@ -23,11 +23,12 @@ Schedules (Thm 4.1 with erratum U3): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = 
 depending on the epoch t only; ``schedule="constant"`` keeps eta0 and R0; arrays and callables are
 accepted too. Output: the step-size-weighted average of all post-update iterates u_{i+1}^t.
 
-Extension (NON-PAPER, off by default): ``y_step_scale`` s multiplies the y-block step; this is OGDA in
-the weighted norm ||x||^2 + ||y||^2 / s (the projection onto a product X x Y stays blockwise), so
-Theorem 4.1 holds with D and G measured in that norm. It matters when each L_i touches one coordinate of
-y (strategic DRO: y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more slowly
-than x (measured in docs/minmax.md).
+Extension (NON-PAPER, off by default): ``y_step_scale`` s multiplies the y-block step. When the
+zeroth-order coordinates lie in x, this is exactly OGDA in the coordinates (x, y / sqrt(s)), i.e. in the
+norm ||x||^2 + ||y||^2 / s (the projection onto a product X x Y stays blockwise), so Theorem 4.1 applies
+with D and G measured in that norm. It matters when each L_i touches one coordinate of y (strategic DRO:
+y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more slowly than x (measured
+in docs/minmax.md). ``output="suffix"`` (NON-PAPER) averages the second half of the epochs only.
 """
 from __future__ import annotations
 
