@@ -13,6 +13,7 @@ and ``require_bounded(what)`` the compactness check of Assumption 3.1 with a mes
 from __future__ import annotations
 
 import numbers
+from abc import ABC, abstractmethod
 
 import cvxpy as cp
 import numpy as np
@@ -32,24 +33,27 @@ def _number(v, what: str) -> float:
     return float(v)
 
 
-class Domain:
+class Domain(ABC):
     """Base class: a closed convex subset of R^dim."""
 
     dim: int = 0
 
+    @abstractmethod
     def project(self, z: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The Euclidean projection of z onto the set."""
 
     def contains(self, z, tol: float = 1e-9) -> bool:
         z = np.asarray(z, dtype=float)
         return z.shape == (self.dim,) and bool(np.linalg.norm(z - self.project(z)) <= tol * max(1.0, np.linalg.norm(z)))
 
+    @abstractmethod
     def cvxpy_constraints(self, var) -> list:
-        raise NotImplementedError
+        """The set as CVXPY constraints on ``var``."""
 
     @property
+    @abstractmethod
     def diameter(self) -> float:
-        raise NotImplementedError
+        """sup ||z - z'|| over the set (inf when unbounded)."""
 
     def unbounded_reason(self) -> str | None:
         """None when compact, else which bound is missing."""

@@ -36,6 +36,7 @@ import math
 import numbers
 import time
 import warnings
+from abc import ABC, abstractmethod
 
 import numpy as np
 
@@ -53,7 +54,7 @@ METHODS = {
 ESTIMATORS = ("one-point", "two-point")
 
 
-class SaddleOracle:
+class SaddleOracle(ABC):
     """What the methods need from ``min_x max_y (1/n) sum_i L_i(u)``, u = (x, y) in R^dim (spec §6.1).
 
     Subclasses set ``n``, ``d_x``, ``dim``, ``zo`` (integer indices of the coordinates the zeroth-order
@@ -76,17 +77,21 @@ class SaddleOracle:
     zo: np.ndarray
     y_box = None
 
+    @abstractmethod
     def value(self, i: int, u: np.ndarray, shift) -> float:
-        raise NotImplementedError
+        """L_i at u + embed(shift)."""
 
+    @abstractmethod
     def gradient(self, i: int, u: np.ndarray, exact_only: bool):
-        raise NotImplementedError
+        """(g_x, y_index, g_y): the gradient of L_i at u."""
 
+    @abstractmethod
     def project_x(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Projection onto X."""
 
+    @abstractmethod
     def project_y(self, y: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Projection onto Y."""
 
     def project(self, u: np.ndarray) -> np.ndarray:
         return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
