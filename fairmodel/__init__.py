@@ -26,6 +26,9 @@ from .sweep import Frontier, sweep
 # --- partial fairness exports (issue 5) ---
 
 # --- min-max / strategic DRO exports (issue 6) ---
+from .domains import Ball, Box, Product, Simplex, TruncatedCone
+from .saddle import SaddleProblem
+from .strategic import strategic_score, wasserstein_worst_case
 
 __version__ = "0.1.0"
 
@@ -37,3 +40,5 @@ __all__ = [
     "ResultFileError", "softmax_loss", "SolverError", "squared_loss", "sum_squares", "sweep",
     "UnsupportedProblemError", "Weights",
 ]
+__all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
+            "strategic_score", "wasserstein_worst_case"]

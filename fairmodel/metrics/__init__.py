@@ -10,3 +10,5 @@ One module per family; this package re-exports their public functions (``fm.metr
 # partial fairness metrics (issue 5)
 
 # strategic classification metrics (issue 6)
+from .strategic import (strategic_accuracy, strategic_margin, worst_case_accuracy,  # noqa: F401
+                        worst_case_margin)
