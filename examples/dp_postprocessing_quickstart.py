@@ -42,7 +42,12 @@ print("predictions (mean, mode, sample):", model.predict(data.X[test[:3]]),
 
 # a frontier over eps, all eps in one vectorized stochastic run
 frontier = fm.dp_sweep(prob, [0.1, 0.03, 0.01, 0.003, 0.001], parallel=True, data=X_unl, T=20000, certify=False)
-print(frontier.table(), "\n")
+print("| eps | risk | max_l U_non-white | max_l U_white | time per eps (s) |\n|---|---|---|---|---|")
+for eps, res in zip(frontier.values, frontier.results):
+    gaps = res.metrics["dp_gap"]
+    print(f"| {eps} | {res.metrics['risk']:.5f} | {gaps['non-white']:.4f} | {gaps['white']:.4f} | "
+          f"{res.timings['solve']:.3f} |")
+print()
 
 # the same as a scikit-learn post-processor
 est = fm.DemographicParityPostProcessor(reg, clf, eps=0.01, L=20, B=1.0, beta=100, random_state=0).fit(X_unl)

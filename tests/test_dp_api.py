@@ -284,23 +284,41 @@ def test_reservoir_sample_is_uniform():
 def test_sweep_traces_a_monotone_frontier():
     eta, tau = arrays(n=300)
     prob = problem(fm.GridPredictor(eta=eta, tau=tau, L=5, B=1), eps=0.1, entropy=0.01)
-    eps = [0.001, 0.1, 0.01]
+    eps = [0.1, 0.01, 0.001]
     exact = fm.dp_sweep(prob, eps, backend="exact", method="lbfgs")
-    assert [e[0] for e in exact.eps] == eps
-    order = np.argsort(eps)
-    assert np.all(np.diff(exact.objective[order]) <= 1e-10)  # feasible sets grow with eps
-    assert np.all(exact.unfairness.max(axis=1) <= np.array(eps) + 1e-7)
-    fast = fm.dp_sweep(prob, eps, backend="stochastic", T=20000)
-    # T = 2e4 on this instance (||z*|| = 0.9 at eps = 0.001): measured gaps 6e-3, 1e-6, 1e-3
-    assert np.all(np.abs(fast.objective - exact.objective) < 1e-2)
-    assert np.all(fast.unfairness.max(axis=1) <= np.array(eps) + 1e-2)
-    assert "| eps |" in fast.table()
+    objective = np.array(exact.column("objective"))
+    gaps = np.array([exact.column("constraint:c0[0]"), exact.column("constraint:c0[1]")]).max(axis=0)
+    assert exact.values == eps and np.all(np.diff(objective) >= -1e-10)  # feasible sets shrink with eps
+    assert np.all(gaps <= np.array(eps) + 1e-7)
+    fast = fm.dp_sweep(prob, eps, backend="stochastic", T=20000, seed=0)
+    # T = 2e4 on this instance (||z*|| = 0.9 at eps = 0.001): measured gaps 1e-6, 1e-3, 6e-3
+    assert np.all(np.abs(np.array(fast.column("objective")) - objective) < 1e-2)
+    assert np.all(np.array(fast.column("max_violation")) <= 1e-2)
     # one vectorized run over the grid = one run per eps with the same seed (the same sampled points)
     par = fm.dp_sweep(prob, eps, parallel=True, T=2000, seed=3, certify=False)
     seq = fm.dp_sweep(prob, eps, warm_start=False, T=2000, seed=3, certify=False)
     for a, b in zip(par.results, seq.results):
         np.testing.assert_allclose(a.variables["Lambda"], b.variables["Lambda"], rtol=1e-12, atol=1e-15)
         assert a.objective == pytest.approx(b.objective, rel=1e-12)
+    assert "constraint:c0[0]" in par.to_markdown()
+
+
+def test_eps_as_a_parameter_is_swept_by_the_core():
+    """fm.dp_gap(post) <= fm.parameter(...): prob.sweep varies it; a value outside [0, 1] is recorded as an error."""
+    eta, tau = arrays(n=300)
+    post = fm.GridPredictor(eta=eta, tau=tau, L=5, B=1)
+    eps = fm.parameter(0.05, "eps")
+    prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= eps], entropy=0.01)
+    assert "<= eps" in str(prob)
+    frontier = prob.sweep("eps", [0.05, 0.01, 2.0], method="lbfgs")
+    objective = frontier.column("objective")
+    assert objective[1] > objective[0] and frontier.results[2] is None and "[0, 1]" in frontier.errors[2]
+    assert eps.value == 0.05
+    calls = []
+    original = prob.family.warm_start
+    prob.family.warm_start = lambda r: calls.append(r) or original(r)
+    fast = prob.sweep("eps", [0.05, 0.01], backend="stochastic", seed=0, T=2000, certify=False)
+    assert len(calls) == 1 and all(r.ok for r in fast.results) and "z0" in original(fast.results[0])
 
 
 # -- metrics (spec §5.3) --------------------------------------------------------------------------------------------

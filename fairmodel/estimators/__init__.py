@@ -1,1 +1,18 @@
-"""scikit-learn style estimators (scikit-learn is an optional dependency: import the submodules on use)."""
+"""scikit-learn estimators (need the ``sklearn`` extra: scikit-learn and pandas).
+
+Each estimator solves a fairmodel problem in ``fit`` and keeps the judged :class:`fairmodel.Result` as
+``result_``. They follow scikit-learn's conventions (parameters in ``__init__``, ``random_state``,
+fitted attributes ending with ``_``) and take the sensitive attribute as ``sensitive_features=`` in
+``fit``. Exemptions from ``check_estimator`` are listed in ``CHECK_EXEMPTIONS`` with their reasons.
+``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
+points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
+"""
+from .dp import DemographicParityPostProcessor
+from .gdro import GroupDROClassifier
+
+# estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks)
+CHECK_EXEMPTIONS: dict = {
+    "GroupDROClassifier": {},
+}
+
+__all__ = ["DemographicParityPostProcessor", "GroupDROClassifier", "CHECK_EXEMPTIONS"]

@@ -23,7 +23,7 @@ import numpy as np
 from ..data import as_generator, check_finite
 from ..dp_dual import policy_from_scores
 from ..errors import DataError, ExpressionTypeError, ModelError, OptionError
-from ..expressions import Constant, Expr
+from ..expressions import Constant, Expr, Parameter
 from ..problem import Inequality
 
 # Live GridPredictors by key, so that result.predictor() finds the base models of the problem that produced
@@ -339,6 +339,9 @@ class DPGap(Expr):
         return []
 
     def __le__(self, eps):
+        if isinstance(eps, Parameter):  # a scalar budget that Problem.sweep can vary; checked at solve time
+            check_eps(eps.value, self.post.K)
+            return DPConstraint(self, eps)
         return DPConstraint(self, check_eps(eps, self.post.K))
 
     def __ge__(self, other):
@@ -349,11 +352,12 @@ class DPGap(Expr):
 
 
 class DPConstraint(Inequality):
-    """``dp_gap(post) <= eps``: U_s(pi, j) <= eps_s for every grid point j and group s (eq. (3))."""
+    """``dp_gap(post) <= eps``: U_s(pi, j) <= eps_s for every grid point j and group s (eq. (3)). ``eps`` is a
+    number, one number per group, or a :class:`fairmodel.Parameter` (``prob.sweep(name, values)``)."""
 
-    def __init__(self, gap: DPGap, eps: np.ndarray, name: str | None = None):
+    def __init__(self, gap: DPGap, eps, name: str | None = None):
         self.gap, self.eps_spec, self.name = gap, eps, name
-        self.lhs, self.rhs = gap, Constant(eps)
+        self.lhs, self.rhs = gap, (eps if isinstance(eps, Parameter) else Constant(eps))
 
     def named(self, name: str) -> "DPConstraint":
         return DPConstraint(self.gap, self.eps_spec, name)
@@ -363,11 +367,14 @@ class DPConstraint(Inequality):
         return self.gap
 
     def eps(self, K: int) -> np.ndarray:
-        """eps as a (K,) vector."""
-        return np.broadcast_to(check_eps(self.eps_spec, K), (K,)).astype(float)
+        """eps as a (K,) vector (a parameter's current value, checked to lie in [0, 1])."""
+        value = self.eps_spec.value if isinstance(self.eps_spec, Parameter) else self.eps_spec
+        return np.broadcast_to(check_eps(value, K), (K,)).astype(float)
 
     def __str__(self):
-        return f"{self.gap} <= {np.array2string(np.asarray(self.eps_spec), precision=6)}"
+        bound = self.eps_spec.name if isinstance(self.eps_spec, Parameter) else \
+            np.array2string(np.asarray(self.eps_spec), precision=6)
+        return f"{self.gap} <= {bound}"
 
 
 def squared_risk(post: GridPredictor) -> GridRisk:

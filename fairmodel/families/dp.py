@@ -29,7 +29,9 @@ from ..fairness.dp import DPConstraint, DPPredictor, GridPredictor, GridRisk, t_
 from ..judge import Evaluation, by_group, constraint_record
 from ..problem import check_options, register_family
 from ..progress import Progress
+from ..sweep import Frontier, sweep
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, DualRun, Pool, make_optimizer
+from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
 from .base import Check, Family, Solution
 
 POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
@@ -373,6 +375,10 @@ class DPPostProcessing(Family):
                                 "predictions are compared, not duals (not unique, spec §1.10); two grid steps"))
         return checks
 
+    def warm_start(self, result) -> dict:
+        """Start a stochastic solve from the duals of a previous result (used by sweeps)."""
+        return {"z0": result} if result.family == self.name and "Lambda" in result.variables else {}
+
     @staticmethod
     def _policy_of(result, dual: DualProblem) -> np.ndarray:
         if "P" in result.variables and np.shape(result.variables["P"]) == (dual.n, dual.m):
@@ -541,91 +547,46 @@ class StreamFit:
 # ---------------------------------------------------------------------------------------------------------------
 # eps sweep
 # ---------------------------------------------------------------------------------------------------------------
-@dataclass
-class DPFrontier:
-    """Results of a sweep over eps: ``eps[k]`` (K,) and ``results[k]``, in the order the eps were given."""
+def dp_sweep(problem, eps_values, backend: str = "stochastic", *, parallel: bool = False, warm_start: bool = True,
+             verbose=None, **options) -> Frontier:
+    """Solve ``problem`` for every eps in ``eps_values`` (numbers or per-group vectors); a :class:`fairmodel.Frontier`.
 
-    eps: list
-    results: list
-    groups: list
-
-    def __len__(self) -> int:
-        return len(self.results)
-
-    @property
-    def risk(self) -> np.ndarray:
-        """R(pi) of each solution (the discretized risk, without the entropy term)."""
-        return np.array([r.metrics["risk"] for r in self.results])
-
-    @property
-    def objective(self) -> np.ndarray:
-        return np.array([r.objective for r in self.results])
-
-    @property
-    def unfairness(self) -> np.ndarray:
-        """(len, K): max_l U_s(pi, l) per group for each solution."""
-        return np.array([[r.metrics["dp_gap"][str(g)] for g in self.groups] for r in self.results])
-
-    def table(self) -> str:
-        head = "| eps | " + " | ".join(f"max_l U_{g}" for g in self.groups) + " | risk R | R_beta | status | time (s) |"
-        lines = [head, "|" + "---|" * (len(self.groups) + 5)]
-        for e, r, u in zip(self.eps, self.results, self.unfairness):
-            eps = f"{e[0]:.4g}" if np.all(e == e[0]) else np.array2string(e, precision=4)
-            lines.append(f"| {eps} | " + " | ".join(f"{v:.4g}" for v in u) +
-                         f" | {r.metrics['risk']:.6g} | {r.objective:.6g} | {r.status} | {r.timings['total']:.3g} |")
-        return "\n".join(lines)
-
-    __str__ = table
-
-
-def dp_sweep(problem, eps_values, backend: str = "stochastic", *, warm_start: bool = True, parallel: bool = False,
-             seed=0, **options) -> DPFrontier:
-    """Solve ``problem`` for every eps in ``eps_values`` (numbers or per-group vectors): a risk-unfairness frontier.
-
-    Sequential (default): the solves run from the loosest eps to the tightest; with ``warm_start`` each starts
-    from the previous duals (the stochastic methods and the exact 'lbfgs'; the CVXPY methods have no warm
-    start). ``parallel=True`` (stochastic backend, pools): one vectorized run solves every eps at once on the
-    same sampled points (a stack of duals; the cost of a step hardly grows with the number of eps), without
-    warm starts; each result's ``timings['solve']`` is the run's time divided by the number of eps. Every
-    stochastic solve uses the same ``seed`` (common random numbers give a smoother frontier). ``options`` go
-    to ``problem.solve`` (``data=``, ``method=``, ``T=``, ...).
+    Sequential (default): :func:`fairmodel.sweep` over the eps in the given order (give them from the loosest
+    to the tightest), each stochastic solve warm-started from the previous duals. ``parallel=True``
+    (stochastic backend, pools): one vectorized run solves every eps at once on the same sampled points (a
+    stack of duals; the cost of a step hardly grows with the number of eps), with the same results as one
+    run per eps with the same seed; each result's ``timings['solve']`` is the run's time divided by the
+    number of eps (``timings['grid_solve']`` the whole run). For a scalar budget declared with
+    ``fm.parameter``, ``prob.sweep(name, values)`` does the sequential sweep too. ``options`` go to
+    ``problem.solve`` (``data=``, ``method=``, ``T=``, ``seed=``, ...).
     """
     from ..fairness.dp import dp_gap
     from ..problem import Problem
     family = problem.family
     if not isinstance(family, DPPostProcessing) or family.constraint is None:
         raise OptionError("dp_sweep needs a DP post-processing problem with a constraint fm.dp_gap(post) <= eps")
-    post = family.post
-    eps_list = [np.atleast_1d(np.asarray(e, dtype=float)) for e in eps_values]
-    if not eps_list:
+    values = list(eps_values)
+    if not values:
         raise OptionError("eps_values is empty")
-    problems = [Problem(problem.objective, [(dp_gap(post) <= (e if e.size > 1 else float(e[0])))
-                                           .named(family.constraint.name)], **problem.options) for e in eps_list]
-    if parallel:
-        if backend != "stochastic":
-            raise OptionError("parallel=True runs the stochastic backend on a stack of duals; use backend='stochastic'")
-        results = _parallel_sweep(problems, seed, options)
-    else:
-        order = sorted(range(len(eps_list)), key=lambda k: -float(eps_list[k].max()))
-        warm = warm_start and (backend == "stochastic" or options.get("method") == "lbfgs")
-        results, previous = [None] * len(eps_list), None
-        for k in order:
-            extra = {"z0": previous} if warm and previous is not None else {}
-            if backend == "stochastic":
-                extra["seed"] = seed
-            results[k] = previous = problems[k].solve(backend=backend, **options, **extra)
-    K = len(results[0].metrics["p"])
-    eps_full = [np.broadcast_to(e, (K,)).astype(float) for e in eps_list]
-    return DPFrontier(eps_full, results, [str(g) for g in post.group_names(K)])
+
+    def build(eps):
+        return Problem(problem.objective, [(dp_gap(family.post) <= eps).named(family.constraint.name)],
+                       **problem.options)
+    if not parallel:
+        return sweep(build, values, param="eps", backend=backend, warm_start=warm_start, verbose=verbose, **options)
+    if backend != "stochastic":
+        raise OptionError("parallel=True runs the stochastic backend on a stack of duals; use backend='stochastic'")
+    return Frontier(param="eps", values=values, results=_parallel_sweep([build(e) for e in values], options),
+                    backend=backend)
 
 
-def _parallel_sweep(problems, seed, options) -> list:
+def _parallel_sweep(problems, options) -> list:
     """One stochastic run on the stacked duals of every problem (same data, same points), judged one by one."""
     from dataclasses import replace
 
     from ..results import Result
     opts = dict(options)
-    data, weights = opts.pop("data", None), opts.pop("sample_weight", None)
+    data, weights, seed = opts.pop("data", None), opts.pop("sample_weight", None), opts.pop("seed", None)
     method, certify, verbose = opts.pop("method", "sgd3"), opts.pop("certify", None), opts.pop("verbose", None)
     if method not in METHODS:
         raise OptionError(f"unknown stochastic method {method!r}; valid methods are {', '.join(METHODS)}")
@@ -659,3 +620,63 @@ def _parallel_sweep(problems, seed, options) -> list:
                                          solution=solution, evaluation=evaluation, timings=timings,
                                          problem_text=str(prob)))
     return results
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# problem files (fairmodel/problemfile.py): family = "dp_postprocessing"
+# ---------------------------------------------------------------------------------------------------------------
+PROBLEM_FILE_KEYS = {
+    "task": "regression (default: eta_hat = sklearn LinearRegression, squared risk) or classification (cost "
+            "1 - P(Y = c | x) from LogisticRegression, the grid is the classes; Remark 2.2)",
+    "train_fraction": "fraction of the rows that trains the base models (default 0.5, split stratified on S with "
+                      "seed 0); the other rows are the unlabeled points",
+    "L": "regression grid: 2L + 1 points (default floor(sqrt(N)) for N unlabeled points)",
+    "B": "regression grid range [-B, B] (default 1); the target is min-max scaled to [-B, B]",
+    "eps": "DP tolerance in [0, 1]: a number or one per group (default 0.01)",
+    "beta": "inverse entropic weight (default 0.5 sqrt(N) log2 N; 0 for the LP (3))",
+    "p": "'calibrated' (default: mean of tau_hat on the unlabeled points) or 'train' (group frequencies of the "
+         "training rows)",
+}
+
+
+def _build_problem_file(spec, t, data):
+    from ..fairness.dp import dp_gap, expected_cost, squared_risk
+    from ..problem import Minimize, Problem
+    try:
+        from sklearn.linear_model import LinearRegression, LogisticRegression
+    except ImportError:
+        raise spec.error("[problem] family", "dp_postprocessing fits its base models with scikit-learn: "
+                                             "pip install 'fairmodel[sklearn]'") from None
+    task = spec.get(t, "task", "[problem]", "str", default="regression", choices=["regression", "classification"])
+    fraction = spec.get(t, "train_fraction", "[problem]", "number", default=0.5, positive=True)
+    if data.y is None or not data.has_groups:
+        raise spec.error("[data]", "dp_postprocessing needs a target and a sensitive attribute")
+    train, unl = data.split([fraction, 1.0 - fraction], seed=0)
+    s_train = np.asarray(train.groups.names, dtype=object)[train.groups.codes]
+    clf = LogisticRegression(max_iter=1000).fit(train.X, s_train)
+    rule = dp_parameters("reference", n=unl.n_samples)
+    beta = spec.get(t, "beta", "[problem]", "number", default=rule["beta"])
+    p_rule = spec.get(t, "p", "[problem]", "str", default="calibrated", choices=["calibrated", "train"])
+    p = "calibrated" if p_rule == "calibrated" else {g: float(np.mean(s_train == g)) for g in clf.classes_}
+    tau = clf.predict_proba(unl.X)
+    if task == "regression":
+        B = spec.get(t, "B", "[problem]", "number", default=1.0, positive=True)
+        lo, hi = float(data.y.min()), float(data.y.max())
+        scale = (lambda v: B * (2.0 * (v - lo) / (hi - lo) - 1.0)) if hi > lo else (lambda v: 0.0 * v)
+        reg = LinearRegression().fit(train.X, scale(train.y))
+        post = GridPredictor(eta=reg.predict(unl.X), tau=tau, L=spec.get(t, "L", "[problem]", "int", default=rule["L"],
+                                                                          positive=True),
+                             B=B, p=p, groups=list(clf.classes_))
+        objective = squared_risk(post)
+    else:
+        clf_y = LogisticRegression(max_iter=1000).fit(train.X, train.y)
+        post = GridPredictor(cost=1.0 - clf_y.predict_proba(unl.X), tau=tau, grid=clf_y.classes_, p=p,
+                             groups=list(clf.classes_))
+        objective = expected_cost(post)
+    eps = spec.get(t, "eps", "[problem]", "list" if isinstance(t.get("eps"), list) else "number", default=0.01)
+    return Problem(Minimize(objective), [dp_gap(post) <= eps], entropy=0.0 if beta == 0 else 1.0 / beta)
+
+
+PROBLEM_FILE_FAMILIES["dp_postprocessing"] = (_build_problem_file, PROBLEM_FILE_KEYS,
+                                              "DP post-processing: min risk of a randomized grid prediction s.t. "
+                                              "U_s(pi, l) <= eps_s, from base models fitted on a training split")

@@ -11,3 +11,5 @@ from .dp import ks_unfairness, mse, pmf_unfairness, randomized_risk  # noqa: F40
 # partial fairness metrics (issue 5)
 
 # strategic classification metrics (issue 6)
+from .strategic import (strategic_accuracy, strategic_margin, worst_case_accuracy,  # noqa: F401
+                        worst_case_margin)

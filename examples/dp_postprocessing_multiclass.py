@@ -2,7 +2,7 @@
 post-processing paper): the grid is the set of classes and the cost of predicting class c at x is the
 expected 0-1 loss 1 - P(Y = c | x), estimated by any probabilistic classifier.
 
-    PYTHONPATH=. python examples/dp_multiclass.py
+    PYTHONPATH=. python examples/dp_postprocessing_multiclass.py
 """
 import numpy as np
 from sklearn.linear_model import LogisticRegression
