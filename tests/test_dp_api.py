@@ -181,6 +181,8 @@ def test_judge_certificates_of_exact_and_stochastic_results(models):
     assert s["dual_suboptimality"] >= -1e-12
     assert s["optimal_value"] == pytest.approx(exact.objective, abs=1e-7)
     assert fast.metrics["samples_used"] <= 5000 and fast.metrics["passes"] == pytest.approx(fast.metrics["samples_used"] / 600)
+    # ~5000 draws with replacement from 600 points reach all but ~600 exp(-5000/600) ~ 0.1 of them
+    assert 595 <= fast.metrics["distinct_points"] <= 600
     assert prob.evaluate(fast).objective == pytest.approx(fast.objective)  # judge any candidate again
 
 

@@ -91,8 +91,8 @@ def solve_primal(dual: DualProblem, solver=None, verbose=False, **options):
     entropic = not np.isinf(dual.beta)
     problem, P, fairness = primal_program(dual)
     what = "the entropic DP program (4)" if entropic else "the DP LP (3)"
-    if not entropic and solver is None:  # HiGHS' interior point: 12 s at n = 5000, m = 41 (simplex 27 s, Clarabel 70 s)
-        solver = "HIGHS"
+    if not entropic and (solver is None or str(solver).upper() == "HIGHS"):
+        solver = "HIGHS"  # its interior point: 12 s at n = 5000, m = 41 (its simplex 27 s, Clarabel 70 s)
         options.setdefault("highs_options", {"solver": "ipm"})
     record = solvers.solve(problem, solver, verbose, needs="conic" if entropic else "lp", what=what, **options)
     Pv = _clean_policy(P.value)

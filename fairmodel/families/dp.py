@@ -273,7 +273,7 @@ class DPPostProcessing(Family):
                                history_every, callback)
         with Progress(None, "DP post-processing", verbose) as bar:
             run.run(_progress(pool.batches(oracle, batch_size, info["gradient_steps"], rng), bar, 1000))
-        info.update(pool_size=prep.n, passes=run.samples / prep.n)
+        info.update(pool_size=prep.n, passes=run.samples / prep.n, distinct_points=int(pool.seen.sum()))
         return run, info
 
     # -- judge -------------------------------------------------------------------------------------------------------

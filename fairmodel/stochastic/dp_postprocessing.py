@@ -44,19 +44,25 @@ def batch_gradient(z: np.ndarray, t: np.ndarray, r: np.ndarray, beta: float, eps
     The softmax is written out (max-shifted, as scipy.special.softmax does) because this runs once per
     step on a vector of m ~ 40 entries, where scipy's call costs ~10 us, more than the rest of the step.
     """
+    if z.ndim == 3 and t.ndim == 1:  # the common case (one dual, one point), kept to a few NumPy calls
+        a = (z[0] - z[1]) @ t
+        a -= r
+        a *= beta
+        a -= _max(a)
+        np.exp(a, out=a)
+        a /= _sum(a)
+        E = np.multiply.outer(a, t)
+        np.add(E, eps, out=out[0])
+        np.subtract(eps, E, out=out[1])
+        return out
     D = z[..., 0, :, :] - z[..., 1, :, :]
     if t.ndim == 1:
         a = D @ t
         a -= r
         a *= beta
-        if a.ndim == 1:
-            a -= _max(a)
-            np.exp(a, out=a)
-            a /= _sum(a)
-        else:
-            a -= a.max(axis=-1, keepdims=True)
-            np.exp(a, out=a)
-            a /= a.sum(axis=-1, keepdims=True)
+        a -= a.max(axis=-1, keepdims=True)
+        np.exp(a, out=a)
+        a /= a.sum(axis=-1, keepdims=True)
         E = a[..., :, None] * t
     else:
         a = t @ np.swapaxes(D, -1, -2)
@@ -93,9 +99,12 @@ class Pool:
         return (np.subtract.outer(e, self.grid)) ** 2
 
     def batches(self, oracle: str, batch_size: int, steps: int, rng: np.random.Generator):
-        """``steps`` batches (t, r, weights) from the pool according to ``oracle``."""
+        """``steps`` batches (t, r, weights) from the pool according to ``oracle``; ``self.seen`` marks the rows
+        served (reusing points breaks the i.i.d. assumption of the theory, spec §7.5: count them)."""
         n, b = self.n, batch_size
+        self.seen = np.zeros(n, dtype=bool)
         if oracle == "exact":
+            self.seen[:] = True
             R = self.costs(slice(None))
             w = np.full(n, 1.0 / n) if self.weights is None else self.weights
             for _ in range(steps):
@@ -106,10 +115,11 @@ class Pool:
                 raise OptionError(f"oracle='stream' reads each point once: {steps} steps of {b} points need "
                                   f"{steps * b} points but the pool has {n}; lower T or use oracle='resample'")
             order = iter(np.arange(steps * b).reshape(steps, b))
+            self.seen[:steps * b] = True
         elif oracle == "epochs":
-            order = _epoch_rows(n, b, steps, rng)
+            order = _epoch_rows(n, b, steps, rng, self.seen)
         else:
-            order = _resample_rows(n, b, steps, rng, self.weights)
+            order = _resample_rows(n, b, steps, rng, self.weights, self.seen)
         T, R = self.T, self.R
         for rows in order:
             if b == 1:
@@ -119,18 +129,20 @@ class Pool:
                 yield T[rows], self.costs(rows), None
 
 
-def _resample_rows(n, b, steps, rng, weights):
+def _resample_rows(n, b, steps, rng, weights, seen):
     done = 0
     while done < steps:
         k = min(BLOCK, steps - done)
         idx = rng.integers(0, n, size=(k, b)) if weights is None else rng.choice(n, size=(k, b), p=weights)
+        seen[idx.ravel()] = True
         yield from idx
         done += k
 
 
-def _epoch_rows(n, b, steps, rng):
+def _epoch_rows(n, b, steps, rng, seen):
     need = steps * b
     rows = np.concatenate([rng.permutation(n) for _ in range(math.ceil(need / n))])[:need]
+    seen[rows] = True
     yield from rows.reshape(steps, b)
 
 
@@ -177,15 +189,7 @@ class DualRun:
         self._carry = None
 
     def step(self, t, r, weights=None) -> None:
-        g = batch_gradient(self.query, t, r, self.beta, self.eps, self.grad, weights)
-        try:
-            self.query, self.current = self.opt.send(g)
-        except StopIteration as stop:
-            self.final, self.done = stop.value, True
-        self.steps += 1
-        self.samples += 1 if t.ndim == 1 else t.shape[0]
-        if self.history_every and (self.steps % self.history_every == 0 or self.done):
-            self._record()
+        self.run(((t, r, weights),))
 
     def _record(self) -> None:
         z = self.output
@@ -198,11 +202,30 @@ class DualRun:
         self.history.append(rec)
 
     def run(self, batches) -> "DualRun":
-        """Consume batches (t, r, weights) until the optimizer's schedule ends or the batches run out."""
-        for t, r, w in batches:
-            if self.done:
-                break
-            self.step(t, r, w)
+        """Consume batches (t, r, weights) until the optimizer's schedule ends or the batches run out.
+
+        The loop keeps its state in local variables (this is the hot loop of Algorithm 1: one gradient (11)
+        and one optimizer step per batch)."""
+        if self.done:
+            return self
+        send, beta, eps, grad, every = self.opt.send, self.beta, self.eps, self.grad, self.history_every
+        query, steps, samples = self.query, self.steps, self.samples
+        try:
+            for t, r, w in batches:
+                batch_gradient(query, t, r, beta, eps, grad, w)
+                steps += 1
+                samples += 1 if t.ndim == 1 else t.shape[0]
+                query, self.current = send(grad)
+                if every and steps % every == 0:
+                    self.steps, self.samples = steps, samples
+                    self._record()
+                    if self.done:
+                        break
+        except StopIteration as stop:
+            self.final, self.done = stop.value, True
+        self.query, self.steps, self.samples = query, steps, samples
+        if self.done and every and steps % every:
+            self._record()
         return self
 
     def feed(self, t: np.ndarray, r: np.ndarray) -> int:
