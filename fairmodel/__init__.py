@@ -21,6 +21,8 @@ from .results import Result, load_result
 # --- DP post-processing exports (issue 3) ---
 
 # --- AUC fairness exports (issue 4) ---
+from .fairness.auc import auc_gap, auc_loss
+from .models import SigmoidMLP
 
 # --- partial fairness exports (issue 5) ---
 
