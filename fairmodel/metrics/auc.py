@@ -105,7 +105,7 @@ def _rows(mask, n: int, name: str) -> np.ndarray:
     raise DataError(f"{name!r} must be a boolean mask or an integer index array; got dtype {m.dtype}")
 
 
-def auc(scores, y, *, positive=None, ties: float = 0.5) -> float:
+def auc_score(scores, y, *, positive=None, ties: float = 0.5) -> float:
     """The usual AUC = AUC(D+, D-) of scores for labels +1/-1 (``positive=`` maps other codings)."""
     h = _scores(scores)
     zeta = signed_labels(y, h.size, positive)
@@ -276,3 +276,27 @@ def auc_fairness(scores, y, groups=None, kind: str = "intra", *, protected=None,
     """
     return auc_fairness_terms(scores, y, groups, kind, protected=protected, positive=positive, sets=sets,
                               ties=ties)["gap"]
+
+
+def select_by_validation(scores, y, groups=None, kind: str = "intra", kappa: float = 0.0, *, protected=None,
+                         positive=None, sets=None, ties: float = 0.5) -> dict:
+    """Model selection of the paper's experiments (App. E.3; spec §7.4) on validation data.
+
+    ``scores`` is a sequence of score vectors (one per candidate model, on the same validation rows). Returns
+    the index of the candidate with the best validation AUC among those feasible for the original
+    constraint (2), i.e. with validation fairness gap <= ``kappa``; when none is feasible, the candidate with
+    the smallest gap (``feasible`` is then False). Also returns every candidate's AUC and gap.
+    """
+    cand = [np.asarray(s, dtype=float) for s in scores]
+    if not cand:
+        raise DataError("select_by_validation needs at least one candidate score vector")
+    s = auc_sets(y, groups, kind, protected=protected, positive=positive, sets=sets, n=cand[0].size)
+    terms = [sets_terms(_scores(h, cand[0].size), s, ties) for h in cand]
+    aucs = np.array([t["auc"] for t in terms])
+    gaps = np.array([t["gap"] for t in terms])
+    feasible = gaps <= kappa
+    if feasible.any():
+        index = int(np.flatnonzero(feasible)[np.argmax(aucs[feasible])])
+    else:
+        index = int(np.argmin(gaps))
+    return {"index": index, "feasible": bool(feasible.any()), "auc": aucs, "gap": gaps}

@@ -12,8 +12,9 @@ selection (spec §7.4).
 
 Practical choices (spec §5.7, [UNSPECIFIED] in the paper): eps^ is not computed from the unknown constants
 (rho, G, sigma_eps) but set through the SFLS options of the oracle; each SFLS starts at the level
-r(0) = f0(x~(s)) (plus 1 % so that r(0) > f^*), and its SMD starts from x~(s) (x = 0 never breaks the
-symmetry of a network's hidden units: erratum 9 of spec §10).
+r(0) = f0(x~(s)) (>= f^* of (32) when x~(s) is feasible), and its SMD starts from x~(s) (x = 0 never breaks the
+symmetry of a network's hidden units: erratum 9 of spec §10), and ``keep_best`` keeps x~(s) when the oracle's
+point is worse on the full data.
 """
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ OUTPUTS = ("random", "last")
 
 
 def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: str = "random", rng, evaluate,
-         delta: float = 0.05, verbose=None) -> dict:
+         delta: float = 0.05, keep_best: bool = False, verbose=None) -> dict:
     """Run Algorithm 3.
 
     oracle : ``oracle(x0=, rho_hat=, center=, r0=, delta=) -> dict`` (one SFLS run on (33); returns ``x``,
         ``status``, ``history``, ``metrics``). evaluate : x -> {"track_f0": f0(x), "track_violation": ...}
-        on the full data. Returns the chosen point ``x``, its ``index`` R, every center, the oracle outputs
+        on the full data. keep_best : keep x~(s) as x~(s+1) when the oracle's point is infeasible or has a
+        larger f0 (a safeguard for a stochastic oracle that stopped at its first level). Returns the chosen point ``x``, its ``index`` R, every center, the oracle outputs
         and a history with one record per outer iteration.
     """
     if isinstance(S, bool) or not isinstance(S, (numbers.Integral, np.integer)) or S < 1:
@@ -51,7 +53,7 @@ def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: s
         for s in range(S):
             center = centers[-1]
             start = evaluate(center)
-            r0 = start["track_f0"] + 0.01 * abs(start["track_f0"])
+            r0 = start["track_f0"]
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UserWarning)
                 out = oracle(x0=center, rho_hat=rho_hat, center=center, r0=r0, delta=delta / S)
@@ -62,7 +64,12 @@ def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: s
             if out["status"] == "diverged":
                 status, message = "diverged", f"IQRC iteration {s}: {out['message']}"
                 break
-            centers.append(np.asarray(out["x"], dtype=float))
+            new = np.asarray(out["x"], dtype=float)
+            if keep_best and start["track_violation"] <= 0:
+                after = evaluate(new)
+                if after["track_violation"] > 0 or after["track_f0"] > start["track_f0"]:
+                    new = center
+            centers.append(new)
             bar.update(1, f0=start["track_f0"])
     index = int(rng.integers(0, len(centers))) if output == "random" else len(centers) - 1
     if status != "diverged":
