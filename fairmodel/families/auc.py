@@ -29,7 +29,7 @@ from ..exact.auc import FORMS, AUCPrograms
 from ..fairness.auc import AUCGap, AUCLoss, PairRisks
 from ..judge import Evaluation, constraint_record
 from ..metrics.auc import sets_terms
-from ..models import score_model
+from ..models import SigmoidMLP, score_model
 from ..problem import check_options, register_family
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
@@ -224,7 +224,7 @@ class AUCFairness(Family):
         rng = as_generator(seed)
         runner = _Runner(self, opts, rng, verbose)
         if method == "sfls":
-            out = runner.sfls(x0=opts.get("x0"))
+            out = runner.sfls(x0=runner.start_point(opts.get("x0")))
             history, metrics = out["history"], out["metrics"]
         else:
             out = iqrc(runner.sfls, runner.start_point(opts.get("x0")), S=opts["S"], rho_hat=opts["rho_hat"],
@@ -259,7 +259,7 @@ class AUCFairness(Family):
         theta = self.w.check_value(variables[name], "candidate")
         h = self.model.forward(theta, self.model.X)[0]
         f = self.pairs.block_values(self.pairs.values(h, self.half_width))
-        constraints, metrics = {}, {"surrogate_blocks": f}
+        constraints, metrics = {}, {"surrogate_blocks": f, "score_model": self._model_spec()}
         for j, (gap, kappa, c) in enumerate(zip(self.gaps, self.kappas, self.problem.constraints)):
             f1, f2 = f[2 * j + 1], f[2 * j + 2]
             constraints[c.name] = constraint_record(max(f1, f2) - 1.0, kappa)
@@ -299,9 +299,20 @@ class AUCFairness(Family):
                                 "the conic solver"))
         return checks
 
-    def predictor(self, result):
-        theta = np.asarray(result.variables[self.w.name], dtype=float)
-        return ScorePredictor(self.model, self.w, theta)
+    @classmethod
+    def predictor(cls, result):
+        """Scores of the fitted model on new rows, ``result.predictor()(X)`` (from the result alone)."""
+        spec = dict(result.metrics.get("score_model", {}))
+        name = spec.pop("name", "w")
+        if name not in result.variables:
+            raise OptionError("this result has no model description (metrics['score_model']); re-solve it")
+        return ScorePredictor(spec, np.asarray(result.variables[name], dtype=float))
+
+    def _model_spec(self) -> dict:
+        if self.linear:
+            return {"name": self.w.name, "kind": "linear", "intercept": self.w.intercept}
+        return {"name": self.w.name, "kind": "mlp", "n_features": self.w.n_features, "hidden": self.w.hidden,
+                "output": self.w.output}
 
 
 def _plain_auc(h, loss: AUCLoss) -> float:
@@ -312,14 +323,18 @@ def _plain_auc(h, loss: AUCLoss) -> float:
 class ScorePredictor:
     """Scores of a fitted model on new rows: ``predictor(X)`` (the intercept column is added when needed)."""
 
-    def __init__(self, model, w, theta):
-        self.model, self.w, self.theta = model, w, theta
+    def __init__(self, spec: dict, theta: np.ndarray):
+        self.spec, self.theta = spec, theta
+        self.net = (SigmoidMLP(spec["n_features"], spec["hidden"], output=spec["output"])
+                    if spec.get("kind") == "mlp" else None)
 
     def __call__(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=float)
-        if getattr(self.w, "intercept", False):
-            X = np.hstack([X, np.ones((X.shape[0], 1))])
-        return self.model.forward(self.theta, X)[0]
+        if self.net is not None:
+            return self.net.forward(self.theta, X)[0]
+        if self.spec.get("intercept"):
+            return X @ self.theta[:-1] + self.theta[-1]
+        return X @ self.theta
 
 
 class _Runner:
@@ -344,12 +359,10 @@ class _Runner:
         self.eta0, self.tau0 = rule.bases(self.saddle, radius, self._estimate_M)
 
     def start_point(self, x0) -> np.ndarray:
-        """x~(0): the given point, or a constant score (w = 0; a network with zero output weights)."""
-        P, d = self.P, self.d
-        if x0 is None:
-            theta = self.family.model.initial(self.rng)
-        else:
-            theta = self.family.w.check_value(np.asarray(x0, dtype=float)[:d] if np.size(x0) != d else x0, "x0")
+        """x(0) = (theta, a = 0, b = 0): the given theta, or a constant score (w = 0, the paper's start; a
+        network with a random hidden layer and zero output weights)."""
+        P = self.P
+        theta = self.family.model.initial(self.rng) if x0 is None else self.family.w.check_value(x0, "x0")
         return np.concatenate([np.ravel(theta), np.zeros(2 * P)])
 
     def _estimate_M(self, Dx2, Dy2) -> float:
@@ -359,7 +372,7 @@ class _Runner:
         gx, gy = 0.0, 0.0
         for _ in range(20):
             rows = self.rng.integers(0, self.saddle.n, size=self.batch)
-            g, u, v = self.saddle.gradients(x[:d], x[d:d + P], x[d + P:], np.full(K1, 1 / K1), np.zeros(P), rows, 0.0)
+            g, u, v = self.saddle.gradients(x[:d], x[d:], np.full(K1, 1 / K1), np.zeros(P), rows, self.saddle.shift(0.0))
             gx = max(gx, float(np.linalg.norm(g)))
             gy = max(gy, float(np.sqrt(np.max(np.abs(u)) ** 2 + v @ v)))
         return float(np.sqrt(2 * Dx2 * gx ** 2 + 2 * Dy2 * gy ** 2))
@@ -371,9 +384,7 @@ class _Runner:
 
     def sfls(self, x0=None, rho_hat: float = 0.0, center=None, r0=None, delta=None) -> dict:
         o = self.opts
-        state = {"x": None if x0 is None else np.asarray(x0, dtype=float), "y": None}
-        if state["x"] is None and not self.family.linear:
-            state["x"] = self.start_point(None)
+        state = {"x": x0, "y": None}
         steps = [0]
 
         def oracle(r, delta_k, k):

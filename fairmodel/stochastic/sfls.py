@@ -86,8 +86,9 @@ def sfls(oracle, r0: float, *, theta: float = 1.5, delta: float = 0.05, eps: flo
                 status, message = "converged", f"halted at outer iteration {k}: U(r) = {U:.3g} >= -eps_opt"
                 if k == 0:
                     warnings.warn(f"SFLS halted at its first iteration (U(r0) = {U:.3g} at r0 = {r:.6g}): r0 may be "
-                                  f"<= f*, or the problem (nearly) infeasible; the returned point is the oracle's "
-                                  f"output at r0", UserWarning, stacklevel=2)
+                                  f"<= f*, the problem (nearly) infeasible, or the SMD steps too large (U then "
+                                  f"overshoots H, spec §5.5); the returned point is the oracle's output at r0",
+                                  UserWarning, stacklevel=2)
                 break
             r = r + U / (2.0 * theta)
     return {**outputs[-1], "history": history, "outputs": outputs, "status": status, "message": message,
