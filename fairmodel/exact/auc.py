@@ -34,7 +34,7 @@ from . import solvers
 from .newton import ball_qp_step
 
 FORMS = ("moment", "pairwise", "lifted")
-PAIRWISE_BYTES_PER_PAIR = 120   # measured peak RSS per pair of the pairwise program (docs/auc_fairness.md)
+PAIRWISE_BYTES_PER_PAIR = 2500  # peak RSS per pair of the pairwise program, measured (docs/benchmarks.md)
 
 
 class LinearMoments:

@@ -188,8 +188,8 @@ class AUCFairness(Family):
             variables["lambda"] = lam
         if method == "lifted":
             variables["a"], variables["b"] = out["a"], out["b"]
-        timings = {"compile": record.pop("compile"), "solver": record.pop("solve"),
-                   "build": time.perf_counter() - start - record.get("solve", 0.0)}
+        timings = {"compile": record.pop("compile"), "solver": record.pop("solve")}
+        timings["build"] = max(0.0, time.perf_counter() - start - timings["compile"] - timings["solver"])
         record["form"] = method
         self._warn_outside_interval(theta)
         return Solution(variables=variables, status=record["status"], solver=record, timings=timings,
