@@ -15,28 +15,24 @@ fairness gaps (2), and, for a linear score, the level-set bracket [f*_lower, f0(
 """
 from __future__ import annotations
 
-import inspect
-import logging
 import time
 import warnings
 
 import numpy as np
 
-from .. import expressions as E
 from ..data import as_generator
 from ..errors import InfeasibleError, OptionError, UnsupportedProblemError
-from ..exact.auc import FORMS, AUCPrograms
+from ..expressions import LinearScore
+from ..exact.auc import AUCPrograms
 from ..fairness.auc import AUCGap, AUCLoss, PairRisks
 from ..judge import Evaluation, constraint_record
 from ..metrics.auc import sets_terms
-from ..models import SigmoidMLP, score_model
+from ..models import MLPScore, SigmoidMLP, score_model
 from ..problem import check_options, register_family
+from ..stochastic.bregman_smd import AVERAGING, AUCSaddle, StepRule, check_count, smd
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
-from ..stochastic.bregman_smd import AVERAGING, AUCSaddle, StepRule, bregman_constant, check_count, smd
 from .base import Check, Family, Solution
-
-logger = logging.getLogger("fairmodel")
 
 EXACT = {"moment": "moment-form QCQP (spec §4.2): group means and covariance factors, O(p^2) size",
          "pairwise": "the literal pairwise surrogate (6) over all |S||S'| pairs (spec §4.1), O(n^2) size",
@@ -65,7 +61,7 @@ def _parse(problem):
         if getattr(other, "w", None) is not getattr(obj.score, "w", None) or \
                 getattr(other, "data", None) is not getattr(obj.score, "data", None):
             return "the AUC loss and every fairness gap must use the same score data.score(w)"
-    if not isinstance(obj.score, (E.LinearScore,)) and type(obj.score).__name__ != "MLPScore":
+    if not isinstance(obj.score, (LinearScore, MLPScore)):
         return f"the score {obj.score} must be data.score(w) (linear) or data.score(net) (fm.SigmoidMLP)"
     if problem.options:
         return f"no family options are accepted; got {sorted(problem.options)}"
@@ -98,6 +94,7 @@ class AUCFairness(Family):
         self.linear = self.model.convex
         self.pairs = PairRisks.concat([loss.pairs] + [g.pairs for g in gaps])
         self.bounds = np.array([np.nan] + [1 + k for k in self.kappas for _ in (0, 1)])
+        self.required_half_width = self._required_half_width()
         self.half_width, self.interval_note = self._interval()
         self.exact_methods = dict(EXACT)
         self.stochastic_methods = ({"sfls": SFLS_DOC, "iqrc": IQRC_DOC} if self.linear else
@@ -128,11 +125,14 @@ class AUCFairness(Family):
         return float(self.w.radius * need.max())
 
     def _interval(self):
+        """(I, how it was chosen): the largest interval given to an atom, else the automatic one."""
         given = [a.surrogate.half_width for a in [self.loss] + self.gaps if a.surrogate.half_width is not None]
-        need = self._required_half_width()
+        need = self.required_half_width
         if not given:
+            if need is None:
+                return None, "none"
             return need, ("automatic: R max(||mu_S||, ||mu_S'||, (c1/q) ||mu_S - mu_S'||)" if self.linear else
-                          "automatic: [-1, 1] for a sigmoid output (times c1/q if larger)") if need else "none"
+                          "automatic: [-1, 1] for a sigmoid output (times c1/q if larger)")
         I = max(given)
         if need is not None and I < need * (1 - 1e-12):
             warnings.warn(f"the interval I = {I:g} is smaller than the one valid for every model in W ({need:g}); "
@@ -142,8 +142,8 @@ class AUCFairness(Family):
 
     @property
     def interval_valid(self) -> bool:
-        need = self._required_half_width() if self.half_width is not None else None
-        return need is not None and self.half_width >= need * (1 - 1e-12)
+        need = self.required_half_width
+        return need is not None and self.half_width is not None and self.half_width >= need * (1 - 1e-12)
 
     # -- describe ------------------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
