@@ -235,6 +235,27 @@ def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, 
     return Dataset(np.vstack(Xs), np.concatenate(ys), np.concatenate(gs), name=f"gdro-synthetic(m={m},d={d})")
 
 
+def make_strategic_synthetic(n: int = 1000, p: int = 10, n_strategic: int = 5, noise_var: float = 0.1,
+                             seed=None) -> Dataset:
+    """The synthetic task of the zeroth-order min-max paper (§6.1; spec ``zeroth_order_minmax_dro.md`` §5.1).
+
+    theta_gt ~ N(0, I_p), x_i ~ N(0, I_p), y_i = sign(<x_i, theta_gt> + z_i) with z_i ~ N(0, noise_var)
+    (a scalar of variance 0.1, erratum U14), sign(0) = +1. The first ``n_strategic`` features are the
+    strategic ones (named ``s0..``; the others ``x..``): pass ``strategic_features=range(n_strategic)``.
+    """
+    if int(n) < 1 or int(p) < 1 or not 0 <= int(n_strategic) <= int(p):
+        raise DataError(f"need n >= 1, p >= 1 and 0 <= n_strategic <= p; got n={n}, p={p}, n_strategic={n_strategic}")
+    if not noise_var >= 0:
+        raise DataError(f"noise_var must be non-negative; got {noise_var}")
+    rng = as_generator(seed)
+    theta_gt = rng.standard_normal(p)
+    X = rng.standard_normal((n, p))
+    y = np.sign(X @ theta_gt + rng.normal(0.0, np.sqrt(noise_var), n))
+    y[y == 0] = 1.0
+    names = [f"s{j}" for j in range(n_strategic)] + [f"x{j}" for j in range(n_strategic, p)]
+    return Dataset(X, y, feature_names=names, name=f"strategic-synthetic(n={n},p={p})")
+
+
 BUNDLED = {
     "adult": (load_adult, "UCI Adult census income; targets income (+1: >50K) or age; sensitive sex, race, sex_race"),
     "lawschool": (load_lawschool, "LSAC bar passage; targets bar1 (+1: pass), ugpa, lsat, zfygpa, zgpa; "

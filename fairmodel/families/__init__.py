@@ -9,5 +9,6 @@ from . import auc  # noqa: F401,E402
 # partial fairness (issue 5)
 
 # min-max / strategic DRO (issue 6)
+from . import strategic_dro  # noqa: F401,E402
 
 from . import convex  # noqa: F401,E402  (fallback: keep last)

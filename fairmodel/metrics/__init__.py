@@ -12,3 +12,5 @@ from .auc import (auc_between, auc_fairness, auc_fairness_terms, auc_score, auc_
 # partial fairness metrics (issue 5)
 
 # strategic classification metrics (issue 6)
+from .strategic import (strategic_accuracy, strategic_margin, worst_case_accuracy,  # noqa: F401
+                        worst_case_margin)
