@@ -148,3 +148,20 @@ def test_sgd_baselines_reduce_their_targets(data):
     assert np.all(pl["state"]["lambda"][-1] >= 0) and np.all(np.isfinite(pl["theta"]))
     with pytest.raises(fm.OptionError, match="lam"):
         B.correlation_penalty(s, data, -1.0)
+
+
+def test_kappa_as_a_parameter_and_sweeps(data):
+    w = fm.Weights(5, radius=3.0)
+    s = data.score(w)
+    kappa = fm.parameter(0.05, "kappa")
+    prob = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="intra") <= kappa])
+    frontier = prob.sweep("kappa", [0.02, 0.05, 0.2])
+    objectives = frontier.column("objective")
+    assert np.all(np.diff(objectives) <= 1e-8)                         # f*(kappa) non-increasing
+    assert objectives[1] == pytest.approx(0.32675512, abs=1e-7)         # the value at kappa = 0.05
+    assert frontier.column("constraint:c0") == pytest.approx([0.02, 0.05, 0.2], abs=1e-6)
+    fast = prob.sweep("kappa", [0.05, 0.2], backend="stochastic", seed=0, T=300, max_outer=4)
+    assert all(r is not None and r.max_violation == 0.0 for r in fast.results)
+    kappa.value = 0.0                                                    # 2 c1 c2^2 = 1 + kappa: refused at solve
+    with pytest.raises(InfeasibleError):
+        prob.solve("exact")

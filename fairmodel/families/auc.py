@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from ..data import as_generator
-from ..errors import InfeasibleError, OptionError, UnsupportedProblemError
+from ..errors import InfeasibleError, ModelError, OptionError, UnsupportedProblemError
 from ..expressions import LinearScore
 from ..exact.auc import AUCPrograms
 from ..fairness.auc import AUCGap, AUCLoss, PairRisks
@@ -29,6 +29,8 @@ from ..judge import Evaluation, constraint_record
 from ..metrics.auc import sets_terms
 from ..models import MLPScore, SigmoidMLP, score_model
 from ..problem import check_options, register_family
+from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
+from ..problemfile import build_weights
 from ..stochastic.bregman_smd import AVERAGING, AUCSaddle, StepRule, check_count, smd
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
@@ -46,16 +48,15 @@ IQRC_DEFAULTS = {"S": 5, "rho_hat": 1e-5, "output": "random"}
 
 
 def _parse(problem):
-    """(loss atom, [gap atoms], [kappas]) or a reason string."""
+    """(loss atom, [gap atoms]) or a reason string."""
     obj = problem.objective.expr
     if not isinstance(obj, AUCLoss):
         return "the objective must be fm.auc_loss(score, y)"
-    gaps, kappas = [], []
+    gaps = []
     for c in problem.constraints:
-        if not isinstance(c.lhs, AUCGap) or c.rhs.curvature != "constant":
+        if not isinstance(c.lhs, AUCGap) or c.rhs.curvature != "constant" or c.rhs.kind != "scalar":
             return f"constraint {c.name} ({c}) must be fm.auc_gap(score, data, kind=...) <= kappa"
         gaps.append(c.lhs)
-        kappas.append(c.bound())
     for atom in [obj] + gaps:
         other = atom.score
         if getattr(other, "w", None) is not getattr(obj.score, "w", None) or \
@@ -65,7 +66,7 @@ def _parse(problem):
         return f"the score {obj.score} must be data.score(w) (linear) or data.score(net) (fm.SigmoidMLP)"
     if problem.options:
         return f"no family options are accepted; got {sorted(problem.options)}"
-    return obj, gaps, kappas
+    return obj, gaps
 
 
 @register_family
@@ -76,24 +77,15 @@ class AUCFairness(Family):
     supported = ("fm.Minimize(fm.auc_loss(s, y)) with constraints fm.auc_gap(s, data, kind=...) <= kappa, "
                  "for s = data.score(w) (linear) or data.score(fm.SigmoidMLP(...))")
 
-    def __init__(self, problem, loss: AUCLoss, gaps: list, kappas: list):
+    def __init__(self, problem, loss: AUCLoss, gaps: list):
         super().__init__(problem)
-        self.loss, self.gaps, self.kappas = loss, gaps, [float(k) for k in kappas]
-        for gap, kappa, c in zip(gaps, self.kappas, problem.constraints):
-            s = gap.surrogate
-            if 2 * s.c1 * s.c2 ** 2 >= 1 + kappa:
-                raise InfeasibleError(
-                    f"constraint {c.name}: the surrogate problem has no strictly feasible point because "
-                    f"2 c1 c2^2 = {2 * s.c1 * s.c2 ** 2:g} >= 1 + kappa = {1 + kappa:g} (spec §3.7: f1 + f2 >= "
-                    f"4 c1 c2^2 for every model, and a constant score gives f1 = f2 = 2 c1 c2^2). Use c1 < "
-                    f"{(1 + kappa) / (2 * s.c2 ** 2):g} for c2 = {s.c2:g} (e.g. c1 = 0.5, c2 = 1 needs kappa > 0), "
-                    f"or kappa > {2 * s.c1 * s.c2 ** 2 - 1:g}")
+        self.loss, self.gaps = loss, gaps
+        self.check_kappas()
         self.score = loss.score
         self.w = self.score.w
         self.model = score_model(self.score)
         self.linear = self.model.convex
         self.pairs = PairRisks.concat([loss.pairs] + [g.pairs for g in gaps])
-        self.bounds = np.array([np.nan] + [1 + k for k in self.kappas for _ in (0, 1)])
         self.required_half_width = self._required_half_width()
         self.half_width, self.interval_note = self._interval()
         self.exact_methods = dict(EXACT)
@@ -107,6 +99,34 @@ class AUCFairness(Family):
         if isinstance(parsed, str):
             return parsed
         return cls(problem, *parsed)
+
+    # -- the budgets kappa (constants or fm.parameter, read at every solve so that sweeps see new values) ----
+    @property
+    def kappas(self) -> list[float]:
+        return [c.bound() for c in self.problem.constraints]
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """1 + kappa of every constraint block (block 0, the objective, is nan)."""
+        return np.array([np.nan] + [1 + k for k in self.kappas for _ in (0, 1)])
+
+    def check_kappas(self) -> None:
+        """kappa >= 0 and strict feasibility 2 c1 c2^2 < 1 + kappa (spec §3.7) for every constraint."""
+        for gap, kappa, c in zip(self.gaps, self.kappas, self.problem.constraints):
+            s = gap.surrogate
+            if not kappa >= 0:
+                raise ModelError(f"constraint {c.name}: the fairness budget kappa must be >= 0; got {kappa:g}")
+            if 2 * s.c1 * s.c2 ** 2 >= 1 + kappa:
+                raise InfeasibleError(
+                    f"constraint {c.name}: the surrogate problem has no strictly feasible point because "
+                    f"2 c1 c2^2 = {2 * s.c1 * s.c2 ** 2:g} >= 1 + kappa = {1 + kappa:g} (spec §3.7: f1 + f2 >= "
+                    f"4 c1 c2^2 for every model, and a constant score gives f1 = f2 = 2 c1 c2^2). Use c1 < "
+                    f"{(1 + kappa) / (2 * s.c2 ** 2):g} for c2 = {s.c2:g} (e.g. c1 = 0.5, c2 = 1 needs kappa > 0), "
+                    f"or kappa > {2 * s.c1 * s.c2 ** 2 - 1:g}")
+
+    def warm_start(self, result) -> dict:
+        """Start the stochastic method from a previous result's model (used by ``prob.sweep``)."""
+        return {"x0": np.asarray(result.variables[self.w.name], dtype=float)}
 
     # -- the interval I (spec §3.5) ------------------------------------------------------------------------
     def _required_half_width(self):
@@ -173,10 +193,12 @@ class AUCFairness(Family):
         if self._programs is None:
             self._programs = AUCPrograms(self.model.X, self.pairs, self.bounds, self.w.radius, self.half_width,
                                          self.w.name)
+        self._programs.bounds = self.bounds      # kappa may be a parameter changed since the last call
         return self._programs
 
     def solve_exact(self, method, solver, verbose, **options):
         check_options(options, ("max_memory_gb",), f"the exact {method!r} form")
+        self.check_kappas()
         programs = self.programs()
         start = time.perf_counter()
         out = programs.solve(method, solver, verbose, **options)
@@ -220,6 +242,7 @@ class AUCFairness(Family):
     def solve_stochastic(self, method, seed, verbose, **options):
         allowed = list(SFLS_DEFAULTS) + ["x0"] + (list(IQRC_DEFAULTS) if method == "iqrc" else [])
         check_options(options, allowed, f"the stochastic method {method!r}")
+        self.check_kappas()
         opts = {**SFLS_DEFAULTS, **(IQRC_DEFAULTS if method == "iqrc" else {}), **options}
         rng = as_generator(seed)
         runner = _Runner(self, opts, rng, verbose)
@@ -414,3 +437,37 @@ class _Runner:
                           "iterates": np.array([out["x"][: self.d] for out in res["outputs"]])}
         res["certificate"] = {"final_level": res["level"], "final_U": res["history"][-1]["U"]}
         return res
+
+
+# -- problem files (fairmodel/problemfile.py): family = "auc_fairness" -------------------------------------------
+PROBLEM_FILE_KEYS = {"kind": "fairness preset: group, inter, intra, pos_avg_eq, neg_avg_eq, bpsn_bnsp (default intra)",
+                     "kappa": "fairness budget (default 0.05); omit the constraint with kappa = \"none\"",
+                     "c1": "square surrogate c1 (default 0.5)", "c2": "square surrogate c2 (default 1)",
+                     "alpha_quad_coef": "c1 (default) or paper_literal", "protected": "the protected group name",
+                     "hidden": "hidden units of a sigmoid network (omit for a linear score)"}
+
+
+def _build_problem_file(spec, t, data):
+    import fairmodel as fm
+    hidden = spec.get(t, "hidden", "[problem]", "int", positive=True)
+    if hidden is None:
+        model = build_weights(spec, data)
+    else:
+        radius = spec.table("model", {"radius": ""}, required=False).get("radius")
+        model = fm.SigmoidMLP(data.n_features, hidden=hidden, radius=radius)
+    s = data.score(model)
+    atom = {"c1": spec.get(t, "c1", "[problem]", "number", default=0.5, positive=True),
+            "c2": spec.get(t, "c2", "[problem]", "number", default=1.0, positive=True),
+            "alpha_quad_coef": spec.get(t, "alpha_quad_coef", "[problem]", "str", default="c1",
+                                        choices=["c1", "paper_literal"])}
+    constraints = []
+    if t.get("kappa") != "none":
+        kappa = spec.get(t, "kappa", "[problem]", "number", default=0.05)
+        gap = fm.auc_gap(s, data, kind=spec.get(t, "kind", "[problem]", "str", default="intra"),
+                         protected=spec.get(t, "protected", "[problem]", "str"), **atom)
+        constraints.append(gap <= kappa)
+    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, **atom)), constraints)
+
+
+PROBLEM_FILE_FAMILIES["auc_fairness"] = (_build_problem_file, PROBLEM_FILE_KEYS,
+                                         "AUC maximization under an AUC-based fairness constraint (SFLS / IQRC)")
