@@ -112,6 +112,7 @@ class AUCSaddle:
         g = np.concatenate((self.model.backward(theta, cache, coef), slope * (abm0 - m1)))
         return g, u, self.diff @ m1
 
+
 def y_prox(logy, alpha, u, v, tau, C, q, I, block_sum):
     """Lemma 3: the y-step (29) in closed form; returns (log y~#, alpha#) (unscaled alpha, spec §5.5)."""
     alpha_new = np.minimum(np.maximum((tau * v + 2 * alpha) / (2 * q * tau + 2), -I), I)
