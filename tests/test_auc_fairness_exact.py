@@ -203,3 +203,17 @@ def test_exact_backend_refuses_a_network_and_to_cvxpy_is_a_program():
         prob.solve("exact")
     _, _, lin = reference_problem()
     assert isinstance(lin.to_cvxpy(), cp.Problem) and lin.to_cvxpy().is_dcp()
+
+
+def test_proximal_level_set_function():
+    """H^(r) of (33): >= H(r) for any center, and 0 at r = f* when the center is the optimum x* = (w*, a*, b*)."""
+    _, _, prob = reference_problem()
+    programs = prob.family.programs()
+    lifted = prob.solve("exact", method="lifted")
+    center = np.concatenate([lifted.variables["w"], lifted.variables["a"], lifted.variables["b"]])
+    H = programs.level_set()
+    H_far = programs.level_set(rho_hat=0.5, center=np.zeros(15))
+    H_opt = programs.level_set(rho_hat=0.5, center=center)
+    for r in (0.3, 0.4, 0.5):
+        assert H_far(r)[0] >= H(r)[0] - 1e-8
+    assert H_opt(F_STAR)[0] == pytest.approx(0.0, abs=1e-6)
