@@ -149,7 +149,7 @@ def plot(agg, path: Path):
             ax = axes[i, j]
             for method, (color, marker) in styles.items():
                 pts = sorted([a for a in agg if (a["dataset"], a["preset"], a["method"]) == (name, kind, method)],
-                             key=lambda a: a["gap"])
+                             key=lambda a: a["kappa"])     # the path traced as kappa grows
                 if pts:
                     ax.errorbar([p["gap"] for p in pts], [p["auc"] for p in pts], xerr=[p["gap_se"] for p in pts],
                                 yerr=[p["auc_se"] for p in pts], color=color, marker=marker, label=method, capsize=2)
