@@ -2,7 +2,8 @@
 spec ``auc_fairness.md`` §7).
 
 Data: Adult (a9a-style one-hot encoding, sensitive attribute gender) and Law School (bar passage, sensitive
-attribute race); the sensitive attribute is also a feature, as in LIBSVM's a9a. Each is split 60/20/20 into train / validation / test per seed. Presets: group-AUC, inter-group
+attribute race); the sensitive attribute is also a feature, as in LIBSVM's a9a. Each is split 60/20/20 into
+train / validation / test per seed. Presets: group-AUC, inter-group
 (xAUC) and intra-group fairness. Methods, linear scores with ||w|| <= 10, c1 = 0.5, c2 = 1:
 
 * level-set: SFLS + Bregman SMD (``prob.solve(backend="stochastic", method="sfls")``) for every kappa of the grid;
@@ -129,8 +130,8 @@ def dominance(agg):
         for kind in PRESETS:
             ls = [a for a in agg if (a["dataset"], a["preset"], a["method"]) == (name, kind, "level-set")]
             base = [a for a in agg if (a["dataset"], a["preset"]) == (name, kind) and a["method"] != "level-set"]
-            dom = [any(l["gap"] <= b["gap"] + l["gap_se"] + b["gap_se"] and l["auc"] >= b["auc"] - l["auc_se"] - b["auc_se"]
-                       for l in ls) for b in base]
+            dom = [any(p["gap"] <= b["gap"] + p["gap_se"] + b["gap_se"]
+                       and p["auc"] >= b["auc"] - p["auc_se"] - b["auc_se"] for p in ls) for b in base]
             if base:
                 lines.append(f"| {name} | {kind} | {sum(dom)}/{len(dom)} |")
     return "\n".join(["| dataset | preset | baseline points dominated by level-set |", "|---|---|---|"] + lines)
@@ -165,7 +166,8 @@ def plot(agg, path: Path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 seeds, 4 kappas, T = 1000 (about a quarter of the time)")
+    parser.add_argument("--quick", action="store_true",
+                        help="3 seeds, 4 kappas, T = 1000 (about a quarter of the time)")
     parser.add_argument("--datasets", nargs="+", default=["adult", "lawschool"])
     parser.add_argument("--no-write", action="store_true", help="print the tables instead of writing the docs")
     cfg = parser.parse_args(argv)

@@ -44,3 +44,4 @@ __all__ = [
 ]
 __all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
             "strategic_score", "wasserstein_worst_case"]
+__all__ += ["SigmoidMLP", "auc_gap", "auc_loss"]  # issue 4

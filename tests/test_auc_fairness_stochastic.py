@@ -51,8 +51,8 @@ def test_lemma3_prox_closed_form_attains_the_minimum(seed):
     best = prox_objective(yt, at, u, v, tau, C, q, yt_prev, al_prev)
     # generic convex solve (CVXPY: kl_div and quad_over_lin terms, the box written as lo y~_k <= alpha~_i <= hi y~_k)
     Y, A = cp.Variable(3, nonneg=True), cp.Variable(5)
-    terms = [cp.quad_over_lin(A[i] - al_prev[i] * Y[BLOCK[i]], Y[BLOCK[i]]) + tau * q[i] * cp.quad_over_lin(A[i], Y[BLOCK[i]])
-             for i in range(5)]
+    terms = [cp.quad_over_lin(A[i] - al_prev[i] * Y[BLOCK[i]], Y[BLOCK[i]])
+             + tau * q[i] * cp.quad_over_lin(A[i], Y[BLOCK[i]]) for i in range(5)]
     obj = -u @ Y - v @ A + (C * cp.sum(cp.kl_div(Y, yt_prev)) + cp.sum(cp.hstack(terms))) / tau
     cons = [cp.sum(Y) == 1] + [cp.abs(A[i]) <= I * Y[BLOCK[i]] for i in range(5)]
     cp.Problem(cp.Minimize(obj), cons).solve(solver="CLARABEL")

@@ -161,9 +161,9 @@ class AUCPrograms:
             k = S.size * T.size
             rows = np.arange(k)
             scale = 1.0 / np.sqrt(k)  # rows scaled to keep the cone well conditioned (Clarabel stalls otherwise)
+            cols = np.concatenate([np.repeat(S, T.size), np.tile(T, S.size)])
             E = sp.csr_matrix((np.concatenate([np.full(k, scale), np.full(k, -scale)]),
-                               (np.concatenate([rows, rows]), np.concatenate([np.repeat(S, T.size), np.tile(T, S.size)]))),
-                              shape=(k, n))
+                               (np.concatenate([rows, rows]), cols)), shape=(k, n))
             risks.append(pr.c1[i] * cp.sum_squares(E @ h - pr.c2[i] * scale))
         return cp.hstack(risks)
 

@@ -26,7 +26,7 @@ from ..expressions import LinearScore
 from ..exact.auc import AUCPrograms
 from ..fairness.auc import AUCGap, AUCLoss, PairRisks
 from ..judge import Evaluation, constraint_record
-from ..metrics.auc import sets_terms
+from ..metrics.auc import auc_between, sets_terms
 from ..models import MLPScore, SigmoidMLP, score_model
 from ..problem import check_options, register_family
 from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
@@ -174,7 +174,8 @@ class AUCFairness(Family):
         for gap, kappa in zip(self.gaps, self.kappas):
             sizes = ", ".join(f"{k} {v}" for k, v in gap.sets.sizes.items())
             lines.append(f"Constraint {gap.preset} (protected group {gap.sets.protected!r}), kappa = {kappa:g}: "
-                         f"L(G1', G1) + L(G2, G2') <= 1 + kappa and L(G2', G2) + L(G1, G1') <= 1 + kappa; sizes {sizes}")
+                         f"L(G1', G1) + L(G2, G2') <= 1 + kappa and L(G2', G2) + L(G1, G1') <= 1 + kappa; "
+                         f"sizes {sizes}")
         lines += ["Square surrogate ell(t) = c1 (t - c2)^2; alpha^2 coefficient q = c1 (exact) unless "
                   "alpha_quad_coef='paper_literal' (spec §3.3).",
                   "Judge: surrogate f0, f1, f2 in closed form (spec §3.7), true AUC and true fairness gap (2) with "
@@ -234,10 +235,13 @@ class AUCFairness(Family):
                               "(fm.Weights(d, radius=R)) or set interval= in fm.auc_loss / fm.auc_gap")
         return AUCSaddle(self.model, self.pairs, self.bounds, self.half_width)
 
-    def block_values(self, theta) -> np.ndarray:
-        """f_k(theta) on the full data (closed forms of spec §3.7 with the family's interval)."""
+    def scores_and_blocks(self, theta) -> tuple[np.ndarray, np.ndarray]:
+        """(scores h, f_k(theta)) on the full data (closed forms of spec §3.7 with the family's interval)."""
         h = self.model.forward(theta, self.model.X)[0]
-        return self.pairs.block_values(self.pairs.values(h, self.half_width))
+        return h, self.pairs.block_values(self.pairs.values(h, self.half_width))
+
+    def block_values(self, theta) -> np.ndarray:
+        return self.scores_and_blocks(theta)[1]
 
     def solve_stochastic(self, method, seed, verbose, **options):
         allowed = list(SFLS_DEFAULTS) + ["x0"] + (list(IQRC_DEFAULTS) if method == "iqrc" else [])
@@ -280,8 +284,7 @@ class AUCFairness(Family):
             raise OptionError(f"an AUC-fairness candidate has the variable {name!r} (required) and optionally "
                               f"{sorted(optional)}; got {sorted(variables)}")
         theta = self.w.check_value(variables[name], "candidate")
-        h = self.model.forward(theta, self.model.X)[0]
-        f = self.pairs.block_values(self.pairs.values(h, self.half_width))
+        h, f = self.scores_and_blocks(theta)
         constraints, metrics = {}, {"surrogate_blocks": f, "score_model": self._model_spec()}
         for j, (gap, kappa, c) in enumerate(zip(self.gaps, self.kappas, self.problem.constraints)):
             f1, f2 = f[2 * j + 1], f[2 * j + 2]
@@ -290,7 +293,7 @@ class AUCFairness(Family):
             metrics[f"{c.name}:{gap.preset}"] = {"true_gap": terms["gap"], "auc_1": terms["auc_1"],
                                                "auc_2": terms["auc_2"], "surrogate_gap": max(f1, f2) - 1.0,
                                                "f1": f1, "f2": f2, "protected": gap.sets.protected}
-        metrics["auc"] = sets_terms(h, self.gaps[0].sets)["auc"] if self.gaps else _plain_auc(h, self.loss)
+        metrics["auc"] = auc_between(h, self.loss.y > 0, self.loss.y < 0)
         evaluation = Evaluation(objective=float(f[0]), constraints=constraints, metrics=metrics)
         if self.linear and self.w.radius is not None and self.interval_valid:
             evaluation.certificate = self._bracket(float(f[0]), evaluation.max_violation, variables.get("lambda"))
@@ -336,11 +339,6 @@ class AUCFairness(Family):
             return {"name": self.w.name, "kind": "linear", "intercept": self.w.intercept}
         return {"name": self.w.name, "kind": "mlp", "n_features": self.w.n_features, "hidden": self.w.hidden,
                 "output": self.w.output}
-
-
-def _plain_auc(h, loss: AUCLoss) -> float:
-    from ..metrics.auc import auc_between
-    return auc_between(h, loss.y > 0, loss.y < 0)
 
 
 class ScorePredictor:
@@ -395,7 +393,8 @@ class _Runner:
         gx, gy = 0.0, 0.0
         for _ in range(20):
             rows = self.rng.integers(0, self.saddle.n, size=self.batch)
-            g, u, v = self.saddle.gradients(x[:d], x[d:], np.full(K1, 1 / K1), np.zeros(P), rows, self.saddle.shift(0.0))
+            g, u, v = self.saddle.gradients(x[:d], x[d:], np.full(K1, 1 / K1), np.zeros(P), rows,
+                                            self.saddle.shift(0.0))
             gx = max(gx, float(np.linalg.norm(g)))
             gy = max(gy, float(np.sqrt(np.max(np.abs(u)) ** 2 + v @ v)))
         return float(np.sqrt(2 * Dx2 * gx ** 2 + 2 * Dy2 * gy ** 2))

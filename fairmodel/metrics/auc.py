@@ -55,10 +55,6 @@ ALIASES = {"group_auc": "group", "xauc": "inter", "inter_group": "inter", "intra
            "bpsn": "bpsn_bnsp"}
 SYMMETRIC = ("group", "inter", "intra")   # metric and surrogate unchanged when gamma -> -gamma
 SET_NAMES = ("D+", "D-", "G1", "G1'", "G2", "G2'")
-PRESET_TITLES = {"group": "group-AUC fairness (Ex. 1)", "inter": "inter-group pairwise fairness, xAUC (Ex. 2)",
-                 "intra": "intra-group pairwise fairness (Ex. 3)", "pos_avg_eq": "positive average equality gap (Ex. 4)",
-                 "neg_avg_eq": "negative average equality gap (Ex. 4)", "bpsn_bnsp": "BPSN vs BNSP AUC (Ex. 5)",
-                 "custom": "custom subsets"}
 
 
 def _check_ties(ties) -> float:

@@ -157,9 +157,9 @@ class StepRule:
     its start and U(r) useless). ``eta="auto"`` sets c_eta = 1 / (2 max c1 mean_i ||x_i||^2), the inverse of a
     curvature scale of the surrogate in w (the Hessian of a pair risk is 2 c1 (Sigma_S + Sigma_S' + ...));
     the paper tunes c_eta in {0.01, 0.1, 1}, which fits standardized low-dimensional data but diverges on
-    one-hot Adult (measured: U(r0) = +7.7 with c_eta = 0.5). ``theory`` (eq. (31)): eta_t = 2 D_x^2 / (M sqrt(t + 1)) and
-    tau_t = 2 D_y^2 / (M sqrt(t + 1)) (D_y, not D_x: erratum 4 of spec §10), with M of (55) given or estimated
-    from the gradient norms at the start point (M_x, M_y are unknown in practice).
+    one-hot Adult (measured: U(r0) = +7.7 with c_eta = 0.5). ``theory`` (eq. (31)):
+    eta_t = 2 D_x^2 / (M sqrt(t + 1)) and tau_t = 2 D_y^2 / (M sqrt(t + 1)) (D_y, not D_x: erratum 4 of spec §10),
+    with M of (55) given or estimated from the gradient norms at the start point (M_x, M_y are unknown in practice).
     """
 
     def __init__(self, rule: str = "practical", eta="auto", tau_scale: float = 0.5, M: float | None = None):

@@ -36,8 +36,9 @@ def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: s
     oracle : ``oracle(x0=, rho_hat=, center=, r0=, delta=) -> dict`` (one SFLS run on (33); returns ``x``,
         ``status``, ``history``, ``metrics``). evaluate : x -> {"track_f0": f0(x), "track_violation": ...}
         on the full data. keep_best : keep x~(s) as x~(s+1) when the oracle's point is infeasible or has a
-        larger f0 (a safeguard for a stochastic oracle that stopped at its first level). Returns the chosen point ``x``, its ``index`` R, every center, the oracle outputs
-        and a history with one record per outer iteration.
+        larger f0 (a safeguard for a stochastic oracle that stopped at its first level).
+    Returns the chosen point ``x``, its ``index`` R, every center, the oracle outputs and a history with one record
+    per outer iteration.
     """
     if isinstance(S, bool) or not isinstance(S, (numbers.Integral, np.integer)) or S < 1:
         raise OptionError(f"S (number of IQRC iterations) must be a positive integer; got {S!r}")
