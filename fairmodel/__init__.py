@@ -22,6 +22,8 @@ from .sweep import Frontier, sweep
 # --- DP post-processing exports (issue 3) ---
 
 # --- AUC fairness exports (issue 4) ---
+from .fairness.auc import auc_gap, auc_loss
+from .models import SigmoidMLP
 
 # --- partial fairness exports (issue 5) ---
 
@@ -42,3 +44,4 @@ __all__ = [
 ]
 __all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
             "strategic_score", "wasserstein_worst_case"]
+__all__ += ["SigmoidMLP", "auc_gap", "auc_loss"]  # issue 4

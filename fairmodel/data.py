@@ -250,7 +250,12 @@ class Dataset:
 
     # -- DSL entry point ------------------------------------------------------------------------------
     def score(self, w):
-        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression)."""
+        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression).
+
+        A model object with a ``score_on(data)`` method (e.g. :class:`fairmodel.SigmoidMLP`) gives its own score.
+        """
+        if hasattr(w, "score_on"):
+            return w.score_on(self)
         from .expressions import LinearScore
         return LinearScore(self, w)
 

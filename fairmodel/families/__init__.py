@@ -4,6 +4,7 @@ from . import gdro  # noqa: F401
 # DP post-processing (issue 3)
 
 # AUC fairness (issue 4)
+from . import auc  # noqa: F401,E402
 
 # partial fairness (issue 5)
 
