@@ -31,6 +31,8 @@ def __getattr__(name):  # scikit-learn is optional: the DP estimator is imported
     raise AttributeError(f"module 'fairmodel' has no attribute {name!r}")
 
 # --- AUC fairness exports (issue 4) ---
+from .fairness.auc import auc_gap, auc_loss
+from .models import SigmoidMLP
 
 # --- partial fairness exports (issue 5) ---
 
@@ -51,5 +53,6 @@ __all__ = [
 ]
 __all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
             "strategic_score", "wasserstein_worst_case"]
+__all__ += ["SigmoidMLP", "auc_gap", "auc_loss"]  # issue 4
 __all__ += ["DPPredictor", "DemographicParityPostProcessor", "GridPredictor", "dp_gap", "dp_parameters",  # issue 3
             "dp_sweep", "expected_cost", "squared_risk"]

@@ -250,7 +250,12 @@ class Dataset:
 
     # -- DSL entry point ------------------------------------------------------------------------------
     def score(self, w):
-        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression)."""
+        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression).
+
+        A model object with a ``score_on(data)`` method (e.g. :class:`fairmodel.SigmoidMLP`) gives its own score.
+        """
+        if hasattr(w, "score_on"):
+            return w.score_on(self)
         from .expressions import LinearScore
         return LinearScore(self, w)
 
@@ -390,19 +395,20 @@ class Sampler:
             if kind == "stratified":
                 self._counts = _allocate(self.batch_size, self._sizes, at_least_one=False)
 
-    def draw_rows(self) -> np.ndarray:
-        rng = self.rng
+    def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
+        rng, size = self.rng, self.batch_size if batch_size is None else int(batch_size)
         if self.kind == "uniform":
-            return rng.integers(0, self.data.n_samples, size=self.batch_size)
-        if self.kind == "per_group":  # one vectorized draw for all groups (this runs once per solver step)
-            local = (rng.random((self._sizes.size, self.batch_size)) * self._sizes[:, None]).astype(np.intp)
+            return rng.integers(0, self.data.n_samples, size=size)
+        if self.kind == "per_group":  # one vectorized draw for all groups
+            local = (rng.random((self._sizes.size, size)) * self._sizes[:, None]).astype(np.intp)
             return self._order[(self._starts[:, None] + local).ravel()]
         picks = [self._order[s + rng.integers(0, n, size=c)]
                  for s, n, c in zip(self._starts, self._sizes, self._counts) if c]
         return np.concatenate(picks)
 
-    def draw(self) -> Batch:
-        rows = self.draw_rows()
+    def draw(self, batch_size: int | None = None) -> Batch:
+        """A Batch of ``batch_size`` rows (per group for "per_group"; default: the sampler's batch size)."""
+        rows = self.draw_rows(batch_size)
         d = self.data
         groups = (self.groups.codes[rows] if self.groups is not None
                   else None if d._groups is None else d._groups.codes[rows])

@@ -191,6 +191,26 @@ def load_communities(target: str = "ViolentCrimesPerPop", sensitive: str | None 
                    target_name=target, sensitive_name=sensitive)
 
 
+def make_auc_synthetic(n: int = 400, p: int = 5, seed=0) -> Dataset:
+    """The synthetic task of the AUC-fairness spec's reference run (``auc_fairness.md`` §5.6).
+
+    gamma = +1 with probability 0.4 (else -1); x ~ N(0, I_p) with x_0 shifted by 0.8 gamma; the label is +1 with
+    probability sigmoid(x . beta + 0.5 gamma), beta = (1.5, -1, 0.5, 0, 0.3) (padded with zeros or truncated to
+    p). With the defaults (n = 400, p = 5, seed 0) it reproduces the spec's data exactly; groups are +1 / -1.
+    """
+    if int(n) < 2 or int(p) < 1:
+        raise DataError(f"n must be >= 2 and p >= 1; got n={n}, p={p}")
+    rng = as_generator(seed)
+    gamma = np.where(rng.random(n) < 0.4, 1, -1)
+    X = rng.normal(size=(n, p))
+    X[:, 0] += 0.8 * gamma
+    beta = np.zeros(p)
+    beta[: min(p, 5)] = np.array([1.5, -1, 0.5, 0, 0.3])[: min(p, 5)]
+    logit = X @ beta + 0.5 * gamma
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1.0, -1.0)
+    return Dataset(X, y, gamma, name=f"auc-synthetic(n={n},p={p})")
+
+
 def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, seed=None) -> Dataset:
     """The synthetic task of the group-DRO paper, eq. (33).
 

@@ -11,8 +11,9 @@ pytestmark = pytest.mark.slow
 
 def test_theory_preset_gradient_mapping_rate():
     """Spec §7.3 item 18 / (29): under the 'theory' preset (beta = T/(8 log2 T), L = sqrt(T), mu = 2 sigma^2/beta),
-    E||G_alpha(z_hat)||^2 = O~(1/T). The fitted log-log slope over T = 2^11..2^15 (4 seeds each) must lie in
-    [-1.6, -0.4]: -1 up to the log2^3..log2^5 factors of Thm C.2, which flatten or steepen it over this range."""
+    E||G_alpha(z_hat)||^2 = O~(1/T), an upper bound. The mean over 4 seeds must decrease from T = 2^11 to 2^13 to
+    2^15 with a fitted log-log slope of at most -0.8 (the rate -1, with slack for the log2^3..log2^5 factors of
+    Thm C.2). Measured: -2.7 on this instance, faster than the bound."""
     rng = np.random.default_rng(0)
     n, K = 400, 2
     tau = rng.dirichlet([2, 5], size=n)
@@ -35,7 +36,7 @@ def test_theory_preset_gradient_mapping_rate():
             out.append(np.sum(gradient_mapping(z, dual.grad(z), info["alpha"]) ** 2))
         values.append(np.mean(out))
     slope = np.polyfit(np.log(Ts), np.log(values), 1)[0]
-    assert -1.6 <= slope <= -0.4, (slope, values)
+    assert values[0] > values[1] > values[2] and slope <= -0.8, (slope, values)
 
 
 @pytest.mark.parametrize("name,i,risk,spread,U0,U0_spread", [

@@ -8,8 +8,8 @@ import fairmodel as fm
 from fairmodel.exact import gdro as exact
 from fairmodel.data import Batch
 from fairmodel.risks import GroupRisks
-from fairmodel.stochastic.aleg import (aleg, lipschitz_lz, mero_two_stage, normalize_log, prox_step, theory_band,
-                                       vr_operator)
+from fairmodel.stochastic.aleg import (aleg, lipschitz_lz, mero_two_stage, normalize_log, prox_step, snapshot_terms,
+                                       theory_band, vr_operator)
 from fairmodel.stochastic.smd import smd
 
 from .conftest import make_instance
@@ -108,12 +108,12 @@ def test_estimator_is_unbiased_exactly(small_risks):
         for j in R.index[i]:
             rows = np.array([R.index[g][0] if g != i else j for g in range(3)])
             base = np.array([R.index[g][0] for g in range(3)])
-            vw, vq = vr_operator(R, _batch(R, rows), 1, w_h, q_h, q_s, z_s, r_s, g_s)
-            vw0, vq0 = vr_operator(R, _batch(R, base), 1, w_h, q_h, q_s, z_s, r_s, g_s)
+            vw, vq = vr_operator(R, *snapshot_terms(R, _batch(R, rows), z_s), 1, w_h, q_h, q_s, r_s, g_s)
+            vw0, vq0 = vr_operator(R, *snapshot_terms(R, _batch(R, base), z_s), 1, w_h, q_h, q_s, r_s, g_s)
             mean_vw += (vw - vw0) / R.index[i].size
             mean_vq += (vq - vq0) / R.index[i].size
     base = np.array([R.index[g][0] for g in range(3)])
-    vw0, vq0 = vr_operator(R, _batch(R, base), 1, w_h, q_h, q_s, z_s, r_s, g_s)
+    vw0, vq0 = vr_operator(R, *snapshot_terms(R, _batch(R, base), z_s), 1, w_h, q_h, q_s, r_s, g_s)
     exp_vw, exp_vq = vw0 + mean_vw, vq0 + mean_vq
     r_h, g_h, _ = R.risks_and_grad(w_h, q_h)
     assert np.allclose(exp_vw, g_h, atol=1e-10)
@@ -128,7 +128,7 @@ def test_zero_variance_at_the_snapshot(small_risks):
     r_s, g_s, z_s = _snapshot_operator(R, w_s, q_s)
     sampler = R.sampler(2, rng)
     for _ in range(10):
-        vw, vq = vr_operator(R, sampler.draw(), 2, w_s, q_s, q_s, z_s, r_s, g_s)
+        vw, vq = vr_operator(R, *snapshot_terms(R, sampler.draw(), z_s), 2, w_s, q_s, q_s, r_s, g_s)
         assert np.allclose(vw, g_s, atol=1e-12) and np.allclose(vq, -r_s, atol=1e-12)
 
 
@@ -303,3 +303,18 @@ def test_gap_decays_at_least_like_one_over_s(small_risks):
             gaps.append(np.max(small_risks.risks(out["w"])) - small_risks.weighted_value_and_grad(inner, out["q"])[0])
         means.append(np.mean(gaps))
     assert np.log(means[1] / means[0]) / np.log(10) <= -0.8
+
+
+def test_block_draws_give_each_step_b_rows_per_group(small_risks):
+    """The samples of a block of steps come group by group for every step, with matching snapshot terms."""
+    from fairmodel.stochastic.aleg import draw_block
+    R = small_risks
+    rng = np.random.default_rng(0)
+    r_s, g_s, z_s = R.risks_and_grad(np.ones(5) * 0.1, np.full(3, 1 / 3))
+    Xb, yb, phi_s, dphi_s = draw_block(R, R.sampler(2, rng), 2, 7, z_s)
+    assert Xb.shape == (7, 6, 5) and yb.shape == (7, 6)
+    for k in range(7):
+        rows = [int(np.flatnonzero((R.X == x).all(axis=1))[0]) for x in Xb[k]]
+        assert [int(R.codes[r]) for r in rows] == [0, 0, 1, 1, 2, 2]
+        assert np.allclose(phi_s[k], R.loss.phi(z_s[rows], R.y[rows]))
+        assert np.allclose(dphi_s[k], R.loss.dphi(z_s[rows], R.y[rows]))

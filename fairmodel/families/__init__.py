@@ -5,6 +5,7 @@ from . import gdro  # noqa: F401
 from . import dp  # noqa: F401,E402
 
 # AUC fairness (issue 4)
+from . import auc  # noqa: F401,E402
 
 # partial fairness (issue 5)
 

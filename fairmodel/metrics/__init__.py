@@ -7,6 +7,8 @@ One module per family; this package re-exports their public functions (``fm.metr
 from .dp import ks_unfairness, mse, pmf_unfairness, randomized_risk  # noqa: F401
 
 # AUC fairness metrics (issue 4)
+from .auc import (auc_between, auc_fairness, auc_fairness_terms, auc_score, auc_sets,  # noqa: F401,E402
+                  select_by_validation)
 
 # partial fairness metrics (issue 5)
 

@@ -29,6 +29,7 @@ from ..risks import GroupRisks
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
 OUTPUTS = ("average", "suffix", "snapshot")
+BLOCK = 256  # inner steps whose samples are drawn (and whose snapshot terms are computed) in one go
 
 
 def lipschitz_lz(D_w: float, L: float, G: float, m: int) -> float:
@@ -112,25 +113,46 @@ def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma
     return risks.project(anchor_w - gamma_w * v_w), normalize_log(anchor_logq - gamma_q * v_q)
 
 
-def vr_operator(risks: GroupRisks, batch, batch_size: int, w_half, q_half, snap_q, z_s, r_s, g_s):
+def snapshot_terms(risks: GroupRisks, batch, z_s):
+    """(design, labels, l(w^s; xi), l'(w^s; xi)) of a Batch: the snapshot's part of the estimator (22), which
+    depends only on the snapshot scores z_s = X w^s (cached from the full pass) and the samples."""
+    Xb, yb = risks.batch(batch)
+    zs = z_s[batch.rows]
+    return Xb, yb, risks.loss.phi(zs, yb), risks.loss.dphi(zs, yb)
+
+
+def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s):
+    """The per-group samples of ``n_steps`` inner steps drawn at once (they do not depend on the iterates),
+    with their snapshot terms: arrays whose first axis is the step, each step's rows group by group."""
+    m = risks.m
+    batch = sampler.draw(batch_size * n_steps)          # group-major: group i has rows i*b*n .. (i+1)*b*n - 1
+
+    def by_step(a):
+        a = a.reshape((m, n_steps, batch_size) + a.shape[1:]).swapaxes(0, 1)
+        return a.reshape((n_steps, m * batch_size) + a.shape[3:])
+    Xb, yb, phi_s, dphi_s = snapshot_terms(risks, batch, z_s)
+    return by_step(Xb), by_step(yb), by_step(phi_s), by_step(dphi_s)
+
+
+def vr_operator(risks: GroupRisks, Xb, yb, phi_s, dphi_s, batch_size: int, w_half, q_half, snap_q, r_s, g_s):
     """The variance-reduced estimator g of eq. (22) at z_half = (w_half, q_half), as (v_w, v_q).
 
     g = grad F(z_half; xi) - grad F(z^s; xi) + grad F(z^s) with the stochastic operator (21)
-    grad F(z; xi) = (sum_i q_i grad l(w; xi_i); -[l(w; xi_i)]_i), xi = ``batch`` (a Batch of batch_size rows per
-    group, group by group); the snapshot scores z_s = X w^s are cached from the full pass. r_s, g_s: the (offset) risks and
-    q^s-weighted gradient at the snapshot. Per-group offsets cancel in the difference term (spec §3.3).
+    grad F(z; xi) = (sum_i q_i grad l(w; xi_i); -[l(w; xi_i)]_i); xi = the rows of ``Xb`` (batch_size per group,
+    group by group) with labels ``yb`` and snapshot terms ``phi_s``, ``dphi_s`` (:func:`snapshot_terms`).
+    r_s, g_s: the (offset) risks and q^s-weighted gradient at the snapshot. Per-group offsets cancel in the
+    difference term (spec §3.3).
     """
     m = risks.m
-    Xb, yb = risks.batch(batch)
-    z_half, zs = Xb @ w_half, z_s[batch.rows]
-    diff = (risks.loss.phi(z_half, yb) - risks.loss.phi(zs, yb)).reshape(m, batch_size).sum(axis=1) / batch_size
-    coef_half, coef_s = risks.loss.dphi(z_half, yb), risks.loss.dphi(zs, yb)
+    z_half = Xb @ w_half
+    diff = (risks.loss.phi(z_half, yb) - phi_s).reshape(m, batch_size).sum(axis=1) / batch_size
+    coef_half = risks.loss.dphi(z_half, yb)
     wq_half = np.repeat(q_half / batch_size, batch_size)
     wq_s = np.repeat(snap_q / batch_size, batch_size)
     if coef_half.ndim == 2:
-        coef = coef_half * wq_half[:, None] - coef_s * wq_s[:, None]
+        coef = coef_half * wq_half[:, None] - dphi_s * wq_s[:, None]
     else:
-        coef = coef_half * wq_half - coef_s * wq_s
+        coef = coef_half * wq_half - dphi_s * wq_s
     return Xb.T @ coef + g_s, -(diff + r_s)
 
 
@@ -212,20 +234,23 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
             if s == suffix_from and output == "suffix":
                 out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
             for k in range(lengths[s]):
+                if k % BLOCK == 0:  # per-group sampling (20) for the next BLOCK steps at once
+                    block = draw_block(risks, sampler, batch_size, min(BLOCK, lengths[s] - k), z_s)
                 a, gw, gq = alpha_f(s, k), steps.gw(s, k), steps.gq(s, k)
                 anchor_w, anchor_logq = a * snap_w + (1.0 - a) * w, a * snap_lam + (1.0 - a) * logq
                 # half step (19) with the full snapshot operator (g_s; -r_s)
                 w_half, logq_half = prox_step(risks, anchor_w, anchor_logq, g_s, -r_s, gw, gq)
                 q_half = np.exp(logq_half)
-                # per-group sampling (20), variance-reduced estimator (22), full step (23), same anchors
-                batch = sampler.draw()
-                v_w, v_q = vr_operator(risks, batch, batch_size, w_half, q_half, snap_q, z_s, r_s, g_s)
+                # variance-reduced estimator (22) on this step's samples, full step (23) with the same anchors
+                j = k % BLOCK
+                v_w, v_q = vr_operator(risks, block[0][j], block[1][j], block[2][j], block[3][j], batch_size,
+                                       w_half, q_half, snap_q, r_s, g_s)
                 w, logq = prox_step(risks, anchor_w, anchor_logq, v_w, v_q, gw, gq)
                 evals += 2 * m * batch_size
                 if trace is not None:
                     trace.append({"epoch": s, "step": k, "w_half": w_half, "q_half": q_half, "w": w,
                                   "q": np.exp(logq), "snap_w": snap_w, "snap_q": snap_q, "snap_lam": snap_lam,
-                                  "alpha": a, "rows": batch.rows})
+                                  "alpha": a})
                 # output (24): eta-weighted half iterates; snapshot (17)/(18): z_{k+1} weighted by alpha_k
                 if s >= suffix_from:
                     ew = steps.weight(s, k)
