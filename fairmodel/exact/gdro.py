@@ -107,7 +107,7 @@ def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int
     def dual(q):
         q = np.clip(q, 0.0, None)
         q = q / q.sum()
-        theta, _, _ = minimize_on_ball(risks.weighted_oracle(q), state["theta"], risks.radius, tol=1e-12)
+        theta, _, _ = minimize_on_ball(risks.weighted_oracle(q), state["theta"], risks.radius, tol=1e-11)
         state["theta"], state["calls"] = theta, state["calls"] + 1
         r = risks.risks(theta) - c
         return -float(q @ r), -r
