@@ -48,7 +48,8 @@ def report(name: str, runs: dict) -> str:
     tight = sums[variants[0]][-1]
     within = abs(tight["risk"] - tight["paper_risk"]) <= PAPER_STD[name]
     lines += ["", f"Tightest eps, {label[variants[0]]}: risk {tight['risk']:.4f} vs the paper's "
-                  f"{tight['paper_risk']:.4f} +- {PAPER_STD[name]}: {'within' if within else 'OUTSIDE'} the paper's spread."]
+                  f"{tight['paper_risk']:.4f} +- {PAPER_STD[name]}: "
+                  f"{'within' if within else 'OUTSIDE'} the paper's spread."]
     return "\n".join(lines)
 
 

@@ -57,8 +57,9 @@ def gradient_mapping(z: np.ndarray, grad: np.ndarray, alpha: float) -> np.ndarra
 
 
 def canonical(z: np.ndarray) -> np.ndarray:
-    """(max(D, 0), max(-D, 0)) with D = Lambda - V (z of shape (..., 2, m, K)): the same policy (only D enters eq. (7)) with F lower by
-    2 sum_js min(Lambda, V)_js eps_s (the invariance of spec §7.1 item 9), so never a worse dual certificate."""
+    """(max(D, 0), max(-D, 0)) with D = Lambda - V (z of shape (..., 2, m, K)): the same policy (only D enters
+    eq. (7)) with F lower by 2 sum_js min(Lambda, V)_js eps_s (the invariance of spec §7.1 item 9), so never a
+    worse dual certificate."""
     D = z[..., 0, :, :] - z[..., 1, :, :]
     return np.stack([np.maximum(D, 0.0), np.maximum(-D, 0.0)], axis=-3)
 

@@ -180,7 +180,8 @@ def test_judge_certificates_of_exact_and_stochastic_results(models):
     assert s["dual_unfairness_excess"] == pytest.approx(fast.metrics["unfairness_excess"], rel=1e-9, abs=1e-15)
     assert s["dual_suboptimality"] >= -1e-12
     assert s["optimal_value"] == pytest.approx(exact.objective, abs=1e-7)
-    assert fast.metrics["samples_used"] <= 5000 and fast.metrics["passes"] == pytest.approx(fast.metrics["samples_used"] / 600)
+    used = fast.metrics["samples_used"]
+    assert used <= 5000 and fast.metrics["passes"] == pytest.approx(used / 600)
     # ~5000 draws with replacement from 600 points reach all but ~600 exp(-5000/600) ~ 0.1 of them
     assert 595 <= fast.metrics["distinct_points"] <= 600
     assert prob.evaluate(fast).objective == pytest.approx(fast.objective)  # judge any candidate again
@@ -394,12 +395,13 @@ def test_import_without_scikit_learn():
     assert out.stdout.strip() == "lazy"
 
 
-# -- loaders ------------------------------------------------------------------------------------------------------------
+# -- loaders ---------------------------------------------------------------------------------------------------
 def test_loaders_follow_the_papers_preprocessing():
     law = fm.datasets.load_lawschool(target="ugpa")
     assert law.y.max() <= 4 and set(law.groups.names) == {"white", "non-white"} and law.n_features == 9
     cc = fm.datasets.load_communities()
     assert cc.n_samples == 1984 and 0 < cc.y.min() and cc.y.max() <= 1 and "racePctWhite" not in cc.feature_names
     adult = fm.datasets.load_adult(target="age", encoding="dp", standardize=False)
-    assert adult.feature_names == ("fnlwgt", "education.num", "capital.gain", "capital.loss", "hours.per.week", "income")
+    assert adult.feature_names == ("fnlwgt", "education.num", "capital.gain", "capital.loss", "hours.per.week",
+                                   "income")
     assert set(np.unique(adult.X[:, -1])) == {0.0, 1.0} and set(adult.groups.names) == {"Female", "Male"}

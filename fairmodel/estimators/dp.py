@@ -126,7 +126,8 @@ class DemographicParityPostProcessor(BaseEstimator):
     # -- prediction -------------------------------------------------------------------------------------------------
     def _check_fitted(self):
         if not hasattr(self, "predictor_"):
-            raise OptionError("this DemographicParityPostProcessor is not fitted yet: call fit(X_unlabeled) or partial_fit")
+            raise OptionError("this DemographicParityPostProcessor is not fitted yet: call fit(X_unlabeled) or "
+                              "partial_fit(X_batch)")
 
     def predict_proba(self, X) -> np.ndarray:
         """pi(. | x) over the grid ``grid_`` for every row of X: shape (n, 2L + 1) (eq. (7))."""

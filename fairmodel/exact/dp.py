@@ -156,9 +156,9 @@ def solve_lbfgs(dual: DualProblem, z0=None, *, tol: float = 1e-7, maxiter: int =
                           f"iterations and {runs} restarts ({message}); try method='primal' (CVXPY)", status=message)
     status = "optimal" if kkt <= tol else "optimal_inaccurate"
     z = x.reshape(shape)
-    return z, {"name": "L-BFGS-B", "status": status, "message": message, "iterations": iterations, "restarts": max(0, runs - 1),
-               "value": dual.value(z), "kkt_residual": kkt, "solve": elapsed, "compile": 0.0,
-               "options": {"tol": tol, "maxiter": maxiter}}
+    return z, {"name": "L-BFGS-B", "status": status, "message": message, "iterations": iterations,
+               "restarts": max(0, runs - 1), "value": dual.value(z), "kkt_residual": kkt, "solve": elapsed,
+               "compile": 0.0, "options": {"tol": tol, "maxiter": maxiter}}
 
 
 def _clean_policy(P: np.ndarray) -> np.ndarray:

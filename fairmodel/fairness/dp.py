@@ -431,7 +431,8 @@ class DPPredictor:
             if self.post is None:
                 raise OptionError("this predictor has no base models (the GridPredictor held arrays, or the result was "
                                   "loaded from disk): pass their values, predict_proba(eta=reg.predict(X), "
-                                  "tau=clf.predict_proba(X)), or DPPredictor.from_result(result, post=GridPredictor(...))")
+                                  "tau=clf.predict_proba(X)), or DPPredictor.from_result(result, "
+                                  "post=GridPredictor(...))")
             return self.post.values(X)
         first = eta if self.kind == "regression" else cost
         if first is None or tau is None:

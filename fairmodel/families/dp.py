@@ -125,7 +125,8 @@ class DPPostProcessing(Family):
         entropy = problem.options.get("entropy", 0.0)
         if isinstance(entropy, bool) or not isinstance(entropy, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(entropy) or entropy < 0:
-            raise OptionError(f"entropy must be a finite number >= 0 (entropy = 1/beta; 0 is the LP (3)); got {entropy!r}")
+            raise OptionError(f"entropy must be a finite number >= 0 (entropy = 1/beta; 0 is the LP (3)); "
+                              f"got {entropy!r}")
         return cls(problem, expr, cons[0] if cons else None, float(entropy))
 
     # -- description -------------------------------------------------------------------------------------------
@@ -148,7 +149,8 @@ class DPPostProcessing(Family):
         """The primal CVXPY program (3) / (4) on ``data`` (default: the points of the most recent solve)."""
         prep = self._points(data, sample_weight)
         if prep.eps is None:
-            raise UnsupportedProblemError("without a fairness constraint the optimum is explicit (pi_(0,0), Remark 3.2)")
+            raise UnsupportedProblemError("without a fairness constraint the optimum is explicit (pi_(0,0), "
+                                          "Remark 3.2)")
         return exact_dp.primal_program(self._dual(prep))[0]
 
     # -- data ------------------------------------------------------------------------------------------------------
@@ -185,8 +187,8 @@ class DPPostProcessing(Family):
             z0 = np.stack([np.asarray(z0["Lambda"], dtype=float), np.asarray(z0["V"], dtype=float)])
         z0 = np.asarray(z0, dtype=float)
         if z0.shape != shape or not np.all(np.isfinite(z0)) or np.any(z0 < 0):
-            raise OptionError(f"z0 (a warm start) must be a result, {{'Lambda', 'V'}} or an array of shape {shape} with "
-                              f"finite entries >= 0")
+            raise OptionError(f"z0 (a warm start) must be a result, {{'Lambda', 'V'}} or an array of shape "
+                              f"{shape} with finite entries >= 0")
         return z0.copy()
 
     def _p_is_calibrated(self) -> bool:
@@ -227,11 +229,12 @@ class DPPostProcessing(Family):
                          oracle=None, mu=None, inner="acsa2", variant="paper", smoothness="sigma2", step=None,
                          tail=1.0, z0=None, history_every=0, callback=None, judge_size=JUDGE_SIZE, certify=None):
         if math.isinf(self.beta):
-            raise UnsupportedProblemError("the stochastic backend minimizes the smooth dual (5), which needs entropy > 0: "
-                                          "declare fm.Problem(..., entropy=1/beta), e.g. beta = 100 (the paper: "
-                                          "fm.dp_parameters('reference', n=N))")
+            raise UnsupportedProblemError("the stochastic backend minimizes the smooth dual (5), which needs "
+                                          "entropy > 0: declare fm.Problem(..., entropy=1/beta), e.g. beta = 100 "
+                                          "(the paper: fm.dp_parameters('reference', n=N))")
         if variant not in ("paper", "reference"):
-            raise OptionError(f"variant must be 'paper' or 'reference' (the reference code's quirks, spec §3.7); got {variant!r}")
+            raise OptionError(f"variant must be 'paper' or 'reference' (the reference code's quirks, spec §3.7); "
+                              f"got {variant!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
         stream = data is not None and hasattr(data, "__next__")
@@ -239,7 +242,8 @@ class DPPostProcessing(Family):
         if oracle not in ORACLES:
             raise OptionError(f"oracle must be one of {', '.join(ORACLES)}; got {oracle!r}")
         if stream and oracle != "stream":
-            raise OptionError("data is an iterator of chunks (a stream): it can only be read once, in order (oracle='stream')")
+            raise OptionError("data is an iterator of chunks (a stream): it can only be read once, in order "
+                              "(oracle='stream')")
         rng = as_generator(seed)
         if stream:
             fit = StreamFit(self, T, batch_size=batch_size, method=method, mu=mu, inner=inner, variant=variant,
@@ -265,7 +269,8 @@ class DPPostProcessing(Family):
         """One optimizer run on a stored pool; ``eps`` (K,) or stacked (E, 1, K) with z0 (E, 2, m, K)."""
         T = DEFAULT_T if T is None else _check_T(T)
         if oracle in ("stream", "epochs") and prep.weights is not None:
-            raise OptionError(f"oracle={oracle!r} reads points with equal weights; use 'resample' or 'exact' with sample_weight")
+            raise OptionError(f"oracle={oracle!r} reads points with equal weights; use 'resample' or 'exact' with "
+                              f"sample_weight")
         R = self.post.costs(prep.first) if prep.n * self.post.m <= POOL_R_MAX or self.post.kind == "cost" else None
         pool = Pool(prep.T, R, prep.first if R is None else None, self.post.grid, prep.weights)
         M = _smoothness(smoothness, self.beta, prep.p, lambda: self._dual(prep).sigma2_plugin())
@@ -432,7 +437,8 @@ def _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, bet
 
 
 def _warn_theory_condition(M, mu, T, J, inner):
-    """Thm C.2 (AC-SA^2) needs T > 2^(11/4) sqrt(M/mu) J, Thm C.3 (AC-SA) T > 4 sqrt(M/mu) J (spec §3.6, §8 item 12)."""
+    """Thm C.2 (AC-SA^2) needs T > 2^(11/4) sqrt(M/mu) J, Thm C.3 (AC-SA) T > 4 sqrt(M/mu) J (spec §3.6,
+    §8 item 12)."""
     const = 2 ** 2.75 if inner == "acsa2" else 4.0
     need = const * math.sqrt(M / mu) * J
     if T <= need:
@@ -456,8 +462,8 @@ def _solution(family: DPPostProcessing, run: DualRun, info: dict, method: str, j
     metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **info}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
               "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
-    return Solution(variables={"Lambda": z[0], "V": z[1]}, status=status, message=" ".join(filter(None, (msg, message))),
-                    history=run.history, solver=solver, metrics=metrics,
+    return Solution(variables={"Lambda": z[0], "V": z[1]}, status=status,
+                    message=" ".join(filter(None, (msg, message))), history=run.history, solver=solver, metrics=metrics,
                     judge_context={"prepared": judge, "certify": certify})
 
 
@@ -481,7 +487,8 @@ class StreamFit:
                               "training frequencies, ordered like tau's columns); it cannot be calibrated on data "
                               "that have not arrived yet")
         if T is None:
-            raise OptionError("a stream needs T= (the number of samples to use): SGD3 and AC-SA^2 plan their stages by it")
+            raise OptionError("a stream needs T= (the number of samples to use): SGD3 and AC-SA^2 plan their stages "
+                              "by it")
         if smoothness == "plugin":
             raise OptionError("smoothness='plugin' needs the whole sample; a stream uses 'sigma2' or a number")
         self.family, self.p = family, post.p_spec
