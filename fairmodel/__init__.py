@@ -23,6 +23,7 @@ from .results import Result, load_result
 # --- AUC fairness exports (issue 4) ---
 
 # --- partial fairness exports (issue 5) ---
+from .fairness.partial import dc, partial_dp, weak_partial_dp, with_group_interactions  # noqa: E402
 
 # --- min-max / strategic DRO exports (issue 6) ---
 

@@ -6,6 +6,7 @@ from . import gdro  # noqa: F401
 # AUC fairness (issue 4)
 
 # partial fairness (issue 5)
+from . import partial  # noqa: F401,E402
 
 # min-max / strategic DRO (issue 6)
 

@@ -8,5 +8,6 @@ One module per family; this package re-exports their public functions (``fm.metr
 # AUC fairness metrics (issue 4)
 
 # partial fairness metrics (issue 5)
+from .partial import PartialParity, partial_dp, rank_curve, weak_partial_dp  # noqa: E402,F401
 
 # strategic classification metrics (issue 6)
