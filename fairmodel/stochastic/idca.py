@@ -88,7 +88,9 @@ def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
             return f + 0.5 * mu * float(d @ d), grad + mu * d
 
         out = ssg(anchor, e, T, objective, constraint, program.project)
-        if out["status"] in ("stalled", "never_feasible"):
+        # "never_feasible" happens only from an infeasible anchor (allow_infeasible_start): the last
+        # iterate of the Polyak steps is then the next anchor
+        if out["status"] == "stalled":
             raise InfeasibleError(f"SSG could not solve the IDCA subproblem (25) at outer iteration {k}: "
                                   f"{out['message']}. The subproblem is infeasible at this anchor; start "
                                   f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
