@@ -128,8 +128,9 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
          verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None) -> dict:
     """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.
 
-    Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` (then ``keep_anchor`` returns the
-    anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1; else x_{k+1}).
+    Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 (then ``keep_anchor`` returns the
+    anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1; else x_{k+1}). With ``tol = 0``
+    it always runs ``outer`` updates: SSG may return its anchor at one ε_k and move again at a smaller one.
     The history records per outer iteration: objective f_0, max_i f_i, the step ||x_{k+1} - x_k||, the
     proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems,
     spec §5.2) and the inner solver's counters.
@@ -153,11 +154,8 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
             history.append(rec)
             bar.update(1, objective=f_next, step=step)
             last_info = dict(info, anchor=x, x_next=x_next, step=step)
-            if step <= tol:
+            if (tol > 0 and step <= tol) or (keep_anchor and step == 0.0):
                 status, message = "converged", f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}"
-                if step == 0.0:
-                    message += (" (the inner solver returned the anchor: no better nearly feasible point was found; "
-                                "with SSG, a smaller eps or more inner iterations may move on)")
                 if not keep_anchor:
                     x = x_next
                 break
