@@ -126,6 +126,10 @@ def test_infeasible_start_is_refused_with_advice(small):
     far[:data.n_features] = 5.0 * np.random.default_rng(0).standard_normal(data.n_features)
     with pytest.raises(InfeasibleError, match="w = 0"):
         prob.solve(backend="stochastic", start={"w": far}, outer=2, inner=10)
+    with pytest.raises(InfeasibleError, match="w = 0"):
+        prob.solve(backend="exact", start={"w": far}, outer=2)
+    with pytest.raises(InfeasibleError, match="eps"):
+        prob.solve(backend="stochastic", method="ssg", start={"w": far}, allow_infeasible_start=True, iterations=10)
     res = prob.solve(backend="stochastic", start={"w": far}, allow_infeasible_start=True, outer=3, inner=10)
     assert res.status in ("budget_exhausted", "converged")
     # no guarantee from an infeasible start: the judge reports whatever violation is left

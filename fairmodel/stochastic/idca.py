@@ -104,7 +104,7 @@ def exact_inner(subproblem, verbose=False, **solver_options):
     def inner(anchor, k):
         x_hat, lam, record = subproblem.solve(anchor, verbose=verbose, **solver_options)
         return x_hat, {"lam": lam, "solver_status": record["status"], "solver_time": record["solve"],
-                       "solver_iterations": record.get("iterations")}
+                       "solver_iterations": record.get("iterations"), "newton_steps": record.get("newton_steps", 1)}
     return inner
 
 
