@@ -33,13 +33,14 @@ def machine() -> str:
             f"scipy {scipy.__version__}, cvxpy {cvxpy.__version__}; {datetime.date.today().isoformat()}")
 
 
-def write_section(name: str, body: str) -> None:
-    """Replace (or append) the section ``name`` of docs/benchmarks.md with ``body`` and a machine stamp."""
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+def write_section(name: str, body: str, doc: Path = DOC) -> None:
+    """Replace (or append) the section ``name`` of docs/benchmarks.md (or of ``doc``) with ``body`` and a
+    machine stamp."""
+    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     block = f"<!-- BEGIN {name} -->\n{body.rstrip()}\n\n_Measured on: {machine()}._\n<!-- END {name} -->"
     pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    DOC.write_text(text)
+    doc.write_text(text)
 
 
 def median_time(fn, repeat: int = 5) -> float:

@@ -12,27 +12,37 @@ from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResultFileError, SolverError, UnsupportedProblemError)
-from .expressions import (Weights, group_mean, group_optimal, hinge_loss, logistic_loss, max, mean, norm,
-                          softmax_loss, squared_loss, sum_squares)
+from .expressions import (Parameter, Weights, group_mean, group_optimal, hinge_loss, logistic_loss, max, mean, norm,
+                          parameter, softmax_loss, squared_loss, sum_squares)
 from .judge import Evaluation, judge
 from .problem import Inequality, Minimize, Problem
 from .results import Result, load_result
+from .sweep import Frontier, sweep
 
 # --- DP post-processing exports (issue 3) ---
 
 # --- AUC fairness exports (issue 4) ---
+from .fairness.auc import auc_gap, auc_loss
+from .models import SigmoidMLP
 
 # --- partial fairness exports (issue 5) ---
 from .fairness.partial import dc, partial_dp, weak_partial_dp, with_group_interactions  # noqa: E402
 
 # --- min-max / strategic DRO exports (issue 6) ---
+from .domains import Ball, Box, Product, Simplex, TruncatedCone
+from .saddle import SaddleProblem
+from .strategic import strategic_score, wasserstein_worst_case
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "CrossCheckReport", "metrics", "DataError", "Dataset", "Evaluation", "ExpressionTypeError", "FairmodelError",
-    "Groups", "InfeasibleError", "Inequality", "Minimize", "ModelError", "OptionError", "Problem", "Result",
-    "ResultFileError", "SolverError", "UnsupportedProblemError", "Weights", "crosscheck", "datasets",
-    "group_mean", "group_optimal", "hinge_loss", "judge", "load_result", "logistic_loss", "max", "mean", "norm",
-    "softmax_loss", "squared_loss", "sum_squares",
+    "Batch", "crosscheck", "CrossCheckReport", "DataError", "Dataset", "datasets", "Evaluation",
+    "ExpressionTypeError", "FairmodelError", "Frontier", "group_mean", "group_optimal", "Groups", "hinge_loss",
+    "Inequality", "InfeasibleError", "judge", "load_result", "logistic_loss", "max", "mean", "metrics",
+    "Minimize", "ModelError", "norm", "OptionError", "Parameter", "parameter", "Problem", "Result",
+    "ResultFileError", "softmax_loss", "SolverError", "squared_loss", "sum_squares", "sweep",
+    "UnsupportedProblemError", "Weights",
 ]
+__all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
+            "strategic_score", "wasserstein_worst_case"]
+__all__ += ["SigmoidMLP", "auc_gap", "auc_loss"]  # issue 4

@@ -159,10 +159,10 @@ def _as_label_array(labels) -> np.ndarray:
     labels = list(labels) if not hasattr(labels, "to_numpy") else labels.to_numpy()
     if isinstance(labels, np.ndarray):
         return labels
-    out = np.empty(len(labels), dtype=object)
+    if len({type(v) for v in labels}) == 1 and not isinstance(labels[0], tuple):
+        return np.asarray(labels)
+    out = np.empty(len(labels), dtype=object)  # mixed types or tuples: keep every label as it is
     out[:] = labels
-    if all(not isinstance(v, tuple) for v in labels):
-        out = np.asarray(labels)
     return out
 
 
@@ -250,7 +250,12 @@ class Dataset:
 
     # -- DSL entry point ------------------------------------------------------------------------------
     def score(self, w):
-        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression)."""
+        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression).
+
+        A model object with a ``score_on(data)`` method (e.g. :class:`fairmodel.SigmoidMLP`) gives its own score.
+        """
+        if hasattr(w, "score_on"):
+            return w.score_on(self)
         from .expressions import LinearScore
         return LinearScore(self, w)
 
@@ -357,9 +362,10 @@ class Dataset:
             yield Batch(self.X[sl], None if self.y is None else self.y[sl],
                         None if g is None else g[sl], np.arange(start, min(start + size, self.n_samples)))
 
-    def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None) -> "Sampler":
-        """A minibatch sampler of the given ``kind`` (see the module docstring)."""
-        return Sampler(self, kind, batch_size, seed)
+    def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None) -> "Sampler":
+        """A minibatch sampler of the given ``kind`` (see the module docstring); ``groups`` overrides the
+        data set's own groups for the ``per_group`` and ``stratified`` kinds."""
+        return Sampler(self, kind, batch_size, seed, groups)
 
 
 class Sampler:
@@ -370,33 +376,43 @@ class Sampler:
     ``kind="stratified"``: ``batch_size`` rows split across groups in proportion to group sizes.
     """
 
-    def __init__(self, data: Dataset, kind: str, batch_size: int, seed=None):
+    def __init__(self, data: Dataset, kind: str, batch_size: int, seed=None, groups=None):
         if kind not in SAMPLER_KINDS:
             raise DataError(f"unknown sampler kind {kind!r}; valid kinds are {', '.join(SAMPLER_KINDS)}")
         if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
             raise DataError(f"batch_size must be a positive integer; got {batch_size!r}")
         self.data, self.kind, self.batch_size = data, kind, int(batch_size)
         self.rng = as_generator(seed)
+        self.groups = None
         if kind != "uniform":
-            data.groups.require_nonempty(f"the {kind!r} sampler")
-            self._index = data.groups.indices()
-            self._sizes = data.groups.sizes
+            self.groups = data.groups if groups is None else Groups(groups)
+            if len(self.groups) != data.n_samples:
+                raise DataError(f"the sampler's groups have {len(self.groups)} entries for {data.n_samples} rows")
+            self.groups.require_nonempty(f"the {kind!r} sampler")
+            self._sizes = self.groups.sizes
+            self._order = np.argsort(self.groups.codes, kind="stable")
+            self._starts = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
             if kind == "stratified":
                 self._counts = _allocate(self.batch_size, self._sizes, at_least_one=False)
 
-    def draw_rows(self) -> np.ndarray:
-        rng = self.rng
+    def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
+        rng, size = self.rng, self.batch_size if batch_size is None else int(batch_size)
         if self.kind == "uniform":
-            return rng.integers(0, self.data.n_samples, size=self.batch_size)
-        counts = self._counts if self.kind == "stratified" else np.full(len(self._index), self.batch_size)
-        picks = [ix[rng.integers(0, ix.size, size=c)] for ix, c in zip(self._index, counts) if c]
+            return rng.integers(0, self.data.n_samples, size=size)
+        if self.kind == "per_group":  # one vectorized draw for all groups
+            local = (rng.random((self._sizes.size, size)) * self._sizes[:, None]).astype(np.intp)
+            return self._order[(self._starts[:, None] + local).ravel()]
+        picks = [self._order[s + rng.integers(0, n, size=c)]
+                 for s, n, c in zip(self._starts, self._sizes, self._counts) if c]
         return np.concatenate(picks)
 
-    def draw(self) -> Batch:
-        rows = self.draw_rows()
+    def draw(self, batch_size: int | None = None) -> Batch:
+        """A Batch of ``batch_size`` rows (per group for "per_group"; default: the sampler's batch size)."""
+        rows = self.draw_rows(batch_size)
         d = self.data
-        return Batch(d.X[rows], None if d.y is None else d.y[rows],
-                     None if d._groups is None else d._groups.codes[rows], rows)
+        groups = (self.groups.codes[rows] if self.groups is not None
+                  else None if d._groups is None else d._groups.codes[rows])
+        return Batch(d.X[rows], None if d.y is None else d.y[rows], groups, rows)
 
 
 def _allocate(total: int, weights: np.ndarray, exact: bool = False, at_least_one: bool = True) -> np.ndarray:

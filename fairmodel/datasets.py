@@ -187,6 +187,26 @@ def load_communities(target: str = "ViolentCrimesPerPop", sensitive: str | None 
                    target_name=target, sensitive_name=sensitive)
 
 
+def make_auc_synthetic(n: int = 400, p: int = 5, seed=0) -> Dataset:
+    """The synthetic task of the AUC-fairness spec's reference run (``auc_fairness.md`` §5.6).
+
+    gamma = +1 with probability 0.4 (else -1); x ~ N(0, I_p) with x_0 shifted by 0.8 gamma; the label is +1 with
+    probability sigmoid(x . beta + 0.5 gamma), beta = (1.5, -1, 0.5, 0, 0.3) (padded with zeros or truncated to
+    p). With the defaults (n = 400, p = 5, seed 0) it reproduces the spec's data exactly; groups are +1 / -1.
+    """
+    if int(n) < 2 or int(p) < 1:
+        raise DataError(f"n must be >= 2 and p >= 1; got n={n}, p={p}")
+    rng = as_generator(seed)
+    gamma = np.where(rng.random(n) < 0.4, 1, -1)
+    X = rng.normal(size=(n, p))
+    X[:, 0] += 0.8 * gamma
+    beta = np.zeros(p)
+    beta[: min(p, 5)] = np.array([1.5, -1, 0.5, 0, 0.3])[: min(p, 5)]
+    logit = X @ beta + 0.5 * gamma
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1.0, -1.0)
+    return Dataset(X, y, gamma, name=f"auc-synthetic(n={n},p={p})")
+
+
 def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, seed=None) -> Dataset:
     """The synthetic task of the group-DRO paper, eq. (33).
 
@@ -213,6 +233,27 @@ def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, 
         y = np.where(rng.random(sizes[i]) < flips[i], -y, y)
         Xs.append(X), ys.append(y), gs.append(np.full(sizes[i], i))
     return Dataset(np.vstack(Xs), np.concatenate(ys), np.concatenate(gs), name=f"gdro-synthetic(m={m},d={d})")
+
+
+def make_strategic_synthetic(n: int = 1000, p: int = 10, n_strategic: int = 5, noise_var: float = 0.1,
+                             seed=None) -> Dataset:
+    """The synthetic task of the zeroth-order min-max paper (§6.1; spec ``zeroth_order_minmax_dro.md`` §5.1).
+
+    theta_gt ~ N(0, I_p), x_i ~ N(0, I_p), y_i = sign(<x_i, theta_gt> + z_i) with z_i ~ N(0, noise_var)
+    (a scalar of variance 0.1, erratum U14), sign(0) = +1. The first ``n_strategic`` features are the
+    strategic ones (named ``s0..``; the others ``x..``): pass ``strategic_features=range(n_strategic)``.
+    """
+    if int(n) < 1 or int(p) < 1 or not 0 <= int(n_strategic) <= int(p):
+        raise DataError(f"need n >= 1, p >= 1 and 0 <= n_strategic <= p; got n={n}, p={p}, n_strategic={n_strategic}")
+    if not noise_var >= 0:
+        raise DataError(f"noise_var must be non-negative; got {noise_var}")
+    rng = as_generator(seed)
+    theta_gt = rng.standard_normal(p)
+    X = rng.standard_normal((n, p))
+    y = np.sign(X @ theta_gt + rng.normal(0.0, np.sqrt(noise_var), n))
+    y[y == 0] = 1.0
+    names = [f"s{j}" for j in range(n_strategic)] + [f"x{j}" for j in range(n_strategic, p)]
+    return Dataset(X, y, feature_names=names, name=f"strategic-synthetic(n={n},p={p})")
 
 
 BUNDLED = {

@@ -16,6 +16,7 @@ subgradient of an arg-max component.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -203,6 +204,50 @@ class Constant(Expr):
         return "[" + ", ".join(f"{v:g}" for v in self._value_arr[:4]) + (", ...]" if self.size > 4 else "]")
 
 
+class Parameter(Expr):
+    """A named scalar whose value may change between solves: a fairness budget, a level, a cost.
+
+    The one mutable node of the DSL (as in CVXPY): ``Problem.sweep(name, values)`` sets ``value`` and
+    re-solves; exact programs lower it to a scalar ``cp.Parameter`` so a compiled program is reused.
+    """
+
+    def __init__(self, value: float, name: str, *, nonneg: bool = False):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelError(f"a parameter needs an identifier-like name; got {name!r}")
+        self.name, self.nonneg = name, bool(nonneg)
+        self.value = value
+
+    @property
+    def value(self) -> float:
+        return self._value
+
+    @value.setter
+    def value(self, v) -> None:
+        v = _as_number(v, f"parameter {self.name!r}")
+        if self.nonneg and v < 0:
+            raise ModelError(f"parameter {self.name!r} must be >= 0; got {v}")
+        self._value = v
+
+    @property
+    def curvature(self):
+        return "constant"
+
+    def constant_value(self):
+        return np.asarray(self._value)
+
+    def variables(self):
+        return []
+
+    def _value(self, env):
+        return self._value
+
+    def backprop(self, env, upstream, grads):
+        pass
+
+    def __str__(self):
+        return self.name
+
+
 # ---------------------------------------------------------------------------------------------------
 # Variables and scores
 # ---------------------------------------------------------------------------------------------------
@@ -268,7 +313,7 @@ class Weights(Expr):
         """Euclidean projection onto the domain (the ball, or the identity without a radius)."""
         if self.radius is None:
             return theta
-        norm = np.linalg.norm(theta)
+        norm = math.sqrt(float(np.vdot(theta, theta)))  # cheaper than np.linalg.norm in ALEG's inner loop
         return theta if norm <= self.radius else theta * (self.radius / norm)
 
     def check_value(self, theta, what: str = "value") -> np.ndarray:
@@ -836,6 +881,11 @@ def value_and_grad(expr: Expr, assignment: dict, rows=None):
 # ---------------------------------------------------------------------------------------------------
 # Atom constructors (the public DSL names)
 # ---------------------------------------------------------------------------------------------------
+def parameter(value: float, name: str, nonneg: bool = False) -> Parameter:
+    """A named scalar parameter (e.g. a fairness budget) that ``Problem.sweep`` can vary."""
+    return Parameter(value, name, nonneg=nonneg)
+
+
 def logistic_loss(score: Expr, y) -> LogisticLoss:
     """Per-sample logistic loss log(1 + exp(-y s)); labels in {-1, +1} or {0, 1}."""
     return LogisticLoss(score, y)

@@ -148,6 +148,38 @@ class Problem:
                                  solution=solution, evaluation=evaluation, timings=timings,
                                  problem_text=str(self))
 
+    def parameters(self) -> dict:
+        """The DSL parameters of the problem, by name."""
+        from .expressions import Parameter
+        found = {}
+        for e in [self.objective.expr] + [c.lhs for c in self.constraints] + [c.rhs for c in self.constraints]:
+            for node in e.nodes():
+                if isinstance(node, Parameter):
+                    found[node.name] = node
+        return found
+
+    def sweep(self, param: str, values, backend: str = "exact", warm_start: bool = True,
+              verbose: bool | None = None, **options):
+        """Solve for every value of the parameter ``param``; returns a :class:`fairmodel.sweep.Frontier`.
+
+        The parameter keeps its last value afterwards only if the sweep fails; it is restored otherwise.
+        """
+        from .sweep import sweep
+        params = self.parameters()
+        if param not in params:
+            raise OptionError(f"the problem has no parameter {param!r}; its parameters are "
+                              f"{', '.join(params) or '(none: declare one with fm.parameter(value, name))'}")
+        node, original = params[param], params[param].value
+
+        def build(value):
+            node.value = value
+            return self
+        try:
+            return sweep(build, values, param=param, backend=backend, warm_start=warm_start, verbose=verbose,
+                         **options)
+        finally:
+            node.value = original
+
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.
 

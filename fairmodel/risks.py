@@ -10,56 +10,73 @@ import cvxpy as cp
 import numpy as np
 
 from . import expressions as E
+from .data import Dataset, Groups
 from .errors import UnsupportedProblemError
 
 
 class GroupRisks:
     """Per-group empirical risks of ``loss(data.score(w), y)``; m = 1 for a plain mean (ERM)."""
 
-    def __init__(self, loss: E.Loss, codes: np.ndarray, names, weights: E.Weights):
+    def __init__(self, loss: E.Loss, groups: Groups, weights: E.Weights, data: Dataset | None = None):
         score = loss.score
         if not isinstance(score, E.LinearScore):
             raise UnsupportedProblemError(f"group risks need a loss of a linear score data.score(w); got {loss}")
         self.loss_expr = loss
         self.loss = type(loss)
         self.w = weights
-        self.X = score.design()              # n x p, intercept column appended when present
-        self.y = loss.y
-        self.codes = np.asarray(codes, dtype=np.intp)
-        self.names = tuple(names)
+        self.data = score.data if data is None else data     # the data source: chunks() and sampler()
+        self.y = loss.y                                      # validated labels of the loss, aligned with rows
+        self.groups = groups
+        self.codes = groups.codes
+        self.names = tuple(groups.names)
         self.m = len(self.names)
-        self.sizes = np.bincount(self.codes, minlength=self.m).astype(float)
-        order = np.argsort(self.codes, kind="stable")
-        self.index = np.split(order, np.cumsum(self.sizes.astype(int))[:-1])
-        self._order, self._starts = order, np.concatenate([[0], np.cumsum(self.sizes.astype(int))[:-1]])
+        self.sizes = groups.sizes.astype(float)
+        self.index = groups.indices()
+        self._X = None
 
-    def draw_per_group(self, rng: np.random.Generator, batch_size: int) -> np.ndarray:
-        """Row ids of ``batch_size`` samples from every group, uniform within the group, with replacement
-        (eq. (20) of the group-DRO paper); rows come group by group (group i at i*b .. (i+1)*b - 1)."""
-        local = (rng.random((self.m, batch_size)) * self.sizes[:, None]).astype(np.intp)
-        return self._order[(self._starts[:, None] + local).ravel()]
+    @property
+    def X(self) -> np.ndarray:
+        """The in-memory design matrix (X with a ones column for an intercept): for exact solvers and constants."""
+        if self._X is None:
+            self._X = self.design(self.data.X)
+        return self._X
+
+    @property
+    def n_samples(self) -> int:
+        return self.data.n_samples
+
+    def design(self, X: np.ndarray) -> np.ndarray:
+        return np.hstack([X, np.ones((X.shape[0], 1))]) if self.w.intercept else X
+
+    def sampler(self, batch_size: int, rng) -> "object":
+        """Per-group minibatches (eq. (20) of the group-DRO paper): ``batch_size`` rows from every group,
+        uniform within the group, with replacement, group by group, through the data source's sampler."""
+        return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups)
+
+    def batch(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        """(design, labels) of a :class:`fairmodel.data.Batch`."""
+        return self.design(batch.X), self.y[batch.rows]
 
     @classmethod
     def from_expr(cls, expr: E.Expr) -> "GroupRisks":
         """From ``group_mean(loss, groups)`` (m groups) or ``mean(loss)`` (one group)."""
         if isinstance(expr, E.GroupMean) and isinstance(expr.expr, E.Loss):
-            return cls(expr.expr, expr.groups.codes, expr.groups.names, expr.variables()[0])
+            return cls(expr.expr, expr.groups, expr.variables()[0])
         if isinstance(expr, E.Mean) and isinstance(expr.expr, E.Loss):
             n = expr.expr.size
-            return cls(expr.expr, np.zeros(n, dtype=np.intp), ("all",), expr.variables()[0])
+            return cls(expr.expr, Groups(np.zeros(n, dtype=np.intp), names=("all",)), expr.variables()[0])
         raise UnsupportedProblemError(f"expected fm.group_mean(loss, groups) or fm.mean(loss); got {expr}")
 
     def single_group(self, i: int) -> "GroupRisks":
         """The risk of group i alone, as a one-group problem (MERO stage 1)."""
         rows = self.index[i]
         out = object.__new__(GroupRisks)
-        out.loss_expr, out.loss, out.w = self.loss_expr, self.loss, self.w
-        out.X, out.y = self.X[rows], self.y[rows]
-        out.codes = np.zeros(rows.size, dtype=np.intp)
-        out.names, out.m = (self.names[i],), 1
-        out.sizes = np.array([float(rows.size)])
-        out.index = [np.arange(rows.size)]
-        out._order, out._starts = out.index[0], np.array([0])
+        out.__dict__.update(self.__dict__)
+        out.data, out.y = self.data.take(rows), self.y[rows]
+        out.groups = Groups(np.zeros(rows.size, dtype=np.intp), names=(self.names[i],))
+        out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
+        out.sizes, out.index = out.groups.sizes.astype(float), out.groups.indices()
+        out._X = None if self._X is None else self._X[rows]
         return out
 
     @property
@@ -81,20 +98,29 @@ class GroupRisks:
         return self.loss.phi(self.scores(theta, rows), self.y if rows is None else self.y[rows])
 
     def risks(self, theta) -> np.ndarray:
-        """The vector of group risks R_i(theta) (eq. (2))."""
-        return self.group_means(self.losses(theta))
+        """The vector of group risks R_i(theta) (eq. (2)), by one pass over the data source."""
+        return self.risks_and_grad(theta, np.zeros(self.m))[0]
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
         return np.bincount(self.codes, weights=per_sample, minlength=self.m) / self.sizes
 
-    def risks_and_grad(self, theta, q) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(R(theta), sum_i q_i grad R_i(theta), scores) in one pass over the data (operator (16))."""
-        z = self.scores(theta)
-        r = self.group_means(self.loss.phi(z, self.y))
-        coef = self.loss.dphi(z, self.y)
-        weight = (np.asarray(q) / self.sizes)[self.codes]
-        coef = coef * (weight[:, None] if coef.ndim == 2 else weight)
-        return r, self.X.T @ coef, z
+    def risks_and_grad(self, theta, q, chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(R(theta), sum_i q_i grad R_i(theta), scores) in one pass over the data source's chunks (the
+        operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps."""
+        weight = np.asarray(q, dtype=float) / self.sizes
+        totals = np.zeros(self.m)
+        grad = np.zeros(self.shape)
+        z_all = np.empty((self.n_samples,) + self.shape[1:])
+        for batch in self.data.chunks(chunk):
+            Xd, y = self.batch(batch)
+            codes = self.codes[batch.rows]
+            z = Xd @ theta
+            z_all[batch.rows] = z
+            totals += np.bincount(codes, weights=np.atleast_1d(self.loss.phi(z, y)), minlength=self.m)
+            coef = self.loss.dphi(z, y)
+            wt = weight[codes]
+            grad += Xd.T @ (coef * (wt[:, None] if coef.ndim == 2 else wt))
+        return totals / self.sizes, grad, z_all
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:
         """f(theta) = sum_i q_i R_i(theta) and its gradient."""
@@ -121,6 +147,14 @@ class GroupRisks:
     def has_hessian(self) -> bool:
         return self.loss.d2phi is not None and self.w.n_outputs is None
 
+    def row_norms_squared(self) -> np.ndarray:
+        """||x_j||^2 of every design row (one pass over the data source)."""
+        out = np.empty(self.n_samples)
+        for batch in self.data.chunks():
+            Xd = self.design(batch.X)
+            out[batch.rows] = np.einsum("ij,ij->i", Xd, Xd)
+        return out
+
     # -- constants of the theory --------------------------------------------------------------------------
     def lipschitz_constants(self) -> tuple[float, float]:
         """(G, L): per-sample Lipschitz and smoothness bounds from the data (spec §1.6 worked example).
@@ -128,7 +162,7 @@ class GroupRisks:
         logistic: G = max ||x||, L = max ||x||^2 / 4; softmax: G = sqrt(2) max ||x||, L = max ||x||^2 / 2;
         squared: L = 2 max ||x||^2 (G depends on the domain); hinge: G = max ||x||, not smooth.
         """
-        xmax = float(np.sqrt(np.max(np.einsum("ij,ij->i", self.X, self.X))))
+        xmax = float(np.sqrt(self.row_norms_squared().max()))
         G = {E.SoftmaxLoss: np.sqrt(2.0) * xmax}.get(self.loss, xmax)
         if self.loss is E.SquaredLoss:
             G = 2.0 * xmax * (xmax * (self.radius or np.inf) + np.max(np.abs(self.y)))

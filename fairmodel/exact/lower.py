@@ -19,12 +19,22 @@ class LoweringContext:
 
     def __init__(self):
         self.variables: dict = {}
-        self.memo: dict[int, object] = {}
+        self.memo: dict = {}
+        self.nodes: list = []
 
     def variable(self, w: E.Weights) -> cp.Variable:
         if w not in self.variables:
             self.variables[w] = cp.Variable(w.shape, name=w.name)
         return self.variables[w]
+
+    def update_parameters(self) -> None:
+        """Copy the current values of the DSL parameters into their CVXPY parameters (before a re-solve)."""
+        for node in self.parameter_nodes:
+            self.memo[("parameter", node.name)].value = node.value
+
+    @property
+    def parameter_nodes(self) -> list:
+        return [n for n in self.nodes if isinstance(n, E.Parameter)]
 
     def domain_constraints(self) -> list:
         return [cp.norm(v, "fro" if v.ndim == 2 else 2) <= w.radius
@@ -40,6 +50,7 @@ def lower(expr: E.Expr, ctx: LoweringContext):
             raise UnsupportedProblemError(f"{type(expr).__name__} ({expr}) has no generic CVXPY lowering; "
                                           f"it is handled only by its own family's exact backend")
         ctx.memo[key] = rule(expr, ctx)
+        ctx.nodes.append(expr)
     return ctx.memo[key]
 
 
@@ -102,6 +113,14 @@ def _constant(e: E.Constant, ctx):
     return e.constant_value()
 
 
+def _parameter(e: E.Parameter, ctx):
+    key = ("parameter", e.name)
+    if key not in ctx.memo:
+        ctx.memo[key] = cp.Parameter(name=e.name, value=e.value, nonneg=e.nonneg)
+    ctx.memo[key].value = e.value
+    return ctx.memo[key]
+
+
 def _group_optimal(e: E.GroupOptimal, ctx):
     return e.constant_value()
 
@@ -132,6 +151,7 @@ def _weights(e: E.Weights, ctx):
 
 LOWERING = {
     E.LinearScore: _score, **{loss: _loss for loss in LOSS_LOWERING}, E.Mean: _mean, E.GroupMean: _group_mean,
-    E.Max: _max, E.Constant: _constant, E.GroupOptimal: _group_optimal, E.SumSquares: _sum_squares, E.Norm: _norm, E.Add: _add,
+    E.Max: _max, E.Constant: _constant, E.Parameter: _parameter, E.GroupOptimal: _group_optimal,
+    E.SumSquares: _sum_squares, E.Norm: _norm, E.Add: _add,
     E.ScalarMul: _scalar_mul, E.Weights: _weights,
 }

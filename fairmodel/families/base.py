@@ -93,6 +93,10 @@ class Family:
         """The checks ``fm.crosscheck`` applies to the two judged results (override per family)."""
         return default_checks(exact, stochastic)
 
+    def warm_start(self, result) -> dict:
+        """Options that start the stochastic method from a previous result (used by sweeps)."""
+        return {}
+
     def predictor(self, result):
         raise OptionError(f"results of the {self.title} family have no predictor()")
 

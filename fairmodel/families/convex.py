@@ -44,10 +44,15 @@ class Convex(Family):
         return cls(problem)
 
     def _program(self):
-        ctx = LoweringContext()
-        objective = cp.Minimize(lower(self.problem.objective.expr, ctx))
-        constraints = [lower(c.lhs, ctx) <= lower(c.rhs, ctx) for c in self.problem.constraints]
-        return cp.Problem(objective, constraints + ctx.domain_constraints()), ctx
+        """The CVXPY program, compiled once; DSL parameters become cp.Parameters updated before each solve."""
+        if not hasattr(self, "_compiled"):
+            ctx = LoweringContext()
+            objective = cp.Minimize(lower(self.problem.objective.expr, ctx))
+            constraints = [lower(c.lhs, ctx) <= lower(c.rhs, ctx) for c in self.problem.constraints]
+            self._compiled = (cp.Problem(objective, constraints + ctx.domain_constraints()), ctx)
+        program, ctx = self._compiled
+        ctx.update_parameters()
+        return program, ctx
 
     def to_cvxpy(self):
         return self._program()[0]

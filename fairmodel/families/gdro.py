@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .. import expressions as E
-from ..errors import OptionError
+from ..errors import DataError, OptionError, SolverError
 from ..exact import gdro as exact_gdro
 from ..judge import Evaluation, by_group
 from ..problem import check_options, register_family
@@ -28,9 +28,15 @@ from ..stochastic.aleg import aleg, mero_two_stage
 from ..stochastic.smd import smd
 from .base import Check, Family, Solution
 
-# Practical defaults of the stochastic backend (measured on Adult and the synthetic task; see
-# docs/benchmarks.md): constant effective steps, the paper's eta-weighted average over the second half.
-STOCHASTIC_DEFAULTS = {"epochs": 60, "output": "suffix"}
+
+
+def default_epochs(n_bar: float) -> int:
+    """Default number of epochs S: ceil(60,000 / n_bar) clipped to [20, 200].
+
+    Theorem 4.7 asks for S = O(L_z / (eps sqrt(n_bar))): small groups need more epochs. Measured on Adult
+    (n_bar = 6,000 to 15,000, 20 epochs of 4 samples per group per step) the max-risk gap is below 1e-3
+    (docs/benchmarks.md)."""
+    return int(min(200, max(20, np.ceil(60000 / n_bar))))
 
 
 def _parse(expr: E.Expr):
@@ -56,7 +62,8 @@ def _parse(expr: E.Expr):
     if isinstance(offsets, E.GroupOptimal) and offsets.risks is not inner:
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"
     if inner.size < 2:
-        return "group DRO needs at least two groups (use fm.mean(loss) for one group)"
+        raise DataError(f"group DRO needs at least two groups; the groups of {inner} have only "
+                        f"{inner.groups.names}. Use fm.mean(loss) for plain risk minimization")
     return ("mero" if isinstance(offsets, E.GroupOptimal) else "gdro"), inner, offsets
 
 
@@ -76,14 +83,18 @@ class GroupDRO(Family):
         self.risks = GroupRisks.from_expr(risk_expr)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
-                                              "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)"}
+                                              "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
+                                  "dual": "per-group ERM values R*_g, then the dual method on R_g - R*_g"}
             self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2): per-group ALEG estimates R*_g, "
                                                "then ALEG on R_g - R_hat*_g"}
         else:
             self.exact_methods = {"epigraph": "min t s.t. R_g(w) - c_g <= t, w in W (CVXPY); the constraint "
-                                              "duals are the optimal group weights q*"}
-            self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox, one sample per "
-                                               "group per step (Algorithm 1)",
+                                              "duals are the optimal group weights q*",
+                                  "dual": "max over q in the simplex of min_w sum_g q_g (R_g(w) - c_g) (SLSQP "
+                                          "over q, certified projected-Newton inner solves; logistic/squared)"}
+            self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox with per-group "
+                                               "sampling (Algorithm 1; b samples per group per step, b = 4 by "
+                                               "default, the paper's b = 1 with batch_size=1)",
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
 
     @classmethod
@@ -126,7 +137,17 @@ class GroupDRO(Family):
         start = time.perf_counter()
         offsets = self.offsets(solver) if self.kind == "mero" else self.offsets()
         offsets_time = time.perf_counter() - start
-        theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose)
+        if method == "dual":
+            if solver is not None:
+                raise OptionError("the dual method uses no CVXPY solver; drop solver= or use method='epigraph'")
+            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets)
+        else:
+            try:
+                theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose)
+            except SolverError as exc:
+                hint = (" The dual method solves the same problem with certified Newton steps: "
+                        "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
+                raise SolverError(str(exc) + hint, status=exc.status) from None
         timings = {"compile": record.pop("compile"), "solver": record.pop("solve"), "group_optimal": offsets_time}
         return Solution(variables={self.risks.w.name: theta, "q": q}, status=record["status"],
                         solver=record, timings=timings, certificate={"solver_optimum": opt})
@@ -137,13 +158,15 @@ class GroupDRO(Family):
         if self.kind == "mero":
             allowed += [p for p in inspect.signature(aleg).parameters if p not in ("risks", "seed", "verbose", "offsets")]
         check_options(options, allowed, f"the stochastic method {method!r}")
-        opts = {**STOCHASTIC_DEFAULTS, **options} if fn is aleg else dict(options)
-        if fn is smd:
-            opts.setdefault("epochs", STOCHASTIC_DEFAULTS["epochs"])
+        n_bar = self.risks.n_samples / self.risks.m
+        opts = {"epochs": default_epochs(n_bar), **options}
+        if fn is not smd:  # the eta-weighted average (24) over the second half of the epochs
+            opts.setdefault("output", "suffix")
         if fn is mero_two_stage:
-            opts.setdefault("stage1", {"epochs": STOCHASTIC_DEFAULTS["epochs"] // 2, "output": "suffix"})
-            for k, v in STOCHASTIC_DEFAULTS.items():
-                opts.setdefault(k, v)
+            # stage 1 draws as many samples per step from its one group as stage 2 draws from all m groups,
+            # so both stages take the same number of (Python-level) steps per epoch
+            batch = opts.get("batch_size", inspect.signature(aleg).parameters["batch_size"].default)
+            opts.setdefault("stage1", {"epochs": 2 * opts["epochs"], "output": "suffix", "batch_size": batch * self.risks.m})
         else:
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
         out = fn(self.risks, seed=seed, verbose=verbose, **opts)
@@ -157,6 +180,10 @@ class GroupDRO(Family):
         return Solution(variables={self.risks.w.name: out["w"], "q": out["q"]}, status=out["status"],
                         message=out["message"], history=out["history"], metrics=metrics, certificate=certificate,
                         solver={"name": method, "options": {k: v for k, v in opts.items() if _plain(v)}})
+
+    def warm_start(self, result) -> dict:
+        q = np.clip(np.asarray(result.variables["q"], dtype=float), 1e-12, None)
+        return {"w0": self.risks.project(result.variables[self.risks.w.name]), "q0": q / q.sum()}
 
     # -- judge ---------------------------------------------------------------------------------------------
     def _gap(self, theta, q, offsets) -> tuple[float, float, float]:

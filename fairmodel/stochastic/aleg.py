@@ -26,9 +26,10 @@ from ..data import as_generator
 from ..errors import OptionError
 from ..progress import Progress
 from ..risks import GroupRisks
-from .schedules import epoch_lengths, multiplier, schedule
+from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
 OUTPUTS = ("average", "suffix", "snapshot")
+BLOCK = 256  # inner steps whose samples are drawn (and whose snapshot terms are computed) in one go
 
 
 def lipschitz_lz(D_w: float, L: float, G: float, m: int) -> float:
@@ -45,13 +46,13 @@ def theory_band(L_z: float, K: int) -> tuple[float, float]:
 def default_steps(risks: GroupRisks, batch_size: int) -> tuple[float, float]:
     """Practical effective steps (gamma_w, gamma_q) when none are given.
 
-    gamma_w = 1 / (2 L_bar) with L_bar the loss curvature bound times the mean squared row norm (the
+    gamma_w = 1 / L_bar with L_bar the loss curvature bound times the mean squared row norm (the
     smoothness of the averaged operator; the worst-row bound L of the theory is far more conservative);
     gamma_q = 0.5 (risks are O(1) for the supported losses). For hinge (not smooth) L_bar uses curvature 1.
     """
     curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
-    mean_sq = float(np.mean(np.einsum("ij,ij->i", risks.X, risks.X)))
-    return 1.0 / (2.0 * curvature * mean_sq), 0.5
+    mean_sq = risks.row_norms_squared().mean()
+    return 1.0 / (curvature * mean_sq), 0.5
 
 
 class _Steps:
@@ -70,8 +71,8 @@ class _Steps:
                                   "set fm.Weights(..., radius=...) or give effective steps step_w=, step_q=")
             D_w2 = risks.radius ** 2 / 2.0
             if theory:
-                if not (0.8 < theta < 0.99):
-                    raise OptionError(f"theta must lie in (0.8, 0.99) (Lemma A.10); got {theta}")
+                if not (0.8 <= theta < 0.99):  # Lemma A.10's (0.8, 0.99), closed at 0.8 as Thm 4.5's band is
+                    raise OptionError(f"theta must lie in [0.8, 0.99) (Lemma A.10, Theorem 4.5); got {theta}")
                 G, L = risks.lipschitz_constants()
                 if m == 1:  # stage-1 reading of the band: effective step sqrt(alpha(1-theta))/L (spec §3.2)
                     self.eta = lambda s, k: math.sqrt(alpha(s, k) * (1 - theta)) / (L * 2.0 * D_w2)
@@ -104,6 +105,57 @@ def normalize_log(logq: np.ndarray) -> np.ndarray:
     return logq - (top + np.log(np.exp(logq - top).sum()))
 
 
+def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma_q):
+    """Closed form of the mirror steps (19)/(23), spec §2.4:
+    argmin_z { eta <v, z> + alpha B(z, z_bar^s) + (1 - alpha) B(z, z_k) } with the anchors
+    alpha w^s + (1 - alpha) w_k (Euclidean block, then projection) and alpha lambda^s + (1 - alpha) ln q_k
+    (entropic block, a normalised exponentiated step computed in log space)."""
+    return risks.project(anchor_w - gamma_w * v_w), normalize_log(anchor_logq - gamma_q * v_q)
+
+
+def snapshot_terms(risks: GroupRisks, batch, z_s):
+    """(design, labels, l(w^s; xi), l'(w^s; xi)) of a Batch: the snapshot's part of the estimator (22), which
+    depends only on the snapshot scores z_s = X w^s (cached from the full pass) and the samples."""
+    Xb, yb = risks.batch(batch)
+    zs = z_s[batch.rows]
+    return Xb, yb, risks.loss.phi(zs, yb), risks.loss.dphi(zs, yb)
+
+
+def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s):
+    """The per-group samples of ``n_steps`` inner steps drawn at once (they do not depend on the iterates),
+    with their snapshot terms: arrays whose first axis is the step, each step's rows group by group."""
+    m = risks.m
+    batch = sampler.draw(batch_size * n_steps)          # group-major: group i has rows i*b*n .. (i+1)*b*n - 1
+
+    def by_step(a):
+        a = a.reshape((m, n_steps, batch_size) + a.shape[1:]).swapaxes(0, 1)
+        return a.reshape((n_steps, m * batch_size) + a.shape[3:])
+    Xb, yb, phi_s, dphi_s = snapshot_terms(risks, batch, z_s)
+    return by_step(Xb), by_step(yb), by_step(phi_s), by_step(dphi_s)
+
+
+def vr_operator(risks: GroupRisks, Xb, yb, phi_s, dphi_s, batch_size: int, w_half, q_half, snap_q, r_s, g_s):
+    """The variance-reduced estimator g of eq. (22) at z_half = (w_half, q_half), as (v_w, v_q).
+
+    g = grad F(z_half; xi) - grad F(z^s; xi) + grad F(z^s) with the stochastic operator (21)
+    grad F(z; xi) = (sum_i q_i grad l(w; xi_i); -[l(w; xi_i)]_i); xi = the rows of ``Xb`` (batch_size per group,
+    group by group) with labels ``yb`` and snapshot terms ``phi_s``, ``dphi_s`` (:func:`snapshot_terms`).
+    r_s, g_s: the (offset) risks and q^s-weighted gradient at the snapshot. Per-group offsets cancel in the
+    difference term (spec §3.3).
+    """
+    m = risks.m
+    z_half = Xb @ w_half
+    diff = (risks.loss.phi(z_half, yb) - phi_s).reshape(m, batch_size).sum(axis=1) / batch_size
+    coef_half = risks.loss.dphi(z_half, yb)
+    wq_half = np.repeat(q_half / batch_size, batch_size)
+    wq_s = np.repeat(snap_q / batch_size, batch_size)
+    if coef_half.ndim == 2:
+        coef = coef_half * wq_half[:, None] - dphi_s * wq_s[:, None]
+    else:
+        coef = coef_half * wq_half - dphi_s * wq_s
+    return Xb.T @ coef + g_s, -(diff + r_s)
+
+
 def check_initial(risks: GroupRisks, w0, q0):
     """Validated (w0, ln q0): w0 in the domain, q0 strictly inside the simplex."""
     w = risks.project(np.zeros(risks.shape)) if w0 is None else risks.w.check_value(w0, "w0")
@@ -118,10 +170,11 @@ def check_initial(risks: GroupRisks, w0, q0):
     return w, np.log(q)
 
 
-def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1, alpha=None, eta=None,
+def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4, alpha=None, eta=None,
          step_w=None, step_q=None, step_schedule="constant", schedule_mode: str = "practical", theta: float = 0.8,
          offsets=None, w0=None, q0=None, output: str = "average", seed=None, verbose=None, callback=None,
-         max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False) -> dict:
+         max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False,
+         trace: list | None = None) -> dict:
     """Run ALEG (Algorithm 1) on the group risks ``risks`` (minus per-group ``offsets``, eq. (6)).
 
     Parameters (spec §2.7)
@@ -134,6 +187,8 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1
     output : "average" (eq. (24), the eta-weighted mean of all half iterates), "suffix" (the same mean over
         the second half of the epochs) or "snapshot" (the last snapshot).
     callback : called after every epoch with a dict (epoch, w, q, grad_evals, time); return True to stop.
+    trace : a list to which every inner step appends its iterates (for tests and teaching; costs memory).
+    m = 1 needs no special case: ln q = 0 is a fixed point of the normalised q-step (spec §2.4).
 
     Returns a dict with w, q (the output), status, message, history and counters. The gradient
     counter counts, per inner step, 2 b m per-sample gradients (at the half point and at the snapshot,
@@ -146,7 +201,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
     rng = as_generator(seed)
-    m, n = risks.m, risks.X.shape[0]
+    m, n = risks.m, risks.n_samples
     n_bar = n / m
     lengths = epoch_lengths(max(1, math.ceil(n_bar / batch_size)) if inner is None else inner, epochs)
     alpha_f = (lambda s, k: 1.0 / lengths[s]) if alpha is None else schedule(alpha, "alpha", lengths, high=1.0)
@@ -154,10 +209,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1
                    schedule_mode == "theory", theta, batch_size)
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
-    has_q = m > 1
-
-    X, y, phi, dphi = risks.X, risks.y, risks.loss.phi, risks.loss.dphi
-    batch_group = np.repeat(np.arange(m), batch_size)
+    sampler = risks.sampler(batch_size, rng)
 
     # virtual epoch -1: every iterate equals z_0, so the first snapshot is z_0 (spec §2.3, T2)
     snap_w, snap_q, snap_lam = w.copy(), np.exp(logq), logq.copy()
@@ -168,7 +220,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1
 
     with Progress(epochs, "ALEG", verbose) as bar:
         for s in range(epochs):
-            # line 4 (after 5-6): full operator at the snapshot, eq. (16)
+            # line 4 (after lines 5-6): full operator at the snapshot, eq. (16)
             r_s, g_s, z_s = risks.risks_and_grad(snap_w, snap_q)
             r_s = r_s - c
             evals += n
@@ -181,39 +233,24 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1
             acc_w, acc_logq, acc_q, acc_a = np.zeros_like(w), np.zeros(m), np.zeros(m), 0.0
             if s == suffix_from and output == "suffix":
                 out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
-            q_s_rows = snap_q[batch_group]
             for k in range(lengths[s]):
+                if k % BLOCK == 0:  # per-group sampling (20) for the next BLOCK steps at once
+                    block = draw_block(risks, sampler, batch_size, min(BLOCK, lengths[s] - k), z_s)
                 a, gw, gq = alpha_f(s, k), steps.gw(s, k), steps.gq(s, k)
-                anchor_w = a * snap_w + (1.0 - a) * w
-                # half step (19) with the full snapshot operator
-                w_half = risks.project(anchor_w - gw * g_s)
-                if has_q:
-                    anchor_q = a * snap_lam + (1.0 - a) * logq
-                    logq_half = normalize_log(anchor_q + gq * r_s)
-                    q_half = np.exp(logq_half)
-                else:
-                    q_half = snap_q
-                # per-group sampling (20): batch_size rows from every group, uniformly within the group
-                rows = risks.draw_per_group(rng, batch_size)
-                Xb, yb = X[rows], y[rows]
-                z_half = Xb @ w_half
-                zs = z_s[rows]
-                # variance-reduced estimator (22); the offsets cancel in the difference term
-                if has_q:
-                    diff = (phi(z_half, yb) - phi(zs, yb)).reshape(m, batch_size).mean(axis=1)
-                    v_q = -(diff + r_s)
-                coef_half, coef_s = dphi(z_half, yb), dphi(zs, yb)
-                wq_half, wq_s = q_half[batch_group] / batch_size, q_s_rows / batch_size
-                if coef_half.ndim == 2:
-                    coef = coef_half * wq_half[:, None] - coef_s * wq_s[:, None]
-                else:
-                    coef = coef_half * wq_half - coef_s * wq_s
-                v_w = Xb.T @ coef + g_s
-                # full step (23) with the same anchors
-                w = risks.project(anchor_w - gw * v_w)
-                if has_q:
-                    logq = normalize_log(anchor_q - gq * v_q)
+                anchor_w, anchor_logq = a * snap_w + (1.0 - a) * w, a * snap_lam + (1.0 - a) * logq
+                # half step (19) with the full snapshot operator (g_s; -r_s)
+                w_half, logq_half = prox_step(risks, anchor_w, anchor_logq, g_s, -r_s, gw, gq)
+                q_half = np.exp(logq_half)
+                # variance-reduced estimator (22) on this step's samples, full step (23) with the same anchors
+                j = k % BLOCK
+                v_w, v_q = vr_operator(risks, block[0][j], block[1][j], block[2][j], block[3][j], batch_size,
+                                       w_half, q_half, snap_q, r_s, g_s)
+                w, logq = prox_step(risks, anchor_w, anchor_logq, v_w, v_q, gw, gq)
                 evals += 2 * m * batch_size
+                if trace is not None:
+                    trace.append({"epoch": s, "step": k, "w_half": w_half, "q_half": q_half, "w": w,
+                                  "q": np.exp(logq), "snap_w": snap_w, "snap_q": snap_q, "snap_lam": snap_lam,
+                                  "alpha": a})
                 # output (24): eta-weighted half iterates; snapshot (17)/(18): z_{k+1} weighted by alpha_k
                 if s >= suffix_from:
                     ew = steps.weight(s, k)
@@ -222,27 +259,22 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 1
                     out_weight += ew
                 acc_a += a
                 acc_w += a * w
-                if has_q:
-                    acc_logq += a * logq
-                    acc_q += a * np.exp(logq)
-            # snapshot and mirror snapshot for the next epoch (normaliser over K_{s}, erratum §9.1)
-            snap_w = acc_w / acc_a
-            if has_q:
-                snap_q, snap_lam = acc_q / acc_a, acc_logq / acc_a
-                snap_q = snap_q / snap_q.sum()
+                acc_logq += a * logq
+                acc_q += a * np.exp(logq)
+            # snapshot (17) and mirror snapshot (18) for the next epoch, normalised over this epoch's
+            # K_s steps (the K_{s-1} of the next epoch: erratum §9.1)
+            snap_w, snap_lam = acc_w / acc_a, acc_logq / acc_a
+            snap_q = acc_q / acc_a
+            snap_q /= snap_q.sum()
             elapsed = time.perf_counter() - start
             if track_output and out_weight > 0:
                 history[-1]["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
             bar.update(1, max_risk=history[-1]["max_risk"])
-            if callback is not None and callback({"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
-                                                  "grad_evals": evals, "time": elapsed}):
-                message = f"stopped by the callback after epoch {s}"
-                break
-            if max_grad_evals is not None and evals >= max_grad_evals:
-                status, message = "budget_exhausted", f"gradient-evaluation budget {max_grad_evals} reached at epoch {s}"
-                break
-            if max_time is not None and elapsed >= max_time:
-                status, message = "budget_exhausted", f"time budget {max_time} s reached at epoch {s}"
+            stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
+                                lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                         "grad_evals": evals, "time": elapsed})
+            if stop:
+                status, message = stop
                 break
 
     if output == "snapshot" or out_weight == 0.0:
@@ -274,7 +306,7 @@ def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: di
     ``offsets`` (R_hat*), ``group_w`` (the w_bar_i) and the total gradient count.
     """
     rng = as_generator(seed)
-    n_bar = risks.X.shape[0] / risks.m
+    n_bar = risks.n_samples / risks.m
     default_epochs = max(1, math.ceil(budget / math.sqrt(n_bar))) if budget is not None else None
     s1 = dict(stage1 or {})
     if default_epochs is not None:
@@ -290,7 +322,7 @@ def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: di
             return {**res, "offsets": offsets, "group_w": group_w, "grad_evals": evals + res["grad_evals"]}
         group_w.append(res["w"])
         offsets[i] = float(single.risks(res["w"])[0])  # R_hat*_i = R_i(w_bar_i), a full pass
-        evals += res["grad_evals"] + single.X.shape[0]
+        evals += res["grad_evals"] + single.n_samples
     res = aleg(risks, offsets=offsets, seed=rng, verbose=verbose, **stage2)
     res.update(offsets=offsets, group_w=np.array(group_w), grad_evals=evals + res["grad_evals"],
                stage1_grad_evals=evals)

@@ -79,3 +79,19 @@ def multiplier(kind, lengths: np.ndarray):
         raise OptionError(f"unknown step schedule {kind!r}; use 'constant', 'decreasing', a number, an array "
                           f"or a callable (s, k) -> multiplier")
     return schedule(kind, "step schedule", lengths)
+
+
+def check_budget(epoch: int, evals: int, elapsed: float, max_grad_evals=None, max_time=None, callback=None,
+                 info=None):
+    """After an epoch: ``(status, message)`` when the run must stop, else ``None``.
+
+    A callback returning True stops the run normally ("completed"); an exhausted gradient or time budget
+    gives "budget_exhausted". ``info`` is a function returning the callback's dict (built only if needed).
+    """
+    if callback is not None and callback(info()):
+        return "completed", f"stopped by the callback after epoch {epoch}"
+    if max_grad_evals is not None and evals >= max_grad_evals:
+        return "budget_exhausted", f"gradient-evaluation budget {max_grad_evals} reached at epoch {epoch}"
+    if max_time is not None and elapsed >= max_time:
+        return "budget_exhausted", f"time budget {max_time} s reached at epoch {epoch}"
+    return None

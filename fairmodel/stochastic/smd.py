@@ -20,6 +20,7 @@ from ..errors import OptionError
 from ..progress import Progress
 from ..risks import GroupRisks
 from .aleg import _check_offsets, check_initial, default_steps, normalize_log
+from .schedules import check_budget
 
 
 def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None, step_q=None,
@@ -38,7 +39,7 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
     rng = as_generator(seed)
-    m, n = risks.m, risks.X.shape[0]
+    m, n = risks.m, risks.n_samples
     auto_w, auto_q = default_steps(risks, batch_size)
     gw0 = auto_w if step_w is None else float(step_w)
     gq0 = auto_q if step_q is None else float(step_q)
@@ -48,7 +49,8 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
     per_epoch = max(1, math.ceil(n / m / batch_size))
-    X, y, phi, dphi = risks.X, risks.y, risks.loss.phi, risks.loss.dphi
+    phi, dphi = risks.loss.phi, risks.loss.dphi
+    sampler = risks.sampler(batch_size, rng)
     batch_group = np.repeat(np.arange(m), batch_size)
     out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
     evals, t, history, status, message = 0, 0, [], "completed", ""
@@ -61,8 +63,8 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
                 out_w += mult * w
                 out_q += mult * q
                 out_weight += mult
-                rows = risks.draw_per_group(rng, batch_size)
-                Xb, yb = X[rows], y[rows]
+                batch = sampler.draw()
+                Xb, yb = risks.batch(batch)
                 z = Xb @ w
                 losses = phi(z, yb).reshape(m, batch_size).mean(axis=1) - c
                 coef = dphi(z, yb)
@@ -82,15 +84,11 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
                 record["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
             history.append(record)
             bar.update(1)
-            if callback is not None and callback({"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
-                                                  "grad_evals": evals, "time": elapsed}):
-                message = f"stopped by the callback after epoch {s}"
-                break
-            if max_grad_evals is not None and evals >= max_grad_evals:
-                status, message = "budget_exhausted", f"gradient-evaluation budget {max_grad_evals} reached"
-                break
-            if max_time is not None and elapsed >= max_time:
-                status, message = "budget_exhausted", f"time budget {max_time} s reached"
+            stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
+                                lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                         "grad_evals": evals, "time": elapsed})
+            if stop:
+                status, message = stop
                 break
     q_out = out_q / out_weight
     return {"w": out_w / out_weight, "q": q_out / q_out.sum(), "status": status, "message": message,

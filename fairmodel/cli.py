@@ -1,0 +1,239 @@
+"""The ``fairmodel`` command line.
+
+Exit codes: 0 success, 1 a cross-check that is not ok, 2 bad input (with the message), 3 solver failure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import datasets
+from .errors import FairmodelError, OptionError, SolverError
+
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER = 0, 1, 2, 3
+
+
+def _demo(args) -> int:
+    import fairmodel as fm
+
+    start = time.perf_counter()
+    data = fm.datasets.load_adult(sensitive=args.groups)
+    w = fm.Weights(data.n_features, radius=args.radius)
+    risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+    if args.problem == "mero":
+        prob = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))))
+    else:
+        prob = fm.Problem(fm.Minimize(fm.max(risks)))
+    print(f"fairmodel demo: {args.problem.upper()} on Adult ({data.n_samples} rows, {data.n_features} features), "
+          f"groups = {args.groups} {dict(zip(data.groups.names, data.group_sizes.tolist()))}, logistic loss, "
+          f"||w|| <= {args.radius:g}\n")
+    report = fm.crosscheck(prob, seed=args.seed, exact_options={"method": args.exact_method},
+                           verbose=args.verbose)
+    print(report.to_markdown())
+    print("\nGroup risks (judge, full data):")
+    for label, res in (("exact", report.exact), ("stochastic", report.stochastic)):
+        risks_txt = ", ".join(f"{k}: {v:.4f}" for k, v in res.metrics["group_risks"].items())
+        print(f"  {label:<10} {risks_txt}")
+    print(f"\n{'OK' if report.ok else 'NOT OK'}: {time.perf_counter() - start:.1f} s in all")
+    return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+JSON_SCHEMA = 1
+
+
+def _emit_json(kind: str, payload: dict) -> None:
+    from .results import _jsonable
+    print(json.dumps(_jsonable({"schema": JSON_SCHEMA, "kind": kind, **payload}, None), indent=1))
+
+
+def _load(args):
+    from . import problemfile
+    return problemfile.load(args.problem_file)
+
+
+def _solve_args(args, spec, backend: str) -> dict:
+    from . import problemfile
+    options = problemfile.solve_options(spec, backend)
+    if args.method:
+        options["method"] = args.method
+    if backend == "stochastic":
+        seed = args.seed if args.seed is not None else spec.doc.get("solve", {}).get("seed", 0)
+        options["seed"] = seed
+    return options
+
+
+def _backend(args, spec) -> str:
+    backend = args.backend or spec.doc.get("solve", {}).get("backend", "exact")
+    if backend not in ("exact", "stochastic"):
+        raise OptionError(f"{spec.path.name}: [solve] backend: {backend!r} is not allowed; allowed values are "
+                          f"exact, stochastic")
+    return backend
+
+
+def _solve(args) -> int:
+    prob, data, spec = _load(args)
+    backend = _backend(args, spec)
+    result = prob.solve(backend=backend, verbose=None if not args.json else False, **_solve_args(args, spec, backend))
+    saved = None
+    if args.out:
+        saved = [str(p) for p in result.save(Path(args.out) / "result")]
+    if args.json:
+        _emit_json("result", {"file": str(spec.path), "title": spec.doc.get("title", ""), "result": result.to_dict(),
+                              "saved": saved})
+    else:
+        print(result.summary())
+        if saved:
+            print(f"saved: {', '.join(saved)}")
+    return EXIT_OK if result.ok else EXIT_SOLVER
+
+
+def _crosscheck(args) -> int:
+    from .crosscheck import crosscheck
+    prob, data, spec = _load(args)
+    exact = _solve_args(args, spec, "exact")
+    stochastic = _solve_args(args, spec, "stochastic")
+    seed = stochastic.pop("seed")
+    report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
+                        **({"verbose": False} if args.json else {}))
+    saved = None
+    if args.out:
+        out = Path(args.out)
+        saved = [str(p) for r, name in ((report.exact, "exact"), (report.stochastic, "stochastic"))
+                 for p in r.save(out / name)]
+        (out / "crosscheck.md").write_text(report.to_markdown() + "\n")
+        saved.append(str(out / "crosscheck.md"))
+    if args.json:
+        _emit_json("crosscheck", {"file": str(spec.path), "title": spec.doc.get("title", ""),
+                                  "report": report.to_dict(), "saved": saved})
+    else:
+        print(report.to_markdown())
+    return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+def _parse_values(text: str) -> list:
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            values.append(int(item) if item.lstrip("-").isdigit() else float(item))
+        except ValueError:
+            values.append(item)
+    return values
+
+
+def _sweep(args) -> int:
+    from . import problemfile
+    from .sweep import sweep
+    spec = problemfile.read(args.problem_file)
+    backend = _backend(args, spec)
+    values = _parse_values(args.values)
+
+    def build(value):
+        sub = problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
+        return problemfile.build_problem(sub, problemfile.load_data(sub))
+    frontier = sweep(build, values, param=args.param, backend=backend, **_solve_args(args, spec, backend))
+    if args.plot:
+        frontier.plot(y=args.y).savefig(args.plot)
+    if args.json:
+        _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot})
+    else:
+        print(frontier.to_markdown())
+        if frontier.errors:
+            print(f"\n{len(frontier.errors)} value(s) failed; the others are kept", file=sys.stderr)
+    return EXIT_OK if not frontier.errors else EXIT_SOLVER
+
+
+def _describe(args) -> int:
+    prob, data, spec = _load(args)
+    print(f"# {spec.doc.get('title', spec.path.name)}\n")
+    print(f"Data: {data!r}\n")
+    print(prob.describe())
+    try:
+        program = prob.to_cvxpy()
+    except FairmodelError as exc:
+        print(f"\nCVXPY program: not available ({exc})")
+    else:
+        metrics = program.size_metrics
+        print(f"\nCVXPY program ({metrics.num_scalar_variables} scalar variables, "
+              f"{metrics.num_scalar_eq_constr + metrics.num_scalar_leq_constr} scalar constraints; data as constants):")
+        text = str(program)
+        print(text if len(text) < 4000 else text[:4000] + "\n... (truncated)")
+    return EXIT_OK
+
+
+def _datasets(args) -> int:
+    print("| name | rows | features | target | sensitive attribute (groups) | description |")
+    print("|---|---|---|---|---|---|")
+    for name, (loader, text) in datasets.BUNDLED.items():
+        data = loader()
+        groups = ", ".join(f"{g} ({s})" for g, s in zip(data.groups.names, data.group_sizes))
+        print(f"| {name} | {data.n_samples} | {data.n_features} | {data.target_name} | "
+              f"{data.sensitive_name}: {groups} | {text} |")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairmodel", description="Fair and robust learning: exact and stochastic "
+                                     "solvers with a shared judge.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact CVXPY program vs ALEG)",
+                          description="Solve group DRO (or MERO) on the bundled Adult data with the exact backend "
+                                      "and with ALEG, judge both on the full data and print the cross-check.")
+    demo.add_argument("--problem", choices=("gdro", "mero"), default="gdro", help="group DRO (default) or MERO")
+    demo.add_argument("--groups", choices=("sex", "race", "sex_race"), default="sex", help="sensitive attribute")
+    demo.add_argument("--radius", type=float, default=5.0, help="radius of the weight ball (default 5)")
+    demo.add_argument("--exact-method", choices=("epigraph", "dual"), default="epigraph",
+                      help="exact method: the CVXPY epigraph program (default) or the certified dual method")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the stochastic solver")
+    demo.add_argument("--verbose", action="store_true", default=None, help="show progress bars")
+    demo.set_defaults(func=_demo)
+    ds = sub.add_parser("datasets", help="list the bundled data sets", description="List the bundled data sets "
+                        "with their shapes, targets and sensitive attributes.")
+    ds.set_defaults(func=_datasets)
+
+    def problem_command(name, func, help_text, backend=True, json_out=True, out=True):
+        p = sub.add_parser(name, help=help_text, description=help_text + " (see docs/cli.md for problem files)")
+        p.add_argument("problem_file", metavar="PROBLEM.toml", help="the problem file")
+        if backend:
+            p.add_argument("--backend", choices=("exact", "stochastic"), help="backend (default: [solve] backend, "
+                                                                              "else exact)")
+        p.add_argument("--method", help="method of the backend (default: the file's, else the family's default)")
+        p.add_argument("--seed", type=int, help="seed of the stochastic solver (default: [solve] seed, else 0)")
+        if json_out:
+            p.add_argument("--json", action="store_true", help="print one JSON document (schema 1, docs/json.md)")
+        if out:
+            p.add_argument("--out", metavar="DIR", help="save results (JSON + NPZ) into this directory")
+        p.set_defaults(func=func)
+        return p
+
+    problem_command("solve", _solve, "solve a problem file with one backend")
+    problem_command("crosscheck", _crosscheck, "solve a problem file with both backends and compare them",
+                    backend=False)
+    sw = problem_command("sweep", _sweep, "solve a problem file for several values of one of its keys", out=False)
+    sw.add_argument("--param", required=True, help="dotted key of the file to vary, e.g. problem.kappa")
+    sw.add_argument("--values", required=True, help="comma-separated values, e.g. 0.01,0.02,0.05")
+    sw.add_argument("--plot", metavar="FILE", help="save a plot of the frontier (needs matplotlib)")
+    sw.add_argument("--y", default="objective", help="column to plot against the parameter (default objective)")
+    problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
+                    "problem file", backend=False, json_out=False, out=False)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SolverError as exc:
+        print(f"fairmodel: solver failure: {exc}", file=sys.stderr)
+        return EXIT_SOLVER
+    except (FairmodelError, ValueError, TypeError, OSError) as exc:
+        print(f"fairmodel: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""Convex sets with Euclidean projections: the feasible sets of saddle problems.
+
+``fm.Ball``, ``fm.Box``, ``fm.Simplex`` and products of them (``fm.Product(a, b)`` or ``a * b``), plus
+the truncated cone ``K_trunc = {(theta, alpha): ||theta||_2 <= r alpha, alpha <= alpha_max}`` of the
+strategic DRO problem (spec ``zeroth_order_minmax_dro.md`` §4.6, erratum U18: the paper's cone is
+unbounded, Theorem 4.1 needs a compact set).
+
+Every set is a flat vector space block of dimension ``dim``; ``project(z)`` is the exact Euclidean
+projection (Prop. A.1 of the paper: firmly nonexpansive), ``contains(z)`` a membership test,
+``cvxpy_constraints(var)`` the same set for CVXPY, ``diameter`` its diameter D (``inf`` when unbounded)
+and ``require_bounded(what)`` the compactness check of Assumption 3.1 with a message naming the bound to add.
+"""
+from __future__ import annotations
+
+import numbers
+from abc import ABC, abstractmethod
+
+import cvxpy as cp
+import numpy as np
+
+from .errors import ModelError
+
+
+def _positive_int(v, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+        raise ModelError(f"{what} must be a positive integer; got {v!r}")
+    return int(v)
+
+
+def _number(v, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
+        raise ModelError(f"{what} must be a number; got {v!r}")
+    return float(v)
+
+
+class Domain(ABC):
+    """Base class: a closed convex subset of R^dim."""
+
+    dim: int = 0
+
+    @abstractmethod
+    def project(self, z: np.ndarray) -> np.ndarray:
+        """The Euclidean projection of z onto the set."""
+
+    def contains(self, z, tol: float = 1e-9) -> bool:
+        z = np.asarray(z, dtype=float)
+        return z.shape == (self.dim,) and bool(np.linalg.norm(z - self.project(z)) <= tol * max(1.0, np.linalg.norm(z)))
+
+    @abstractmethod
+    def cvxpy_constraints(self, var) -> list:
+        """The set as CVXPY constraints on ``var``."""
+
+    @property
+    @abstractmethod
+    def diameter(self) -> float:
+        """sup ||z - z'|| over the set (inf when unbounded)."""
+
+    def unbounded_reason(self) -> str | None:
+        """None when compact, else which bound is missing."""
+        return None
+
+    def require_bounded(self, what: str) -> None:
+        reason = self.unbounded_reason()
+        if reason is not None:
+            raise ModelError(f"{what} must be compact (Assumption 3.1 of the zeroth-order min-max paper): {reason}")
+
+    def check_point(self, z, what: str) -> np.ndarray:
+        """``z`` as a finite float vector of the right length (not necessarily inside the set)."""
+        arr = np.asarray(z, dtype=float)
+        if arr.shape != (self.dim,):
+            raise ModelError(f"{what} must be a vector of length {self.dim}; got shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ModelError(f"{what} contains NaN or infinite values")
+        return arr
+
+    def center(self) -> np.ndarray:
+        """A feasible starting point (the projection of 0)."""
+        return self.project(np.zeros(self.dim))
+
+    def __mul__(self, other: "Domain") -> "Product":
+        return Product(self, other)
+
+
+class Ball(Domain):
+    """The Euclidean ball ``{z in R^dim : ||z - center||_2 <= radius}``."""
+
+    def __init__(self, dim: int, radius: float, center=None):
+        self.dim = _positive_int(dim, "Ball dimension")
+        radius = _number(radius, "Ball radius")
+        if not radius > 0:
+            raise ModelError(f"Ball radius must be positive; got {radius}")
+        self.radius = radius
+        self.center_ = np.zeros(self.dim) if center is None else self.check_point(center, "Ball center")
+
+    def project(self, z):
+        d = z - self.center_
+        nrm = np.linalg.norm(d)
+        return z if nrm <= self.radius else self.center_ + d * (self.radius / nrm)
+
+    def cvxpy_constraints(self, var):
+        return [cp.norm(var - self.center_, 2) <= self.radius] if np.isfinite(self.radius) else []
+
+    @property
+    def diameter(self):
+        return 2.0 * self.radius
+
+    def unbounded_reason(self):
+        return None if np.isfinite(self.radius) else "the Ball has an infinite radius; give a finite radius"
+
+    def __repr__(self):
+        return f"Ball({self.dim}, {self.radius:g})"
+
+
+class Box(Domain):
+    """The box ``{z : lo <= z <= hi}`` (bounds are numbers or vectors; ``+-inf`` allowed but not compact)."""
+
+    def __init__(self, lo, hi, size: int | None = None):
+        lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+        if size is None:
+            if lo_a.ndim == 0 and hi_a.ndim == 0:
+                raise ModelError("Box needs size= when both bounds are numbers, e.g. fm.Box(-1, 1, size=n)")
+            size = max(lo_a.size if lo_a.ndim else 1, hi_a.size if hi_a.ndim else 1)
+        self.dim = _positive_int(size, "Box size")
+        try:
+            self.lo = np.broadcast_to(lo_a, (self.dim,)).astype(float)
+            self.hi = np.broadcast_to(hi_a, (self.dim,)).astype(float)
+        except ValueError:
+            raise ModelError(f"Box bounds must be numbers or vectors of length {self.dim}") from None
+        if np.any(np.isnan(self.lo)) or np.any(np.isnan(self.hi)):
+            raise ModelError("Box bounds contain NaN")
+        bad = np.flatnonzero(self.lo > self.hi)
+        if bad.size:
+            raise ModelError(f"Box has lo > hi in coordinate {bad[0]} ({self.lo[bad[0]]:g} > {self.hi[bad[0]]:g})")
+
+    def project(self, z):
+        return np.clip(z, self.lo, self.hi)
+
+    def cvxpy_constraints(self, var):
+        out = []
+        for bound, sign in ((self.lo, 1.0), (self.hi, -1.0)):
+            keep = np.flatnonzero(np.isfinite(bound))
+            if keep.size == self.dim:
+                out.append(sign * var >= sign * bound)
+            elif keep.size:
+                out.append(sign * var[keep] >= sign * bound[keep])
+        return out
+
+    @property
+    def diameter(self):
+        return float(np.linalg.norm(self.hi - self.lo))
+
+    def unbounded_reason(self):
+        bad = np.flatnonzero(~(np.isfinite(self.lo) & np.isfinite(self.hi)))
+        if bad.size:
+            return (f"the Box is unbounded in coordinate {bad[0]} (lo={self.lo[bad[0]]:g}, hi={self.hi[bad[0]]:g}); "
+                    f"give finite lo and hi")
+        return None
+
+    def __repr__(self):
+        return f"Box(size={self.dim})"
+
+
+class Simplex(Domain):
+    """The probability simplex ``{z >= 0, sum z = 1}`` of R^dim."""
+
+    def __init__(self, dim: int):
+        self.dim = _positive_int(dim, "Simplex dimension")
+        self._k = np.arange(1.0, self.dim + 1.0)
+
+    def project(self, z):
+        """Sort-based projection (Held, Wolfe and Crowder 1974; Duchi et al. 2008), O(dim log dim).
+
+        With u sorted decreasingly, u_j - (sum_{l<=j} u_l - 1)/j > 0 holds exactly for j <= rho, so rho
+        is a count; tau = (sum_{l<=rho} u_l - 1)/rho and the projection is max(z - tau, 0).
+        """
+        u = np.sort(z)[::-1]
+        css = np.cumsum(u) - 1.0
+        rho = np.count_nonzero(u * self._k > css)
+        return np.maximum(z - css[rho - 1] / rho, 0.0)
+
+    def cvxpy_constraints(self, var):
+        return [var >= 0, cp.sum(var) == 1]
+
+    @property
+    def diameter(self):
+        return float(np.sqrt(2.0)) if self.dim > 1 else 0.0
+
+    def center(self):
+        return np.full(self.dim, 1.0 / self.dim)
+
+    def __repr__(self):
+        return f"Simplex({self.dim})"
+
+
+class TruncatedCone(Domain):
+    """``{(theta, alpha) in R^p x R : ||theta||_2 <= slope * alpha, alpha <= alpha_max [, ||theta|| <= radius]}``.
+
+    The feasible set K_trunc of (theta, alpha) in the strategic DRO saddle problem (spec §4.6): the
+    slope is r = 1 / (L_phi + c) (corrected, Theorem 5.3 with erratum U10) and alpha_max the bound of
+    erratum U18. The vector layout is ``[theta_1..theta_p, alpha]``. By rotational symmetry the projection
+    reduces to projecting the 2-D point (||theta||, alpha) onto a convex polygon (a triangle, or a
+    quadrilateral with the optional radius cap); theta keeps its direction.
+    """
+
+    def __init__(self, p: int, slope: float, alpha_max: float, radius: float | None = None):
+        self.p = _positive_int(p, "cone dimension")
+        self.dim = self.p + 1
+        self.slope = _number(slope, "cone slope")
+        self.alpha_max = _number(alpha_max, "alpha_max")
+        if not self.slope > 0:
+            raise ModelError(f"cone slope must be positive; got {slope}")
+        if not (self.alpha_max > 0 and np.isfinite(self.alpha_max)):
+            raise ModelError(f"alpha_max must be positive and finite (erratum U18: the cone must be truncated "
+                             f"to be compact); got {alpha_max}")
+        self.radius = None if radius is None else _number(radius, "radius")
+        top = self.slope * self.alpha_max
+        if self.radius is None or self.radius >= top:
+            verts = [(0.0, 0.0), (0.0, self.alpha_max), (top, self.alpha_max)]
+        else:
+            verts = [(0.0, 0.0), (0.0, self.alpha_max), (self.radius, self.alpha_max),
+                     (self.radius, self.radius / self.slope)]
+        self._verts = np.array(verts)
+
+    def _project_2d(self, s: float, a: float) -> tuple[float, float]:
+        if s <= self.slope * a and a <= self.alpha_max and (self.radius is None or s <= self.radius):
+            return s, a
+        P = np.array([s, a])
+        A = self._verts
+        B = np.roll(A, -1, axis=0)
+        E = B - A
+        t = np.clip(np.einsum("ij,ij->i", P - A, E) / np.einsum("ij,ij->i", E, E), 0.0, 1.0)
+        Q = A + t[:, None] * E
+        best = Q[np.argmin(np.einsum("ij,ij->i", Q - P, Q - P))]
+        return float(best[0]), float(best[1])
+
+    def project(self, z):
+        theta, a = z[:-1], z[-1]
+        s = float(np.sqrt(theta @ theta))
+        s2, a2 = self._project_2d(s, float(a))
+        if s2 == s and a2 == a:
+            return z
+        out = np.empty_like(z)
+        out[:-1] = theta * (s2 / s) if s > 0 else 0.0
+        out[-1] = a2
+        return out
+
+    def cvxpy_constraints(self, var):
+        out = [cp.norm(var[:-1], 2) <= self.slope * var[-1], var[-1] <= self.alpha_max]
+        if self.radius is not None:
+            out.append(cp.norm(var[:-1], 2) <= self.radius)
+        return out
+
+    @property
+    def diameter(self):
+        v = self._verts
+        return float(np.max(np.linalg.norm(v[:, None, :] - v[None, :, :], axis=2)))
+
+    def __repr__(self):
+        return f"TruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
+
+
+class Product(Domain):
+    """The Cartesian product of domains; vectors are the concatenation of the parts' vectors."""
+
+    def __init__(self, *parts: Domain):
+        flat: list[Domain] = []
+        for part in parts:
+            if not isinstance(part, Domain):
+                raise ModelError(f"Product takes fairmodel domains (Ball, Box, Simplex, ...); got {type(part).__name__}")
+            flat += part.parts if isinstance(part, Product) else [part]
+        if not flat:
+            raise ModelError("Product needs at least one domain")
+        self.parts = tuple(flat)
+        self.dim = sum(p.dim for p in self.parts)
+        self._cuts = np.cumsum([p.dim for p in self.parts])[:-1]
+
+    def split(self, z):
+        return np.split(z, self._cuts)
+
+    def project(self, z):
+        return np.concatenate([p.project(zi) for p, zi in zip(self.parts, self.split(z))])
+
+    def cvxpy_constraints(self, var):
+        out, start = [], 0
+        for p in self.parts:
+            out += p.cvxpy_constraints(var[start:start + p.dim])
+            start += p.dim
+        return out
+
+    @property
+    def diameter(self):
+        return float(np.sqrt(sum(p.diameter ** 2 for p in self.parts)))
+
+    def unbounded_reason(self):
+        for i, p in enumerate(self.parts):
+            reason = p.unbounded_reason()
+            if reason is not None:
+                return f"part {i} ({p!r}): {reason}"
+        return None
+
+    def center(self):
+        return np.concatenate([p.center() for p in self.parts])
+
+    def __repr__(self):
+        return " x ".join(map(repr, self.parts))
+
+
+def as_domain(domain, what: str) -> Domain:
+    if not isinstance(domain, Domain):
+        raise ModelError(f"{what} must be a fairmodel domain (fm.Ball, fm.Box, fm.Simplex or a product); "
+                         f"got {type(domain).__name__}")
+    return domain

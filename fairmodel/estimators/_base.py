@@ -1,0 +1,70 @@
+"""Shared plumbing of the scikit-learn estimators (needs the ``sklearn`` extra).
+
+Conventions: parameters only in ``__init__``; ``fit(X, y, sensitive_features=None)``; fitted attributes
+end with ``_``; the judged :class:`fairmodel.Result` of the solve is kept as ``result_``; ``random_state``
+seeds the stochastic backend; ``backend=`` and ``method=`` choose the solver; ``solver_options`` are
+passed to ``Problem.solve``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
+    raise ImportError("fairmodel.estimators needs scikit-learn: pip install 'fairmodel[sklearn]'") from exc
+
+from ..data import Dataset
+
+
+class FairLinearClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the binary linear classifiers: input validation, label mapping, groups, the fitted weights.
+
+    Subclasses implement ``_problem(data, w)`` returning a :class:`fairmodel.Problem` and may override
+    ``_weights(n_features)``.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _validate_fit(self, X, y, sensitive_features):
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.size == 1:
+            raise ValueError(f"only one class is present in y ({self.classes_[0]!r}); a classifier can't train "
+                             f"on one class")
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if y_type != "binary":
+            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type} "
+                             f"({self.classes_.size} classes); {type(self).__name__} is a binary classifier.")
+        signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        groups = None
+        if sensitive_features is not None:
+            groups = np.asarray(sensitive_features)
+            if groups.ndim == 2 and groups.shape[1] == 1:
+                groups = groups[:, 0]
+            elif groups.ndim == 2:
+                groups = [tuple(row) for row in groups.tolist()]
+            if len(groups) != X.shape[0]:
+                raise ValueError(f"sensitive_features has {len(groups)} entries but X has {X.shape[0]} rows")
+        return Dataset(X, signed, groups)
+
+    def _store(self, result, w):
+        self.result_ = result
+        theta = np.asarray(result.variables[w.name], dtype=float)
+        coef, intercept = w.split(theta)
+        self.coef_ = coef.reshape(1, -1)
+        self.intercept_ = np.atleast_1d(float(intercept))
+
+    def decision_function(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_[0] + self.intercept_[0]
+
+    def predict(self, X):
+        return np.where(self.decision_function(X) > 0, self.classes_[1], self.classes_[0])

@@ -1,0 +1,61 @@
+"""Exact programs of generic saddle problems (spec ``zeroth_order_minmax_dro.md`` §4.7 E5).
+
+* the inner maximum / minimum of the duality gap of ``min_x max_y L(x, y)`` from a user's CVXPY
+  expression of L (``SaddleProblem(..., cvxpy_value=...)``);
+* G2, the bilinear matrix game on simplices, as a linear program (the saddle y* from its duals);
+* G1, the smooth strongly-concave quadratic game, as a Huber program: with
+  h_mu(s) = max_{|y| <= 1} (y s - mu y^2 / 2) = huber(s, mu) / (2 mu), the primal is
+  min_{||x|| <= rho} (1/n) sum ||A_i x - b_i||^2 / 2 + sum_j h_mu((B x - e)_j) and y* = clip((B x* - e)/mu, -1, 1).
+"""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from ..errors import ModelError
+from . import solvers
+
+
+def inner_by_cvxpy(cvxpy_value, fixed: np.ndarray, domain, which: str, solver=None) -> float:
+    """max_{y in Y} L(x, y) (``which="max"``, x = ``fixed``) or min_{x in X} L(x, y) (``"min"``) by CVXPY."""
+    var = cp.Variable(domain.dim, name="y" if which == "max" else "x")
+    try:
+        expr = cvxpy_value(fixed, var) if which == "max" else cvxpy_value(var, fixed)
+        sense = cp.Maximize if which == "max" else cp.Minimize
+        problem = cp.Problem(sense(expr), domain.cvxpy_constraints(var))
+        if not problem.is_dcp():
+            raise cp.error.DCPError("not DCP")
+    except cp.error.DCPError:
+        raise ModelError(f"cvxpy_value(x, y) must be a DCP expression, {'concave in y' if which == 'max' else 'convex in x'}"
+                         f" when the other argument is a constant array") from None
+    except Exception as exc:
+        raise ModelError(f"cvxpy_value(x, y) failed with a CVXPY variable as {'y' if which == 'max' else 'x'}: "
+                         f"{type(exc).__name__}: {exc}") from None
+    record = solvers.solve(problem, solver, what=f"the inner {which}imum of the duality gap")
+    return record["value"]
+
+
+def matrix_game_lp(A: np.ndarray, solver=None) -> tuple[float, np.ndarray, np.ndarray, dict]:
+    """(value, x*, y*, record) of min_{x in simplex} max_{y in simplex} x^T A y as the LP
+    min t s.t. A^T x <= t 1, x in the simplex (y* = the normalized duals of A^T x <= t)."""
+    m, k = A.shape
+    x, t = cp.Variable(m, name="x"), cp.Variable(name="t")
+    cols = A.T @ x <= t
+    problem = cp.Problem(cp.Minimize(t), [cols, x >= 0, cp.sum(x) == 1])
+    record = solvers.solve(problem, solver, needs="lp", what="the matrix-game LP")
+    y = np.maximum(np.asarray(cols.dual_value, dtype=float), 0.0)
+    y = y / y.sum() if y.sum() > 0 else np.full(k, 1.0 / k)
+    xv = np.maximum(np.asarray(x.value, dtype=float), 0.0)
+    return float(t.value), xv / xv.sum(), y, record
+
+
+def quadratic_game_program(A, b, B, e, mu: float, rho: float, solver=None):
+    """(value, x*, y*, record) of G1 through its Huber primal (the max over y in closed form)."""
+    n, _, d = A.shape
+    x = cp.Variable(d, name="x")
+    fit = cp.sum_squares(A.reshape(n * A.shape[1], d) @ x - b.reshape(-1)) / (2.0 * n)
+    Bm, em = B.mean(axis=0), e.mean(axis=0)
+    problem = cp.Problem(cp.Minimize(fit + cp.sum(cp.huber(Bm @ x - em, mu)) / (2.0 * mu)), [cp.norm(x, 2) <= rho])
+    record = solvers.solve(problem, solver, what="the quadratic saddle problem (Huber primal)")
+    xv = np.asarray(x.value, dtype=float)
+    return float(problem.value), xv, np.clip((Bm @ xv - em) / mu, -1.0, 1.0), record

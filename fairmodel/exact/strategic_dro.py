@@ -1,0 +1,133 @@
+"""Exact CVXPY programs of strategic Wasserstein DRO (spec ``zeroth_order_minmax_dro.md`` §4.7).
+
+* (E1) the corrected primal with gamma maximized out (an epigraph per y = +1 sample), whose duals give a
+  saddle point gamma* (a plain sign(c z_i - kappa alpha) is wrong where c z_i* = kappa alpha*);
+* (E3) the inner minimum min_{(theta, alpha) in K_trunc} L(theta, alpha, gamma) of the duality gap;
+* (E4) the baselines: strategic logistic ERM ("LogReg SC", trained at a given zeta) and plain logistic ERM.
+
+All DCP: for y = -1 the score x.theta + zeta ||M theta||^2 is convex and enters the non-decreasing
+softplus; for y = +1 it is affine. Data enter as constants. Note: E1 and the first-order oracle use the
+agents' zeta and mask (a model-based reference); the zeroth-order methods never see them.
+"""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from ..errors import SolverError
+from ..strategic import C_LABEL, WDRSC
+from . import solvers
+
+
+def _scores(model: WDRSC, theta, zeta=None):
+    """(z of the y = +1 rows (affine), z of the y = -1 rows (convex)) as CVXPY expressions."""
+    zeta = model.zeta if zeta is None else zeta
+    zp = model.X[model.pos] @ theta
+    zn = model.X[model.neg] @ theta
+    if zeta > 0 and model.mask.any():
+        zn = zn + zeta * cp.sum_squares(theta[np.flatnonzero(model.mask)])
+    return zp, zn
+
+
+def wdrsc_program(model: WDRSC):
+    """(problem, theta, alpha, pos_constraints) of (E1): the epigraph s_i >= max{phi - c z, phi + c z - 2 kappa alpha}."""
+    theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
+    zp, zn = _scores(model, theta)
+    objective = alpha * (model.delta - model.paper_shift)
+    constraints = model.x_domain.cvxpy_constraints(cp.hstack([theta, alpha]))
+    pos_constraints = None
+    if model.n_pos:
+        s = cp.Variable(model.n_pos, name="s")
+        c_minus = s >= cp.logistic(-zp)                                   # lambda^- (gamma = -1 branch)
+        c_plus = s >= cp.logistic(zp) - 2.0 * model.kappa * alpha         # lambda^+ (gamma = +1 branch)
+        pos_constraints = (c_minus, c_plus)
+        constraints += [c_minus, c_plus]
+        objective = objective + cp.sum(s) / model.n
+    if model.n_neg:
+        objective = objective + cp.sum(cp.logistic(zn)) / model.n
+    return cp.Problem(cp.Minimize(objective), constraints), theta, alpha, pos_constraints
+
+
+def solve_wdrsc(model: WDRSC, solver=None, verbose=False):
+    """Solve (E1); returns (theta*, alpha*, gamma*, OPT, record).
+
+    gamma*_i = n (lambda_i^+ - lambda_i^-) for y_i = +1 (stationarity in s_i gives lambda^+ + lambda^- = 1/n),
+    0 for y_i = -1 (those gamma_i do not enter L, erratum U20). Raises SolverError when alpha* reaches
+    alpha_max (the truncation would change the problem: raise alpha_max).
+    """
+    problem, theta, alpha, pos_constraints = wdrsc_program(model)
+    record = solvers.solve(problem, solver, verbose, what="the strategic Wasserstein-DRO program (E1)")
+    gamma = np.zeros(model.n)
+    if pos_constraints is not None:
+        lam_minus = np.asarray(pos_constraints[0].dual_value, dtype=float)
+        lam_plus = np.asarray(pos_constraints[1].dual_value, dtype=float)
+        gamma[model.pos] = np.clip(model.n * (lam_plus - lam_minus), -1.0, 1.0)
+        record["dual_sum_error"] = float(np.max(np.abs(model.n * (lam_plus + lam_minus) - 1.0)))
+    a = float(alpha.value)
+    if a >= model.alpha_max * (1 - 1e-6):
+        raise SolverError(f"alpha* = {a:.6g} reached alpha_max = {model.alpha_max:.6g}: the truncated problem differs "
+                          f"from the untruncated one; pass a larger alpha_max to wasserstein_worst_case"
+                          + (" (the paper's literal objective may be unbounded, erratum U11)"
+                             if model.variant == "paper" else ""), status="alpha_max_active")
+    u = model.x_domain.project(np.concatenate([np.asarray(theta.value, dtype=float), [a]]))
+    return u[:-1], float(u[-1]), gamma, float(problem.value), record
+
+
+def inner_min(model: WDRSC, gamma, solver=None, verbose=False) -> tuple[float, np.ndarray, float]:
+    """(E3) min over (theta, alpha) in K_trunc of L(theta, alpha, gamma): (value, theta, alpha).
+
+    For y = +1: phi(z) + gamma_i c z = softplus(z) + (c (1 + gamma_i) - 1) z. L is linear in alpha with
+    coefficient a = delta - kappa (n_+ + sum gamma_i)/n, and alpha ranges over [||theta|| / r, alpha_max]
+    (K_trunc), so alpha is eliminated exactly: alpha = ||theta|| / r when a >= 0 (a term a ||theta|| / r),
+    alpha = alpha_max when a < 0 (spec §4.7 E3: that is why the bound is needed), with ||theta|| <= r alpha_max.
+    Eliminating it also avoids the degenerate free direction that stalled Clarabel when a ~ 0.
+    """
+    gamma = np.asarray(gamma, dtype=float)
+    a = model.alpha_coefficient(gamma)
+    theta = cp.Variable(model.p, name="w")
+    zp, zn = _scores(model, theta)
+    slope, top = model.slope, model.alpha_max
+    objective = a / slope * cp.norm(theta, 2) if a >= 0 else a * top
+    if model.n_pos:
+        gp = gamma[model.pos]
+        linear = model.X[model.pos].T @ (C_LABEL * (1.0 + gp) - 1.0)   # z affine for y = +1
+        objective = objective + (cp.sum(cp.logistic(zp)) + linear @ theta) / model.n
+    if model.n_neg:
+        objective = objective + cp.sum(cp.logistic(zn)) / model.n
+    radius = slope * top if model.x_domain.radius is None else min(slope * top, model.x_domain.radius)
+    problem = cp.Problem(cp.Minimize(objective), [cp.norm(theta, 2) <= radius])
+    what = "the inner minimum of the duality gap (E3)"
+    try:
+        solvers.solve(problem, solver, verbose, what=what)
+    except SolverError:
+        if solver is not None:
+            raise
+        solvers.solve(problem, "ECOS", verbose, what=what)        # second opinion before giving up
+    t = np.asarray(theta.value, dtype=float)
+    alpha = float(np.linalg.norm(t)) / slope if a >= 0 else top
+    return float(problem.value), t, alpha
+
+
+def logistic_erm(X, y, mask=None, zeta: float = 0.0, ridge: float = 0.0, radius: float | None = None,
+                 solver=None, verbose=False) -> np.ndarray:
+    """(E4) min_theta (1/n) sum_i log(1 + exp(-y_i z_i(theta))) + ridge ||theta||^2 [, ||theta|| <= radius].
+
+    With zeta > 0 and a mask, z_i is the strategic score (the "LogReg SC" baseline of the paper, trained
+    at that zeta); with zeta = 0 it is plain logistic regression. Unregularized ERM diverges on separable
+    data: give ridge > 0 or a radius there.
+    """
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    theta = cp.Variable(X.shape[1], name="w")
+    pos, neg = y > 0, y < 0
+    z_pos = X[pos] @ theta
+    z_neg = X[neg] @ theta
+    if zeta > 0 and mask is not None and np.any(mask):
+        z_neg = z_neg + zeta * cp.sum_squares(theta[np.flatnonzero(mask)])
+    objective = (cp.sum(cp.logistic(-z_pos)) + cp.sum(cp.logistic(z_neg))) / X.shape[0]
+    if ridge > 0:
+        objective = objective + ridge * cp.sum_squares(theta)
+    constraints = [cp.norm(theta, 2) <= radius] if radius is not None else []
+    solvers.solve(cp.Problem(cp.Minimize(objective), constraints), solver, verbose,
+                  what="the logistic ERM baseline (E4)")
+    return np.asarray(theta.value, dtype=float)

@@ -1,0 +1,323 @@
+"""DSL atoms of AUC maximization under AUC-based fairness constraints, and the pairwise square-surrogate risks
+they share with the exact programs, the stochastic methods and the judge.
+
+Paper: Yao, Lin, Yang, "Stochastic Methods for AUC Optimization subject to AUC-based Fairness Constraints";
+build spec ``auc_fairness.md`` (section numbers below are the spec's, equation numbers the paper's).
+
+* ``fm.auc_loss(score, y)`` is the square-surrogate AUC loss L(D+, D-) of eq. (3), ell(t) = c1 (t - c2)^2.
+* ``fm.auc_gap(score, data, kind=...) <= kappa`` is the surrogate constraint pair (6):
+  L(G1', G1) + L(G2, G2') <= 1 + kappa and L(G2', G2) + L(G1, G1') <= 1 + kappa. The atom's value is
+  max(f1, f2) - 1, which approximates |AUC(G1, G1') - AUC(G2, G2')| by (4)-(5).
+
+Closed forms (spec §3.4, §3.7). For an ordered pair (S, S') with group means m, m' of the score, population
+variances v, v' (ddof 0) and Delta = m - m', the reformulated risk (Lemma 1, eq. (7)) at optimal a, b in I and
+alpha in I is
+
+    T(S, S') = c1 c2^2 - 2 c1 c2 Delta + c1 [v + (m - a)^2] + c1 [v' + (m' - b)^2] + 2 c1 Delta alpha - q alpha^2
+    a = clip(m, I),  b = clip(m', I),  alpha = clip(c1 Delta / q, I).
+
+With the c1-correct coefficient q = c1 (the default; erratum 1 of spec §10: the paper prints -alpha^2, i.e.
+q = 1, which is exact only for c1 = 1, spec §3.3) and a valid interval I, T equals the pairwise mean
+(1/(|S||S'|)) sum_{i in S, j in S'} c1 (h_i - h_j - c2)^2, pairs i = j included. ``alpha_quad_coef=
+"paper_literal"`` selects q = 1.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..data import Dataset
+from ..errors import DataError, ExpressionTypeError, ModelError
+from ..expressions import Expr, as_expr
+from ..metrics.auc import AUCSets, auc_sets, signed_labels
+
+Q_MODES = ("c1", "paper_literal")
+
+
+def _positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ModelError(f"{name} must be a positive number; got {value!r}")
+    v = float(value)
+    if not np.isfinite(v) or v <= 0:
+        raise ModelError(f"{name} must be positive and finite; got {value!r}")
+    return v
+
+
+def check_interval(interval) -> float | None:
+    """The half-width I of the symmetric interval [-I, I] (spec §3.5), or None for automatic.
+
+    Accepts a positive number I or a pair (lo, hi) with lo = -hi < 0; rejects lo > hi, an interval not
+    containing 0, and an asymmetric interval (the stochastic method and the App. D pairing need symmetry).
+    """
+    if interval is None:
+        return None
+    if isinstance(interval, (tuple, list, np.ndarray)):
+        if len(interval) != 2:
+            raise ModelError(f"interval must be a number I (for [-I, I]) or a pair (lo, hi); got {interval!r}")
+        lo, hi = (float(v) for v in interval)
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ModelError(f"interval bounds must be finite; got {interval!r}")
+        if lo > hi:
+            raise ModelError(f"interval ({lo:g}, {hi:g}) has lo > hi")
+        if not lo < 0 < hi:
+            raise ModelError(f"interval ({lo:g}, {hi:g}) must contain 0 in its interior (Lemma 1 needs 0 in I)")
+        if not np.isclose(lo, -hi, rtol=1e-12, atol=0):
+            raise ModelError(f"interval ({lo:g}, {hi:g}) must be symmetric, (-I, I); the stochastic method and the "
+                             f"pairing of App. D need it (spec §3.5). Use interval={max(-lo, hi):g}")
+        return hi
+    return _positive(interval, "interval half-width I")
+
+
+class Surrogate:
+    """Settings of the square surrogate ell(t) = c1 (t - c2)^2 (spec §2.2) and of the reformulation (7)."""
+
+    __slots__ = ("c1", "c2", "alpha_quad_coef", "half_width")
+
+    def __init__(self, c1=0.5, c2=1.0, interval=None, alpha_quad_coef: str = "c1"):
+        self.c1 = _positive(c1, "c1")
+        self.c2 = _positive(c2, "c2")
+        if alpha_quad_coef not in Q_MODES:
+            raise ModelError(f"alpha_quad_coef must be 'c1' (exact, the default) or 'paper_literal' (the paper's "
+                             f"printed coefficient 1, spec §3.3); got {alpha_quad_coef!r}")
+        self.alpha_quad_coef = alpha_quad_coef
+        self.half_width = check_interval(interval)
+
+    @property
+    def q(self) -> float:
+        """The coefficient of alpha^2 in (7): c1 (exact) or 1 (as printed in the paper)."""
+        return self.c1 if self.alpha_quad_coef == "c1" else 1.0
+
+    def __str__(self):
+        extra = "" if self.alpha_quad_coef == "c1" else ", q=1"
+        return f"c1={self.c1:g}, c2={self.c2:g}{extra}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pairwise risks: the shared numerical object
+# ---------------------------------------------------------------------------------------------------
+class PairRisks:
+    """The reformulated risks T_i of P ordered pairs (S_i, S'_i), grouped in blocks (spec §3.6).
+
+    ``masks`` (n_sets x n, bool) are the sets; pair i uses sets ``first[i]`` and ``second[i]`` and belongs to
+    block ``block[i]``; ``c1, c2, q`` are per pair. Block k's value is f_k = sum_{i in block k} T_i.
+    """
+
+    def __init__(self, masks, first, second, block, c1, c2, q):
+        self.masks = np.asarray(masks, dtype=bool)
+        self.first, self.second = np.asarray(first, dtype=np.intp), np.asarray(second, dtype=np.intp)
+        self.block = np.asarray(block, dtype=np.intp)
+        P = self.first.shape[0]
+        self.c1, self.c2, self.q = (np.broadcast_to(np.asarray(v, dtype=float), (P,)).copy() for v in (c1, c2, q))
+        self.n_blocks = int(self.block.max()) + 1
+        self.sizes = self.masks.sum(axis=1)
+
+    @property
+    def n_pairs(self) -> int:
+        return self.first.shape[0]
+
+    @classmethod
+    def concat(cls, parts: list["PairRisks"]) -> "PairRisks":
+        """Stack several pair tables (set and block indices offset) into one."""
+        masks, first, second, block, c1, c2, q = [], [], [], [], [], [], []
+        s_off = b_off = 0
+        for p in parts:
+            masks.append(p.masks)
+            first.append(p.first + s_off), second.append(p.second + s_off), block.append(p.block + b_off)
+            c1.append(p.c1), c2.append(p.c2), q.append(p.q)
+            s_off += p.masks.shape[0]
+            b_off += p.n_blocks
+        cat = np.concatenate
+        return cls(np.vstack(masks), cat(first), cat(second), cat(block), cat(c1), cat(c2), cat(q))
+
+    def take(self, rows) -> "PairRisks":
+        return PairRisks(self.masks[:, rows], self.first, self.second, self.block, self.c1, self.c2, self.q)
+
+    # -- values ------------------------------------------------------------------------------------------
+    def moments(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Means and population variances (ddof 0) of the scores over every set (nan for an empty set)."""
+        means, variances = np.empty(len(self.masks)), np.empty(len(self.masks))
+        for s, mask in enumerate(self.masks):
+            hs = h[mask]
+            if hs.size == 0:
+                means[s] = variances[s] = np.nan
+                continue
+            means[s] = hs.mean()
+            variances[s] = np.mean((hs - means[s]) ** 2)
+        return means, variances
+
+    def terms(self, h: np.ndarray, half_width: float | None = None) -> dict:
+        """Per-pair closed forms of spec §3.7 at optimal a, b, alpha in [-I, I] (no clipping when I is None).
+
+        Returns the group moments, a, b, alpha, Delta and the values T (all per pair).
+        """
+        I = np.inf if half_width is None else half_width
+        m, v = self.moments(h)
+        c1, c2, q = self.c1, self.c2, self.q
+        mS, mT, vS, vT = m[self.first], m[self.second], v[self.first], v[self.second]
+        delta = mS - mT
+        a, b = np.clip(mS, -I, I), np.clip(mT, -I, I)
+        alpha = np.clip(c1 * delta / q, -I, I)
+        T = (c1 * c2 ** 2 - 2 * c1 * c2 * delta + c1 * (vS + (mS - a) ** 2) + c1 * (vT + (mT - b) ** 2)
+             + 2 * c1 * delta * alpha - q * alpha ** 2)
+        return {"means": m, "variances": v, "m": mS, "m_prime": mT, "delta": delta, "a": a, "b": b,
+                "alpha": alpha, "T": T}
+
+    def values(self, h: np.ndarray, half_width: float | None = None) -> np.ndarray:
+        """T_i for every pair."""
+        return self.terms(h, half_width)["T"]
+
+    def block_values(self, T: np.ndarray) -> np.ndarray:
+        """f_k = sum of T_i over the pairs of block k."""
+        return np.bincount(self.block, weights=T, minlength=self.n_blocks)
+
+    def grad_h(self, h: np.ndarray, weights: np.ndarray, half_width: float | None = None) -> np.ndarray:
+        """d/dh of sum_i weights_i T_i(h) (envelope theorem in a, b, alpha; Danskin for the max over alpha)."""
+        t = self.terms(h, half_width)
+        c1, c2 = self.c1, self.c2
+        dmS = weights * (-2 * c1 * c2 + 2 * c1 * (t["m"] - t["a"]) + 2 * c1 * t["alpha"])
+        dmT = weights * (2 * c1 * c2 + 2 * c1 * (t["m_prime"] - t["b"]) - 2 * c1 * t["alpha"])
+        n_sets = len(self.masks)
+        cm = np.bincount(self.first, dmS, n_sets) + np.bincount(self.second, dmT, n_sets)
+        cv = np.bincount(self.first, weights * c1, n_sets) + np.bincount(self.second, weights * c1, n_sets)
+        out = np.zeros_like(h, dtype=float)
+        for s, mask in enumerate(self.masks):
+            if cm[s] == 0 and cv[s] == 0:
+                continue
+            out[mask] += (cm[s] + 2 * cv[s] * (h[mask] - t["means"][s])) / mask.sum()
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Atoms
+# ---------------------------------------------------------------------------------------------------
+def _check_score(score) -> Expr:
+    if not isinstance(score, Expr) or score.kind != "samples":
+        raise ExpressionTypeError(f"the AUC atoms need a per-sample score such as data.score(w); got {score!r}")
+    return score
+
+
+class _AUCAtom(Expr):
+    """Common parts of the two atoms: a score, surrogate settings and a pair table."""
+
+    kind = "scalar"
+    pairs: PairRisks
+    surrogate: Surrogate
+
+    @property
+    def curvature(self):
+        return "convex" if self.score.curvature in ("affine", "constant") else "unknown"
+
+    def _pairs(self, env) -> PairRisks:
+        return self.pairs if env.rows is None else self.pairs.take(env.rows)
+
+    def _block_values(self, env) -> np.ndarray:
+        h = self.score.value(env)
+        pairs = self._pairs(env)
+        return pairs.block_values(pairs.values(h, self.surrogate.half_width))
+
+
+class AUCLoss(_AUCAtom):
+    """The square-surrogate AUC loss L(D+, D-) (eq. (3); spec §2.2), minimized for AUC maximization."""
+
+    def __init__(self, score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None):
+        self.score = _check_score(score)
+        self.args = (score,)
+        self.surrogate = Surrogate(c1, c2, interval, alpha_quad_coef)
+        zeta = signed_labels(y, score.size, positive)
+        self.y = zeta
+        masks = np.vstack([zeta > 0, zeta < 0])
+        sizes = masks.sum(axis=1)
+        if np.any(sizes == 0):
+            raise DataError(f"the AUC loss needs positive and negative samples; D+ has {sizes[0]} and D- has "
+                            f"{sizes[1]} points")
+        s = self.surrogate
+        self.pairs = PairRisks(masks, [0], [1], [0], s.c1, s.c2, s.q)
+
+    def _value(self, env):
+        return float(self._block_values(env)[0])
+
+    def backprop(self, env, upstream, grads):
+        h = self.score.value(env)
+        g = self._pairs(env).grad_h(h, np.ones(1), self.surrogate.half_width)
+        self.score.backprop(env, upstream * g, grads)
+
+    def __str__(self):
+        return f"auc_loss({self.score}, y; {self.surrogate})"
+
+
+# pairs of a constraint (spec §3.6, App. D pairing), as indices into (G1, G1', G2, G2'), and their block
+_GAP_FIRST, _GAP_SECOND, _GAP_BLOCK = (1, 2, 3, 0), (0, 3, 2, 1), (0, 0, 1, 1)
+
+
+class AUCGap(_AUCAtom):
+    """The surrogate AUC-fairness gap max(f1, f2) - 1 of a preset (spec §1.4); ``<= kappa`` is the pair (6).
+
+    f1 = L(G1', G1) + L(G2, G2') approximates 1 + AUC(G1, G1') - AUC(G2, G2') (eq. (4)) and
+    f2 = L(G2', G2) + L(G1, G1') approximates 1 + AUC(G2, G2') - AUC(G1, G1') (eq. (5)).
+    """
+
+    def __init__(self, score, data: Dataset, kind="intra", *, protected=None, sets=None, positive=None,
+                 c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1"):
+        self.score = _check_score(score)
+        if not isinstance(data, Dataset):
+            raise ExpressionTypeError(f"auc_gap needs the fairmodel.Dataset of the score (labels and groups); "
+                                      f"got {type(data).__name__}")
+        if getattr(score, "data", data) is not data:
+            raise ModelError("auc_gap: the score was built on another dataset; use data.score(w) of this data")
+        if data.y is None:
+            raise DataError(f"dataset {data.name!r} has no labels; auc_gap needs y coded +1/-1")
+        self.args = (score,)
+        self.data = data
+        self.surrogate = Surrogate(c1, c2, interval, alpha_quad_coef)
+        groups = data.groups if data.has_groups else None
+        self.sets: AUCSets = auc_sets(data.y, groups, kind, protected=protected, positive=positive, sets=sets)
+        self.sets.require_nonempty("auc_gap")
+        self.y = signed_labels(data.y, None, positive)
+        self.preset = self.sets.kind
+        s = self.surrogate
+        self.pairs = PairRisks(self.sets.masks[2:], _GAP_FIRST, _GAP_SECOND, _GAP_BLOCK, s.c1, s.c2, s.q)
+
+    def _value(self, env):
+        return float(np.max(self._block_values(env)) - 1.0)
+
+    def backprop(self, env, upstream, grads):
+        f = self._block_values(env)
+        weights = (self.pairs.block == int(np.argmax(f))).astype(float)
+        h = self.score.value(env)
+        g = self._pairs(env).grad_h(h, weights, self.surrogate.half_width)
+        self.score.backprop(env, upstream * g, grads)
+
+    def __le__(self, other):
+        kappa = as_expr(other)
+        if kappa.curvature == "constant" and kappa.kind == "scalar" and float(kappa.constant_value()) < 0:
+            raise ModelError(f"the fairness budget kappa must be >= 0; got {float(kappa.constant_value()):g}")
+        return super().__le__(other)
+
+    def __str__(self):
+        return f"auc_gap[{self.preset}]({self.score}; {self.surrogate})"
+
+
+def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None) -> AUCLoss:
+    """Square-surrogate AUC loss L(D+, D-) = mean over (positive, negative) pairs of c1 (h+ - h- - c2)^2.
+
+    score : a per-sample score, ``data.score(w)`` (linear) or ``data.score(net)`` (a network).
+    y : labels coded +1/-1 (``positive=`` maps another coding explicitly).
+    c1, c2 : the surrogate ell(t) = c1 (t - c2)^2 (the paper uses c2 = 1, c1 in {0.5, 1}).
+    interval : the half-width I of the interval [-I, I] of a, b, alpha in Lemma 1 (None: automatic).
+    alpha_quad_coef : "c1" (exact, default) or "paper_literal" (the printed -alpha^2; spec §3.3).
+    """
+    return AUCLoss(score, y, c1=c1, c2=c2, interval=interval, alpha_quad_coef=alpha_quad_coef, positive=positive)
+
+
+def auc_gap(score, data, kind="intra", *, protected=None, sets=None, positive=None, c1=0.5, c2=1.0,
+            interval=None, alpha_quad_coef="c1") -> AUCGap:
+    """Surrogate AUC-fairness gap of a preset; ``fm.auc_gap(...) <= kappa`` is the constraint pair (6).
+
+    kind : "group", "inter" (xAUC), "intra", "pos_avg_eq", "neg_avg_eq", "bpsn_bnsp" (spec §1.4), or give
+        ``sets=(G1, G1', G2, G2')`` (boolean masks or callables (labels, gamma) -> mask).
+    protected : the group with gamma = +1 (see :mod:`fairmodel.metrics.auc` for the default).
+    Other parameters as in :func:`auc_loss`.
+    """
+    return AUCGap(score, data, kind, protected=protected, sets=sets, positive=positive, c1=c1, c2=c2,
+                  interval=interval, alpha_quad_coef=alpha_quad_coef)

@@ -1,0 +1,184 @@
+"""Score models beyond the linear score: a two-layer sigmoid network, and the forward/backward adapters that
+stochastic methods use for any score model (linear or network).
+
+Declaring a network is like declaring linear weights; its score replaces ``data.score(w)``::
+
+    net = fm.SigmoidMLP(data.n_features, hidden=10, radius=20.0)
+    s = data.score(net)          # h(x) = sigmoid(v . sigmoid(W x + b) + c), a per-sample expression
+
+The network's score is not convex in its weights (the weakly convex case of the AUC-fairness paper,
+Assumption 4): exact backends refuse it, and the AUC-fairness family solves it with IQRC (Algorithm 3).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import expit
+
+from .data import Dataset, as_generator
+from .errors import ExpressionTypeError, ModelError
+from .expressions import Expr, LinearScore, Weights
+
+OUTPUTS = ("sigmoid", "linear")
+
+
+class SigmoidMLP(Weights):
+    """Parameters of a two-layer network with ``hidden`` sigmoid units (spec ``auc_fairness.md`` §7.2).
+
+    h(x) = sigmoid(v . sigmoid(W x + b) + c) for ``output="sigmoid"`` (scores in (0, 1), the default,
+    so that the interval I = [-1, 1] of the AUC-fairness reformulation is valid), or
+    v . sigmoid(W x + b) + c for ``output="linear"``.
+
+    The parameters are one flat vector theta = (W (hidden x d, row major), b, v, c) of length
+    hidden * (d + 2) + 1; ``radius`` bounds ||theta||_2 (the compact domain of the paper), ``None`` for none.
+    """
+
+    def __init__(self, n_features: int, hidden: int = 10, radius: float | None = None, *,
+                 output: str = "sigmoid", name: str = "net"):
+        if isinstance(hidden, bool) or not isinstance(hidden, (numbers.Integral, np.integer)) or hidden < 1:
+            raise ModelError(f"hidden must be a positive integer (number of hidden units); got {hidden!r}")
+        if output not in OUTPUTS:
+            raise ModelError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
+        if isinstance(n_features, bool) or not isinstance(n_features, (numbers.Integral, np.integer)) or n_features < 1:
+            raise ModelError(f"n_features must be a positive integer; got {n_features!r}")
+        size = int(hidden) * (int(n_features) + 2) + 1
+        super().__init__(size, radius, name=name)
+        self.n_features = int(n_features)      # the score's input dimension (Weights stores the size)
+        self.hidden = int(hidden)
+        self.output = output
+
+    # -- DSL ---------------------------------------------------------------------------------------------
+    def score_on(self, data: Dataset) -> "MLPScore":
+        """The network's score on a dataset (what ``data.score(net)`` returns)."""
+        return MLPScore(data, self)
+
+    def describe_domain(self) -> str:
+        dom = "" if self.radius is None else f", ||theta||_2 <= {self.radius:g}"
+        return (f"theta in R^{self.size} (two-layer sigmoid network, {self.hidden} hidden units, "
+                f"{self.output} output){dom}")
+
+    # -- numerics ----------------------------------------------------------------------------------------
+    def unpack(self, theta: np.ndarray):
+        """(W (hidden x d), b (hidden), v (hidden), c) views of the flat parameter vector."""
+        d, H = self.n_features, self.hidden
+        W = theta[: H * d].reshape(H, d)
+        b = theta[H * d: H * d + H]
+        v = theta[H * d + H: H * d + 2 * H]
+        return W, b, v, theta[-1]
+
+    def forward(self, theta: np.ndarray, X: np.ndarray):
+        """(scores h, cache for :meth:`backward`) on the rows of X."""
+        W, b, v, c = self.unpack(theta)
+        hidden = expit(X @ W.T + b)
+        out = hidden @ v + c
+        h = expit(out) if self.output == "sigmoid" else out
+        return h, (X, hidden, h)
+
+    def backward(self, theta: np.ndarray, cache, coef: np.ndarray) -> np.ndarray:
+        """Gradient of sum_j coef_j h(x_j) with respect to theta (reverse mode through both layers)."""
+        X, hidden, h = cache
+        W, b, v, c = self.unpack(theta)
+        g_out = coef * h * (1.0 - h) if self.output == "sigmoid" else coef
+        g_v = hidden.T @ g_out
+        g_pre = np.outer(g_out, v) * hidden * (1.0 - hidden)
+        g_W = g_pre.T @ X
+        return np.concatenate([g_W.ravel(), g_pre.sum(axis=0), g_v, [g_out.sum()]])
+
+    def initial(self, seed=None, scale: float = 1.0) -> np.ndarray:
+        """A random initial theta (Glorot-uniform hidden layer, output weights zero: a constant score).
+
+        The constant-score start is the feasible x~(0) of IQRC (spec §5.7); the random hidden layer breaks
+        the symmetry that the paper's x = 0 start never breaks (erratum 9 of spec §10).
+        """
+        rng = as_generator(seed)
+        limit = scale * np.sqrt(6.0 / (self.n_features + self.hidden))
+        theta = np.zeros(self.size)
+        W, _, _, _ = self.unpack(theta)
+        W[...] = rng.uniform(-limit, limit, size=W.shape)
+        return self.project(theta)
+
+
+class MLPScore(Expr):
+    """The per-sample score h_theta(x_i) of a :class:`SigmoidMLP` on a dataset (not convex in theta)."""
+
+    kind = "samples"
+
+    def __init__(self, data: Dataset, net: SigmoidMLP):
+        if not isinstance(data, Dataset):
+            raise ExpressionTypeError(f"a score needs a fairmodel.Dataset; got {type(data).__name__}")
+        if net.n_features != data.n_features:
+            raise ModelError(f"the network takes {net.n_features} features but the data has {data.n_features}; "
+                             f"use fm.SigmoidMLP(data.n_features, ...)")
+        self.data, self.w = data, net
+        self.args = (net,)
+        self.size = data.n_samples
+
+    @property
+    def curvature(self):
+        return "unknown"
+
+    def _value(self, env):
+        X = self.data.X if env.rows is None else self.data.X[env.rows]
+        return self.w.forward(env[self.w], X)[0]
+
+    def backprop(self, env, upstream, grads):
+        X = self.data.X if env.rows is None else self.data.X[env.rows]
+        theta = env[self.w]
+        _, cache = self.w.forward(theta, X)
+        self.w.backprop(env, self.w.backward(theta, cache, np.asarray(upstream, dtype=float)), grads)
+
+    def __str__(self):
+        return f"mlp_{self.w.name}(x)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Adapters used by stochastic methods: the same interface for a linear score and a network
+# ---------------------------------------------------------------------------------------------------
+class LinearModel:
+    """h = X theta (+ b): forward/backward on a design matrix (intercept column appended when present)."""
+
+    convex = True
+
+    def __init__(self, score: LinearScore):
+        self.w = score.w
+        self.X = score.design()
+
+    def forward(self, theta, X):
+        return X @ theta, X
+
+    def backward(self, theta, cache, coef):
+        return cache.T @ coef
+
+    def initial(self, seed=None) -> np.ndarray:
+        return np.zeros(self.w.shape)
+
+
+class NetworkModel:
+    """Adapter of a :class:`SigmoidMLP` score."""
+
+    convex = False
+
+    def __init__(self, score: MLPScore):
+        self.w = score.w
+        self.X = score.data.X
+
+    def forward(self, theta, X):
+        return self.w.forward(theta, X)
+
+    def backward(self, theta, cache, coef):
+        return self.w.backward(theta, cache, coef)
+
+    def initial(self, seed=None) -> np.ndarray:
+        return self.w.initial(seed)
+
+
+def score_model(score: Expr):
+    """The forward/backward adapter of a score expression (linear or network), or an error naming it."""
+    if isinstance(score, LinearScore):
+        if score.w.n_outputs is not None:
+            raise ModelError("a scalar score is needed; got matrix Weights (n_outputs set)")
+        return LinearModel(score)
+    if isinstance(score, MLPScore):
+        return NetworkModel(score)
+    raise ExpressionTypeError(f"{score} is not a model score; use data.score(w) with fm.Weights or fm.SigmoidMLP")

@@ -1,0 +1,125 @@
+"""Plots (needs the ``plot`` extra, matplotlib). Every function returns a matplotlib Figure and draws
+exactly the numbers held by the results it is given (tests compare the drawn data with them).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import OptionError
+
+
+def _plt():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptionError("plotting needs matplotlib: pip install 'fairmodel[plot]'") from None
+    return plt
+
+
+def _axes(ax, figsize=(6, 4)):
+    plt = _plt()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    return fig, ax
+
+
+def plot_frontier(frontiers, x: str, y: str = "objective", ax=None, label: str | None = None):
+    """Column ``y`` against column ``x`` of one or several :class:`fairmodel.sweep.Frontier` objects
+    (e.g. the exact and the stochastic frontier of the same sweep), one line each."""
+    fig, ax = _axes(ax)
+    if not isinstance(frontiers, (list, tuple)):
+        frontiers = [frontiers]
+    for f in frontiers:
+        xs, ys = np.asarray(f.column(x), dtype=float), np.asarray(f.column(y), dtype=float)
+        ok = np.isfinite(xs) & np.isfinite(ys)
+        ax.plot(xs[ok], ys[ok], marker="o", label=label or f.backend or None)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(f"{y} vs {x}")
+    if any(f.backend for f in frontiers) or label:
+        ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_convergence(results, x: str = "grad_evals", y: str = "objective", optimum: float | None = None,
+                     ax=None, log: bool = True):
+    """History column ``y`` against ``x`` for one or several results (dict label -> Result or a list),
+    with the exact optimum as a horizontal line; with ``log`` the y axis shows ``y - optimum``."""
+    fig, ax = _axes(ax)
+    if not isinstance(results, dict):
+        results = {r.method or f"run {i}": r for i, r in enumerate(results if isinstance(results, (list, tuple))
+                                                                  else [results])}
+    for name, res in results.items():
+        xs, ys = res.history_column(x), res.history_column(y)
+        if log and optimum is not None:
+            ys = np.maximum(ys - optimum, 1e-16)
+        ax.plot(xs, ys, label=name)
+    if optimum is not None and not log:
+        ax.axhline(optimum, color="k", linestyle="--", label="exact optimum")
+    if log:
+        ax.set_yscale("log")
+        if optimum is None:
+            ax.set_xscale("linear")
+    ax.set_xlabel(x)
+    ax.set_ylabel(f"{y} - exact optimum" if (log and optimum is not None) else y)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_group_risks(results: dict, key: str = "group_risks", ax=None):
+    """Grouped bars of a per-group metric (default the group risks) for several results (label -> Result
+    or label -> {group: value})."""
+    fig, ax = _axes(ax, figsize=(7, 4))
+    tables = {name: (r.metrics[key] if hasattr(r, "metrics") else r) for name, r in results.items()}
+    groups = list(next(iter(tables.values())))
+    width = 0.8 / max(1, len(tables))
+    for i, (name, values) in enumerate(tables.items()):
+        ax.bar(np.arange(len(groups)) + i * width, [values[g] for g in groups], width, label=name)
+    ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2)
+    ax.set_xticklabels(groups, rotation=20, ha="right")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_score_densities(scores, groups, band: tuple[float, float] | None = None, ax=None, bins: int = 40):
+    """Per-group histograms (densities) of scores; with ``band = (a, b)`` the rank band of partial
+    fairness (quantiles a..b of all scores) is shaded."""
+    from .data import Groups
+    fig, ax = _axes(ax)
+    scores = np.asarray(scores, dtype=float)
+    g = Groups(groups)
+    edges = np.histogram_bin_edges(scores, bins=bins)
+    for code, name in enumerate(g.names):
+        ax.hist(scores[g.codes == code], bins=edges, density=True, histtype="step", label=str(name))
+    if band is not None:
+        lo, hi = np.quantile(scores, [band[0], band[1]])
+        ax.axvspan(lo, hi, alpha=0.15, color="gray", label=f"band [{band[0]:g}, {band[1]:g}]")
+    ax.set_xlabel("score")
+    ax.set_ylabel("density")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_prediction_distributions(grid, probabilities: dict, ax=None):
+    """Distributions over a prediction grid, one line per group (label -> probability vector)."""
+    fig, ax = _axes(ax)
+    grid = np.asarray(grid, dtype=float)
+    for name, p in probabilities.items():
+        p = np.asarray(p, dtype=float)
+        if p.shape != grid.shape or not math.isclose(float(p.sum()), 1.0, rel_tol=1e-6):
+            raise OptionError(f"the distribution of {name!r} must be a probability vector over the grid")
+        ax.plot(grid, p, marker=".", label=str(name))
+    ax.set_xlabel("prediction")
+    ax.set_ylabel("probability")
+    ax.legend()
+    fig.tight_layout()
+    return fig

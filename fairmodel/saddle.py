@@ -1,0 +1,316 @@
+"""Finite-sum convex-concave saddle problems ``min_{x in X} max_{y in Y} (1/n) sum_i L_i(x, y)``, solved by
+zeroth-order (value oracle) or first-order OGDA/SGDA with random reshuffling and judged by the duality gap
+(spec ``zeroth_order_minmax_dro.md`` §1-§3, §6.1).
+
+>>> import numpy as np, fairmodel as fm
+>>> A = np.random.default_rng(0).standard_normal((50, 3, 4))
+>>> sp = fm.SaddleProblem.matrix_game(A)                       # x^T A_i y on two simplices
+>>> res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=50)
+>>> res.certificate["duality_gap"]                              # doctest: +SKIP
+
+The duality gap ``max_{y'} L(x, y') - min_{x'} L(x', y)`` of a candidate is computed from closed forms
+where the structure gives one (``max_y=`` / ``min_x=`` callables; built in for the matrix game and the
+quadratic game) and otherwise by two exact CVXPY solves of a user's ``cvxpy_value(x, y)``.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+import time
+
+import numpy as np
+
+from .domains import Ball, Box, Simplex, as_domain
+from .errors import ModelError, OptionError
+from .exact import saddle as exact_saddle
+from .exact.newton import ball_qp_step
+from .judge import Evaluation
+from .problem import check_options
+from .results import Result
+from .stochastic.ogda import METHODS, NonFiniteValue, SaddleOracle, ogda
+
+# Defaults of SaddleProblem.solve: the paper's theory schedule with constants that suit O(1)-scaled
+# problems (the paper does not report its constants, erratum U16).
+SOLVE_DEFAULTS = {"epochs": 100, "eta0": 0.05, "R0": 0.1, "chi": 0.05, "schedule": "theory"}
+OGDA_OPTIONS = [p for p in inspect.signature(ogda).parameters if p not in ("oracle", "method", "order", "seed",
+                                                                             "verbose", "u0", "certify")]
+
+
+class _CallableOracle(SaddleOracle):
+    """The SaddleOracle of user callables value(x, y, i) and grad(x, y, i) -> (g_x, g_y)."""
+
+    def __init__(self, sp: "SaddleProblem"):
+        self.sp = sp
+        self.n, self.d_x, self.dim = sp.n, sp.d_x, sp.d_x + sp.d_y
+        self.zo = np.flatnonzero(sp.zo_mask)
+
+    def value(self, i, u, shift):
+        up = u.copy()
+        up[self.zo] += shift
+        return float(self.sp.value_fn(up[:self.d_x], up[self.d_x:], i))
+
+    def gradient(self, i, u, exact_only):
+        gx, gy = self.sp.grad_fn(u[:self.d_x], u[self.d_x:], i)
+        gx, gy = np.array(gx, dtype=float).ravel(), np.array(gy, dtype=float).ravel()
+        if gx.shape != (self.d_x,) or gy.shape != (self.dim - self.d_x,):
+            raise ModelError(f"grad(x, y, i) must return (a vector of length {self.d_x}, a vector of length "
+                             f"{self.dim - self.d_x}); got shapes {gx.shape}, {gy.shape}")
+        if not (np.all(np.isfinite(gx)) and np.all(np.isfinite(gy))):
+            raise NonFiniteValue(f"the gradient oracle returned non-finite values for component {i} at "
+                                 f"x = {np.array2string(u[:self.d_x], threshold=12, precision=4)}, "
+                                 f"y = {np.array2string(u[self.d_x:], threshold=12, precision=4)}")
+        return gx, None, gy
+
+    def project_x(self, x):
+        return self.sp.x_domain.project(x)
+
+    def project_y(self, y):
+        return self.sp.y_domain.project(y)
+
+
+def _callable(f, what):
+    if f is not None and not callable(f):
+        raise ModelError(f"{what} must be a callable; got {type(f).__name__}")
+    return f
+
+
+class SaddleProblem:
+    """``min_{x in x_domain} max_{y in y_domain} (1/n) sum_{i=0}^{n-1} L_i(x, y)``, L_i convex in x, concave in y.
+
+    Parameters
+    ----------
+    value : ``value(x, y, i) -> float``, the component L_i (defined on all of R^d: zeroth-order queries
+        land outside the domains).
+    n : the number of components.
+    x_domain, y_domain : ``fm.Ball``, ``fm.Box``, ``fm.Simplex`` or products (``fm.Product`` / ``*``);
+        compact for the stochastic methods (Assumption 3.1).
+    grad : optional ``grad(x, y, i) -> (grad_x L_i, grad_y L_i)``; needed by ``order=1`` and, with a
+        ``zo_mask``, for the coordinates the zeroth-order estimator does not perturb.
+    zo_mask : boolean over the d_x + d_y coordinates of (x, y): which ones the zeroth-order estimator
+        perturbs (default all, the theory's setting; the block mode of spec §2.3 otherwise).
+    cvxpy_value : optional ``cvxpy_value(x, y) -> cvxpy expression`` of the mean L, where one argument is
+        a CVXPY variable and the other a constant array; gives the duality gap by exact CVXPY solves.
+    max_y, min_x : optional closed forms ``max_y(x) = max_{y in Y} L(x, y)`` and ``min_x(y) = min_{x in X}
+        L(x, y)`` (they take precedence over ``cvxpy_value``).
+    saddle_point : optional known (x*, y*): the judge then also reports Delta(x, y) = L(x, y*) - L(x*, y)
+        (eq. (4), the paper's suboptimality).
+    """
+
+    def __init__(self, value, n: int, x_domain, y_domain, grad=None, *, zo_mask=None, cvxpy_value=None,
+                 max_y=None, min_x=None, saddle_point=None, name: str = "saddle"):
+        if not callable(value):
+            raise ModelError(f"value must be a callable value(x, y, i) -> float; got {type(value).__name__}")
+        if isinstance(n, bool) or not isinstance(n, (numbers.Integral, np.integer)) or n < 1:
+            raise ModelError(f"n (the number of components) must be a positive integer; got {n!r}")
+        self.value_fn, self.n, self.name = value, int(n), str(name)
+        self.x_domain, self.y_domain = as_domain(x_domain, "x_domain"), as_domain(y_domain, "y_domain")
+        self.d_x, self.d_y = self.x_domain.dim, self.y_domain.dim
+        self.grad_fn = _callable(grad, "grad")
+        self.cvxpy_value = _callable(cvxpy_value, "cvxpy_value")
+        self.max_y, self.min_x = _callable(max_y, "max_y"), _callable(min_x, "min_x")
+        d = self.d_x + self.d_y
+        if zo_mask is None:
+            self.zo_mask = np.ones(d, dtype=bool)
+        else:
+            mask = np.asarray(zo_mask)
+            if mask.dtype != bool or mask.shape != (d,):
+                raise ModelError(f"zo_mask must be a boolean array over the {d} coordinates of (x, y)")
+            if not mask.all() and grad is None:
+                raise ModelError("a zo_mask that leaves coordinates out needs grad= for their exact partial derivatives")
+            self.zo_mask = mask.copy()
+        self.saddle_point = None
+        if saddle_point is not None:
+            xs, ys = saddle_point
+            self.saddle_point = (self.x_domain.check_point(xs, "saddle_point x"),
+                                 self.y_domain.check_point(ys, "saddle_point y"))
+        self._mean_value = None   # vectorized mean of L (built-in problems)
+        self._exact = None        # exact saddle solver (built-in problems): solver -> (value, x, y, record)
+
+    def __repr__(self):
+        return f"SaddleProblem({self.name!r}, n={self.n}, X={self.x_domain!r}, Y={self.y_domain!r})"
+
+    def __str__(self):
+        return (f"min_(x in {self.x_domain!r}) max_(y in {self.y_domain!r}) (1/{self.n}) sum_i L_i(x, y)"
+                f"  [{self.name}]")
+
+    # -- values and the judge ---------------------------------------------------------------------------
+    def value(self, x, y) -> float:
+        """L(x, y) = (1/n) sum_i L_i(x, y)."""
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        if self._mean_value is not None:
+            return float(self._mean_value(x, y))
+        return float(np.mean([self.value_fn(x, y, i) for i in range(self.n)]))
+
+    def primal(self, x, solver=None):
+        """max_{y in Y} L(x, y) (closed form, else CVXPY; None when neither is available)."""
+        if self.max_y is not None:
+            return float(self.max_y(np.asarray(x, dtype=float)))
+        if self.cvxpy_value is not None:
+            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(x, dtype=float), self.y_domain, "max", solver)
+        return None
+
+    def dual(self, y, solver=None):
+        """min_{x in X} L(x, y) (closed form, else CVXPY; None when neither is available)."""
+        if self.min_x is not None:
+            return float(self.min_x(np.asarray(y, dtype=float)))
+        if self.cvxpy_value is not None:
+            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(y, dtype=float), self.x_domain, "min", solver)
+        return None
+
+    def evaluate(self, x, y, solver=None) -> Evaluation:
+        """The judge: objective (max_y L(x, .) when computable, else L(x, y)), the duality gap and Delta."""
+        x = self.x_domain.check_point(x, "x")
+        y = self.y_domain.check_point(y, "y")
+        for point, dom, what in ((x, self.x_domain, "x"), (y, self.y_domain, "y")):
+            if not dom.contains(point, tol=1e-7):
+                raise ModelError(f"the candidate {what} is outside its domain {dom!r}; project it first")
+        L = self.value(x, y)
+        primal, dual = self.primal(x, solver), self.dual(y, solver)
+        certificate = {"saddle_value": L}
+        if primal is not None:
+            certificate["primal"] = primal
+        if dual is not None:
+            certificate["dual"] = dual
+        if primal is not None and dual is not None:
+            certificate["duality_gap"] = primal - dual
+        if self.saddle_point is not None:
+            xs, ys = self.saddle_point
+            certificate["delta"] = self.value(x, ys) - self.value(xs, y)
+        metrics = {"objective_kind": "primal max_y L(x, y)" if primal is not None else
+                   "saddle value L(x, y) (give max_y= or cvxpy_value= for the primal value and the duality gap)"}
+        return Evaluation(objective=primal if primal is not None else L, metrics=metrics, certificate=certificate)
+
+    # -- solving ------------------------------------------------------------------------------------------
+    def oracle(self) -> SaddleOracle:
+        return _CallableOracle(self)
+
+    def solve(self, method: str = "ogda-rr", order: int = 0, seed=0, *, verbose=None, solver=None, x0=None, y0=None,
+              **options) -> Result:
+        """Solve with ``method`` in ``ogda-rr`` (default), ``ogda-wr``, ``sgda-rr``, ``sgda-wr`` (``order`` 0:
+        values only, 1: gradients), or ``"exact"`` for the built-in problems; returns a judged ``fm.Result``.
+
+        Options of the stochastic methods (see :func:`fairmodel.stochastic.ogda.ogda`): epochs, eta0, R0,
+        chi, schedule, estimator, y_step_scale, output, first_step, boundary, ell, callback, check_every,
+        target_gap (when the gap is computable), max_queries, max_time, store_iterates. ``solver`` is the
+        CVXPY solver of the exact program and of the judge.
+        """
+        if method == "exact":
+            check_options(options, (), "the exact method of a saddle problem")
+            return self._solve_exact(solver)
+        if method not in METHODS:
+            raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)} "
+                              f"(and 'exact' for the built-in problems)")
+        check_options(options, OGDA_OPTIONS, f"the stochastic method {method!r}")
+        self.x_domain.require_bounded("x_domain")
+        self.y_domain.require_bounded("y_domain")
+        if order == 1 and self.grad_fn is None:
+            raise OptionError("order=1 needs gradients: pass grad=lambda x, y, i: (grad_x, grad_y) to SaddleProblem")
+        u0 = None
+        if x0 is not None or y0 is not None:
+            x0 = self.x_domain.center() if x0 is None else self.x_domain.check_point(x0, "x0")
+            y0 = self.y_domain.center() if y0 is None else self.y_domain.check_point(y0, "y0")
+            u0 = np.concatenate([x0, y0])
+        opts = {**SOLVE_DEFAULTS, **options}
+        start = time.perf_counter()
+        certify = self._certify(solver)
+        if certify is None and options.get("check_every") is not None:
+            raise OptionError("check_every needs the duality gap: give SaddleProblem cvxpy_value= or max_y= and min_x=")
+        out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0, certify=certify,
+                   **opts)
+        solved = time.perf_counter()
+        x, y = out["u"][:self.d_x], out["u"][self.d_x:]
+        variables = {"x": x, "y": y, "x_last": out["u_last"][:self.d_x], "y_last": out["u_last"][self.d_x:]}
+        if out["status"] == "failed":
+            evaluation = Evaluation(objective=float("nan"))
+        else:
+            evaluation = self.evaluate(x, y, solver)
+        judged = time.perf_counter()
+        metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],
+                   **out["steps"], **evaluation.metrics}
+        return Result(status=out["status"], objective=float(evaluation.objective), variables=variables,
+                      metrics=metrics, certificate=evaluation.certificate, history=out["history"],
+                      timings={"solve": solved - start, "judge": judged - solved, "total": judged - start},
+                      solver={"name": method, "order": order,
+                              "options": {k: v for k, v in opts.items() if isinstance(v, (int, float, str))}},
+                      seed=seed if isinstance(seed, (int, type(None))) else None, backend="stochastic",
+                      method=method, family="minmax", message=out["message"], problem=str(self))
+
+    def _certify(self, solver):
+        """u -> duality gap (for check_every=), or None when the problem has no way to compute it."""
+        if (self.max_y is None and self.cvxpy_value is None) or (self.min_x is None and self.cvxpy_value is None):
+            return None
+        return lambda u: self.primal(u[:self.d_x], solver) - self.dual(u[self.d_x:], solver)
+
+    def _solve_exact(self, solver) -> Result:
+        if self._exact is None:
+            raise OptionError("method='exact' is available for the built-in problems (SaddleProblem.matrix_game, "
+                              "SaddleProblem.quadratic); for your own problem use a stochastic method")
+        start = time.perf_counter()
+        value, x, y, record = self._exact(solver)
+        solved = time.perf_counter()
+        evaluation = self.evaluate(x, y, solver)
+        return Result(status=record["status"], objective=float(evaluation.objective), variables={"x": x, "y": y},
+                      metrics={**evaluation.metrics, "solver_optimum": value}, certificate=evaluation.certificate,
+                      timings={"solve": solved - start, "judge": time.perf_counter() - solved}, solver=record,
+                      backend="exact", method="exact", family="minmax", problem=str(self))
+
+    # -- built-in test problems (spec §4.7 E5) -------------------------------------------------------------
+    @classmethod
+    def matrix_game(cls, A) -> "SaddleProblem":
+        """G2: L_i(x, y) = x^T A_i y with x, y on probability simplices; ``A`` of shape (n, m, k) or (m, k).
+
+        Closed forms: max_y L(x, .) = max_j (A^T x)_j and min_x L(., y) = min_i (A y)_i with A the mean
+        A_i; the exact saddle point is an LP. SGDA's last iterate cycles here; OGDA is built for it.
+        """
+        A = np.asarray(A, dtype=float)
+        A = A[None] if A.ndim == 2 else A
+        if A.ndim != 3 or not np.all(np.isfinite(A)):
+            raise ModelError("A must be a finite array of shape (n, m, k) or (m, k)")
+        Abar = A.mean(axis=0)
+        sp = cls(lambda x, y, i: float(x @ A[i] @ y), A.shape[0], Simplex(A.shape[1]), Simplex(A.shape[2]),
+                 grad=lambda x, y, i: (A[i] @ y, A[i].T @ x),
+                 max_y=lambda x: float(np.max(Abar.T @ x)), min_x=lambda y: float(np.min(Abar @ y)),
+                 name="matrix game")
+        sp._mean_value = lambda x, y: x @ Abar @ y
+        sp._exact = lambda solver: exact_saddle.matrix_game_lp(Abar, solver)
+        return sp
+
+    @classmethod
+    def quadratic(cls, A, b, B, e, mu: float, rho: float) -> "SaddleProblem":
+        """G1: L_i(x, y) = ||A_i x - b_i||^2 / 2 + y^T (B_i x - e_i) - mu ||y||^2 / 2 on ||x|| <= rho, y in [-1, 1]^m.
+
+        Shapes: A (n, q, d), b (n, q), B (n, m, d), e (n, m); mu > 0. Smooth, strongly concave in y.
+        Closed forms: max over y through h_mu (the Huber function); min over x a ball-constrained QP
+        (exact secular-equation solve). Exact saddle point: the Huber program.
+        """
+        A, b, B, e = (np.asarray(v, dtype=float) for v in (A, b, B, e))
+        if A.ndim != 3 or b.shape != A.shape[:2] or B.ndim != 3 or B.shape[0] != A.shape[0] \
+                or B.shape[2] != A.shape[2] or e.shape != B.shape[:2]:
+            raise ModelError("shapes must be A (n, q, d), b (n, q), B (n, m, d), e (n, m)")
+        mu, rho = float(mu), float(rho)
+        if not mu > 0:
+            raise ModelError(f"mu must be positive (strong concavity in y); got {mu}")
+        n, d, m = A.shape[0], A.shape[2], B.shape[1]
+        H = np.einsum("iqd,iqe->de", A, A) / n
+        Atb = np.einsum("iqd,iq->d", A, b) / n
+        c0 = float(np.sum(b * b)) / (2 * n)
+        Bm, em = B.mean(axis=0), e.mean(axis=0)
+
+        def fit(x):
+            return 0.5 * x @ H @ x - Atb @ x + c0
+
+        def huber(s):
+            a = np.abs(s)
+            return np.where(a <= mu, s * s / (2 * mu), a - mu / 2)
+
+        def min_x(y):
+            xs = ball_qp_step(H, Atb - Bm.T @ y, rho)
+            return float(fit(xs) + y @ (Bm @ xs - em) - mu / 2 * y @ y)
+
+        sp = cls(lambda x, y, i: float(0.5 * np.sum((A[i] @ x - b[i]) ** 2) + y @ (B[i] @ x - e[i]) - mu / 2 * y @ y),
+                 n, Ball(d, rho), Box(-1.0, 1.0, size=m),
+                 grad=lambda x, y, i: (A[i].T @ (A[i] @ x - b[i]) + B[i].T @ y, B[i] @ x - e[i] - mu * y),
+                 max_y=lambda x: float(fit(x) + np.sum(huber(Bm @ x - em))), min_x=min_x, name="quadratic game")
+        sp._mean_value = lambda x, y: fit(x) + y @ (Bm @ x - em) - mu / 2 * y @ y
+        sp._exact = lambda solver: exact_saddle.quadratic_game_program(A, b, B, e, mu, rho, solver)
+        return sp

@@ -1,0 +1,442 @@
+"""Zeroth-order (or first-order) optimistic and plain gradient descent-ascent with random reshuffling
+for finite-sum convex-concave saddle problems ``min_x max_y (1/n) sum_i L_i(x, y)`` (Maheshwari, Chiu,
+Mazumdar, Sastry, Ratliff, "Zeroth-order methods for convex-concave minmax problems"; spec
+``zeroth_order_minmax_dro.md`` §2-§3).
+
+Methods (one query set per inner step i of epoch t, u = (x, y), F = (grad_x L, -grad_y L)):
+
+* ``ogda-rr`` (Algorithm 1, eq. (5)/(41)): sigma^t a fresh permutation per epoch and
+  ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i) - eta F_hat_{s_{i-1}}(u_i; v_i) + eta F_hat_{s_{i-1}}(u_{i-1}; v_{i-1}))``
+  (the sign of the last term is "+", erratum U6);
+* ``ogda-wr`` (Algorithm 2, eq. (42)): the same with indices drawn with replacement;
+* ``sgda-rr`` (eq. (43)) and ``sgda-wr`` (eq. (44)): ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i))``.
+  The printed bodies of Algorithms 3 and 4 are swapped relative to their names (erratum U7); these
+  follow the equations.
+
+The estimator (§2.1, Prop. A.3) is the one-point sphere estimator ``(d/R) L_i(u + R v) v`` with the
+sign flip J = diag(I, -I) of the y-block (erratum U1: the paper never writes it; the updates need F, not
+grad L), applied to the coordinates of ``oracle.zo`` (the hybrid/block mode of §2.3: the others use the
+oracle's exact partial gradients at u). ``estimator="two-point"`` is a NON-PAPER extension (§2.4):
+the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
+
+Schedules (Thm 4.1 with erratum U3): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = R0 (t+1)^(-1/4)``,
+depending on the epoch t only; ``schedule="constant"`` keeps eta0 and R0; arrays and callables are
+accepted too. Output: the step-size-weighted average of all post-update iterates u_{i+1}^t.
+
+Extension (NON-PAPER, off by default): ``y_step_scale`` s multiplies the y-block step. When the
+zeroth-order coordinates lie in x, this is exactly OGDA in the coordinates (x, y / sqrt(s)), i.e. in the
+norm ||x||^2 + ||y||^2 / s (the projection onto a product X x Y stays blockwise), so Theorem 4.1 applies
+with D and G measured in that norm. It matters when each L_i touches one coordinate of y (strategic DRO:
+y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more slowly than x (measured
+in docs/minmax.md). ``output="suffix"`` (NON-PAPER) averages the second half of the epochs only.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..data import as_generator
+from ..errors import OptionError
+from ..progress import Progress
+from .schedules import epoch_lengths, schedule
+
+METHODS = {
+    "ogda-rr": "zeroth-order OGDA with random reshuffling (Algorithm 1 of the zeroth-order min-max paper)",
+    "ogda-wr": "zeroth-order OGDA, components drawn with replacement (Algorithm 2)",
+    "sgda-rr": "zeroth-order SGDA with random reshuffling (eq. (43))",
+    "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44))",
+}
+ESTIMATORS = ("one-point", "two-point")
+
+
+class SaddleOracle(ABC):
+    """What the methods need from ``min_x max_y (1/n) sum_i L_i(u)``, u = (x, y) in R^dim (spec §6.1).
+
+    Subclasses set ``n``, ``d_x``, ``dim``, ``zo`` (integer indices of the coordinates the zeroth-order
+    estimator perturbs; the others need exact partial gradients) and implement
+
+    * ``value(i, u, shift)``: L_i at u with ``shift`` (a vector over ``zo``) added to the zo coordinates;
+    * ``gradient(i, u, exact_only)``: ``(g_x, y_index, g_y)``, the gradient of L_i at u: the x-part as a
+      dense vector, the y-part either dense (``y_index`` None) or on the coordinates ``y_index`` only
+      (when L_i depends on a few coordinates of y, as in strategic DRO). With ``exact_only`` only the
+      coordinates outside ``zo`` are needed (the rest may be zero);
+    * ``project_x(x)``, ``project_y(y)``: Euclidean projections onto X and Y.
+
+    Oracles with a sparse y-part set ``y_box = (lo, hi)`` (Y is a box, so the projection of the few
+    coordinates a step changes is a clip): a step then costs O(d_x) instead of O(dim).
+    """
+
+    n: int
+    d_x: int
+    dim: int
+    zo: np.ndarray
+    y_box = None
+
+    @abstractmethod
+    def value(self, i: int, u: np.ndarray, shift) -> float:
+        """L_i at u + embed(shift)."""
+
+    @abstractmethod
+    def gradient(self, i: int, u: np.ndarray, exact_only: bool):
+        """(g_x, y_index, g_y): the gradient of L_i at u."""
+
+    @abstractmethod
+    def project_x(self, x: np.ndarray) -> np.ndarray:
+        """Projection onto X."""
+
+    @abstractmethod
+    def project_y(self, y: np.ndarray) -> np.ndarray:
+        """Projection onto Y."""
+
+    def project(self, u: np.ndarray) -> np.ndarray:
+        return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
+
+
+def sphere_directions(rng: np.random.Generator, m: int, d: int) -> np.ndarray:
+    """m directions uniform on the unit sphere S^{d-1}: Gaussian vectors normalized (spec §2.1)."""
+    g = rng.standard_normal((m, d))
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+class NonFiniteValue(ArithmeticError):
+    """Raised inside a run when an oracle returns NaN or inf; turned into status ``failed``."""
+
+
+class Estimator:
+    """F_hat_i(u; R, v) for one component: zeroth-order on ``oracle.zo``, exact elsewhere (§2.1, §2.3).
+
+    Returns ``(F_x, y_index, F_y)`` with F = J grad L: the y-part is negated (erratum U1) and, as in
+    :meth:`SaddleOracle.gradient`, dense (``y_index`` None) or restricted to ``y_index``. ``order=1``
+    gives the exact F_i(u) (the first-order mode of §3.7). Counts value queries and gradient evaluations.
+    """
+
+    def __init__(self, oracle: SaddleOracle, order: int, estimator: str):
+        self.oracle, self.order, self.two_point = oracle, order, estimator == "two-point"
+        self.d_x, self.d_y = oracle.d_x, oracle.dim - oracle.d_x
+        self.zo = oracle.zo
+        self.d_zo = oracle.zo.shape[0]
+        self.zo_x = self.zo[self.zo < self.d_x]
+        if np.array_equal(self.zo_x, np.arange(self.zo_x.shape[0])):
+            self.zo_x = slice(0, self.zo_x.shape[0])      # the usual case; slicing is cheaper than fancy indexing
+        self.zo_y = self.zo[self.zo >= self.d_x] - self.d_x
+        self.n_zo_x = int(np.count_nonzero(self.zo < self.d_x))
+        self.partial = order == 0 and self.d_zo < oracle.dim
+        self.queries = 0
+        self.gradients = 0
+
+    def _value(self, i, u, shift):
+        val = self.oracle.value(i, u, shift)
+        self.queries += 1
+        if not math.isfinite(val):
+            raise NonFiniteValue(f"the value oracle returned {val} for component {i} at the point "
+                                 f"u + shift, u = {np.array2string(u, threshold=12, precision=4)}")
+        return val
+
+    def __call__(self, i: int, u: np.ndarray, R: float, v):
+        if self.order == 1 or self.partial:
+            self.gradients += 1
+            gx, yi, gy = self.oracle.gradient(i, u, self.order == 0)
+        else:
+            gx, yi, gy = np.zeros(self.d_x), None, np.zeros(self.d_y)
+        if self.order == 0:
+            if self.two_point:
+                coef = (self._value(i, u, R * v) - self._value(i, u, -R * v)) * (self.d_zo / (2.0 * R))
+            else:
+                coef = self._value(i, u, R * v) * (self.d_zo / R)
+            gx[self.zo_x] = coef * v[:self.n_zo_x]
+            if self.zo_y.shape[0]:
+                gy[self.zo_y] = coef * v[self.n_zo_x:]
+        return gx, yi, -gy
+
+
+def _positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise OptionError(f"{name} must be a positive number; got {value!r}")
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise OptionError(f"{name} must be positive and finite; got {value}")
+    return value
+
+
+def step_schedules(kind, eta0, R0, chi, epochs: int):
+    """(eta(t), R(t)) from ``kind`` ("theory" or "constant") and eta0/R0 (numbers, arrays, callables)."""
+    lengths = epoch_lengths(1, epochs)
+    if kind not in ("theory", "constant"):
+        raise OptionError(f"schedule must be 'theory' (eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4); Thm 4.1) or "
+                          f"'constant'; got {kind!r}")
+    if kind == "theory":
+        chi = float(chi)
+        if not 0.0 < chi < 0.25:
+            raise OptionError(f"chi must lie in (0, 1/4) for the theory schedule (Theorem 4.1); got {chi}")
+    funcs = []
+    for value, name, power in ((eta0, "eta0", -0.75 - chi if kind == "theory" else 0.0),
+                               (R0, "R0", -0.25 if kind == "theory" else 0.0)):
+        if isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool):
+            base = _positive(value, name)
+            funcs.append(lambda t, base=base, power=power: base * (t + 1.0) ** power)
+        else:  # a user schedule: an array with one value per epoch, or a callable (t, 0) -> value
+            f = schedule(value, name, lengths)
+            funcs.append(lambda t, f=f: f(t, 0))
+    return funcs[0], funcs[1]
+
+
+def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epochs: int = 100, eta0=0.01,
+         R0=0.1, chi: float = 0.05, schedule: str = "theory", estimator: str = "one-point",
+         y_step_scale: float = 1.0, output: str = "average", u0=None, first_step: str = "drop",
+         boundary: str = "reuse", ell=None,
+         seed=None, verbose=None, callback=None, certify=None, check_every=None, target_gap=None,
+         max_queries: int | None = None, max_time: float | None = None, store_iterates: bool = False) -> dict:
+    """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (spec §3).
+
+    Parameters
+    ----------
+    method : one of ``ogda-rr``, ``ogda-wr``, ``sgda-rr``, ``sgda-wr``.
+    order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
+    epochs : T; an epoch is n inner steps.
+    eta0, R0, chi, schedule : step and query-radius schedules (see :func:`step_schedules`).
+    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, §2.4).
+    y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
+    output : ``"average"`` (the paper's eta-weighted average of all post-update iterates) or ``"suffix"``
+        (NON-PAPER: the same average over the second half of the epochs, which drops the transient from
+        u_0; with constant steps the full average keeps a bias of order 1/T from it).
+    u0 : starting point (default: the projection of 0); it must be feasible.
+    first_step : ``"drop"`` (no optimistic term at the very first step, §3.2) or ``"repeat"``
+        (u_{-1} := u_0 with a random sigma_{-1}: one extra query).
+    boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
+        R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
+    ell : the smoothness constant, if known: warns when eta0 >= 1/(2 ell) (Theorem 4.1's hypothesis).
+    callback : called after every epoch with a dict (epoch, u_sum and weight: the running eta-weighted sum
+        of all post-update iterates and the sum of the weights since the start, so any window average is a
+        difference quotient; u_last, queries, gradients, time); it may return True (stop) or a dict of
+        numbers added to that epoch's history record.
+    certify, check_every, target_gap : certify the output during the run: ``certify(u)`` is the duality gap
+        of a point; at every ``check_every`` epochs (or the listed epoch counts T) it is applied to the
+        average a run of T epochs would return (for ``output="suffix"`` the window T//2..T-1: the iterates
+        do not depend on the run length), recorded as ``duality_gap`` (and the cumulative seconds spent
+        checking as ``check_time``) in the history; once it is <= ``target_gap`` the run stops with status
+        ``converged``.
+    max_queries, max_time : budgets (value queries for order 0, gradient evaluations for order 1; seconds);
+        reaching one ends the run, after the current epoch, with status ``budget_exhausted``.
+    store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
+
+    Returns a dict: ``u`` (the eta-weighted average of the post-update iterates), ``u_last``, ``status``
+    (``completed``, ``budget_exhausted`` or ``failed``), ``message``, ``history`` (one record per
+    epoch), ``queries`` (value-oracle calls), ``gradients`` (gradient-oracle calls), ``epochs_run``.
+    Query count with the defaults: 2nT - 1 (OGDA: two new values per step, none at the first optimistic
+    term) or nT (SGDA); twice that with the two-point estimator.
+    """
+    if method not in METHODS:
+        raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
+    if order not in (0, 1) or isinstance(order, bool):
+        raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {order!r}")
+    if estimator not in ESTIMATORS:
+        raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
+    if output not in ("average", "suffix"):
+        raise OptionError(f"output must be 'average' or 'suffix'; got {output!r}")
+    if first_step not in ("drop", "repeat"):
+        raise OptionError(f"first_step must be 'drop' or 'repeat'; got {first_step!r}")
+    if boundary not in ("reuse", "recompute"):
+        raise OptionError(f"boundary must be 'reuse' or 'recompute'; got {boundary!r}")
+    if order == 0 and oracle.zo.shape[0] == 0:
+        raise OptionError("zeroth-order mode needs at least one coordinate in zo_mask; use order=1 for exact "
+                          "gradients everywhere")
+    if target_gap is not None and check_every is None:
+        raise OptionError("target_gap needs check_every= (how often to certify the gap, in epochs)")
+    y_scale = _positive(y_step_scale, "y_step_scale")
+    eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs)
+    if ell is not None and eta_f(0) >= 1.0 / (2.0 * _positive(ell, "ell")):
+        warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 "
+                      f"fails, convergence is not guaranteed", stacklevel=2)
+    rng = as_generator(seed)
+    n, dim, d_x = oracle.n, oracle.dim, oracle.d_x
+    u = oracle.project(np.zeros(dim)) if u0 is None else np.array(u0, dtype=float)
+    if u.shape != (dim,) or not np.all(np.isfinite(u)):
+        raise OptionError(f"u0 must be a finite vector of length {dim}")
+    if np.linalg.norm(oracle.project(u) - u) > 1e-9 * max(1.0, np.linalg.norm(u)):
+        raise OptionError("u0 is not feasible; project it onto the domain first")
+    optimistic = method.startswith("ogda")
+    reshuffle = method.endswith("-rr")
+    est = Estimator(oracle, order, estimator)
+    monitor = None if check_every is None else _Monitor(certify, check_every, epochs, output, target_gap)
+    x, y = u[:d_x], u[d_x:]                 # views: the iterate is updated in place
+    box = oracle.y_box
+    lo, hi = (box[0].tolist(), box[1].tolist()) if box is not None else (None, None)
+
+    # the eta-weighted average of the post-update iterates; the y-part lazily (a coordinate's running sum
+    # is brought up to date only when it changes: sum += y_j * (W - W at its last change))
+    acc_x, acc_y, last_w, weight = np.zeros(d_x), np.zeros(dim - d_x), np.zeros(dim - d_x), 0.0
+    base_sum, base_weight = 0.0, 0.0      # the running sum and weight where the output window starts
+    iterates, iterate_weights = [], []
+    history, status, message, k = [], "completed", "", 0
+    prev_i, g_prev, u_prev, v_prev = None, None, None, None
+
+    def running_sum():
+        return np.concatenate([acc_x, acc_y + y * (weight - last_w)])
+
+    def step_y(terms, step):
+        """y <- Proj_Y(y - step * sum of the y-parts of ``terms``), sparse when every part is."""
+        if box is not None and all(t[1] is not None for t in terms):
+            # a few coordinates: plain Python scalars beat NumPy calls on 1-3 entries (measured ~5x)
+            change: dict = {}
+            for _, yi, gy in terms:
+                for j, g in zip(yi.tolist(), gy.tolist()):
+                    change[j] = change.get(j, 0.0) + g
+            for j, g in change.items():
+                acc_y[j] += y[j] * (weight - last_w[j])
+                last_w[j] = weight
+                yj = y[j] - step * g
+                y[j] = min(max(yj, lo[j]), hi[j])
+            return
+        total = np.zeros(dim - d_x)
+        for _, yi, gy in terms:
+            if yi is None:
+                total += gy
+            else:
+                np.add.at(total, yi, gy)
+        acc_y[:] += y * (weight - last_w)
+        last_w[:] = weight
+        y[:] = oracle.project_y(y - step * total)
+
+    start = time.perf_counter()
+    with Progress(epochs, f"{method} (order {order})", verbose) as bar:
+        try:
+            for t in range(epochs):
+                if output == "suffix" and t == epochs // 2:      # the output window starts here
+                    base_sum, base_weight = running_sum(), weight
+                eta, R = eta_f(t), R_f(t)
+                step_x, step_yb = eta, eta * y_scale
+                idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
+                V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
+                if optimistic and t == 0 and first_step == "repeat":
+                    prev_i, u_prev = int(rng.integers(0, n)), u.copy()
+                    v_prev = sphere_directions(rng, 1, est.d_zo)[0] if order == 0 else None
+                    g_prev = est(prev_i, u_prev, R, v_prev)
+                elif optimistic and t > 0 and boundary == "recompute":
+                    g_prev = est(prev_i, u_prev, R, v_prev)
+                for k in range(n):
+                    i, v = int(idx_t[k]), V[k]
+                    g_cur = est(i, u, R, v)
+                    if optimistic and prev_i is not None:
+                        g_pc = est(prev_i, u, R, v)
+                        gx = g_cur[0] + g_pc[0] - g_prev[0]
+                        terms = (g_cur, g_pc, (None, g_prev[1], -g_prev[2]))
+                    else:
+                        gx, terms = g_cur[0], (g_cur,)
+                    if optimistic:
+                        prev_i, g_prev = i, g_cur
+                        if boundary == "recompute" and k == n - 1:
+                            u_prev, v_prev = u.copy(), v
+                    x[:] = oracle.project_x(x - step_x * gx)
+                    step_y(terms, step_yb)
+                    acc_x += eta * x
+                    weight += eta
+                    if store_iterates:
+                        iterates.append(u.copy())
+                        iterate_weights.append(eta)
+                elapsed = time.perf_counter() - start
+                record = {"epoch": t, "queries": est.queries, "gradients": est.gradients, "eta": eta, "R": R,
+                          "time": elapsed}
+                history.append(record)
+                bar.update(1)
+                if monitor is not None:
+                    record.update(monitor.epoch_end(t, running_sum, weight))
+                    if monitor.hit is not None:
+                        status = "converged"
+                        message = f"certified duality gap {monitor.hit[1]:.3g} <= {target_gap:g} after {t + 1} epochs"
+                        break
+                if callback is not None:
+                    out = callback({"epoch": t, "u_sum": running_sum(), "weight": weight, "u_last": u.copy(),
+                                    "queries": est.queries, "gradients": est.gradients, "time": elapsed})
+                    if out is True:
+                        message = f"stopped by the callback after epoch {t}"
+                        break
+                    if isinstance(out, dict):
+                        record.update(out)
+                # the query budget counts value queries (order 0) or gradient evaluations (order 1);
+                # schedules.check_budget speaks of gradient evaluations only, hence these lines of our own
+                if max_queries is not None and (est.queries if order == 0 else est.gradients) >= max_queries:
+                    status, message = "budget_exhausted", f"query budget {max_queries} reached at epoch {t}"
+                    break
+                if max_time is not None and elapsed >= max_time:
+                    status, message = "budget_exhausted", f"time budget {max_time} s reached at epoch {t}"
+                    break
+        except NonFiniteValue as exc:
+            status = "failed"
+            message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"
+    if weight > base_weight:
+        u_avg = (running_sum() - base_sum) / (weight - base_weight)
+    else:   # stopped before the output window (or before any step)
+        u_avg = running_sum() / weight if weight > 0 else u.copy()
+    out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
+           "queries": est.queries, "gradients": est.gradients, "epochs_run": len(history),
+           "steps": {"eta0": eta_f(0), "R0": R_f(0), "y_step_scale": y_scale}}
+    if store_iterates:
+        out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)
+    return out
+
+
+class _Monitor:
+    """The certificate checks of :func:`ogda` (``check_every``/``target_gap``)."""
+
+    def __init__(self, certify, every, epochs: int, output: str, target):
+        if certify is None:
+            raise OptionError("check_every needs a certificate of the problem (certify=)")
+        if isinstance(every, (numbers.Integral, np.integer)) and not isinstance(every, bool) and every >= 1:
+            marks = range(int(every), epochs + 1, int(every))
+        elif isinstance(every, (list, tuple, range, np.ndarray)) and all(int(e) >= 1 for e in every):
+            marks = [int(e) for e in every]
+        else:
+            raise OptionError(f"check_every must be a positive number of epochs or a list of epoch counts; "
+                              f"got {every!r}")
+        if target is not None:
+            _positive(target, "target_gap")
+        self.certify, self.target, self.suffix = certify, target, output == "suffix"
+        self.marks = set(marks)
+        self.keep = {self._start(T) - 1 for T in self.marks}    # epochs whose running sums are kept
+        self.sums = {-1: (0.0, 0.0)}
+        self.check_time, self.hit = 0.0, None
+
+    def _start(self, T: int) -> int:
+        return T // 2 if self.suffix else 0
+
+    def epoch_end(self, t: int, running_sum, weight: float) -> dict:
+        if t in self.keep:
+            self.sums[t] = (running_sum(), weight)
+        if t + 1 not in self.marks:
+            return {}
+        start = time.perf_counter()
+        s0, w0 = self.sums[self._start(t + 1) - 1]
+        gap = float(self.certify((running_sum() - s0) / (weight - w0)))
+        self.check_time += time.perf_counter() - start
+        if self.target is not None and gap <= self.target:
+            self.hit = (t + 1, gap)
+        return {"duality_gap": gap, "check_time": self.check_time}
+
+
+def theory_bound(*, n: int, d: int, D: float, G: float, ell: float, M_L: float, eta0: float, R0: float,
+                 chi: float, T: int, version: str = "proof") -> float:
+    """The bound K T^(-1/4+chi) of Theorem 4.1 on E[Delta(u_T)] (spec §3.8); informative only.
+
+    ``version="proof"`` uses the constants of the proof (47/(4n), C with n d^2), ``"statement"`` those of
+    the theorem statement (5/(4n), C with n d); the two disagree (erratum U4).
+    """
+    m = max(R0, eta0, eta0 * R0, eta0 / R0, eta0 / R0 ** 2)
+    if version == "proof":
+        C1 = d ** 2 * max(6 * G * ell * D, 18 * G ** 2 + 6 * M_L * ell * D, 30 * M_L * G, 12 * M_L ** 2)
+        C = max(3 * n * C1, (6 * n * d + 14 * n + 4) * n * G, 6 * n * d * M_L, 3 * ell * D * d * G,
+                3 * ell * D * d * M_L)
+        lead = 47.0 / (4.0 * n)
+    elif version == "statement":
+        C = max(3 * n * d * D * ell, 18 * n * d * D * G * ell, 54 * n * d * G ** 2 + 18 * n * d * D * ell * M_L,
+                90 * n * d * G * M_L, 36 * n * d * M_L ** 2, 6 * d * G * n ** 2 + 14 * G * n ** 2 + 4 * n * G,
+                6 * d * M_L * n, 3 * d * D * G * ell, 3 * d * D * ell * M_L)
+        lead = 5.0 / (4.0 * n)
+    else:
+        raise OptionError(f"version must be 'proof' or 'statement'; got {version!r}")
+    K = 3.0 * D / (16.0 * n) + lead * C * m * (1.0 + 1.0 / chi)
+    return K * T ** (-0.25 + chi)

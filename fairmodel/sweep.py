@@ -1,0 +1,97 @@
+"""Sweeps over a scalar parameter (a fairness budget, a cost, ...) and the frontier they trace.
+
+``prob.sweep("kappa", [0.01, 0.02, 0.05])`` sets the :class:`fairmodel.expressions.Parameter` named
+``kappa`` to each value in turn and solves; the exact backend reuses its compiled program where the
+family supports it (the parameter is a scalar ``cp.Parameter``), the stochastic backend warm-starts from
+the previous value's solution. ``fm.sweep(build, values)`` does the same for any function
+``value -> Problem`` (for parameters that are not DSL parameters). A value whose solve fails is recorded
+with its error and the sweep goes on: finished values are never lost.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from .errors import FairmodelError, ModelError
+from .progress import Progress, logger
+
+
+@dataclass
+class Frontier:
+    """One record per swept value: the judged result (or the error), ready for a table or a plot."""
+
+    param: str
+    values: list
+    results: list                      # Result or None (failed value)
+    errors: dict = field(default_factory=dict)   # value index -> message
+    backend: str = ""
+
+    def rows(self) -> list[dict]:
+        """Flat records: parameter value, status, objective, constraint values, scalar metrics, certificates."""
+        out = []
+        for i, (v, r) in enumerate(zip(self.values, self.results)):
+            row = {self.param: v}
+            if r is None:
+                row.update(status="error", error=self.errors.get(i, ""))
+            else:
+                row.update(status=r.status, objective=r.objective, max_violation=r.max_violation,
+                           time=r.timings.get("solve", math.nan))
+                row.update({f"constraint:{k}": c["value"] for k, c in r.constraints.items()})
+                row.update({f"metric:{k}": m for k, m in r.metrics.items() if isinstance(m, (int, float))})
+                row.update({f"certificate:{k}": c for k, c in r.certificate.items() if isinstance(c, (int, float))})
+            out.append(row)
+        return out
+
+    def column(self, key: str) -> list:
+        return [row.get(key, math.nan) for row in self.rows()]
+
+    def to_markdown(self) -> str:
+        rows = self.rows()
+        keys: list[str] = []
+        for row in rows:
+            keys += [k for k in row if k not in keys]
+        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        for row in rows:
+            lines.append("| " + " | ".join(_fmt(row.get(k, "")) for k in keys) + " |")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"param": self.param, "backend": self.backend, "rows": self.rows()}
+
+    def plot(self, x: str | None = None, y: str = "objective", ax=None, label: str | None = None):
+        """Plot column ``y`` against ``x`` (default: the swept parameter); returns the matplotlib Figure."""
+        from .plotting import plot_frontier
+        return plot_frontier(self, x=x or self.param, y=y, ax=ax, label=label)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_start: bool = True,
+          verbose: bool | None = None, **solve_options) -> Frontier:
+    """Solve ``build(value)`` (a Problem) for every value; returns a :class:`Frontier`."""
+    values = list(values)
+    if not values:
+        raise ModelError("sweep needs at least one value")
+    results, errors, previous = [], {}, None
+    with Progress(len(values), f"sweep {param}", verbose) as bar:
+        for i, v in enumerate(values):
+            start = time.perf_counter()
+            try:
+                prob = build(v)
+                options = dict(solve_options)
+                if warm_start and previous is not None and backend == "stochastic":
+                    options.update(prob.family.warm_start(previous))
+                res = prob.solve(backend=backend, verbose=False, **options)
+                results.append(res)
+                previous = res if res.ok else previous
+            except FairmodelError as exc:
+                logger.warning("sweep: %s = %r failed: %s", param, v, exc)
+                results.append(None)
+                errors[i] = f"{type(exc).__name__}: {exc}"
+            bar.update(1, **{param: v, "s": round(time.perf_counter() - start, 2)})
+    return Frontier(param=param, values=values, results=results, errors=errors, backend=backend)

@@ -1,0 +1,176 @@
+"""Command line and problem files: commands, exit codes, JSON output against docs/schema-v1.json, errors."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairmodel import cli, problemfile
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "docs" / "schema-v1.json").read_text())
+
+
+def validate(doc, schema, root=SCHEMA, where="$"):
+    """A small validator for the subset of JSON Schema used by docs/schema-v1.json."""
+    if "$ref" in schema:
+        return validate(doc, root["$defs"][schema["$ref"].split("/")[-1]], root, where)
+    if "oneOf" in schema:
+        errors = []
+        for option in schema["oneOf"]:
+            try:
+                validate(doc, option, root, where)
+                return
+            except AssertionError as exc:
+                errors.append(str(exc))
+        raise AssertionError(f"{where}: matches no option: {errors}")
+    if "enum" in schema:
+        assert doc in schema["enum"], f"{where}: {doc!r} not in {schema['enum']}"
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        py = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+              "number": (int, float)}
+        assert any(isinstance(doc, py[t]) and not (t == "number" and isinstance(doc, bool)) for t in types), \
+            f"{where}: {type(doc).__name__} is not {types}"
+    if isinstance(doc, dict):
+        for key in schema.get("required", []):
+            assert key in doc, f"{where}: missing {key!r}"
+        for key, sub in schema.get("properties", {}).items():
+            if key in doc:
+                validate(doc[key], sub, root, f"{where}.{key}")
+    if isinstance(doc, list) and "items" in schema:
+        for i, item in enumerate(doc):
+            validate(item, schema["items"], root, f"{where}[{i}]")
+
+
+@pytest.fixture
+def small_file(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 240
+    X = rng.normal(size=(n, 3))
+    g = np.repeat(["a", "b", "c"], n // 3)
+    y = np.where(X @ [1.0, -1.0, 0.5] + (g == "c") + 0.5 * rng.normal(size=n) > 0, 1, 0)
+    job = rng.choice(["x", "y"], size=n)
+    lines = ["f1,f2,f3,job,group,label"] + [f"{a},{b},{c},{j},{gg},{yy}" for (a, b, c), j, gg, yy in zip(X, job, g, y)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    path = tmp_path / "p.toml"
+    path.write_text("""
+title = "small"
+[data]
+csv = "d.csv"
+target = "label"
+sensitive = "group"
+categorical = ["job"]
+[model]
+radius = 3.0
+intercept = true
+[problem]
+family = "gdro"
+loss = "logistic"
+[solve.stochastic]
+epochs = 60
+""")
+    return path
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_solve_and_crosscheck_json_follow_the_schema(small_file, capsys, tmp_path):
+    code, out, _ = run(capsys, "solve", small_file, "--json", "--out", tmp_path / "res")
+    assert code == 0
+    doc = json.loads(out)
+    validate(doc, SCHEMA)
+    assert doc["result"]["status"] == "optimal" and (tmp_path / "res" / "result.json").exists()
+    code, out, _ = run(capsys, "crosscheck", small_file, "--json", "--seed", "1")
+    doc = json.loads(out)
+    validate(doc, SCHEMA)
+    assert code == 0 and doc["report"]["ok"] is True
+
+
+def test_crosscheck_not_ok_exits_1(small_file, capsys):
+    text = small_file.read_text().replace("epochs = 60", "epochs = 1\nstep_w = 1e-5\nstep_q = 1e-5")
+    small_file.write_text(text)
+    code, out, _ = run(capsys, "crosscheck", small_file)
+    assert code == 1 and "NOT OK" in out
+
+
+def test_sweep_describe_datasets(small_file, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    code, out, _ = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "0.5,1,2",
+                       "--json", "--plot", tmp_path / "f.png")
+    doc = json.loads(out)
+    validate(doc, SCHEMA)
+    objectives = [r["objective"] for r in doc["frontier"]["rows"]]
+    assert code == 0 and objectives == sorted(objectives, reverse=True)  # a larger ball can only help
+    assert (tmp_path / "f.png").stat().st_size > 0
+    code, out, _ = run(capsys, "describe", small_file)
+    assert code == 0 and "minimize t" in out and "ALEG" in out
+    code, out, _ = run(capsys, "datasets")
+    assert code == 0 and "lawschool" in out and "20800" in out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("family = \"gdro\"", "family = \"nope\""), "[problem] family: 'nope' is not allowed; allowed values are"),
+    (("loss = \"logistic\"", "loss = \"cubic\""), "[problem] loss: 'cubic' is not allowed"),
+    (("radius = 3.0", "radius = -1.0"), "[model] radius: must be positive"),
+    (("radius = 3.0", "radius = \"big\""), "[model] radius: must be a number"),
+    (("target = \"label\"", "target = \"nope\""), "[data] target: unknown column 'nope'"),
+    (("categorical = [\"job\"]", "categorical = []"), "column 'job' is not numeric"),
+    (("csv = \"d.csv\"", "csv = \"missing.csv\""), "[data] csv: cannot read"),
+    (("[model]", "[modle]"), "top level modle: unknown key; allowed keys are"),
+    (("intercept = true", "intercept = true\nbias = 1"), "[model] bias: unknown key"),
+])
+def test_bad_problem_files_exit_2_with_one_line(small_file, capsys, edit, message):
+    small_file.write_text(small_file.read_text().replace(*edit))
+    code, out, err = run(capsys, "solve", small_file)
+    assert code == 2
+    assert message in err and "p.toml" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_file_and_bad_toml(tmp_path, capsys):
+    code, _, err = run(capsys, "solve", tmp_path / "none.toml")
+    assert code == 2 and "no such problem file" in err
+    (tmp_path / "bad.toml").write_text("[data\nname=")
+    code, _, err = run(capsys, "solve", tmp_path / "bad.toml")
+    assert code == 2 and "not valid TOML" in err
+
+
+def test_solver_failure_exits_3(small_file, capsys, monkeypatch):
+    import cvxpy as cp
+
+    def fail(self, *args, **kwargs):
+        raise cp.error.SolverError("numerical trouble")
+    monkeypatch.setattr(cp.Problem, "solve", fail)
+    code, _, err = run(capsys, "solve", small_file, "--backend", "exact")
+    assert code == 3 and "solver failure" in err
+
+
+def test_example_problem_files_parse():
+    """Every problem file in examples/problems builds its problem (solving them is the slow test below)."""
+    files = sorted((ROOT / "examples" / "problems").glob("*.toml"))
+    assert files
+    for path in files:
+        spec = problemfile.read(path)
+        data = problemfile.load_data(spec)
+        problemfile.build_problem(spec, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "problems").glob("*.toml")), ids=lambda p: p.stem)
+def test_every_example_twin_crosschecks_ok(path, capsys):
+    code, out, _ = run(capsys, "crosscheck", path, "--json")
+    doc = json.loads(out)
+    validate(doc, SCHEMA)
+    assert code == 0 and doc["report"]["ok"]
+
+
+def test_every_example_has_a_problem_file_twin():
+    examples = {p.stem for p in (ROOT / "examples").glob("*.py")}
+    twins = {p.stem for p in (ROOT / "examples" / "problems").glob("*.toml")}
+    for name in examples:
+        assert any(t == name or t.startswith(name) or name.startswith(t) for t in twins), f"{name} has no twin"

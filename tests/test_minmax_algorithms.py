@@ -1,0 +1,292 @@
+"""OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR mechanics and convergence (spec zeroth_order_minmax_dro.md §3,
+test oracles T7-T13), on problems with known saddle points."""
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.errors import ModelError, OptionError
+from fairmodel.stochastic.ogda import ogda, step_schedules, theory_bound
+
+METHODS = ["ogda-rr", "ogda-wr", "sgda-rr", "sgda-wr"]
+
+
+class _Recorder:
+    """A component function that records which components were queried (in order)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, x, y, i):
+        self.calls.append(i)
+        return float(x @ x - y @ y + (i + 1) * x[0] * y[0])
+
+
+def _quadratic_problem(n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    d, m, q = 3, 2, 4
+    A = rng.standard_normal((n, q, d))
+    b = rng.standard_normal((n, q))
+    B = rng.standard_normal((n, m, d))
+    e = rng.standard_normal((n, m)) * 0.3
+    return fm.SaddleProblem.quadratic(A, b, B, e, mu=0.5, rho=2.0)
+
+
+def test_random_reshuffling_visits_every_component_once_per_epoch():
+    """T7: RR draws a permutation per epoch (SGDA: exactly one query per step)."""
+    rec = _Recorder()
+    sp = fm.SaddleProblem(rec, 7, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    sp.solve(method="sgda-rr", order=0, seed=1, epochs=5)
+    calls = np.array(rec.calls[: 7 * 5]).reshape(5, 7)
+    for epoch in calls:
+        assert sorted(epoch) == list(range(7))
+    assert not all((calls[0] == c).all() for c in calls[1:])      # a fresh permutation each epoch
+
+
+def test_with_replacement_counts_are_binomial():
+    """T7: WR indices are i.i.d. uniform: counts ~ Binomial(nT, 1/n) (a chi-square test at the 1e-4 level)."""
+    rec = _Recorder()
+    n, T = 10, 300
+    sp = fm.SaddleProblem(rec, n, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    sp.solve(method="sgda-wr", order=0, seed=2, epochs=T)
+    counts = np.bincount(rec.calls[: n * T], minlength=n)
+    expected = T
+    chi2 = float(np.sum((counts - expected) ** 2 / expected))
+    assert chi2 < 33.7   # the 1e-4 upper quantile of chi-square with 9 degrees of freedom
+    rec2 = _Recorder()
+    sp2 = fm.SaddleProblem(rec2, n, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    sp2.solve(method="sgda-wr", order=0, seed=2, epochs=3)
+    assert any(len(set(rec2.calls[k * n:(k + 1) * n])) < n for k in range(3))   # repeats within an epoch
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_same_seed_same_trajectory(method):
+    sp = _quadratic_problem()
+    a = sp.solve(method=method, order=0, seed=3, epochs=4, store_iterates=True)
+    b = sp.solve(method=method, order=0, seed=3, epochs=4, store_iterates=True)
+    c = sp.solve(method=method, order=0, seed=4, epochs=4)
+    np.testing.assert_array_equal(a.variables["x"], b.variables["x"])
+    assert not np.array_equal(a.variables["x"], c.variables["x"])
+
+
+@pytest.mark.parametrize("method, options, expected", [
+    ("ogda-rr", {}, lambda n, T: 2 * n * T - 1),
+    ("ogda-wr", {}, lambda n, T: 2 * n * T - 1),
+    ("sgda-rr", {}, lambda n, T: n * T),
+    ("sgda-wr", {}, lambda n, T: n * T),
+    ("ogda-rr", {"boundary": "recompute"}, lambda n, T: 2 * n * T - 1 + (T - 1)),
+    ("ogda-rr", {"first_step": "repeat"}, lambda n, T: 2 * n * T + 1),
+    ("ogda-rr", {"estimator": "two-point"}, lambda n, T: 2 * (2 * n * T - 1)),
+    ("sgda-wr", {"estimator": "two-point"}, lambda n, T: 2 * n * T),
+])
+def test_query_counts(method, options, expected):
+    """T8: 2nT - 1 value queries for OGDA (none for the missing first optimistic term), nT for SGDA."""
+    sp = _quadratic_problem(n=5)
+    res = sp.solve(method=method, order=0, seed=0, epochs=3, **options)
+    assert res.metrics["queries"] == expected(5, 3)
+    assert res.metrics["gradients"] == 0
+    assert res.history[-1]["queries"] == expected(5, 3)
+
+
+def _linear_field():
+    """L(x, y) = x^T P x / 2 + x^T C y - y^T Q y / 2 with n = 1: F(u) = M u + c is affine."""
+    P = np.array([[1.0, 0.2], [0.2, 0.5]])
+    C = np.array([[1.0, -0.5], [0.3, 2.0]])
+    Q = np.array([[0.4, 0.0], [0.0, 0.2]])
+    c = np.array([0.3, -0.1, 0.2, 0.05])
+
+    def grad(x, y, i):
+        return P @ x + C @ y + c[:2], C.T @ x - Q @ y - c[2:]
+
+    def F(u):
+        gx, gy = grad(u[:2], u[2:], 0)
+        return np.concatenate([gx, -gy])
+    sp = fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(2, 1e6), fm.Box(-1e6, 1e6, size=2), grad=grad)
+    return sp, F
+
+
+@pytest.mark.parametrize("method", ["ogda-rr", "ogda-wr"])
+def test_single_component_ogda_is_textbook_ogda(method):
+    """T9: with n = 1, exact F and no active projection, u+ = u - 2 eta F(u) + eta F(u_prev)."""
+    sp, F = _linear_field()
+    eta, T = 0.1, 12
+    res = sp.solve(method=method, order=1, seed=0, epochs=T, eta0=eta, schedule="constant", store_iterates=True)
+    u_prev, u = None, np.zeros(4)
+    expected = []
+    for _ in range(T):
+        nxt = u - eta * F(u) if u_prev is None else u - 2 * eta * F(u) + eta * F(u_prev)
+        u_prev, u = u, nxt
+        expected.append(u)
+    np.testing.assert_allclose(res.variables["x_last"], u[:2], rtol=1e-12)
+    np.testing.assert_allclose(np.array(expected), _iterates(sp, method, T, eta), rtol=1e-12, atol=1e-15)
+
+
+def _iterates(sp, method, T, eta):
+    from fairmodel.stochastic.ogda import ogda as run
+    return run(sp.oracle(), method=method, order=1, epochs=T, eta0=eta, schedule="constant", seed=0,
+               store_iterates=True)["iterates"]
+
+
+def test_single_component_sgda_is_gda():
+    sp, F = _linear_field()
+    eta, T = 0.05, 10
+    got = ogda(sp.oracle(), method="sgda-rr", order=1, epochs=T, eta0=eta, schedule="constant", seed=0,
+               store_iterates=True)["iterates"]
+    u = np.zeros(4)
+    for t in range(T):
+        u = u - eta * F(u)
+        np.testing.assert_allclose(got[t], u, rtol=1e-12)
+
+
+def test_output_is_the_eta_weighted_average_of_post_update_iterates():
+    """T10: u_T = sum eta^t u_i^t / sum eta^t over i = 1..n (post-update), and Delta is convex."""
+    sp = _quadratic_problem(n=4)
+    _, xs, ys, _ = sp._exact(None)
+    sp.saddle_point = (xs, ys)
+    out = ogda(sp.oracle(), method="ogda-rr", order=0, epochs=6, eta0=0.05, R0=0.1, seed=5, store_iterates=True)
+    its, wts = out["iterates"], out["iterate_weights"]
+    assert its.shape == (6 * 4, sp.d_x + sp.d_y)
+    np.testing.assert_allclose(wts, [0.05 * (t + 1) ** (-0.8) for t in range(6) for _ in range(4)])
+    np.testing.assert_allclose(out["u"], wts @ its / wts.sum(), rtol=1e-12)
+    delta = [sp.evaluate(u[:3], u[3:]).certificate["delta"] for u in its]
+    avg = sp.evaluate(out["u"][:3], out["u"][3:]).certificate["delta"]
+    assert avg <= np.dot(wts, delta) / wts.sum() + 1e-12
+
+
+def test_suffix_output_averages_the_second_half():
+    sp = _quadratic_problem(n=3)
+    out = ogda(sp.oracle(), method="ogda-rr", order=0, epochs=7, eta0=0.05, R0=0.1, seed=1, output="suffix",
+               store_iterates=True)
+    its, wts = out["iterates"][3 * 3:], out["iterate_weights"][3 * 3:]      # epochs 3..6 (7 // 2 = 3)
+    np.testing.assert_allclose(out["u"], wts @ its / wts.sum(), rtol=1e-12)
+
+
+def test_first_order_ogda_solves_the_matrix_game():
+    """T11: averaged first-order OGDA on a bilinear game approaches the LP solution, duality gap -> 0."""
+    A = np.random.default_rng(6).standard_normal((20, 3, 4))
+    sp = fm.SaddleProblem.matrix_game(A)
+    exact = sp.solve(method="exact")
+    assert exact.certificate["duality_gap"] < 1e-7
+    gaps = [sp.solve(method="ogda-rr", order=1, seed=0, epochs=T, eta0=0.02, schedule="constant").certificate["duality_gap"]
+            for T in (10, 320)]
+    assert gaps[1] < 0.25 * gaps[0] and gaps[1] < 0.02
+    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=80, eta0=0.02, schedule="constant")
+    assert abs(res.objective - exact.objective) <= res.certificate["duality_gap"] + 1e-12
+
+
+def test_check_every_and_target_gap_on_a_saddle_problem():
+    sp = fm.SaddleProblem.matrix_game(np.random.default_rng(8).standard_normal((10, 3, 3)))
+    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=400, eta0=0.02, schedule="constant",
+                   check_every=20, target_gap=0.05)
+    assert res.status == "converged" and res.metrics["epochs_run"] < 400
+    assert res.history[-1]["duality_gap"] <= 0.05
+    assert res.certificate["duality_gap"] == pytest.approx(res.history[-1]["duality_gap"], abs=1e-12)
+    bare = fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    with pytest.raises(OptionError, match="check_every needs the duality gap"):
+        bare.solve(seed=0, epochs=2, check_every=1)
+    with pytest.raises(OptionError, match="target_gap needs check_every"):
+        sp.solve(seed=0, epochs=2, target_gap=0.1)
+
+
+def test_first_order_ogda_solves_the_quadratic_game():
+    """T12: on G1, first-order OGDA-RR with a small constant step gets a duality gap < 1e-2 and x near x*."""
+    sp = _quadratic_problem()
+    exact = sp.solve(method="exact")
+    assert exact.certificate["duality_gap"] < 1e-6      # the Huber program and the closed forms agree
+    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=300, eta0=0.02, schedule="constant")
+    assert res.certificate["duality_gap"] < 1e-2
+    assert np.linalg.norm(res.variables["x"] - exact.variables["x"]) < 0.1 * max(1.0, np.linalg.norm(exact.variables["x"]))
+
+
+def test_zeroth_order_gap_decreases_with_epochs():
+    """T13: for ZO-OGDA-RR (theory schedule) the seed-averaged Delta of the average drops by > 25% over 16x T
+    (the suggested criterion of spec §3.8; the rate exponent is not asserted)."""
+    sp = _quadratic_problem(n=4)
+    _, xs, ys, _ = sp._exact(None)
+    sp.saddle_point = (xs, ys)
+
+    def mean_delta(T):
+        return np.mean([sp.solve(method="ogda-rr", order=0, seed=s, epochs=T, eta0=0.05, R0=0.2).certificate["delta"]
+                        for s in range(4)])
+    assert mean_delta(160) < 0.75 * mean_delta(10)
+
+
+def test_theory_bound_versions_and_schedule():
+    eta, R = step_schedules("theory", 0.1, 0.5, 0.05, 10)
+    assert eta(3) == pytest.approx(0.1 * 4 ** -0.8) and R(3) == pytest.approx(0.5 * 4 ** -0.25)
+    kw = dict(n=10, d=4, D=2.0, G=1.0, ell=1.0, M_L=1.0, eta0=0.1, R0=0.5, chi=0.05)
+    b1, b2 = theory_bound(T=100, **kw), theory_bound(T=10000, **kw)
+    assert b2 < b1 and b2 / b1 == pytest.approx(100 ** (-0.2))
+    assert theory_bound(T=100, version="statement", **kw) < b1
+
+
+def test_non_finite_values_stop_with_the_iteration_and_the_point():
+    def bad(x, y, i):
+        return float("nan") if x[0] > 0.05 else float(x[0] - y[0])
+    sp = fm.SaddleProblem(bad, 3, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    res = sp.solve(method="ogda-rr", order=0, seed=0, epochs=50, eta0=0.5, R0=0.01, schedule="constant")
+    assert res.status == "failed" and not res.ok
+    assert "epoch" in res.message and "inner step" in res.message and "u = [" in res.message
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"method": "adam"}, OptionError, "unknown method"),
+    ({"epochs": 0}, OptionError, "epochs must be a positive integer"),
+    ({"chi": 0.3}, OptionError, r"chi must lie in \(0, 1/4\)"),
+    ({"eta0": 0.0}, OptionError, "eta0 must be positive"),
+    ({"R0": -1.0}, OptionError, "R0 must be positive"),
+    ({"schedule": "cosine"}, OptionError, "schedule must be"),
+    ({"estimator": "three-point"}, OptionError, "estimator must be"),
+    ({"order": 1}, OptionError, "order=1 needs gradients"),
+    ({"x0": [5.0, 0.0]}, OptionError, "u0 is not feasible"),
+    ({"momentum": 0.9}, OptionError, "unknown option"),
+])
+def test_invalid_solve_options(kwargs, error, match):
+    sp = fm.SaddleProblem(lambda x, y, i: float(x @ x - y @ y), 2, fm.Ball(2, 1.0), fm.Box(-1.0, 1.0, size=1))
+    with pytest.raises(error, match=match):
+        sp.solve(**{"seed": 0, "epochs": 2, **kwargs})
+
+
+def test_invalid_problems():
+    with pytest.raises(ModelError, match="compact.*unbounded in coordinate 0"):
+        fm.SaddleProblem(lambda x, y, i: 0.0, 2, fm.Ball(1, 1.0), fm.Box(-np.inf, 1.0, size=1)).solve(seed=0)
+    with pytest.raises(ModelError, match="positive integer"):
+        fm.SaddleProblem(lambda x, y, i: 0.0, 0, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
+    with pytest.raises(ModelError, match="needs grad="):
+        fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1),
+                         zo_mask=np.array([True, False]))
+    with pytest.raises(OptionError, match="at least one coordinate"):
+        fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1),
+                         zo_mask=np.array([False, False]), grad=lambda x, y, i: (x, y)).solve(seed=0)
+    with pytest.warns(UserWarning, match="1/\\(2 ell\\)"):
+        fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1)).solve(
+            seed=0, epochs=1, eta0=1.0, ell=1.0)
+
+
+def test_duality_gap_by_cvxpy_matches_the_closed_form():
+    """The user-supplied CVXPY expression and the built-in closed forms give the same gap (two formulations)."""
+    A = np.random.default_rng(7).standard_normal((5, 3, 2))
+    closed = fm.SaddleProblem.matrix_game(A)
+    Abar = A.mean(axis=0)
+    generic = fm.SaddleProblem(lambda x, y, i: float(x @ A[i] @ y), 5, fm.Simplex(3), fm.Simplex(2),
+                               cvxpy_value=lambda x, y: x @ Abar @ y)
+    x, y = np.array([0.2, 0.5, 0.3]), np.array([0.6, 0.4])
+    a, b = closed.evaluate(x, y).certificate, generic.evaluate(x, y).certificate
+    assert a["duality_gap"] == pytest.approx(b["duality_gap"], abs=1e-7)
+    assert a["saddle_value"] == pytest.approx(b["saddle_value"], abs=1e-12)
+    bare = fm.SaddleProblem(lambda x, y, i: float(x @ A[i] @ y), 5, fm.Simplex(3), fm.Simplex(2))
+    ev = bare.evaluate(x, y)
+    assert "duality_gap" not in ev.certificate and "saddle value" in ev.metrics["objective_kind"]
+    with pytest.raises(ModelError, match="concave in y"):
+        fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Simplex(3), fm.Simplex(2),
+                         cvxpy_value=lambda x, y: -(x @ Abar @ y) + 0 * x[0] + __import__("cvxpy").sum_squares(y)
+                         ).evaluate(x, y)
+
+
+def test_result_round_trip(tmp_path):
+    sp = _quadratic_problem(n=3)
+    res = sp.solve(method="sgda-rr", order=0, seed=0, epochs=3)
+    res.save(tmp_path / "run")
+    back = fm.load_result(tmp_path / "run")
+    np.testing.assert_array_equal(back.variables["x"], res.variables["x"])
+    assert back.certificate["duality_gap"] == res.certificate["duality_gap"]
+    assert back.method == "sgda-rr" and back.family == "minmax"

@@ -1,0 +1,323 @@
+"""Strategic Wasserstein DRO: the corrected saddle function, the exact program and its duals, the
+judge, the family and the cross-check (spec zeroth_order_minmax_dro.md §4, test oracles T14-T19)."""
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.optimize import minimize, minimize_scalar
+
+import fairmodel as fm
+from fairmodel.errors import DataError, ModelError, OptionError, UnsupportedProblemError
+from fairmodel.exact import strategic_dro as exact_sdro
+from fairmodel.strategic import WDRSC, strategic_response
+
+
+def _problem(n=300, delta=0.1, seed=0, p=10, zeta=0.05, variant="corrected", **kw):
+    data = fm.datasets.make_strategic_synthetic(n=n, p=p, seed=seed)
+    w = fm.Weights(data.n_features)
+    loss = fm.logistic_loss(fm.strategic_score(data, w, strategic_features=range(min(5, p)), zeta=zeta), data.y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        atom = fm.wasserstein_worst_case(loss, radius=delta, label_cost=0.5, variant=variant, **kw)
+    return fm.Problem(fm.Minimize(atom)), atom.model, data
+
+
+@pytest.fixture(scope="module")
+def solved():
+    prob, model, data = _problem()
+    theta, alpha, gamma, value, record = exact_sdro.solve_wdrsc(model)
+    return prob, model, data, theta, alpha, gamma, value, record
+
+
+def test_exact_program_agrees_with_the_closed_forms(solved):
+    """T14: OPT = max_gamma L(theta*, alpha*, .) (E2) = L(theta*, alpha*, gamma*) = worst-case risk(theta*); DG ~ 0."""
+    prob, model, data, theta, alpha, gamma, value, record = solved
+    assert np.linalg.norm(theta) > 0.3                                # the solution is non-trivial at delta = 0.1
+    assert model.primal(theta, alpha) == pytest.approx(value, abs=1e-7)
+    assert model.value(theta, alpha, gamma) == pytest.approx(value, abs=1e-7)
+    assert model.worst_case_risk(theta)[0] == pytest.approx(value, abs=1e-7)
+    assert record["dual_sum_error"] < 1e-6                            # lambda+ + lambda- = 1/n (stationarity in s)
+    dual, _, _ = exact_sdro.inner_min(model, gamma)
+    assert model.primal(theta, alpha) - dual < 1e-6
+    assert np.all(gamma[model.neg] == 0) and np.all(np.abs(gamma) <= 1)
+
+
+def test_gamma_star_from_duals_is_needed_where_the_sign_is_ambiguous(solved):
+    """gamma* = n (lambda+ - lambda-) differs from sign(c z - kappa alpha) exactly where c z_i* = kappa alpha*."""
+    prob, model, data, theta, alpha, gamma, value, record = solved
+    z = model.scores(theta)[model.pos]
+    slack = 0.5 * z - model.kappa * alpha
+    clear = np.abs(slack) > 1e-4
+    np.testing.assert_allclose(gamma[model.pos][clear], np.sign(slack[clear]), atol=1e-5)
+
+
+def test_worst_case_risk_matches_scalar_minimization_and_cvxpy():
+    """E2: the exact piecewise-linear minimization over alpha agrees with minimize_scalar and with CVXPY."""
+    prob, model, data = _problem(n=200, delta=0.15, seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        theta = rng.normal(0, 0.5, model.p)
+        value, a_star = model.worst_case_risk(theta)
+        lo = np.linalg.norm(theta) / model.slope
+        res = minimize_scalar(lambda a: model.primal(theta, a), bounds=(lo, lo + 50), method="bounded",
+                              options={"xatol": 1e-12})
+        assert value <= min(res.fun, model.primal(theta, lo)) + 1e-12
+        assert value == pytest.approx(min(res.fun, model.primal(theta, lo)), abs=1e-7)
+        a = cp.Variable()
+        z = model.scores(theta)[model.pos]
+        obj = a * model.delta + cp.sum(cp.maximum(np.logaddexp(0, -z), np.logaddexp(0, z) - 2 * model.kappa * a)) / model.n
+        obj = obj + np.sum(np.logaddexp(0, model.scores(theta)[model.neg])) / model.n
+        cp.Problem(cp.Minimize(obj), [a >= lo]).solve(solver="CLARABEL")
+        assert value == pytest.approx(obj.value, abs=1e-6)
+
+
+def test_structure_of_the_corrected_problem():
+    """T15: worst-case risk >= strategic ERM risk, non-decreasing in delta; L convex in (theta, alpha), affine in gamma."""
+    data = fm.datasets.make_strategic_synthetic(n=200, seed=2)
+    rng = np.random.default_rng(1)
+    models = [WDRSC(data.X, data.y, np.arange(10) < 5, 0.05, d, 0.5) for d in (0.02, 0.1, 0.3)]
+    for _ in range(10):
+        theta = rng.normal(0, 0.7, 10)
+        risks = [m.worst_case_risk(theta)[0] for m in models]
+        assert risks[0] >= np.mean(models[0].losses(theta)) - 1e-12
+        assert risks[0] <= risks[1] <= risks[2]
+    m = models[1]
+    for _ in range(20):
+        u1 = m.x_domain.project(rng.normal(0, 2, 11))
+        u2 = m.x_domain.project(rng.normal(0, 2, 11))
+        g = rng.uniform(-1, 1, m.n)
+        mid = m.value((u1[:-1] + u2[:-1]) / 2, (u1[-1] + u2[-1]) / 2, g)
+        assert mid <= (m.value(u1[:-1], u1[-1], g) + m.value(u2[:-1], u2[-1], g)) / 2 + 1e-12
+        g2 = rng.uniform(-1, 1, m.n)
+        assert m.value(u1[:-1], u1[-1], (g + g2) / 2) == pytest.approx(
+            (m.value(u1[:-1], u1[-1], g) + m.value(u1[:-1], u1[-1], g2)) / 2, abs=1e-12)
+
+
+def test_weak_duality_lower_bound_by_an_explicit_perturbation():
+    """§4.8: flipping the labels of some +1 points (cost 2 kappa / n each) is a feasible distribution,
+    so its expected loss is a lower bound on the worst-case risk."""
+    prob, model, data = _problem(n=200, delta=0.1, seed=3)
+    theta = np.random.default_rng(2).normal(0, 0.5, 10)
+    z = model.scores(theta)
+    losses = np.logaddexp(0, -model.y * z)
+    k = int(model.delta * model.n / (2 * model.kappa))                # flips the budget allows
+    gain = np.logaddexp(0, z) - np.logaddexp(0, -z)                    # loss increase of flipping a +1 point
+    order = np.argsort(-np.where(model.pos, gain, -np.inf))[:k]
+    flipped = losses.copy()
+    flipped[order] = np.logaddexp(0, z[order])
+    assert flipped.mean() <= model.worst_case_risk(theta)[0] + 1e-12
+
+
+def test_best_response_matches_numerical_maximization():
+    """T16: <b_i, theta> = <x_i, theta> + zeta ||M theta||^2; +1 agents and non-strategic features stay put;
+    b_i maximizes the agent's utility (checked by scipy)."""
+    data = fm.datasets.make_strategic_synthetic(n=20, seed=4)
+    mask = np.arange(10) < 5
+    model = WDRSC(data.X, data.y, mask, 0.05, 0.1, 0.5)
+    theta = np.random.default_rng(3).normal(size=10)
+    B = model.agents.respond_all(theta)
+    np.testing.assert_allclose(B @ theta, model.scores(theta), rtol=1e-12)
+    np.testing.assert_array_equal(B[model.pos], data.X[model.pos])
+    np.testing.assert_array_equal(B[:, ~mask], data.X[:, ~mask])
+    np.testing.assert_allclose(B, strategic_response(theta, data.X, data.y, 0.05, mask))
+    i = int(np.flatnonzero(model.neg)[0])
+    x0 = data.X[i]
+
+    def neg_utility(xs):                       # utility over the strategic coordinates (others are fixed)
+        x = x0.copy()
+        x[mask] = xs
+        return -(x @ theta - np.sum((x - x0) ** 2) / (2 * 0.05))
+    res = minimize(neg_utility, x0[mask], method="BFGS", options={"gtol": 1e-10})
+    np.testing.assert_allclose(res.x, B[i, mask], atol=1e-6)
+    assert model.agents.queries == 20
+
+
+def test_paper_variant_relation_and_unboundedness():
+    """T17: L_paper - L_corrected = -kappa alpha n_-/n identically; the literal eq. (7) with delta < kappa n_-/n
+    drives alpha to any bound (erratum U11), so fairmodel refuses it."""
+    data = fm.datasets.make_strategic_synthetic(n=200, seed=5)
+    mask = np.arange(10) < 5
+    corr = WDRSC(data.X, data.y, mask, 0.05, 0.4, 0.5)
+    paper = WDRSC(data.X, data.y, mask, 0.05, 0.4, 0.5, variant="paper", alpha_max=corr.alpha_max)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        theta, a, g = rng.normal(size=10), rng.uniform(0, 3), rng.uniform(-1, 1, 200)
+        assert paper.value(theta, a, g) - corr.value(theta, a, g) == pytest.approx(-0.5 * a * corr.n_neg / 200,
+                                                                                   abs=1e-12)
+    assert paper.slope == pytest.approx(1 / 1.25) and corr.slope == 1.0
+    shift = 0.5 * corr.n_neg / 200
+    with pytest.raises(ModelError, match="unbounded below"):
+        WDRSC(data.X, data.y, mask, 0.05, shift - 0.01, 0.5, variant="paper")
+    # independent check of the erratum: the literal objective, solved by CVXPY with a bound, sits on the bound
+    for bound in (10.0, 100.0):
+        theta, a = cp.Variable(10), cp.Variable()
+        zp = data.X[corr.pos] @ theta
+        zn = data.X[corr.neg] @ theta + 0.05 * cp.sum_squares(theta[:5])
+        s = cp.Variable(corr.n_pos)
+        obj = a * (0.1 - shift) + (cp.sum(s) + cp.sum(cp.logistic(zn))) / 200
+        cons = [s >= cp.logistic(-zp), s >= cp.logistic(zp) - a, cp.norm(theta) <= a / 1.25, a <= bound]
+        cp.Problem(cp.Minimize(obj), cons).solve(solver="CLARABEL")
+        assert a.value == pytest.approx(bound, rel=1e-4)
+
+
+def test_paper_settings_give_a_trivial_corrected_solution():
+    """T18: at the paper's delta = 0.4 (kappa = 0.5, zeta = 0.05, p = 10, 5 strategic, n = 500) the corrected
+    problem has theta* = 0 and value log 2, while the literal eq. (7) gives a non-trivial theta*."""
+    prob, model, data = _problem(n=500, delta=0.4, seed=0)
+    theta, alpha, _, value, _ = exact_sdro.solve_wdrsc(model)
+    assert np.linalg.norm(theta) < 1e-4 and value == pytest.approx(np.log(2), abs=1e-6)
+    prob_p, model_p, _ = _problem(n=500, delta=0.4, seed=0, variant="paper")
+    theta_p, _, _, value_p, _ = exact_sdro.solve_wdrsc(model_p)
+    assert np.linalg.norm(theta_p) > 0.1 and value_p < np.log(2)
+
+
+def test_family_exact_and_judge(solved):
+    prob, model, data, theta, alpha, gamma, value, record = solved
+    assert prob.family.name == "strategic_dro"
+    res = prob.solve(backend="exact")
+    assert res.objective == pytest.approx(value, abs=1e-7)
+    assert res.certificate["duality_gap"] < 1e-6
+    np.testing.assert_allclose(res.variables["w"], theta, atol=1e-6)
+    assert 0.5 < res.metrics["strategic_accuracy"] <= 1.0
+    assert res.metrics["worst_case_accuracy"] <= res.metrics["strategic_accuracy"]
+    only_w = prob.evaluate(w=theta)                                    # the judge needs w only for the objective
+    assert only_w.objective == pytest.approx(value, abs=1e-7) and only_w.certificate == {}
+    assert "conic" in prob.describe() and "K = {||w|| <= 1 alpha" in prob.describe()
+    assert isinstance(prob.to_cvxpy(), cp.Problem)
+    with pytest.raises(OptionError, match="both 'alpha' and 'gamma'"):
+        prob.evaluate(w=theta, alpha=alpha)
+    with pytest.raises(OptionError, match="outside the feasible set"):
+        prob.evaluate(w=theta * 10, alpha=alpha, gamma=gamma)
+
+
+def test_stochastic_first_order_and_options(solved):
+    prob, model, data, theta, alpha, gamma, value, record = solved
+    res = prob.solve(backend="stochastic", method="ogda-rr", order=1, seed=0, epochs=120)
+    assert res.ok and res.metrics["queries"] == 0 and res.metrics["gradients"] == 2 * 300 * 120 - 1
+    assert res.certificate["duality_gap"] < 5e-2
+    assert res.objective >= value - 1e-9
+    zo = prob.solve(backend="stochastic", method="sgda-wr", order=0, seed=0, epochs=2, zo="all")
+    assert zo.ok and zo.metrics["queries"] == 2 * 300 and zo.metrics["gradients"] == 0
+    assert zo.metrics["agent_queries"] == zo.metrics["queries"]
+    with pytest.raises(OptionError, match="unknown option"):
+        prob.solve(backend="stochastic", seed=0, step=0.1)
+    with pytest.raises(ModelError, match="zo must be"):
+        prob.solve(backend="stochastic", seed=0, zo="alpha")
+
+
+def test_gap_monitor_certifies_what_a_shorter_run_returns():
+    """check_every: the gap recorded at epoch T is the certificate of a run of T epochs (the suffix window
+    T//2..T-1; iterates do not depend on the run length); target_gap stops the run with status converged."""
+    prob, model, data = _problem(n=120, delta=0.1, seed=7)
+    long = prob.solve(backend="stochastic", seed=3, epochs=12, check_every=[6, 12])
+    short = prob.solve(backend="stochastic", seed=3, epochs=6)
+    gaps = {r["epoch"] + 1: r["duality_gap"] for r in long.history if "duality_gap" in r}
+    assert set(gaps) == {6, 12}
+    assert gaps[6] == pytest.approx(short.certificate["duality_gap"], abs=1e-7)
+    assert gaps[12] == pytest.approx(long.certificate["duality_gap"], abs=1e-7)
+    stop = prob.solve(backend="stochastic", seed=3, epochs=12, check_every=3, target_gap=10.0)
+    assert stop.status == "converged" and stop.metrics["epochs_run"] == 3 and "certified" in stop.message
+    assert stop.history[-1]["duality_gap"] <= 10.0 and "stop" not in stop.history[-1]
+    budget = prob.solve(backend="stochastic", seed=3, epochs=12, max_queries=500)
+    assert budget.status == "budget_exhausted" and budget.metrics["epochs_run"] == 3   # 239 queries per epoch
+    with pytest.raises(OptionError, match="needs check_every"):
+        prob.solve(backend="stochastic", seed=0, target_gap=0.1)
+
+
+def test_crosscheck_small():
+    """T19 at n = 300: ZO-OGDA-RR (hybrid) within the issue's tolerances of the exact saddle point."""
+    prob, model, data = _problem(n=300, delta=0.1, seed=0)
+    report = fm.crosscheck(prob, seed=0, stochastic_options={"epochs": 120})
+    assert report.ok, report.to_markdown()
+    assert report.stochastic.certificate["duality_gap"] < 5e-2
+    w_s, w_e = report.stochastic.variables["w"], report.exact.variables["w"]
+    assert w_s @ w_e > 0.9 * np.linalg.norm(w_s) * np.linalg.norm(w_e)   # the same direction
+
+
+@pytest.mark.slow
+def test_crosscheck_acceptance_n1000():
+    """The issue's acceptance: n = 1000 synthetic, delta = 0.1 (||w*|| = 1.26): crosscheck ok."""
+    prob, model, data = _problem(n=1000, delta=0.1, seed=0)
+    report = fm.crosscheck(prob, seed=0)
+    assert report.ok, report.to_markdown()
+
+
+@pytest.mark.parametrize("build, error, match", [
+    (lambda d, w: fm.wasserstein_worst_case(fm.logistic_loss(d.score(w), d.y), radius=0.0), ModelError,
+     "radius.*positive"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.logistic_loss(d.score(w), d.y), radius=-1.0), ModelError,
+     "radius.*positive"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.logistic_loss(d.score(w), d.y), label_cost=0.0), ModelError,
+     "label_cost.*positive"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.logistic_loss(d.score(w), d.y), alpha_max=0.0), ModelError,
+     "alpha_max.*positive"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.logistic_loss(d.score(w), d.y), variant="exact"), ModelError,
+     "variant must be"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.squared_loss(d.score(w), d.y)), ModelError, "logistic loss only"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.hinge_loss(d.score(w), d.y)), ModelError, "logistic loss only"),
+    (lambda d, w: fm.strategic_score(d, w, strategic_features=np.ones(7, dtype=bool)), ModelError,
+     "one entry per feature"),
+    (lambda d, w: fm.strategic_score(d, w, strategic_features=["income"]), ModelError, "unknown strategic feature"),
+    (lambda d, w: fm.strategic_score(d, w, strategic_features=[12]), ModelError, "indices in"),
+    (lambda d, w: fm.strategic_score(d, w, strategic_features=[0], zeta=-0.1), ModelError, "zeta.*non-negative"),
+    (lambda d, w: fm.strategic_score(d, fm.Weights(10, intercept=True), [0]), ModelError, "intercept"),
+    (lambda d, w: fm.strategic_score(fm.Dataset(d.X), w, [0]), DataError, "needs labels"),
+    (lambda d, w: fm.wasserstein_worst_case(fm.logistic_loss(fm.strategic_score(fm.Dataset(d.X, d.y * 3), w),
+                                                             d.y)), DataError, "binary labels"),
+])
+def test_invalid_declarations(build, error, match):
+    data = fm.datasets.make_strategic_synthetic(n=50, seed=0)
+    with pytest.raises(error, match=match):
+        build(data, fm.Weights(10))
+
+
+def test_paper_variant_warns_and_constraints_are_refused():
+    data = fm.datasets.make_strategic_synthetic(n=50, seed=0)
+    w = fm.Weights(10)
+    loss = fm.logistic_loss(fm.strategic_score(data, w, range(5)), data.y)
+    with pytest.warns(UserWarning, match="unbounded below"):
+        fm.wasserstein_worst_case(loss, radius=0.4, variant="paper")
+    atom = fm.wasserstein_worst_case(loss, radius=0.1)
+    with pytest.raises(UnsupportedProblemError, match="constraints are not supported"):
+        fm.Problem(fm.Minimize(atom), [fm.norm(w) <= 1.0])
+
+
+def test_strategic_score_value_and_gradient():
+    data = fm.datasets.make_strategic_synthetic(n=30, seed=6)
+    w = fm.Weights(10)
+    score = fm.strategic_score(data, w, strategic_features=["s0", "s1", "x7"], zeta=0.1)
+    theta = np.random.default_rng(5).normal(size=10)
+    from fairmodel.expressions import evaluate, value_and_grad
+    mask = np.isin(np.arange(10), [0, 1, 7])
+    expected = data.X @ theta + (data.y < 0) * 0.1 * np.sum(theta[mask] ** 2)
+    np.testing.assert_allclose(evaluate(score, {w: theta}), expected)
+    val, grads = value_and_grad(fm.mean(fm.logistic_loss(score, data.y)), {w: theta})
+    eps = 1e-6
+    num = [(evaluate(fm.mean(fm.logistic_loss(score, data.y)), {w: theta + eps * e}) - val) / eps
+           for e in np.eye(10)]
+    np.testing.assert_allclose(grads[w], num, atol=1e-5)
+
+
+def test_problem_file_twin_matches_the_generator_and_builds():
+    from pathlib import Path
+    from fairmodel import problemfile
+    path = Path(__file__).resolve().parent.parent / "examples" / "problems" / "strategic_dro_synthetic.toml"
+    prob, data, spec = problemfile.load(path)
+    ref = fm.datasets.make_strategic_synthetic(n=1000, seed=0)
+    np.testing.assert_allclose(data.X, ref.X, rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(data.y, ref.y)
+    assert prob.family.name == "strategic_dro" and prob.family.model.mask.sum() == 5
+
+
+def test_problem_file_errors(tmp_path):
+    from fairmodel import problemfile
+    body = ('[data]\nname = "lawschool"\ntarget = "bar1"\nsubsample = 200\n[problem]\nfamily = "strategic_dro"\n'
+            'strategic_features = ["lsat"]\n')
+    (tmp_path / "ok.toml").write_text(body + "wasserstein_radius = 0.1\n")
+    assert problemfile.load(tmp_path / "ok.toml")[0].family.name == "strategic_dro"
+    for extra, match in (('loss = "hinge"\n', "loss.*not allowed"), ("wasserstein_radius = -1.0\n", "positive"),
+                         ('kappa = 1.0\n', "unknown key"), ('strategic_features2 = 1\n', "unknown key")):
+        (tmp_path / "bad.toml").write_text(body + extra)
+        with pytest.raises(problemfile.ProblemFileError, match=match):
+            problemfile.load(tmp_path / "bad.toml")

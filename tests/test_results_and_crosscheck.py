@@ -1,0 +1,109 @@
+"""Result save/load (JSON + NPZ), cross-check verdicts, and the errors of solve()."""
+import json
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fairmodel as fm
+
+
+@pytest.fixture
+def gdro(small):
+    return fm.Problem(fm.Minimize(fm.max(small[2])))
+
+
+def test_result_round_trip(gdro, tmp_path):
+    res = gdro.solve(backend="stochastic", seed=0, epochs=3)
+    json_path, npz_path = res.save(tmp_path / "run")
+    back = fm.load_result(tmp_path / "run.json")
+    assert back.status == res.status and back.objective == res.objective and back.seed == 0
+    assert np.array_equal(back.variables["w"], res.variables["w"])
+    assert back.metrics["group_risks"] == res.metrics["group_risks"]
+    assert back.certificate == res.certificate
+    assert np.allclose(back.history_column("max_risk"), res.history_column("max_risk"))
+    assert json.loads(json_path.read_text())["format"] == "fairmodel.result"
+
+
+def test_corrupt_or_foreign_files_are_refused(gdro, tmp_path):
+    res = gdro.solve()
+    res.save(tmp_path / "ok")
+    with pytest.raises(fm.ResultFileError, match="does not exist"):
+        fm.load_result(tmp_path / "missing")
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "bad.npz").write_bytes((tmp_path / "ok.npz").read_bytes())
+    with pytest.raises(fm.ResultFileError, match="not valid JSON"):
+        fm.load_result(tmp_path / "bad")
+    (tmp_path / "foreign.json").write_text(json.dumps({"hello": 1}))
+    (tmp_path / "foreign.npz").write_bytes((tmp_path / "ok.npz").read_bytes())
+    with pytest.raises(fm.ResultFileError, match="not written by fairmodel"):
+        fm.load_result(tmp_path / "foreign")
+    (tmp_path / "trunc.json").write_text((tmp_path / "ok.json").read_text())
+    (tmp_path / "trunc.npz").write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(fm.ResultFileError, match="corrupt"):
+        fm.load_result(tmp_path / "trunc")
+
+
+def test_crosscheck_passes_with_enough_budget_and_fails_without(gdro):
+    good = fm.crosscheck(gdro, seed=0)
+    assert good.ok and all(c.passed for c in good.checks)
+    assert "why this tolerance" in good.to_markdown()
+    json.dumps(good.to_dict())
+    # one epoch with tiny steps cannot reach 1e-3: the verdict must say so
+    bad = fm.crosscheck(gdro, seed=0, stochastic_options={"epochs": 1, "step_w": 1e-4, "step_q": 1e-4})
+    assert not bad.ok and bad.failed()
+
+
+def test_crosscheck_on_mero(small):
+    risks = small[2]
+    rep = fm.crosscheck(fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))), seed=1)
+    assert rep.ok
+    assert "duality_gap_estimated_offsets" in rep.stochastic.certificate
+
+
+def test_solve_option_errors(gdro, monkeypatch):
+    with pytest.raises(fm.OptionError, match="valid backends are exact, stochastic"):
+        gdro.solve(backend="fast")
+    with pytest.raises(fm.OptionError, match="valid methods are aleg, smd"):
+        gdro.solve(backend="stochastic", method="sgd")
+    with pytest.raises(fm.OptionError, match="supported solvers are CLARABEL"):
+        gdro.solve(solver="GUROBI")
+    with pytest.raises(fm.OptionError, match="unknown option"):
+        gdro.solve(backend="stochastic", epoch=3)
+    with pytest.raises(fm.OptionError, match="epochs must be a positive integer"):
+        gdro.solve(backend="stochastic", epochs=0)
+    with pytest.raises(fm.OptionError, match="alpha"):
+        gdro.solve(backend="stochastic", alpha=1.5, epochs=1)
+    with pytest.raises(fm.OptionError, match="step_w"):
+        gdro.solve(backend="stochastic", step_w=-1.0, epochs=1)
+    with pytest.raises(fm.OptionError, match="shape"):
+        gdro.solve(backend="stochastic", epochs=2, alpha=np.ones((3, 3)) * 0.1)
+    with pytest.raises(fm.OptionError, match="interior of the simplex"):
+        gdro.solve(backend="stochastic", q0=[1.0, 0.0, 0.0], epochs=1)
+    with pytest.raises(fm.OptionError, match="interior of the simplex"):
+        gdro.solve(backend="stochastic", q0=[0.5, 0.2, 0.2], epochs=1)
+    with pytest.raises(fm.OptionError, match="theta must lie"):
+        gdro.solve(backend="stochastic", schedule_mode="theory", theta=0.5, epochs=1)
+    monkeypatch.setattr(cp, "installed_solvers", lambda: ["CLARABEL", "SCS"])
+    with pytest.raises(fm.OptionError, match="ECOS is not installed; installed solvers are CLARABEL, SCS"):
+        gdro.solve(solver="ECOS")
+
+
+def test_solver_failure_is_an_error_not_numbers(gdro, monkeypatch):
+    def fail(self, *args, **kwargs):
+        raise cp.error.SolverError("numerical trouble")
+    monkeypatch.setattr(cp.Problem, "solve", fail)
+    with pytest.raises(fm.SolverError, match="failed on the group-DRO epigraph program") as info:
+        gdro.solve()
+    assert "method='dual'" in str(info.value)
+
+
+def test_problem_level_errors(small):
+    data, w, risks = small
+    with pytest.raises(fm.DataError, match="fewer|at least two|group"):
+        one = fm.Dataset(data.X, data.y, groups=np.zeros(data.n_samples, int))
+        fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(one.score(w), one.y), one.groups))))
+    with pytest.raises(fm.OptionError, match="probability vector"):
+        fm.Problem(fm.Minimize(fm.max(risks))).evaluate(w=np.zeros(5), q=[2.0, -1.0, 0.0])
+    with pytest.raises(fm.ModelError, match="outside the domain"):
+        fm.Problem(fm.Minimize(fm.max(risks))).evaluate(w=np.full(5, 10.0))
