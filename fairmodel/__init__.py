@@ -26,7 +26,7 @@ from .fairness.auc import auc_gap, auc_loss
 from .models import SigmoidMLP
 
 # --- partial fairness exports (issue 5) ---
-from .fairness.partial import dc, partial_dp, weak_partial_dp, with_group_interactions  # noqa: E402
+from .fairness.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
 
 # --- min-max / strategic DRO exports (issue 6) ---
 from .domains import Ball, Box, Product, Simplex, TruncatedCone
@@ -46,3 +46,4 @@ __all__ = [
 __all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
             "strategic_score", "wasserstein_worst_case"]
 __all__ += ["SigmoidMLP", "auc_gap", "auc_loss"]  # issue 4
+__all__ += ["dc", "partial_dp", "weak_partial_dp", "with_group_interactions"]  # issue 5

@@ -141,3 +141,19 @@ def test_theory_schedule_is_reported(law):
     info = prob.family.theory(eps=0.5, mu=0.1)
     assert info["nu"] == pytest.approx(0.015) and info["M"] > 0
     assert info["K"] >= 1 and 0 < info["eps_k"] < 0.5 ** 2
+
+
+def test_kappa_as_a_parameter_rebuilds_the_model(law):
+    data, w, _, _ = law
+    s = data.score(w)
+    kappa = fm.parameter(0.2, "kappa", nonneg=True)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y))),
+                      [fm.partial_dp(s, data.groups, band=(0.7, 1.0), levels=4) <= kappa])
+    top = prob.family.program.blocks[0].levels[-1]
+    frontier = prob.sweep("kappa", [0.2, 0.05], backend="stochastic", outer=10, inner=50, certificate=False)
+    assert [r.status for r in frontier.results] == ["budget_exhausted"] * 2
+    # each value was solved with its own model (13): the level reported is <= its own kappa
+    for value, res in zip(frontier.values, frontier.results):
+        assert res.constraints["c0"]["bound"] == value and res.max_violation == 0.0
+    kappa.value = 0.05
+    assert prob.family.program.blocks[0].levels[-1] > top        # the grid [alpha, beta - kappa (beta - alpha))

@@ -99,8 +99,21 @@ class PartialFairness(Family):
 
     def __init__(self, problem, program: DCProgram):
         super().__init__(problem)
-        self.program = program
+        self._program, self._bounds = program, self._bound_values()
         self._subproblems: dict = {}
+
+    def _bound_values(self) -> tuple:
+        return tuple(c.bound() for c in self.problem.constraints)
+
+    @property
+    def program(self) -> DCProgram:
+        """The DC program (21), rebuilt when a bound given as ``fm.parameter`` changed (e.g. in a sweep):
+        kappa sets the level grid of model (13), so the subproblems are compiled again."""
+        bounds = self._bound_values()
+        if bounds != self._bounds:
+            self._program, self._bounds = DCProgram.from_problem(self.problem), bounds
+            self._subproblems.clear()
+        return self._program
 
     @classmethod
     def match(cls, problem):
