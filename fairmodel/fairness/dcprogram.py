@@ -148,12 +148,12 @@ class RampBandBlock(Block):
     rho = 0 for the linear model (spec §2.7). Constraint order: all lower (k, p) then all upper (k, p), k major.
     """
 
-    def __init__(self, atom: PartialDP, kappa: float, name: str, layout: Layout):
+    def __init__(self, atom: PartialDP, kappa: float, levels: np.ndarray, name: str, layout: Layout):
         self.atom, self.name = atom, name
         self.kappa = kappa
         self.alpha, self.beta = atom.band
         self.kp = kappa * (self.beta - self.alpha)
-        self.levels = atom.levels(kappa)
+        self.levels = levels
         self.P = self.levels.size
         self.gs = _GroupedScore(atom.score, atom.groups, layout)
         self.tsl = layout.slices[f"theta_{name}"]
@@ -391,14 +391,15 @@ class DCProgram:
             kind = constraint_kind(c)
             if isinstance(kind, str):
                 raise UnsupportedProblemError(kind)
-            specs.append((c, kind))
             if kind[0] == "pdp":
-                aux.append((f"theta_{c.name}", kind[1].levels(kind[2]).size))
+                kind = kind + (kind[1].levels(kind[2]),)
+                aux.append((f"theta_{c.name}", kind[3].size))
+            specs.append((c, kind))
         layout = Layout(problem.variables(), aux)
         blocks = []
         for c, (tag, *rest) in specs:
             if tag == "pdp":
-                blocks.append(RampBandBlock(rest[0], rest[1], c.name, layout))
+                blocks.append(RampBandBlock(rest[0], rest[1], rest[2], c.name, layout))
             elif tag == "weak":
                 blocks.append(WeakBandBlock(rest[0], rest[1], c.name, layout))
             else:
