@@ -10,49 +10,55 @@ scalable stochastic methods from the literature), and one judge.
 from . import datasets, metrics
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
+from .domains import Ball, Box, Product, Simplex, TruncatedCone
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResultFileError, SolverError, UnsupportedProblemError)
 from .expressions import (Parameter, Weights, group_mean, group_optimal, hinge_loss, logistic_loss, max, mean, norm,
                           parameter, softmax_loss, squared_loss, sum_squares)
+from .fairness.auc import auc_gap, auc_loss
+from .fairness.dp import DPPredictor, GridPredictor, dp_gap, expected_cost, squared_risk
+from .fairness.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
+from .families.dp import dp_parameters, dp_sweep
 from .judge import Evaluation, judge
+from .models import SigmoidMLP
 from .problem import Inequality, Minimize, Problem
 from .results import Result, load_result
-from .sweep import Frontier, sweep
-
-# --- DP post-processing exports (issue 3) ---
-from .families.dp import dp_parameters, dp_sweep  # noqa: E402
-from .fairness.dp import DPPredictor, GridPredictor, dp_gap, expected_cost, squared_risk  # noqa: E402
-
-
-def __getattr__(name):  # scikit-learn is optional: the DP estimator is imported on first use
-    if name == "DemographicParityPostProcessor":
-        from .estimators.dp import DemographicParityPostProcessor
-        return DemographicParityPostProcessor
-    raise AttributeError(f"module 'fairmodel' has no attribute {name!r}")
-
-# --- AUC fairness exports (issue 4) ---
-from .fairness.auc import auc_gap, auc_loss
-from .models import SigmoidMLP
-
-# --- partial fairness exports (issue 5) ---
-
-# --- min-max / strategic DRO exports (issue 6) ---
-from .domains import Ball, Box, Product, Simplex, TruncatedCone
 from .saddle import SaddleProblem
 from .strategic import strategic_score, wasserstein_worst_case
+from .sweep import Frontier, sweep
 
 __version__ = "0.1.0"
 
+_ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier",
+               "PartialFairnessClassifier", "StrategicRobustClassifier")
+
+
+def __getattr__(name):
+    """scikit-learn is an optional extra: the estimators are imported from ``fairmodel.estimators`` on first use."""
+    if name in _ESTIMATORS:
+        from . import estimators
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'fairmodel' has no attribute {name!r}")
+
+
 __all__ = [
-    "Batch", "crosscheck", "CrossCheckReport", "DataError", "Dataset", "datasets", "Evaluation",
-    "ExpressionTypeError", "FairmodelError", "Frontier", "group_mean", "group_optimal", "Groups", "hinge_loss",
-    "Inequality", "InfeasibleError", "judge", "load_result", "logistic_loss", "max", "mean", "metrics",
-    "Minimize", "ModelError", "norm", "OptionError", "Parameter", "parameter", "Problem", "Result",
-    "ResultFileError", "softmax_loss", "SolverError", "squared_loss", "sum_squares", "sweep",
-    "UnsupportedProblemError", "Weights",
+    # data and results
+    "Batch", "Dataset", "datasets", "Groups", "load_result", "Result",
+    # the DSL: variables, losses, atoms, problems
+    "dc", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max", "mean", "Minimize",
+    "norm", "Parameter", "parameter", "Problem", "SigmoidMLP", "softmax_loss", "squared_loss", "sum_squares",
+    "Weights",
+    # family atoms
+    "auc_gap", "auc_loss", "DPPredictor", "dp_gap", "dp_parameters", "dp_sweep", "expected_cost", "GridPredictor",
+    "partial_dp", "squared_risk", "strategic_score", "wasserstein_worst_case", "weak_partial_dp",
+    "with_group_interactions",
+    # min-max problems and their domains
+    "Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",
+    # judging, cross-checks, sweeps
+    "crosscheck", "CrossCheckReport", "Evaluation", "Frontier", "judge", "metrics", "sweep",
+    # errors
+    "DataError", "ExpressionTypeError", "FairmodelError", "InfeasibleError", "ModelError", "OptionError",
+    "ResultFileError", "SolverError", "UnsupportedProblemError",
+    # scikit-learn estimators (optional extra, imported lazily)
+    *_ESTIMATORS,
 ]
-__all__ += ["Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",  # issue 6
-            "strategic_score", "wasserstein_worst_case"]
-__all__ += ["SigmoidMLP", "auc_gap", "auc_loss"]  # issue 4
-__all__ += ["DPPredictor", "DemographicParityPostProcessor", "GridPredictor", "dp_gap", "dp_parameters",  # issue 3
-            "dp_sweep", "expected_cost", "squared_risk"]

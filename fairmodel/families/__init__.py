@@ -1,15 +1,3 @@
-"""Problem families; importing this package registers them (the generic convex family last)."""
-from . import gdro  # noqa: F401
-
-# DP post-processing (issue 3)
-from . import dp  # noqa: F401,E402
-
-# AUC fairness (issue 4)
-from . import auc  # noqa: F401,E402
-
-# partial fairness (issue 5)
-
-# min-max / strategic DRO (issue 6)
-from . import strategic_dro  # noqa: F401,E402
-
-from . import convex  # noqa: F401,E402  (fallback: keep last)
+"""Problem families; importing this package registers them in order (the generic convex family last)."""
+from . import gdro, dp, auc, partial, strategic_dro  # noqa: F401  (the specific families)
+from . import convex  # noqa: F401,E402  (the fallback: keep last)

@@ -11,6 +11,7 @@ from .auc import (auc_between, auc_fairness, auc_fairness_terms, auc_score, auc_
                   select_by_validation)
 
 # partial fairness metrics (issue 5)
+from .partial import PartialParity, partial_dp, rank_curve, weak_partial_dp  # noqa: E402,F401
 
 # strategic classification metrics (issue 6)
 from .strategic import (strategic_accuracy, strategic_margin, worst_case_accuracy,  # noqa: F401

@@ -1,0 +1,512 @@
+"""Partial fairness within a score band, and difference-of-convex constraints in general, solved by the
+inexact difference-of-convex algorithm (paper: He, Huang, Yao, Lin, "Enforcing Fairness Where It
+Matters: An Approach Based on Difference-of-Convex Constraints"; spec ``partial_fairness_idca.md``).
+
+Declarations recognized: a convex objective (any core atoms, e.g. ``fm.mean(fm.logistic_loss(s, y)) +
+lam * fm.sum_squares(w)``) with at least one of
+
+* ``fm.partial_dp(s, groups, band=(a, b)) <= kappa``          model (13), ramp surrogate (Example B.3);
+* ``fm.weak_partial_dp(s, groups, band=(a, b), threshold=t) <= kappa``   model (17) with (51) (Example B.5);
+* ``fm.dc(g, h) <= b``                                         g - h <= b, g and h convex;
+
+and optionally convex constraints ``c(w) <= b``. Every constraint becomes DC constraints
+f_i = f_i+ - f_i- <= 0 of (21) (:mod:`fairmodel.fairness.dcprogram`).
+
+Backends: exact = IDCA whose subproblems (25) are solved by CVXPY (:mod:`fairmodel.exact.partial`);
+stochastic = IDCA with the switching-subgradient inner solver (Algorithm 2), plain SSG on (21)
+(Algorithm 3) and the penalty baseline (78)/(83). The paper's IDCA is deterministic and full batch, and
+so are these methods; ``seed`` only draws the random starting points of ``starts > 1``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import time
+
+import numpy as np
+
+from .. import expressions as E
+from ..data import as_generator
+from ..errors import InfeasibleError, OptionError, UnsupportedProblemError
+from ..exact.partial import Subproblem
+from ..exact.solvers import check_solver
+from ..fairness.dcprogram import DCProgram, RampBandBlock, WeakBandBlock
+from ..fairness.partial import DC, PartialDP, WeakPartialDP
+from ..judge import Evaluation, constraint_record
+from ..problem import check_options, register_family
+from ..stochastic.idca import check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner, theory_schedule
+from ..stochastic.ssg import polyak_feasibility, ssg
+from .base import Check, Family, Solution
+
+# Default proximal weight μ of the μ-augmentation (spec §2.9: unstated in the paper). Measured on Law School
+# subsamples: with μ = 0.01 the exact-inner and SSG-inner paths end in different local solutions (objectives
+# 1.1e-3 apart at n = 300); with μ = 0.1 the outer steps are shorter, SSG tracks the exact path and both end
+# within 2e-4, at the price of more outer iterations (about 60 to get within 1e-3 of the limit).
+MU = 0.1
+EXACT_DEFAULTS = {"outer": 100, "tol": 1e-6}
+# IDCA + SSG: eps_k = max(eps_min, eps * eps_decay^k) (measured on Law School subsamples: a constant
+# eps = 1e-3 (the paper's grid) stalls 0.05 above the exact-inner objective after 100 x 200 iterations;
+# the decreasing schedule reaches ~1e-3); the paper's constant eps is eps_decay=1.
+IDCA_DEFAULTS = {"outer": 300, "inner": 300, "eps": 1e-2, "eps_decay": 0.97, "eps_min": 1e-5}
+SSG_DEFAULTS = {"iterations": 20000, "eps": 1e-3}
+PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
+# Clarabel's default step fraction (0.99) stops with InsufficientProgress on (25) of model (13) with 10
+# levels already at n = 1000 (measured); 0.9 solves them (spec §5.1.5 asks for optimal or an error).
+CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
+AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
+STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
+
+
+def _positive_int(v, name, minimum=1):
+    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < minimum:
+        raise OptionError(f"{name} must be an integer >= {minimum}; got {v!r}")
+    return int(v)
+
+
+def _nonneg(v, name, strict=False):
+    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)) or not math.isfinite(v) \
+            or v < 0 or (strict and v == 0):
+        raise OptionError(f"{name} must be a finite number {'>' if strict else '>='} 0; got {v!r}")
+    return float(v)
+
+
+def _schedule(v, name, integer=False):
+    """A number, a sequence (one value per outer iteration) or a callable k -> value, validated lazily."""
+    check = (lambda x: _positive_int(x, name)) if integer else (lambda x: _nonneg(x, name, strict=True))
+    if callable(v):
+        return lambda k: check(v(k))
+    if np.ndim(v) == 1:
+        arr = [check(x) for x in np.asarray(v).tolist()]
+        return lambda k: arr[min(k, len(arr) - 1)]
+    value = check(v)
+    return lambda k: value
+
+
+@register_family
+class PartialFairness(Family):
+    name = "partial"
+    title = "partial fairness / difference-of-convex constraints"
+    paper = "He, Huang, Yao, Lin: partial fairness via DC constraints, IDCA"
+    supported = ("a convex objective with fm.partial_dp(...) <= kappa, fm.weak_partial_dp(...) <= kappa or "
+                 "fm.dc(g, h) <= b constraints (and convex c(w) <= b)")
+    exact_methods = {"idca": "IDCA (Algorithm 1); each convex subproblem (25) solved by CVXPY, compiled once "
+                             "with the linearization as parameters"}
+    stochastic_methods = {
+        "idca": "IDCA with the switching-subgradient inner solver (Algorithms 1 + 2), full batch",
+        "ssg": "switching subgradient applied directly to the DC program (Algorithm 3; no guarantee)",
+        "penalty": "penalty baseline (78)/(83): f_0 + lam * (unfairness surrogate), subgradient descent",
+    }
+
+    def __init__(self, problem, program: DCProgram):
+        super().__init__(problem)
+        self._program, self._bounds = program, self._bound_values()
+        self._subproblems: dict = {}
+
+    def _bound_values(self) -> tuple:
+        return tuple(c.bound() for c in self.problem.constraints)
+
+    @property
+    def program(self) -> DCProgram:
+        """The DC program (21), rebuilt when a bound given as ``fm.parameter`` changed (e.g. in a sweep):
+        kappa sets the level grid of model (13), so the subproblems are compiled again."""
+        bounds = self._bound_values()
+        if bounds != self._bounds:
+            self._program, self._bounds = DCProgram.from_problem(self.problem), bounds
+            self._subproblems.clear()
+        return self._program
+
+    @classmethod
+    def match(cls, problem):
+        special = (PartialDP, WeakPartialDP, DC)
+        if not any(isinstance(n, special) for c in problem.constraints for n in c.lhs.nodes()):
+            return "no fm.partial_dp, fm.weak_partial_dp or fm.dc constraint"
+        obj = problem.objective.expr
+        if not obj.is_convex():
+            return f"the objective {obj} must be convex (curvature {obj.curvature!r}); IDCA linearizes constraints only"
+        if problem.options:
+            return f"no family options are accepted; got {sorted(problem.options)} (pass solver options to solve())"
+        try:
+            program = DCProgram.from_problem(problem)
+        except UnsupportedProblemError as exc:
+            return str(exc)
+        return cls(problem, program)
+
+    # -- description -----------------------------------------------------------------------------------
+    def describe_extra(self) -> list[str]:
+        lines = ["", f"DC program (21): {self.program.m} constraint(s) f_i = f_i+ - f_i- <= 0 in "
+                     f"x = ({', '.join(self.program.layout.slices)}) of dimension {self.program.D}"]
+        for name, b in zip(self.program.names, self.program.blocks):
+            if isinstance(b, RampBandBlock):
+                lines.append(f"  {name}: pDP on ranks [{b.alpha:g}, {b.beta:g}) <= {b.kappa:g}: model (13), ramp "
+                             f"split of Example B.3, {b.P} levels p in [{b.levels[0]:.4g}, {b.levels[-1]:.4g}], "
+                             f"{b.G} groups -> {b.m} constraints, thresholds theta_{name} (start 1/2 - p - kappa'/2)")
+            elif isinstance(b, WeakBandBlock):
+                lines.append(f"  {name}: weak pDP at threshold {b.atom.threshold:g} on ranks [{b.alpha:g}, {b.beta:g})"
+                             f" <= {b.kappa:g}: model (17) via identity (51), {b.atom.decomposition} split, "
+                             f"{b.m} ordered pairs")
+            else:
+                lines.append(f"  {name}: f+ = {b.g}, f- = {b.h if b.h is not None else 0} + {b.bound:g}")
+        lines += ["IDCA: at x_k linearize every f_i-, solve (25) with the proximal term (mu/2)||v - x_k||^2 in the "
+                  f"objective and every constraint (default mu = {MU:g}); stop when ||x_(k+1) - x_k|| <= tol",
+                  "Judge: objective, every constraint's level (<= bound iff its DC constraints hold), the true "
+                  "empirical DP^I / WDP^I, and the Lemma C.1 certificate from one exact subproblem solve"]
+        return lines
+
+    def to_cvxpy(self):
+        """The compiled subproblem (25) anchored at the default start (w = 0, θ of spec §4.3)."""
+        sub = self.subproblem(MU, None)
+        x0 = self.program.start()
+        S, c = sub.linearize(x0)
+        sub.S.value, sub.c.value, sub.anchor.value = S, c, x0
+        return sub.problem
+
+    def subproblem(self, mu, solver) -> Subproblem:
+        key = (float(mu), check_solver(solver))
+        if key not in self._subproblems:
+            self._subproblems[key] = Subproblem(self.program, mu, solver)
+        return self._subproblems[key]
+
+    # -- starting points -------------------------------------------------------------------------------
+    def _starts(self, start, starts, seed, allow_infeasible):
+        """Feasible starting points: the given (or default) start, then random feasible ones."""
+        program = self.program
+        x0 = program.start(start)
+        check_feasible_start(program, x0, allow_infeasible)
+        points, notes = [x0], []
+        rng = as_generator(seed)
+        for j in range(1, starts):
+            x = self._random_start(rng)
+            if x is None:
+                notes.append(f"random start {j}: no feasible point found by Polyak steps; skipped")
+                continue
+            points.append(x)
+        return points, notes
+
+    def _random_start(self, rng):
+        """A random direction with score spread STARTS_SCALE, thresholds set, then Polyak steps to f <= 0."""
+        program = self.program
+        x = np.zeros(program.D)
+        for w in program.layout.weights:
+            sl = program.layout.slices[w.name]
+            x[sl] = rng.standard_normal(w.size)
+        scores = [b.gs.X @ x[b.gs.wsl] for b in program.blocks if hasattr(b, "gs")]
+        spread = max((float(np.std(s)) for s in scores), default=1.0) or 1.0
+        for w in program.layout.weights:
+            x[program.layout.slices[w.name]] *= STARTS_SCALE / spread
+        x = program.project(x)
+        x = program.start({**program.layout.split(x), **{f"theta_{b.name}": b.best_thresholds(x)
+                                                         for b in program.blocks if isinstance(b, RampBandBlock)}})
+
+        def constraint(v):
+            vals, caches = program.plus(v)
+            mvals, jac = program.minus(v)
+            f = vals - mvals
+            i = int(np.argmax(f))
+            return float(f[i]), (lambda: program.plus_grad(v, i, caches) - jac[i])
+        out = polyak_feasibility(x, constraint, program.project, iterations=2000, target=-1e-4)
+        return out["x"] if out["status"] == "feasible" else None
+
+    # -- backends --------------------------------------------------------------------------------------
+    def solve_exact(self, method, solver, verbose, **options):
+        allowed = ("mu", "outer", "tol", "start", "allow_infeasible_start", "certificate", "solver_options",
+                   "starts", "seed", "keep", "max_time")
+        check_options(options, allowed, "the exact IDCA backend")
+        mu = _nonneg(options.get("mu", MU), "mu")
+        outer = _positive_int(options.get("outer", EXACT_DEFAULTS["outer"]), "outer", 0)
+        tol = _nonneg(options.get("tol", EXACT_DEFAULTS["tol"]), "tol")
+        solver_options = dict(options.get("solver_options") or {})
+        if check_solver(solver) == "CLARABEL":
+            solver_options = {**CLARABEL_OPTIONS, **solver_options}
+        start = time.perf_counter()
+        sub = self.subproblem(mu, solver)
+        compile_time = time.perf_counter() - start
+        inner = exact_inner(sub, verbose=False, **solver_options)
+
+        def run(x0, label):
+            out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
+                       label=label, max_time=options.get("max_time"))
+            last = out["last"]
+            if last.get("anchor") is not out["x"]:
+                # budget ended: one more solve certifies the returned point (Lemma C.1, spec §3.8)
+                x_hat, lam, _ = sub.solve(out["x"], **solver_options)
+                last = {"x_next": x_hat, "lam": lam}
+            out["subproblem"] = (last["x_next"], last["lam"])
+            return out
+
+        return self._multistart(run, "IDCA (exact subproblems)", options, mu, method="idca", compile_time=compile_time,
+                                solver={"name": "idca+" + sub.solver, "inner_solver": sub.solver,
+                                        "solver_options": solver_options, "mu": mu, "outer": outer, "tol": tol})
+
+    def solve_stochastic(self, method, seed, verbose, **options):
+        common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time")
+        if method == "idca":
+            check_options(options, common + ("mu", "outer", "inner", "eps", "eps_decay", "eps_min", "margin", "tol",
+                                             "theory_eps"),
+                          "the stochastic IDCA method")
+            return self._solve_idca_ssg(seed, verbose, options)
+        if method == "ssg":
+            check_options(options, common + ("iterations", "eps", "eps_schedule", "c"), "direct SSG (Algorithm 3)")
+            return self._solve_direct_ssg(seed, verbose, options)
+        check_options(options, common + ("lam", "iterations", "step"), "the penalty baseline")
+        return self._solve_penalty(seed, verbose, options)
+
+    def _solve_idca_ssg(self, seed, verbose, options):
+        program = self.program
+        mu = _nonneg(options.get("mu", MU), "mu")
+        outer = _positive_int(options.get("outer", IDCA_DEFAULTS["outer"]), "outer", 0)
+        margin = bool(options.get("margin", True))
+        tol = _nonneg(options.get("tol", 0.0), "tol")
+        theory = {}
+        if options.get("theory_eps") is not None:
+            if "eps" in options or "inner" in options:
+                raise OptionError("give either theory_eps= (eps_k and T_k from eq. (28)) or eps=/inner=, not both")
+            if mu <= 0:
+                raise OptionError("theory_eps= needs mu > 0 (Assumption 6.3A)")
+            theory = self.theory(_nonneg(options["theory_eps"], "theory_eps", strict=True), mu)
+            eps, inner_T = theory["eps_k"], theory["T_k"]
+            outer = min(outer, theory["K"]) if "outer" in options else theory["K"]
+        else:
+            eps = options.get("eps", IDCA_DEFAULTS["eps"])
+            inner_T = options.get("inner", IDCA_DEFAULTS["inner"])
+        eps_k = _schedule(eps, "eps")
+        if np.ndim(eps) == 0 and not callable(eps) and not theory:
+            decay = _nonneg(options.get("eps_decay", IDCA_DEFAULTS["eps_decay"]), "eps_decay", strict=True)
+            floor = _nonneg(options.get("eps_min", IDCA_DEFAULTS["eps_min"]), "eps_min", strict=True)
+            if decay > 1:
+                raise OptionError(f"eps_decay must lie in (0, 1] (eps_k = max(eps_min, eps * eps_decay^k)); got {decay}")
+            base = eps_k(0)
+            eps_k = (lambda k: max(floor, base * decay ** k))
+        inner = ssg_inner(program, mu, eps_k, _schedule(inner_T, "inner", integer=True), margin)
+
+        def run(x0, label):
+            return idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
+                        max_time=options.get("max_time"))
+
+        solver = {"name": "idca+ssg", "mu": mu, "outer": outer, "margin": margin,
+                  "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
+                  "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule"}
+        sol = self._multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver)
+        sol.metrics.update({f"theory_{k}": v for k, v in theory.items()})
+        return sol
+
+    def _solve_direct_ssg(self, seed, verbose, options):
+        """Algorithm 3: SSG on (21) with f = max_i f_i and the DC subgradient f+' - f-' (spec §3.6)."""
+        program = self.program
+        iterations = _positive_int(options.get("iterations", SSG_DEFAULTS["iterations"]), "iterations")
+        kind = options.get("eps_schedule", "static")
+        if kind == "static":
+            eps = _nonneg(options.get("eps", SSG_DEFAULTS["eps"]), "eps", strict=True)
+            eps_t = eps
+        elif kind == "diminishing":
+            c = _nonneg(options.get("c", 1.0), "c", strict=True)
+            eps_t = (lambda t: c / (t + 1.0))
+        else:
+            raise OptionError(f"eps_schedule must be 'static' or 'diminishing' (eps_t = c / (t + 1)); got {kind!r}")
+
+        def constraint(v):
+            fp, caches = program.plus(v)
+            fm_, jac = program.minus(v)
+            f = fp - fm_
+            i = int(np.argmax(f))
+            return float(f[i]), (lambda: program.plus_grad(v, i, caches) - jac[i])
+
+        def run(x0, label):
+            start = time.perf_counter()
+            if program.max_violation(x0) > (eps_t(0) if callable(eps_t) else eps_t):
+                raise InfeasibleError("direct SSG (Algorithm 3) needs a start with f_i(w0) <= eps")
+            out = ssg(x0, eps_t, iterations, program.objective_value_and_grad, constraint, program.project,
+                      record_every=max(1, iterations // 200))
+            status = {"completed": "completed", "converged": "converged"}.get(out["status"], "failed")
+            history = [{"iteration": t, "objective": f, "max_f": g} for t, f, g in out["trace"]]
+            return {"x": out["x"], "status": status, "message": out["message"], "history": history,
+                    "outer_iterations": 0, "time": time.perf_counter() - start, "inner_total": out["iterations"],
+                    "n_feasible": out["n_feasible"]}
+
+        solver = {"name": "ssg", "iterations": iterations, "eps_schedule": kind}
+        return self._multistart(run, "SSG (Algorithm 3)", options, 0.0, method="ssg", seed=seed, solver=solver)
+
+    def _solve_penalty(self, seed, verbose, options):
+        """Penalty models (78)/(83): f_0 + lam * penalty, plain subgradient descent, last iterate (App. D.4)."""
+        program = self.program
+        if "lam" not in options:
+            raise OptionError("the penalty baseline needs lam= (the weight of the unfairness penalty (78)/(83))")
+        lam = _nonneg(options["lam"], "lam")
+        iterations = _positive_int(options.get("iterations", PENALTY_DEFAULTS["iterations"]), "iterations")
+        step = _nonneg(options.get("step", PENALTY_DEFAULTS["step"]), "step", strict=True)
+
+        def run(x0, label):
+            start = time.perf_counter()
+            x, history, status, message = x0, [], "completed", ""
+            every = max(1, iterations // 200)
+            for t in range(iterations):
+                f, g0 = program.objective_value_and_grad(x)
+                p, gp = program.penalty(x)
+                if t % every == 0:
+                    history.append({"iteration": t, "objective": f, "penalty": p})
+                x = program.project(x - step * (g0 + lam * gp))
+                if not np.all(np.isfinite(x)):
+                    status, message = "diverged", f"non-finite iterate at iteration {t}; use a smaller step"
+                    break
+            return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": 0,
+                    "time": time.perf_counter() - start}
+
+        solver = {"name": "penalty-subgradient", "lam": lam, "iterations": iterations, "step": step}
+        return self._multistart(run, "penalty", {**options, "allow_infeasible_start": True}, 0.0, method="penalty",
+                                seed=seed, solver=solver)
+
+    def _multistart(self, run, label, options, mu, method, seed=None, compile_time=0.0, solver=None) -> Solution:
+        """Run ``run(x0, label)`` from every start and report the spread of the local solutions.
+
+        The result is the run from the first start (the given one, or w = 0) unless ``keep="best"`` (the
+        lowest objective among feasible runs), so that two backends compare the same outer loop.
+        """
+        starts = _positive_int(options.get("starts", 1), "starts")
+        points, notes = self._starts(options.get("start"), starts, seed if seed is not None else options.get("seed"),
+                                     bool(options.get("allow_infeasible_start", False)))
+        runs = []
+        for j, x0 in enumerate(points):
+            out = run(x0, label if len(points) == 1 else f"{label} start {j}")
+            out["objective"] = self.program.objective_value(out["x"])
+            out["max_f"] = self.program.max_violation(out["x"])
+            runs.append(out)
+        feasible = [r for r in runs if r["max_f"] <= 1e-9] or runs
+        keep = options.get("keep", "first")
+        if keep not in ("first", "best"):
+            raise OptionError(f"keep must be 'first' (the run from the first start) or 'best'; got {keep!r}")
+        best = runs[0] if keep == "first" else min(feasible, key=lambda r: r["objective"])
+        metrics = {"outer_iterations": best["outer_iterations"]}
+        for key in ("inner_total", "n_feasible"):
+            if key in best:
+                metrics[key] = best[key]
+        if len(runs) > 1:
+            objs = np.array([r["objective"] for r in runs if r["max_f"] <= 1e-9])
+            metrics["local_solutions"] = [{"start": j, "objective": r["objective"], "max_f": r["max_f"],
+                                           "status": r["status"]} for j, r in enumerate(runs)]
+            metrics["local_spread"] = float(objs.max() - objs.min()) if objs.size else float("nan")
+        if notes:
+            metrics["start_notes"] = notes
+        context = {"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")}
+        if "subproblem" in best:
+            context["subproblem"] = best["subproblem"]
+        x = best["x"]
+        return Solution(variables=self.program.layout.split(x), status=best["status"], message=best["message"],
+                        history=best["history"], solver=solver or {"name": method},
+                        timings={"compile": compile_time, "method": sum(r["time"] for r in runs)},
+                        metrics=metrics, judge_context=context)
+
+    # -- theory ------------------------------------------------------------------------------------------
+    def theory(self, eps: float, mu: float) -> dict:
+        """K, ε_k, T_k of eq. (28) with M estimated at the default start and ν = -max_i f_i(x0) (spec §3.7)."""
+        x0 = self.program.start()
+        nu = -self.program.max_violation(x0)
+        if nu <= 0:
+            raise OptionError("theory_eps= needs a strictly feasible default start (nu = -max_i f_i(x0) > 0)")
+        M = self.lipschitz_estimate([x0])
+        f0 = self.program.objective_value(x0)
+        return {**theory_schedule(M, mu, nu, f0, eps), "M": M, "nu": nu}
+
+    def lipschitz_estimate(self, points) -> float:
+        """Largest norm of the subgradients of f_0 and of every f_i+- observed at ``points`` (spec §3.8)."""
+        program = self.program
+        M = 0.0
+        for x in points:
+            M = max(M, float(np.linalg.norm(program.objective_value_and_grad(x)[1])))
+            _, jac = program.minus(x)
+            M = max(M, float(np.max(np.linalg.norm(jac, axis=1), initial=0.0)))
+            _, caches = program.plus(x)
+            for i in range(program.m):
+                M = max(M, float(np.linalg.norm(program.plus_grad(x, i, caches))))
+        return M
+
+    # -- judge -------------------------------------------------------------------------------------------
+    def _candidate(self, variables: dict) -> np.ndarray:
+        layout = self.program.layout
+        required = {w.name for w in layout.weights}
+        unknown = set(variables) - set(layout.slices)
+        if unknown or not required <= set(variables):
+            raise OptionError(f"a candidate needs the variables {sorted(required)} (and optionally "
+                              f"{sorted(layout.aux_names)}); got {sorted(variables)}")
+        return self.program.start(variables)
+
+    def evaluate(self, variables: dict, **context) -> Evaluation:
+        program = self.program
+        x = self._candidate(variables)
+        constraints, metrics = {}, {}
+        levels = program.constraint_levels(x)
+        for name, b in zip(program.names, program.blocks):
+            constraints[name] = constraint_record(levels[name], b.bound)
+            if isinstance(b, (RampBandBlock, WeakBandBlock)):
+                scores = b.atom.score.design() @ x[b.gs.wsl]
+                measured = b.atom.measure(scores)
+                metrics[f"{name}.gap"] = measured.gap
+                metrics[f"{name}.fairness"] = measured.fairness
+                metrics[f"{name}.pairwise"] = measured.pairwise
+        f = program.values(x)
+        metrics["max_f"] = float(np.max(f))
+        metrics["dc_values"] = f
+        acc = self._accuracy(x)
+        if acc is not None:
+            metrics["accuracy"] = acc
+        certificate = self._certificate(x, f, **context)
+        return Evaluation(objective=program.objective_value(x), constraints=constraints, metrics=metrics,
+                          certificate=certificate)
+
+    def _accuracy(self, x):
+        """Training accuracy of sign(score) (ŷ = +1 iff score > 0) for a binary loss of a linear score."""
+        for node in self.problem.objective.expr.nodes():
+            if isinstance(node, (E.LogisticLoss, E.HingeLoss)) and isinstance(node.score, E.LinearScore):
+                theta = x[self.program.layout.slices[node.score.w.name]]
+                scores = node.score.design() @ theta
+                return float(np.mean(np.where(scores > 0, 1.0, -1.0) == node.y))
+        return None
+
+    def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None):
+        """Lemma C.1 (spec §3.8): solve (25) at x (or reuse the path's own solve), then
+        ε = ||x̂ - x|| / min{1, 1/(2M), 1/(2M max λ)}; plus the subproblem's primal feasibility and
+        complementarity. Computed when ``certificate`` is True, or (None) for small programs."""
+        pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
+        if subproblem is None and not (certificate or (certificate is None and pieces <= AUTO_CERTIFICATE_PIECES)):
+            return {}
+        if certificate is False:
+            return {}
+        if f.max() > 1e-7:
+            return {"feasible": 0.0}
+        sub = self.subproblem(mu, solver)
+        if subproblem is None:
+            opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
+            x_hat, lam, _ = sub.solve(x, **opts)
+        else:
+            x_hat, lam = subproblem
+        g = sub.g_values(x_hat, x)
+        step = float(np.linalg.norm(x_hat - x))
+        M = self.lipschitz_estimate([x, x_hat])
+        lam_max = float(np.max(lam, initial=0.0))
+        return {"feasible": 1.0, "subproblem_step": step, "max_dual": lam_max, "lipschitz_M": M,
+                "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
+                "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g)))}
+
+    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+        gap = stochastic.objective - exact.objective
+        checks = [
+            Check("objective |stochastic - exact|", abs(gap), 1e-3,
+                  "acceptance of the partial-fairness issue: both IDCA paths (exact and SSG subproblems) from the "
+                  "same start reach objectives within 1e-3"),
+            Check("constraint violation (stochastic)", stochastic.max_violation, 1e-6,
+                  "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by (25)'s majorization"),
+            Check("constraint violation (exact)", exact.max_violation, 1e-6,
+                  "the conic solver's feasibility tolerance (1e-8) scaled by 1/(beta - alpha)"),
+        ]
+        for res, label in ((exact, "exact"), (stochastic, "stochastic")):
+            eps = res.certificate.get("nearly_kkt_eps")
+            if eps is not None:
+                checks.append(Check(f"Lemma C.1: {label} result is nearly eps-KKT for eps =", eps, math.inf,
+                                    "reported, not enforced: ||x_hat - x|| of the subproblem anchored at the result, "
+                                    "scaled by Lemma C.1; it goes to 0 as IDCA converges (linearly, so slowly)"))
+        for res, label in ((stochastic, "stochastic"), (exact, "exact")):
+            spread = res.metrics.get("local_spread")
+            if spread is not None:
+                checks.append(Check(f"spread of local solutions ({label}, {len(res.metrics['local_solutions'])} "
+                                    f"starts)", spread, math.inf,
+                                    "reported, not enforced: a DC program has several local solutions; this is "
+                                    "how much the start changes the objective"))
+        return checks

@@ -1,0 +1,170 @@
+"""Inexact difference-of-convex algorithm (IDCA, Algorithm 1 of the partial-fairness paper; spec §3).
+
+At the feasible iterate x_k, every concave part -f_i- (i = 0..m) is linearized (eq. (26)) and the convex
+subproblem (25), with the proximal term (μ/2)||v - x_k||^2 in the objective and in every constraint
+(the μ-augmentation of §2.9), is solved to precision ε_k (27). Two inner solvers:
+
+* exact: the CVXPY program of :mod:`fairmodel.exact.partial`, compiled once and re-solved;
+* SSG (Algorithm 2, :func:`fairmodel.stochastic.ssg.ssg`) warm-started at x_k, ``T_k`` iterations.
+
+Extension (documented, on by default): ``margin=True`` runs SSG on the subproblem with every constraint
+tightened by ε_k, so its output satisfies g_i <= 0 instead of g_i <= ε_k; by the majorization
+f_i <= g_i - (μ/2)||v - x_k||^2 every iterate of IDCA is then *exactly* feasible for (21), not only
+ε_k-feasible. The paper's version is ``margin=False``.
+
+This module also holds the theory helpers of Theorem 6.5 (eq. (28)) and the Lemma C.1 certificate.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..errors import InfeasibleError, OptionError
+from ..progress import Progress
+from .ssg import ssg
+
+
+# ---------------------------------------------------------------------------------------------------
+# Theory (Theorem 6.5, Lemmas C.1, C.2)
+# ---------------------------------------------------------------------------------------------------
+def theory_schedule(M: float, mu: float, nu: float, f0_gap: float, eps: float) -> dict:
+    """K, ε_k and the Lemma C.2 bound on T_k of eq. (28) for a target nearly ε-KKT point.
+
+    ``M``: Lipschitz constant of every f_i+- (Assumption 6.3D); ``nu``: the uniform Slater margin (6.3B);
+    ``f0_gap``: f_0(w^(0)) - f_lb. T_k needs ||w^(k) - ŵ^(k+1)||^2, bounded here by (2M/μ)^2 (Lemma C.2).
+    """
+    for name, v in (("M", M), ("mu", mu), ("nu", nu), ("eps", eps)):
+        if not (np.isfinite(v) and v > 0):
+            raise OptionError(f"theory_schedule needs {name} > 0; got {v}")
+    c = min(1.0, 1.0 / (4 * M ** 2), mu * nu / (8 * M ** 4))
+    K = math.ceil(max(1.0, 4 * M ** 2, 8 * M ** 4 / (mu * nu)) * max(f0_gap, 0.0) / (mu * eps ** 2))
+    eps_k = mu / 8.0 * c * eps ** 2
+    return {"K": int(K), "eps_k": eps_k, "T_k": ssg_iterations(M, mu, eps_k, (2 * M / mu) ** 2)}
+
+
+def ssg_iterations(M: float, mu: float, eps_k: float, dist2: float) -> int:
+    """T_k = (M^2 / (ε_k μ)) ln(μ ||w^(k) - ŵ^(k+1)||^2 / ε_k) of Proposition 6.4 (at least 1)."""
+    return max(1, math.ceil(M ** 2 / (eps_k * mu) * math.log(max(mu * dist2 / eps_k, 1.0))))
+
+
+def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
+    """The ε that Lemma C.1 certifies for a feasible anchor w: ε = ||ŵ - w|| / min{1, 1/(2M), 1/(2M max λ)}.
+
+    (ŵ, λ) is the primal-dual solution of the subproblem (25) anchored at w (1/max λ = inf when λ = 0).
+    """
+    factor = min(1.0, 1.0 / (2 * M), (1.0 / (2 * M * lam_max)) if lam_max > 0 else np.inf)
+    return float(step / factor)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Inner solvers
+# ---------------------------------------------------------------------------------------------------
+def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
+    """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) at the anchor.
+
+    ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k.
+    """
+    eps_k = eps if callable(eps) else (lambda k: eps)
+    T_k = iterations if callable(iterations) else (lambda k: iterations)
+
+    def inner(anchor, k):
+        e, T = float(eps_k(k)), int(T_k(k))
+        vals, S = program.minus(anchor)
+        c = vals - S @ anchor
+        shift = e if margin else 0.0
+
+        def constraint(v):
+            fp, caches = program.plus(v)
+            d = v - anchor
+            g = fp - (S @ v + c) + 0.5 * mu * float(d @ d) + shift
+            i = int(np.argmax(g))
+            return float(g[i]), (lambda: program.plus_grad(v, i, caches) - S[i] + mu * d)
+
+        def objective(v):
+            f, grad = program.objective_value_and_grad(v)
+            d = v - anchor
+            return f + 0.5 * mu * float(d @ d), grad + mu * d
+
+        out = ssg(anchor, e, T, objective, constraint, program.project)
+        # "never_feasible" happens only from an infeasible anchor (allow_infeasible_start): the last
+        # iterate of the Polyak steps is then the next anchor
+        if out["status"] == "stalled":
+            raise InfeasibleError(f"SSG could not solve the IDCA subproblem (25) at outer iteration {k}: "
+                                  f"{out['message']}. The subproblem is infeasible at this anchor; start "
+                                  f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
+        return out["x"], {"inner_iterations": out["iterations"], "n_feasible": out["n_feasible"], "eps": e,
+                          "inner_status": out["status"]}
+    return inner
+
+
+def exact_inner(subproblem, verbose=False, **solver_options):
+    """An inner solver ``(anchor, k) -> (x_hat, info)`` re-solving the compiled CVXPY program (25)."""
+    def inner(anchor, k):
+        x_hat, lam, record = subproblem.solve(anchor, verbose=verbose, **solver_options)
+        return x_hat, {"lam": lam, "solver_status": record["status"], "solver_time": record["solve"],
+                       "solver_iterations": record.get("iterations"), "newton_steps": record.get("newton_steps", 1)}
+    return inner
+
+
+# ---------------------------------------------------------------------------------------------------
+# The outer loop
+# ---------------------------------------------------------------------------------------------------
+def check_feasible_start(program, x0, allow_infeasible: bool = False, tol: float = 0.0) -> float:
+    """max_i f_i(x0); raise :class:`InfeasibleError` (saying how to find a feasible start) when it is > tol."""
+    worst = program.max_violation(x0)
+    if worst > tol and not allow_infeasible:
+        i = int(np.argmax(program.values(x0)))
+        raise InfeasibleError(
+            f"IDCA needs a feasible start (Algorithm 1); at the given start the constraint "
+            f"{program.labels[i]} has f_i = {worst:.4g} > 0. Start from w = 0 (strictly feasible for "
+            f"partial_dp / weak_partial_dp with kappa > 0; the thresholds θ are then set by spec §4.3), "
+            f"shrink your start towards 0, or pass allow_infeasible_start=True to try anyway")
+    return worst
+
+
+def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
+         verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None) -> dict:
+    """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.
+
+    Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 (then ``keep_anchor`` returns the
+    anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1; else x_{k+1}). With ``tol = 0``
+    it always runs ``outer`` updates: SSG may return its anchor at one ε_k and move again at a smaller one.
+    The history records per outer iteration: objective f_0, max_i f_i, the step ||x_{k+1} - x_k||, the
+    proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems,
+    spec §5.2) and the inner solver's counters.
+    """
+    x = np.asarray(x0, dtype=float)
+    f_prev = program.objective_value(x)
+    history = [{"outer": 0, "objective": f_prev, "max_f": program.max_violation(x), "time": 0.0}]
+    status, message, last_info = "budget_exhausted", f"{outer} outer iterations done", {}
+    start = time.perf_counter()
+    with Progress(outer, label, verbose) as bar:
+        for k in range(outer):
+            x_next, info = inner(x, k)
+            if not np.all(np.isfinite(x_next)):
+                status, message = "diverged", f"non-finite iterate at outer iteration {k}"
+                break
+            step = float(np.linalg.norm(x_next - x))
+            f_next = program.objective_value(x_next)
+            rec = {"outer": k + 1, "objective": f_next, "max_f": program.max_violation(x_next), "step": step,
+                   "descent": f_prev - f_next - 0.5 * mu * step ** 2, "time": time.perf_counter() - start}
+            rec.update({key: v for key, v in info.items() if isinstance(v, (int, float)) and v is not None})
+            history.append(rec)
+            bar.update(1, objective=f_next, step=step)
+            last_info = dict(info, anchor=x, x_next=x_next, step=step)
+            if (tol > 0 and step <= tol) or (keep_anchor and step == 0.0):
+                status, message = "converged", f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}"
+                if not keep_anchor:
+                    x = x_next
+                break
+            x, f_prev = x_next, f_next
+            if callback is not None and callback(k, x):
+                status, message = "completed", f"stopped by the callback after outer iteration {k}"
+                break
+            if max_time is not None and time.perf_counter() - start >= max_time:
+                status, message = "budget_exhausted", f"time budget {max_time} s reached after outer iteration {k}"
+                break
+    return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": len(history) - 1,
+            "last": last_info, "time": time.perf_counter() - start}
