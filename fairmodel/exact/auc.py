@@ -112,7 +112,7 @@ class AUCPrograms:
         stacked = np.vstack([f if f.size else np.zeros((1, self.X.shape[1])) for f in factors])
         rows = [max(f.shape[0], 1) for f in factors]
         owner = np.repeat(np.arange(len(factors)), rows)
-        summer = sp.csr_matrix((np.ones(owner.size), (owner, np.arange(owner.size))), shape=(len(factors), owner.size))
+        summer = (owner[None, :] == np.arange(len(factors))[:, None]).astype(float)  # dense: at most S x S p
         return summer @ cp.square(stacked @ theta)
 
     def _deltas(self, theta):
@@ -169,8 +169,7 @@ class AUCPrograms:
 
     def block_values(self, T):
         pr = self.pairs
-        B = sp.csr_matrix((np.ones(pr.n_pairs), (pr.block, np.arange(pr.n_pairs))), shape=(pr.n_blocks, pr.n_pairs))
-        return B @ T
+        return (np.asarray(pr.block)[None, :] == np.arange(pr.n_blocks)[:, None]).astype(float) @ T
 
     def _domain(self, theta) -> list:
         return [] if self.radius is None else [cp.norm(theta, 2) <= self.radius]
