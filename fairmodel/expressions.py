@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import log_expit, expit, logsumexp, softmax
 
 from .data import Dataset, Groups, check_vector
-from .errors import DataError, ExpressionTypeError, ModelError
+from .errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
 
 CURVATURES = ("constant", "affine", "convex", "concave", "unknown")
 
@@ -83,7 +83,7 @@ class Expr:
         return env.cache[key]
 
     def _value(self, env: Env):
-        raise NotImplementedError(f"{type(self).__name__} has no NumPy value")
+        raise UnsupportedProblemError(f"{type(self).__name__} has no NumPy value (it is only lowered to CVXPY)")
 
     def backprop(self, env: Env, upstream, grads: dict) -> None:
         """Add d(upstream . self)/d(variable) to ``grads`` for every variable below this node."""
@@ -417,14 +417,6 @@ class Loss(Expr):
     @property
     def curvature(self):
         return "convex" if self.score.curvature in ("affine", "constant") else "unknown"
-
-    @staticmethod
-    def phi(z, y):
-        raise NotImplementedError
-
-    @staticmethod
-    def dphi(z, y):
-        raise NotImplementedError
 
     def labels(self, env):
         return self.y if env.rows is None else self.y[env.rows]

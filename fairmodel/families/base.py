@@ -11,6 +11,7 @@ in ``fairmodel/families/__init__.py``.
 """
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 
 from ..errors import OptionError, UnsupportedProblemError
@@ -46,7 +47,7 @@ class Check:
         return bool(self.value <= self.tolerance)
 
 
-class Family:
+class Family(abc.ABC):
     """Base class of problem families. Subclasses fill in the class attributes and the methods."""
 
     name = "base"
@@ -86,8 +87,9 @@ class Family:
         raise UnsupportedProblemError(f"the {self.title} family has no stochastic backend")
 
     # -- judging ---------------------------------------------------------------------------------------
+    @abc.abstractmethod
     def evaluate(self, variables: dict, **context):
-        raise NotImplementedError
+        """The judge of this family: an Evaluation of the candidate ``variables`` on the full data."""
 
     def crosscheck_checks(self, exact, stochastic) -> list[Check]:
         """The checks ``fm.crosscheck`` applies to the two judged results (override per family)."""
