@@ -80,6 +80,7 @@ def _solve(args) -> int:
     saved = None
     if args.out:
         saved = [str(p) for p in result.save(Path(args.out) / "result")]
+    _plot(args, {backend: result})
     if args.json:
         _emit_json("result", {"file": str(spec.path), "title": spec.doc.get("title", ""), "result": result.to_dict(),
                               "saved": saved})
@@ -98,6 +99,7 @@ def _crosscheck(args) -> int:
     seed = stochastic.pop("seed")
     report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
                         **({"verbose": False} if args.json else {}))
+    _plot(args, {"exact": report.exact, "stochastic": report.stochastic}, optimum=report.exact.objective)
     saved = None
     if args.out:
         out = Path(args.out)
@@ -111,6 +113,12 @@ def _crosscheck(args) -> int:
     else:
         print(report.to_markdown())
     return EXIT_OK if report.ok else EXIT_NOT_OK
+
+
+def _plot(args, results: dict, optimum=None) -> None:
+    if args.plot:
+        from .plotting import plot_results
+        plot_results(results, optimum=optimum).savefig(args.plot)
 
 
 def _parse_values(text: str) -> list:
@@ -206,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="print one JSON document (schema 1, docs/json.md)")
         if out:
             p.add_argument("--out", metavar="DIR", help="save results (JSON + NPZ) into this directory")
+            p.add_argument("--plot", metavar="FILE", help="save a figure (needs matplotlib): the group risks, or "
+                           "the convergence of the history against the exact optimum")
         p.set_defaults(func=func)
         return p
 

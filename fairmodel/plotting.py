@@ -123,3 +123,25 @@ def plot_prediction_distributions(grid, probabilities: dict, ax=None):
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+PROGRESS_COLUMNS = ("grad_evals", "queries", "samples", "outer", "epoch", "step")
+VALUE_COLUMNS = ("output_objective", "objective", "level", "max_risk")
+
+
+def plot_results(results: dict, optimum: float | None = None):
+    """The default figure of the command line's ``--plot``: the group risks of each result when the family
+    reports them (group DRO, MERO), otherwise the convergence of the results' histories (the first value
+    column of ``VALUE_COLUMNS`` against the first progress column of ``PROGRESS_COLUMNS`` they share) with
+    the exact optimum as reference."""
+    first = next(iter(results.values()))
+    if "group_risks" in first.metrics:
+        return plot_group_risks(results)
+    runs = {name: r for name, r in results.items() if r.history}
+    keys = set().union(*(rec.keys() for r in runs.values() for rec in r.history))
+    x = next((k for k in PROGRESS_COLUMNS if k in keys), None)
+    y = next((k for k in VALUE_COLUMNS if k in keys), None)
+    if x is None or y is None:
+        raise OptionError(f"the {first.family} results have no objective history to plot (history columns: "
+                          f"{', '.join(sorted(keys)) or 'none'}); use the functions of fairmodel.plotting")
+    return plot_convergence(runs, x=x, y=y, optimum=optimum, log=False)

@@ -174,3 +174,23 @@ def test_every_example_has_a_problem_file_twin():
     twins = {p.stem for p in (ROOT / "examples" / "problems").glob("*.toml")}
     for name in examples:
         assert any(t == name or t.startswith(name) or name.startswith(t) for t in twins), f"{name} has no twin"
+
+
+def test_solve_and_crosscheck_save_the_default_figure(small_file, capsys, tmp_path):
+    """--plot draws the group risks of the results (group DRO): the bar heights are the judged risks."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    figure = tmp_path / "risks.png"
+    code, _, _ = run(capsys, "crosscheck", small_file, "--plot", figure)
+    assert code == 0 and figure.stat().st_size > 0
+    code, _, _ = run(capsys, "solve", small_file, "--plot", tmp_path / "solve.png", "--json")
+    assert code == 0 and (tmp_path / "solve.png").stat().st_size > 0
+    prob, _, _ = problemfile.load(small_file)
+    res = prob.solve(backend="exact")
+    from fairmodel.plotting import plot_results
+    fig = plot_results({"exact": res})
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert heights == pytest.approx(list(res.metrics["group_risks"].values()))
+    plt.close("all")

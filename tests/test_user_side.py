@@ -105,3 +105,24 @@ def test_group_dro_classifier_in_a_pipeline_on_a_dataframe():
     assert np.allclose(pipe.predict_proba(df).sum(axis=1), 1.0)
     # the estimator's worst group risk equals the judged objective of its result
     assert max(clf.result_.metrics["group_risks"].values()) == pytest.approx(clf.result_.objective)
+
+
+def test_default_figure_draws_the_history_when_there_are_no_group_risks(small):
+    """plot_results falls back to the convergence of the history (x: first progress column, y: first value
+    column) with the exact optimum as a dashed line; the drawn points are the history's numbers."""
+    pytest.importorskip("matplotlib")
+    import dataclasses
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from fairmodel.plotting import plot_results
+    data, w, risks = small
+    prob = fm.Problem(fm.Minimize(fm.max(risks)))
+    res = dataclasses.replace(prob.solve(backend="stochastic", seed=0, epochs=5), metrics={})
+    fig = plot_results({"aleg": res}, optimum=0.5)
+    line, optimum = fig.axes[0].lines
+    assert np.allclose(line.get_xdata(), res.history_column("grad_evals"))
+    assert np.allclose(line.get_ydata(), res.history_column("objective"))
+    assert np.allclose(optimum.get_ydata(), 0.5)
+    with pytest.raises(fm.OptionError, match="no objective history"):
+        plot_results({"x": dataclasses.replace(res, history=[{"epoch": 0}])})
