@@ -4,15 +4,21 @@ Each estimator solves a fairmodel problem in ``fit`` and keeps the judged :class
 ``result_``. They follow scikit-learn's conventions (parameters in ``__init__``, ``random_state``,
 fitted attributes ending with ``_``) and take the sensitive attribute as ``sensitive_features=`` in
 ``fit``. Exemptions from ``check_estimator`` are listed in ``CHECK_EXEMPTIONS`` with their reasons.
+
+* ``GroupDROClassifier``: group DRO or MERO with the logistic loss (``docs/gdro.md``).
+* ``FairAUCClassifier``: AUC maximization under an AUC-fairness constraint; ``predict`` thresholds the score
+  at the threshold of best training accuracy, no ``predict_proba`` (``docs/auc_fairness.md``).
 ``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
 points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
 """
+from .auc import FairAUCClassifier
 from .dp import DemographicParityPostProcessor
 from .gdro import GroupDROClassifier
 
 # estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks)
 CHECK_EXEMPTIONS: dict = {
     "GroupDROClassifier": {},
+    "FairAUCClassifier": {},
 }
 
-__all__ = ["DemographicParityPostProcessor", "GroupDROClassifier", "CHECK_EXEMPTIONS"]
+__all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier", "CHECK_EXEMPTIONS"]

@@ -1,0 +1,135 @@
+"""The scikit-learn estimators FairAUCClassifier, PartialFairnessClassifier and StrategicRobustClassifier:
+check_estimator, a Pipeline on a DataFrame, agreement with the direct DSL solve, the constraint on the training
+data, and errors on bad parameters."""
+import numpy as np
+import pytest
+
+import fairmodel as fm
+
+pytest.importorskip("sklearn")
+from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
+
+from fairmodel.estimators import CHECK_EXEMPTIONS  # noqa: E402
+
+
+@pytest.fixture
+def frame():
+    """A DataFrame with numeric and categorical features, a sensitive column and a label that depends on it."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"age": rng.normal(40, 10, n), "hours": rng.normal(40, 5, n),
+                       "job": rng.choice(["a", "b", "c"], n), "group": rng.choice(["g1", "g2"], n)})
+    y = np.where(0.1 * (df["age"] - 40) + (df["job"] == "a") + 0.5 * (df["group"] == "g1")
+                 + 0.5 * rng.normal(size=n) > 0.5, "yes", "no")
+    return df, y
+
+
+def pipeline(clf):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    pre = ColumnTransformer([("num", StandardScaler(), ["age", "hours"]), ("cat", OneHotEncoder(), ["job"])])
+    return Pipeline([("pre", pre), ("clf", clf)])
+
+
+@pytest.fixture
+def unfair():
+    """Labels whose dependence on feature 1 differs by group: the unconstrained AUC model is unfair (intra)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    g = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 2] += g
+    y = np.where(X[:, 0] + (1 + 1.5 * g) * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1, 0)
+    return X, y, g
+
+
+# ---------------------------------------------------------------------------------------------------
+# FairAUCClassifier
+# ---------------------------------------------------------------------------------------------------
+def test_fair_auc_classifier_passes_check_estimator():
+    check_estimator(fm.FairAUCClassifier(solver_options={"T": 200}),
+                    expected_failed_checks=CHECK_EXEMPTIONS["FairAUCClassifier"])
+
+
+def test_fair_auc_classifier_in_a_pipeline_on_a_dataframe(frame):
+    df, y = frame
+    pipe = pipeline(fm.FairAUCClassifier(kind="intra", kappa=0.05, backend="exact"))
+    pipe.fit(df, y, clf__sensitive_features=df["group"])
+    clf = pipe.named_steps["clf"]
+    assert clf.groups_ == ["g1", "g2"] and clf.result_.family == "auc_fairness"
+    assert clf.result_.status == "optimal" and set(pipe.predict(df)) <= {"yes", "no"}
+    # decision_function is the AUC score shifted by the threshold; predict is its sign
+    Z = pipe.named_steps["pre"].transform(df)
+    assert np.allclose(pipe.decision_function(df), Z @ clf.coef_[0] - clf.threshold_)
+    assert np.array_equal(pipe.predict(df), np.where(Z @ clf.coef_[0] > clf.threshold_, "yes", "no"))
+    assert not hasattr(clf, "predict_proba")
+
+
+def test_fair_auc_classifier_equals_the_direct_dsl_solve(unfair):
+    X, y, g = unfair
+    est = fm.FairAUCClassifier(kind="intra", kappa=0.05, random_state=3, solver_options={"T": 300})
+    est.fit(X, y, sensitive_features=g)
+    data = fm.Dataset(X, np.where(y == 1, 1.0, -1.0), g)
+    w = fm.Weights(3, radius=10.0)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="intra", protected=0) <= 0.05])
+    direct = prob.solve(backend="stochastic", method="sfls", seed=3, T=300)
+    assert np.allclose(est.coef_[0], direct.variables["w"], rtol=0, atol=1e-12)
+    assert est.result_.objective == pytest.approx(direct.objective, abs=1e-12)
+
+
+def _pair_risk(h, first, second, c1=0.5, c2=1.0):
+    """L(S, S') = mean over all pairs (i in S, j in S') of c1 (h_i - h_j - c2)^2, by brute force."""
+    return float(np.mean(c1 * (h[first][:, None] - h[second][None, :] - c2) ** 2))
+
+
+def test_fair_auc_classifier_meets_its_constraint_and_lowers_the_true_gap(unfair):
+    X, y, g = unfair
+    fair = fm.FairAUCClassifier(kind="intra", kappa=0.05, backend="exact").fit(X, y, sensitive_features=g)
+    free = fm.FairAUCClassifier(kappa=None, backend="exact").fit(X, y, sensitive_features=g)
+    assert "auc_gap" not in free.result_.problem and "auc_gap" in fair.result_.problem
+    h = X @ fair.coef_[0]
+    # the surrogate pair (6) of the intra preset (G1 = (+, g=0), G1' = (-, g=0), G2 = (+, g=1), G2' = (-, g=1))
+    G1, G1p, G2, G2p = (y == 1) & (g == 0), (y == 0) & (g == 0), (y == 1) & (g == 1), (y == 0) & (g == 1)
+    f1 = _pair_risk(h, G1p, G1) + _pair_risk(h, G2, G2p)
+    f2 = _pair_risk(h, G2p, G2) + _pair_risk(h, G1, G1p)
+    assert max(f1, f2) - 1 <= 0.05 + 1e-6
+    free_h = X @ free.coef_[0]
+    assert max(_pair_risk(free_h, G1p, G1) + _pair_risk(free_h, G2, G2p),
+               _pair_risk(free_h, G2p, G2) + _pair_risk(free_h, G1, G1p)) - 1 > 0.1   # the budget binds
+    # the true intra-group AUC gap on the training data falls (the constraint is on the surrogate)
+    signed = 2 * y - 1
+    true_fair = fm.metrics.auc_fairness(h, signed, g, kind="intra", protected=0)
+    true_free = fm.metrics.auc_fairness(free_h, signed, g, kind="intra", protected=0)
+    assert true_fair < 0.5 * true_free
+    assert fair.result_.metrics["c0:intra"]["true_gap"] == pytest.approx(true_fair, abs=1e-12)
+
+
+def test_fair_auc_threshold_maximizes_training_accuracy(unfair):
+    X, y, g = unfair
+    est = fm.FairAUCClassifier(kappa=None, backend="exact").fit(X, y)
+    h = X @ est.coef_[0]
+    s = np.sort(h)
+    candidates = np.concatenate([[s[0] - 1], (s[1:] + s[:-1]) / 2, [s[-1] + 1]])
+    best = max(np.mean((h > t) == (y == 1)) for t in candidates)
+    assert est.score(X, y) == pytest.approx(best) and est.score(X, y) > 0.85
+    assert est.groups_ == [] and est.intercept_[0] == -est.threshold_
+
+
+@pytest.mark.parametrize("params, fit_groups, match", [
+    ({"kind": "fairness"}, None, "kind must be one of"),
+    ({"kappa": -0.1}, None, "kappa must be"),
+    ({"radius": 0}, None, "radius must be"),
+    ({"c1": "half"}, None, "c1 must be"),
+    ({"backend": "gpu"}, None, "backend must be one of"),
+    ({"solver_options": 5}, None, "solver_options must be a dict"),
+    ({}, "three", "protected must name the protected group"),
+    ({}, "one", "sensitive_features has 1 group"),
+])
+def test_fair_auc_classifier_rejects_bad_parameters(unfair, params, fit_groups, match):
+    X, y, g = unfair
+    groups = {None: None, "three": np.arange(len(y)) % 3, "one": np.zeros(len(y))}[fit_groups]
+    with pytest.raises(ValueError, match=match):
+        fm.FairAUCClassifier(**{"backend": "exact", **params}).fit(X, y, sensitive_features=groups)
