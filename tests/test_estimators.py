@@ -133,3 +133,109 @@ def test_fair_auc_classifier_rejects_bad_parameters(unfair, params, fit_groups, 
     groups = {None: None, "three": np.arange(len(y)) % 3, "one": np.zeros(len(y))}[fit_groups]
     with pytest.raises(ValueError, match=match):
         fm.FairAUCClassifier(**{"backend": "exact", **params}).fit(X, y, sensitive_features=groups)
+
+
+# ---------------------------------------------------------------------------------------------------
+# PartialFairnessClassifier
+# ---------------------------------------------------------------------------------------------------
+IDCA_SMALL = {"outer": 30, "inner": 50, "certificate": False}
+
+
+@pytest.fixture
+def shifted():
+    """Group 1 scores higher: the unconstrained model is far from partial parity in the band (0.7, 1)."""
+    rng = np.random.default_rng(1)
+    n = 300
+    g = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 2] = g + 0.3 * rng.normal(size=n)
+    y = np.where(X[:, 0] + 2 * g + 0.5 * rng.normal(size=n) > 0.5, 1, 0)
+    return X, y, g
+
+
+def _ramp_means(h, g, theta):
+    """(1/n_k) sum_i sigma(h_i - theta) per group k, sigma(x) = clip(x + 1/2, 0, 1) (the ramp surrogate)."""
+    return np.array([np.mean(np.clip(h[g == k] - theta + 0.5, 0, 1)) for k in (0, 1)])
+
+
+def test_partial_fairness_classifier_passes_check_estimator():
+    check_estimator(fm.PartialFairnessClassifier(solver_options=IDCA_SMALL),
+                    expected_failed_checks=CHECK_EXEMPTIONS["PartialFairnessClassifier"])
+
+
+def test_partial_fairness_classifier_in_a_pipeline_on_a_dataframe(frame):
+    df, y = frame
+    pipe = pipeline(fm.PartialFairnessClassifier(constraint="weak_pdp", kappa=0.1, solver_options=IDCA_SMALL))
+    pipe.fit(df, y, clf__sensitive_features=df["group"])
+    clf = pipe.named_steps["clf"]
+    assert clf.groups_ == ["g1", "g2"] and clf.result_.family == "partial"
+    assert clf.result_.constraints["c0"]["value"] <= 0.1 and set(pipe.predict(df)) <= {"yes", "no"}
+    proba = pipe.predict_proba(df)
+    assert np.allclose(proba.sum(axis=1), 1.0)
+    assert np.array_equal(pipe.predict(df), np.where(proba[:, 1] > 0.5, "yes", "no"))
+
+
+def test_partial_fairness_classifier_equals_the_direct_dsl_solve(shifted):
+    X, y, g = shifted
+    est = fm.PartialFairnessClassifier(constraint="pdp", band=(0.7, 1.0), kappa=0.1, alpha=1e-3,
+                                       solver_options=IDCA_SMALL).fit(X, y, sensitive_features=g)
+    data = fm.Dataset(X, np.where(y == 1, 1.0, -1.0), g)
+    w = fm.Weights(3, intercept=True)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-3 * fm.sum_squares(w)),
+                      [fm.partial_dp(s, data.groups, band=(0.7, 1.0)) <= 0.1])
+    direct = prob.solve(backend="stochastic", method="idca", **IDCA_SMALL)
+    assert np.allclose(np.r_[est.coef_[0], est.intercept_], direct.variables["w"], rtol=0, atol=1e-12)
+    assert est.result_.objective == pytest.approx(direct.objective, abs=1e-12)
+
+
+def test_partial_fairness_pdp_meets_model_13_and_lowers_the_true_gap(shifted):
+    X, y, g = shifted
+    band, kappa = (0.7, 1.0), 0.1
+    est = fm.PartialFairnessClassifier(constraint="pdp", band=band, kappa=kappa, solver_options=IDCA_SMALL)
+    h = est.fit(X, y, sensitive_features=g).decision_function(X)
+    # model (13): at each level p of the default grid, the level's threshold puts every group's ramp average
+    # in [p, p + kappa (beta - alpha)]
+    a, b = band
+    levels = a + np.arange(10) * (b - kappa * (b - a) - a) / 10
+    thetas = est.result_.variables["theta_c0"]
+    for p, theta in zip(levels, thetas):
+        means = _ramp_means(h, g, theta)
+        assert np.all(means >= p - 1e-9) and np.all(means <= p + kappa * (b - a) + 1e-9)
+    free = fm.PartialFairnessClassifier().fit(X, y).decision_function(X)
+    true_free = fm.metrics.partial_dp(free, g, band=band).gap
+    true_fair = fm.metrics.partial_dp(h, g, band=band).gap
+    assert true_free > 0.9 and true_fair < 0.25         # the surrogate is not the step function: not <= kappa
+    assert est.result_.metrics["c0.gap"] == pytest.approx(true_fair)
+
+
+def test_partial_fairness_weak_pdp_meets_model_17_and_lowers_the_true_gap(shifted):
+    X, y, g = shifted
+    band, kappa, threshold = (0.7, 1.0), 0.1, 0.0
+    est = fm.PartialFairnessClassifier(constraint="weak_pdp", band=band, kappa=kappa, threshold=threshold,
+                                       solver_options=IDCA_SMALL).fit(X, y, sensitive_features=g)
+    h = est.decision_function(X)
+    S = np.clip(_ramp_means(h, g, threshold), *band)       # min{S, beta} - min{S, alpha} + alpha
+    assert abs(S[0] - S[1]) / (band[1] - band[0]) <= kappa + 1e-9
+    assert est.result_.constraints["c0"]["value"] == pytest.approx(abs(S[0] - S[1]) / (band[1] - band[0]))
+    free = fm.PartialFairnessClassifier().fit(X, y).decision_function(X)
+    assert fm.metrics.weak_partial_dp(free, g, band=band, threshold=threshold).gap > 0.5
+    assert fm.metrics.weak_partial_dp(h, g, band=band, threshold=threshold).gap <= kappa
+
+
+@pytest.mark.parametrize("params, fit_groups, match", [
+    ({"constraint": "dp"}, None, "constraint must be one of"),
+    ({"band": (0.9, 0.5)}, None, "band"),
+    ({"band": 0.7}, None, "band must be a pair"),
+    ({"kappa": 1.5}, None, "kappa must be"),
+    ({"kappa": 1}, None, "kappa must be < 1"),
+    ({"alpha": -1.0}, None, "alpha must be"),
+    ({"threshold": "zero"}, None, "threshold must be"),
+    ({"backend": "gpu"}, None, "backend must be one of"),
+    ({}, "one", "sensitive_features has 1 group"),
+])
+def test_partial_fairness_classifier_rejects_bad_parameters(shifted, params, fit_groups, match):
+    X, y, g = shifted
+    groups = None if fit_groups is None else np.zeros(len(y))
+    with pytest.raises(ValueError, match=match):
+        fm.PartialFairnessClassifier(**params).fit(X, y, sensitive_features=groups)

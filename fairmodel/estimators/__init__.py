@@ -8,17 +8,22 @@ fitted attributes ending with ``_``) and take the sensitive attribute as ``sensi
 * ``GroupDROClassifier``: group DRO or MERO with the logistic loss (``docs/gdro.md``).
 * ``FairAUCClassifier``: AUC maximization under an AUC-fairness constraint; ``predict`` thresholds the score
   at the threshold of best training accuracy, no ``predict_proba`` (``docs/auc_fairness.md``).
+* ``PartialFairnessClassifier``: regularized logistic regression under (weak) partial demographic parity in
+  a rank band (``docs/partial_fairness.md``).
 ``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
 points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
 """
 from .auc import FairAUCClassifier
 from .dp import DemographicParityPostProcessor
 from .gdro import GroupDROClassifier
+from .partial import PartialFairnessClassifier
 
 # estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks)
 CHECK_EXEMPTIONS: dict = {
     "GroupDROClassifier": {},
     "FairAUCClassifier": {},
+    "PartialFairnessClassifier": {},
 }
 
-__all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier", "CHECK_EXEMPTIONS"]
+__all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier", "PartialFairnessClassifier",
+           "CHECK_EXEMPTIONS"]

@@ -103,12 +103,14 @@ def check_number(name: str, value, *, low=None, high=None, strict=False, allow_n
     return value
 
 
-def solve_problem(est, prob, backend: str, method=None):
-    """Solve ``prob`` with the estimator's backend, ``random_state`` and ``solver_options``; raise when it fails."""
+def solve_problem(est, prob, backend: str, method=None, use_options: bool = True):
+    """Solve ``prob`` with the estimator's backend, ``random_state`` and ``solver_options`` (not passed when
+    ``use_options`` is False: a fallback program of another family); raise when the solve fails."""
     options = est.solver_options
     if options is not None and not isinstance(options, dict):
         raise ValueError(f"solver_options must be a dict of options for Problem.solve or None; got "
                          f"{type(options).__name__}")
+    options = options if use_options else None
     seed = est.random_state if backend == "stochastic" else None
     if isinstance(seed, np.random.RandomState):      # scikit-learn's convention; fairmodel takes an integer
         seed = int(seed.randint(np.iinfo(np.int32).max))
