@@ -29,7 +29,7 @@ def pipeline(clf):
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
-    pre = ColumnTransformer([("num", StandardScaler(), ["age", "hours"]), ("cat", OneHotEncoder(), ["job"])])
+    pre = ColumnTransformer([("num", StandardScaler(), ["age", "hours"]), ("cat", OneHotEncoder(sparse_output=False), ["job"])])
     return Pipeline([("pre", pre), ("clf", clf)])
 
 
@@ -239,3 +239,93 @@ def test_partial_fairness_classifier_rejects_bad_parameters(shifted, params, fit
     groups = None if fit_groups is None else np.zeros(len(y))
     with pytest.raises(ValueError, match=match):
         fm.PartialFairnessClassifier(**params).fit(X, y, sensitive_features=groups)
+
+
+# ---------------------------------------------------------------------------------------------------
+# StrategicRobustClassifier
+# ---------------------------------------------------------------------------------------------------
+@pytest.fixture
+def strategic():
+    data = fm.datasets.make_strategic_synthetic(n=300, seed=0)
+    return data.X, np.where(data.y > 0, "good", "bad")       # classes_ = ["bad", "good"]: "bad" agents move
+
+
+def test_strategic_robust_classifier_passes_check_estimator():
+    check_estimator(fm.StrategicRobustClassifier(), expected_failed_checks=CHECK_EXEMPTIONS["StrategicRobustClassifier"])
+
+
+def test_strategic_robust_classifier_in_a_pipeline_on_a_dataframe(frame):
+    df, y = frame
+    pipe = pipeline(fm.StrategicRobustClassifier(strategic_features=["num__hours"], radius=0.05))
+    pipe.set_output(transform="pandas")                      # column names reach the estimator
+    with pytest.raises(ValueError, match="no sensitive attribute"):
+        pipe.fit(df, y, clf__sensitive_features=df["group"])
+    pipe.fit(df, y)
+    clf = pipe.named_steps["clf"]
+    assert list(clf.feature_names_in_) == ["num__age", "num__hours", "cat__job_a", "cat__job_b", "cat__job_c"]
+    assert clf.strategic_mask_.tolist() == [False, True, False, False, False]
+    assert clf.result_.family == "strategic_dro" and clf.result_.status.startswith("optimal")
+    assert np.linalg.norm(clf.coef_) > 0.1 and pipe.score(df, y) > 0.7
+    Z = pipe.named_steps["pre"].transform(df).to_numpy()
+    assert np.allclose(pipe.decision_function(df), (Z - clf.center_) @ clf.coef_[0])
+    assert np.allclose(pipe.predict_proba(df).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("backend, options", [("exact", None), ("stochastic", {"epochs": 30})])
+def test_strategic_robust_classifier_equals_the_direct_dsl_solve(strategic, backend, options):
+    X, y = strategic
+    est = fm.StrategicRobustClassifier(strategic_features=range(5), zeta=0.05, radius=0.1, label_cost=0.5,
+                                       backend=backend, random_state=0, solver_options=options).fit(X, y)
+    data = fm.Dataset(X - X.mean(axis=0), np.where(y == "good", 1.0, -1.0))
+    w = fm.Weights(10)
+    loss = fm.logistic_loss(fm.strategic_score(data, w, strategic_features=range(5), zeta=0.05), data.y)
+    prob = fm.Problem(fm.Minimize(fm.wasserstein_worst_case(loss, radius=0.1, label_cost=0.5)))
+    direct = prob.solve(backend=backend, seed=0 if backend == "stochastic" else None, **(options or {}))
+    assert np.allclose(est.coef_[0], direct.variables["w"], rtol=0, atol=1e-9)
+    assert est.intercept_[0] == pytest.approx(-X.mean(axis=0) @ direct.variables["w"])
+    assert est.result_.objective == pytest.approx(direct.objective, abs=1e-9)
+
+
+def test_strategic_robust_classifier_minimizes_the_worst_case_risk(strategic):
+    from fairmodel.exact.strategic_dro import logistic_erm
+    from fairmodel.strategic import WDRSC
+    X, y = strategic
+    est = fm.StrategicRobustClassifier(strategic_features=[0, 1, 2, 3, 4], zeta=0.05, radius=0.1).fit(X, y)
+    Xc, signed = X - X.mean(axis=0), np.where(y == "good", 1.0, -1.0)
+    model = WDRSC(Xc, signed, np.arange(10) < 5, zeta=0.05, delta=0.1, kappa=0.5)   # the closed form (E2)
+    best = model.worst_case_risk(est.coef_[0])[0]
+    assert best == pytest.approx(est.result_.objective, abs=1e-9)
+    assert best < model.worst_case_risk(np.zeros(10))[0] - 0.05                       # w = 0: log 2
+    assert best < model.worst_case_risk(logistic_erm(Xc, signed))[0]                  # ERM is not robust
+    rng = np.random.default_rng(0)
+    for _ in range(20):                                                               # a local minimum
+        step = 1e-2 * rng.normal(size=10)
+        assert model.worst_case_risk(est.coef_[0] + step)[0] >= best - 1e-7
+    assert est.predict(X[:3]).tolist() == np.where(est.decision_function(X[:3]) > 0, "good", "bad").tolist()
+
+
+def test_strategic_features_by_name_equal_by_index(strategic):
+    pd = pytest.importorskip("pandas")
+    X, y = strategic
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(10)])
+    by_name = fm.StrategicRobustClassifier(strategic_features=["f1", "f3"], zeta=0.5).fit(df, y)
+    by_index = fm.StrategicRobustClassifier(strategic_features=[1, 3], zeta=0.5).fit(X, y)
+    none = fm.StrategicRobustClassifier(zeta=0.5).fit(X, y)
+    assert by_name.strategic_mask_.tolist() == [j in (1, 3) for j in range(10)]
+    assert np.allclose(by_name.coef_, by_index.coef_, atol=1e-9)
+    assert not np.allclose(by_name.coef_, none.coef_, atol=1e-3)       # the agents' response changes the model
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"zeta": -1.0}, "zeta must be"),
+    ({"radius": 0.0}, "radius must be"),
+    ({"label_cost": 0}, "label_cost must be"),
+    ({"backend": "gpu"}, "backend must be one of"),
+    ({"order": 2}, "order must be 0"),
+    ({"strategic_features": ["income"]}, "strategic_features names columns"),
+    ({"strategic_features": [12]}, "strategic_features: strategic features must be"),
+])
+def test_strategic_robust_classifier_rejects_bad_parameters(strategic, params, match):
+    X, y = strategic
+    with pytest.raises(ValueError, match=match):
+        fm.StrategicRobustClassifier(**params).fit(X, y)

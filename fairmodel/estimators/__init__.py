@@ -10,6 +10,8 @@ fitted attributes ending with ``_``) and take the sensitive attribute as ``sensi
   at the threshold of best training accuracy, no ``predict_proba`` (``docs/auc_fairness.md``).
 * ``PartialFairnessClassifier``: regularized logistic regression under (weak) partial demographic parity in
   a rank band (``docs/partial_fairness.md``).
+* ``StrategicRobustClassifier``: logistic classifier robust to strategic responses and Wasserstein shifts; it
+  has no sensitive attribute and refuses ``sensitive_features`` (``docs/minmax.md``).
 ``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
 points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
 """
@@ -17,13 +19,15 @@ from .auc import FairAUCClassifier
 from .dp import DemographicParityPostProcessor
 from .gdro import GroupDROClassifier
 from .partial import PartialFairnessClassifier
+from .strategic import StrategicRobustClassifier
 
 # estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks)
 CHECK_EXEMPTIONS: dict = {
     "GroupDROClassifier": {},
     "FairAUCClassifier": {},
     "PartialFairnessClassifier": {},
+    "StrategicRobustClassifier": {},
 }
 
 __all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier", "PartialFairnessClassifier",
-           "CHECK_EXEMPTIONS"]
+           "StrategicRobustClassifier", "CHECK_EXEMPTIONS"]

@@ -103,9 +103,10 @@ def check_number(name: str, value, *, low=None, high=None, strict=False, allow_n
     return value
 
 
-def solve_problem(est, prob, backend: str, method=None, use_options: bool = True):
+def solve_problem(est, prob, backend: str, method=None, use_options: bool = True, **extra):
     """Solve ``prob`` with the estimator's backend, ``random_state`` and ``solver_options`` (not passed when
-    ``use_options`` is False: a fallback program of another family); raise when the solve fails."""
+    ``use_options`` is False: a fallback program of another family) and the estimator's own ``extra`` options
+    (overridden by ``solver_options``); raise when the solve fails."""
     options = est.solver_options
     if options is not None and not isinstance(options, dict):
         raise ValueError(f"solver_options must be a dict of options for Problem.solve or None; got "
@@ -114,7 +115,7 @@ def solve_problem(est, prob, backend: str, method=None, use_options: bool = True
     seed = est.random_state if backend == "stochastic" else None
     if isinstance(seed, np.random.RandomState):      # scikit-learn's convention; fairmodel takes an integer
         seed = int(seed.randint(np.iinfo(np.int32).max))
-    result = prob.solve(backend=backend, method=method, seed=seed, verbose=False, **(options or {}))
+    result = prob.solve(backend=backend, method=method, seed=seed, verbose=False, **{**extra, **(options or {})})
     if not result.ok:
         raise RuntimeError(f"the {backend} solve did not finish: {result.status}: {result.message}")
     return result
