@@ -4,15 +4,34 @@ Each estimator solves a fairmodel problem in ``fit`` and keeps the judged :class
 ``result_``. They follow scikit-learn's conventions (parameters in ``__init__``, ``random_state``,
 fitted attributes ending with ``_``) and take the sensitive attribute as ``sensitive_features=`` in
 ``fit``. Exemptions from ``check_estimator`` are listed in ``CHECK_EXEMPTIONS`` with their reasons.
+
+* ``GroupDROClassifier``: group DRO or MERO with the logistic loss (``docs/gdro.md``).
+* ``FairAUCClassifier``: AUC maximization under an AUC-fairness constraint; ``predict`` thresholds the score
+  at the threshold of best training accuracy, no ``predict_proba`` (``docs/auc_fairness.md``).
+* ``PartialFairnessClassifier``: regularized logistic regression under (weak) partial demographic parity in
+  a rank band (``docs/partial_fairness.md``).
+* ``StrategicRobustClassifier``: logistic classifier robust to strategic responses and Wasserstein shifts; it
+  has no sensitive attribute and refuses ``sensitive_features`` (``docs/minmax.md``).
+
 ``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
 points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
 """
+from .auc import FairAUCClassifier
 from .dp import DemographicParityPostProcessor
 from .gdro import GroupDROClassifier
+from .partial import PartialFairnessClassifier
+from .strategic import StrategicRobustClassifier
 
-# estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks)
+# estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks).
+# None is needed: check_estimator calls fit(X, y) without sensitive_features, and then FairAUCClassifier and
+# PartialFairnessClassifier fit their documented unconstrained models (AUC maximization; regularized logistic
+# regression); their constrained paths are tested in tests/test_estimators.py.
 CHECK_EXEMPTIONS: dict = {
     "GroupDROClassifier": {},
+    "FairAUCClassifier": {},
+    "PartialFairnessClassifier": {},
+    "StrategicRobustClassifier": {},
 }
 
-__all__ = ["DemographicParityPostProcessor", "GroupDROClassifier", "CHECK_EXEMPTIONS"]
+__all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier", "PartialFairnessClassifier",
+           "StrategicRobustClassifier", "CHECK_EXEMPTIONS"]

@@ -7,6 +7,8 @@ passed to ``Problem.solve``.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 try:
@@ -68,3 +70,61 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return np.where(self.decision_function(X) > 0, self.classes_[1], self.classes_[0])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parameter checks and the solve, shared by the estimators (errors name the parameter)
+# ---------------------------------------------------------------------------------------------------
+BACKENDS = ("exact", "stochastic")
+
+
+def check_choice(name: str, value, choices) -> str:
+    """``value`` must be one of the strings ``choices``; else a ValueError naming the parameter."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+    return value
+
+
+def check_number(name: str, value, *, low=None, high=None, strict=False, allow_none=False):
+    """A finite real number in [low, high] (``strict``: ``> low``), or None when ``allow_none``."""
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool)
+    if ok:
+        value = float(value)
+        ok = (np.isfinite(value) and (low is None or value > low or (not strict and value == low))
+              and (high is None or value <= high))
+    if not ok:
+        lo = "" if low is None else f"{'>' if strict else '>='} {low:g}"
+        hi = "" if high is None else f"<= {high:g}"
+        bounds = " and ".join(b for b in (lo, hi) if b)
+        none = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be a finite number{' ' + bounds if bounds else ''}{none}; got {value!r}")
+    return value
+
+
+def solve_problem(est, prob, backend: str, method=None, use_options: bool = True, **extra):
+    """Solve ``prob`` with the estimator's backend, ``random_state`` and ``solver_options`` (not passed when
+    ``use_options`` is False: a fallback program of another family) and the estimator's own ``extra`` options
+    (overridden by ``solver_options``); raise when the solve fails."""
+    options = est.solver_options
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"solver_options must be a dict of options for Problem.solve or None; got "
+                         f"{type(options).__name__}")
+    options = options if use_options else None
+    seed = est.random_state if backend == "stochastic" else None
+    if isinstance(seed, np.random.RandomState):      # scikit-learn's convention; fairmodel takes an integer
+        seed = int(seed.randint(np.iinfo(np.int32).max))
+    result = prob.solve(backend=backend, method=method, seed=seed, verbose=False, **{**extra, **(options or {})})
+    if not result.ok:
+        raise RuntimeError(f"the {backend} solve did not finish: {result.status}: {result.message}")
+    return result
+
+
+def two_groups(data, what: str):
+    """The group names of ``data`` for a constraint comparing groups (ValueError with fewer than two)."""
+    names = list(data.groups.names)
+    if len(names) < 2:
+        raise ValueError(f"sensitive_features has {len(names)} group ({names[0]!r}); {what} compares groups "
+                         f"and needs at least two. Pass sensitive_features=None for the unconstrained model")
+    return names

@@ -1,0 +1,116 @@
+"""scikit-learn estimator for AUC maximization under an AUC-based fairness constraint (linear scores)."""
+from __future__ import annotations
+
+import numpy as np
+
+import fairmodel as fm
+
+from ..metrics.auc import PRESETS
+from ._base import BACKENDS, FairLinearClassifier, check_choice, check_number, solve_problem, two_groups
+
+
+def accuracy_threshold(scores, signed) -> float:
+    """The threshold t maximizing the accuracy of ``score > t`` against labels coded +1/-1.
+
+    Candidates are the midpoints between consecutive distinct scores and one point below the smallest and above
+    the largest score; among equally accurate thresholds the smallest wins. O(n log n).
+    """
+    order = np.argsort(scores, kind="stable")
+    s, pos = np.asarray(scores, dtype=float)[order], np.asarray(signed)[order] > 0
+    # k points at or below the threshold: correct = negatives among them + positives above them
+    neg_below = np.concatenate([[0], np.cumsum(~pos)])
+    pos_above = pos.sum() - np.concatenate([[0], np.cumsum(pos)])
+    correct = neg_below + pos_above
+    valid = np.ones(s.size + 1, dtype=bool)
+    valid[1:-1] = s[1:] > s[:-1]            # a threshold can only fall between distinct scores
+    k = int(np.argmax(np.where(valid, correct, -1)))
+    if k == 0:
+        return float(s[0] - 1.0)
+    if k == s.size:
+        return float(s[-1] + 1.0)
+    return float((s[k - 1] + s[k]) / 2)
+
+
+class FairAUCClassifier(FairLinearClassifier):
+    """Linear scorer maximizing the AUC (square surrogate ``fm.auc_loss``) under an AUC-fairness constraint
+    ``fm.auc_gap(s, data, kind=kind) <= kappa`` (Yao, Lin, Yang; see ``docs/auc_fairness.md``).
+
+    Parameters
+    ----------
+    kind : the fairness preset of ``fm.auc_gap``: "intra" (default), "group", "inter", "pos_avg_eq",
+        "neg_avg_eq" or "bpsn_bnsp".
+    kappa : the budget of the surrogate gap (>= 0); ``None`` for unconstrained AUC maximization.
+    radius : radius of the weight ball ``||w|| <= radius``.
+    c1, c2 : the square surrogate ell(t) = c1 (t - c2)^2 (defaults as the atoms: 0.5 and 1). The surrogate
+        constraint is feasible only when 2 c1 c2^2 < 1 + kappa.
+    protected : the group with gamma = +1. ``None``: with exactly two groups, the first in sorted order (the
+        library's default for the presets symmetric in the groups: group, inter, intra; for the others the
+        choice matters, so name it). Required with more than two groups (all others are gamma = -1).
+    backend, method : ``"stochastic"`` (default; method "sfls", the stochastic feasible level-set method) or
+        ``"exact"`` (the moment-form QCQP, method "moment"; fast for a few hundred features).
+    random_state : seed of the stochastic backend.
+    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"T": 500}`` SMD steps per oracle call;
+        the library's default is 4000).
+
+    ``fit(X, y, sensitive_features=None)``: without sensitive features (or with ``kappa=None``) the model is
+    plain AUC maximization on the ball. Binary labels: ``classes_[1]`` is the positive class.
+
+    Fitted attributes: ``coef_`` (the AUC score is ``X @ coef_[0]``; no intercept, the AUC ignores shifts),
+    ``threshold_`` and ``intercept_ = -threshold_``, ``result_`` (the judged :class:`fairmodel.Result`, with
+    the true training AUC and gap in ``result_.metrics``), ``groups_`` (the group names, empty without groups).
+
+    Decisions: an AUC model ranks but has no natural threshold. ``threshold_`` is the threshold of the score
+    that maximizes the training accuracy (ties: the smallest), so ``decision_function(X) = X @ coef_[0] -
+    threshold_`` (a shift of the score, the same ranking and AUC) and ``predict`` is its sign. There is no
+    ``predict_proba``: the square surrogate makes no probability model, and a calibrated probability would
+    need another fit (wrap the estimator in ``sklearn.calibration.CalibratedClassifierCV`` if you need one).
+    """
+
+    def __init__(self, kind="intra", kappa=0.05, radius=10.0, c1=0.5, c2=1.0, protected=None, backend="stochastic",
+                 method=None, random_state=None, solver_options=None):
+        self.kind = kind
+        self.kappa = kappa
+        self.radius = radius
+        self.c1 = c1
+        self.c2 = c2
+        self.protected = protected
+        self.backend = backend
+        self.method = method
+        self.random_state = random_state
+        self.solver_options = solver_options
+
+    def _check_params(self):
+        check_choice("kind", self.kind, tuple(PRESETS))
+        check_number("kappa", self.kappa, low=0.0, allow_none=True)
+        check_number("radius", self.radius, low=0.0, strict=True)
+        check_number("c1", self.c1, low=0.0, strict=True)
+        check_number("c2", self.c2, low=0.0, strict=True)
+        check_choice("backend", self.backend, BACKENDS)
+
+    def _problem(self, data):
+        w = fm.Weights(data.n_features, radius=self.radius)
+        s = data.score(w)
+        constraints = []
+        self.groups_ = []
+        if data.has_groups:
+            self.groups_ = list(data.groups.names)
+            if self.kappa is not None:
+                two_groups(data, "the AUC-fairness constraint")
+                protected = self.protected
+                if protected is None and len(self.groups_) > 2:
+                    raise ValueError(f"protected must name the protected group when sensitive_features has more "
+                                     f"than two groups (every other group is gamma = -1); groups are {self.groups_}")
+                protected = self.groups_[0] if protected is None else protected
+                gap = fm.auc_gap(s, data, kind=self.kind, protected=protected, c1=self.c1, c2=self.c2)
+                constraints.append(gap <= self.kappa)
+        return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, c1=self.c1, c2=self.c2)), constraints), w
+
+    def fit(self, X, y, sensitive_features=None):
+        self._check_params()
+        data = self._validate_fit(X, y, sensitive_features)
+        prob, w = self._problem(data)
+        result = solve_problem(self, prob, self.backend, self.method)
+        self._store(result, w)
+        self.threshold_ = accuracy_threshold(data.X @ self.coef_[0], data.y)
+        self.intercept_ = np.array([-self.threshold_])
+        return self
