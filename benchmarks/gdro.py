@@ -90,14 +90,19 @@ def bench_aleg_vs_smd(quick, target):
         best[method] = evals
         rows.append([method, f"{evals:.3g}", f"{evals / R.X.shape[0]:.1f}", f"{secs:.2f}",
                      ", ".join(f"{k}={v:.3g}" for k, v in steps.items())])
-    ratio = best.get("aleg", np.nan) / best.get("smd", np.nan)
+    max_passes = 60 if quick else 200
+    if "aleg" in best and "smd" not in best:   # SMD's budget bounds its count from below
+        verdict = (f"< {best['aleg'] / (max_passes * R.X.shape[0]):.2f} (SMD did not reach the gap within "
+                   f"{max_passes} passes at any step of its grid, for any seed)")
+    else:
+        verdict = f"{best.get('aleg', np.nan) / best.get('smd', np.nan):.2f}"
     text = (f"**ALEG vs SMD, synthetic task (33)**: m = {m} groups, d = {d}, n_i = {n_i} (n = {m * n_i}; the paper's "
             f"d = 1024 is scaled down so the whole grid runs in minutes), radius 10, duality gap target "
             f"**{target:g}**; median over {len(list(seeds))} seeds, best step grid point per method (ALEG with the "
             f"paper's output (24)); the gap is computed after every epoch (not timed).\n\n"
             + table(["method", f"gradient evaluations to gap <= {target:g}", "in passes over the data",
                      "wall time (s)", "steps"], rows)
-            + f"\n\nALEG / SMD gradient evaluations at gap {target:g}: **{ratio:.2f}** (target <= 0.5).")
+            + f"\n\nALEG / SMD gradient evaluations at gap {target:g}: **{verdict}** (target <= 0.5).")
     return text
 
 
