@@ -49,7 +49,7 @@ def unfair():
 # FairAUCClassifier
 # ---------------------------------------------------------------------------------------------------
 def test_fair_auc_classifier_passes_check_estimator():
-    check_estimator(fm.FairAUCClassifier(solver_options={"T": 200}),
+    check_estimator(fm.FairAUCClassifier(),
                     expected_failed_checks=CHECK_EXEMPTIONS["FairAUCClassifier"])
 
 
@@ -69,7 +69,8 @@ def test_fair_auc_classifier_in_a_pipeline_on_a_dataframe(frame):
 
 def test_fair_auc_classifier_equals_the_direct_dsl_solve(unfair):
     X, y, g = unfair
-    est = fm.FairAUCClassifier(kind="intra", kappa=0.05, random_state=3, solver_options={"T": 300})
+    est = fm.FairAUCClassifier(kind="intra", kappa=0.05, backend="stochastic", random_state=3,
+                               solver_options={"T": 300})
     est.fit(X, y, sensitive_features=g)
     data = fm.Dataset(X, np.where(y == 1, 1.0, -1.0), g)
     w = fm.Weights(3, radius=10.0)

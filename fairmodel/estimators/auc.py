@@ -46,8 +46,9 @@ class FairAUCClassifier(FairLinearClassifier):
     protected : the group with gamma = +1. ``None``: with exactly two groups, the first in sorted order (the
         library's default for the presets symmetric in the groups: group, inter, intra; for the others the
         choice matters, so name it). Required with more than two groups (all others are gamma = -1).
-    backend, method : ``"stochastic"`` (default; method "sfls", the stochastic feasible level-set method) or
-        ``"exact"`` (the moment-form QCQP, method "moment"; fast for a few hundred features).
+    backend, method : ``"exact"`` (default: the moment-form QCQP, method "moment"; exact for a linear score and
+        the fastest path for a few hundred features at any n, see docs/auc_fairness.md) or ``"stochastic"``
+        (method "sfls", the stochastic feasible level-set method).
     random_state : seed of the stochastic backend.
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"T": 500}`` SMD steps per oracle call;
         the library's default is 4000).
@@ -66,7 +67,7 @@ class FairAUCClassifier(FairLinearClassifier):
     need another fit (wrap the estimator in ``sklearn.calibration.CalibratedClassifierCV`` if you need one).
     """
 
-    def __init__(self, kind="intra", kappa=0.05, radius=10.0, c1=0.5, c2=1.0, protected=None, backend="stochastic",
+    def __init__(self, kind="intra", kappa=0.05, radius=10.0, c1=0.5, c2=1.0, protected=None, backend="exact",
                  method=None, random_state=None, solver_options=None):
         self.kind = kind
         self.kappa = kappa
