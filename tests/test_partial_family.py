@@ -1,5 +1,7 @@
 """The partial-fairness family end to end: recognition, both backends, the judge, cross-check, baselines,
 multi-start, options and errors."""
+from pathlib import Path
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -58,7 +60,8 @@ def test_partial_dp_problem_on_both_backends(law, tmp_path):
         assert res.ok and res.max_violation <= 1e-7
         assert res.objective < np.log(2) - 0.05                # moved away from w = 0
         assert set(res.variables) == {"w", "theta_c0"} and res.variables["theta_c0"].shape == (4,)
-        assert 0 <= res.metrics["c0.gap"] <= 1 and res.metrics["c0.fairness"] == pytest.approx(1 - res.metrics["c0.gap"])
+        assert 0 <= res.metrics["c0.gap"] <= 1
+        assert res.metrics["c0.fairness"] == pytest.approx(1 - res.metrics["c0.gap"])
         assert 0.5 <= res.metrics["accuracy"] <= 1
         assert res.certificate["feasible"] == 1.0 and res.certificate["subproblem_max_g"] <= 1e-7
         assert res.certificate["nearly_kkt_eps"] >= res.certificate["subproblem_step"]
@@ -157,3 +160,52 @@ def test_kappa_as_a_parameter_rebuilds_the_model(law):
         assert res.constraints["c0"]["bound"] == value and res.max_violation == 0.0
     kappa.value = 0.05
     assert prob.family.program.blocks[0].levels[-1] > top        # the grid [alpha, beta - kappa (beta - alpha))
+
+
+TWIN = Path(__file__).resolve().parent.parent / "examples" / "problems" / "partial_fairness.toml"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("band = [0.70, 1.00]", "band = [0.9, 0.7]"), "[problem] band: must be two numbers [a, b] with 0 <= a < b <= 1"),
+    (("band = [0.70, 1.00]", "band = [0.7, 1.2]"), "[problem] band: must be two numbers"),
+    (("band = [0.70, 1.00]", "band = [0.7]"), "[problem] band: must be two numbers"),
+    (("kappa = 0.1", "kappa = -0.1"), "[problem] kappa: must lie in [0, 1)"),
+    (("kind = \"pdp\"", "kind = \"strong\""), 
+     "[problem] kind: 'strong' is not allowed; allowed values are pdp, weak_pdp"),
+    (("kind = \"pdp\"", "kind = \"pdp\"\nthreshold = 0.5"), "[problem] threshold: only for kind = \"weak_pdp\""),
+    (("l2 = 1e-3", "l2 = -1.0"), "[problem] l2: must be >= 0"),
+    (("group_interactions = true", "group_interactions = 1"), "[problem] group_interactions: must be a bool"),
+    (("l2 = 1e-3", "l2 = 1e-3\nlevels = 5"), "[problem] levels: unknown key"),
+])
+def test_problem_file_rejects_bad_values_with_exit_2(tmp_path, capsys, edit, message):
+    from fairmodel import cli
+    assert edit[0] in TWIN.read_text()
+    path = tmp_path / "p.toml"
+    path.write_text(TWIN.read_text().replace(*edit))
+    code = cli.main(["solve", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "p.toml" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["pdp", "weak_pdp"])
+def test_problem_file_builds_the_dsl_problem(tmp_path, kind):
+    from fairmodel import problemfile
+    path = tmp_path / "p.toml"
+    text = TWIN.read_text()
+    path.write_text(text if kind == "pdp" else text.replace("kind = \"pdp\"", "kind = \"weak_pdp\"\nthreshold = 0.3"))
+    prob, _, _ = problemfile.load(path)
+    law = fm.datasets.load_lawschool(target="bar1", sensitive="race")
+    data = fm.with_group_interactions(law.subsample(300, seed=0))
+    w = fm.Weights(data.n_features, intercept=True)
+    s = data.score(w)
+    atom = (fm.partial_dp(s, data.groups, band=(0.70, 1.00)) if kind == "pdp"
+            else fm.weak_partial_dp(s, data.groups, band=(0.70, 1.00), threshold=0.3))
+    dsl = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-3 * fm.sum_squares(w)), [atom <= 0.1])
+    (w_file,) = prob.variables()
+    assert w_file.size == w.size and prob.constraints[0].bound() == 0.1
+    for seed in range(3):
+        theta = np.random.default_rng(seed).standard_normal(w.size)
+        for a, b in ((prob.objective.expr, dsl.objective.expr), (prob.constraints[0].lhs, dsl.constraints[0].lhs)):
+            va, vb = fm.expressions.evaluate(a, {w_file: theta}), fm.expressions.evaluate(b, {w: theta})
+            assert np.isfinite(va) and va == pytest.approx(vb, rel=1e-12)
+    assert str(prob) == str(dsl)

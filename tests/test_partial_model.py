@@ -93,7 +93,8 @@ def test_default_grid_lies_in_lemma_5_1_domain(law):
     levels = prog.blocks[0].levels
     assert levels.size == 10 and levels[0] == 0.2 and levels[-1] < 0.6 - 0.25 * 0.4
     with pytest.warns(UserWarning, match="Lemma 5.1"):
-        fm.Problem(fm.Minimize(fm.sum_squares(w)), [fm.partial_dp(s, data.groups, band=(0.2, 0.6), grid="in_I") <= 0.25])
+        fm.Problem(fm.Minimize(fm.sum_squares(w)),
+                   [fm.partial_dp(s, data.groups, band=(0.2, 0.6), grid="in_I") <= 0.25])
     p = fm.Problem(fm.Minimize(fm.sum_squares(w)),
                    [fm.partial_dp(s, data.groups, band=(0.2, 0.6), grid=[0.2, 0.25, 0.3]) <= 0.25])
     assert np.allclose(p.family.program.blocks[0].levels, [0.2, 0.25, 0.3])

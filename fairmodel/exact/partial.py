@@ -209,8 +209,8 @@ class Subproblem:
             for key in total:
                 total[key] += record.get(key) or 0
             d = u - v
-            pred = (self._exact_part(v, anchor) - self._exact_part(u, anchor)) - (grad @ d
-                                                                                 + 0.5 * float(np.sum((factor @ d) ** 2)))
+            quad = grad @ d + 0.5 * float(np.sum((factor @ d) ** 2))
+            pred = (self._exact_part(v, anchor) - self._exact_part(u, anchor)) - quad
             if pred <= self.newton_tol * max(1.0, abs(f_v)):
                 record.update(total, newton_steps=newton, predicted_decrease=float(max(pred, 0.0)))
                 return v, lam, record

@@ -27,13 +27,15 @@ import numpy as np
 
 from .. import expressions as E
 from ..data import as_generator
-from ..errors import InfeasibleError, OptionError, UnsupportedProblemError
+from ..errors import DataError, InfeasibleError, OptionError, UnsupportedProblemError
 from ..exact.partial import Subproblem
 from ..exact.solvers import check_solver
 from ..fairness.dcprogram import DCProgram, RampBandBlock, WeakBandBlock
 from ..fairness.partial import DC, PartialDP, WeakPartialDP
 from ..judge import Evaluation, constraint_record
 from ..problem import check_options, register_family
+from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
+from ..problemfile import _loss, build_weights
 from ..stochastic.idca import check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner, theory_schedule
 from ..stochastic.ssg import polyak_feasibility, ssg
 from .base import Check, Family, Solution
@@ -273,7 +275,8 @@ class PartialFairness(Family):
             decay = _nonneg(options.get("eps_decay", IDCA_DEFAULTS["eps_decay"]), "eps_decay", strict=True)
             floor = _nonneg(options.get("eps_min", IDCA_DEFAULTS["eps_min"]), "eps_min", strict=True)
             if decay > 1:
-                raise OptionError(f"eps_decay must lie in (0, 1] (eps_k = max(eps_min, eps * eps_decay^k)); got {decay}")
+                raise OptionError(f"eps_decay must lie in (0, 1] (eps_k = max(eps_min, eps * eps_decay^k)); "
+                                  f"got {decay}")
             base = eps_k(0)
             eps_k = (lambda k: max(floor, base * decay ** k))
         inner = ssg_inner(program, mu, eps_k, _schedule(inner_T, "inner", integer=True), margin)
@@ -510,3 +513,50 @@ class PartialFairness(Family):
                                     "reported, not enforced: a DC program has several local solutions; this is "
                                     "how much the start changes the objective"))
         return checks
+
+
+# -- problem files (fairmodel/problemfile.py): family = "partial_fairness" ----------------------------------------
+PROBLEM_FILE_KEYS = {"kind": "pdp (model (13), default) or weak_pdp (model (17))",
+                     "band": "rank band [a, b], 0 <= a < b <= 1 (default [0, 1])",
+                     "kappa": "allowed parity gap, 0 <= kappa < 1 (default 0.1)",
+                     "threshold": "decision threshold of weak_pdp (default 0)",
+                     "loss": "logistic, hinge or squared", "l2": "coefficient of sum_squares(w) (default 0)",
+                     "group_interactions": "true: the paper's features (1, xi, gamma, gamma xi) (default false)"}
+
+
+def _build_problem_file(spec, t, data):
+    import fairmodel as fm
+    kind = spec.get(t, "kind", "[problem]", "str", default="pdp", choices=["pdp", "weak_pdp"])
+    band = spec.get(t, "band", "[problem]", "list", default=[0.0, 1.0])
+    if len(band) != 2 or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in band) \
+            or not 0 <= band[0] < band[1] <= 1:
+        raise spec.error("[problem] band", f"must be two numbers [a, b] with 0 <= a < b <= 1; got {band!r}")
+    kappa = spec.get(t, "kappa", "[problem]", "number", default=0.1)
+    if not 0 <= kappa < 1:
+        raise spec.error("[problem] kappa", f"must lie in [0, 1) (the allowed parity gap); got {kappa!r}")
+    if "threshold" in t and kind != "weak_pdp":
+        raise spec.error("[problem] threshold", "only for kind = \"weak_pdp\"")
+    l2 = spec.get(t, "l2", "[problem]", "number", default=0.0)
+    if not l2 >= 0:
+        raise spec.error("[problem] l2", f"must be >= 0; got {l2!r}")
+    if spec.get(t, "group_interactions", "[problem]", "bool", default=False):
+        try:
+            data = fm.with_group_interactions(data)
+        except DataError as exc:
+            raise spec.error("[problem] group_interactions", str(exc)) from None
+    w = build_weights(spec, data)
+    s = data.score(w)
+    objective = fm.mean(_loss(spec, t, data, w))
+    if l2:
+        objective = objective + l2 * fm.sum_squares(w)
+    if kind == "pdp":
+        atom = fm.partial_dp(s, data.groups, band=tuple(band))
+    else:
+        atom = fm.weak_partial_dp(s, data.groups, band=tuple(band),
+                                  threshold=spec.get(t, "threshold", "[problem]", "number", default=0.0))
+    return fm.Problem(fm.Minimize(objective), [atom <= kappa])
+
+
+PROBLEM_FILE_FAMILIES["partial_fairness"] = (_build_problem_file, PROBLEM_FILE_KEYS,
+                                             "a convex loss under partial (weak) demographic parity in a rank "
+                                             "band (IDCA)")
