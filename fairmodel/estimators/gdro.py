@@ -6,7 +6,7 @@ from scipy.special import expit
 
 import fairmodel as fm
 
-from ._base import FairLinearClassifier
+from ._base import BACKENDS, FairLinearClassifier, check_choice, solve_problem
 
 
 class GroupDROClassifier(FairLinearClassifier):
@@ -37,8 +37,8 @@ class GroupDROClassifier(FairLinearClassifier):
         self.solver_options = solver_options
 
     def fit(self, X, y, sensitive_features=None):
-        if self.objective not in ("gdro", "mero"):
-            raise ValueError(f"objective must be 'gdro' or 'mero'; got {self.objective!r}")
+        check_choice("objective", self.objective, ("gdro", "mero"))
+        check_choice("backend", self.backend, BACKENDS)
         data = self._validate_fit(X, y, sensitive_features)
         w = fm.Weights(data.n_features, radius=self.radius, intercept=self.fit_intercept)
         loss = fm.logistic_loss(data.score(w), data.y)
@@ -51,12 +51,7 @@ class GroupDROClassifier(FairLinearClassifier):
             objective = fm.mean(loss)
             self.groups_ = []
         prob = fm.Problem(fm.Minimize(objective))
-        seed = self.random_state if self.backend == "stochastic" else None
-        result = prob.solve(backend=self.backend, method=self.method, seed=seed, verbose=False,
-                            **(self.solver_options or {}))
-        if not result.ok:
-            raise RuntimeError(f"the {self.backend} solve did not finish: {result.status}: {result.message}")
-        self._store(result, w)
+        self._store(solve_problem(self, prob, self.backend, self.method), w)
         return self
 
     def predict_proba(self, X):
