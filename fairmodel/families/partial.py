@@ -59,6 +59,18 @@ AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certifi
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 
 
+def _max_constraint(program):
+    """v -> (max_i f_i(v), a thunk for a subgradient of the maximizing f_i = g_i - h_i): the oracle of the
+    switching-subgradient and Polyak feasibility steps."""
+    def constraint(v):
+        g, caches = program.plus(v)
+        h, jac = program.minus(v)
+        f = g - h
+        i = int(np.argmax(f))
+        return float(f[i]), (lambda: program.plus_grad(v, i, caches) - jac[i])
+    return constraint
+
+
 def _positive_int(v, name, minimum=1):
     if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < minimum:
         raise OptionError(f"{name} must be an integer >= {minimum}; got {v!r}")
@@ -199,13 +211,7 @@ class PartialFairness(Family):
         x = program.start({**program.layout.split(x), **{f"theta_{b.name}": b.best_thresholds(x)
                                                          for b in program.blocks if isinstance(b, RampBandBlock)}})
 
-        def constraint(v):
-            vals, caches = program.plus(v)
-            mvals, jac = program.minus(v)
-            f = vals - mvals
-            i = int(np.argmax(f))
-            return float(f[i]), (lambda: program.plus_grad(v, i, caches) - jac[i])
-        out = polyak_feasibility(x, constraint, program.project, iterations=2000, target=-1e-4)
+        out = polyak_feasibility(x, _max_constraint(program), program.project, iterations=2000, target=-1e-4)
         return out["x"] if out["status"] == "feasible" else None
 
     # -- backends --------------------------------------------------------------------------------------
@@ -306,12 +312,7 @@ class PartialFairness(Family):
         else:
             raise OptionError(f"eps_schedule must be 'static' or 'diminishing' (eps_t = c / (t + 1)); got {kind!r}")
 
-        def constraint(v):
-            fp, caches = program.plus(v)
-            fm_, jac = program.minus(v)
-            f = fp - fm_
-            i = int(np.argmax(f))
-            return float(f[i]), (lambda: program.plus_grad(v, i, caches) - jac[i])
+        constraint = _max_constraint(program)
 
         def run(x0, label):
             start = time.perf_counter()
