@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 
 import numpy as np
 
@@ -189,7 +190,14 @@ class GroupDRO(Family):
     def _gap(self, theta, q, offsets) -> tuple[float, float, float]:
         """(gap (13), rigorous upper bound on the gap, lower bound on OPT) for the candidate (theta, q)."""
         r = self.risks.risks(theta) - offsets
-        inner_theta, _ = exact_gdro.solve_weighted_erm(self.risks, q)
+        try:
+            inner_theta, _ = exact_gdro.solve_weighted_erm(self.risks, q)
+        except SolverError as exc:
+            hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
+                    "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
+            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of (13) failed: "
+                          f"{exc}.{hint}", stacklevel=3)
+            return np.nan, np.nan, np.nan
         value, bound = exact_gdro.lower_bound_on_ball(self.risks, q, inner_theta)
         shift = float(np.dot(q, offsets))
         top = float(np.max(r))
