@@ -266,7 +266,8 @@ class Product(Domain):
         flat: list[Domain] = []
         for part in parts:
             if not isinstance(part, Domain):
-                raise ModelError(f"Product takes fairmodel domains (Ball, Box, Simplex, ...); got {type(part).__name__}")
+                raise ModelError(f"Product takes fairmodel domains (Ball, Box, Simplex, ...); "
+                                 f"got {type(part).__name__}")
             flat += part.parts if isinstance(part, Product) else [part]
         if not flat:
             raise ModelError("Product needs at least one domain")

@@ -116,7 +116,8 @@ class SaddleProblem:
             if mask.dtype != bool or mask.shape != (d,):
                 raise ModelError(f"zo_mask must be a boolean array over the {d} coordinates of (x, y)")
             if not mask.all() and grad is None:
-                raise ModelError("a zo_mask that leaves coordinates out needs grad= for their exact partial derivatives")
+                raise ModelError("a zo_mask that leaves coordinates out needs grad= for their exact partial "
+                                 "derivatives")
             self.zo_mask = mask.copy()
         self.saddle_point = None
         if saddle_point is not None:
@@ -146,7 +147,8 @@ class SaddleProblem:
         if self.max_y is not None:
             return float(self.max_y(np.asarray(x, dtype=float)))
         if self.cvxpy_value is not None:
-            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(x, dtype=float), self.y_domain, "max", solver)
+            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(x, dtype=float), self.y_domain, "max",
+                                               solver)
         return None
 
     def dual(self, y, solver=None):
@@ -154,7 +156,8 @@ class SaddleProblem:
         if self.min_x is not None:
             return float(self.min_x(np.asarray(y, dtype=float)))
         if self.cvxpy_value is not None:
-            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(y, dtype=float), self.x_domain, "min", solver)
+            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(y, dtype=float), self.x_domain, "min",
+                                               solver)
         return None
 
     def evaluate(self, x, y, solver=None) -> Evaluation:

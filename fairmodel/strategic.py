@@ -212,7 +212,8 @@ class WDRSC:
 
     def alpha_coefficient(self, gamma) -> float:
         """The coefficient of alpha in L(., ., gamma): delta - kappa (n_+ + sum_{I+} gamma_i)/n (- paper shift)."""
-        return self.delta - self.paper_shift - self.kappa * (self.n_pos + float(np.sum(np.asarray(gamma)[self.pos]))) / self.n
+        flips = self.n_pos + float(np.sum(np.asarray(gamma)[self.pos]))
+        return self.delta - self.paper_shift - self.kappa * flips / self.n
 
     def worst_case_risk(self, theta) -> tuple[float, float]:
         """(sup over the ambiguity set of the expected loss, the minimizing alpha) at theta (Theorem 5.3).

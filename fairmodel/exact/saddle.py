@@ -26,8 +26,9 @@ def inner_by_cvxpy(cvxpy_value, fixed: np.ndarray, domain, which: str, solver=No
         if not problem.is_dcp():
             raise cp.error.DCPError("not DCP")
     except cp.error.DCPError:
-        raise ModelError(f"cvxpy_value(x, y) must be a DCP expression, {'concave in y' if which == 'max' else 'convex in x'}"
-                         f" when the other argument is a constant array") from None
+        shape = "concave in y" if which == "max" else "convex in x"
+        raise ModelError(f"cvxpy_value(x, y) must be a DCP expression, {shape} when the other argument is a "
+                         f"constant array") from None
     except Exception as exc:
         raise ModelError(f"cvxpy_value(x, y) failed with a CVXPY variable as {'y' if which == 'max' else 'x'}: "
                          f"{type(exc).__name__}: {exc}") from None

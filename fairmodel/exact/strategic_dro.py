@@ -30,7 +30,8 @@ def _scores(model: WDRSC, theta, zeta=None):
 
 
 def wdrsc_program(model: WDRSC):
-    """(problem, theta, alpha, pos_constraints) of (E1): the epigraph s_i >= max{phi - c z, phi + c z - 2 kappa alpha}."""
+    """(problem, theta, alpha, pos_constraints) of (E1): the epigraph
+    s_i >= max{phi - c z, phi + c z - 2 kappa alpha}."""
     theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
     zp, zn = _scores(model, theta)
     objective = alpha * (model.delta - model.paper_shift)

@@ -35,7 +35,8 @@ class Convex(Family):
                 if type(node) not in LOWERING:
                     return f"{type(node).__name__} ({node}) in {where} has no generic CVXPY lowering"
         if not problem.objective.expr.is_convex():
-            return f"the objective {problem.objective.expr} is not convex (curvature {problem.objective.expr.curvature})"
+            expr = problem.objective.expr
+            return f"the objective {expr} is not convex (curvature {expr.curvature})"
         for c in problem.constraints:
             if not (c.lhs.is_convex() and c.rhs.is_concave()):
                 return f"constraint {c.name}: {c} is not convex <= concave"

@@ -157,7 +157,8 @@ class GroupDRO(Family):
         fn = {"aleg": aleg, "smd": smd}[method] if self.kind != "mero" else mero_two_stage
         allowed = [p for p in inspect.signature(fn).parameters if p not in ("risks", "seed", "verbose", "offsets")]
         if self.kind == "mero":
-            allowed += [p for p in inspect.signature(aleg).parameters if p not in ("risks", "seed", "verbose", "offsets")]
+            allowed += [p for p in inspect.signature(aleg).parameters
+                        if p not in ("risks", "seed", "verbose", "offsets")]
         check_options(options, allowed, f"the stochastic method {method!r}")
         n_bar = self.risks.n_samples / self.risks.m
         opts = {"epochs": default_epochs(n_bar), **options}
@@ -167,7 +168,8 @@ class GroupDRO(Family):
             # stage 1 draws as many samples per step from its one group as stage 2 draws from all m groups,
             # so both stages take the same number of (Python-level) steps per epoch
             batch = opts.get("batch_size", inspect.signature(aleg).parameters["batch_size"].default)
-            opts.setdefault("stage1", {"epochs": 2 * opts["epochs"], "output": "suffix", "batch_size": batch * self.risks.m})
+            opts.setdefault("stage1", {"epochs": 2 * opts["epochs"], "output": "suffix",
+                                       "batch_size": batch * self.risks.m})
         else:
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
         out = fn(self.risks, seed=seed, verbose=verbose, **opts)

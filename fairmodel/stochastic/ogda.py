@@ -6,7 +6,8 @@ Mazumdar, Sastry, Ratliff, "Zeroth-order methods for convex-concave minmax probl
 Methods (one query set per inner step i of epoch t, u = (x, y), F = (grad_x L, -grad_y L)):
 
 * ``ogda-rr`` (Algorithm 1, eq. (5)/(41)): sigma^t a fresh permutation per epoch and
-  ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i) - eta F_hat_{s_{i-1}}(u_i; v_i) + eta F_hat_{s_{i-1}}(u_{i-1}; v_{i-1}))``
+  ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i) - eta F_hat_{s_{i-1}}(u_i; v_i)
+  + eta F_hat_{s_{i-1}}(u_{i-1}; v_{i-1}))``
   (the sign of the last term is "+", erratum U6);
 * ``ogda-wr`` (Algorithm 2, eq. (42)): the same with indices drawn with replacement;
 * ``sgda-rr`` (eq. (43)) and ``sgda-wr`` (eq. (44)): ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i))``.
