@@ -342,22 +342,33 @@ class Weights(Expr):
         return self.name
 
 
-class LinearScore(Expr):
-    """The per-sample linear score ``X @ w + b`` of a :class:`Weights` on a :class:`Dataset`."""
+class SampleScore(Expr):
+    """Base of the per-sample scores of a model (``model_type``, built by ``fm.<constructor>``) on a
+    :class:`Dataset`: checks the inputs and that the model takes the data's features."""
 
     kind = "samples"
+    model_type: type = type(None)
+    constructor = ""
 
-    def __init__(self, data: Dataset, w: Weights):
+    def __init__(self, data: Dataset, model):
         if not isinstance(data, Dataset):
             raise ExpressionTypeError(f"a score needs a fairmodel.Dataset; got {type(data).__name__}")
-        if not isinstance(w, Weights):
-            raise ExpressionTypeError(f"a score needs fairmodel.Weights; got {type(w).__name__}")
-        if w.n_features != data.n_features:
-            raise ModelError(f"Weights has {w.n_features} features but the data has {data.n_features}; "
-                             f"use fm.Weights(data.n_features, ...)")
-        self.data, self.w = data, w
-        self.args = (w,)
+        if not isinstance(model, self.model_type):
+            raise ExpressionTypeError(f"a score needs fairmodel.{self.model_type.__name__}; "
+                                      f"got {type(model).__name__}")
+        if model.n_features != data.n_features:
+            raise ModelError(f"{self.model_type.__name__} has {model.n_features} features but the data has "
+                             f"{data.n_features}; use fm.{self.constructor}(data.n_features, ...)")
+        self.data, self.w = data, model
+        self.args = (model,)
         self.size = data.n_samples
+
+
+class LinearScore(SampleScore):
+    """The per-sample linear score ``X @ w + b`` of a :class:`Weights` on a :class:`Dataset`."""
+
+    model_type = Weights
+    constructor = "Weights"
 
     @property
     def curvature(self):

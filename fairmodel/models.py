@@ -18,7 +18,7 @@ from scipy.special import expit
 
 from .data import Dataset, as_generator
 from .errors import ExpressionTypeError, ModelError
-from .expressions import Expr, LinearScore, Weights
+from .expressions import Expr, LinearScore, SampleScore, Weights
 
 OUTPUTS = ("sigmoid", "linear")
 
@@ -99,20 +99,11 @@ class SigmoidMLP(Weights):
         return self.project(theta)
 
 
-class MLPScore(Expr):
+class MLPScore(SampleScore):
     """The per-sample score h_theta(x_i) of a :class:`SigmoidMLP` on a dataset (not convex in theta)."""
 
-    kind = "samples"
-
-    def __init__(self, data: Dataset, net: SigmoidMLP):
-        if not isinstance(data, Dataset):
-            raise ExpressionTypeError(f"a score needs a fairmodel.Dataset; got {type(data).__name__}")
-        if net.n_features != data.n_features:
-            raise ModelError(f"the network takes {net.n_features} features but the data has {data.n_features}; "
-                             f"use fm.SigmoidMLP(data.n_features, ...)")
-        self.data, self.w = data, net
-        self.args = (net,)
-        self.size = data.n_samples
+    model_type = SigmoidMLP
+    constructor = "SigmoidMLP"
 
     @property
     def curvature(self):

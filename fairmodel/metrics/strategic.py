@@ -76,6 +76,12 @@ def _check_budget(radius, label_cost):
     return radius
 
 
+def _worst_case_inputs(theta, data, y, strategic_features, radius, label_cost):
+    """The validated inputs of the worst-case metrics, with the radius checked and ||theta||."""
+    theta, X, y, mask = _inputs(theta, data, y, strategic_features)
+    return theta, X, y, mask, _check_budget(radius, label_cost), float(np.linalg.norm(theta))
+
+
 def worst_case_accuracy(theta, data, y=None, *, radius: float, label_cost: float | None = None, zeta=0.0,
                         strategic_features=None, intercept: float = 0.0):
     """The smallest 0-1 accuracy over the Wasserstein ball of ``radius`` around the shifted data.
@@ -84,9 +90,7 @@ def worst_case_accuracy(theta, data, y=None, *, radius: float, label_cost: float
     (moving it to the decision boundary, or flipping a +1 label); the adversary buys the cheapest ones
     first, the last one fractionally (fractional knapsack with unit values: exact).
     """
-    theta, X, y, mask = _inputs(theta, data, y, strategic_features)
-    radius = _check_budget(radius, label_cost)
-    norm = float(np.linalg.norm(theta))
+    theta, X, y, mask, radius, norm = _worst_case_inputs(theta, data, y, strategic_features, radius, label_cost)
     n = X.shape[0]
 
     def one(z):
@@ -113,9 +117,7 @@ def worst_case_margin(theta, data, y=None, *, radius: float, label_cost: float |
     m_i > 0 lowers it by 2 m_i at cost 2 kappa (rate m_i / kappa). The adversary flips while that rate
     beats ||theta|| (largest margins first, mass 1/n each) and moves mass with the rest of the budget.
     """
-    theta, X, y, mask = _inputs(theta, data, y, strategic_features)
-    radius = _check_budget(radius, label_cost)
-    norm = float(np.linalg.norm(theta))
+    theta, X, y, mask, radius, norm = _worst_case_inputs(theta, data, y, strategic_features, radius, label_cost)
     n = X.shape[0]
 
     def one(z):
