@@ -80,7 +80,6 @@ def _solve(args) -> int:
     saved = None
     if args.out:
         saved = [str(p) for p in result.save(Path(args.out) / "result")]
-    _plot(args, {backend: result})
     if args.json:
         _emit_json("result", {"file": str(spec.path), "title": spec.doc.get("title", ""), "result": result.to_dict(),
                               "saved": saved})
@@ -88,6 +87,7 @@ def _solve(args) -> int:
         print(result.summary())
         if saved:
             print(f"saved: {', '.join(saved)}")
+    _plot(args, {backend: result})   # after the output: a figure that cannot be drawn loses no result
     return EXIT_OK if result.ok else EXIT_SOLVER
 
 
@@ -99,7 +99,6 @@ def _crosscheck(args) -> int:
     seed = stochastic.pop("seed")
     report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
                         **({"verbose": False} if args.json else {}))
-    _plot(args, {"exact": report.exact, "stochastic": report.stochastic}, optimum=report.exact.objective)
     saved = None
     if args.out:
         out = Path(args.out)
@@ -112,6 +111,7 @@ def _crosscheck(args) -> int:
                                   "report": report.to_dict(), "saved": saved})
     else:
         print(report.to_markdown())
+    _plot(args, {"exact": report.exact, "stochastic": report.stochastic}, optimum=report.exact.objective)
     return EXIT_OK if report.ok else EXIT_NOT_OK
 
 
