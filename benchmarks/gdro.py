@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fairmodel as fm  # noqa: E402
 from fairmodel.exact import gdro as exact  # noqa: E402
-from fairmodel.risks import GroupRisks  # noqa: E402
+from fairmodel.families.gdro import group_risks_of  # noqa: E402
 from fairmodel.stochastic.aleg import aleg, default_steps  # noqa: E402
 from fairmodel.stochastic.smd import smd  # noqa: E402
 
@@ -39,7 +39,7 @@ from _report import median_time, table, write_section  # noqa: E402
 def synthetic_risks(m, d, n_per_group, radius, seed=0):
     data = fm.datasets.make_gdro_synthetic(m=m, d=d, n_per_group=n_per_group, seed=seed)
     w = fm.Weights(d, radius=radius)
-    return GroupRisks.from_expr(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
+    return group_risks_of(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
 
 
 def gap_of(R, w, q):

@@ -25,7 +25,7 @@ import numpy as np
 import fairmodel as fm
 from fairmodel.exact.strategic_dro import logistic_erm
 from fairmodel.metrics import strategic_accuracy, strategic_margin, worst_case_accuracy
-from fairmodel.strategic import strategic_mask
+from fairmodel.oracles.strategic import strategic_mask
 
 KAPPA, ZETA = 0.5, 0.05
 STRATEGIC = range(5)

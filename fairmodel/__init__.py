@@ -6,25 +6,30 @@ scalable stochastic methods from the literature), and one judge.
 >>> w = fm.Weights(data.n_features, radius=5.0)
 >>> risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
 >>> prob = fm.Problem(fm.Minimize(fm.max(risks)))
+
+This module only re-exports the public names; docs/architecture.md shows the layers they come from.
 """
 from . import datasets, metrics
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
-from .domains import Ball, Box, Product, Simplex, TruncatedCone
+from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResultFileError, SolverError, UnsupportedProblemError)
-from .expressions import (Parameter, Weights, group_mean, group_optimal, hinge_loss, logistic_loss, max, mean, norm,
-                          parameter, softmax_loss, squared_loss, sum_squares)
-from .fairness.auc import auc_gap, auc_loss
-from .fairness.dp import DPPredictor, GridPredictor, dp_gap, expected_cost, squared_risk
-from .fairness.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
-from .families.dp import dp_parameters, dp_sweep
-from .judge import Evaluation, judge
-from .models import SigmoidMLP
+from .expressions import (Constant, Parameter, Weights, abs, group_mean, group_optimal, hinge_loss, logistic_loss,
+                          max, mean, min, multiply, norm, parameter, pos, softmax_loss, squared_loss, sum,
+                          sum_squares)
+from .expressions.atoms.auc import auc_gap, auc_loss
+from .expressions.atoms.dp import DPPredictor, GridPredictor, dp_gap, expected_cost, squared_risk
+from .expressions.atoms.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
+from .expressions.atoms.strategic import strategic_score, wasserstein_worst_case
+from .expressions.models import SigmoidMLP
+from .families.dp import dp_parameters
+from .judge import judge
+from .families.base import Evaluation
+from .oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 from .problem import Inequality, Minimize, Problem
 from .results import Result, load_result
 from .saddle import SaddleProblem
-from .strategic import strategic_score, wasserstein_worst_case
 from .sweep import Frontier, sweep
 
 __version__ = "0.1.0"
@@ -34,9 +39,9 @@ _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROC
 
 
 def __getattr__(name):
-    """scikit-learn is an optional extra: the estimators are imported from ``fairmodel.estimators`` on first use."""
+    """scikit-learn is an optional extra: the estimators load from ``fairmodel.estimators`` on first use."""
     if name in _ESTIMATORS:
-        from . import estimators
+        from . import estimators   # an optional dependency (scikit-learn), not a cycle: estimators import below
         return getattr(estimators, name)
     raise AttributeError(f"module 'fairmodel' has no attribute {name!r}")
 
@@ -44,10 +49,10 @@ def __getattr__(name):
 __all__ = [
     # data and results
     "Batch", "Dataset", "datasets", "Groups", "load_result", "Result",
-    # the DSL: variables, losses, atoms, problems
-    "dc", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max", "mean", "Minimize",
-    "norm", "Parameter", "parameter", "Problem", "SigmoidMLP", "softmax_loss", "squared_loss", "sum_squares",
-    "Weights",
+    # the language: variables, losses, atoms, problems
+    "abs", "Constant", "dc", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max",
+    "mean", "min", "Minimize", "multiply", "norm", "Parameter", "parameter", "pos", "Problem", "SigmoidMLP",
+    "softmax_loss", "squared_loss", "sum", "sum_squares", "Weights",
     # family atoms
     "auc_gap", "auc_loss", "DPPredictor", "dp_gap", "dp_parameters", "dp_sweep", "expected_cost", "GridPredictor",
     "partial_dp", "squared_risk", "strategic_score", "wasserstein_worst_case", "weak_partial_dp",

@@ -1,6 +1,6 @@
 """``python -m fairmodel`` runs the command line (the same as the ``fairmodel`` console script)."""
 import sys
 
-from .cli import main
+from .frontends.cli import main
 
 sys.exit(main())

@@ -26,57 +26,10 @@ from typing import Hashable, Iterator, Sequence
 
 import numpy as np
 
+from ._validate import as_generator, check_matrix, check_vector
 from .errors import DataError, ExpressionTypeError
 
 SAMPLER_KINDS = ("uniform", "per_group", "stratified")
-
-
-def as_generator(seed) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from ``None``, an integer seed, or a generator (returned as is)."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
-        return np.random.default_rng(seed)
-    raise ExpressionTypeError(f"seed must be an integer, None or a numpy Generator, not {type(seed).__name__}")
-
-
-def check_matrix(X, name: str = "X") -> np.ndarray:
-    """Return ``X`` as a finite float64 2-D array, or raise a :class:`DataError` that says what is wrong."""
-    try:
-        arr = np.asarray(X)
-    except Exception as exc:  # ragged lists and the like
-        raise DataError(f"{name} could not be read as an array: {exc}") from None
-    if arr.ndim != 2:
-        raise DataError(f"{name} must be 2-D (n_samples, n_features); got an array of shape {arr.shape}. "
-                        f"Use X.reshape(-1, 1) for a single feature.")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"{name} must be numeric; got dtype {arr.dtype}. Encode categorical columns first "
-                        f"(Dataset.from_frame one-hot encodes them).")
-    arr = np.asarray(arr, dtype=float)
-    check_finite(arr, name)
-    return arr
-
-
-def check_vector(v, n: int | None, name: str) -> np.ndarray:
-    """Return ``v`` as a finite float64 1-D array of length ``n`` (if given)."""
-    arr = np.asarray(v)
-    if arr.ndim != 1:
-        raise DataError(f"{name} must be 1-D; got shape {arr.shape}")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise DataError(f"{name} must be numeric; got dtype {arr.dtype}")
-    arr = arr.astype(float)
-    if n is not None and arr.shape[0] != n:
-        raise DataError(f"{name} has {arr.shape[0]} entries but X has {n} rows; they must match")
-    check_finite(arr, name)
-    return arr
-
-
-def check_finite(arr: np.ndarray, name: str) -> None:
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        raise DataError(f"{name} contains {int(bad.sum())} NaN or infinite value(s), the first at index "
-                        f"{tuple(int(i) for i in where)}; drop or impute them first")
 
 
 class Groups:
@@ -250,14 +203,14 @@ class Dataset:
 
     # -- DSL entry point ------------------------------------------------------------------------------
     def score(self, w):
-        """The linear score ``X @ w (+ b)`` of a :class:`fairmodel.Weights` on this data (an expression).
+        """The per-sample score of a model on this data (an expression): ``X @ w (+ b)`` for a
+        :class:`fairmodel.Weights`, the network's output for a :class:`fairmodel.SigmoidMLP`.
 
-        A model object with a ``score_on(data)`` method (e.g. :class:`fairmodel.SigmoidMLP`) gives its own score.
-        """
-        if hasattr(w, "score_on"):
-            return w.score_on(self)
-        from .expressions import LinearScore
-        return LinearScore(self, w)
+        The model builds its own score (``w.score_on(data)``), so the data layer needs no declaration."""
+        if not hasattr(w, "score_on"):
+            raise ExpressionTypeError(f"data.score needs model parameters such as fairmodel.Weights or "
+                                      f"fairmodel.SigmoidMLP; got {type(w).__name__}")
+        return w.score_on(self)
 
     # -- construction from a data frame ---------------------------------------------------------------
     @classmethod

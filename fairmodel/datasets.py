@@ -20,7 +20,8 @@ from importlib import resources
 
 import numpy as np
 
-from .data import Dataset, as_generator, encode_columns
+from ._validate import as_generator
+from .data import Dataset, encode_columns
 from .errors import DataError
 
 ADULT_CATEGORICAL = ("workclass", "education", "marital.status", "occupation", "relationship", "race", "sex",

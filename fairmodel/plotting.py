@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .data import Groups
 from .errors import OptionError
 
 
@@ -92,7 +93,6 @@ def plot_group_risks(results: dict, key: str = "group_risks", ax=None):
 def plot_score_densities(scores, groups, band: tuple[float, float] | None = None, ax=None, bins: int = 40):
     """Per-group histograms (densities) of scores; with ``band = (a, b)`` the rank band of partial
     fairness (quantiles a..b of all scores) is shaded."""
-    from .data import Groups
     fig, ax = _axes(ax)
     scores = np.asarray(scores, dtype=float)
     g = Groups(groups)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ResultFileError
+from .families.registry import by_name
 
 FORMAT = "fairmodel.result"
 SCHEMA = 1
@@ -73,8 +74,7 @@ class Result:
 
     def predictor(self):
         """A fitted predictor built from this result (families that have one, e.g. DP post-processing)."""
-        from .families.base import family_by_name
-        return family_by_name(self.family).predictor(self)
+        return by_name(self.family).predictor(self)
 
     def summary(self) -> str:
         lines = [f"{self.family} / {self.backend} / {self.method}: status {self.status}",

@@ -20,14 +20,15 @@ import time
 
 import numpy as np
 
-from .domains import Ball, Box, Simplex, as_domain
+from .oracles.domains import Ball, Box, Simplex, as_domain
+from ._validate import check_options
 from .errors import ModelError, OptionError
 from .exact import saddle as exact_saddle
 from .exact.newton import ball_qp_step
 from .judge import Evaluation
-from .problem import check_options
 from .results import Result
-from .stochastic.ogda import METHODS, NonFiniteValue, SaddleOracle, ogda
+from .oracles.protocols import SaddleOracle
+from .stochastic.ogda import METHODS, NonFiniteValue, ogda
 
 # Defaults of SaddleProblem.solve: the paper's theory schedule with constants that suit O(1)-scaled
 # problems (the paper does not report its constants, erratum U16).

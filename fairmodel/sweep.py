@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from .errors import FairmodelError, ModelError
+from .plotting import plot_frontier
 from .progress import Progress, logger
 
 
@@ -61,7 +62,6 @@ class Frontier:
 
     def plot(self, x: str | None = None, y: str = "objective", ax=None, label: str | None = None):
         """Plot column ``y`` against ``x`` (default: the swept parameter); returns the matplotlib Figure."""
-        from .plotting import plot_frontier
         return plot_frontier(self, x=x or self.param, y=y, ax=ax, label=label)
 
 

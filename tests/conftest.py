@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.risks import GroupRisks
+from fairmodel.families.gdro import group_risks_of
 
 
 def make_instance(m=3, d=5, sizes=(40, 50, 60), flips=(0.1, 0.2, 0.3), radius=3.0, seed=0, intercept=False):
@@ -21,4 +21,4 @@ def small():
 
 @pytest.fixture
 def small_risks(small):
-    return GroupRisks.from_expr(small[2])
+    return group_risks_of(small[2])

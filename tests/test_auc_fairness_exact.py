@@ -6,7 +6,7 @@ import pytest
 import fairmodel as fm
 from fairmodel.errors import InfeasibleError, OptionError, UnsupportedProblemError
 from fairmodel.exact.auc import AUCPrograms
-from fairmodel.fairness.auc import PairRisks
+from fairmodel.oracles.pairs import PairRisks
 from fairmodel.metrics.auc import auc_sets
 from fairmodel.stochastic.sfls import sfls
 

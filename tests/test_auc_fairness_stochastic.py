@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 
 import fairmodel as fm
 from fairmodel.errors import OptionError
-from fairmodel.fairness.auc import PairRisks
+from fairmodel.oracles.pairs import PairRisks
 from fairmodel.stochastic.bregman_smd import bregman_divergence, smd, upper_bound, y_prox
 from fairmodel.stochastic.iqrc import iqrc
 from fairmodel.stochastic.sfls import sfls

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairmodel import cli, problemfile
+from fairmodel.frontends import cli, problemfile
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "schema-v1.json").read_text())

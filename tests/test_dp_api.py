@@ -184,7 +184,7 @@ def test_judge_certificates_of_exact_and_stochastic_results(models):
     assert used <= 5000 and fast.metrics["passes"] == pytest.approx(used / 600)
     # ~5000 draws with replacement from 600 points reach all but ~600 exp(-5000/600) ~ 0.1 of them
     assert 595 <= fast.metrics["distinct_points"] <= 600
-    assert prob.evaluate(fast).objective == pytest.approx(fast.objective)  # judge any candidate again
+    assert prob.evaluate(fast, data=Xu).objective == pytest.approx(fast.objective)  # judge any candidate again
 
 
 def test_law_school_crosscheck_meets_the_acceptance_criterion():
@@ -243,8 +243,8 @@ def test_predictor_reproduces_the_judged_policy(models, tmp_path):
 
 
 def prob_dual(post, Xu, res):
-    from fairmodel.dp_dual import DualProblem
-    from fairmodel.fairness.dp import t_values
+    from fairmodel.oracles.dp_dual import DualProblem
+    from fairmodel.expressions.atoms.dp import t_values
     eta, tau = post.values(Xu)
     return DualProblem(post.costs(eta), t_values(tau, res.metrics["p"]), np.full(2, 0.01), res.metrics["beta"])
 

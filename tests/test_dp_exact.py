@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.dp_dual import DualProblem, gradient_mapping
+from fairmodel.oracles.dp_dual import DualProblem, gradient_mapping
 from fairmodel.errors import InfeasibleError
 from fairmodel.exact import dp as exact_dp
 from tests.test_dp_math import make_problem

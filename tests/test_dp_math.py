@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from fairmodel.dp_dual import DualProblem, gradient_mapping, policy_from_scores, sigma2
+from fairmodel.oracles.dp_dual import DualProblem, gradient_mapping, policy_from_scores, sigma2
 from fairmodel.stochastic.dp_postprocessing import batch_gradient
 
 

@@ -7,7 +7,7 @@ max(U - eps) ~ 5e-3 at T = 1e5 for SGD3 + AC-SA^2 with mu = M/T on this kind of 
 import numpy as np
 import pytest
 
-from fairmodel.dp_dual import DualProblem, canonical, gradient_mapping, sigma2
+from fairmodel.oracles.dp_dual import DualProblem, canonical, gradient_mapping, sigma2
 from fairmodel.errors import OptionError
 from fairmodel.exact import dp as exact_dp
 from fairmodel.stochastic.acsa import acsa, acsa2

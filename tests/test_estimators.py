@@ -289,7 +289,7 @@ def test_strategic_robust_classifier_equals_the_direct_dsl_solve(strategic, back
 
 def test_strategic_robust_classifier_minimizes_the_worst_case_risk(strategic):
     from fairmodel.exact.strategic_dro import logistic_erm
-    from fairmodel.strategic import WDRSC
+    from fairmodel.oracles.strategic import WDRSC
     X, y = strategic
     est = fm.StrategicRobustClassifier(strategic_features=[0, 1, 2, 3, 4], zeta=0.05, radius=0.1).fit(X, y)
     Xc, signed = X - X.mean(axis=0), np.where(y == "good", 1.0, -1.0)

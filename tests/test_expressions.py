@@ -126,7 +126,7 @@ def test_dsl_errors_are_clear():
         fm.logistic_loss(data.score(w), np.arange(30.0))
     with pytest.raises(fm.DataError, match="integer class labels"):
         fm.softmax_loss(data.score(fm.Weights(4, n_outputs=3)), np.full(30, 3.0))
-    with pytest.raises(fm.ExpressionTypeError, match="only multiplication by a constant"):
+    with pytest.raises(fm.ExpressionTypeError, match="only products with a constant number"):
         fm.mean(fm.logistic_loss(data.score(w), data.y)) * fm.mean(fm.logistic_loss(data.score(w), data.y))
     with pytest.raises(fm.ExpressionTypeError, match="objective must be a scalar"):
         fm.Minimize(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))

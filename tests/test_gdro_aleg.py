@@ -7,7 +7,7 @@ from scipy.special import logsumexp
 import fairmodel as fm
 from fairmodel.exact import gdro as exact
 from fairmodel.data import Batch
-from fairmodel.risks import GroupRisks
+from fairmodel.families.gdro import group_risks_of
 from fairmodel.stochastic.aleg import (aleg, lipschitz_lz, mero_two_stage, normalize_log, prox_step, snapshot_terms,
                                        theory_band, vr_operator)
 from fairmodel.stochastic.smd import smd
@@ -157,7 +157,7 @@ def test_identical_single_sample_groups_keep_q_uniform():
     X = np.tile([[0.5, -1.0, 2.0]], (4, 1))
     data = fm.Dataset(X, [1, 1, 1, 1], groups=[0, 1, 2, 3])
     w = fm.Weights(3, radius=1.0)
-    R = GroupRisks.from_expr(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
+    R = group_risks_of(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
     traces = [[], []]
     for seed, tr in zip((0, 1), traces):
         aleg(R, epochs=3, seed=seed, trace=tr)
@@ -230,8 +230,8 @@ def test_theory_schedule_steps_lie_in_the_band(small_risks):
 def test_mero_two_stage_overestimates_group_optima_and_matches_exact():
     """T13: R_hat*_i >= R*_i - tol; C2: two-stage ALEG's MERO value within 2e-2 of the exact MERO optimum."""
     data, w, risks = make_instance(m=3, d=5, sizes=(60, 60, 60), flips=(0.05, 0.05, 0.4), seed=4)
-    R = GroupRisks.from_expr(risks)
-    r_star = exact.group_optimal_values(risks)
+    R = group_risks_of(risks)
+    r_star = exact.group_optimal_values(R)
     out = mero_two_stage(R, seed=0, epochs=20, stage1={"epochs": 10})
     assert np.all(out["offsets"] >= r_star - 1e-9)
     prob = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))))
@@ -245,7 +245,7 @@ def test_aleg_beats_smd_on_the_same_budget():
     SMD's (median over 5 seeds, equal budgets of per-sample gradient evaluations)."""
     data = fm.datasets.make_gdro_synthetic(m=5, d=20, n_per_group=200, seed=0)
     w = fm.Weights(20, radius=5.0)
-    R = GroupRisks.from_expr(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
+    R = group_risks_of(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
     opt = exact.solve_dual(R)[1]
     aleg_gaps, smd_gaps = [], []
     for seed in range(5):
@@ -261,7 +261,7 @@ def test_divergence_becomes_a_status(small_risks):
     """Absurd steps make the iterates explode: the run ends with status 'diverged', not numbers."""
     data = fm.Dataset(np.array([[1e200, 1.0], [-1e200, 2.0], [1.0, 1e200]]), [1, -1, 1], groups=[0, 1, 1])
     w = fm.Weights(2)
-    R = GroupRisks.from_expr(fm.group_mean(fm.squared_loss(data.score(w), data.y), data.groups))
+    R = group_risks_of(fm.group_mean(fm.squared_loss(data.score(w), data.y), data.groups))
     with np.errstate(all="ignore"):
         out = aleg(R, epochs=3, seed=0, step_w=1e10, step_q=1e10)
     assert out["status"] == "diverged" and "non-finite" in out["message"]

@@ -6,7 +6,7 @@ import pytest
 import fairmodel as fm
 from fairmodel.exact import gdro as exact
 from fairmodel.exact.newton import ball_qp_step, minimize_on_ball
-from fairmodel.risks import GroupRisks
+from fairmodel.families.gdro import group_risks_of
 
 from .conftest import make_instance
 
@@ -14,7 +14,7 @@ from .conftest import make_instance
 def test_epigraph_duals_are_a_saddle_point(small):
     """T10: duals sum to 1, max_i R_i(w*) = t*, complementary slackness; T9: gap ~ 0 at (w*, q*)."""
     _, w, risks = small
-    R = GroupRisks.from_expr(risks)
+    R = group_risks_of(risks)
     theta, opt, q, record = exact.solve_epigraph(R)
     r = R.risks(theta)
     assert record["dual_sum"] == pytest.approx(1.0, abs=1e-6)
@@ -44,9 +44,9 @@ def test_two_solvers_and_the_dual_method_agree(small):
 def test_epigraph_equals_a_direct_max_formulation(small):
     """The epigraph program and cp.max of the risk vector (another CVXPY form) give the same optimum."""
     _, _, risks = small
-    R = GroupRisks.from_expr(risks)
+    R = group_risks_of(risks)
     theta = cp.Variable(R.shape)
-    direct = cp.Problem(cp.Minimize(cp.max(R.cvxpy_risks(theta))), R.cvxpy_domain(theta))
+    direct = cp.Problem(cp.Minimize(cp.max(exact.cvxpy_risks(R, theta))), exact.cvxpy_domain(R, theta))
     direct.solve(solver="CLARABEL")
     assert exact.solve_epigraph(R)[1] == pytest.approx(direct.value, abs=1e-7)
 
@@ -76,7 +76,7 @@ def test_lemma_5_1_holds_for_any_point_and_overestimated_offsets(small, small_ri
     """T8: eps_true(z) <= eps_hat(z) + 2 max_i (R_hat*_i - R*_i) for arbitrary z and R_hat* >= R*."""
     _, _, risks = small
     R = small_risks
-    r_star = exact.group_optimal_values(risks)
+    r_star = exact.group_optimal_values(R)
     rng = np.random.default_rng(1)
     for _ in range(5):
         theta = R.project(rng.normal(size=R.shape) * 3)

@@ -10,7 +10,7 @@ from scipy.optimize import minimize, minimize_scalar
 import fairmodel as fm
 from fairmodel.errors import DataError, ModelError, OptionError, UnsupportedProblemError
 from fairmodel.exact import strategic_dro as exact_sdro
-from fairmodel.strategic import WDRSC, strategic_response
+from fairmodel.oracles.strategic import WDRSC, strategic_response
 
 
 def _problem(n=300, delta=0.1, seed=0, p=10, zeta=0.05, variant="corrected", **kw):
@@ -301,7 +301,7 @@ def test_strategic_score_value_and_gradient():
 
 def test_problem_file_twin_matches_the_generator_and_builds():
     from pathlib import Path
-    from fairmodel import problemfile
+    from fairmodel.frontends import problemfile
     path = Path(__file__).resolve().parent.parent / "examples" / "problems" / "strategic_dro_synthetic.toml"
     prob, data, spec = problemfile.load(path)
     ref = fm.datasets.make_strategic_synthetic(n=1000, seed=0)
@@ -311,7 +311,7 @@ def test_problem_file_twin_matches_the_generator_and_builds():
 
 
 def test_problem_file_errors(tmp_path):
-    from fairmodel import problemfile
+    from fairmodel.frontends import problemfile
     body = ('[data]\nname = "lawschool"\ntarget = "bar1"\nsubsample = 200\n[problem]\nfamily = "strategic_dro"\n'
             'strategic_features = ["lsat"]\n')
     (tmp_path / "ok.toml").write_text(body + "wasserstein_radius = 0.1\n")

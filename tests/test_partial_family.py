@@ -178,7 +178,7 @@ TWIN = Path(__file__).resolve().parent.parent / "examples" / "problems" / "parti
     (("l2 = 1e-3", "l2 = 1e-3\nlevels = 5"), "[problem] levels: unknown key"),
 ])
 def test_problem_file_rejects_bad_values_with_exit_2(tmp_path, capsys, edit, message):
-    from fairmodel import cli
+    from fairmodel.frontends import cli
     assert edit[0] in TWIN.read_text()
     path = tmp_path / "p.toml"
     path.write_text(TWIN.read_text().replace(*edit))
@@ -189,7 +189,7 @@ def test_problem_file_rejects_bad_values_with_exit_2(tmp_path, capsys, edit, mes
 
 @pytest.mark.parametrize("kind", ["pdp", "weak_pdp"])
 def test_problem_file_builds_the_dsl_problem(tmp_path, kind):
-    from fairmodel import problemfile
+    from fairmodel.frontends import problemfile
     path = tmp_path / "p.toml"
     text = TWIN.read_text()
     path.write_text(text if kind == "pdp" else text.replace("kind = \"pdp\"", "kind = \"weak_pdp\"\nthreshold = 0.3"))

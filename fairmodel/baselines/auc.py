@@ -20,11 +20,12 @@ import math
 
 import numpy as np
 
-from ..data import as_generator
+from .._validate import as_generator
 from ..errors import DataError, OptionError
-from ..fairness.auc import PairRisks, Surrogate
+from ..expressions.atoms.auc import Surrogate
+from ..oracles.pairs import PairRisks
 from ..metrics.auc import auc_sets, sets_terms, signed_groups, signed_labels
-from ..models import score_model
+from ..expressions.models import score_model
 from ..progress import Progress
 from ..stochastic.bregman_smd import check_count
 

@@ -7,7 +7,6 @@ passed to ``Problem.solve``.
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
@@ -76,31 +75,6 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 # Parameter checks and the solve, shared by the estimators (errors name the parameter)
 # ---------------------------------------------------------------------------------------------------
 BACKENDS = ("exact", "stochastic")
-
-
-def check_choice(name: str, value, choices) -> str:
-    """``value`` must be one of the strings ``choices``; else a ValueError naming the parameter."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
-    return value
-
-
-def check_number(name: str, value, *, low=None, high=None, strict=False, allow_none=False):
-    """A finite real number in [low, high] (``strict``: ``> low``), or None when ``allow_none``."""
-    if value is None and allow_none:
-        return None
-    ok = isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool)
-    if ok:
-        value = float(value)
-        ok = (np.isfinite(value) and (low is None or value > low or (not strict and value == low))
-              and (high is None or value <= high))
-    if not ok:
-        lo = "" if low is None else f"{'>' if strict else '>='} {low:g}"
-        hi = "" if high is None else f"<= {high:g}"
-        bounds = " and ".join(b for b in (lo, hi) if b)
-        none = " or None" if allow_none else ""
-        raise ValueError(f"{name} must be a finite number{' ' + bounds if bounds else ''}{none}; got {value!r}")
-    return value
 
 
 def solve_problem(est, prob, backend: str, method=None, use_options: bool = True, **extra):

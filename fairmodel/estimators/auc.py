@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-import fairmodel as fm
+from .. import expressions as dsl
+from ..expressions.atoms.auc import auc_gap, auc_loss
+from ..problem import Minimize, Problem
 
 from ..metrics.auc import PRESETS
-from ._base import BACKENDS, FairLinearClassifier, check_choice, check_number, solve_problem, two_groups
+from .._validate import check_choice, check_number
+from ._base import BACKENDS, FairLinearClassifier, solve_problem, two_groups
 
 
 def accuracy_threshold(scores, signed) -> float:
@@ -32,12 +35,12 @@ def accuracy_threshold(scores, signed) -> float:
 
 
 class FairAUCClassifier(FairLinearClassifier):
-    """Linear scorer maximizing the AUC (square surrogate ``fm.auc_loss``) under an AUC-fairness constraint
-    ``fm.auc_gap(s, data, kind=kind) <= kappa`` (Yao, Lin, Yang; see ``docs/auc_fairness.md``).
+    """Linear scorer maximizing the AUC (square surrogate ``auc_loss``) under an AUC-fairness constraint
+    ``auc_gap(s, data, kind=kind) <= kappa`` (Yao, Lin, Yang; see ``docs/auc_fairness.md``).
 
     Parameters
     ----------
-    kind : the fairness preset of ``fm.auc_gap``: "intra" (default), "group", "inter", "pos_avg_eq",
+    kind : the fairness preset of ``auc_gap``: "intra" (default), "group", "inter", "pos_avg_eq",
         "neg_avg_eq" or "bpsn_bnsp".
     kappa : the budget of the surrogate gap (>= 0); ``None`` for unconstrained AUC maximization.
     radius : radius of the weight ball ``||w|| <= radius``.
@@ -81,15 +84,15 @@ class FairAUCClassifier(FairLinearClassifier):
         self.solver_options = solver_options
 
     def _check_params(self):
-        check_choice("kind", self.kind, tuple(PRESETS))
-        check_number("kappa", self.kappa, low=0.0, allow_none=True)
-        check_number("radius", self.radius, low=0.0, strict=True)
-        check_number("c1", self.c1, low=0.0, strict=True)
-        check_number("c2", self.c2, low=0.0, strict=True)
-        check_choice("backend", self.backend, BACKENDS)
+        check_choice(self.kind, "kind", tuple(PRESETS))
+        check_number(self.kappa, "kappa", low=0.0, allow_none=True)
+        check_number(self.radius, "radius", low=0.0, strict=True)
+        check_number(self.c1, "c1", low=0.0, strict=True)
+        check_number(self.c2, "c2", low=0.0, strict=True)
+        check_choice(self.backend, "backend", BACKENDS)
 
     def _problem(self, data):
-        w = fm.Weights(data.n_features, radius=self.radius)
+        w = dsl.Weights(data.n_features, radius=self.radius)
         s = data.score(w)
         constraints = []
         self.groups_ = []
@@ -102,9 +105,9 @@ class FairAUCClassifier(FairLinearClassifier):
                     raise ValueError(f"protected must name the protected group when sensitive_features has more "
                                      f"than two groups (every other group is gamma = -1); groups are {self.groups_}")
                 protected = self.groups_[0] if protected is None else protected
-                gap = fm.auc_gap(s, data, kind=self.kind, protected=protected, c1=self.c1, c2=self.c2)
+                gap = auc_gap(s, data, kind=self.kind, protected=protected, c1=self.c1, c2=self.c2)
                 constraints.append(gap <= self.kappa)
-        return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, c1=self.c1, c2=self.c2)), constraints), w
+        return Problem(Minimize(auc_loss(s, data.y, c1=self.c1, c2=self.c2)), constraints), w
 
     def fit(self, X, y, sensitive_features=None):
         self._check_params()

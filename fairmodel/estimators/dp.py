@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator
 
 from ..errors import OptionError
 from ..families.dp import StreamFit, dp_parameters
-from ..fairness.dp import DPPredictor, GridPredictor, dp_gap, squared_risk
+from ..expressions.atoms.dp import DPPredictor, GridPredictor, dp_gap, squared_risk
 from ..problem import Minimize, Problem
 
 

@@ -21,8 +21,9 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from .. import datasets
 from ..data import Dataset
-from ..families.dp import dp_parameters, dp_sweep
-from ..fairness.dp import GridPredictor, dp_gap, squared_risk
+from ..dp_sweep import dp_sweep
+from ..families.dp import dp_parameters
+from ..expressions.atoms.dp import GridPredictor, dp_gap, squared_risk
 from ..metrics.dp import ks_unfairness, mse, randomized_risk
 from ..problem import Minimize, Problem
 

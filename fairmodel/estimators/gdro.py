@@ -4,9 +4,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-import fairmodel as fm
+from .. import expressions as dsl
+from ..problem import Minimize, Problem
 
-from ._base import BACKENDS, FairLinearClassifier, check_choice, solve_problem
+from .._validate import check_choice
+from ._base import BACKENDS, FairLinearClassifier, solve_problem
 
 
 class GroupDROClassifier(FairLinearClassifier):
@@ -37,20 +39,20 @@ class GroupDROClassifier(FairLinearClassifier):
         self.solver_options = solver_options
 
     def fit(self, X, y, sensitive_features=None):
-        check_choice("objective", self.objective, ("gdro", "mero"))
-        check_choice("backend", self.backend, BACKENDS)
+        check_choice(self.objective, "objective", ("gdro", "mero"))
+        check_choice(self.backend, "backend", BACKENDS)
         data = self._validate_fit(X, y, sensitive_features)
-        w = fm.Weights(data.n_features, radius=self.radius, intercept=self.fit_intercept)
-        loss = fm.logistic_loss(data.score(w), data.y)
+        w = dsl.Weights(data.n_features, radius=self.radius, intercept=self.fit_intercept)
+        loss = dsl.logistic_loss(data.score(w), data.y)
         if data.has_groups and data.n_groups >= 2:
-            risks = fm.group_mean(loss, data.groups)
-            offsets = fm.group_optimal(risks) if self.objective == "mero" else 0.0
-            objective = fm.max(risks - offsets) if self.objective == "mero" else fm.max(risks)
+            risks = dsl.group_mean(loss, data.groups)
+            offsets = dsl.group_optimal(risks) if self.objective == "mero" else 0.0
+            objective = dsl.max(risks - offsets) if self.objective == "mero" else dsl.max(risks)
             self.groups_ = list(data.groups.names)
         else:
-            objective = fm.mean(loss)
+            objective = dsl.mean(loss)
             self.groups_ = []
-        prob = fm.Problem(fm.Minimize(objective))
+        prob = Problem(Minimize(objective))
         self._store(solve_problem(self, prob, self.backend, self.method), w)
         return self
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-import fairmodel as fm
+from .. import expressions as dsl
+from ..expressions.atoms.partial import partial_dp, weak_partial_dp
+from ..problem import Minimize, Problem
 
 from ..metrics.partial import check_band
-from ._base import BACKENDS, FairLinearClassifier, check_choice, check_number, solve_problem, two_groups
+from .._validate import check_choice, check_number
+from ._base import BACKENDS, FairLinearClassifier, solve_problem, two_groups
 
 CONSTRAINTS = ("pdp", "weak_pdp")
 
 
 class PartialFairnessClassifier(FairLinearClassifier):
     """Linear logistic classifier, ``mean(logistic_loss) + alpha ||(w, b)||^2``, under partial demographic parity
-    ``fm.partial_dp(s, groups, band=band) <= kappa`` or weak partial parity ``fm.weak_partial_dp(s, groups,
+    ``partial_dp(s, groups, band=band) <= kappa`` or weak partial parity ``weak_partial_dp(s, groups,
     band=band, threshold=threshold) <= kappa`` (He, Huang, Yao, Lin; see ``docs/partial_fairness.md``).
 
     Parameters
@@ -60,36 +63,36 @@ class PartialFairnessClassifier(FairLinearClassifier):
         self.solver_options = solver_options
 
     def _check_params(self):
-        check_choice("constraint", self.constraint, CONSTRAINTS)
+        check_choice(self.constraint, "constraint", CONSTRAINTS)
         check_band(self.band)
-        check_number("kappa", self.kappa, low=0.0, high=1.0)
+        check_number(self.kappa, "kappa", low=0.0, high=1.0)
         if self.constraint == "pdp" and self.kappa == 1:
             raise ValueError("kappa must be < 1 for constraint='pdp' (partial_dp <= 1 holds for every model); use "
                              "sensitive_features=None for the unconstrained model")
-        check_number("threshold", self.threshold)
-        check_number("alpha", self.alpha, low=0.0)
-        check_choice("backend", self.backend, BACKENDS)
+        check_number(self.threshold, "threshold")
+        check_number(self.alpha, "alpha", low=0.0)
+        check_choice(self.backend, "backend", BACKENDS)
 
     def fit(self, X, y, sensitive_features=None):
         self._check_params()
         data = self._validate_fit(X, y, sensitive_features)
-        w = fm.Weights(data.n_features, intercept=bool(self.fit_intercept))
+        w = dsl.Weights(data.n_features, intercept=bool(self.fit_intercept))
         s = data.score(w)
-        objective = fm.mean(fm.logistic_loss(s, data.y))
+        objective = dsl.mean(dsl.logistic_loss(s, data.y))
         if self.alpha > 0:
-            objective = objective + float(self.alpha) * fm.sum_squares(w)
+            objective = objective + float(self.alpha) * dsl.sum_squares(w)
         band = tuple(float(v) for v in self.band)
         self.groups_ = []
         if data.has_groups:
             self.groups_ = two_groups(data, f"the {self.constraint} constraint")
             if self.constraint == "pdp":
-                atom = fm.partial_dp(s, data.groups, band=band)
+                atom = partial_dp(s, data.groups, band=band)
             else:
-                atom = fm.weak_partial_dp(s, data.groups, band=band, threshold=float(self.threshold))
-            prob = fm.Problem(fm.Minimize(objective), [atom <= float(self.kappa)])
+                atom = weak_partial_dp(s, data.groups, band=band, threshold=float(self.threshold))
+            prob = Problem(Minimize(objective), [atom <= float(self.kappa)])
             result = solve_problem(self, prob, self.backend, self.method)
         else:
-            result = solve_problem(self, fm.Problem(fm.Minimize(objective)), "exact", use_options=False)
+            result = solve_problem(self, Problem(Minimize(objective)), "exact", use_options=False)
         self._store(result, w)
         return self
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-import fairmodel as fm
+from .. import expressions as dsl
+from ..expressions.atoms.strategic import strategic_score, wasserstein_worst_case
+from ..problem import Minimize, Problem
 
 from ..data import Dataset
-from ..strategic import strategic_mask
-from ._base import BACKENDS, FairLinearClassifier, check_choice, check_number, solve_problem
+from ..oracles.strategic import strategic_mask
+from .._validate import check_choice, check_number
+from ._base import BACKENDS, FairLinearClassifier, solve_problem
 
 
 class StrategicRobustClassifier(FairLinearClassifier):
     """Linear logistic classifier minimizing the worst-case logistic loss over a type-1 Wasserstein ball around
-    the data after the agents' strategic response (``fm.wasserstein_worst_case`` of ``fm.strategic_score``;
+    the data after the agents' strategic response (``wasserstein_worst_case`` of ``strategic_score``;
     Maheshwari et al.; see ``docs/minmax.md`` section 3).
 
     Agents labelled ``classes_[0]`` (coded -1) move their ``strategic_features`` by ``zeta * w`` (the best
@@ -64,10 +67,10 @@ class StrategicRobustClassifier(FairLinearClassifier):
         self.solver_options = solver_options
 
     def _check_params(self):
-        check_number("zeta", self.zeta, low=0.0)
-        check_number("radius", self.radius, low=0.0, strict=True)
-        check_number("label_cost", self.label_cost, low=0.0, strict=True)
-        check_choice("backend", self.backend, BACKENDS)
+        check_number(self.zeta, "zeta", low=0.0)
+        check_number(self.radius, "radius", low=0.0, strict=True)
+        check_number(self.label_cost, "label_cost", low=0.0, strict=True)
+        check_choice(self.backend, "backend", BACKENDS)
         if isinstance(self.order, bool) or self.order not in (0, 1):
             raise ValueError(f"order must be 0 (zeroth order) or 1 (first order); got {self.order!r}")
 
@@ -96,12 +99,12 @@ class StrategicRobustClassifier(FairLinearClassifier):
         self.strategic_mask_ = self._mask(data.n_features)
         self.center_ = data.X.mean(axis=0) if self.center else np.zeros(data.n_features)
         data = Dataset(data.X - self.center_, data.y)
-        w = fm.Weights(data.n_features)
-        score = fm.strategic_score(data, w, strategic_features=self.strategic_mask_, zeta=self.zeta)
-        risk = fm.wasserstein_worst_case(fm.logistic_loss(score, data.y), radius=self.radius,
+        w = dsl.Weights(data.n_features)
+        score = strategic_score(data, w, strategic_features=self.strategic_mask_, zeta=self.zeta)
+        risk = wasserstein_worst_case(dsl.logistic_loss(score, data.y), radius=self.radius,
                                          label_cost=self.label_cost)
         extra = {"order": int(self.order)} if self.backend == "stochastic" else {}
-        result = solve_problem(self, fm.Problem(fm.Minimize(risk)), self.backend, self.method, **extra)
+        result = solve_problem(self, Problem(Minimize(risk)), self.backend, self.method, **extra)
         self._store(result, w)
         self.intercept_ = np.array([-float(self.center_ @ self.coef_[0])])
         return self

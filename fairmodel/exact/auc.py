@@ -29,58 +29,12 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from ..errors import OptionError
-from ..fairness.auc import PairRisks
+from ..oracles.pairs import LinearMoments, PairRisks
 from . import solvers
 from .newton import ball_qp_step
 
 FORMS = ("moment", "pairwise", "lifted")
 PAIRWISE_BYTES_PER_PAIR = 2500  # peak RSS per pair of the pairwise program, measured (docs/benchmarks.md)
-
-
-class LinearMoments:
-    """Per-set means mu_S (p) and population covariances Sigma_S (p x p) of the design rows.
-
-    Computed in two chunked passes (memory O(chunk x p)), so that the moment form and the judge's
-    certificate scale to millions of rows.
-    """
-
-    def __init__(self, X: np.ndarray, masks: np.ndarray, chunk: int = 65536):
-        n, p = X.shape
-        S = masks.shape[0]
-        self.counts = masks.sum(axis=1).astype(float)
-        sums = np.zeros((S, p))
-        for start in range(0, n, chunk):
-            Xc, Mc = X[start:start + chunk], masks[:, start:start + chunk].astype(float)
-            sums += Mc @ Xc
-        self.means = sums / self.counts[:, None]
-        self.covs = np.zeros((S, p, p))
-        for start in range(0, n, chunk):
-            Xc, Mc = X[start:start + chunk], masks[:, start:start + chunk]
-            for s in range(S):
-                D = Xc[Mc[s]] - self.means[s]
-                self.covs[s] += D.T @ D
-        self.covs /= self.counts[:, None, None]
-        self._factors = None
-
-    def factors(self) -> list[np.ndarray]:
-        """R_S with R_S' R_S = Sigma_S (eigen-decomposition; numerically zero directions dropped)."""
-        if self._factors is None:
-            out = []
-            for C in self.covs:
-                lam, V = np.linalg.eigh((C + C.T) / 2)
-                keep = lam > 1e-12 * max(lam.max(), 1e-300)
-                out.append(np.sqrt(lam[keep])[:, None] * V[:, keep].T)
-            self._factors = out
-        return self._factors
-
-    def quadratic(self, pairs: PairRisks, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """(A, g, c) with sum_i weights_i T_i(theta) = theta' A theta + g' theta + c (valid interval I)."""
-        c1, c2, q = pairs.c1, pairs.c2, pairs.q
-        delta = self.means[pairs.first] - self.means[pairs.second]             # P x p
-        cov = self.covs[pairs.first] + self.covs[pairs.second]                  # P x p x p
-        A = np.einsum("i,ijk->jk", weights * c1, cov) + (delta.T * (weights * c1 ** 2 / q)) @ delta
-        g = -2.0 * (weights * c1 * c2) @ delta
-        return A, g, float(np.sum(weights * c1 * c2 ** 2))
 
 
 # ---------------------------------------------------------------------------------------------------

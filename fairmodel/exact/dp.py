@@ -21,7 +21,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
-from ..dp_dual import DualProblem, gradient_mapping
+from ..oracles.dp_dual import DualProblem, gradient_mapping
 from ..errors import InfeasibleError, SolverError
 from . import solvers
 

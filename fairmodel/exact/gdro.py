@@ -1,4 +1,4 @@
-"""Exact programs of group DRO and MERO (spec ``group_dro_aleg.md`` §1.3, §1.4).
+"""Exact programs of group DRO and MERO (Yu, Cai, Jiang, Zhang 2024, eqs. (2)-(4) and the gap (13)).
 
 * epigraph program  min_{w in W, t} t  s.t.  R_i(w) - c_i <= t  for all groups i, whose constraint
   duals are an optimal q* in the simplex (stationarity in t gives sum_i q_i = 1);
@@ -12,11 +12,36 @@ import time
 
 import cvxpy as cp
 import numpy as np
+from scipy.optimize import minimize
 
 from ..errors import OptionError, SolverError
-from ..risks import GroupRisks
+from ..oracles.group_risks import GroupRisks
 from . import solvers
+from .lower import group_average_matrix, lower_loss
 from .newton import minimize_on_ball
+
+
+def cvxpy_losses(risks: GroupRisks, theta: cp.Expression, rows=None):
+    """The per-sample losses of the group risks as a CVXPY vector (all rows, or ``rows``)."""
+    X = risks.X if rows is None else risks.X[rows]
+    y = risks.y if rows is None else risks.y[rows]
+    return lower_loss(risks.loss, X @ theta, y)
+
+
+def cvxpy_risks(risks: GroupRisks, theta: cp.Expression):
+    return group_average_matrix(risks.codes, risks.sizes) @ cvxpy_losses(risks, theta)
+
+
+def cvxpy_weighted_risk(risks: GroupRisks, theta: cp.Expression, q):
+    weights = risks.sample_weights(q)
+    keep = weights > 0
+    return cp.sum(cp.multiply(weights[keep], cvxpy_losses(risks, theta, np.flatnonzero(keep))))
+
+
+def cvxpy_domain(risks: GroupRisks, theta: cp.Variable) -> list:
+    if risks.radius is None:
+        return []
+    return [cp.norm(theta, "fro" if theta.ndim == 2 else 2) <= risks.radius]
 
 
 def epigraph_program(risks: GroupRisks, offsets=None):
@@ -24,8 +49,8 @@ def epigraph_program(risks: GroupRisks, offsets=None):
     theta = cp.Variable(risks.shape, name=risks.w.name)
     t = cp.Variable(name="t")
     c = np.zeros(risks.m) if offsets is None else np.asarray(offsets, dtype=float)
-    group_constraint = risks.cvxpy_risks(theta) - c <= t
-    problem = cp.Problem(cp.Minimize(t), [group_constraint] + risks.cvxpy_domain(theta))
+    group_constraint = cvxpy_risks(risks, theta) - c <= t
+    problem = cp.Problem(cp.Minimize(t), [group_constraint] + cvxpy_domain(risks, theta))
     return problem, theta, t, group_constraint
 
 
@@ -33,7 +58,7 @@ def solve_epigraph(risks: GroupRisks, offsets=None, solver=None, verbose=False, 
     """Solve the epigraph program; returns (theta*, OPT, q*, solver record).
 
     q* is the dual of the group constraints, clipped at 0 and normalised (it sums to 1 up to solver
-    tolerance, spec §1.3; the unnormalised sum is kept in the record as ``dual_sum``).
+    tolerance: stationarity in t; the unnormalised sum is kept in the record as ``dual_sum``).
     """
     problem, theta, t, group_constraint = epigraph_program(risks, offsets)
     record = solvers.solve(problem, solver, verbose, what="the group-DRO epigraph program", **options)
@@ -55,14 +80,13 @@ def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method:
         return theta, {"name": "projected-newton", "status": "optimal", "value": value, "fw_gap": gap,
                        "solve": time.perf_counter() - start, "compile": 0.0}
     theta = cp.Variable(risks.shape, name=risks.w.name)
-    problem = cp.Problem(cp.Minimize(risks.cvxpy_weighted_risk(theta, q)), risks.cvxpy_domain(theta))
+    problem = cp.Problem(cp.Minimize(cvxpy_weighted_risk(risks, theta, q)), cvxpy_domain(risks, theta))
     record = solvers.solve(problem, solver, verbose, what="the weighted-ERM program of the duality gap", **options)
     return risks.project(np.asarray(theta.value, dtype=float)), record
 
 
-def group_optimal_values(risk_expr, solver=None, verbose=False) -> np.ndarray:
+def group_optimal_values(risks: GroupRisks, solver=None, verbose=False) -> np.ndarray:
     """R_i* = min_{w in W} R_i(w) for every group (one exact solve per group), eq. (4)."""
-    risks = GroupRisks.from_expr(risk_expr)
     values = np.empty(risks.m)
     for i in range(risks.m):
         q = np.zeros(risks.m)
@@ -90,13 +114,11 @@ def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int
     """Exact group DRO through its concave dual, for losses with a Hessian (logistic, squared).
 
     g(q) = min_{w in W} sum_i q_i (R_i(w) - c_i) is concave on the simplex with gradient R(w(q)) - c
-    (Danskin), and max_q g(q) = OPT by the minimax theorem (spec §1.3). g is maximized by SLSQP over the
+    (Danskin), and max_q g(q) = OPT by the minimax theorem. g is maximized by SLSQP over the
     simplex, each g(q) by the certified projected Newton method (warm started); the primal point is
     w(q*). Returns (theta*, max_i (R_i(theta*) - c_i), q*, record) like :func:`solve_epigraph`; the
     record holds the duality gap max_i (R_i(theta*) - c_i) - g(q*), which certifies the answer.
     """
-    from scipy.optimize import minimize
-
     if not risks.has_hessian:
         raise OptionError("the dual method needs a twice-differentiable loss of a vector of weights "
                           "(logistic or squared); use method='epigraph'")

@@ -1,8 +1,10 @@
-"""Lowering of DSL expressions to CVXPY: one function per node type, kept in a table.
+"""Lowering of declarations to CVXPY: one rule per node type, kept in a table apart from the atoms.
 
-Data enter CVXPY as constants (never ``cp.Parameter``: a per-sample parameter made compilation take
-seconds and tens of GiB, see DESIGN.md); expressions are vectorized (``X @ w``, ``cp.logistic``,
-group averaging as one sparse matrix).
+Data enter CVXPY as constants (never ``cp.Parameter``: a per-sample parameter made compilation take seconds
+and tens of GiB); expressions are vectorized (``X @ w``, ``cp.logistic``, group averaging as one sparse
+matrix). Family atoms whose math has a convex program register their rule in ``LOWERING`` from their own
+exact module (e.g. the moment form of the AUC atoms, :mod:`fairmodel.exact.auc`), so they can sit in any
+convex program.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import scipy.sparse as sp
 
 from .. import expressions as E
 from ..errors import UnsupportedProblemError
+from ..oracles import losses as K
 
 
 class LoweringContext:
@@ -28,7 +31,7 @@ class LoweringContext:
         return self.variables[w]
 
     def update_parameters(self) -> None:
-        """Copy the current values of the DSL parameters into their CVXPY parameters (before a re-solve)."""
+        """Copy the current values of the declared parameters into their CVXPY parameters (before a re-solve)."""
         for node in self.parameter_nodes:
             self.memo[("parameter", node.name)].value = node.value
 
@@ -42,7 +45,7 @@ class LoweringContext:
 
 
 def lower(expr: E.Expr, ctx: LoweringContext):
-    """The CVXPY expression of a DSL expression (raises, naming the node, when there is none)."""
+    """The CVXPY expression of a declared expression (raises, naming the node, when there is none)."""
     key = id(expr)
     if key not in ctx.memo:
         rule = LOWERING.get(type(expr))
@@ -54,10 +57,16 @@ def lower(expr: E.Expr, ctx: LoweringContext):
     return ctx.memo[key]
 
 
+def unlowerable(expr: E.Expr) -> E.Expr | None:
+    """The first node of ``expr`` without a lowering rule, or None."""
+    return next((node for node in expr.nodes() if type(node) not in LOWERING), None)
+
+
 def group_average_matrix(codes: np.ndarray, sizes: np.ndarray) -> sp.csr_matrix:
-    """The sparse m x n matrix A with A[g, i] = 1/n_g for i in group g (group means as one product)."""
+    """The sparse m x n matrix A with A[g, i] = 1/n_g for i in group g (rows with code -1 left out)."""
     n = codes.shape[0]
-    return sp.csr_matrix((1.0 / sizes[codes], (codes, np.arange(n))), shape=(sizes.shape[0], n))
+    keep = np.flatnonzero(codes >= 0)
+    return sp.csr_matrix((1.0 / sizes[codes[keep]], (codes[keep], keep)), shape=(sizes.shape[0], n))
 
 
 def linear_score(X: np.ndarray, theta, intercept: bool):
@@ -67,10 +76,6 @@ def linear_score(X: np.ndarray, theta, intercept: bool):
     return X @ theta
 
 
-def _score(e: E.LinearScore, ctx):
-    return linear_score(e.data.X, ctx.variable(e.w), e.w.intercept)
-
-
 def _onehot(y: np.ndarray, n_classes: int) -> np.ndarray:
     out = np.zeros((y.shape[0], n_classes))
     out[np.arange(y.shape[0]), y] = 1.0
@@ -78,35 +83,51 @@ def _onehot(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 LOSS_LOWERING = {
-    E.LogisticLoss: lambda z, y: cp.logistic(cp.multiply(-y, z)),
-    E.HingeLoss: lambda z, y: cp.pos(1 - cp.multiply(y, z)),
-    E.SquaredLoss: lambda z, y: cp.square(z - y),
-    E.SoftmaxLoss: lambda z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
+    K.Logistic: lambda z, y: cp.logistic(cp.multiply(-y, z)),
+    K.Hinge: lambda z, y: cp.pos(1 - cp.multiply(y, z)),
+    K.Squared: lambda z, y: cp.square(z - y),
+    K.Softmax: lambda z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
 }
 
 
-def lower_loss(loss_type: type, z, y):
-    """The CVXPY per-sample loss vector of a loss class, a CVXPY score vector ``z`` and labels ``y``."""
-    return LOSS_LOWERING[loss_type](z, y)
+def lower_loss(kernel: type, z, y):
+    """The CVXPY per-sample loss vector of a pointwise loss kernel, a CVXPY score vector ``z`` and labels ``y``."""
+    return LOSS_LOWERING[kernel](z, y)
+
+
+def _score(e: E.LinearScore, ctx):
+    return linear_score(e.data.X, ctx.variable(e.w), e.w.intercept)
 
 
 def _loss(e: E.Loss, ctx):
-    return lower_loss(type(e), lower(e.score, ctx), e.y)
+    return lower_loss(e.kernel, lower(e.score, ctx), e.y)
 
 
 def _mean(e: E.Mean, ctx):
     inner = lower(e.expr, ctx)
-    return cp.sum(inner) / e.expr.size
+    if e.where is None:
+        return cp.sum(inner) / e.expr.size
+    return (e.where.astype(float) / e.count) @ inner
 
 
 def _group_mean(e: E.GroupMean, ctx):
-    return group_average_matrix(e.groups.codes, e.groups.sizes) @ lower(e.expr, ctx)
+    return group_average_matrix(e.codes, e.sizes) @ lower(e.expr, ctx)
+
+
+def _sum(e: E.Sum, ctx):
+    return cp.sum(lower(e.expr, ctx))
 
 
 def _max(e: E.Max, ctx):
     if e.vector:
         return cp.max(lower(e.args[0], ctx))
     return cp.maximum(*[lower(a, ctx) for a in e.args])
+
+
+def _min(e: E.Min, ctx):
+    if e.vector:
+        return cp.min(lower(e.args[0], ctx))
+    return cp.minimum(*[lower(a, ctx) for a in e.args])
 
 
 def _constant(e: E.Constant, ctx):
@@ -119,10 +140,6 @@ def _parameter(e: E.Parameter, ctx):
         ctx.memo[key] = cp.Parameter(name=e.name, value=e.value, nonneg=e.nonneg)
     ctx.memo[key].value = e.value
     return ctx.memo[key]
-
-
-def _group_optimal(e: E.GroupOptimal, ctx):
-    return e.constant_value()
 
 
 def _sum_squares(e: E.SumSquares, ctx):
@@ -138,20 +155,18 @@ def _norm(e: E.Norm, ctx):
 
 
 def _add(e: E.Add, ctx):
-    return lower(e.args[0], ctx) + lower(e.args[1], ctx)
-
-
-def _scalar_mul(e: E.ScalarMul, ctx):
-    return e.c * lower(e.expr, ctx)
-
-
-def _weights(e: E.Weights, ctx):
-    return ctx.variable(e)
+    out = lower(e.args[0], ctx)
+    for a in e.args[1:]:
+        out = out + lower(a, ctx)
+    return out
 
 
 LOWERING = {
-    E.LinearScore: _score, **{loss: _loss for loss in LOSS_LOWERING}, E.Mean: _mean, E.GroupMean: _group_mean,
-    E.Max: _max, E.Constant: _constant, E.Parameter: _parameter, E.GroupOptimal: _group_optimal,
-    E.SumSquares: _sum_squares, E.Norm: _norm, E.Add: _add,
-    E.ScalarMul: _scalar_mul, E.Weights: _weights,
+    E.LinearScore: _score, **{cls: _loss for cls in (E.LogisticLoss, E.HingeLoss, E.SquaredLoss, E.SoftmaxLoss)},
+    E.Mean: _mean, E.GroupMean: _group_mean, E.Sum: _sum, E.Max: _max, E.Min: _min, E.Constant: _constant,
+    E.Parameter: _parameter, E.GroupOptimal: lambda e, ctx: e.constant_value(), E.SumSquares: _sum_squares,
+    E.Norm: _norm, E.Add: _add, E.ScalarMul: lambda e, ctx: e.c * lower(e.expr, ctx),
+    E.Multiply: lambda e, ctx: cp.multiply(e.a, lower(e.expr, ctx)),
+    E.Abs: lambda e, ctx: cp.abs(lower(e.expr, ctx)), E.Pos: lambda e, ctx: cp.pos(lower(e.expr, ctx)),
+    E.Weights: lambda e, ctx: ctx.variable(e),
 }

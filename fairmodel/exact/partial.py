@@ -34,7 +34,8 @@ import numpy as np
 
 from .. import expressions as E
 from ..errors import SolverError, UnsupportedProblemError
-from ..fairness.dcprogram import DCProgram, ExprBlock, RampBandBlock, WeakBandBlock
+from ..oracles.dc import DCProgram, ExprBlock, RampBandBlock, WeakBandBlock
+from ..oracles.losses import LinearModelLoss
 from . import solvers
 from .lower import LoweringContext, group_average_matrix, lower
 
@@ -82,7 +83,7 @@ def split_objective(expr, coef: float = 1.0, out=None):
             split_objective(a, coef, out)
     elif isinstance(expr, E.ScalarMul):
         split_objective(expr.expr, coef * expr.c, out)
-    elif isinstance(expr, E.Mean) and isinstance(expr.expr, EXP_CONE_LOSSES) \
+    elif isinstance(expr, E.Mean) and expr.where is None and isinstance(expr.expr, EXP_CONE_LOSSES) \
             and isinstance(expr.expr.score, E.LinearScore) and expr.expr.score.w.n_outputs is None:
         out[0].append((coef, expr))
     else:
@@ -91,19 +92,19 @@ def split_objective(expr, coef: float = 1.0, out=None):
 
 
 class _LossModel:
-    """Value, gradient and Hessian (in x-space) of c * mean_i phi(x_i . w, y_i), from the core loss class."""
+    """Gradient and Hessian (in x-space) of c * mean_i phi(x_i . w, y_i): the linear-model loss of the term."""
 
     def __init__(self, coef, term: E.Mean, layout):
         loss = term.expr
-        self.coef, self.phi, self.dphi, self.d2phi = coef, loss.phi, loss.dphi, loss.d2phi
-        self.X, self.y = loss.score.design(), loss.y
+        n = loss.size
+        self.loss = LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
+                                    sample_weight=np.full(n, coef / n))
         self.sl = layout.slices[loss.score.w.name]
 
     def add_to(self, x, grad, hess):
-        z = self.X @ x[self.sl]
-        c = self.coef / self.X.shape[0]
-        grad[self.sl] += c * (self.X.T @ self.dphi(z, self.y))
-        hess[self.sl, self.sl] += c * ((self.X * self.d2phi(z, self.y)[:, None]).T @ self.X)
+        _, g, h = self.loss.value_gradient_hessian(x[self.sl])
+        grad[self.sl] += g
+        hess[self.sl, self.sl] += h
 
 
 class Subproblem:

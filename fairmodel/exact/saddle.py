@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ModelError
 from . import solvers
+from .domains import domain_constraints
 
 
 def inner_by_cvxpy(cvxpy_value, fixed: np.ndarray, domain, which: str, solver=None) -> float:
@@ -22,7 +23,7 @@ def inner_by_cvxpy(cvxpy_value, fixed: np.ndarray, domain, which: str, solver=No
     try:
         expr = cvxpy_value(fixed, var) if which == "max" else cvxpy_value(var, fixed)
         sense = cp.Maximize if which == "max" else cp.Minimize
-        problem = cp.Problem(sense(expr), domain.cvxpy_constraints(var))
+        problem = cp.Problem(sense(expr), domain_constraints(domain, var))
         if not problem.is_dcp():
             raise cp.error.DCPError("not DCP")
     except cp.error.DCPError:

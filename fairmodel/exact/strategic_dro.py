@@ -15,8 +15,9 @@ import cvxpy as cp
 import numpy as np
 
 from ..errors import SolverError
-from ..strategic import C_LABEL, WDRSC
+from ..oracles.strategic import C_LABEL, WDRSC
 from . import solvers
+from .domains import domain_constraints
 
 
 def _scores(model: WDRSC, theta, zeta=None):
@@ -35,7 +36,7 @@ def wdrsc_program(model: WDRSC):
     theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
     zp, zn = _scores(model, theta)
     objective = alpha * (model.delta - model.paper_shift)
-    constraints = model.x_domain.cvxpy_constraints(cp.hstack([theta, alpha]))
+    constraints = domain_constraints(model.x_domain, cp.hstack([theta, alpha]))
     pos_constraints = None
     if model.n_pos:
         s = cp.Variable(model.n_pos, name="s")

@@ -1,3 +1,4 @@
-"""Problem families; importing this package registers them in order (the generic convex family last)."""
-from . import gdro, dp, auc, partial, strategic_dro  # noqa: F401  (the specific families)
-from . import convex  # noqa: F401,E402  (the fallback: keep last)
+"""Reductions: one per problem family, each turning a canonical declaration into programs for the exact and
+the stochastic backends, and judging candidates. Importing this package registers them all; the registry
+(:mod:`.registry`) orders them by priority, not by import order."""
+from . import auc, convex, dp, gdro, partial, strategic_dro  # noqa: F401

@@ -20,21 +20,19 @@ import warnings
 
 import numpy as np
 
-from ..data import as_generator
+from .._validate import as_generator, check_options
 from ..errors import InfeasibleError, ModelError, OptionError, UnsupportedProblemError
-from ..expressions import LinearScore
 from ..exact.auc import AUCPrograms
-from ..fairness.auc import AUCGap, AUCLoss, PairRisks
-from ..judge import Evaluation, constraint_record
+from ..expressions import LinearScore
+from ..expressions.atoms.auc import AUCGap, AUCLoss
+from ..expressions.models import MLPScore, SigmoidMLP, score_model
 from ..metrics.auc import auc_between, sets_terms
-from ..models import MLPScore, SigmoidMLP, score_model
-from ..problem import check_options, register_family
-from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
-from ..problemfile import build_weights
+from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AVERAGING, AUCSaddle, StepRule, check_count, smd
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
-from .base import Check, Family, Solution
+from .base import Check, Evaluation, Reduction, Solution, constraint_record
+from .registry import register
 
 EXACT = {"moment": "moment-form QCQP (spec §4.2): group means and covariance factors, O(p^2) size",
          "pairwise": "the literal pairwise surrogate (6) over all |S||S'| pairs (spec §4.1), O(n^2) size",
@@ -48,12 +46,13 @@ IQRC_DEFAULTS = {"S": 5, "rho_hat": 1e-5, "output": "random"}
 
 
 def _parse(problem):
-    """(loss atom, [gap atoms]) or a reason string."""
-    obj = problem.objective.expr
+    """(loss atom, [gap atoms]) or a reason string, on the canonical problem."""
+    canonical = problem.canonical
+    obj = canonical.objective
     if not isinstance(obj, AUCLoss):
         return "the objective must be fm.auc_loss(score, y)"
     gaps = []
-    for c in problem.constraints:
+    for c in canonical.constraints:
         if not isinstance(c.lhs, AUCGap) or c.rhs.curvature != "constant" or c.rhs.kind != "scalar":
             return f"constraint {c.name} ({c}) must be fm.auc_gap(score, data, kind=...) <= kappa"
         gaps.append(c.lhs)
@@ -64,21 +63,24 @@ def _parse(problem):
             return "the AUC loss and every fairness gap must use the same score data.score(w)"
     if not isinstance(obj.score, (LinearScore, MLPScore)):
         return f"the score {obj.score} must be data.score(w) (linear) or data.score(net) (fm.SigmoidMLP)"
-    if problem.options:
-        return f"no family options are accepted; got {sorted(problem.options)}"
+    if canonical.options:
+        return f"no family options are accepted; got {sorted(canonical.options)}"
     return obj, gaps
 
 
-@register_family
-class AUCFairness(Family):
+@register
+class AUCFairness(Reduction):
     name = "auc_fairness"
     title = "AUC maximization under AUC-based fairness constraints"
     paper = "Yao, Lin, Yang: stochastic methods for AUC optimization subject to AUC-based fairness constraints"
     supported = ("fm.Minimize(fm.auc_loss(s, y)) with constraints fm.auc_gap(s, data, kind=...) <= kappa, "
                  "for s = data.score(w) (linear) or data.score(fm.SigmoidMLP(...))")
 
-    def __init__(self, problem, loss: AUCLoss, gaps: list):
+    priority = 10
+
+    def __init__(self, problem, structure):
         super().__init__(problem)
+        loss, gaps = structure
         self.loss, self.gaps = loss, gaps
         self.check_kappas()
         self.score = loss.score
@@ -94,16 +96,13 @@ class AUCFairness(Family):
         self._programs = None
 
     @classmethod
-    def match(cls, problem):
-        parsed = _parse(problem)
-        if isinstance(parsed, str):
-            return parsed
-        return cls(problem, *parsed)
+    def accepts(cls, problem):
+        return _parse(problem)
 
     # -- the budgets kappa (constants or fm.parameter, read at every solve so that sweeps see new values) ----
     @property
     def kappas(self) -> list[float]:
-        return [c.bound() for c in self.problem.constraints]
+        return [c.bound() for c in self.problem.canonical.constraints]
 
     @property
     def bounds(self) -> np.ndarray:
@@ -112,7 +111,7 @@ class AUCFairness(Family):
 
     def check_kappas(self) -> None:
         """kappa >= 0 and strict feasibility 2 c1 c2^2 < 1 + kappa (spec §3.7) for every constraint."""
-        for gap, kappa, c in zip(self.gaps, self.kappas, self.problem.constraints):
+        for gap, kappa, c in zip(self.gaps, self.kappas, self.problem.canonical.constraints):
             s = gap.surrogate
             if not kappa >= 0:
                 raise ModelError(f"constraint {c.name}: the fairness budget kappa must be >= 0; got {kappa:g}")
@@ -286,7 +285,7 @@ class AUCFairness(Family):
         theta = self.w.check_value(variables[name], "candidate")
         h, f = self.scores_and_blocks(theta)
         constraints, metrics = {}, {"surrogate_blocks": f, "score_model": self._model_spec()}
-        for j, (gap, kappa, c) in enumerate(zip(self.gaps, self.kappas, self.problem.constraints)):
+        for j, (gap, kappa, c) in enumerate(zip(self.gaps, self.kappas, self.problem.canonical.constraints)):
             f1, f2 = f[2 * j + 1], f[2 * j + 2]
             constraints[c.name] = constraint_record(max(f1, f2) - 1.0, kappa)
             terms = sets_terms(h, gap.sets)
@@ -436,37 +435,3 @@ class _Runner:
                           "iterates": np.array([out["x"][: self.d] for out in res["outputs"]])}
         res["certificate"] = {"final_level": res["level"], "final_U": res["history"][-1]["U"]}
         return res
-
-
-# -- problem files (fairmodel/problemfile.py): family = "auc_fairness" -------------------------------------------
-PROBLEM_FILE_KEYS = {"kind": "fairness preset: group, inter, intra, pos_avg_eq, neg_avg_eq, bpsn_bnsp (default intra)",
-                     "kappa": "fairness budget (default 0.05); omit the constraint with kappa = \"none\"",
-                     "c1": "square surrogate c1 (default 0.5)", "c2": "square surrogate c2 (default 1)",
-                     "alpha_quad_coef": "c1 (default) or paper_literal", "protected": "the protected group name",
-                     "hidden": "hidden units of a sigmoid network (omit for a linear score)"}
-
-
-def _build_problem_file(spec, t, data):
-    import fairmodel as fm
-    hidden = spec.get(t, "hidden", "[problem]", "int", positive=True)
-    if hidden is None:
-        model = build_weights(spec, data)
-    else:
-        radius = spec.table("model", {"radius": ""}, required=False).get("radius")
-        model = fm.SigmoidMLP(data.n_features, hidden=hidden, radius=radius)
-    s = data.score(model)
-    atom = {"c1": spec.get(t, "c1", "[problem]", "number", default=0.5, positive=True),
-            "c2": spec.get(t, "c2", "[problem]", "number", default=1.0, positive=True),
-            "alpha_quad_coef": spec.get(t, "alpha_quad_coef", "[problem]", "str", default="c1",
-                                        choices=["c1", "paper_literal"])}
-    constraints = []
-    if t.get("kappa") != "none":
-        kappa = spec.get(t, "kappa", "[problem]", "number", default=0.05)
-        gap = fm.auc_gap(s, data, kind=spec.get(t, "kind", "[problem]", "str", default="intra"),
-                         protected=spec.get(t, "protected", "[problem]", "str"), **atom)
-        constraints.append(gap <= kappa)
-    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, **atom)), constraints)
-
-
-PROBLEM_FILE_FAMILIES["auc_fairness"] = (_build_problem_file, PROBLEM_FILE_KEYS,
-                                         "AUC maximization under an AUC-based fairness constraint (SFLS / IQRC)")

@@ -1,21 +1,29 @@
-"""The contract between a problem family and the rest of fairmodel.
+"""The contract of a reduction: how a problem family turns a canonical declaration into programs, and judges.
 
-A family recognizes a problem structure (``match``), lowers it to an exact program and to stochastic
-methods (``solve_exact`` / ``solve_stochastic`` return a :class:`Solution`), and judges any candidate
-(``evaluate`` returns a :class:`fairmodel.judge.Evaluation`). ``Problem.solve`` assembles the
-:class:`fairmodel.results.Result` from the solution and the judge's evaluation, so every reported
-objective is the judge's, computed on the full data.
+A reduction (one per paper family, plus the generic convex one) is a class with
 
-To add a family: subclass :class:`Family`, decorate it with ``@register_family`` and import its module
-in ``fairmodel/families/__init__.py``.
+* ``accepts(problem)`` (classmethod): the structure it recognizes in the problem's canonical form, or a
+  string saying why not. It never raises: validation errors belong to the constructor, which runs only for
+  the chosen reduction;
+* ``__init__(problem, structure)``: the *program object*: what the exact backend lowers and the stochastic
+  methods run on (validated here);
+* ``solve_exact`` / ``solve_stochastic``: a :class:`Solution` in the declaration's variables (the inverse map);
+* ``evaluate(variables, **context)``: the reduction's part of the judge (an :class:`Evaluation` on the full
+  data: objective, constraint values, fairness metrics and the certificate of its structure).
+
+``priority`` orders the reductions that accept a problem: the specialised paper methods (10) come before the
+generic convex lowering (100), as CVXPY picks a QP path before the conic one; the registry
+(:mod:`fairmodel.families.registry`) picks the lowest.
 """
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import OptionError, UnsupportedProblemError
-from ..problem import _FAMILIES
+from ..expressions.core import Env
 
 
 @dataclass
@@ -30,7 +38,7 @@ class Solution:
     timings: dict = field(default_factory=dict)     # e.g. compile, solve (seconds)
     metrics: dict = field(default_factory=dict)     # method-specific extras (e.g. gradient evaluations)
     certificate: dict = field(default_factory=dict)  # method-specific certificates
-    judge_context: dict = field(default_factory=dict)  # extra keyword arguments for Family.evaluate
+    judge_context: dict = field(default_factory=dict)  # extra keyword arguments for the reduction's evaluate
 
 
 @dataclass
@@ -47,23 +55,65 @@ class Check:
         return bool(self.value <= self.tolerance)
 
 
-class Family(abc.ABC):
-    """Base class of problem families. Subclasses fill in the class attributes and the methods."""
+@dataclass
+class Evaluation:
+    """What the judge computed for one candidate."""
+
+    objective: float
+    constraints: dict = field(default_factory=dict)   # name -> {"value", "bound", "violation"}
+    metrics: dict = field(default_factory=dict)       # name -> number, array, or {group: number}
+    certificate: dict = field(default_factory=dict)   # name -> number
+
+    @property
+    def max_violation(self) -> float:
+        """The largest constraint violation (0 when every constraint holds or there are none)."""
+        return max((c["violation"] for c in self.constraints.values()), default=0.0)
+
+
+def constraint_record(value: float, bound: float) -> dict:
+    """The record of a constraint ``value <= bound``."""
+    value, bound = float(value), float(bound)
+    return {"value": value, "bound": bound, "violation": max(0.0, value - bound)}
+
+
+def evaluate_constraints(constraints, env: Env) -> dict:
+    """Records of declared constraints ``lhs <= rhs`` (evaluated as ``lhs - rhs <= 0`` when rhs varies)."""
+    out = {}
+    for c in constraints:
+        if c.rhs.curvature == "constant":
+            out[c.name] = constraint_record(c.lhs.value(env), c.bound())
+        else:
+            out[c.name] = constraint_record(c.lhs.value(env) - c.rhs.value(env), 0.0)
+    return out
+
+
+def by_group(values, names) -> dict:
+    """A ``{group name: value}`` dict (names turned into strings, for JSON)."""
+    return {_name(n): float(v) for n, v in zip(names, np.asarray(values, dtype=float))}
+
+
+def _name(n) -> str:
+    return "/".join(map(str, n)) if isinstance(n, tuple) else str(n)
+
+
+class Reduction(abc.ABC):
+    """Base class of the reductions; subclasses fill in the class attributes and the methods."""
 
     name = "base"
     title = "base family"
     paper = ""
-    supported = ""               # one line: which declarations the family accepts
+    supported = ""               # one line: which declarations the reduction accepts
+    priority = 10                # lower is tried first (specialised paper methods before the generic lowering)
     exact_methods: dict = {}     # method name -> description (the first is the default)
     stochastic_methods: dict = {}
 
-    def __init__(self, problem):
+    def __init__(self, problem, structure=None):
         self.problem = problem
 
     @classmethod
-    def match(cls, problem):
-        """A family instance when the problem has this structure, else a string saying why not."""
-        return "not implemented"
+    @abc.abstractmethod
+    def accepts(cls, problem):
+        """The structure this reduction recognizes in ``problem.canonical``, or a string saying why not."""
 
     # -- lowering --------------------------------------------------------------------------------------
     def describe(self) -> str:
@@ -87,9 +137,19 @@ class Family(abc.ABC):
         raise UnsupportedProblemError(f"the {self.title} family has no stochastic backend")
 
     # -- judging ---------------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def evaluate(self, variables: dict, **context):
-        """The judge of this family: an Evaluation of the candidate ``variables`` on the full data."""
+    def environment(self, variables: dict) -> Env:
+        """The declaration's variables, checked, as an :class:`Env` for walking the declaration."""
+        ws = {w.name: w for w in self.problem.variables()}
+        if set(variables) != set(ws):
+            raise OptionError(f"a candidate needs exactly the variables {sorted(ws)}; got {sorted(variables)}")
+        return Env({w: w.check_value(variables[name], "candidate") for name, w in ws.items()})
+
+    def evaluate(self, variables: dict, **context) -> Evaluation:
+        """The judge of this reduction: the declaration walked on the full data (override to add metrics and
+        the certificate of the structure)."""
+        env = self.environment(variables)
+        return Evaluation(objective=float(self.problem.objective.expr.value(env)),
+                          constraints=evaluate_constraints(self.problem.constraints, env))
 
     def crosscheck_checks(self, exact, stochastic) -> list[Check]:
         """The checks ``fm.crosscheck`` applies to the two judged results (override per family)."""
@@ -99,25 +159,19 @@ class Family(abc.ABC):
         """Options that start the stochastic method from a previous result (used by sweeps)."""
         return {}
 
-    def predictor(self, result):
-        raise OptionError(f"results of the {self.title} family have no predictor()")
+    @classmethod
+    def predictor(cls, result):
+        raise OptionError(f"results of the {cls.title} family have no predictor()")
+
+
+Family = Reduction   # the name used before reductions were made explicit
 
 
 def default_checks(exact, stochastic, objective_tol: float = 1e-3, violation_tol: float = 1e-6,
                    reason: str = "default tolerance") -> list[Check]:
     """Objective gap and constraint violations of the stochastic result against the exact one."""
-    checks = [Check("objective gap (stochastic - exact)", stochastic.objective - exact.objective,
-                    objective_tol, reason),
-              Check("constraint violation (stochastic)", stochastic.max_violation, violation_tol,
-                    "a feasible point must satisfy every constraint"),
-              Check("constraint violation (exact)", exact.max_violation, violation_tol,
-                    "the exact solution must satisfy every constraint")]
-    return checks
-
-
-def family_by_name(name: str):
-    from . import __name__ as _pkg  # noqa: F401  (ensures registration)
-    for cls in _FAMILIES:
-        if cls.name == name:
-            return cls
-    raise OptionError(f"unknown family {name!r}; known families are {', '.join(c.name for c in _FAMILIES)}")
+    return [Check("objective gap (stochastic - exact)", stochastic.objective - exact.objective, objective_tol, reason),
+            Check("constraint violation (stochastic)", stochastic.max_violation, violation_tol,
+                  "a feasible point must satisfy every constraint"),
+            Check("constraint violation (exact)", exact.max_violation, violation_tol,
+                  "the exact solution must satisfy every constraint")]

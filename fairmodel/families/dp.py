@@ -15,24 +15,20 @@ stream), ``sample_weight=`` weights of a finite distribution.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..data import as_generator
-from ..dp_dual import DualProblem, canonical, gradient_mapping, sigma2
+from .._validate import as_generator, check_options
 from ..errors import DataError, OptionError, UnsupportedProblemError
 from ..exact import dp as exact_dp
-from ..fairness.dp import DPConstraint, DPPredictor, GridPredictor, GridRisk, t_values
-from ..judge import Evaluation, by_group, constraint_record
-from ..problem import check_options, register_family
+from ..expressions.atoms.dp import DPConstraint, DPPredictor, GridPredictor, GridRisk, t_values
+from ..oracles.dp_dual import DualProblem, canonical, gradient_mapping, sigma2
 from ..progress import Progress
-from ..sweep import Frontier, sweep
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, DualRun, Pool, make_optimizer
-from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
-from .base import Check, Family, Solution
+from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
+from .registry import register
 
 POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
 STREAM_SLICE = 65_536    # rows of a stream chunk handled at once (bounds memory whatever the chunk size)
@@ -89,31 +85,39 @@ def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | N
     return {"L": int(L), "beta": float(beta), "entropy": 1.0 / beta}
 
 
-@register_family
-class DPPostProcessing(Family):
+@register
+class DPPostProcessing(Reduction):
     name = "dp_postprocessing"
     title = "DP post-processing for regression (unaware)"
     paper = "Chzhen, Hebiri, Taturyan, regression under demographic parity via unlabeled post-processing"
     supported = ("fm.Minimize(fm.squared_risk(post) or fm.expected_cost(post)) of a fm.GridPredictor with at "
                  "most one fm.dp_gap(post) <= eps; option entropy=1/beta >= 0")
 
-    def __init__(self, problem, risk: GridRisk, constraint: DPConstraint | None, entropy: float):
+    priority = 10
+    judge_options = ("data", "sample_weight", "certify", "prepared")
+
+    def __init__(self, problem, structure):
         super().__init__(problem)
+        risk, constraint = structure
+        check_options(problem.options, ("entropy",), "DP post-processing (fm.Problem options)")
+        entropy = problem.options.get("entropy", 0.0)
+        if isinstance(entropy, bool) or not isinstance(entropy, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(entropy) or entropy < 0:
+            raise OptionError(f"entropy must be a finite number >= 0 (entropy = 1/beta; 0 is the LP (3)); "
+                              f"got {entropy!r}")
         self.post: GridPredictor = risk.post
         self.constraint = constraint
-        self.entropy = entropy
+        self.entropy = float(entropy)
         self.beta = math.inf if entropy == 0 else 1.0 / entropy
         self.exact_methods = EXACT_LP if math.isinf(self.beta) else EXACT_ENTROPIC
         self.stochastic_methods = METHODS
-        self._last: Prepared | None = None   # the points of the most recent solve (judge and to_cvxpy default)
-        self._reference: dict = {}           # cache of exact dual optima for the judge's certificate
 
     @classmethod
-    def match(cls, problem):
-        expr = problem.objective.expr
+    def accepts(cls, problem):
+        expr = problem.canonical.objective
         if not isinstance(expr, GridRisk):
             return "the objective must be fm.squared_risk(post) or fm.expected_cost(post) of a fm.GridPredictor"
-        cons = problem.constraints
+        cons = problem.canonical.constraints
         bad = [c for c in cons if not isinstance(c, DPConstraint)]
         if bad:
             return f"only fm.dp_gap(post) <= eps constraints are supported; got {bad[0]}"
@@ -121,13 +125,7 @@ class DPPostProcessing(Family):
             return "give one fm.dp_gap(post) <= eps (a vector eps sets one tolerance per group)"
         if cons and cons[0].gap.post is not expr.post:
             return "the objective and fm.dp_gap(...) must use the same fm.GridPredictor"
-        check_options(problem.options, ("entropy",), "DP post-processing (fm.Problem options)")
-        entropy = problem.options.get("entropy", 0.0)
-        if isinstance(entropy, bool) or not isinstance(entropy, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(entropy) or entropy < 0:
-            raise OptionError(f"entropy must be a finite number >= 0 (entropy = 1/beta; 0 is the LP (3)); "
-                              f"got {entropy!r}")
-        return cls(problem, expr, cons[0] if cons else None, float(entropy))
+        return expr, (cons[0] if cons else None)
 
     # -- description -------------------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
@@ -167,11 +165,10 @@ class DPPostProcessing(Family):
         return Prepared(first, tau, p, t_values(tau, p), weights, eps)
 
     def _points(self, data, sample_weight=None) -> Prepared:
-        if data is not None or not self.post.callable:
-            return self._prepare(data, sample_weight)
-        if self._last is None:
-            raise OptionError("pass the unlabeled points: data=X_unlabeled (no solve has run on this problem yet)")
-        return self._last
+        if data is None and self.post.callable:
+            raise OptionError("pass the unlabeled points: data=X_unlabeled (the base models are callables, so the "
+                              "points are not part of the declaration)")
+        return self._prepare(data, sample_weight)
 
     def _dual(self, prep: Prepared, beta: float | None = None) -> DualProblem:
         return DualProblem(self.post.costs(prep.first), prep.T, prep.eps, self.beta if beta is None else beta,
@@ -197,7 +194,6 @@ class DPPostProcessing(Family):
     # -- exact backend ---------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, data=None, sample_weight=None, z0=None, certify=None, **options):
         prep = self._prepare(data, sample_weight)
-        self._last = prep
         dual = self._dual(prep)
         K = prep.T.shape[1]
         certificate = {}
@@ -257,7 +253,6 @@ class DPPostProcessing(Family):
                         break
             return fit.solution(certify)
         prep = self._prepare(data, sample_weight)
-        self._last = prep
         if prep.eps is not None:
             exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
         run, info = self._pool_run(prep, prep.eps, self._z0(z0, prep.T.shape[1]), rng, oracle, T, batch_size, method,
@@ -347,16 +342,13 @@ class DPPostProcessing(Family):
         if certify is None:
             certify = dual.n * dual.m <= CERTIFY_MAX
         if certify:
-            key = (id(prep), tuple(prep.eps))
-            if key not in self._reference or self._reference[key][0] is not prep:
-                z_star, _ = exact_dp.solve_lbfgs(dual, z)
-                self._reference = {key: (prep, min(dual.value(z_star), value))}
-            f_star = self._reference[key][1]
+            z_star, _ = exact_dp.solve_lbfgs(dual, z)
+            f_star = min(dual.value(z_star), value)
             out["optimal_value"] = -f_star
             out["dual_suboptimality"] = value - f_star
         return out
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+    def crosscheck_checks(self, exact, stochastic, data=None, sample_weight=None, **context) -> list[Check]:
         checks = [
             Check("|R_beta(stochastic) - R_beta(exact)|", abs(stochastic.objective - exact.objective), 1e-2,
                   "acceptance of issue 3: the stochastic value within 1e-2 of the exact entropic optimum"),
@@ -371,8 +363,8 @@ class DPPostProcessing(Family):
         elif "kkt_residual" in exact.certificate:
             checks.append(Check("KKT residual of the exact dual", exact.certificate["kkt_residual"], 1e-6,
                                 "G_alpha(z*) = 0 at a minimizer of (5) (eq. (8)); method 'lbfgs' stops at 1e-7"))
-        if self._last is not None and self.post.numeric_grid:
-            dual = self._dual(self._last)
+        if self.post.numeric_grid and (data is not None or not self.post.callable):
+            dual = self._dual(self._points(data, sample_weight))
             pe, ps = (self._policy_of(r, dual) for r in (exact, stochastic))
             diff = float(dual.w @ np.abs((pe - ps) @ self.post.grid))
             tol = 2.0 * (self.post.B / self.post.L if self.post.kind == "regression" else np.ptp(self.post.grid) / 10)
@@ -540,7 +532,6 @@ class StreamFit:
 
     def solution(self, certify=None) -> Solution:
         judge = self.judge_points()
-        self.family._last = judge
         message = ""
         if self.eps is not None:
             margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
@@ -549,141 +540,3 @@ class StreamFit:
                            f"spec §2.5): the given p does not match the mean of tau_hat; the duals may drift")
         self.info.update(stream_points=self.seen, judge_points=judge.n)
         return _solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# eps sweep
-# ---------------------------------------------------------------------------------------------------------------
-def dp_sweep(problem, eps_values, backend: str = "stochastic", *, parallel: bool = False, warm_start: bool = True,
-             verbose=None, **options) -> Frontier:
-    """Solve ``problem`` for every eps in ``eps_values`` (numbers or per-group vectors); a :class:`fairmodel.Frontier`.
-
-    Sequential (default): :func:`fairmodel.sweep` over the eps in the given order (give them from the loosest
-    to the tightest), each stochastic solve warm-started from the previous duals. ``parallel=True``
-    (stochastic backend, pools): one vectorized run solves every eps at once on the same sampled points (a
-    stack of duals; the cost of a step hardly grows with the number of eps), with the same results as one
-    run per eps with the same seed; each result's ``timings['solve']`` is the run's time divided by the
-    number of eps (``timings['grid_solve']`` the whole run). For a scalar budget declared with
-    ``fm.parameter``, ``prob.sweep(name, values)`` does the sequential sweep too. ``options`` go to
-    ``problem.solve`` (``data=``, ``method=``, ``T=``, ``seed=``, ...).
-    """
-    from ..fairness.dp import dp_gap
-    from ..problem import Problem
-    family = problem.family
-    if not isinstance(family, DPPostProcessing) or family.constraint is None:
-        raise OptionError("dp_sweep needs a DP post-processing problem with a constraint fm.dp_gap(post) <= eps")
-    values = list(eps_values)
-    if not values:
-        raise OptionError("eps_values is empty")
-
-    def build(eps):
-        return Problem(problem.objective, [(dp_gap(family.post) <= eps).named(family.constraint.name)],
-                       **problem.options)
-    if not parallel:
-        return sweep(build, values, param="eps", backend=backend, warm_start=warm_start, verbose=verbose, **options)
-    if backend != "stochastic":
-        raise OptionError("parallel=True runs the stochastic backend on a stack of duals; use backend='stochastic'")
-    return Frontier(param="eps", values=values, results=_parallel_sweep([build(e) for e in values], options),
-                    backend=backend)
-
-
-def _parallel_sweep(problems, options) -> list:
-    """One stochastic run on the stacked duals of every problem (same data, same points), judged one by one."""
-    from dataclasses import replace
-
-    from ..results import Result
-    opts = dict(options)
-    data, weights, seed = opts.pop("data", None), opts.pop("sample_weight", None), opts.pop("seed", None)
-    method, certify, verbose = opts.pop("method", "sgd3"), opts.pop("certify", None), opts.pop("verbose", None)
-    if method not in METHODS:
-        raise OptionError(f"unknown stochastic method {method!r}; valid methods are {', '.join(METHODS)}")
-    names = ("T", "batch_size", "oracle", "mu", "inner", "variant", "smoothness", "step", "tail", "history_every",
-             "callback")
-    check_options(opts, names, "dp_sweep(parallel=True)")
-    args = {"T": None, "batch_size": 1, "oracle": "resample", "mu": None, "inner": "acsa2", "variant": "paper",
-            "smoothness": "sigma2", "step": None, "tail": 1.0, "history_every": 0, "callback": None, **opts}
-    families = [p.family for p in problems]
-    head = families[0]
-    if math.isinf(head.beta):
-        raise UnsupportedProblemError("the stochastic backend needs entropy > 0")
-    base = head._prepare(data, weights)
-    preps = [replace(base, eps=f.constraint.eps(base.p.shape[0])) for f in families]
-    for f, prep in zip(families, preps):
-        exact_dp.check_feasible(f._dual(prep), f._p_is_calibrated())
-        f._last = prep
-    eps = np.stack([prep.eps for prep in preps])[:, None, :]
-    z0 = np.zeros((len(preps), 2, head.post.m, base.p.shape[0]))
-    oracle = args.pop("oracle")
-    start = time.perf_counter()
-    run, info = head._pool_run(base, eps, z0, as_generator(seed), oracle, args.pop("T"), args.pop("batch_size"),
-                               method, verbose=verbose, **args)
-    elapsed = time.perf_counter() - start
-    results = []
-    for k, (prob, fam, prep) in enumerate(zip(problems, families, preps)):
-        solution = _solution(fam, run, dict(info, grid_size=len(preps)), method, prep, oracle, certify, index=k)
-        evaluation = fam.evaluate(solution.variables, **solution.judge_context)
-        timings = {"total": elapsed / len(preps), "solve": elapsed / len(preps), "grid_solve": elapsed}
-        results.append(Result.from_parts(backend="stochastic", method=method, family=fam.name, seed=seed,
-                                         solution=solution, evaluation=evaluation, timings=timings,
-                                         problem_text=str(prob)))
-    return results
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# problem files (fairmodel/problemfile.py): family = "dp_postprocessing"
-# ---------------------------------------------------------------------------------------------------------------
-PROBLEM_FILE_KEYS = {
-    "task": "regression (default: eta_hat = sklearn LinearRegression, squared risk) or classification (cost "
-            "1 - P(Y = c | x) from LogisticRegression, the grid is the classes; Remark 2.2)",
-    "train_fraction": "fraction of the rows that trains the base models (default 0.5, split stratified on S with "
-                      "seed 0); the other rows are the unlabeled points",
-    "L": "regression grid: 2L + 1 points (default floor(sqrt(N)) for N unlabeled points)",
-    "B": "regression grid range [-B, B] (default 1); the target is min-max scaled to [-B, B]",
-    "eps": "DP tolerance in [0, 1]: a number or one per group (default 0.01)",
-    "beta": "inverse entropic weight (default 0.5 sqrt(N) log2 N; 0 for the LP (3))",
-    "p": "'calibrated' (default: mean of tau_hat on the unlabeled points) or 'train' (group frequencies of the "
-         "training rows)",
-}
-
-
-def _build_problem_file(spec, t, data):
-    from ..fairness.dp import dp_gap, expected_cost, squared_risk
-    from ..problem import Minimize, Problem
-    try:
-        from sklearn.linear_model import LinearRegression, LogisticRegression
-    except ImportError:
-        raise spec.error("[problem] family", "dp_postprocessing fits its base models with scikit-learn: "
-                                             "pip install 'fairmodel[sklearn]'") from None
-    task = spec.get(t, "task", "[problem]", "str", default="regression", choices=["regression", "classification"])
-    fraction = spec.get(t, "train_fraction", "[problem]", "number", default=0.5, positive=True)
-    if data.y is None or not data.has_groups:
-        raise spec.error("[data]", "dp_postprocessing needs a target and a sensitive attribute")
-    train, unl = data.split([fraction, 1.0 - fraction], seed=0)
-    s_train = np.asarray(train.groups.names, dtype=object)[train.groups.codes]
-    clf = LogisticRegression(max_iter=1000).fit(train.X, s_train)
-    rule = dp_parameters("reference", n=unl.n_samples)
-    beta = spec.get(t, "beta", "[problem]", "number", default=rule["beta"])
-    p_rule = spec.get(t, "p", "[problem]", "str", default="calibrated", choices=["calibrated", "train"])
-    p = "calibrated" if p_rule == "calibrated" else {g: float(np.mean(s_train == g)) for g in clf.classes_}
-    tau = clf.predict_proba(unl.X)
-    if task == "regression":
-        B = spec.get(t, "B", "[problem]", "number", default=1.0, positive=True)
-        lo, hi = float(data.y.min()), float(data.y.max())
-        scale = (lambda v: B * (2.0 * (v - lo) / (hi - lo) - 1.0)) if hi > lo else (lambda v: 0.0 * v)
-        reg = LinearRegression().fit(train.X, scale(train.y))
-        post = GridPredictor(eta=reg.predict(unl.X), tau=tau, L=spec.get(t, "L", "[problem]", "int", default=rule["L"],
-                                                                          positive=True),
-                             B=B, p=p, groups=list(clf.classes_))
-        objective = squared_risk(post)
-    else:
-        clf_y = LogisticRegression(max_iter=1000).fit(train.X, train.y)
-        post = GridPredictor(cost=1.0 - clf_y.predict_proba(unl.X), tau=tau, grid=clf_y.classes_, p=p,
-                             groups=list(clf.classes_))
-        objective = expected_cost(post)
-    eps = spec.get(t, "eps", "[problem]", "list" if isinstance(t.get("eps"), list) else "number", default=0.01)
-    return Problem(Minimize(objective), [dp_gap(post) <= eps], entropy=0.0 if beta == 0 else 1.0 / beta)
-
-
-PROBLEM_FILE_FAMILIES["dp_postprocessing"] = (_build_problem_file, PROBLEM_FILE_KEYS,
-                                              "DP post-processing: min risk of a randomized grid prediction s.t. "
-                                              "U_s(pi, l) <= eps_s, from base models fitted on a training split")

@@ -1,15 +1,17 @@
-"""Group DRO and MERO (paper: Yu, Cai, Jiang, Zhang, "Efficient Algorithms for Empirical Group
-Distributional Robust Optimization and Beyond"; spec ``group_dro_aleg.md``).
+"""Group DRO and MERO (Yu, Cai, Jiang, Zhang, "Efficient Algorithms for Empirical Group Distributional
+Robust Optimization and Beyond", 2024).
 
-Declarations recognized (no constraints besides the domain of the weights):
+Canonical declarations recognized (no constraints besides the domain of the weights), up to a positive
+scale a and a constant b of the whole objective (a * core + b has the minimizers of core):
 
 * ``fm.max(risks)``                          group DRO, eq. (2)
 * ``fm.max(risks - c)``                      group DRO with constant per-group offsets, eq. (6)
 * ``fm.max(risks - fm.group_optimal(risks))`` MERO, eq. (4)
 * ``fm.mean(loss)``                          ERM (the one-group case)
 
-with ``risks = fm.group_mean(loss(data.score(w), data.y), data.groups)`` and ``loss`` one of logistic,
-hinge, squared, softmax.
+with ``risks = fm.group_mean(loss(data.score(w), data.y), data.groups)`` (over all rows) and ``loss`` one of
+logistic, hinge, squared, softmax. Canonicalization makes ``fm.max(1.0 * risks)``, ``fm.max(risks) + 0``,
+``fm.max(risks - 0.0)`` and ``fm.max(fm.Constant(-c) + risks)`` the same declarations as the ones above.
 """
 from __future__ import annotations
 
@@ -20,15 +22,16 @@ import warnings
 import numpy as np
 
 from .. import expressions as E
-from ..errors import DataError, OptionError, SolverError
+from .._validate import check_options
+from ..data import Groups
+from ..expressions.core import Env
+from ..errors import DataError, OptionError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
-from ..judge import Evaluation, by_group
-from ..problem import check_options, register_family
-from ..risks import GroupRisks
+from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
 from ..stochastic.smd import smd
-from .base import Check, Family, Solution
-
+from .base import Check, Evaluation, Reduction, Solution, by_group
+from .registry import register
 
 
 def default_epochs(n_bar: float) -> int:
@@ -40,48 +43,85 @@ def default_epochs(n_bar: float) -> int:
     return int(min(200, max(20, np.ceil(60000 / n_bar))))
 
 
+def _linear_loss(e) -> bool:
+    return isinstance(e, E.Loss) and isinstance(e.score, E.LinearScore)
+
+
+def group_risks_of(expr: E.Expr) -> GroupRisks:
+    """The group-risk oracle of ``fm.group_mean(loss, groups)`` (m groups) or ``fm.mean(loss)`` (one group)."""
+    if isinstance(expr, (E.GroupMean, E.Mean)) and _linear_loss(expr.expr) and expr.where is None:
+        loss = expr.expr
+        if isinstance(expr, E.GroupMean):
+            groups = expr.groups
+        else:
+            groups = Groups(np.zeros(loss.size, dtype=np.intp), names=("all",))
+        return GroupRisks(loss.kernel, loss.score.data, loss.y, groups, loss.score.w)
+    raise UnsupportedProblemError(f"expected fm.group_mean(loss, groups) or fm.mean(loss) of a linear score; "
+                                  f"got {expr}")
+
+
+def affine_parts(expr: E.Expr):
+    """(a > 0, core, b) with expr = a * core + b for a canonical scalar expression (a = 1, b = 0 if none)."""
+    offset = 0.0
+    if isinstance(expr, E.Add):
+        consts = [t for t in expr.args if isinstance(t, E.Constant)]
+        rest = [t for t in expr.args if not isinstance(t, E.Constant)]
+        if len(rest) == 1 and consts:
+            offset, expr = float(sum(float(c.constant_value()) for c in consts)), rest[0]
+    if isinstance(expr, E.ScalarMul) and expr.c > 0:
+        return expr.c, expr.expr, offset
+    return 1.0, expr, offset
+
+
 def _parse(expr: E.Expr):
-    """(kind, risks GroupMean or Mean, offsets spec) or a reason string."""
-    if isinstance(expr, E.Mean) and isinstance(expr.expr, E.Loss) and isinstance(expr.expr.score, E.LinearScore):
-        return "erm", expr, None
+    """(kind, risks GroupMean or Mean, offsets spec, scale) or a reason string, on the canonical objective."""
+    scale, expr, _ = affine_parts(expr)
+    if isinstance(expr, E.Mean) and _linear_loss(expr.expr) and expr.where is None:
+        return "erm", expr, None, scale
     if not (isinstance(expr, E.Max) and expr.vector):
         return "the objective must be fm.max(group risks) (group DRO / MERO) or fm.mean(loss) (ERM)"
     inner = expr.args[0]
     offsets = None
     if isinstance(inner, E.Add):
+        if len(inner.args) != 2:
+            return f"{inner} has more than one term besides the group risks"
         inner, other = inner.args
         if isinstance(other, E.ScalarMul) and other.c == -1 and isinstance(other.expr, E.GroupOptimal):
             offsets = other.expr
-        elif other.curvature == "constant":
+        elif isinstance(other, E.Constant):
             offsets = -np.broadcast_to(np.asarray(other.constant_value(), dtype=float), (inner.size,)).copy()
         else:
             return f"the offset {other} must be a constant vector or -fm.group_optimal(risks)"
-    if not isinstance(inner, E.GroupMean):
-        return f"{inner} is not fm.group_mean(loss, groups)"
-    if not (isinstance(inner.expr, E.Loss) and isinstance(inner.expr.score, E.LinearScore)):
+    if not isinstance(inner, E.GroupMean) or inner.where is not None:
+        return f"{inner} is not fm.group_mean(loss, groups) over all rows"
+    if not _linear_loss(inner.expr):
         return f"{inner.expr} is not a per-sample loss of a linear score data.score(w)"
-    if isinstance(offsets, E.GroupOptimal) and offsets.risks is not inner:
+    if isinstance(offsets, E.GroupOptimal) and offsets.risks is not inner and \
+            not (offsets.risks.expr is inner.expr and offsets.risks.groups is inner.groups):
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"
-    if inner.size < 2:
-        raise DataError(f"group DRO needs at least two groups; the groups of {inner} have only "
-                        f"{inner.groups.names}. Use fm.mean(loss) for plain risk minimization")
-    return ("mero" if isinstance(offsets, E.GroupOptimal) else "gdro"), inner, offsets
+    return ("mero" if isinstance(offsets, E.GroupOptimal) else "gdro"), inner, offsets, scale
 
 
-@register_family
-class GroupDRO(Family):
+@register
+class GroupDRO(Reduction):
     name = "gdro"
     title = "group DRO / MERO"
-    paper = "Yu et al., empirical group DRO and MERO with ALEG"
+    paper = "Yu, Cai, Jiang, Zhang 2024: empirical group DRO and MERO with ALEG"
     supported = ("fm.max(fm.group_mean(loss, groups)) [- offsets or - fm.group_optimal(risks)], "
                  "or fm.mean(loss), of a linear score, without constraints")
+    priority = 10
 
-    def __init__(self, problem, kind, risk_expr, offsets):
+    def __init__(self, problem, structure):
         super().__init__(problem)
+        kind, risk_expr, offsets, scale = structure
+        if kind != "erm" and risk_expr.size < 2:
+            raise DataError(f"group DRO needs at least two groups; the groups of {risk_expr} have only "
+                            f"{risk_expr.groups.names}. Use fm.mean(loss) for plain risk minimization")
         self.kind = kind
         self.risk_expr = risk_expr
         self.offsets_spec = offsets
-        self.risks = GroupRisks.from_expr(risk_expr)
+        self.scale = scale          # the declared objective is scale * (this structure) + a constant
+        self.risks = group_risks_of(risk_expr)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
@@ -99,15 +139,13 @@ class GroupDRO(Family):
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
 
     @classmethod
-    def match(cls, problem):
-        if problem.constraints:
+    def accepts(cls, problem):
+        canonical = problem.canonical
+        if canonical.constraints:
             return "constraints are not supported (the domain of the weights is set by Weights(radius=...))"
-        if problem.options:
-            return f"no family options are accepted; got {sorted(problem.options)}"
-        parsed = _parse(problem.objective.expr)
-        if isinstance(parsed, str):
-            return parsed
-        return cls(problem, *parsed)
+        if canonical.options:
+            return f"no family options are accepted; got {sorted(canonical.options)}"
+        return _parse(canonical.objective)
 
     # -- offsets -------------------------------------------------------------------------------------------
     def offsets(self, solver=None) -> np.ndarray:
@@ -115,7 +153,9 @@ class GroupDRO(Family):
         if self.offsets_spec is None:
             return np.zeros(self.risks.m)
         if isinstance(self.offsets_spec, E.GroupOptimal):
-            return self.offsets_spec.constant_value(solver)
+            if not self.offsets_spec.resolved:
+                self.offsets_spec.resolve(exact_gdro.group_optimal_values(self.risks, solver=solver))
+            return self.offsets_spec.constant_value()
         return np.asarray(self.offsets_spec, dtype=float)
 
     def describe_extra(self) -> list[str]:
@@ -221,16 +261,20 @@ class GroupDRO(Family):
         if self.kind == "mero":
             metrics["group_optimal"] = by_group(offsets, self.risks.names)
             metrics["excess_risks"] = by_group(excess, self.risks.names)
-        if self.risks.loss in (E.LogisticLoss, E.HingeLoss):
+        if self.risks.loss.binary:
             correct = (np.sign(self.risks.scores(theta)) == self.risks.y).astype(float)
             metrics["group_accuracy"] = by_group(self.risks.group_means(correct), self.risks.names)
+        # the declared objective, walked on the full data (a * max_g (R_g - c_g) + b of the structure)
+        objective = float(self.problem.objective.expr.value(Env({self.risks.w: theta})))
         certificate = {}
         q = variables.get("q")
         if q is not None:
             q = self._check_q(q)
             gap, gap_bound, lower = self._gap(theta, q, offsets)
-            certificate = {"duality_gap": gap, "duality_gap_bound": gap_bound, "lower_bound": lower}
-        return Evaluation(objective=float(np.max(excess)), metrics=metrics, certificate=certificate)
+            shift = objective - self.scale * float(np.max(excess))        # b of a * core + b
+            certificate = {"duality_gap": self.scale * gap, "duality_gap_bound": self.scale * gap_bound,
+                           "lower_bound": self.scale * lower + shift}
+        return Evaluation(objective=objective, metrics=metrics, certificate=certificate)
 
     def _check_q(self, q) -> np.ndarray:
         q = np.asarray(q, dtype=float).ravel()
@@ -241,11 +285,13 @@ class GroupDRO(Family):
     def crosscheck_checks(self, exact, stochastic) -> list[Check]:
         gap = stochastic.objective - exact.objective
         return [
-            Check("max group risk: stochastic - exact", abs(gap), 1e-3,
-                  "acceptance of the group-DRO issue: the stochastic max group risk within 1e-3 of the exact optimum"),
+            Check("max group risk: stochastic - exact", abs(gap), 1e-3 * self.scale,
+                  "ALEG's default budget reaches 1e-3 of the exact optimum on the bundled data (measured in "
+                  "docs/benchmarks.md); a larger gap means the run did not converge"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6,
                   "no point beats the exact optimum by more than the conic solver's tolerance (1e-8 relative)"),
-            Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf), 1e-2,
+            Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
+                  1e-2 * self.scale,
                   "certificate (13) of the stochastic (w, q): it bounds max-risk suboptimality by (14)"),
             Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-5,
                   "the exact saddle point (w*, q* from the duals) has gap ~0 up to solver tolerance"),

@@ -10,7 +10,7 @@ lam * fm.sum_squares(w)``) with at least one of
 * ``fm.dc(g, h) <= b``                                         g - h <= b, g and h convex;
 
 and optionally convex constraints ``c(w) <= b``. Every constraint becomes DC constraints
-f_i = f_i+ - f_i- <= 0 of (21) (:mod:`fairmodel.fairness.dcprogram`).
+f_i = f_i+ - f_i- <= 0 of (21) (:mod:`fairmodel.oracles.dc`), built here from the canonical declaration.
 
 Backends: exact = IDCA whose subproblems (25) are solved by CVXPY (:mod:`fairmodel.exact.partial`);
 stochastic = IDCA with the switching-subgradient inner solver (Algorithm 2), plain SSG on (21)
@@ -20,25 +20,21 @@ so are these methods; ``seed`` only draws the random starting points of ``starts
 from __future__ import annotations
 
 import math
-import numbers
 import time
 
 import numpy as np
 
 from .. import expressions as E
-from ..data import as_generator
-from ..errors import DataError, InfeasibleError, OptionError, UnsupportedProblemError
+from .._validate import as_generator, check_int, check_number, check_options
+from ..errors import InfeasibleError, OptionError
 from ..exact.partial import Subproblem
 from ..exact.solvers import check_solver
-from ..fairness.dcprogram import DCProgram, RampBandBlock, WeakBandBlock
-from ..fairness.partial import DC, PartialDP, WeakPartialDP
-from ..judge import Evaluation, constraint_record
-from ..problem import check_options, register_family
-from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
-from ..problemfile import _loss, build_weights
+from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
+from ..oracles.dc import DCProgram, ExprBlock, Layout, RampBandBlock, WeakBandBlock
 from ..stochastic.idca import check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner, theory_schedule
 from ..stochastic.ssg import polyak_feasibility, ssg
-from .base import Check, Family, Solution
+from .base import Check, Evaluation, Reduction, Solution, constraint_record
+from .registry import register
 
 # Default proximal weight μ of the μ-augmentation (spec §2.9: unstated in the paper). Measured on Law School
 # subsamples: with μ = 0.01 the exact-inner and SSG-inner paths end in different local solutions (objectives
@@ -72,16 +68,11 @@ def _max_constraint(program):
 
 
 def _positive_int(v, name, minimum=1):
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < minimum:
-        raise OptionError(f"{name} must be an integer >= {minimum}; got {v!r}")
-    return int(v)
+    return check_int(v, name, minimum=minimum)
 
 
 def _nonneg(v, name, strict=False):
-    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)) or not math.isfinite(v) \
-            or v < 0 or (strict and v == 0):
-        raise OptionError(f"{name} must be a finite number {'>' if strict else '>='} 0; got {v!r}")
-    return float(v)
+    return check_number(v, name, low=0.0, strict=strict)
 
 
 def _schedule(v, name, integer=False):
@@ -96,8 +87,55 @@ def _schedule(v, name, integer=False):
     return lambda k: value
 
 
-@register_family
-class PartialFairness(Family):
+def constraint_kind(c):
+    """The block type of a canonical constraint ``lhs <= rhs`` as a tuple, or a string saying why it is not
+    supported."""
+    if c.rhs.curvature != "constant":
+        return f"constraint {c.name}: the right-hand side {c.rhs} must be a constant"
+    lhs = c.lhs
+    if isinstance(lhs, PartialDP):
+        return ("pdp", lhs, c)
+    if isinstance(lhs, WeakPartialDP):
+        return ("weak", lhs, c)
+    if isinstance(lhs, DC):
+        return ("expr", lhs.g, lhs.h, c)
+    if any(isinstance(n, (PartialDP, WeakPartialDP, DC)) for n in lhs.nodes()):
+        return (f"constraint {c.name}: partial_dp, weak_partial_dp and dc must stand alone on the left of "
+                f"'<= constant' (got {lhs})")
+    if lhs.is_convex():
+        return ("expr", lhs, None, c)
+    return f"constraint {c.name}: {lhs} has curvature {lhs.curvature!r}; write it as fm.dc(g, h) <= b"
+
+
+def dc_program(problem, kinds) -> DCProgram:
+    """The DC program (21) of a canonical problem whose constraints have the block types ``kinds``."""
+    specs, aux = [], []
+    for kind in kinds:
+        tag, atom, c = kind[0], kind[1], kind[-1]
+        if tag in ("pdp", "weak"):
+            kappa = check_kappa(c.bound(), "partial_dp" if tag == "pdp" else "weak_partial_dp")
+            if tag == "pdp":
+                levels = atom.levels(kappa)
+                aux.append((f"theta_{c.name}", levels.size))
+                specs.append((tag, atom, kappa, levels, c.name))
+            else:
+                specs.append((tag, atom, kappa, c.name))
+        else:
+            specs.append((tag, kind[1], kind[2], c.bound(), c.name))
+    layout = Layout(problem.canonical.variables(), aux)
+    blocks = []
+    for tag, *rest in specs:
+        if tag == "pdp":
+            blocks.append(RampBandBlock(*rest, layout))
+        elif tag == "weak":
+            blocks.append(WeakBandBlock(*rest, layout))
+        else:
+            blocks.append(ExprBlock(*rest, layout, E.value_and_grad))
+    return DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], E.value_and_grad)
+
+
+@register
+class PartialFairness(Reduction):
     name = "partial"
     title = "partial fairness / difference-of-convex constraints"
     paper = "He, Huang, Yao, Lin: partial fairness via DC constraints, IDCA"
@@ -111,13 +149,16 @@ class PartialFairness(Family):
         "penalty": "penalty baseline (78)/(83): f_0 + lam * (unfairness surrogate), subgradient descent",
     }
 
-    def __init__(self, problem, program: DCProgram):
+    priority = 10
+
+    def __init__(self, problem, kinds):
         super().__init__(problem)
-        self._program, self._bounds = program, self._bound_values()
+        self._kinds = kinds
+        self._program, self._bounds = dc_program(problem, kinds), self._bound_values()
         self._subproblems: dict = {}
 
     def _bound_values(self) -> tuple:
-        return tuple(c.bound() for c in self.problem.constraints)
+        return tuple(c.bound() for c in self.problem.canonical.constraints)
 
     @property
     def program(self) -> DCProgram:
@@ -125,25 +166,24 @@ class PartialFairness(Family):
         kappa sets the level grid of model (13), so the subproblems are compiled again."""
         bounds = self._bound_values()
         if bounds != self._bounds:
-            self._program, self._bounds = DCProgram.from_problem(self.problem), bounds
+            self._program, self._bounds = dc_program(self.problem, self._kinds), bounds
             self._subproblems.clear()
         return self._program
 
     @classmethod
-    def match(cls, problem):
+    def accepts(cls, problem):
+        canonical = problem.canonical
         special = (PartialDP, WeakPartialDP, DC)
-        if not any(isinstance(n, special) for c in problem.constraints for n in c.lhs.nodes()):
+        if not any(isinstance(n, special) for c in canonical.constraints for n in c.lhs.nodes()):
             return "no fm.partial_dp, fm.weak_partial_dp or fm.dc constraint"
-        obj = problem.objective.expr
+        obj = canonical.objective
         if not obj.is_convex():
             return f"the objective {obj} must be convex (curvature {obj.curvature!r}); IDCA linearizes constraints only"
-        if problem.options:
-            return f"no family options are accepted; got {sorted(problem.options)} (pass solver options to solve())"
-        try:
-            program = DCProgram.from_problem(problem)
-        except UnsupportedProblemError as exc:
-            return str(exc)
-        return cls(problem, program)
+        if canonical.options:
+            return f"no family options are accepted; got {sorted(canonical.options)} (pass solver options to solve())"
+        kinds = [constraint_kind(c) for c in canonical.constraints]
+        reasons = [k for k in kinds if isinstance(k, str)]
+        return reasons[0] if reasons else kinds
 
     # -- description -----------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
@@ -517,47 +557,3 @@ class PartialFairness(Family):
 
 
 # -- problem files (fairmodel/problemfile.py): family = "partial_fairness" ----------------------------------------
-PROBLEM_FILE_KEYS = {"kind": "pdp (model (13), default) or weak_pdp (model (17))",
-                     "band": "rank band [a, b], 0 <= a < b <= 1 (default [0, 1])",
-                     "kappa": "allowed parity gap, 0 <= kappa < 1 (default 0.1)",
-                     "threshold": "decision threshold of weak_pdp (default 0)",
-                     "loss": "logistic, hinge or squared", "l2": "coefficient of sum_squares(w) (default 0)",
-                     "group_interactions": "true: the paper's features (1, xi, gamma, gamma xi) (default false)"}
-
-
-def _build_problem_file(spec, t, data):
-    import fairmodel as fm
-    kind = spec.get(t, "kind", "[problem]", "str", default="pdp", choices=["pdp", "weak_pdp"])
-    band = spec.get(t, "band", "[problem]", "list", default=[0.0, 1.0])
-    if len(band) != 2 or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in band) \
-            or not 0 <= band[0] < band[1] <= 1:
-        raise spec.error("[problem] band", f"must be two numbers [a, b] with 0 <= a < b <= 1; got {band!r}")
-    kappa = spec.get(t, "kappa", "[problem]", "number", default=0.1)
-    if not 0 <= kappa < 1:
-        raise spec.error("[problem] kappa", f"must lie in [0, 1) (the allowed parity gap); got {kappa!r}")
-    if "threshold" in t and kind != "weak_pdp":
-        raise spec.error("[problem] threshold", "only for kind = \"weak_pdp\"")
-    l2 = spec.get(t, "l2", "[problem]", "number", default=0.0)
-    if not l2 >= 0:
-        raise spec.error("[problem] l2", f"must be >= 0; got {l2!r}")
-    if spec.get(t, "group_interactions", "[problem]", "bool", default=False):
-        try:
-            data = fm.with_group_interactions(data)
-        except DataError as exc:
-            raise spec.error("[problem] group_interactions", str(exc)) from None
-    w = build_weights(spec, data)
-    s = data.score(w)
-    objective = fm.mean(_loss(spec, t, data, w))
-    if l2:
-        objective = objective + l2 * fm.sum_squares(w)
-    if kind == "pdp":
-        atom = fm.partial_dp(s, data.groups, band=tuple(band))
-    else:
-        atom = fm.weak_partial_dp(s, data.groups, band=tuple(band),
-                                  threshold=spec.get(t, "threshold", "[problem]", "number", default=0.0))
-    return fm.Problem(fm.Minimize(objective), [atom <= kappa])
-
-
-PROBLEM_FILE_FAMILIES["partial_fairness"] = (_build_problem_file, PROBLEM_FILE_KEYS,
-                                             "a convex loss under partial (weak) demographic parity in a rank "
-                                             "band (IDCA)")

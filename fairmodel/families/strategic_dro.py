@@ -20,16 +20,15 @@ import time
 
 import numpy as np
 
+from .._validate import check_options
 from ..errors import OptionError
 from ..exact import strategic_dro as exact_sdro
-from ..judge import Evaluation
+from ..expressions.atoms.strategic import WassersteinWorstCase
 from ..metrics.strategic import strategic_accuracy, strategic_margin, worst_case_accuracy
-from ..problem import check_options, register_family
-from ..problemfile import FAMILIES as PROBLEM_FILE_FAMILIES
-from ..problemfile import build_weights
+from ..oracles.strategic import WDRSCOracle
 from ..stochastic.ogda import METHODS, ogda
-from ..strategic import WassersteinWorstCase, WDRSCOracle
-from .base import Check, Family, Solution
+from .base import Check, Evaluation, Reduction, Solution
+from .registry import register
 
 
 def stochastic_defaults(n: int) -> dict:
@@ -64,8 +63,8 @@ def saddle_certificate(model, u) -> dict:
     return {"duality_gap": primal - dual, "primal": primal, "dual": dual}
 
 
-@register_family
-class StrategicDRO(Family):
+@register
+class StrategicDRO(Reduction):
     name = "strategic_dro"
     title = "strategic Wasserstein DRO (zeroth-order min-max)"
     paper = "Maheshwari et al., zeroth-order OGDA with random reshuffling for decision-dependent risk"
@@ -74,6 +73,8 @@ class StrategicDRO(Family):
     exact_methods = {"conic": "the corrected convex program (E1): epigraph per +1 sample, exponential cones; "
                               "gamma* from the duals of the two epigraph constraints"}
     stochastic_methods = dict(METHODS)
+
+    priority = 10
 
     def __init__(self, problem, atom: WassersteinWorstCase):
         super().__init__(problem)
@@ -84,15 +85,15 @@ class StrategicDRO(Family):
             raise OptionError("name the Weights something other than 'alpha' or 'gamma' (the saddle variables)")
 
     @classmethod
-    def match(cls, problem):
-        expr = problem.objective.expr
-        if not isinstance(expr, WassersteinWorstCase):
+    def accepts(cls, problem):
+        canonical = problem.canonical
+        if not isinstance(canonical.objective, WassersteinWorstCase):
             return "the objective must be fm.wasserstein_worst_case(loss, radius, label_cost)"
-        if problem.constraints:
+        if canonical.constraints:
             return "constraints are not supported (the cone of Theorem 5.3 and Weights(radius=...) set the domain)"
-        if problem.options:
-            return f"no family options are accepted; got {sorted(problem.options)}"
-        return cls(problem, expr)
+        if canonical.options:
+            return f"no family options are accepted; got {sorted(canonical.options)}"
+        return canonical.objective
 
     def describe_extra(self) -> list[str]:
         m = self.model
@@ -192,29 +193,3 @@ class StrategicDRO(Family):
 
 
 # -- problem files (fairmodel/problemfile.py): family = "strategic_dro" ----------------------------------------
-PROBLEM_FILE_KEYS = {"loss": "logistic (the only loss of Theorem 5.3's form)",
-                     "strategic_features": "list of feature names (or indices) the -1 agents can move",
-                     "zeta": "the agents' strategic power (default 0.05)",
-                     "wasserstein_radius": "the transport budget delta (default 0.1)",
-                     "label_cost": "kappa: a label flip costs 2 kappa (default 0.5)",
-                     "variant": "corrected (default) or paper", "alpha_max": "bound on alpha (default log 2/delta)"}
-
-
-def _build_problem_file(spec, t, data):
-    import fairmodel as fm
-    spec.get(t, "loss", "[problem]", "str", default="logistic", choices=["logistic"])
-    w = build_weights(spec, data)
-    score = fm.strategic_score(data, w, spec.get(t, "strategic_features", "[problem]", "list", default=[]),
-                               zeta=spec.get(t, "zeta", "[problem]", "number", default=0.05))
-    atom = fm.wasserstein_worst_case(
-        fm.logistic_loss(score, data.y),
-        radius=spec.get(t, "wasserstein_radius", "[problem]", "number", default=0.1, positive=True),
-        label_cost=spec.get(t, "label_cost", "[problem]", "number", default=0.5, positive=True),
-        variant=spec.get(t, "variant", "[problem]", "str", default="corrected", choices=["corrected", "paper"]),
-        alpha_max=spec.get(t, "alpha_max", "[problem]", "number", positive=True))
-    return fm.Problem(fm.Minimize(atom))
-
-
-PROBLEM_FILE_FAMILIES["strategic_dro"] = (_build_problem_file, PROBLEM_FILE_KEYS,
-                                          "strategic Wasserstein DRO: sup over a Wasserstein ball of the logistic "
-                                          "risk after the agents' best response")

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data import Groups, check_vector
+from .._validate import check_vector
+from ..data import Groups
 from ..errors import DataError, ModelError
 
 # (zeta, gamma) of each of the four sets G1, G1', G2, G2'; None means "any".

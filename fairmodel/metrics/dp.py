@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import Groups, check_vector
+from .._validate import check_vector
+from ..data import Groups
 from ..errors import DataError
 
 

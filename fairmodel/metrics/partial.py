@@ -27,7 +27,8 @@ from itertools import combinations
 
 import numpy as np
 
-from ..data import Groups, check_vector
+from .._validate import check_vector
+from ..data import Groups
 from ..errors import DataError, ModelError
 
 ESTIMATORS = ("clip", "trimmed")

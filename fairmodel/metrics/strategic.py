@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import Dataset, check_matrix
+from .._validate import check_matrix
+from ..data import Dataset
 from ..errors import DataError, ModelError
-from ..strategic import binary_labels, strategic_mask, strategic_response
+from ..oracles.strategic import binary_labels, strategic_mask, strategic_scores
 
 
 def _inputs(theta, data, y, strategic_features):
@@ -40,7 +41,7 @@ def _inputs(theta, data, y, strategic_features):
 
 
 def _margins(theta, X, y, zeta, mask, intercept):
-    return y * (strategic_response(theta, X, y, zeta, mask) @ theta + intercept)
+    return y * (strategic_scores(theta, X, y < 0, zeta, mask) + intercept)
 
 
 def _over_zeta(fn, zeta):

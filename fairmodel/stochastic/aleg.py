@@ -22,10 +22,10 @@ import time
 
 import numpy as np
 
-from ..data import as_generator
+from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
-from ..risks import GroupRisks
+from ..oracles.group_risks import GroupRisks
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
 OUTPUTS = ("average", "suffix", "snapshot")

@@ -29,7 +29,7 @@ import numbers
 import numpy as np
 
 from ..errors import OptionError
-from ..fairness.auc import PairRisks
+from ..oracles.pairs import PairRisks
 from .aleg import normalize_log
 
 AVERAGING = ("uniform", "tau_weighted")

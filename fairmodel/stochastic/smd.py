@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from ..data import as_generator
+from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
-from ..risks import GroupRisks
+from ..oracles.group_risks import GroupRisks
 from .aleg import _check_offsets, check_initial, default_steps, normalize_log
 from .schedules import check_budget
 

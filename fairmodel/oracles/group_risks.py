@@ -6,26 +6,26 @@ gradient ``sum_i q_i grad R_i`` with one product ``X @ theta`` and one ``X.T @ v
 """
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
-from . import expressions as E
-from .data import Dataset, Groups
-from .errors import UnsupportedProblemError
+from ..data import Groups
+from .losses import Kernel, LinearModelLoss, Squared, Softmax, with_intercept
 
 
 class GroupRisks:
-    """Per-group empirical risks of ``loss(data.score(w), y)``; m = 1 for a plain mean (ERM)."""
+    """Per-group empirical risks of a pointwise loss ``kernel`` of the linear score of the parameters ``w``
+    on a data source; m = 1 for a plain mean (ERM).
 
-    def __init__(self, loss: E.Loss, groups: Groups, weights: E.Weights, data: Dataset | None = None):
-        score = loss.score
-        if not isinstance(score, E.LinearScore):
-            raise UnsupportedProblemError(f"group risks need a loss of a linear score data.score(w); got {loss}")
-        self.loss_expr = loss
-        self.loss = type(loss)
-        self.w = weights
-        self.data = score.data if data is None else data     # the data source: chunks() and sampler()
-        self.y = loss.y                                      # validated labels of the loss, aligned with rows
+    ``w`` is the declared parameter object (its ``shape``, ``intercept``, ``radius``, ``project`` and
+    ``check_value`` are used), ``data`` a data source (``X``, ``chunks()``, ``sampler()``, ``take()``), ``y``
+    the validated labels aligned with its rows, ``groups`` a :class:`~fairmodel.data.Groups`.
+    """
+
+    def __init__(self, kernel: type[Kernel], data, y: np.ndarray, groups: Groups, w):
+        self.loss = kernel
+        self.w = w
+        self.data = data                                     # the data source: chunks() and sampler()
+        self.y = y                                           # validated labels of the loss, aligned with rows
         self.groups = groups
         self.codes = groups.codes
         self.names = tuple(groups.names)
@@ -46,7 +46,7 @@ class GroupRisks:
         return self.data.n_samples
 
     def design(self, X: np.ndarray) -> np.ndarray:
-        return np.hstack([X, np.ones((X.shape[0], 1))]) if self.w.intercept else X
+        return with_intercept(X, self.w.intercept)
 
     def sampler(self, batch_size: int, rng) -> "object":
         """Per-group minibatches (eq. (20) of the group-DRO paper): ``batch_size`` rows from every group,
@@ -56,16 +56,6 @@ class GroupRisks:
     def batch(self, batch) -> tuple[np.ndarray, np.ndarray]:
         """(design, labels) of a :class:`fairmodel.data.Batch`."""
         return self.design(batch.X), self.y[batch.rows]
-
-    @classmethod
-    def from_expr(cls, expr: E.Expr) -> "GroupRisks":
-        """From ``group_mean(loss, groups)`` (m groups) or ``mean(loss)`` (one group)."""
-        if isinstance(expr, E.GroupMean) and isinstance(expr.expr, E.Loss):
-            return cls(expr.expr, expr.groups, expr.variables()[0])
-        if isinstance(expr, E.Mean) and isinstance(expr.expr, E.Loss):
-            n = expr.expr.size
-            return cls(expr.expr, Groups(np.zeros(n, dtype=np.intp), names=("all",)), expr.variables()[0])
-        raise UnsupportedProblemError(f"expected fm.group_mean(loss, groups) or fm.mean(loss); got {expr}")
 
     def single_group(self, i: int) -> "GroupRisks":
         """The risk of group i alone, as a one-group problem (MERO stage 1)."""
@@ -127,21 +117,17 @@ class GroupRisks:
         r, g, _ = self.risks_and_grad(theta, q)
         return float(np.dot(q, r)), g
 
+    def sample_weights(self, q) -> np.ndarray:
+        """s_j = q_i / n_i for every row j of group i: sum_i q_i R_i = sum_j s_j phi_j."""
+        return (np.asarray(q, dtype=float) / self.sizes)[self.codes]
+
+    def weighted_loss(self, q) -> LinearModelLoss:
+        """f = sum_i q_i R_i as a :class:`LinearModelLoss` on the in-memory design (for Newton solves)."""
+        return LinearModelLoss(self.loss, self.X, self.y, sample_weight=self.sample_weights(q))
+
     def weighted_oracle(self, q):
         """theta -> (f, grad f, Hessian of f) for f = sum_i q_i R_i (binary losses with d2phi), for Newton."""
-        weight = (np.asarray(q, dtype=float) / self.sizes)[self.codes]
-        rows = np.flatnonzero(weight > 0)
-        X, y, wt = self.X[rows], self.y[rows], weight[rows]
-
-        def fun(theta, value_only=False):
-            z = X @ theta
-            value = float(wt @ self.loss.phi(z, y))
-            if value_only:
-                return value
-            grad = X.T @ (wt * self.loss.dphi(z, y))
-            hess = (X * (wt * self.loss.d2phi(z, y))[:, None]).T @ X
-            return value, grad, hess
-        return fun
+        return self.weighted_loss(q).newton_oracle()
 
     @property
     def has_hessian(self) -> bool:
@@ -163,32 +149,7 @@ class GroupRisks:
         squared: L = 2 max ||x||^2 (G depends on the domain); hinge: G = max ||x||, not smooth.
         """
         xmax = float(np.sqrt(self.row_norms_squared().max()))
-        G = {E.SoftmaxLoss: np.sqrt(2.0) * xmax}.get(self.loss, xmax)
-        if self.loss is E.SquaredLoss:
+        G = {Softmax: np.sqrt(2.0) * xmax}.get(self.loss, xmax)
+        if self.loss is Squared:
             G = 2.0 * xmax * (xmax * (self.radius or np.inf) + np.max(np.abs(self.y)))
         return G, float(self.loss.smoothness * xmax ** 2)
-
-    # -- CVXPY --------------------------------------------------------------------------------------------
-    def cvxpy_losses(self, theta: cp.Expression, rows=None):
-        from .exact.lower import lower_loss
-        X = self.X if rows is None else self.X[rows]
-        y = self.y if rows is None else self.y[rows]
-        return lower_loss(self.loss, X @ theta, y)
-
-    def cvxpy_risks(self, theta: cp.Expression):
-        from .exact.lower import group_average_matrix
-        return group_average_matrix(self.codes, self.sizes) @ self.cvxpy_losses(theta)
-
-    def cvxpy_group_risk(self, theta: cp.Expression, i: int):
-        rows = self.index[i]
-        return cp.sum(self.cvxpy_losses(theta, rows)) / rows.size
-
-    def cvxpy_weighted_risk(self, theta: cp.Expression, q):
-        weights = (np.asarray(q, dtype=float) / self.sizes)[self.codes]
-        keep = weights > 0
-        return cp.sum(cp.multiply(weights[keep], self.cvxpy_losses(theta, np.flatnonzero(keep))))
-
-    def cvxpy_domain(self, theta: cp.Variable) -> list:
-        if self.radius is None:
-            return []
-        return [cp.norm(theta, "fro" if theta.ndim == 2 else 2) <= self.radius]

@@ -27,27 +27,21 @@ smoothness beta = 1/4:
 from __future__ import annotations
 
 import math
-import numbers
-import warnings
 
 import numpy as np
 
-from . import expressions as E
-from .data import Dataset
+from .._validate import check_number
+from ..errors import ModelError
 from .domains import TruncatedCone
-from .errors import DataError, ExpressionTypeError, ModelError
-from .stochastic.ogda import SaddleOracle
+from .losses import binary_labels as _binary_labels
+from .losses import softplus
+from .protocols import SaddleOracle
 
 # The logistic loss in GLM form phi(z) - c y z (spec §4.1, `logistic_half`).
 C_LABEL = 0.5      # c
 L_PHI = 0.5        # Lipschitz constant of phi
 BETA = 0.25        # smoothness of phi
 VARIANTS = ("corrected", "paper")
-
-
-def softplus(t):
-    """log(1 + e^t), vectorized and overflow-safe."""
-    return np.logaddexp(0.0, t)
 
 
 def loss_pos(z):
@@ -74,7 +68,7 @@ def _sigmoid1(t: float) -> float:
 
 def binary_labels(y) -> np.ndarray:
     """Labels as a {-1, +1} vector ({0, 1} is mapped to {-1, +1}, as the logistic loss does); else DataError."""
-    return E._binary_labels(y, None, "strategic classification")
+    return _binary_labels(y, None, "strategic classification")
 
 
 def strategic_mask(strategic_features, feature_names, p: int) -> np.ndarray:
@@ -104,12 +98,7 @@ def strategic_mask(strategic_features, feature_names, p: int) -> np.ndarray:
 
 
 def _check_nonneg(value, what: str, strict: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ModelError(f"{what} must be a number; got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (strict and value == 0):
-        raise ModelError(f"{what} must be {'positive' if strict else 'non-negative'} and finite; got {value}")
-    return value
+    return check_number(value, what, low=0.0, strict=strict, error=ModelError)
 
 
 class AgentOracle:
@@ -133,6 +122,18 @@ class AgentOracle:
     def respond_all(self, theta: np.ndarray) -> np.ndarray:
         self.queries += self._X.shape[0]
         return self._X + np.outer(self._neg, self._zeta_mask * theta)
+
+
+def strategic_scores(theta, X, negative, zeta: float, mask) -> np.ndarray:
+    """z_i = <b_i(theta), theta> = x_i . theta + zeta ||M theta||^2 [y_i = -1] (Lemma 5.2): the score of the
+    linear model on the data after the agents' best response; ``negative`` marks the agents labelled -1."""
+    theta = np.asarray(theta, dtype=float)
+    return X @ theta + np.asarray(negative, dtype=float) * (zeta * float(np.sum((theta * mask) ** 2)))
+
+
+def strategic_scores_vjp(theta, X, negative, zeta: float, mask, upstream) -> np.ndarray:
+    """d/dtheta of sum_i upstream_i z_i(theta) for the scores of :func:`strategic_scores`."""
+    return X.T @ upstream + 2.0 * zeta * float(np.sum(upstream[negative])) * mask * theta
 
 
 def strategic_response(theta, X, y, zeta, mask) -> np.ndarray:
@@ -186,10 +187,7 @@ class WDRSC:
     # -- scores -----------------------------------------------------------------------------------------
     def scores(self, theta, zeta: float | None = None) -> np.ndarray:
         """z_i = <b_i(theta), theta> = <x_i, theta> + zeta ||M theta||^2 [y_i = -1] (Lemma 5.2)."""
-        zeta = self.zeta if zeta is None else zeta
-        z = self.X @ theta
-        z[self.neg] += zeta * float(np.sum((theta * self.mask) ** 2))
-        return z
+        return strategic_scores(theta, self.X, self.neg, self.zeta if zeta is None else zeta, self.mask)
 
     def _parts(self, theta):
         z = self.scores(theta)
@@ -307,137 +305,3 @@ class WDRSCOracle(SaddleOracle):
 
     def project_y(self, y):
         return np.clip(y, -1.0, 1.0)
-
-
-# ---------------------------------------------------------------------------------------------------
-# DSL atoms
-# ---------------------------------------------------------------------------------------------------
-class StrategicScore(E.Expr):
-    """Per-sample score <b_i(w), w> on the data shifted by the agents' best response (Lemma 5.2).
-
-    Convex in w: ``x_i . w + zeta ||M w||^2`` for y_i = -1 (M = diag of the strategic-feature mask),
-    ``x_i . w`` for y_i = +1.
-    """
-
-    kind = "samples"
-
-    def __init__(self, data: Dataset, w: E.Weights, mask: np.ndarray, zeta: float):
-        self.data, self.w, self.mask, self.zeta = data, w, mask, zeta
-        self.y = binary_labels(data.y)
-        self.args = (w,)
-        self.size = data.n_samples
-
-    @property
-    def curvature(self):
-        return "convex" if self.zeta > 0 and self.mask.any() else "affine"
-
-    def _value(self, env):
-        theta = env[self.w]
-        X = self.data.X if env.rows is None else self.data.X[env.rows]
-        y = self.y if env.rows is None else self.y[env.rows]
-        return X @ theta + (y < 0) * (self.zeta * float(np.sum((theta * self.mask) ** 2)))
-
-    def backprop(self, env, upstream, grads):
-        theta = env[self.w]
-        X = self.data.X if env.rows is None else self.data.X[env.rows]
-        y = self.y if env.rows is None else self.y[env.rows]
-        g = X.T @ upstream + 2.0 * self.zeta * float(np.sum(upstream[y < 0])) * self.mask * theta
-        self.w.backprop(env, g, grads)
-
-    def __str__(self):
-        return f"<b(x; {self.w}), {self.w}>"
-
-
-def strategic_score(data: Dataset, w: E.Weights, strategic_features=None, zeta: float = 0.05) -> StrategicScore:
-    """The score of ``w`` on the data after the agents' best response (spec §4.2).
-
-    Agents with label -1 move their ``strategic_features`` (names, indices or a boolean mask of length
-    ``data.n_features``; none means non-strategic) by ``zeta * w`` restricted to those features, the best
-    response to a quadratic cost ||x - x_i||^2 / (2 zeta) (eq. (8)-(9)). Labels come from ``data.y``
-    ({-1, +1} or {0, 1}).
-    """
-    if not isinstance(data, Dataset):
-        raise ExpressionTypeError(f"strategic_score needs a fairmodel.Dataset; got {type(data).__name__}")
-    if not isinstance(w, E.Weights) or w.n_outputs is not None:
-        raise ExpressionTypeError("strategic_score needs a vector of weights fm.Weights(data.n_features)")
-    if w.n_features != data.n_features:
-        raise ModelError(f"Weights has {w.n_features} features but the data has {data.n_features}")
-    if w.intercept:
-        raise ModelError("strategic_score does not support an intercept (the Wasserstein transport moves "
-                         "features only); center the features or add a constant column instead")
-    if data.y is None:
-        raise DataError("strategic_score needs labels (data.y): only agents labelled -1 move")
-    mask = strategic_mask(strategic_features, list(data.feature_names), data.n_features)
-    zeta = _check_nonneg(zeta, "zeta (the strategic power)", strict=False)
-    return StrategicScore(data, w, mask, zeta)
-
-
-class WassersteinWorstCase(E.Expr):
-    """sup over P in the Wasserstein ball of radius delta of E_P[loss] (Theorem 5.3, corrected).
-
-    The value is computed exactly at any w: min over alpha of the closed form E2
-    (:meth:`WDRSC.worst_case_risk`). Built by :func:`wasserstein_worst_case`.
-    """
-
-    def __init__(self, loss: E.LogisticLoss, radius: float, label_cost: float, variant: str,
-                 alpha_max: float | None):
-        score = loss.score
-        self.loss, self.args = loss, (loss,)
-        self.w = score.w
-        self.data = score.data
-        if isinstance(score, StrategicScore):
-            mask, zeta = score.mask, score.zeta
-        else:
-            mask, zeta = np.zeros(self.data.n_features, dtype=bool), 0.0
-        if not np.array_equal(loss.y, binary_labels(self.data.y)):
-            raise ModelError("the labels of the loss must be the data's labels (data.y): the strategic response "
-                             "and the label flips of the ambiguity set depend on them")
-        self.model = WDRSC(self.data.X, loss.y, mask, zeta, radius, label_cost, variant, alpha_max,
-                           theta_radius=self.w.radius)
-        self.radius, self.label_cost, self.variant = self.model.delta, self.model.kappa, variant
-
-    @property
-    def curvature(self):
-        return "convex"
-
-    def _value(self, env):
-        if env.rows is not None:
-            raise ModelError("the worst-case risk is defined on the full data only (no minibatch value)")
-        return self.model.worst_case_risk(env[self.w])[0]
-
-    def __str__(self):
-        return (f"sup_(W(P, D(w)) <= {self.radius:g}, flip cost {2 * self.label_cost:g}) E_P[{self.loss}]"
-                + (" [paper's literal eq. (7)]" if self.variant == "paper" else ""))
-
-
-def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *, variant: str = "corrected",
-                           alpha_max: float | None = None) -> WassersteinWorstCase:
-    """The worst-case expected ``loss`` over a type-1 Wasserstein ball around the (strategically shifted)
-    empirical distribution (spec §4.3-§4.4).
-
-    loss : ``fm.logistic_loss(score, data.y)`` with ``score = fm.strategic_score(...)`` or ``data.score(w)``
-        (non-strategic DRO). Only the logistic loss has the GLM form phi(z) - c y z with phi + c id
-        non-decreasing that Theorem 5.3 needs.
-    radius : delta > 0, the transport budget. label_cost : kappa > 0 (flipping a +1 label costs 2 kappa).
-    variant : ``"corrected"`` (default) or ``"paper"``, the literal eq. (7), which is unbounded below when
-        radius < kappa n_-/n (refused) and warns otherwise (erratum U11).
-    alpha_max : the bound on the dual variable alpha (erratum U18); default log(2)/delta, provably above
-        the optimum (see :class:`WDRSC`).
-    """
-    if not isinstance(loss, E.Loss):
-        raise ExpressionTypeError(f"wasserstein_worst_case needs a per-sample loss such as fm.logistic_loss(...); "
-                                  f"got {loss!r}")
-    if not isinstance(loss, E.LogisticLoss):
-        raise ModelError(f"wasserstein_worst_case supports the logistic loss only: Theorem 5.3 needs a loss "
-                         f"phi(z) - c y z with phi convex, smooth, Lipschitz and phi + c id non-decreasing; "
-                         f"{loss.symbol} is not of that form (e.g. the squared loss has psi(z) = z^2/2 + z, not "
-                         f"monotone)")
-    if not isinstance(loss.score, (StrategicScore, E.LinearScore)):
-        raise ModelError(f"the loss must be of fm.strategic_score(...) or data.score(w); got {loss.score}")
-    if isinstance(loss.score, E.LinearScore) and loss.score.w.intercept:
-        raise ModelError("wasserstein_worst_case does not support an intercept; center the features instead")
-    if variant == "paper":
-        warnings.warn("variant='paper' implements the paper's literal eq. (7), which subtracts kappa*alpha for "
-                      "every sample: it is unbounded below when radius < kappa n_-/n and can fall below the "
-                      "nominal risk (erratum U11); the corrected variant is the default", stacklevel=2)
-    return WassersteinWorstCase(loss, radius, label_cost, variant, alpha_max)

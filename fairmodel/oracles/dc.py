@@ -4,24 +4,53 @@
 
 ``x`` stacks every :class:`~fairmodel.expressions.Weights` of the problem and the auxiliary thresholds
 θ of each partial-DP constraint (model (13)). One *block* per DSL constraint gives the values of f_i+ and
-f_i- and their subgradients (spec §2.7, §2.8, §3.5):
+f_i- and their subgradients :
 
 * :class:`RampBandBlock`, model (13) with the ramp split of Example B.3 (2 |Î| G constraints);
 * :class:`WeakBandBlock`, model (17) rewritten with identity (51), split of Example B.5 (``"paper"``) or
-  the minimal split of spec §2.8 (G (G - 1) constraints);
+  a minimal split (G (G - 1) constraints, the S+ terms that cancel left out);
 * :class:`ExprBlock`, a user's ``fm.dc(g, h) <= b`` (f+ = g, f- = h + b) or a convex ``c(w) <= b``.
 
-Subgradients at kinks are 0 (spec §3.4: "at a kink, choose subgradient 0"): the active sets use strict
-inequalities. The objective f_0 is any convex scalar DSL expression (f_0+ = f_0, f_0- = 0, spec §2.6);
-its value and gradient come from the core (:func:`fairmodel.expressions.value_and_grad`).
+Subgradients at kinks are 0 (at a kink the subgradient 0 is chosen): the active sets use strict
+inequalities. The objective f_0 is any convex scalar expression (f_0+ = f_0, f_0- = 0); its value and
+gradient, and those of the parts of ``fm.dc(g, h)``, come from the ``value_and_grad(expr, assignment)``
+function the program is built with (the declarations' own, :func:`fairmodel.expressions.value_and_grad`),
+so this module works on any expression without importing the declarations. The program is built from a
+declaration by the partial-fairness reduction (:mod:`fairmodel.families.partial`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ModelError, UnsupportedProblemError
-from ..expressions import Expr, Weights, evaluate, value_and_grad
-from .partial import DC, PartialDP, WeakPartialDP, check_kappa, ramp
+from .domains import project_ball
+
+
+# ---------------------------------------------------------------------------------------------------
+# The ramp surrogate (Example B.3): sigma(x) = clip(x + 1/2, 0, 1) = sigma_plus(x) - sigma_minus(x)
+# ---------------------------------------------------------------------------------------------------
+def ramp(x):
+    """sigma(x) = clip(x + 1/2, 0, 1), the surrogate of 1[x > 0] used in all experiments of the paper."""
+    return np.clip(np.asarray(x, dtype=float) + 0.5, 0.0, 1.0)
+
+
+def ramp_plus(x):
+    """sigma+(x) = max(x + 1/2, 0), convex, 1-Lipschitz; subgradient 1[x > -1/2] (0 at the kink)."""
+    return np.maximum(np.asarray(x, dtype=float) + 0.5, 0.0)
+
+
+def ramp_minus(x):
+    """sigma-(x) = max(x - 1/2, 0), convex, 1-Lipschitz; subgradient 1[x > 1/2] (0 at the kink)."""
+    return np.maximum(np.asarray(x, dtype=float) - 0.5, 0.0)
+
+
+def min_identity(s_plus, s_minus, c):
+    """Right-hand side of identity (51), min{S, c} = S+ + c - max{S- + c, S+} with S = S+ - S-.
+
+    Erratum: the paper prints the second argument of the max as a sum of sigma+ without the 1/n_k; the
+    correct argument is the average S+.
+    """
+    return s_plus + c - np.maximum(s_minus + c, s_plus)
 
 
 class Layout:
@@ -58,12 +87,11 @@ class Layout:
         """Euclidean projection onto W: each Weights onto its ball (identity without a radius); θ is free."""
         out = x
         for w in self.weights:
-            if w.radius is not None:
-                sl = self.slices[w.name]
-                nrm = np.linalg.norm(x[sl])
-                if nrm > w.radius:
-                    out = out.copy() if out is x else out
-                    out[sl] = x[sl] * (w.radius / nrm)
+            sl = self.slices[w.name]
+            part = project_ball(x[sl], w.radius)
+            if part is not x[sl]:
+                out = out.copy() if out is x else out
+                out[sl] = part
         return out
 
 
@@ -145,10 +173,10 @@ class RampBandBlock(Block):
     upper  avg sigma <= p + kappa':   f+ = A+_{k,p},  f- = A-_{k,p} + p + kappa'      (kappa' = kappa (beta - alpha))
 
     A+-_{k,p}(w, θ) = (1/n_k) sum_i sigma+-(h_w(ξ_i^k) - θ_p) = (1/n_k) sum_i pos(z_i - (θ_p -+ 1/2));
-    rho = 0 for the linear model (spec §2.7). Constraint order: all lower (k, p) then all upper (k, p), k major.
+    rho = 0 for the linear model . Constraint order: all lower (k, p) then all upper (k, p), k major.
     """
 
-    def __init__(self, atom: PartialDP, kappa: float, levels: np.ndarray, name: str, layout: Layout):
+    def __init__(self, atom, kappa: float, levels: np.ndarray, name: str, layout: Layout):
         self.atom, self.name = atom, name
         self.kappa = kappa
         self.alpha, self.beta = atom.band
@@ -215,7 +243,7 @@ class RampBandBlock(Block):
         return np.concatenate([(self.levels - avg).ravel(), (avg - self.levels - self.kp).ravel()])
 
     def initial_thresholds(self) -> np.ndarray:
-        """θ_p^(0) = 1/2 - p - kappa'/2: at w = 0 every constraint of (13) equals -kappa'/2 (spec §4.3)."""
+        """θ_p^(0) = 1/2 - p - kappa'/2: at w = 0 every constraint of (13) equals -kappa'/2 ."""
         return 0.5 - self.levels - self.kp / 2.0
 
     def best_thresholds(self, x, iterations: int = 100) -> np.ndarray:
@@ -254,17 +282,17 @@ class RampBandBlock(Block):
 
 
 class WeakBandBlock(Block):
-    """Model (17) with identity (51), for every ordered pair (k, k'), k != k' (spec §2.3, §2.8):
+    """Model (17) with identity (51), for every ordered pair (k, k'), k != k' :
 
     f = M_alpha(k) + M_beta(k') - M_beta(k) - M_alpha(k') - kappa',   M_c(k) = max{S-_k + c, S+_k}
     minimal split: f+ = M_alpha(k) + M_beta(k'),  f- = M_beta(k) + M_alpha(k') + kappa'
     paper split (Example B.5): both parts also carry S+_k + S+_k' (they cancel in f).
 
-    S+-_k(w) = (1/n_k) sum_i sigma+-(h_w(ξ_i^k) - θ̂). Erratum fixed (spec §2.8): (51) uses the average
+    S+-_k(w) = (1/n_k) sum_i sigma+-(h_w(ξ_i^k) - θ̂). Erratum fixed: (51) uses the average
     S+_k, not the sum. Subgradient of M_c: the active piece, ties to the first (S- + c).
     """
 
-    def __init__(self, atom: WeakPartialDP, kappa: float, name: str, layout: Layout):
+    def __init__(self, atom, kappa: float, name: str, layout: Layout):
         self.atom, self.name = atom, name
         self.kappa = kappa
         self.alpha, self.beta = atom.band
@@ -334,7 +362,7 @@ class WeakBandBlock(Block):
         return band[k] - band[l] - self.kp
 
     def penalty(self, x):
-        """(P(x), subgradient) of the penalty of (83) (max over pairs, spec §4.6): (1/(beta-alpha)) max |d_kk'|."""
+        """(P(x), subgradient) of the penalty of (83) (max over pairs): (1/(beta-alpha)) max |d_kk'|."""
         zs = [z - self.atom.threshold for z in self.gs.z(x)]
         s = np.array([ramp(z).mean() for z in zs])
         band = np.minimum(s, self.beta) - np.minimum(s, self.alpha)
@@ -351,67 +379,48 @@ class WeakBandBlock(Block):
 
 
 class ExprBlock(Block):
-    """One constraint ``g - h <= b`` from ``fm.dc(g, h) <= b`` (f+ = g, f- = h + b), or ``c(w) <= b`` (h = 0)."""
+    """One constraint ``g - h <= b`` from ``fm.dc(g, h) <= b`` (f+ = g, f- = h + b), or ``c(w) <= b`` (h = 0).
 
-    def __init__(self, g: Expr, h: Expr | None, bound: float, name: str, layout: Layout):
+    ``value_and_grad(expr, assignment) -> (value, {Weights: gradient})`` evaluates the expressions g and h.
+    """
+
+    def __init__(self, g, h, bound: float, name: str, layout: Layout, value_and_grad):
         self.g, self.h, self.name, self.layout = g, h, name, layout
         self.m, self.bound = 1, bound
         self.labels = [name]
+        self.value_and_grad = value_and_grad
 
     def plus(self, x):
-        return np.array([float(evaluate(self.g, self.layout.assignment(x)))]), None
+        return np.array([float(self.value_and_grad(self.g, self.layout.assignment(x))[0])]), None
 
     def plus_grad(self, x, i, cache):
-        return self.layout.flat(value_and_grad(self.g, self.layout.assignment(x))[1])
+        return self.layout.flat(self.value_and_grad(self.g, self.layout.assignment(x))[1])
 
     def minus(self, x):
         if self.h is None:
             return np.array([self.bound]), np.zeros((1, self.layout.D))
-        val, grads = value_and_grad(self.h, self.layout.assignment(x))
+        val, grads = self.value_and_grad(self.h, self.layout.assignment(x))
         return np.array([float(val) + self.bound]), self.layout.flat(grads)[None, :]
 
 
 class DCProgram:
     """Objective, layout and constraint blocks of (21); every oracle works on the flat vector x."""
 
-    def __init__(self, objective: Expr, blocks: list, layout: Layout, names: list):
+    def __init__(self, objective, blocks: list, layout: Layout, names: list, value_and_grad):
         self.objective, self.blocks, self.layout, self.names = objective, blocks, layout, names
+        self.value_and_grad = value_and_grad
         self.D = layout.D
         starts = np.cumsum([0] + [b.m for b in blocks])
         self.ranges = [range(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
         self.m = int(starts[-1])
         self.labels = [lab for b in blocks for lab in b.labels]
 
-    @classmethod
-    def from_problem(cls, problem) -> "DCProgram":
-        """The program of a problem the partial-fairness family recognized (constraint forms: see the family)."""
-        specs = []
-        aux = []
-        for c in problem.constraints:
-            kind = constraint_kind(c)
-            if isinstance(kind, str):
-                raise UnsupportedProblemError(kind)
-            if kind[0] == "pdp":
-                kind = kind + (kind[1].levels(kind[2]),)
-                aux.append((f"theta_{c.name}", kind[3].size))
-            specs.append((c, kind))
-        layout = Layout(problem.variables(), aux)
-        blocks = []
-        for c, (tag, *rest) in specs:
-            if tag == "pdp":
-                blocks.append(RampBandBlock(rest[0], rest[1], rest[2], c.name, layout))
-            elif tag == "weak":
-                blocks.append(WeakBandBlock(rest[0], rest[1], c.name, layout))
-            else:
-                blocks.append(ExprBlock(rest[0], rest[1], rest[2], c.name, layout))
-        return cls(problem.objective.expr, blocks, layout, [c.name for c in problem.constraints])
-
     # -- objective ---------------------------------------------------------------------------------------
     def objective_value(self, x) -> float:
-        return float(evaluate(self.objective, self.layout.assignment(x)))
+        return float(self.value_and_grad(self.objective, self.layout.assignment(x))[0])
 
     def objective_value_and_grad(self, x):
-        val, grads = value_and_grad(self.objective, self.layout.assignment(x))
+        val, grads = self.value_and_grad(self.objective, self.layout.assignment(x))
         return float(val), self.layout.flat(grads)
 
     # -- constraints -------------------------------------------------------------------------------------
@@ -477,23 +486,3 @@ class DCProgram:
             v, g = b.penalty(x)
             total, grad = total + v, grad + g
         return total, grad
-
-
-def constraint_kind(c):
-    """The block type of a constraint ``lhs <= rhs`` as a tuple, or a string saying why it is not supported."""
-    if c.rhs.curvature != "constant":
-        return f"constraint {c.name}: the right-hand side {c.rhs} must be a constant"
-    bound = c.bound()
-    lhs = c.lhs
-    if isinstance(lhs, PartialDP):
-        return ("pdp", lhs, check_kappa(bound, "partial_dp"))
-    if isinstance(lhs, WeakPartialDP):
-        return ("weak", lhs, check_kappa(bound, "weak_partial_dp"))
-    if isinstance(lhs, DC):
-        return ("expr", lhs.g, lhs.h, bound)
-    if any(isinstance(n, (PartialDP, WeakPartialDP, DC)) for n in lhs.nodes()):
-        return (f"constraint {c.name}: partial_dp, weak_partial_dp and dc must stand alone on the left of "
-                f"'<= constant' (got {lhs})")
-    if lhs.is_convex():
-        return ("expr", lhs, None, bound)
-    return f"constraint {c.name}: {lhs} has curvature {lhs.curvature!r}; write it as fm.dc(g, h) <= b"

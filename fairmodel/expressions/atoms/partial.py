@@ -15,57 +15,27 @@ built with the ramp surrogate of Example B.3, are optimized.
 """
 from __future__ import annotations
 
-import math
-import numbers
 import warnings
 
 import numpy as np
 
-from ..data import Dataset, Groups
-from ..errors import DataError, ExpressionTypeError, ModelError
-from ..expressions import Expr, LinearScore, as_expr
-from ..metrics.partial import check_band, check_band_groups, partial_dp as _pdp_metric
-from ..metrics.partial import weak_partial_dp as _wpdp_metric
+from ..._validate import check_int, check_number
+from ...data import Dataset, Groups
+from ...errors import DataError, ExpressionTypeError, ModelError
+from ...metrics.partial import check_band, check_band_groups, partial_dp as _pdp_metric
+from ...metrics.partial import weak_partial_dp as _wpdp_metric
+from ..core import Expr, as_expr
+from ..variables import LinearScore
 
 GRIDS = ("default", "in_I", "linspace")
 DECOMPOSITIONS = ("paper", "minimal")
 
 
 # ---------------------------------------------------------------------------------------------------
-# The ramp surrogate (Example B.3): sigma(x) = clip(x + 1/2, 0, 1) = sigma_plus(x) - sigma_minus(x)
-# ---------------------------------------------------------------------------------------------------
-def ramp(x):
-    """sigma(x) = clip(x + 1/2, 0, 1), the surrogate of 1[x > 0] used in all experiments (§2.4)."""
-    return np.clip(np.asarray(x, dtype=float) + 0.5, 0.0, 1.0)
-
-
-def ramp_plus(x):
-    """sigma+(x) = max(x + 1/2, 0), convex, 1-Lipschitz; subgradient 1[x > -1/2] (0 at the kink)."""
-    return np.maximum(np.asarray(x, dtype=float) + 0.5, 0.0)
-
-
-def ramp_minus(x):
-    """sigma-(x) = max(x - 1/2, 0), convex, 1-Lipschitz; subgradient 1[x > 1/2] (0 at the kink)."""
-    return np.maximum(np.asarray(x, dtype=float) - 0.5, 0.0)
-
-
-def min_identity(s_plus, s_minus, c):
-    """Right-hand side of identity (51), min{S, c} = S+ + c - max{S- + c, S+} with S = S+ - S-.
-
-    Erratum (spec §2.8, §6.4): the paper prints the second argument of the max as a sum of sigma+
-    without the 1/n_k; the correct argument is the average S+.
-    """
-    return s_plus + c - np.maximum(s_minus + c, s_plus)
-
-
-# ---------------------------------------------------------------------------------------------------
 # Validation shared by the atoms
 # ---------------------------------------------------------------------------------------------------
 def _number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)) \
-            or not math.isfinite(value):
-        raise ModelError(f"{name} must be a finite number; got {value!r}")
-    return float(value)
+    return check_number(value, name, error=ModelError)
 
 
 def check_kappa(kappa, kind: str) -> float:
@@ -141,8 +111,7 @@ class PartialDP(_PartialAtom):
 
     def __init__(self, score, groups, band, levels: int = 10, grid="default"):
         super().__init__(score, groups, band)
-        if isinstance(levels, bool) or not isinstance(levels, (numbers.Integral, np.integer)) or levels < 1:
-            raise ModelError(f"levels (the size of the grid of model (13)) must be a positive integer; got {levels!r}")
+        check_int(levels, "levels (the size of the grid of model (13))", error=ModelError)
         if isinstance(grid, str):
             if grid not in GRIDS:
                 raise ModelError(f"grid must be one of {', '.join(GRIDS)} or an array of levels; got {grid!r}")

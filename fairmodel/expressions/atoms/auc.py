@@ -23,25 +23,21 @@ q = 1, which is exact only for c1 = 1, spec §3.3) and a valid interval I, T equ
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
-from ..data import Dataset
-from ..errors import DataError, ExpressionTypeError, ModelError
-from ..expressions import Expr, as_expr
-from ..metrics.auc import AUCSets, auc_sets, signed_labels
+from ..._validate import check_number
+from ...data import Dataset
+from ...errors import DataError, ExpressionTypeError, ModelError
+from ...metrics.auc import AUCSets, auc_sets, signed_labels
+from ...oracles.pairs import PairRisks
+from ..core import Expr, as_expr
 
 Q_MODES = ("c1", "paper_literal")
 
 
 def _positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ModelError(f"{name} must be a positive number; got {value!r}")
-    v = float(value)
-    if not np.isfinite(v) or v <= 0:
-        raise ModelError(f"{name} must be positive and finite; got {value!r}")
-    return v
+    return check_number(value, name, low=0.0, strict=True, error=ModelError)
 
 
 def check_interval(interval) -> float | None:
@@ -96,98 +92,6 @@ class Surrogate:
 # ---------------------------------------------------------------------------------------------------
 # Pairwise risks: the shared numerical object
 # ---------------------------------------------------------------------------------------------------
-class PairRisks:
-    """The reformulated risks T_i of P ordered pairs (S_i, S'_i), grouped in blocks (spec §3.6).
-
-    ``masks`` (n_sets x n, bool) are the sets; pair i uses sets ``first[i]`` and ``second[i]`` and belongs to
-    block ``block[i]``; ``c1, c2, q`` are per pair. Block k's value is f_k = sum_{i in block k} T_i.
-    """
-
-    def __init__(self, masks, first, second, block, c1, c2, q):
-        self.masks = np.asarray(masks, dtype=bool)
-        self.first, self.second = np.asarray(first, dtype=np.intp), np.asarray(second, dtype=np.intp)
-        self.block = np.asarray(block, dtype=np.intp)
-        P = self.first.shape[0]
-        self.c1, self.c2, self.q = (np.broadcast_to(np.asarray(v, dtype=float), (P,)).copy() for v in (c1, c2, q))
-        self.n_blocks = int(self.block.max()) + 1
-        self.sizes = self.masks.sum(axis=1)
-
-    @property
-    def n_pairs(self) -> int:
-        return self.first.shape[0]
-
-    @classmethod
-    def concat(cls, parts: list["PairRisks"]) -> "PairRisks":
-        """Stack several pair tables (set and block indices offset) into one."""
-        masks, first, second, block, c1, c2, q = [], [], [], [], [], [], []
-        s_off = b_off = 0
-        for p in parts:
-            masks.append(p.masks)
-            first.append(p.first + s_off), second.append(p.second + s_off), block.append(p.block + b_off)
-            c1.append(p.c1), c2.append(p.c2), q.append(p.q)
-            s_off += p.masks.shape[0]
-            b_off += p.n_blocks
-        cat = np.concatenate
-        return cls(np.vstack(masks), cat(first), cat(second), cat(block), cat(c1), cat(c2), cat(q))
-
-    def take(self, rows) -> "PairRisks":
-        return PairRisks(self.masks[:, rows], self.first, self.second, self.block, self.c1, self.c2, self.q)
-
-    # -- values ------------------------------------------------------------------------------------------
-    def moments(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Means and population variances (ddof 0) of the scores over every set (nan for an empty set)."""
-        means, variances = np.empty(len(self.masks)), np.empty(len(self.masks))
-        for s, mask in enumerate(self.masks):
-            hs = h[mask]
-            if hs.size == 0:
-                means[s] = variances[s] = np.nan
-                continue
-            means[s] = hs.mean()
-            variances[s] = np.mean((hs - means[s]) ** 2)
-        return means, variances
-
-    def terms(self, h: np.ndarray, half_width: float | None = None) -> dict:
-        """Per-pair closed forms of spec §3.7 at optimal a, b, alpha in [-I, I] (no clipping when I is None).
-
-        Returns the group moments, a, b, alpha, Delta and the values T (all per pair).
-        """
-        I = np.inf if half_width is None else half_width
-        m, v = self.moments(h)
-        c1, c2, q = self.c1, self.c2, self.q
-        mS, mT, vS, vT = m[self.first], m[self.second], v[self.first], v[self.second]
-        delta = mS - mT
-        a, b = np.clip(mS, -I, I), np.clip(mT, -I, I)
-        alpha = np.clip(c1 * delta / q, -I, I)
-        T = (c1 * c2 ** 2 - 2 * c1 * c2 * delta + c1 * (vS + (mS - a) ** 2) + c1 * (vT + (mT - b) ** 2)
-             + 2 * c1 * delta * alpha - q * alpha ** 2)
-        return {"means": m, "variances": v, "m": mS, "m_prime": mT, "delta": delta, "a": a, "b": b,
-                "alpha": alpha, "T": T}
-
-    def values(self, h: np.ndarray, half_width: float | None = None) -> np.ndarray:
-        """T_i for every pair."""
-        return self.terms(h, half_width)["T"]
-
-    def block_values(self, T: np.ndarray) -> np.ndarray:
-        """f_k = sum of T_i over the pairs of block k."""
-        return np.bincount(self.block, weights=T, minlength=self.n_blocks)
-
-    def grad_h(self, h: np.ndarray, weights: np.ndarray, half_width: float | None = None) -> np.ndarray:
-        """d/dh of sum_i weights_i T_i(h) (envelope theorem in a, b, alpha; Danskin for the max over alpha)."""
-        t = self.terms(h, half_width)
-        c1, c2 = self.c1, self.c2
-        dmS = weights * (-2 * c1 * c2 + 2 * c1 * (t["m"] - t["a"]) + 2 * c1 * t["alpha"])
-        dmT = weights * (2 * c1 * c2 + 2 * c1 * (t["m_prime"] - t["b"]) - 2 * c1 * t["alpha"])
-        n_sets = len(self.masks)
-        cm = np.bincount(self.first, dmS, n_sets) + np.bincount(self.second, dmT, n_sets)
-        cv = np.bincount(self.first, weights * c1, n_sets) + np.bincount(self.second, weights * c1, n_sets)
-        out = np.zeros_like(h, dtype=float)
-        for s, mask in enumerate(self.masks):
-            if cm[s] == 0 and cv[s] == 0:
-                continue
-            out[mask] += (cm[s] + 2 * cv[s] * (h[mask] - t["means"][s])) / mask.sum()
-        return out
-
-
 # ---------------------------------------------------------------------------------------------------
 # Atoms
 # ---------------------------------------------------------------------------------------------------

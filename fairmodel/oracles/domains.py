@@ -2,35 +2,48 @@
 
 ``fm.Ball``, ``fm.Box``, ``fm.Simplex`` and products of them (``fm.Product(a, b)`` or ``a * b``), plus
 the truncated cone ``K_trunc = {(theta, alpha): ||theta||_2 <= r alpha, alpha <= alpha_max}`` of the
-strategic DRO problem (spec ``zeroth_order_minmax_dro.md`` §4.6, erratum U18: the paper's cone is
-unbounded, Theorem 4.1 needs a compact set).
+strategic DRO problem (Maheshwari et al., eq. (7) and Theorem 5.3; the paper's cone is unbounded, but
+Theorem 4.1 needs a compact set, so it is truncated at alpha_max).
 
 Every set is a flat vector space block of dimension ``dim``; ``project(z)`` is the exact Euclidean
 projection (Prop. A.1 of the paper: firmly nonexpansive), ``contains(z)`` a membership test,
-``cvxpy_constraints(var)`` the same set for CVXPY, ``diameter`` its diameter D (``inf`` when unbounded)
+``diameter`` its diameter D (``inf`` when unbounded)
 and ``require_bounded(what)`` the compactness check of Assumption 3.1 with a message naming the bound to add.
+The same sets as CVXPY constraints are a table of the exact backend (:mod:`fairmodel.exact.lower`).
 """
 from __future__ import annotations
 
-import numbers
+import math
 from abc import ABC, abstractmethod
 
-import cvxpy as cp
 import numpy as np
 
-from .errors import ModelError
+from .._validate import check_int, is_real
+from ..errors import ModelError
 
 
 def _positive_int(v, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-        raise ModelError(f"{what} must be a positive integer; got {v!r}")
-    return int(v)
+    return check_int(v, what, error=ModelError)
 
 
 def _number(v, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
+    if not is_real(v):
         raise ModelError(f"{what} must be a number; got {v!r}")
     return float(v)
+
+
+def project_ball(z: np.ndarray, radius: float | None, center=None) -> np.ndarray:
+    """Euclidean projection onto the ball ||z - center||_2 <= radius (the identity for radius None).
+
+    The norm is taken with ``math.sqrt(vdot)``: cheaper than ``np.linalg.norm`` in the inner loops of the
+    stochastic methods, and the same number."""
+    if radius is None:
+        return z
+    d = z if center is None else z - center
+    nrm = math.sqrt(float(np.vdot(d, d)))
+    if nrm <= radius:
+        return z
+    return d * (radius / nrm) if center is None else center + d * (radius / nrm)
 
 
 class Domain(ABC):
@@ -46,9 +59,6 @@ class Domain(ABC):
         z = np.asarray(z, dtype=float)
         return z.shape == (self.dim,) and bool(np.linalg.norm(z - self.project(z)) <= tol * max(1.0, np.linalg.norm(z)))
 
-    @abstractmethod
-    def cvxpy_constraints(self, var) -> list:
-        """The set as CVXPY constraints on ``var``."""
 
     @property
     @abstractmethod
@@ -93,12 +103,8 @@ class Ball(Domain):
         self.center_ = np.zeros(self.dim) if center is None else self.check_point(center, "Ball center")
 
     def project(self, z):
-        d = z - self.center_
-        nrm = np.linalg.norm(d)
-        return z if nrm <= self.radius else self.center_ + d * (self.radius / nrm)
+        return project_ball(z, self.radius, self.center_)
 
-    def cvxpy_constraints(self, var):
-        return [cp.norm(var - self.center_, 2) <= self.radius] if np.isfinite(self.radius) else []
 
     @property
     def diameter(self):
@@ -135,15 +141,6 @@ class Box(Domain):
     def project(self, z):
         return np.clip(z, self.lo, self.hi)
 
-    def cvxpy_constraints(self, var):
-        out = []
-        for bound, sign in ((self.lo, 1.0), (self.hi, -1.0)):
-            keep = np.flatnonzero(np.isfinite(bound))
-            if keep.size == self.dim:
-                out.append(sign * var >= sign * bound)
-            elif keep.size:
-                out.append(sign * var[keep] >= sign * bound[keep])
-        return out
 
     @property
     def diameter(self):
@@ -178,8 +175,6 @@ class Simplex(Domain):
         rho = np.count_nonzero(u * self._k > css)
         return np.maximum(z - css[rho - 1] / rho, 0.0)
 
-    def cvxpy_constraints(self, var):
-        return [var >= 0, cp.sum(var) == 1]
 
     @property
     def diameter(self):
@@ -195,7 +190,7 @@ class Simplex(Domain):
 class TruncatedCone(Domain):
     """``{(theta, alpha) in R^p x R : ||theta||_2 <= slope * alpha, alpha <= alpha_max [, ||theta|| <= radius]}``.
 
-    The feasible set K_trunc of (theta, alpha) in the strategic DRO saddle problem (spec §4.6): the
+    The feasible set K_trunc of (theta, alpha) in the strategic DRO saddle problem (Maheshwari et al., Theorem 5.3): the
     slope is r = 1 / (L_phi + c) (corrected, Theorem 5.3 with erratum U10) and alpha_max the bound of
     erratum U18. The vector layout is ``[theta_1..theta_p, alpha]``. By rotational symmetry the projection
     reduces to projecting the 2-D point (||theta||, alpha) onto a convex polygon (a triangle, or a
@@ -244,11 +239,6 @@ class TruncatedCone(Domain):
         out[-1] = a2
         return out
 
-    def cvxpy_constraints(self, var):
-        out = [cp.norm(var[:-1], 2) <= self.slope * var[-1], var[-1] <= self.alpha_max]
-        if self.radius is not None:
-            out.append(cp.norm(var[:-1], 2) <= self.radius)
-        return out
 
     @property
     def diameter(self):
@@ -281,12 +271,6 @@ class Product(Domain):
     def project(self, z):
         return np.concatenate([p.project(zi) for p, zi in zip(self.parts, self.split(z))])
 
-    def cvxpy_constraints(self, var):
-        out, start = [], 0
-        for p in self.parts:
-            out += p.cvxpy_constraints(var[start:start + p.dim])
-            start += p.dim
-        return out
 
     @property
     def diameter(self):

@@ -12,7 +12,6 @@ Chzhen, Hebiri, Taturyan, NeurIPS 2024; spec ``dp_postprocessing.md``), and the 
 """
 from __future__ import annotations
 
-import numbers
 import uuid
 import warnings
 import weakref
@@ -20,11 +19,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ..data import as_generator, check_finite
-from ..dp_dual import policy_from_scores
-from ..errors import DataError, ExpressionTypeError, ModelError, OptionError
-from ..expressions import Constant, Expr, Parameter
-from ..problem import Inequality
+from ..._validate import as_generator, check_finite, is_int, is_real
+from ...errors import DataError, ExpressionTypeError, ModelError, OptionError
+from ...oracles.dp_dual import policy_from_scores
+from ..core import Constant, Expr, Inequality, Parameter
 
 # Live GridPredictors by key, so that result.predictor() finds the base models of the problem that produced
 # the result (a result stores only the key; a result loaded from disk gets its base models explicitly).
@@ -32,14 +30,6 @@ _LIVE: "weakref.WeakValueDictionary[str, GridPredictor]" = weakref.WeakValueDict
 
 SIMPLEX_TOL = 1e-6   # tolerance on the row sums of tau_hat (predict_proba rounds to ~1e-15)
 P_SUM_TOL = 1e-8     # tolerance on sum(p) (spec §7.5)
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool)
-
-
-def _is_real(v) -> bool:
-    return isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, bool)
 
 
 def _as_array(values, what: str) -> np.ndarray:
@@ -151,9 +141,9 @@ class GridPredictor:
         if self.kind == "regression":
             if grid is not None:
                 raise ModelError("grid= goes with cost=; with eta the grid is l B / L, l = -L..L")
-            if not _is_int(L) or L < 1:
+            if not is_int(L) or L < 1:
                 raise ModelError(f"L must be a positive integer (the grid has 2L + 1 points); got {L!r}")
-            if not _is_real(B) or not np.isfinite(B) or B <= 0:
+            if not is_real(B) or not np.isfinite(B) or B <= 0:
                 raise ModelError(f"B must be a positive finite number bounding |eta(X)| (Assumption 3.1); got {B!r}")
             self.L, self.B = int(L), float(B)
             self.grid = self.B * np.arange(-self.L, self.L + 1) / self.L

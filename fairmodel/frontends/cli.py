@@ -10,27 +10,32 @@ import sys
 import time
 from pathlib import Path
 
-from . import datasets
-from .errors import FairmodelError, OptionError, SolverError
+from .. import datasets
+from ..crosscheck import crosscheck
+from ..errors import FairmodelError, OptionError, SolverError
+from .. import expressions as dsl
+from ..plotting import plot_results
+from ..problem import Minimize, Problem
+from ..results import _jsonable
+from ..sweep import sweep
+from . import problemfile
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER = 0, 1, 2, 3
 
 
 def _demo(args) -> int:
-    import fairmodel as fm
-
     start = time.perf_counter()
-    data = fm.datasets.load_adult(sensitive=args.groups)
-    w = fm.Weights(data.n_features, radius=args.radius)
-    risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+    data = datasets.load_adult(sensitive=args.groups)
+    w = dsl.Weights(data.n_features, radius=args.radius)
+    risks = dsl.group_mean(dsl.logistic_loss(data.score(w), data.y), data.groups)
     if args.problem == "mero":
-        prob = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))))
+        prob = Problem(Minimize(dsl.max(risks - dsl.group_optimal(risks))))
     else:
-        prob = fm.Problem(fm.Minimize(fm.max(risks)))
+        prob = Problem(Minimize(dsl.max(risks)))
     print(f"fairmodel demo: {args.problem.upper()} on Adult ({data.n_samples} rows, {data.n_features} features), "
           f"groups = {args.groups} {dict(zip(data.groups.names, data.group_sizes.tolist()))}, logistic loss, "
           f"||w|| <= {args.radius:g}\n")
-    report = fm.crosscheck(prob, seed=args.seed, exact_options={"method": args.exact_method},
+    report = crosscheck(prob, seed=args.seed, exact_options={"method": args.exact_method},
                            verbose=args.verbose)
     print(report.to_markdown())
     print("\nGroup risks (judge, full data):")
@@ -45,17 +50,14 @@ JSON_SCHEMA = 1
 
 
 def _emit_json(kind: str, payload: dict) -> None:
-    from .results import _jsonable
     print(json.dumps(_jsonable({"schema": JSON_SCHEMA, "kind": kind, **payload}, None), indent=1))
 
 
 def _load(args):
-    from . import problemfile
     return problemfile.load(args.problem_file)
 
 
 def _solve_args(args, spec, backend: str) -> dict:
-    from . import problemfile
     options = problemfile.solve_options(spec, backend)
     if args.method:
         options["method"] = args.method
@@ -92,7 +94,6 @@ def _solve(args) -> int:
 
 
 def _crosscheck(args) -> int:
-    from .crosscheck import crosscheck
     prob, data, spec = _load(args)
     exact = _solve_args(args, spec, "exact")
     stochastic = _solve_args(args, spec, "stochastic")
@@ -117,7 +118,6 @@ def _crosscheck(args) -> int:
 
 def _plot(args, results: dict, optimum=None) -> None:
     if args.plot:
-        from .plotting import plot_results
         plot_results(results, optimum=optimum).savefig(args.plot)
 
 
@@ -133,8 +133,6 @@ def _parse_values(text: str) -> list:
 
 
 def _sweep(args) -> int:
-    from . import problemfile
-    from .sweep import sweep
     spec = problemfile.read(args.problem_file)
     backend = _backend(args, spec)
     values = _parse_values(args.values)

@@ -24,11 +24,12 @@ epochs = 20
 ```
 
 Every wrong key, type or value raises :class:`ProblemFileError` naming the file, the key and the allowed
-values. Families register a builder in ``FAMILIES``: name -> (builder(spec, problem_table, data) -> Problem,
-allowed keys of [problem] with their meaning, one-line description).
+values. This module reads and checks the tables; the builders of the [problem] table, one module per
+family, are collected in :data:`fairmodel.frontends.problemfile.FAMILIES`.
 """
 from __future__ import annotations
 
+import copy
 import csv
 import numbers
 import sys
@@ -36,9 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import datasets as D
-from .data import Dataset, encode_columns
-from .errors import DataError, FairmodelError
+from ... import datasets as D
+from ...data import Dataset, encode_columns
+from ...errors import DataError, FairmodelError
+from ...expressions import Weights, hinge_loss, logistic_loss, squared_loss
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -197,7 +199,6 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
 
 
 def build_weights(spec: Spec, data: Dataset, **extra):
-    from .expressions import Weights
     t = spec.table("model", MODEL_KEYS, required=False)
     try:
         return Weights(data.n_features, radius=spec.get(t, "radius", "[model]", "number", positive=True),
@@ -205,51 +206,6 @@ def build_weights(spec: Spec, data: Dataset, **extra):
                        name=spec.get(t, "name", "[model]", "str", default="w"), **extra)
     except FairmodelError as exc:
         raise spec.error("[model]", str(exc)) from None
-
-
-LOSSES = {"logistic": "logistic_loss", "hinge": "hinge_loss", "squared": "squared_loss"}
-
-
-def _loss(spec: Spec, t: dict, data: Dataset, w):
-    import fairmodel as fm
-    name = spec.get(t, "loss", "[problem]", "str", default="logistic", choices=list(LOSSES))
-    return getattr(fm, LOSSES[name])(data.score(w), data.y)
-
-
-def _build_group_risk(kind):
-    def build(spec: Spec, t: dict, data: Dataset):
-        import fairmodel as fm
-        loss = _loss(spec, t, data, build_weights(spec, data))
-        if kind == "erm":
-            return fm.Problem(fm.Minimize(fm.mean(loss)))
-        risks = fm.group_mean(loss, data.groups)
-        if kind == "mero":
-            return fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))))
-        return fm.Problem(fm.Minimize(fm.max(risks)))
-    return build
-
-
-FAMILIES = {
-    "gdro": (_build_group_risk("gdro"), {"loss": "logistic, hinge or squared"}, "group DRO: max_g R_g(w)"),
-    "mero": (_build_group_risk("mero"), {"loss": "logistic, hinge or squared"}, "MERO: max_g R_g(w) - R*_g"),
-    "erm": (_build_group_risk("erm"), {"loss": "logistic, hinge or squared"}, "ERM: mean loss"),
-}
-
-
-def build_problem(spec: Spec, data: Dataset):
-    """The Problem of the file's [problem] table."""
-    t = spec.table("problem", {"family": "", **{k: v for _, keys, _ in FAMILIES.values() for k, v in keys.items()}})
-    family = spec.get(t, "family", "[problem]", "str", choices=list(FAMILIES))
-    if family is None:
-        raise spec.error("[problem] family", f"missing; allowed values are {', '.join(FAMILIES)}")
-    builder, allowed, _ = FAMILIES[family]
-    spec.check_keys(t, {"family": "", **allowed}, f"[problem] (family {family})")
-    try:
-        return builder(spec, t, data)
-    except ProblemFileError:
-        raise
-    except FairmodelError as exc:
-        raise spec.error("[problem]", str(exc)) from None
 
 
 def solve_options(spec: Spec, backend: str) -> dict:
@@ -261,16 +217,8 @@ def solve_options(spec: Spec, backend: str) -> dict:
     return dict(options)
 
 
-def load(path):
-    """(problem, data, spec) of a problem file."""
-    spec = read(path)
-    data = load_data(spec)
-    return build_problem(spec, data), data, spec
-
-
 def set_value(doc: dict, dotted: str, value):
     """A copy of ``doc`` with the dotted key (e.g. ``problem.kappa``) set to ``value`` (for sweeps)."""
-    import copy
     out = copy.deepcopy(doc)
     node = out
     parts = dotted.split(".")
@@ -280,3 +228,12 @@ def set_value(doc: dict, dotted: str, value):
             raise ProblemFileError(f"{dotted}: {p} is not a table")
     node[parts[-1]] = value
     return out
+
+
+LOSSES = {"logistic": logistic_loss, "hinge": hinge_loss, "squared": squared_loss}
+
+
+def build_loss(spec: Spec, t: dict, data: Dataset, w):
+    """The per-sample loss named by [problem] loss (default logistic) of the linear score of ``w``."""
+    name = spec.get(t, "loss", "[problem]", "str", default="logistic", choices=list(LOSSES))
+    return LOSSES[name](data.score(w), data.y)

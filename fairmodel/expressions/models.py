@@ -11,14 +11,15 @@ Assumption 4): exact backends refuse it, and the AUC-fairness family solves it w
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 from scipy.special import expit
 
-from .data import Dataset, as_generator
-from .errors import ExpressionTypeError, ModelError
-from .expressions import Expr, LinearScore, SampleScore, Weights
+from .._validate import as_generator, check_int
+from ..data import Dataset
+from ..errors import ExpressionTypeError, ModelError
+from .core import Expr
+from .variables import LinearScore, SampleScore, Weights
 
 OUTPUTS = ("sigmoid", "linear")
 
@@ -36,12 +37,10 @@ class SigmoidMLP(Weights):
 
     def __init__(self, n_features: int, hidden: int = 10, radius: float | None = None, *,
                  output: str = "sigmoid", name: str = "net"):
-        if isinstance(hidden, bool) or not isinstance(hidden, (numbers.Integral, np.integer)) or hidden < 1:
-            raise ModelError(f"hidden must be a positive integer (number of hidden units); got {hidden!r}")
+        check_int(hidden, "hidden (the number of hidden units)", error=ModelError)
         if output not in OUTPUTS:
             raise ModelError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
-        if isinstance(n_features, bool) or not isinstance(n_features, (numbers.Integral, np.integer)) or n_features < 1:
-            raise ModelError(f"n_features must be a positive integer; got {n_features!r}")
+        check_int(n_features, "n_features", error=ModelError)
         size = int(hidden) * (int(n_features) + 2) + 1
         super().__init__(size, radius, name=name)
         self.n_features = int(n_features)      # the score's input dimension (Weights stores the size)

@@ -1,0 +1,23 @@
+"""The declaration language: variables, atoms and their facts; no CVXPY and no solver.
+
+:mod:`.core` holds the node base class, constants, parameters and the arithmetic (sums, scalar and data-vector
+products, absolute values, constraints); :mod:`.variables` the model parameters and their scores;
+:mod:`.models` the network score; :mod:`.atoms` one module per group of atoms; :mod:`.canonicalize` the
+normal form on which problems are recognized.
+"""
+from .atoms.aggregates import (GroupMean, GroupOptimal, Max, Mean, Min, Pos, Sum, group_mean, group_optimal, max,
+                               mean, min, pos, sum)
+from .atoms.losses import (HingeLoss, LogisticLoss, Loss, SoftmaxLoss, SquaredLoss, hinge_loss, logistic_loss,
+                           softmax_loss, squared_loss)
+from .atoms.norms import Norm, SumSquares, norm, sum_squares
+from .core import (Abs, Add, Constant, Env, Expr, Inequality, Minimize, Multiply, Parameter, ScalarMul, abs,
+                   as_expr, evaluate, multiply, parameter, value_and_grad)
+from .variables import LinearScore, SampleScore, Weights
+
+__all__ = [
+    "Abs", "abs", "Add", "as_expr", "Constant", "Env", "evaluate", "Expr", "group_mean", "group_optimal",
+    "GroupMean", "GroupOptimal", "hinge_loss", "HingeLoss", "Inequality", "LinearScore", "logistic_loss",
+    "LogisticLoss", "Loss", "max", "Max", "mean", "Mean", "min", "Min", "Minimize", "multiply", "Multiply", "norm",
+    "Norm", "parameter", "Parameter", "pos", "Pos", "SampleScore", "ScalarMul", "softmax_loss", "SoftmaxLoss",
+    "squared_loss", "SquaredLoss", "sum", "Sum", "sum_squares", "SumSquares", "value_and_grad", "Weights",
+]

@@ -1,0 +1,331 @@
+"""Aggregates: sample means (over all rows or a subset), group means, sums, and the piecewise-linear atoms
+max, min and pos.
+
+``mean`` and ``group_mean`` take ``where=``, a boolean mask over the rows: ``fm.group_mean(data.score(w),
+data.groups, where=data.y > 0)`` is the vector of mean scores of the positives of every group (the linear
+surrogate of equal opportunity of Donini et al. 2018).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...data import Groups
+from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
+from ..core import Env, Expr, as_expr, kind_text, reject_parameters
+
+
+def _check_mask(where, n: int, what: str) -> np.ndarray | None:
+    if where is None:
+        return None
+    mask = np.asarray(where)
+    if mask.dtype != bool:
+        raise ExpressionTypeError(f"{what}: where= must be a boolean mask over the rows (e.g. data.y > 0); got "
+                                  f"dtype {mask.dtype}")
+    if mask.shape != (n,):
+        raise DataError(f"{what}: where= has shape {mask.shape} but the expression has {n} rows")
+    if not mask.any():
+        raise DataError(f"{what}: where= selects no row")
+    mask = mask.copy()
+    mask.setflags(write=False)
+    return mask
+
+
+def _per_sample(expr, what: str) -> Expr:
+    if not isinstance(expr, Expr) or expr.kind != "samples":
+        raise ExpressionTypeError(f"{what} needs a per-sample expression (a loss or a score); got {expr!r}")
+    return expr
+
+
+class Mean(Expr):
+    """The mean over samples (or over the rows where ``where`` holds) of a per-sample expression."""
+
+    def __init__(self, expr: Expr, where=None):
+        self.expr = _per_sample(expr, "mean")
+        self.where = _check_mask(where, expr.size, "mean")
+        self.count = expr.size if self.where is None else int(self.where.sum())
+        self.args = (expr,)
+
+    @property
+    def curvature(self):
+        return self.expr.curvature
+
+    def weights(self, env: Env) -> np.ndarray:
+        """The weight of every evaluated row in the (estimated) mean: 1/count on the rows that count."""
+        if self.where is None:
+            n = self.expr.size if env.rows is None else len(env.rows)
+            return np.full(n, 1.0 / n)
+        mask = self.where if env.rows is None else self.where[env.rows]
+        return mask / max(int(mask.sum()), 1)
+
+    def _value(self, env):
+        return float(self.weights(env) @ self.expr.value(env))
+
+    def backprop(self, env, upstream, grads):
+        self.expr.backprop(env, upstream * self.weights(env), grads)
+
+    def __str__(self):
+        return f"mean_i {self.expr}" + ("" if self.where is None else " [i in where]")
+
+
+class GroupMean(Expr):
+    """The vector of group means (1/n_g) sum_{i in g} e_i of a per-sample expression (group risks), over the
+    rows where ``where`` holds when given."""
+
+    kind = "groups"
+
+    def __init__(self, expr: Expr, groups, where=None):
+        self.expr = _per_sample(expr, "group_mean")
+        self.groups = Groups(groups)
+        if len(self.groups) != expr.size:
+            raise DataError(f"groups has {len(self.groups)} entries but the expression has {expr.size} samples")
+        self.groups.require_nonempty("group_mean")
+        self.where = _check_mask(where, expr.size, "group_mean")
+        self.codes = self.groups.codes if self.where is None else np.where(self.where, self.groups.codes, -1)
+        self.sizes = np.bincount(self.codes[self.codes >= 0], minlength=self.groups.n_groups)
+        if np.any(self.sizes == 0):
+            empty = [str(n) for n, s in zip(self.groups.names, self.sizes) if s == 0]
+            raise DataError(f"group_mean: group(s) {', '.join(empty)} have no row where the mask holds")
+        self.args = (expr,)
+        self.size = self.groups.n_groups
+
+    @property
+    def curvature(self):
+        return self.expr.curvature
+
+    def row_codes(self, env: Env) -> np.ndarray:
+        """The group of every evaluated row (-1 for rows outside ``where``)."""
+        return self.codes if env.rows is None else self.codes[env.rows]
+
+    def _counts(self, env):
+        if env.rows is None:
+            return self.sizes
+        codes = self.row_codes(env)
+        return np.bincount(codes[codes >= 0], minlength=self.size)
+
+    def _value(self, env):
+        v = self.expr.value(env)
+        codes = self.row_codes(env)
+        keep = codes >= 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.bincount(codes[keep], weights=v[keep], minlength=self.size) / self._counts(env)
+
+    def backprop(self, env, upstream, grads):
+        codes = self.row_codes(env)
+        per_group = np.asarray(upstream) / np.maximum(self._counts(env), 1)
+        self.expr.backprop(env, np.where(codes >= 0, per_group[np.maximum(codes, 0)], 0.0), grads)
+
+    def __str__(self):
+        return f"mean_(i in g) {self.expr}" + ("" if self.where is None else " [i in where]")
+
+
+class Sum(Expr):
+    """The sum of the entries of a vector expression (for a per-sample expression: n times its mean)."""
+
+    def __init__(self, expr):
+        expr = as_expr(expr)
+        reject_parameters(expr, "fm.sum")
+        if expr.kind == "scalar":
+            raise ExpressionTypeError(f"fm.sum adds the entries of a vector; {expr} is already a scalar")
+        self.expr, self.args = expr, (expr,)
+
+    @property
+    def curvature(self):
+        return self.expr.curvature
+
+    def _scale(self, env) -> float:
+        if self.expr.kind == "samples" and env.rows is not None:
+            return self.expr.size / len(env.rows)     # an unbiased estimate from a minibatch of rows
+        return 1.0
+
+    def _value(self, env):
+        return float(np.sum(self.expr.value(env))) * self._scale(env)
+
+    def backprop(self, env, upstream, grads):
+        v = self.expr.value(env)
+        self.expr.backprop(env, np.full(np.shape(v)[0], upstream * self._scale(env)), grads)
+
+    def __str__(self):
+        return f"sum [{self.expr}]"
+
+
+class _Extremum(Expr):
+    """max or min of one vector expression, or of several scalar expressions."""
+
+    name = ""
+    pick = staticmethod(np.argmax)
+
+    def __init__(self, *exprs):
+        exprs = tuple(as_expr(e) for e in exprs)
+        for e in exprs:
+            reject_parameters(e, f"fm.{self.name}")
+        if len(exprs) == 1 and exprs[0].kind != "scalar":
+            self.vector = True
+        elif len(exprs) > 1 and all(e.kind == "scalar" for e in exprs):
+            self.vector = False
+        else:
+            raise ExpressionTypeError(f"fm.{self.name} takes one vector expression (e.g. group risks) or several "
+                                      f"scalar expressions; got {[kind_text(e) for e in exprs]}")
+        self.args = exprs
+
+    def _stack(self, env):
+        if self.vector:
+            return np.asarray(self.args[0].value(env), dtype=float)
+        return np.array([a.value(env) for a in self.args], dtype=float)
+
+    def _value(self, env):
+        v = self._stack(env)
+        return float(v[self.pick(v)])
+
+    def backprop(self, env, upstream, grads):
+        v = self._stack(env)
+        i = int(self.pick(v))
+        if self.vector:
+            e = np.zeros_like(v)
+            e[i] = upstream
+            self.args[0].backprop(env, e, grads)
+        else:
+            self.args[i].backprop(env, upstream, grads)
+
+    def __str__(self):
+        if self.vector:
+            return f"{self.name}_g [{self.args[0]}]"
+        return f"{self.name}(" + ", ".join(map(str, self.args)) + ")"
+
+
+class Max(_Extremum):
+    """The largest entry of a vector expression, or the largest of several scalar expressions (convex)."""
+
+    name = "max"
+
+    @property
+    def curvature(self):
+        if all(a.curvature == "constant" for a in self.args):
+            return "constant"
+        return "convex" if all(a.is_convex() for a in self.args) else "unknown"
+
+
+class Min(_Extremum):
+    """The smallest entry of a vector expression, or the smallest of several scalar expressions (concave)."""
+
+    name = "min"
+    pick = staticmethod(np.argmin)
+
+    @property
+    def curvature(self):
+        if all(a.curvature == "constant" for a in self.args):
+            return "constant"
+        return "concave" if all(a.is_concave() for a in self.args) else "unknown"
+
+
+class Pos(Expr):
+    """max(e, 0) elementwise (convex when e is convex)."""
+
+    def __init__(self, expr):
+        expr = as_expr(expr)
+        reject_parameters(expr, "fm.pos")
+        self.expr, self.args = expr, (expr,)
+        self.kind, self.size = expr.kind, expr.size
+
+    @property
+    def curvature(self):
+        cv = self.expr.curvature
+        return cv if cv == "constant" else ("convex" if self.expr.is_convex() else "unknown")
+
+    def _value(self, env):
+        return np.maximum(self.expr.value(env), 0.0)
+
+    def backprop(self, env, upstream, grads):
+        active = (np.asarray(self.expr.value(env)) > 0).astype(float)
+        self.expr.backprop(env, active * np.asarray(upstream), grads)
+
+    def __str__(self):
+        return f"pos({self.expr})"
+
+
+class GroupOptimal(Expr):
+    """R*_g = min_{w in W} R_g(w): the smallest achievable risk of every group (for MERO, eq. (4) of Yu et al.).
+
+    A constant vector whose values are computed once, by exact per-group solves of the group-DRO reduction
+    (:meth:`resolve`); the declaration itself never solves anything.
+    """
+
+    kind = "groups"
+
+    def __init__(self, risks: Expr):
+        if not isinstance(risks, GroupMean):
+            raise ExpressionTypeError("group_optimal needs the group risks, fm.group_mean(loss, groups)")
+        if not risks.is_convex() or len(risks.variables()) != 1:
+            raise ModelError("group_optimal needs convex group risks of one Weights variable")
+        self.risks = risks
+        self.size = risks.size
+        self._values: np.ndarray | None = None
+
+    @property
+    def curvature(self):
+        return "constant"
+
+    @property
+    def resolved(self) -> bool:
+        return self._values is not None
+
+    def resolve(self, values) -> None:
+        """Set the values R*_g (computed by the reduction that solves the per-group problems)."""
+        values = np.asarray(values, dtype=float)
+        if values.shape != (self.size,) or not np.all(np.isfinite(values)):
+            raise ModelError(f"group_optimal needs {self.size} finite values; got shape {values.shape}")
+        values.setflags(write=False)
+        self._values = values
+
+    def variables(self):
+        return []
+
+    def constant_value(self) -> np.ndarray:
+        if self._values is None:
+            raise UnsupportedProblemError("fm.group_optimal(risks) has no value until a problem that uses it is "
+                                          "solved or judged (its values come from exact per-group solves)")
+        return self._values
+
+    def _value(self, env):
+        return self.constant_value()
+
+    def backprop(self, env, upstream, grads):
+        pass
+
+    def __str__(self):
+        return "R*_g"
+
+
+def mean(expr: Expr, where=None) -> Mean:
+    """Mean over samples of a per-sample expression (over the rows where the boolean mask ``where`` holds)."""
+    return Mean(expr, where)
+
+
+def group_mean(expr: Expr, groups, where=None) -> GroupMean:
+    """Vector of per-group means (group risks) of a per-sample expression, over the rows in ``where``."""
+    return GroupMean(expr, groups, where)
+
+
+def group_optimal(risks: GroupMean) -> GroupOptimal:
+    """Vector of the smallest achievable risk of each group, R*_g = min_w R_g(w) (for MERO)."""
+    return GroupOptimal(risks)
+
+
+def sum(expr) -> Sum:  # noqa: A001  (the language's sum, used as fm.sum)
+    """The sum of the entries of a vector expression."""
+    return Sum(expr)
+
+
+def max(*exprs) -> Max:  # noqa: A001  (the language's max, used as fm.max)
+    """Largest entry of a vector expression, or largest of several scalar expressions."""
+    return Max(*exprs)
+
+
+def min(*exprs) -> Min:  # noqa: A001  (the language's min, used as fm.min)
+    """Smallest entry of a vector expression, or smallest of several scalar expressions."""
+    return Min(*exprs)
+
+
+def pos(expr) -> Pos:
+    """max(expr, 0) elementwise."""
+    return Pos(expr)
+

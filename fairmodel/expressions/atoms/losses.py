@@ -1,0 +1,106 @@
+"""Per-sample losses phi(z_i, y_i) of a score z: convex in z, so convex in w for an affine score.
+
+Each atom holds a pointwise *kernel* of :mod:`fairmodel.oracles.losses` (the one copy of the formula, its
+derivatives and its label check) and the validated labels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ExpressionTypeError, ModelError
+from ...oracles import losses as K
+from ..core import Expr
+from ..variables import LinearScore
+
+
+class Loss(Expr):
+    """A per-sample loss ``kernel.phi(z_i, y_i)`` of a per-sample score z."""
+
+    kind = "samples"
+    kernel: type[K.Kernel] = K.Kernel
+
+    def __init__(self, score: Expr, y):
+        if not isinstance(score, Expr) or score.kind != "samples":
+            raise ExpressionTypeError(f"{type(self).__name__} needs a per-sample score such as data.score(w); "
+                                      f"got {score!r}")
+        self.score = score
+        self.args = (score,)
+        self.size = score.size
+        n_outputs = score.w.n_outputs if isinstance(score, LinearScore) else None
+        self.y = self.kernel.check_labels(y, score.size, n_outputs)
+
+    # the kernel's facts, read by the oracles and the lowerings through the atom
+    @property
+    def symbol(self) -> str:
+        return self.kernel.symbol
+
+    @property
+    def smoothness(self) -> float:
+        return self.kernel.smoothness
+
+    @property
+    def curvature(self):
+        return "convex" if self.score.curvature in ("affine", "constant") else "unknown"
+
+    def labels(self, env):
+        return self.y if env.rows is None else self.y[env.rows]
+
+    def _value(self, env):
+        return self.kernel.phi(self.score.value(env), self.labels(env))
+
+    def backprop(self, env, upstream, grads):
+        d = self.kernel.dphi(self.score.value(env), self.labels(env))
+        up = upstream[:, None] * d if d.ndim == 2 and np.ndim(upstream) == 1 else upstream * d
+        self.score.backprop(env, up, grads)
+
+    def __str__(self):
+        return f"{self.symbol}({self.score}, y)"
+
+
+class LogisticLoss(Loss):
+    """log(1 + exp(-y z)) with labels in {-1, +1} ({0, 1} is mapped to {-1, +1})."""
+
+    kernel = K.Logistic
+
+
+class HingeLoss(Loss):
+    """max(0, 1 - y z) with labels in {-1, +1} ({0, 1} is mapped)."""
+
+    kernel = K.Hinge
+
+
+class SquaredLoss(Loss):
+    """(z - y)^2 for real-valued targets."""
+
+    kernel = K.Squared
+
+
+class SoftmaxLoss(Loss):
+    """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
+
+    kernel = K.Softmax
+
+    def __init__(self, score, y):
+        if isinstance(score, LinearScore) and score.w.n_outputs is None:
+            raise ModelError("softmax_loss needs a matrix of weights: fm.Weights(d, n_outputs=C)")
+        super().__init__(score, y)
+
+
+def logistic_loss(score: Expr, y) -> LogisticLoss:
+    """Per-sample logistic loss log(1 + exp(-y s)); labels in {-1, +1} or {0, 1}."""
+    return LogisticLoss(score, y)
+
+
+def hinge_loss(score: Expr, y) -> HingeLoss:
+    """Per-sample hinge loss max(0, 1 - y s); labels in {-1, +1} or {0, 1}."""
+    return HingeLoss(score, y)
+
+
+def squared_loss(score: Expr, y) -> SquaredLoss:
+    """Per-sample squared loss (s - y)^2."""
+    return SquaredLoss(score, y)
+
+
+def softmax_loss(score: Expr, y) -> SoftmaxLoss:
+    """Per-sample multiclass cross-entropy of a matrix score (Weights with n_outputs=C); labels 0..C-1."""
+    return SoftmaxLoss(score, y)

@@ -1,0 +1,172 @@
+"""Strategic classification robust to Wasserstein shifts (WDRSC): the DSL atoms, the agents, and the
+corrected convex-concave saddle function shared by the exact program, the stochastic methods and the judge.
+
+Paper: Maheshwari et al., "Zeroth-order methods for convex-concave minmax problems: applications to
+decision-dependent risk minimization" (§5, App. B); spec ``zeroth_order_minmax_dro.md`` §4.
+
+Model (spec §4.1-§4.4), with labels y in {-1, +1}, scores z_i = <b_i(theta), theta> and the logistic loss
+written in the GLM form ``l(z, y) = phi(z) - c y z`` with ``phi(z) = log(1 + e^z) - z/2``, ``c = 1/2``
+(App. C.3; erratum U12: the paper's ``phi(z) - y z`` does not fit the logistic loss), L_phi = 1/2,
+smoothness beta = 1/4:
+
+* agents with y = -1 game the strategic features: ``b_i(theta) = x_i + zeta M theta`` (M = diag(mask);
+  eq. (8)-(9) with erratum U13), so ``z_i = <x_i, theta> + zeta ||M theta||^2`` (Lemma 5.2, convex);
+  agents with y = +1 do not move;
+* the ambiguity set is the type-1 Wasserstein ball of radius delta around the shifted empirical
+  distribution, transport cost ``||x - x'||_2 + kappa |y - y'|`` (a label flip costs 2 kappa, erratum
+  U8), labels flip only for y = +1 (Assumption B.1);
+* the corrected saddle function (spec §4.4 item 4; erratum U11 fixes the paper's eq. (7)):
+
+      L(theta, alpha, gamma) = alpha delta + (1/n) sum_{I+} [phi(z_i) - kappa alpha + gamma_i (c z_i - kappa alpha)]
+                                           + (1/n) sum_{I-} [phi(z_i) + c z_i]
+
+  over (theta, alpha) in K = {(L_phi + c) ||theta|| <= alpha <= alpha_max} and gamma in [-1, 1]^n;
+  the paper's literal eq. (7) is this minus kappa alpha n_-/n with slope 1/(beta + 1), unbounded below
+  when delta < kappa n_-/n (``variant="paper"``).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...data import Dataset
+from ...errors import DataError, ExpressionTypeError, ModelError
+from ...oracles.strategic import (WDRSC, _check_nonneg, binary_labels, strategic_mask, strategic_scores,
+                                  strategic_scores_vjp)
+from ..core import Expr
+from ..variables import LinearScore, Weights
+from .losses import Loss, LogisticLoss
+
+# ---------------------------------------------------------------------------------------------------
+# DSL atoms
+# ---------------------------------------------------------------------------------------------------
+class StrategicScore(Expr):
+    """Per-sample score <b_i(w), w> on the data shifted by the agents' best response (Lemma 5.2).
+
+    Convex in w: ``x_i . w + zeta ||M w||^2`` for y_i = -1 (M = diag of the strategic-feature mask),
+    ``x_i . w`` for y_i = +1.
+    """
+
+    kind = "samples"
+
+    def __init__(self, data: Dataset, w: Weights, mask: np.ndarray, zeta: float):
+        self.data, self.w, self.mask, self.zeta = data, w, mask, zeta
+        self.y = binary_labels(data.y)
+        self.args = (w,)
+        self.size = data.n_samples
+
+    @property
+    def curvature(self):
+        return "convex" if self.zeta > 0 and self.mask.any() else "affine"
+
+    def _rows(self, env):
+        if env.rows is None:
+            return self.data.X, self.y < 0
+        return self.data.X[env.rows], self.y[env.rows] < 0
+
+    def _value(self, env):
+        X, negative = self._rows(env)
+        return strategic_scores(env[self.w], X, negative, self.zeta, self.mask)
+
+    def backprop(self, env, upstream, grads):
+        X, negative = self._rows(env)
+        self.w.backprop(env, strategic_scores_vjp(env[self.w], X, negative, self.zeta, self.mask, upstream), grads)
+
+    def __str__(self):
+        return f"<b(x; {self.w}), {self.w}>"
+
+
+def strategic_score(data: Dataset, w: Weights, strategic_features=None, zeta: float = 0.05) -> StrategicScore:
+    """The score of ``w`` on the data after the agents' best response (spec §4.2).
+
+    Agents with label -1 move their ``strategic_features`` (names, indices or a boolean mask of length
+    ``data.n_features``; none means non-strategic) by ``zeta * w`` restricted to those features, the best
+    response to a quadratic cost ||x - x_i||^2 / (2 zeta) (eq. (8)-(9)). Labels come from ``data.y``
+    ({-1, +1} or {0, 1}).
+    """
+    if not isinstance(data, Dataset):
+        raise ExpressionTypeError(f"strategic_score needs a fairmodel.Dataset; got {type(data).__name__}")
+    if not isinstance(w, Weights) or w.n_outputs is not None:
+        raise ExpressionTypeError("strategic_score needs a vector of weights fm.Weights(data.n_features)")
+    if w.n_features != data.n_features:
+        raise ModelError(f"Weights has {w.n_features} features but the data has {data.n_features}")
+    if w.intercept:
+        raise ModelError("strategic_score does not support an intercept (the Wasserstein transport moves "
+                         "features only); center the features or add a constant column instead")
+    if data.y is None:
+        raise DataError("strategic_score needs labels (data.y): only agents labelled -1 move")
+    mask = strategic_mask(strategic_features, list(data.feature_names), data.n_features)
+    zeta = _check_nonneg(zeta, "zeta (the strategic power)", strict=False)
+    return StrategicScore(data, w, mask, zeta)
+
+
+class WassersteinWorstCase(Expr):
+    """sup over P in the Wasserstein ball of radius delta of E_P[loss] (Theorem 5.3, corrected).
+
+    The value is computed exactly at any w: min over alpha of the closed form E2
+    (:meth:`WDRSC.worst_case_risk`). Built by :func:`wasserstein_worst_case`.
+    """
+
+    def __init__(self, loss: LogisticLoss, radius: float, label_cost: float, variant: str,
+                 alpha_max: float | None):
+        score = loss.score
+        self.loss, self.args = loss, (loss,)
+        self.w = score.w
+        self.data = score.data
+        if isinstance(score, StrategicScore):
+            mask, zeta = score.mask, score.zeta
+        else:
+            mask, zeta = np.zeros(self.data.n_features, dtype=bool), 0.0
+        if not np.array_equal(loss.y, binary_labels(self.data.y)):
+            raise ModelError("the labels of the loss must be the data's labels (data.y): the strategic response "
+                             "and the label flips of the ambiguity set depend on them")
+        self.model = WDRSC(self.data.X, loss.y, mask, zeta, radius, label_cost, variant, alpha_max,
+                           theta_radius=self.w.radius)
+        self.radius, self.label_cost, self.variant = self.model.delta, self.model.kappa, variant
+
+    @property
+    def curvature(self):
+        return "convex"
+
+    def _value(self, env):
+        if env.rows is not None:
+            raise ModelError("the worst-case risk is defined on the full data only (no minibatch value)")
+        return self.model.worst_case_risk(env[self.w])[0]
+
+    def __str__(self):
+        return (f"sup_(W(P, D(w)) <= {self.radius:g}, flip cost {2 * self.label_cost:g}) E_P[{self.loss}]"
+                + (" [paper's literal eq. (7)]" if self.variant == "paper" else ""))
+
+
+def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *, variant: str = "corrected",
+                           alpha_max: float | None = None) -> WassersteinWorstCase:
+    """The worst-case expected ``loss`` over a type-1 Wasserstein ball around the (strategically shifted)
+    empirical distribution (spec §4.3-§4.4).
+
+    loss : ``fm.logistic_loss(score, data.y)`` with ``score = fm.strategic_score(...)`` or ``data.score(w)``
+        (non-strategic DRO). Only the logistic loss has the GLM form phi(z) - c y z with phi + c id
+        non-decreasing that Theorem 5.3 needs.
+    radius : delta > 0, the transport budget. label_cost : kappa > 0 (flipping a +1 label costs 2 kappa).
+    variant : ``"corrected"`` (default) or ``"paper"``, the literal eq. (7), which is unbounded below when
+        radius < kappa n_-/n (refused) and warns otherwise (erratum U11).
+    alpha_max : the bound on the dual variable alpha (erratum U18); default log(2)/delta, provably above
+        the optimum (see :class:`WDRSC`).
+    """
+    if not isinstance(loss, Loss):
+        raise ExpressionTypeError(f"wasserstein_worst_case needs a per-sample loss such as fm.logistic_loss(...); "
+                                  f"got {loss!r}")
+    if not isinstance(loss, LogisticLoss):
+        raise ModelError(f"wasserstein_worst_case supports the logistic loss only: Theorem 5.3 needs a loss "
+                         f"phi(z) - c y z with phi convex, smooth, Lipschitz and phi + c id non-decreasing; "
+                         f"{loss.symbol} is not of that form (e.g. the squared loss has psi(z) = z^2/2 + z, not "
+                         f"monotone)")
+    if not isinstance(loss.score, (StrategicScore, LinearScore)):
+        raise ModelError(f"the loss must be of fm.strategic_score(...) or data.score(w); got {loss.score}")
+    if isinstance(loss.score, LinearScore) and loss.score.w.intercept:
+        raise ModelError("wasserstein_worst_case does not support an intercept; center the features instead")
+    if variant == "paper":
+        warnings.warn("variant='paper' implements the paper's literal eq. (7), which subtracts kappa*alpha for "
+                      "every sample: it is unbounded below when radius < kappa n_-/n and can fall below the "
+                      "nominal risk (erratum U11); the corrected variant is the default", stacklevel=2)
+    return WassersteinWorstCase(loss, radius, label_cost, variant, alpha_max)

@@ -1,0 +1,538 @@
+"""The core of the declaration language: nodes, their facts, and the arithmetic that composes them.
+
+A node is a small class of facts, as CVXPY's atoms are: its *kind* (``"scalar"``; ``"samples"``, one value per
+data row; ``"groups"``, one value per group; ``"vector"``, a constant vector that takes the kind of what it is
+combined with; ``"parameters"``, a model's weights), its ``size``, its *curvature* (constant, affine, convex,
+concave or unknown, by the composition rules), its NumPy value (``_value(env)``) and the chain rule
+(``backprop``). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
+
+No CVXPY and no solver here: lowerings live in tables of the backends (:mod:`fairmodel.exact.lower`), and
+recognition works on the canonical form of :mod:`fairmodel.expressions.canonicalize`.
+
+Values are computed with an :class:`Env` that maps every variable to an array and may restrict per-sample
+nodes to a subset of rows (``rows``), which gives unbiased minibatch estimates of sample means.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import is_real
+from ..errors import ExpressionTypeError, ModelError, UnsupportedProblemError
+
+CURVATURES = ("constant", "affine", "convex", "concave", "unknown")
+VECTOR_KINDS = ("samples", "groups", "vector")
+
+
+class Env:
+    """Evaluation environment: variable values, an optional row subset, and a cache of node values."""
+
+    def __init__(self, values: dict, rows: np.ndarray | None = None):
+        self.values = values
+        self.rows = rows
+        self.cache: dict[int, object] = {}
+
+    def __getitem__(self, w) -> np.ndarray:
+        try:
+            return self.values[w]
+        except KeyError:
+            raise ModelError(f"no value given for the variable {w.name!r}") from None
+
+
+def kind_text(e: "Expr") -> str:
+    return e.kind if e.kind == "scalar" else f"{e.kind}[{e.size}]"
+
+
+def combine_kinds(a: "Expr", b: "Expr", op: str = "+") -> tuple[str, int]:
+    """The kind and size of an elementwise combination: scalars broadcast; a constant ``vector`` adopts the
+    other side's kind; otherwise kinds and sizes must agree."""
+    if a.kind == "scalar":
+        return b.kind, b.size
+    if b.kind == "scalar":
+        return a.kind, a.size
+    if a.size == b.size and (a.kind == b.kind or "vector" in (a.kind, b.kind)):
+        return (b.kind if a.kind == "vector" else a.kind), a.size
+    verb = "add" if op == "+" else "combine"
+    raise ExpressionTypeError(f"cannot {verb} a {kind_text(a)} expression and a {kind_text(b)} expression: "
+                              f"{a} {op} {b}")
+
+
+def flip(curvature: str) -> str:
+    return {"convex": "concave", "concave": "convex"}.get(curvature, curvature)
+
+
+def sum_curvature(curvatures) -> str:
+    """The curvature of a sum (DCP): constants drop out; convex + concave is unknown."""
+    cs = set(curvatures) - {"constant"}
+    if not cs:
+        return "constant"
+    if cs == {"affine"}:
+        return "affine"
+    if cs <= {"affine", "convex"}:
+        return "convex"
+    if cs <= {"affine", "concave"}:
+        return "concave"
+    return "unknown"
+
+
+class Expr:
+    """Base class of all expression nodes."""
+
+    kind = "scalar"
+    size = 1
+    args: tuple = ()
+    __array_ufunc__ = None   # ``np_array + expr`` calls ``expr.__radd__`` instead of building an object array
+
+    # -- facts ------------------------------------------------------------------------------------
+    @property
+    def curvature(self) -> str:
+        return "unknown"
+
+    def is_convex(self) -> bool:
+        return self.curvature in ("constant", "affine", "convex")
+
+    def is_concave(self) -> bool:
+        return self.curvature in ("constant", "affine", "concave")
+
+    def is_affine(self) -> bool:
+        return self.curvature in ("constant", "affine")
+
+    def variables(self) -> list:
+        out: list = []
+        for a in self.args:
+            for v in a.variables():
+                if v not in out:
+                    out.append(v)
+        return out
+
+    def nodes(self):
+        """All nodes of the tree, this one first (depth first)."""
+        yield self
+        for a in self.args:
+            yield from a.nodes()
+
+    # -- numerics ----------------------------------------------------------------------------------
+    def value(self, env: Env):
+        key = id(self)
+        if key not in env.cache:
+            env.cache[key] = self._value(env)
+        return env.cache[key]
+
+    def _value(self, env: Env):
+        raise UnsupportedProblemError(f"{type(self).__name__} has no NumPy value (it is only lowered to CVXPY)")
+
+    def backprop(self, env: Env, upstream, grads: dict) -> None:
+        """Add d(upstream . self)/d(variable) to ``grads`` for every variable below this node."""
+        raise ModelError(f"{type(self).__name__} has no gradient; it cannot be used by a gradient method")
+
+    # -- operators ---------------------------------------------------------------------------------
+    def __add__(self, other):
+        return Add(self, as_expr(other))
+
+    def __radd__(self, other):
+        return Add(as_expr(other), self)
+
+    def __sub__(self, other):
+        return Add(self, ScalarMul(-1.0, as_expr(other)))
+
+    def __rsub__(self, other):
+        return Add(as_expr(other), ScalarMul(-1.0, self))
+
+    def __neg__(self):
+        return ScalarMul(-1.0, self)
+
+    def __mul__(self, other):
+        if isinstance(other, Expr):
+            if other.kind == "scalar" and other.curvature == "constant" and not other.variables():
+                if isinstance(other, Parameter):
+                    raise ExpressionTypeError(f"a parameter may bound a constraint but not scale an expression "
+                                              f"({self} * {other}): the lowerings need fixed coefficients")
+                return ScalarMul(float(other.constant_value()), self)
+            if self.kind == "scalar" and self.curvature == "constant" and not isinstance(self, Parameter):
+                return ScalarMul(float(self.constant_value()), other)
+            raise ExpressionTypeError(f"only products with a constant number or a fixed data vector are "
+                                      f"supported; got ({self}) * ({other})")
+        if isinstance(other, (list, tuple, np.ndarray)) and np.ndim(other) >= 1:
+            return Multiply(other, self)
+        return ScalarMul(_as_number(other, "multiplier"), self)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        c = _as_number(other, "divisor")
+        if c == 0:
+            raise ModelError("division of an expression by zero")
+        return ScalarMul(1.0 / c, self)
+
+    def __abs__(self):
+        return Abs(self)
+
+    def __le__(self, other):
+        return Inequality(self, as_expr(other))
+
+    def __ge__(self, other):
+        return Inequality(as_expr(other), self)
+
+    def __eq__(self, other):  # noqa: D105  (identity; == is not a constraint in fairmodel)
+        return self is other
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise ExpressionTypeError("an expression has no truth value; did you mean to build a constraint "
+                                  "with <= and pass it to Problem(...)?")
+
+    def __iter__(self):
+        raise ExpressionTypeError(f"an expression is not a Python sequence: for the largest, smallest or total of "
+                                  f"{self} use fm.max(...), fm.min(...) or fm.sum(...), not Python's max/min/sum")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self}>"
+
+
+def _as_number(value, what: str) -> float:
+    if is_real(value):
+        v = float(value)
+        if not np.isfinite(v):
+            raise ModelError(f"{what} must be finite; got {value}")
+        return v
+    raise ExpressionTypeError(f"{what} must be a number; got {type(value).__name__}")
+
+
+def as_expr(value) -> "Expr":
+    if isinstance(value, Expr):
+        return value
+    if is_real(value) or isinstance(value, (list, tuple, np.ndarray)):
+        return Constant(value)
+    raise ExpressionTypeError(f"cannot use a {type(value).__name__} in an expression")
+
+
+class Constant(Expr):
+    """A constant number, or a constant vector (kind ``"vector"``: it takes the kind of what it meets)."""
+
+    def __init__(self, value, kind: str | None = None, name: str | None = None):
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ExpressionTypeError(f"a constant must be a number or a numeric vector; got {value!r}") from None
+        if not np.all(np.isfinite(arr)):
+            raise ModelError(f"constant {name or ''} contains NaN or infinite values")
+        if arr.ndim > 1:
+            raise ModelError(f"constants must be numbers or 1-D vectors; got shape {arr.shape}")
+        self._value_arr = arr.copy()
+        self._value_arr.setflags(write=False)
+        self.kind = "scalar" if arr.ndim == 0 else (kind or "vector")
+        self.size = 1 if arr.ndim == 0 else arr.shape[0]
+        self.name = name
+
+    @property
+    def curvature(self):
+        return "constant"
+
+    def constant_value(self):
+        return self._value_arr
+
+    def variables(self):
+        return []
+
+    def _value(self, env):
+        return float(self._value_arr) if self.kind == "scalar" else self._value_arr
+
+    def backprop(self, env, upstream, grads):
+        pass
+
+    def __str__(self):
+        if self.name:
+            return self.name
+        if self.kind == "scalar":
+            return f"{float(self._value_arr):g}"
+        return "[" + ", ".join(f"{v:g}" for v in self._value_arr[:4]) + (", ...]" if self.size > 4 else "]")
+
+
+class Parameter(Expr):
+    """A named scalar whose value may change between solves: a fairness budget, a level, a cost.
+
+    The one mutable node of the language (as in CVXPY): ``Problem.sweep(name, values)`` sets ``value`` and
+    re-solves; exact programs lower it to a scalar ``cp.Parameter`` so that a compiled program is reused.
+    """
+
+    def __init__(self, value: float, name: str, *, nonneg: bool = False):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelError(f"a parameter needs an identifier-like name; got {name!r}")
+        self.name, self.nonneg = name, bool(nonneg)
+        self.value = value
+
+    @property
+    def value(self) -> float:
+        return self._value
+
+    @value.setter
+    def value(self, v) -> None:
+        v = _as_number(v, f"parameter {self.name!r}")
+        if self.nonneg and v < 0:
+            raise ModelError(f"parameter {self.name!r} must be >= 0; got {v}")
+        self._value = v
+
+    @property
+    def curvature(self):
+        return "constant"
+
+    def constant_value(self):
+        return np.asarray(self._value)
+
+    def variables(self):
+        return []
+
+    def _value(self, env):
+        return self._value
+
+    def backprop(self, env, upstream, grads):
+        pass
+
+    def __str__(self):
+        return self.name
+
+
+def reject_parameters(e: Expr, where: str) -> None:
+    if e.kind == "parameters":
+        raise ExpressionTypeError(f"Weights {e} cannot be used directly in {where}; use data.score({e}) or "
+                                  f"fm.sum_squares({e})")
+
+
+class Add(Expr):
+    """A sum of expressions (elementwise for vectors; scalars broadcast)."""
+
+    def __init__(self, *terms: Expr):
+        if len(terms) < 2:
+            raise ModelError("Add needs at least two terms")
+        for t in terms:
+            reject_parameters(t, "a sum")
+        shaped = terms[0]            # the term that sets the kind so far (errors name it)
+        for t in terms[1:]:
+            kind, _ = combine_kinds(shaped, t)
+            shaped = t if t.kind == kind and shaped.kind != kind else shaped
+        self.kind, self.size = combine_kinds(shaped, shaped)
+        self.args = tuple(terms)
+
+    @property
+    def curvature(self):
+        return sum_curvature(a.curvature for a in self.args)
+
+    def constant_value(self):
+        return sum(np.asarray(a.constant_value(), dtype=float) for a in self.args)
+
+    def _value(self, env):
+        out = self.args[0].value(env)
+        for a in self.args[1:]:
+            out = out + a.value(env)
+        return out
+
+    def backprop(self, env, upstream, grads):
+        for a in self.args:
+            if a.kind == "scalar" and self.kind != "scalar":
+                a.backprop(env, float(np.sum(upstream)), grads)
+            else:
+                a.backprop(env, upstream, grads)
+
+    def __str__(self):
+        text = str(self.args[0])
+        for b in self.args[1:]:
+            if isinstance(b, ScalarMul) and b.c < 0:
+                text += f" - {ScalarMul(-b.c, b.expr) if b.c != -1 else b.expr}"
+            else:
+                text += f" + {b}"
+        return text
+
+
+class ScalarMul(Expr):
+    """c * expr for a constant number c."""
+
+    def __init__(self, c: float, expr: Expr):
+        reject_parameters(expr, "a product")
+        self.c, self.expr = float(c), expr
+        self.args = (expr,)
+        self.kind, self.size = expr.kind, expr.size
+
+    @property
+    def curvature(self):
+        if self.c == 0:
+            return "constant"
+        return flip(self.expr.curvature) if self.c < 0 else self.expr.curvature
+
+    def constant_value(self):
+        return self.c * self.expr.constant_value()
+
+    def _value(self, env):
+        return self.c * self.expr.value(env)
+
+    def backprop(self, env, upstream, grads):
+        self.expr.backprop(env, self.c * np.asarray(upstream), grads)
+
+    def __str__(self):
+        inner = str(self.expr)
+        if isinstance(self.expr, Add):
+            inner = f"({inner})"
+        return f"-{inner}" if self.c == -1 else f"{self.c:g}·{inner}"
+
+
+class Multiply(Expr):
+    """The elementwise product a ⊙ e of a fixed data vector a with a vector expression e (per sample or per
+    group), e.g. ``(z - z.mean()) * data.score(w)`` for the decision-boundary covariance of Zafar et al. 2017."""
+
+    def __init__(self, vector, expr: Expr):
+        reject_parameters(expr, "a product")
+        if expr.kind not in VECTOR_KINDS:
+            raise ExpressionTypeError(f"a data vector multiplies a per-sample or per-group expression; {expr} is "
+                                      f"a {kind_text(expr)} expression (scale a scalar with a number instead)")
+        try:
+            a = np.asarray(vector, dtype=float)
+        except (TypeError, ValueError):
+            raise ExpressionTypeError(f"the data vector of a product must be numeric; got {vector!r}") from None
+        if a.ndim != 1 or a.shape[0] != expr.size:
+            raise ExpressionTypeError(f"the data vector has shape {a.shape} but {expr} has {expr.size} entries")
+        if not np.all(np.isfinite(a)):
+            raise ModelError("the data vector of a product contains NaN or infinite values")
+        self.a = a.copy()
+        self.a.setflags(write=False)
+        self.expr, self.args = expr, (expr,)
+        self.kind, self.size = expr.kind, expr.size
+
+    @property
+    def curvature(self):
+        cv = self.expr.curvature
+        if cv in ("constant", "affine") or not np.any(self.a):
+            return cv if np.any(self.a) else "constant"
+        if np.all(self.a >= 0):
+            return cv
+        if np.all(self.a <= 0):
+            return flip(cv)
+        return "unknown"
+
+    def coefficients(self, env: Env | None = None) -> np.ndarray:
+        if env is None or env.rows is None or self.kind != "samples":
+            return self.a
+        return self.a[env.rows]
+
+    def _value(self, env):
+        return self.coefficients(env) * self.expr.value(env)
+
+    def backprop(self, env, upstream, grads):
+        self.expr.backprop(env, self.coefficients(env) * np.asarray(upstream), grads)
+
+    def __str__(self):
+        return f"a ⊙ ({self.expr})"
+
+
+class Abs(Expr):
+    """|e| elementwise; convex when e is affine (``abs(expr)`` builds it too)."""
+
+    def __init__(self, expr):
+        expr = as_expr(expr)
+        reject_parameters(expr, "fm.abs")
+        self.expr, self.args = expr, (expr,)
+        self.kind, self.size = expr.kind, expr.size
+
+    @property
+    def curvature(self):
+        cv = self.expr.curvature
+        return cv if cv == "constant" else ("convex" if cv == "affine" else "unknown")
+
+    def _value(self, env):
+        return np.abs(self.expr.value(env))
+
+    def backprop(self, env, upstream, grads):
+        self.expr.backprop(env, np.sign(self.expr.value(env)) * np.asarray(upstream), grads)
+
+    def __str__(self):
+        return f"|{self.expr}|"
+
+
+class Inequality:
+    """A constraint ``lhs <= rhs``. ``name`` labels it in results (default ``c0, c1, ...``)."""
+
+    def __init__(self, lhs: Expr, rhs: Expr, name: str | None = None):
+        if lhs.kind != "scalar" or rhs.kind != "scalar":
+            bad = lhs if lhs.kind != "scalar" else rhs
+            raise ExpressionTypeError(f"constraints compare scalars; {bad} is a {bad.kind} vector. "
+                                      f"Use fm.max(...) to bound every entry")
+        self.lhs, self.rhs, self.name = lhs, rhs, name
+
+    def named(self, name: str) -> "Inequality":
+        return Inequality(self.lhs, self.rhs, name)
+
+    @property
+    def expr(self) -> Expr:
+        """``lhs - rhs`` (the constraint is ``expr <= 0``)."""
+        return self.lhs - self.rhs
+
+    def bound(self) -> float:
+        """The right-hand side when it is a constant."""
+        if self.rhs.curvature != "constant":
+            raise ModelError(f"the right-hand side of {self} is not a constant")
+        return float(self.rhs.constant_value())
+
+    def __bool__(self):
+        raise ExpressionTypeError("a constraint has no truth value; pass it to Problem(objective, [constraints])")
+
+    def __str__(self):
+        return f"{self.lhs} <= {self.rhs}"
+
+
+class Minimize:
+    """The objective of a problem: minimize a scalar expression."""
+
+    def __init__(self, expr):
+        expr = as_expr(expr)
+        if expr.kind != "scalar":
+            raise ExpressionTypeError(
+                f"the objective must be a scalar; {expr} is a {expr.kind} vector of size {expr.size}. "
+                f"Aggregate it with fm.max(...), fm.mean(...) or fm.sum(...)")
+        self.expr = expr
+
+    def __str__(self):
+        return f"minimize {self.expr}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Evaluation helpers
+# ---------------------------------------------------------------------------------------------------
+def environment(assignment: dict, rows=None) -> Env:
+    """An :class:`Env` from ``{variable: array}`` (each value checked by its variable)."""
+    values = {}
+    for w, v in assignment.items():
+        if not hasattr(w, "check_value"):
+            raise ExpressionTypeError("assignments map fairmodel.Weights to arrays")
+        values[w] = w.check_value(v)
+    return Env(values, rows)
+
+
+def evaluate(expr: Expr, assignment: dict, rows=None):
+    """The NumPy value of ``expr`` with ``assignment`` mapping each Weights to an array."""
+    return expr.value(environment(assignment, rows))
+
+
+def value_and_grad(expr: Expr, assignment: dict, rows=None):
+    """(value, {Weights: gradient}) of a scalar expression (subgradient where not differentiable)."""
+    if expr.kind != "scalar":
+        raise ExpressionTypeError(f"value_and_grad needs a scalar expression; got a {kind_text(expr)} one")
+    env = environment(assignment, rows)
+    val = expr.value(env)
+    grads: dict = {}
+    expr.backprop(env, 1.0, grads)
+    for w in expr.variables():
+        grads.setdefault(w, np.zeros(w.shape))
+    return val, grads
+
+
+def parameter(value: float, name: str, nonneg: bool = False) -> Parameter:
+    """A named scalar parameter (e.g. a fairness budget) that ``Problem.sweep`` can vary."""
+    return Parameter(value, name, nonneg=nonneg)
+
+
+def multiply(vector, expr) -> Multiply:
+    """The elementwise product of a fixed data vector with a per-sample (or per-group) expression."""
+    return Multiply(vector, as_expr(expr))
+
+
+def abs(expr) -> Abs:  # noqa: A001  (the language's abs, used as fm.abs)
+    """|expr| elementwise (convex when expr is affine)."""
+    return Abs(expr)

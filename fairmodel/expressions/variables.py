@@ -1,0 +1,154 @@
+"""Variables and scores: the model parameters of a declaration and their per-sample scores on a dataset."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import check_int, is_int, is_real
+from ..data import Dataset
+from ..errors import ExpressionTypeError, ModelError
+from ..oracles.domains import project_ball
+from ..oracles.losses import with_intercept
+from .core import Expr
+
+
+class Weights(Expr):
+    """Model parameters of a linear score ``x . w (+ b)``.
+
+    Parameters
+    ----------
+    n_features : number of features d.
+    radius : the domain is the Euclidean ball ``||(w, b)||_2 <= radius`` (Frobenius norm for a matrix);
+        ``None`` for no domain (some methods need a bounded domain and will say so).
+    intercept : add an intercept b (it lies inside the same ball).
+    n_outputs : ``None`` for a vector w (binary / regression); an integer C >= 2 for a d x C matrix
+        (multiclass softmax).
+    name : the name of the variable in results (``result.variables[name]``).
+
+    The parameters are stored as one array of shape ``(d + intercept,)`` or ``(d + intercept, C)``;
+    the intercept is the last row. ``split(theta)`` returns ``(w, b)``.
+    """
+
+    kind = "parameters"
+
+    def __init__(self, n_features: int, radius: float | None = None, *, intercept: bool = False,
+                 n_outputs: int | None = None, name: str = "w"):
+        check_int(n_features, "n_features", error=ModelError)
+        if radius is not None:
+            if not is_real(radius):
+                raise ModelError(f"radius must be a positive number or None; got {radius!r}")
+            if not np.isfinite(radius) or radius <= 0:
+                raise ModelError(f"radius must be positive and finite (the domain is the ball ||w|| <= radius); "
+                                 f"got {radius}. Use radius=None for no domain.")
+        if n_outputs is not None and (not is_int(n_outputs) or n_outputs < 2):
+            raise ModelError(f"n_outputs must be None or an integer >= 2; got {n_outputs!r}")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ModelError(f"name must be an identifier-like string; got {name!r}")
+        self.n_features = int(n_features)
+        self.radius = None if radius is None else float(radius)
+        self.intercept = bool(intercept)
+        self.n_outputs = None if n_outputs is None else int(n_outputs)
+        self.name = name
+        rows = self.n_features + self.intercept
+        self.shape = (rows,) if self.n_outputs is None else (rows, self.n_outputs)
+        self.size = int(np.prod(self.shape))
+
+    @property
+    def curvature(self):
+        return "affine"
+
+    def variables(self):
+        return [self]
+
+    def _value(self, env):
+        return env[self]
+
+    def backprop(self, env, upstream, grads):
+        grads[self] = grads.get(self, 0.0) + upstream
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(self.shape)
+
+    def project(self, theta: np.ndarray) -> np.ndarray:
+        """Euclidean projection onto the domain (the ball, or the identity without a radius)."""
+        return project_ball(theta, self.radius)
+
+    def score_on(self, data: Dataset) -> "LinearScore":
+        """The linear score of these weights on a dataset (what ``data.score(w)`` returns)."""
+        return LinearScore(data, self)
+
+    def check_value(self, theta, what: str = "value") -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != self.shape:
+            raise ModelError(f"{what} for {self.name!r} must have shape {self.shape}; got {theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ModelError(f"{what} for {self.name!r} contains NaN or infinite values")
+        if self.radius is not None and np.linalg.norm(theta) > self.radius * (1 + 1e-9):
+            raise ModelError(f"{what} for {self.name!r} lies outside the domain: ||w|| = "
+                             f"{np.linalg.norm(theta):.6g} > radius {self.radius:g}")
+        return theta
+
+    def split(self, theta: np.ndarray):
+        """(w, b) from the stored parameter array (b = 0 without an intercept)."""
+        if self.intercept:
+            return theta[:-1], theta[-1]
+        return theta, (0.0 if self.n_outputs is None else np.zeros(self.n_outputs))
+
+    def describe_domain(self) -> str:
+        what = "(w, b)" if self.intercept else "w"
+        shape = "x".join(map(str, self.shape))
+        return f"{what} in R^{shape}" + ("" if self.radius is None else f", ||{what}||_2 <= {self.radius:g}")
+
+    def __str__(self):
+        return self.name
+
+
+class SampleScore(Expr):
+    """Base of the per-sample scores of a model (``model_type``, built by ``fm.<constructor>``) on a
+    :class:`Dataset`: checks the inputs and that the model takes the data's features."""
+
+    kind = "samples"
+    model_type: type = type(None)
+    constructor = ""
+
+    def __init__(self, data: Dataset, model):
+        if not isinstance(data, Dataset):
+            raise ExpressionTypeError(f"a score needs a fairmodel.Dataset; got {type(data).__name__}")
+        if not isinstance(model, self.model_type):
+            raise ExpressionTypeError(f"a score needs fairmodel.{self.model_type.__name__}; "
+                                      f"got {type(model).__name__}")
+        if model.n_features != data.n_features:
+            raise ModelError(f"{self.model_type.__name__} has {model.n_features} features but the data has "
+                             f"{data.n_features}; use fm.{self.constructor}(data.n_features, ...)")
+        self.data, self.w = data, model
+        self.args = (model,)
+        self.size = data.n_samples
+
+
+class LinearScore(SampleScore):
+    """The per-sample linear score ``X @ w + b`` of a :class:`Weights` on a :class:`Dataset`."""
+
+    model_type = Weights
+    constructor = "Weights"
+
+    @property
+    def curvature(self):
+        return "affine"
+
+    def design(self, rows=None) -> np.ndarray:
+        """The design matrix (X with a column of ones appended when the weights have an intercept)."""
+        return with_intercept(self.data.X if rows is None else self.data.X[rows], self.w.intercept)
+
+    def _value(self, env):
+        X = self.data.X if env.rows is None else self.data.X[env.rows]
+        w, b = self.w.split(env[self.w])
+        return X @ w + b
+
+    def backprop(self, env, upstream, grads):
+        X = self.data.X if env.rows is None else self.data.X[env.rows]
+        g = X.T @ upstream
+        if self.w.intercept:
+            g = np.concatenate([g, np.atleast_1d(upstream.sum(axis=0))[None, ...].reshape((1,) + g.shape[1:])])
+        self.w.backprop(env, g, grads)
+
+    def __str__(self):
+        return f"x·{self.w}" + (" + b" if self.w.intercept else "")

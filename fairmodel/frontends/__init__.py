@@ -1,0 +1,1 @@
+"""Front ends: problem files and the command line."""

@@ -1,0 +1,62 @@
+"""Problem files of DP post-processing for regression (family ``dp_postprocessing``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...expressions.atoms.dp import GridPredictor, dp_gap, expected_cost, squared_risk
+from ...families.dp import dp_parameters
+from ...problem import Minimize, Problem
+
+KEYS = {
+    "task": "regression (default: eta_hat = sklearn LinearRegression, squared risk) or classification (cost "
+            "1 - P(Y = c | x) from LogisticRegression, the grid is the classes; Remark 2.2)",
+    "train_fraction": "fraction of the rows that trains the base models (default 0.5, split stratified on S with "
+                      "seed 0); the other rows are the unlabeled points",
+    "L": "regression grid: 2L + 1 points (default floor(sqrt(N)) for N unlabeled points)",
+    "B": "regression grid range [-B, B] (default 1); the target is min-max scaled to [-B, B]",
+    "eps": "DP tolerance in [0, 1]: a number or one per group (default 0.01)",
+    "beta": "inverse entropic weight (default 0.5 sqrt(N) log2 N; 0 for the LP (3))",
+    "p": "'calibrated' (default: mean of tau_hat on the unlabeled points) or 'train' (group frequencies of the "
+         "training rows)",
+}
+
+
+def build(spec, t, data):
+    try:
+        from sklearn.linear_model import LinearRegression, LogisticRegression
+    except ImportError:
+        raise spec.error("[problem] family", "dp_postprocessing fits its base models with scikit-learn: "
+                                             "pip install 'fairmodel[sklearn]'") from None
+    task = spec.get(t, "task", "[problem]", "str", default="regression", choices=["regression", "classification"])
+    fraction = spec.get(t, "train_fraction", "[problem]", "number", default=0.5, positive=True)
+    if data.y is None or not data.has_groups:
+        raise spec.error("[data]", "dp_postprocessing needs a target and a sensitive attribute")
+    train, unl = data.split([fraction, 1.0 - fraction], seed=0)
+    s_train = np.asarray(train.groups.names, dtype=object)[train.groups.codes]
+    clf = LogisticRegression(max_iter=1000).fit(train.X, s_train)
+    rule = dp_parameters("reference", n=unl.n_samples)
+    beta = spec.get(t, "beta", "[problem]", "number", default=rule["beta"])
+    p_rule = spec.get(t, "p", "[problem]", "str", default="calibrated", choices=["calibrated", "train"])
+    p = "calibrated" if p_rule == "calibrated" else {g: float(np.mean(s_train == g)) for g in clf.classes_}
+    tau = clf.predict_proba(unl.X)
+    if task == "regression":
+        B = spec.get(t, "B", "[problem]", "number", default=1.0, positive=True)
+        lo, hi = float(data.y.min()), float(data.y.max())
+        scale = (lambda v: B * (2.0 * (v - lo) / (hi - lo) - 1.0)) if hi > lo else (lambda v: 0.0 * v)
+        reg = LinearRegression().fit(train.X, scale(train.y))
+        post = GridPredictor(eta=reg.predict(unl.X), tau=tau, L=spec.get(t, "L", "[problem]", "int", default=rule["L"],
+                                                                          positive=True),
+                             B=B, p=p, groups=list(clf.classes_))
+        objective = squared_risk(post)
+    else:
+        clf_y = LogisticRegression(max_iter=1000).fit(train.X, train.y)
+        post = GridPredictor(cost=1.0 - clf_y.predict_proba(unl.X), tau=tau, grid=clf_y.classes_, p=p,
+                             groups=list(clf.classes_))
+        objective = expected_cost(post)
+    eps = spec.get(t, "eps", "[problem]", "list" if isinstance(t.get("eps"), list) else "number", default=0.01)
+    return Problem(Minimize(objective), [dp_gap(post) <= eps], entropy=0.0 if beta == 0 else 1.0 / beta)
+
+
+DESCRIPTION = ("DP post-processing: min risk of a randomized grid prediction s.t. U_s(pi, l) <= eps_s, from base "
+               "models fitted on a training split")
+FAMILIES = {"dp_postprocessing": (build, KEYS, DESCRIPTION)}

@@ -1,0 +1,179 @@
+"""Pointwise losses phi(z, y), convex in the score z, and the loss of a linear model built on them.
+
+A *kernel* (``Logistic``, ``Hinge``, ``Squared``, ``Softmax``) gives ``phi(z, y)``, its derivative ``dphi`` in z,
+its second derivative ``d2phi`` (``None`` when the loss has none, e.g. the hinge), a bound ``smoothness`` on
+d^2 phi / dz^2 (``inf`` when not smooth) and the check of its labels. :class:`LinearModelLoss` composes a kernel
+with a design matrix (an intercept column appended when asked) and sample weights, as scikit-learn's
+``LinearModelLoss`` does: value, gradient and Hessian of ``sum_i s_i phi(x_i . theta, y_i)``. Every exact
+solver, stochastic method and judge that needs the loss of a linear model calls these.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp, softmax
+
+from .._validate import check_vector
+from ..errors import DataError
+
+
+def softplus(t):
+    """log(1 + e^t), vectorized and overflow-safe."""
+    return np.logaddexp(0.0, t)
+
+
+def binary_labels(y, n: int | None, who: str) -> np.ndarray:
+    """Labels as a {-1, +1} float vector ({0, 1} is mapped to {-1, +1}); else a DataError naming ``who``."""
+    y = check_vector(y, n, "y")
+    values = np.unique(y)
+    if np.all(np.isin(values, (-1.0, 1.0))):
+        return y
+    if np.all(np.isin(values, (0.0, 1.0))):
+        return 2.0 * y - 1.0
+    raise DataError(f"{who} needs binary labels in {{-1, +1}} (or {{0, 1}}); found values "
+                    f"{values[:6].tolist()}{' ...' if values.size > 6 else ''}")
+
+
+class Kernel:
+    """A pointwise loss; subclasses define ``phi``, ``dphi`` and optionally ``d2phi``."""
+
+    name = "loss"
+    symbol = "loss"
+    smoothness = np.inf
+    d2phi = None
+    binary = False
+
+    @classmethod
+    def check_labels(cls, y, n, n_outputs=None) -> np.ndarray:
+        return check_vector(y, n, "y")
+
+
+class Logistic(Kernel):
+    """log(1 + exp(-y z)) with labels in {-1, +1} ({0, 1} is mapped to {-1, +1})."""
+
+    name, symbol, smoothness, binary = "logistic", "logistic", 0.25, True
+
+    @classmethod
+    def check_labels(cls, y, n, n_outputs=None):
+        return binary_labels(y, n, "logistic_loss")
+
+    @staticmethod
+    def phi(z, y):
+        return -log_expit(y * z)
+
+    @staticmethod
+    def dphi(z, y):
+        return -y * expit(-y * z)
+
+    @staticmethod
+    def d2phi(z, y):
+        p = expit(y * z)
+        return p * (1.0 - p)
+
+
+class Hinge(Kernel):
+    """max(0, 1 - y z) with labels in {-1, +1} ({0, 1} is mapped)."""
+
+    name, symbol, binary = "hinge", "hinge", True
+
+    @classmethod
+    def check_labels(cls, y, n, n_outputs=None):
+        return binary_labels(y, n, "hinge_loss")
+
+    @staticmethod
+    def phi(z, y):
+        return np.maximum(0.0, 1.0 - y * z)
+
+    @staticmethod
+    def dphi(z, y):
+        return np.where(y * z < 1.0, -y, 0.0)
+
+
+class Squared(Kernel):
+    """(z - y)^2 for real-valued targets."""
+
+    name, symbol, smoothness = "squared", "squared", 2.0
+
+    @staticmethod
+    def phi(z, y):
+        return (z - y) ** 2
+
+    @staticmethod
+    def dphi(z, y):
+        return 2.0 * (z - y)
+
+    @staticmethod
+    def d2phi(z, y):
+        return np.full_like(z, 2.0)
+
+
+class Softmax(Kernel):
+    """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
+
+    name, symbol, smoothness = "softmax", "softmax_ce", 0.5
+
+    @classmethod
+    def check_labels(cls, y, n, n_outputs=None):
+        y = check_vector(y, n, "y")
+        C = n_outputs
+        if np.any(y != np.round(y)) or y.min() < 0 or (C is not None and y.max() >= C):
+            raise DataError(f"softmax_loss needs integer class labels in [0, {C}); found range "
+                            f"[{y.min():g}, {y.max():g}]")
+        return y.astype(np.intp)
+
+    @staticmethod
+    def phi(z, y):
+        return logsumexp(z, axis=1) - z[np.arange(z.shape[0]), y]
+
+    @staticmethod
+    def dphi(z, y):
+        p = softmax(z, axis=1)
+        p[np.arange(z.shape[0]), y] -= 1.0
+        return p
+
+
+KERNELS = {k.name: k for k in (Logistic, Hinge, Squared, Softmax)}
+
+
+def with_intercept(X: np.ndarray, intercept: bool) -> np.ndarray:
+    """The design matrix: X with a column of ones appended when the model has an intercept (stored last)."""
+    return np.hstack([X, np.ones((X.shape[0], 1))]) if intercept else X
+
+
+class LinearModelLoss:
+    """f(theta) = sum_i s_i phi(x_i . theta, y_i) of a linear model on a design matrix (intercept included).
+
+    ``kernel`` is a pointwise loss, ``X`` the features (the intercept column is appended when
+    ``intercept``), ``sample_weight`` the weights s_i (default 1/n: the mean loss). Rows with zero weight are
+    dropped once. Value, gradient and Hessian cost one product with the design each.
+    """
+
+    def __init__(self, kernel, X: np.ndarray, y: np.ndarray, intercept: bool = False, sample_weight=None):
+        n = X.shape[0]
+        s = np.full(n, 1.0 / n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        keep = np.flatnonzero(s != 0)
+        if keep.size < n:
+            X, y, s = X[keep], y[keep], s[keep]
+        self.kernel, self.X, self.y, self.s = kernel, with_intercept(X, intercept), y, s
+
+    def value(self, theta) -> float:
+        return float(self.s @ self.kernel.phi(self.X @ theta, self.y))
+
+    def value_and_gradient(self, theta):
+        z = self.X @ theta
+        coef = self.kernel.dphi(z, self.y)
+        weighted = coef * (self.s[:, None] if coef.ndim == 2 else self.s)
+        return float(self.s @ self.kernel.phi(z, self.y)), self.X.T @ weighted
+
+    def value_gradient_hessian(self, theta):
+        """(f, grad f, Hessian of f): binary and squared losses of a vector of weights (``d2phi``)."""
+        z = self.X @ theta
+        value = float(self.s @ self.kernel.phi(z, self.y))
+        grad = self.X.T @ (self.s * self.kernel.dphi(z, self.y))
+        hess = (self.X * (self.s * self.kernel.d2phi(z, self.y))[:, None]).T @ self.X
+        return value, grad, hess
+
+    def newton_oracle(self):
+        """theta -> (f, grad, Hessian), or f alone with ``value_only=True`` (the projected Newton protocol)."""
+        def fun(theta, value_only=False):
+            return self.value(theta) if value_only else self.value_gradient_hessian(theta)
+        return fun
