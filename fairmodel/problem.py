@@ -94,20 +94,23 @@ class Problem:
         if backend not in BACKENDS:
             raise OptionError(f"unknown backend {backend!r}; valid backends are {', '.join(BACKENDS)}")
         attr = "exact_methods" if backend == "exact" else "stochastic_methods"
+        if method is None or method in getattr(self.family, attr):
+            return self.family, method or self._default_method(attr, backend)
         candidates = [self.family] + [self._other(cls, structure) for cls, structure in self.recognition.accepted[1:]]
-        if method is None:
-            methods = getattr(self.family, attr)
-            if not methods:
-                reason = getattr(self.family, "unavailable", {}).get(backend)
-                raise UnsupportedProblemError(f"the {self.family.title} family has no {backend} backend for this "
-                                              f"problem" + (f": {reason}" if reason else ""))
-            return self.family, next(iter(methods))
         for reduction in candidates:
             if method in getattr(reduction, attr):
                 return reduction, method
         valid = list(dict.fromkeys(m for r in candidates for m in getattr(r, attr)))
         raise OptionError(f"unknown {backend} method {method!r} for {self.family.title}; valid methods are "
                           f"{', '.join(valid) or '(none)'}")
+
+    def _default_method(self, attr: str, backend: str) -> str:
+        methods = getattr(self.family, attr)
+        if not methods:
+            reason = getattr(self.family, "unavailable", {}).get(backend)
+            raise UnsupportedProblemError(f"the {self.family.title} family has no {backend} backend for this "
+                                          f"problem" + (f": {reason}" if reason else ""))
+        return next(iter(methods))
 
     def _other(self, cls, structure):
         if cls.name not in self._others:

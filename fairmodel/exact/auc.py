@@ -29,8 +29,11 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from ..errors import OptionError
+from ..expressions.atoms.auc import AUCGap, AUCLoss
+from ..expressions.variables import LinearScore
 from ..oracles.pairs import LinearMoments, PairRisks
 from . import solvers
+from .lower import LOWERING, LOWERING_CONDITIONS
 from .newton import ball_qp_step
 
 FORMS = ("moment", "pairwise", "lifted")
@@ -247,3 +250,27 @@ def _memory_limit(max_memory_gb: float | None) -> float:
     except (OSError, KeyError, ValueError):
         pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         return 0.25 * float(pages)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The AUC atoms in any convex program (the lowering table of fairmodel.exact.lower)
+# ---------------------------------------------------------------------------------------------------
+def _linear_score_reason(atom) -> str | None:
+    if not isinstance(atom.score, LinearScore):
+        return f"{atom} has no convex program: its score {atom.score} is not the linear score of a Weights"
+    if atom.surrogate.half_width is not None:
+        return (f"{atom} clips to the interval I = {atom.surrogate.half_width:g}; inside a generic convex program "
+                f"the pairwise (unclipped) form is used: declare the atom with interval=None")
+    return None
+
+
+def _auc_blocks(atom, ctx):
+    """The block values f_k of the atom's pair risks (moment form) on the lowering context's variable."""
+    programs = AUCPrograms(atom.score.design(), atom.pairs, np.full(atom.pairs.n_blocks, np.nan),
+                           atom.score.w.radius, None, atom.score.w.name)
+    return programs.block_values(programs.pair_risks(ctx.variable(atom.score.w), "moment"))
+
+
+LOWERING[AUCLoss] = lambda atom, ctx: _auc_blocks(atom, ctx)[0]
+LOWERING[AUCGap] = lambda atom, ctx: cp.max(_auc_blocks(atom, ctx)) - 1.0
+LOWERING_CONDITIONS[AUCLoss] = LOWERING_CONDITIONS[AUCGap] = _linear_score_reason

@@ -57,9 +57,16 @@ def lower(expr: E.Expr, ctx: LoweringContext):
     return ctx.memo[key]
 
 
-def unlowerable(expr: E.Expr) -> E.Expr | None:
-    """The first node of ``expr`` without a lowering rule, or None."""
-    return next((node for node in expr.nodes() if type(node) not in LOWERING), None)
+def unlowerable(expr: E.Expr) -> str | None:
+    """Why ``expr`` has no CVXPY form (its first node without a rule, or a rule's condition), or None."""
+    for node in expr.nodes():
+        if type(node) not in LOWERING:
+            return f"{type(node).__name__} ({node}) has no generic CVXPY lowering"
+        condition = LOWERING_CONDITIONS.get(type(node))
+        reason = condition(node) if condition is not None else None
+        if reason is not None:
+            return reason
+    return None
 
 
 def group_average_matrix(codes: np.ndarray, sizes: np.ndarray) -> sp.csr_matrix:
@@ -161,6 +168,9 @@ def _add(e: E.Add, ctx):
     return out
 
 
+# family atoms add their rules (and the conditions under which a rule applies) from their exact modules,
+# e.g. the moment form of the AUC atoms in fairmodel.exact.auc; fairmodel/exact/__init__.py imports them all
+LOWERING_CONDITIONS: dict = {}
 LOWERING = {
     E.LinearScore: _score, **{cls: _loss for cls in (E.LogisticLoss, E.HingeLoss, E.SquaredLoss, E.SoftmaxLoss)},
     E.Mean: _mean, E.GroupMean: _group_mean, E.Sum: _sum, E.Max: _max, E.Min: _min, E.Constant: _constant,

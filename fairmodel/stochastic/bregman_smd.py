@@ -29,6 +29,7 @@ import numbers
 import numpy as np
 
 from ..errors import OptionError
+from ..oracles.domains import project_ball
 from ..oracles.pairs import PairRisks
 from .aleg import normalize_log
 
@@ -239,10 +240,7 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
             x *= 1.0 / (1.0 + eta * rho_hat)
         else:
             x -= eta * g
-        if radius is not None:
-            nrm = math.sqrt(th @ th)
-            if nrm > radius:
-                th *= radius / nrm
+        th[...] = project_ball(th, radius)
         np.minimum(np.maximum(ab, -I, out=ab), I, out=ab)
         # y-step (29) in closed form (Lemma 3)
         logy, alpha = y_prox(logy, alpha, u, v, tau, C, q, I, block_sum)

@@ -1,0 +1,290 @@
+"""The oracle of the generic stochastic lowering: the Lagrangian saddle form of a convex declaration
+(:mod:`fairmodel.families.piecewise`) with minibatch estimates derived from the expression tree.
+
+Phi(w, y) = a(w) + sum_t <p_t, v_t(w)> + bound * <mu, (C(w), 0)>, every v and C affine in the leaves. The leaf
+weights omega(y) = a + sum_b M_b' y_b give grad_w Phi = sum_k omega_k grad leaf_k.
+
+Sampling. The row sets of the sample leaves (all rows, a group, a group within a mask, ...) cut the rows into
+*cells* (rows that belong to the same sets). A minibatch takes ``batch_size`` rows from every cell, uniformly
+with replacement; a leaf over S is estimated by sum_{cells c in S} (n_c / |S|) (mean of its rows in c), which is
+unbiased. For group risks the cells are the groups: the per-group sampling of ALEG (eq. (20) of Yu et al.).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+from ..exact import solvers
+from ..exact.lower import LoweringContext, lower
+from ..exact.newton import minimize_on_ball_first_order
+from ..expressions.core import Env
+from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
+
+# rows per inner step when the batch size is not given: batch_size = max(4, ceil(32 / cells)) per cell. Measured
+# on Law School (one cell, the covariance constraint of Zafar et al.): 4 rows per step left an objective gap of
+# 5e-3 after 20 epochs, 32 rows reached the exact optimum (1e-6) in the same number of epochs
+ROWS_PER_STEP = 32
+
+
+@dataclass
+class Snapshot:
+    w: np.ndarray
+    ys: list
+    leaves: np.ndarray        # exact leaf values at w
+    omega: np.ndarray         # leaf weights of ys
+    grad: np.ndarray          # grad_w Phi(w, ys), exact
+    sample_grad: np.ndarray   # its part from the sample leaves
+    values: list              # v_b(w) per block
+    objective: float          # max_y Phi(w, y)
+
+
+class LagrangianOracle:
+    """The protocol of :func:`fairmodel.stochastic.primal_dual.primal_dual` for a :class:`SaddleForm`."""
+
+    def __init__(self, form: SaddleForm, w, bound: float, batch_size: int | None = None):
+        self.form, self.w, self.bound = form, w, float(bound)
+        self.shape = w.shape
+        L = len(form.leaves)
+        self.a0 = np.zeros(L)
+        for k, v in form.affine.coef.items():
+            self.a0[k] += v
+        self.c0 = form.affine.const
+        self.M, self.c = [], []
+        for term in form.objective_terms:
+            self._block(term, 1.0)
+        if form.constraint_pieces:
+            self._block(form.constraint_pieces + [None], self.bound)      # the slack piece 0
+        self.blocks = [m.shape[0] for m in self.M]
+        self.sample = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, SampleLeaf)]
+        self.exact = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, DeterministicLeaf)]
+        self.rough = [k for k in self.exact if form.leaves[k].lipschitz is not None]     # non-smooth exact terms
+        self._cells()
+        C = len(self.cell_rows)
+        self.b = max(4, -(-ROWS_PER_STEP // max(C, 1))) if batch_size is None else int(batch_size)
+        self.batch_cells = np.repeat(np.arange(C), self.b)
+        self.W_batch = self.W_cell[:, self.batch_cells] / self.b
+        self.rows_per_step = C * self.b
+
+    def _block(self, pieces, scale):
+        M = np.zeros((len(pieces), len(self.form.leaves)))
+        c = np.zeros(len(pieces))
+        for j, p in enumerate(pieces):
+            if p is None:
+                continue
+            for k, v in p.coef.items():
+                M[j, k] += scale * v
+            c[j] = scale * p.const
+        self.M.append(M)
+        self.c.append(c)
+
+    # -- rows and cells ----------------------------------------------------------------------------------
+    def _cells(self):
+        leaves = self.form.leaves
+        n = next((leaf.expr.size for leaf in leaves if isinstance(leaf, SampleLeaf)), 0)
+        self.n_samples = max(n, 1)
+        masks = []
+        for k in self.sample:
+            if leaves[k].rows is not None and not any(np.array_equal(leaves[k].rows, m) for m in masks):
+                masks.append(leaves[k].rows)
+        if masks:
+            bits = np.stack(masks).astype(np.int64)
+            key = (bits * (1 << np.arange(len(masks)))[:, None].astype(np.int64)).sum(axis=0) \
+                if len(masks) < 62 else np.unique(bits.T, axis=0, return_inverse=True)[1]
+            _, self.cell_of_row = np.unique(key, return_inverse=True)
+        else:
+            self.cell_of_row = np.zeros(n, dtype=np.intp)
+        C = int(self.cell_of_row.max()) + 1 if n else 0
+        self.cell_rows = [np.flatnonzero(self.cell_of_row == c) for c in range(C)]
+        self.cell_size = np.array([r.size for r in self.cell_rows], dtype=float)
+        self.W_cell = np.zeros((len(leaves), C))         # leaf k over S: n_c / |S| for the cells c in S
+        for k in self.sample:
+            leaf = leaves[k]
+            inside = np.ones(C, dtype=bool) if leaf.rows is None else \
+                np.array([leaf.rows[r[0]] for r in self.cell_rows], dtype=bool)
+            self.W_cell[k, inside] = self.cell_size[inside] / leaf.count
+        self.by_expr = {}
+        for k in self.sample:
+            self.by_expr.setdefault(id(leaves[k].expr), (leaves[k].expr, []))[1].append(k)
+
+    def draw(self, rng, n_steps: int) -> np.ndarray:
+        """Rows of ``n_steps`` minibatches: ``batch_size`` per cell, uniform within the cell, with replacement."""
+        cols = [rows[rng.integers(0, rows.size, size=(n_steps, self.b))] for rows in self.cell_rows]
+        return np.concatenate(cols, axis=1) if cols else np.zeros((n_steps, 0), dtype=np.intp)
+
+    def project(self, w):
+        return self.w.project(w)
+
+    # -- values and gradients ------------------------------------------------------------------------------
+    def omega(self, ys) -> np.ndarray:
+        out = self.a0.copy()
+        for M, y in zip(self.M, ys):
+            out += M.T @ y
+        return out
+
+    def _exact(self, theta, omega):
+        values, grad = np.zeros(len(self.form.leaves)), np.zeros(self.shape)
+        for k in self.exact:
+            v, g = self.form.leaves[k].value_grad(theta)
+            values[k] = v
+            grad += omega[k] * g
+        return values, grad
+
+    def _sample_pass(self, theta, omega, rows=None, weights=None):
+        """Sample-leaf values and grad of sum_k omega_k leaf_k: on all rows (exact) or on minibatch ``rows``."""
+        values, grad = np.zeros(len(self.form.leaves)), np.zeros(self.shape)
+        for expr, ks in self.by_expr.values():
+            env = Env({self.w: theta}, rows)
+            e = np.asarray(expr.value(env), dtype=float)
+            if rows is None:
+                means = np.bincount(self.cell_of_row, weights=e, minlength=len(self.cell_rows)) / self.cell_size
+                values[ks] = self.W_cell[ks] @ means
+                upstream = (omega[ks] @ self.W_cell[ks])[self.cell_of_row] / self.cell_size[self.cell_of_row]
+            else:
+                values[ks] = weights[ks] @ e
+                upstream = omega[ks] @ weights[ks]
+            grads: dict = {}
+            expr.backprop(env, upstream, grads)
+            grad += grads.get(self.w, 0.0)
+        return values, grad
+
+    def _block_values(self, leaves) -> list:
+        return [M @ leaves + c for M, c in zip(self.M, self.c)]
+
+    def snapshot(self, w, ys) -> Snapshot:
+        omega = self.omega(ys)
+        s_values, s_grad = self._sample_pass(w, omega)
+        e_values, e_grad = self._exact(w, omega)
+        leaves = s_values + e_values
+        values = self._block_values(leaves)
+        return Snapshot(w, ys, leaves, omega, s_grad + e_grad, s_grad, values, self.penalized(leaves, values))
+
+    def penalized(self, leaves, values) -> float:
+        """max_y Phi(w, y) = objective(w) + bound * max(0, max_j C_j(w))."""
+        return float(self.a0 @ leaves + self.c0 + sum(float(np.max(v)) for v in values))
+
+    def estimate(self, rows, w, ys, snap: Snapshot):
+        omega = self.omega(ys)
+        h_values, h_grad = self._sample_pass(w, omega, rows, self.W_batch)
+        s_values, s_grad = self._sample_pass(snap.w, snap.omega, rows, self.W_batch)
+        e_values, e_grad = self._exact(w, omega)
+        leaves = snap.leaves.copy()
+        leaves[self.sample] += h_values[self.sample] - s_values[self.sample]
+        leaves[self.exact] = e_values[self.exact]
+        return snap.sample_grad + h_grad - s_grad + e_grad, self._block_values(leaves)
+
+    # -- default steps from the data --------------------------------------------------------------------------
+    def default_steps(self, w0=None, power_iterations: int = 8, probes: int = 32):
+        """(step_w, [step_y]) from the data at w0, for mirror-prox with variance-reduced minibatch estimates.
+
+        step_y_b = 1 / (2 (1 + range + max |v_b|)) for every entropic block. step_w is the largest with
+        step_w L_ww <= 1/2 and step_w step_y_b L_b^2 <= 1/4: L_ww is the mean-square Lipschitz constant of the
+        minibatch gradient of w -> Phi(w, y) at uniform y (along the top curvature direction found by power
+        iteration on full gradients, and two random directions), L_b the coupling of w and block b (the
+        largest full gradient of a piece, or the mean-square change of its minibatch estimate along that
+        gradient if larger). Minibatch constants matter: the estimates' variance scales with them, not with
+        the curvature of the mean (Alacaoglu and Malitsky 2022, Assumption 1)."""
+        rng = np.random.default_rng(0)
+        theta = self.project(np.zeros(self.shape) if w0 is None else w0)
+        ys = [np.full(m, 1.0 / m) for m in self.blocks]
+        snap = self.snapshot(theta, ys)
+        step_y = [1.0 / (2.0 * (1.0 + float(np.ptp(v)) + float(np.max(np.abs(v))))) for v in snap.values]
+        h = 1e-4 * max(1.0, float(np.linalg.norm(theta)))
+        omega = snap.omega.copy()
+        omega[self.rough] = 0.0          # curvature of the smooth part; the norms enter through their Lipschitz bound
+
+        def full_grad(t):
+            return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
+        u, curvature, g0 = rng.standard_normal(self.shape), 0.0, full_grad(theta)
+        for _ in range(power_iterations):
+            u /= np.linalg.norm(u)
+            diff = (full_grad(theta + h * u) - g0) / h
+            curvature = float(np.linalg.norm(diff))
+            u = diff if curvature > 0 else rng.standard_normal(self.shape)
+        batches = self.draw(rng, probes)
+        directions = [u / max(np.linalg.norm(u), 1e-300)] + [d / np.linalg.norm(d) for d in
+                                                            rng.standard_normal((2,) + tuple(self.shape))]
+        L_ww = curvature
+        for d in directions:
+            sq = [float(np.sum(((self._sample_pass(theta + h * d, omega, r, self.W_batch)[1]
+                                 - self._sample_pass(theta, omega, r, self.W_batch)[1]) / h) ** 2)) for r in batches]
+            exact = float(np.linalg.norm((self._exact(theta + h * d, omega)[1] - self._exact(theta, omega)[1]) / h))
+            L_ww = max(L_ww, float(np.sqrt(np.mean(sq))) + exact)
+        step_w = 0.5 / max(L_ww, 1e-12)
+        for b, gy in enumerate(step_y):
+            G = self.piece_gradients(theta, b)
+            norms = np.linalg.norm(G, axis=1)
+            bounds = np.abs(self.M[b][:, self.rough]) @ np.array([self.form.leaves[k].lipschitz for k in self.rough]) \
+                if self.rough else np.zeros(len(norms))
+            coupling = float(np.max(norms + bounds))
+            for j in np.argsort(norms)[::-1][:8]:
+                if norms[j] == 0:
+                    break
+                d = (G[j] / norms[j]).reshape(self.shape)
+                changes = [float(self.M[b][j] @ (self._leaf_estimates(theta + h * d, r)
+                                                  - self._leaf_estimates(theta, r))) / h for r in batches]
+                coupling = max(coupling, float(np.sqrt(np.mean(np.square(changes)))))
+            if coupling > 0:
+                step_w = min(step_w, 0.25 / (gy * coupling ** 2))
+        return step_w, step_y
+
+    def _leaf_estimates(self, theta, rows) -> np.ndarray:
+        """Minibatch estimates of the sample leaves, exact values of the others."""
+        zero = np.zeros(len(self.form.leaves))
+        return self._sample_pass(theta, zero, rows, self.W_batch)[0] + self._exact(theta, zero)[0]
+
+    def piece_gradients(self, theta, block: int) -> np.ndarray:
+        """The gradients (flattened, one row per piece) of the pieces v_b of a block at theta (full passes)."""
+        L = len(self.form.leaves)
+        used = np.flatnonzero(np.any(self.M[block] != 0, axis=0))
+        jac = np.zeros((L, int(np.prod(self.shape))))
+        for k in used:
+            e = np.zeros(L)
+            e[k] = 1.0
+            jac[k] = np.ravel(self._sample_pass(theta, e)[1] + self._exact(theta, e)[1])
+        return self.M[block] @ jac
+
+    # -- the judge's certificate --------------------------------------------------------------------------------
+    def phi(self, theta, ys) -> tuple[float, np.ndarray]:
+        """(Phi(theta, ys), grad_theta Phi): one full pass."""
+        snap = self.snapshot(theta, ys)
+        return float(self.a0 @ snap.leaves + self.c0 + sum(float(y @ v) for y, v in zip(ys, snap.values))), snap.grad
+
+    def lower_bound(self, ys, theta0, solver=None) -> tuple[float, str]:
+        """A certified lower bound on min_w Phi(w, ys), hence on the optimum (weak duality), and how.
+
+        On a ball: accelerated projected gradient from ``theta0``, then the Frank-Wolfe bound
+        Phi(w') - <grad, w'> - R ||grad|| at its best iterate (valid by convexity at any w'). Without a
+        radius: the exact minimum of the CVXPY program."""
+        if self.w.radius is not None:
+            theta, value, gap = minimize_on_ball_first_order(lambda t: self.phi(t, ys), theta0, self.w.radius)
+            return value - gap, "Frank-Wolfe bound after accelerated projected gradient"
+        return self._cvxpy_minimum(ys, solver), "CVXPY"
+
+    def _cvxpy_minimum(self, ys, solver=None) -> float:
+        """min_w Phi(w, ys), solved by CVXPY."""
+        omega = self.omega(ys)
+        ctx = LoweringContext()
+        theta = ctx.variable(self.w)
+        const = self.c0 + sum(float(c @ y) for c, y in zip(self.c, ys))
+        terms = []
+        for expr, ks in self.by_expr.values():
+            row_weights = (omega[ks] @ self.W_cell[ks])[self.cell_of_row] / self.cell_size[self.cell_of_row]
+            keep = np.flatnonzero(row_weights != 0)
+            if keep.size:
+                terms.append(row_weights[keep] @ lower(expr, ctx)[keep])
+        for k in self.exact:
+            leaf = self.form.leaves[k]
+            if omega[k] == 0:
+                continue
+            if leaf.quadratic is not None:
+                A, g, c = leaf.quadratic
+                lam, V = np.linalg.eigh((A + A.T) / 2)
+                F = np.sqrt(np.clip(lam, 0, None))[:, None] * V.T
+                terms.append(omega[k] * (cp.sum_squares(F @ theta) + g @ theta + c))
+            else:
+                terms.append(omega[k] * lower(leaf.node, ctx))
+        program = cp.Problem(cp.Minimize(sum(terms) + const), ctx.domain_constraints())
+        record = solvers.solve(program, solver, False, what="the inner minimum of the Lagrangian gap")
+        return float(record["value"])

@@ -1,0 +1,111 @@
+"""Variance-reduced stochastic mirror-prox for min_w max_{y in Y} Phi(w, y) with Y a product of simplices: the
+generic stochastic lowering of convex declarations.
+
+Phi(w, y) = a(w) + sum_b <y_b, v_b(w)> is convex in w and linear in each y_b (the weights of one max, or the
+scaled multipliers of the constraint pieces). The method is ALEG's (Yu, Cai, Jiang, Zhang 2024, Algorithm 1)
+with the one simplex of group DRO replaced by several: every epoch takes a full pass at a snapshot, every inner
+step a half step with the snapshot operator and a full step with the variance-reduced estimate
+g = F(z_half; xi) - F(z_snap; xi) + F(z_snap) (Alacaoglu and Malitsky 2022), both from the anchor
+alpha z_snap + (1 - alpha) z_k (Euclidean in w, in log space for every simplex). The output is the average of
+the half iterates over the second half of the epochs.
+
+The oracle protocol (what :class:`fairmodel.families.lagrangian.LagrangianOracle` implements):
+
+* ``shape``, ``blocks`` (the sizes of the simplices), ``project(w)``, ``n_samples``;
+* ``snapshot(w, ys)``: an exact full pass, with ``values`` (v_b(w) per block), ``grad`` (grad_w Phi(w, ys)),
+  ``objective`` (max_y Phi(w, y), for the history) and whatever the estimates need;
+* ``draw(rng, n_steps)``: the minibatches of ``n_steps`` inner steps; ``rows_per_step``;
+* ``estimate(batch, w, ys, snap)``: the variance-reduced (grad_w Phi, [v_b]) at (w, ys);
+* ``default_steps()``: (step_w, [step_y per block]) measured from the data.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._validate import as_generator, check_int, check_number
+from ..progress import Progress
+from .aleg import normalize_log
+from .schedules import check_budget
+
+BLOCK_STEPS = 256   # inner steps whose minibatches are drawn at once
+MIN_INNER = 50      # inner steps per epoch at least (small data sets: one pass is only a few steps)
+
+
+def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=None, step_y=None, w0=None,
+                seed=None, verbose=None, callback=None, max_time: float | None = None) -> dict:
+    """Run the method; returns w, ys (the averaged output), status, message, history and counters.
+
+    epochs : number of snapshots S. inner : steps per epoch (default: one pass over the data in minibatches,
+        and at least 50 steps).
+    step_w, step_y : effective steps of the Euclidean w-block and of every simplex block (default: the
+        oracle's, from the data's smoothness and coupling constants).
+    """
+    epochs = check_int(epochs, "epochs")
+    rng = as_generator(seed)
+    auto_w, auto_y = oracle.default_steps()
+    gw = auto_w if step_w is None else check_number(step_w, "step_w", low=0.0, strict=True)
+    gy = list(auto_y) if step_y is None else [check_number(step_y, "step_y", low=0.0, strict=True)] * len(auto_y)
+    K = check_int(inner, "inner") if inner is not None else \
+        max(MIN_INNER, math.ceil(oracle.n_samples / oracle.rows_per_step))
+    w = oracle.project(np.zeros(oracle.shape) if w0 is None else np.asarray(w0, dtype=float))
+    logy = [np.full(m, -math.log(m)) for m in oracle.blocks]
+
+    snap_w, snap_lam = w.copy(), [lv.copy() for lv in logy]
+    snap_y = [np.exp(lv) for lv in logy]
+    out_w, out_y, out_n = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks], 0
+    history, status, message, evals = [], "completed", "", 0
+    start = time.perf_counter()
+    alpha = 1.0 / K
+    with Progress(epochs, "primal-dual", verbose) as bar:
+        for s in range(epochs):
+            snap = oracle.snapshot(snap_w, snap_y)
+            evals += oracle.n_samples
+            if not (np.isfinite(snap.objective) and np.all(np.isfinite(snap.grad))):
+                status, message = "diverged", (f"non-finite values or gradient at the snapshot of epoch {s}; the "
+                                               f"steps are too large for this problem (try smaller step_w)")
+                break
+            history.append({"epoch": s, "objective": snap.objective, "grad_evals": evals,
+                            "time": time.perf_counter() - start})
+            acc_w, acc_lam = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks]
+            if s == epochs // 2:
+                out_w, out_y, out_n = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks], 0
+            for k in range(K):
+                if k % BLOCK_STEPS == 0:
+                    batches = oracle.draw(rng, min(BLOCK_STEPS, K - k))
+                anchor_w = alpha * snap_w + (1.0 - alpha) * w
+                anchor = [alpha * a + (1.0 - alpha) * b for a, b in zip(snap_lam, logy)]
+                w_half = oracle.project(anchor_w - gw * snap.grad)
+                logy_half = [normalize_log(a + g * v) for a, g, v in zip(anchor, gy, snap.values)]
+                y_half = [np.exp(lv) for lv in logy_half]
+                v_w, v_y = oracle.estimate(batches[k % BLOCK_STEPS], w_half, y_half, snap)
+                w = oracle.project(anchor_w - gw * v_w)
+                logy = [normalize_log(a + g * v) for a, g, v in zip(anchor, gy, v_y)]
+                evals += 2 * oracle.rows_per_step
+                if s >= epochs // 2:
+                    out_w += w_half
+                    for acc, yh in zip(out_y, y_half):
+                        acc += yh
+                    out_n += 1
+                acc_w += w
+                for acc, lv in zip(acc_lam, logy):
+                    acc += lv
+            snap_w = acc_w / K
+            snap_lam = [a / K for a in acc_lam]
+            snap_y = [np.exp(normalize_log(lv)) for lv in snap_lam]
+            elapsed = time.perf_counter() - start
+            bar.update(1, objective=history[-1]["objective"])
+            stop = check_budget(s, evals, elapsed, None, max_time, callback,
+                                lambda: {"epoch": s, "w": out_w / max(out_n, 1), "grad_evals": evals, "time": elapsed})
+            if stop:
+                status, message = stop
+                break
+    w_out = out_w / out_n if out_n else snap_w
+    y_out = [a / a.sum() for a in out_y] if out_n else snap_y
+    if not np.all(np.isfinite(w_out)):
+        status, message = "diverged", message or "the output contains non-finite values"
+    return {"w": oracle.project(w_out), "ys": y_out, "status": status, "message": message, "history": history,
+            "grad_evals": evals, "epochs_run": len(history), "steps": {"step_w": gw, "step_y": gy, "inner": K}}
+
