@@ -22,8 +22,12 @@ def judge(problem, candidate=None, **variables) -> Evaluation:
     Keyword arguments that are not variables of the problem (e.g. ``data=`` of DP post-processing) are
     passed to the reduction's judge as context.
     """
+    reduction = problem.family
     if candidate is not None:
+        produced_by = getattr(candidate, "family", None)      # a Result: judged by the reduction that produced it
+        if isinstance(produced_by, str) and produced_by != reduction.name:
+            reduction = problem.reduction(produced_by)
         candidate = getattr(candidate, "variables", candidate)
         variables = {**dict(candidate), **variables}
-    context = {k: variables.pop(k) for k in list(variables) if k in getattr(problem.family, "judge_options", ())}
-    return problem.family.evaluate(variables, **context)
+    context = {k: variables.pop(k) for k in list(variables) if k in getattr(reduction, "judge_options", ())}
+    return reduction.evaluate(variables, **context)

@@ -112,6 +112,14 @@ class Problem:
                                           f"problem" + (f": {reason}" if reason else ""))
         return next(iter(methods))
 
+    def reduction(self, name: str):
+        """The accepting reduction called ``name`` (the chosen one or another that accepts the problem)."""
+        for cls, structure in self.recognition.accepted:
+            if cls.name == name:
+                return self.family if cls is type(self.family) else self._other(cls, structure)
+        raise OptionError(f"no reduction {name!r} accepts this problem; the accepting ones are "
+                          f"{', '.join(cls.name for cls, _ in self.recognition.accepted)}")
+
     def _other(self, cls, structure):
         if cls.name not in self._others:
             self._others[cls.name] = cls(self, structure)

@@ -3,7 +3,7 @@
 A node is a small class of facts, as CVXPY's atoms are: its *kind* (``"scalar"``; ``"samples"``, one value per
 data row; ``"groups"``, one value per group; ``"vector"``, a constant vector that takes the kind of what it is
 combined with; ``"parameters"``, a model's weights), its ``size``, its *curvature* (constant, affine, convex,
-concave or unknown, by the composition rules), its NumPy value (``_value(env)``) and the chain rule
+concave or unknown, by the composition rules), its NumPy value (``numeric(env)``, computed by ``_numeric``) and the chain rule
 (``backprop``). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
 
 No CVXPY and no solver here: lowerings live in tables of the backends (:mod:`fairmodel.exact.lower`), and
@@ -111,10 +111,11 @@ class Expr:
             yield from a.nodes()
 
     # -- numerics ----------------------------------------------------------------------------------
-    def value(self, env: Env):
+    def numeric(self, env: Env):
+        """The NumPy value in ``env`` (memoized per environment)."""
         key = id(self)
         if key not in env.cache:
-            env.cache[key] = self._value(env)
+            env.cache[key] = self._numeric(env)
         return env.cache[key]
 
     def _value(self, env: Env):
@@ -234,7 +235,7 @@ class Constant(Expr):
     def variables(self):
         return []
 
-    def _value(self, env):
+    def _numeric(self, env):
         return float(self._value_arr) if self.kind == "scalar" else self._value_arr
 
     def backprop(self, env, upstream, grads):
@@ -263,27 +264,27 @@ class Parameter(Expr):
 
     @property
     def value(self) -> float:
-        return self._value
+        return self._current
 
     @value.setter
     def value(self, v) -> None:
         v = _as_number(v, f"parameter {self.name!r}")
         if self.nonneg and v < 0:
             raise ModelError(f"parameter {self.name!r} must be >= 0; got {v}")
-        self._value = v
+        self._current = v
 
     @property
     def curvature(self):
         return "constant"
 
     def constant_value(self):
-        return np.asarray(self._value)
+        return np.asarray(self._current)
 
     def variables(self):
         return []
 
-    def _value(self, env):
-        return self._value
+    def _numeric(self, env):
+        return self._current
 
     def backprop(self, env, upstream, grads):
         pass
@@ -320,10 +321,10 @@ class Add(Expr):
     def constant_value(self):
         return sum(np.asarray(a.constant_value(), dtype=float) for a in self.args)
 
-    def _value(self, env):
-        out = self.args[0].value(env)
+    def _numeric(self, env):
+        out = self.args[0].numeric(env)
         for a in self.args[1:]:
-            out = out + a.value(env)
+            out = out + a.numeric(env)
         return out
 
     def backprop(self, env, upstream, grads):
@@ -361,8 +362,8 @@ class ScalarMul(Expr):
     def constant_value(self):
         return self.c * self.expr.constant_value()
 
-    def _value(self, env):
-        return self.c * self.expr.value(env)
+    def _numeric(self, env):
+        return self.c * self.expr.numeric(env)
 
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, self.c * np.asarray(upstream), grads)
@@ -412,8 +413,8 @@ class Multiply(Expr):
             return self.a
         return self.a[env.rows]
 
-    def _value(self, env):
-        return self.coefficients(env) * self.expr.value(env)
+    def _numeric(self, env):
+        return self.coefficients(env) * self.expr.numeric(env)
 
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, self.coefficients(env) * np.asarray(upstream), grads)
@@ -436,11 +437,11 @@ class Abs(Expr):
         cv = self.expr.curvature
         return cv if cv == "constant" else ("convex" if cv == "affine" else "unknown")
 
-    def _value(self, env):
-        return np.abs(self.expr.value(env))
+    def _numeric(self, env):
+        return np.abs(self.expr.numeric(env))
 
     def backprop(self, env, upstream, grads):
-        self.expr.backprop(env, np.sign(self.expr.value(env)) * np.asarray(upstream), grads)
+        self.expr.backprop(env, np.sign(self.expr.numeric(env)) * np.asarray(upstream), grads)
 
     def __str__(self):
         return f"|{self.expr}|"
@@ -507,7 +508,7 @@ def environment(assignment: dict, rows=None) -> Env:
 
 def evaluate(expr: Expr, assignment: dict, rows=None):
     """The NumPy value of ``expr`` with ``assignment`` mapping each Weights to an array."""
-    return expr.value(environment(assignment, rows))
+    return expr.numeric(environment(assignment, rows))
 
 
 def value_and_grad(expr: Expr, assignment: dict, rows=None):
@@ -515,7 +516,7 @@ def value_and_grad(expr: Expr, assignment: dict, rows=None):
     if expr.kind != "scalar":
         raise ExpressionTypeError(f"value_and_grad needs a scalar expression; got a {kind_text(expr)} one")
     env = environment(assignment, rows)
-    val = expr.value(env)
+    val = expr.numeric(env)
     grads: dict = {}
     expr.backprop(env, 1.0, grads)
     for w in expr.variables():

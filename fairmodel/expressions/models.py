@@ -108,7 +108,7 @@ class MLPScore(SampleScore):
     def curvature(self):
         return "unknown"
 
-    def _value(self, env):
+    def _numeric(self, env):
         X = self.data.X if env.rows is None else self.data.X[env.rows]
         return self.w.forward(env[self.w], X)[0]
 

@@ -59,7 +59,7 @@ class Weights(Expr):
     def variables(self):
         return [self]
 
-    def _value(self, env):
+    def _numeric(self, env):
         return env[self]
 
     def backprop(self, env, upstream, grads):
@@ -138,7 +138,7 @@ class LinearScore(SampleScore):
         """The design matrix (X with a column of ones appended when the weights have an intercept)."""
         return with_intercept(self.data.X if rows is None else self.data.X[rows], self.w.intercept)
 
-    def _value(self, env):
+    def _numeric(self, env):
         X = self.data.X if env.rows is None else self.data.X[env.rows]
         w, b = self.w.split(env[self.w])
         return X @ w + b

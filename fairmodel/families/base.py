@@ -81,9 +81,9 @@ def evaluate_constraints(constraints, env: Env) -> dict:
     out = {}
     for c in constraints:
         if c.rhs.curvature == "constant":
-            out[c.name] = constraint_record(c.lhs.value(env), c.bound())
+            out[c.name] = constraint_record(c.lhs.numeric(env), c.bound())
         else:
-            out[c.name] = constraint_record(c.lhs.value(env) - c.rhs.value(env), 0.0)
+            out[c.name] = constraint_record(c.lhs.numeric(env) - c.rhs.numeric(env), 0.0)
     return out
 
 
@@ -148,7 +148,7 @@ class Reduction(abc.ABC):
         """The judge of this reduction: the declaration walked on the full data (override to add metrics and
         the certificate of the structure)."""
         env = self.environment(variables)
-        return Evaluation(objective=float(self.problem.objective.expr.value(env)),
+        return Evaluation(objective=float(self.problem.objective.expr.numeric(env)),
                           constraints=evaluate_constraints(self.problem.constraints, env))
 
     def crosscheck_checks(self, exact, stochastic) -> list[Check]:

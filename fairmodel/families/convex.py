@@ -15,7 +15,7 @@ import numpy as np
 import warnings
 
 from .._validate import check_int, check_number, check_options
-from ..errors import SolverError
+from ..errors import OptionError, SolverError
 from ..exact import solvers
 from ..exact.lower import LoweringContext, lower, unlowerable
 from ..exact.gdro import group_optimal_values
@@ -31,8 +31,8 @@ from .registry import register
 PRIMAL_DUAL = ("variance-reduced stochastic mirror-prox on the Lagrangian saddle form (ALEG's Algorithm 1 with "
                "one simplex per max and an exact-penalty simplex over the constraint pieces); minibatch estimates "
                "of every mean from per-cell row samples")
-BOUND_ROUNDS = 4         # the multiplier bound is raised at most this many times (x4 each) when it binds
-BINDING = 0.9            # ... when the estimated multipliers use more than this share of it
+BOUND_ROUNDS = 4         # the multiplier bound is raised at most this many times (x4 each) when ...
+VIOLATION_RAISE = 1e-4   # ... the output violates a constraint by more than this (relative to the objective)
 
 def _convexity_reason(problem) -> str | None:
     canonical = problem.canonical
@@ -60,7 +60,7 @@ class Convex(Reduction):
     supported = "a convex objective and convex constraints (convex <= concave) built from atoms with a CVXPY rule"
     priority = 100
     exact_methods = {"cvxpy": "the problem lowered atom by atom to one CVXPY program"}
-    judge_options = ("duals", "bound")
+    judge_options = ("solver",)
 
     def __init__(self, problem, structure=None):
         super().__init__(problem)
@@ -144,13 +144,11 @@ class Convex(Reduction):
 
     @staticmethod
     def _bound_binds(oracle, out, bound) -> bool:
-        """Whether the output violates a constraint piece while the multipliers use most of the bound (the exact
-        penalty is then too weak: below the optimal multipliers its minimizers are infeasible)."""
+        """Whether the output violates a constraint piece by more than 1e-4 (relative): with a bound above the
+        optimal multipliers the exact penalty's minimizers are feasible, so the bound is raised."""
         snap = oracle.snapshot(out["w"], out["ys"])
         pieces = snap.values[-1][:-1] / bound                     # the constraint pieces C_j(w) themselves
-        scale = max(1.0, abs(snap.objective))
-        used = bound * (1.0 - float(out["ys"][-1][-1]))
-        return float(np.max(pieces)) > 1e-4 * scale and used >= BINDING * bound
+        return float(np.max(pieces)) > VIOLATION_RAISE * max(1.0, abs(snap.objective))
 
     def solve_stochastic(self, method, seed, verbose, multiplier_bound=None, batch_size=None, **options):
         check_options(options, ("epochs", "inner", "step_w", "step_y", "w0", "callback", "max_time"),
@@ -177,29 +175,56 @@ class Convex(Reduction):
             multipliers = {label: float(bound * m) for label, m in zip(form.constraint_labels, mu[:-1])}
         metrics = {"grad_evals": out["grad_evals"], "epochs_run": out["epochs_run"], "multiplier_bound": bound,
                    "bound_raised": rounds, "estimated_multipliers": multipliers, **out["steps"]}
-        return Solution(variables={self.w.name: out["w"]}, status=out["status"], message=out["message"],
+        duals = {f"weights_{t}": y for t, y in enumerate(out["ys"][:len(form.objective_terms)])}
+        if form.constraint_pieces:
+            duals["multipliers"] = bound * out["ys"][-1]          # lambda_j = bound mu_j, and the slack last
+        return Solution(variables={self.w.name: out["w"], **duals}, status=out["status"], message=out["message"],
                         history=out["history"], metrics=metrics,
                         solver={"name": "primal_dual", "options": {k: v for k, v in options.items()
-                                                                   if isinstance(v, (int, float, str))}},
-                        judge_context={"duals": out["ys"], "bound": bound})
+                                                                   if isinstance(v, (int, float, str))}})
 
-    def evaluate(self, variables: dict, duals=None, bound=None, solver=None) -> Evaluation:
-        evaluation = super().evaluate(variables)
-        if duals is not None and "stochastic" not in self.unavailable:
-            form = self.form()
-            oracle = LagrangianOracle(form, self.w, bound if form.constraint_pieces else 0.0)
+    def _duals(self, form, variables: dict):
+        """(ys, bound) from a candidate's dual variables, or None when it has none (no certificate then)."""
+        names = [f"weights_{t}" for t in range(len(form.objective_terms))]
+        names += ["multipliers"] if form.constraint_pieces else []
+        given = [n for n in names if n in variables]
+        if not given:
+            return None
+        if len(given) != len(names):
+            raise OptionError(f"the certificate needs every dual variable {names}; got {given}")
+        sizes = [len(t) for t in form.objective_terms] + ([len(form.constraint_pieces) + 1] if names[-1:] ==
+                                                          ["multipliers"] else [])
+        ys = []
+        for n, size in zip(names, sizes):
+            y = np.asarray(variables[n], dtype=float).ravel()
+            if y.shape != (size,) or not np.all(np.isfinite(y)) or np.any(y < 0) or y.sum() <= 0:
+                raise OptionError(f"{n} must hold {size} finite non-negative numbers, not all zero")
+            ys.append(y)
+        bound = float(ys[-1].sum()) if form.constraint_pieces else 0.0
+        return [y / y.sum() for y in ys], bound
+
+    def evaluate(self, variables: dict, solver=None) -> Evaluation:
+        if "stochastic" in self.unavailable:
+            return super().evaluate(variables)
+        form = self.form()
+        declared = {w.name for w in self.problem.variables()}
+        evaluation = super().evaluate({k: v for k, v in variables.items() if k in declared})
+        duals = self._duals(form, {k: v for k, v in variables.items() if k not in declared})
+        if duals is not None:
+            ys, bound = duals
+            oracle = LagrangianOracle(form, self.w, bound)
             theta = np.asarray(variables[self.w.name], dtype=float)
             snap = oracle.snapshot(theta, [np.full(m, 1.0 / m) for m in oracle.blocks])
             sup = oracle.penalized(snap.leaves, snap.values)
             try:
-                lower_bound, how = oracle.lower_bound([np.asarray(y, dtype=float) for y in duals], theta, solver)
+                lower_bound, how = oracle.lower_bound(ys, theta, solver)
             except SolverError as exc:
                 warnings.warn(f"the Lagrangian gap is not certified (reported as nan): its inner minimum failed: "
                               f"{exc}", stacklevel=3)
                 lower_bound, how = np.nan, "failed"
             evaluation.metrics["lower_bound_method"] = how
             evaluation.certificate = {"lagrangian_gap": sup - lower_bound, "lower_bound": lower_bound,
-                                      "penalized_objective": sup, "multiplier_bound": float(bound or 0.0)}
+                                      "penalized_objective": sup, "multiplier_bound": bound}
         return evaluation
 
     def crosscheck_checks(self, exact, stochastic) -> list[Check]:

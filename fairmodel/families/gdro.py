@@ -265,7 +265,7 @@ class GroupDRO(Reduction):
             correct = (np.sign(self.risks.scores(theta)) == self.risks.y).astype(float)
             metrics["group_accuracy"] = by_group(self.risks.group_means(correct), self.risks.names)
         # the declared objective, walked on the full data (a * max_g (R_g - c_g) + b of the structure)
-        objective = float(self.problem.objective.expr.value(Env({self.risks.w: theta})))
+        objective = float(self.problem.objective.expr.numeric(Env({self.risks.w: theta})))
         certificate = {}
         q = variables.get("q")
         if q is not None:

@@ -136,7 +136,7 @@ class LagrangianOracle:
         values, grad = np.zeros(len(self.form.leaves)), np.zeros(self.shape)
         for expr, ks in self.by_expr.values():
             env = Env({self.w: theta}, rows)
-            e = np.asarray(expr.value(env), dtype=float)
+            e = np.asarray(expr.numeric(env), dtype=float)
             if rows is None:
                 means = np.bincount(self.cell_of_row, weights=e, minlength=len(self.cell_rows)) / self.cell_size
                 values[ks] = self.W_cell[ks] @ means

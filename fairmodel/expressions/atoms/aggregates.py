@@ -55,10 +55,10 @@ class Mean(Expr):
             n = self.expr.size if env.rows is None else len(env.rows)
             return np.full(n, 1.0 / n)
         mask = self.where if env.rows is None else self.where[env.rows]
-        return mask / max(int(mask.sum()), 1)
+        return mask / np.maximum(mask.sum(), 1)
 
-    def _value(self, env):
-        return float(self.weights(env) @ self.expr.value(env))
+    def _numeric(self, env):
+        return float(self.weights(env) @ self.expr.numeric(env))
 
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, upstream * self.weights(env), grads)
@@ -102,8 +102,8 @@ class GroupMean(Expr):
         codes = self.row_codes(env)
         return np.bincount(codes[codes >= 0], minlength=self.size)
 
-    def _value(self, env):
-        v = self.expr.value(env)
+    def _numeric(self, env):
+        v = self.expr.numeric(env)
         codes = self.row_codes(env)
         keep = codes >= 0
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -137,11 +137,11 @@ class Sum(Expr):
             return self.expr.size / len(env.rows)     # an unbiased estimate from a minibatch of rows
         return 1.0
 
-    def _value(self, env):
-        return float(np.sum(self.expr.value(env))) * self._scale(env)
+    def _numeric(self, env):
+        return float(np.sum(self.expr.numeric(env))) * self._scale(env)
 
     def backprop(self, env, upstream, grads):
-        v = self.expr.value(env)
+        v = self.expr.numeric(env)
         self.expr.backprop(env, np.full(np.shape(v)[0], upstream * self._scale(env)), grads)
 
     def __str__(self):
@@ -169,10 +169,10 @@ class _Extremum(Expr):
 
     def _stack(self, env):
         if self.vector:
-            return np.asarray(self.args[0].value(env), dtype=float)
-        return np.array([a.value(env) for a in self.args], dtype=float)
+            return np.asarray(self.args[0].numeric(env), dtype=float)
+        return np.array([a.numeric(env) for a in self.args], dtype=float)
 
-    def _value(self, env):
+    def _numeric(self, env):
         v = self._stack(env)
         return float(v[self.pick(v)])
 
@@ -231,11 +231,11 @@ class Pos(Expr):
         cv = self.expr.curvature
         return cv if cv == "constant" else ("convex" if self.expr.is_convex() else "unknown")
 
-    def _value(self, env):
-        return np.maximum(self.expr.value(env), 0.0)
+    def _numeric(self, env):
+        return np.maximum(self.expr.numeric(env), 0.0)
 
     def backprop(self, env, upstream, grads):
-        active = (np.asarray(self.expr.value(env)) > 0).astype(float)
+        active = (np.asarray(self.expr.numeric(env)) > 0).astype(float)
         self.expr.backprop(env, active * np.asarray(upstream), grads)
 
     def __str__(self):
@@ -285,7 +285,7 @@ class GroupOptimal(Expr):
                                           "solved or judged (its values come from exact per-group solves)")
         return self._values
 
-    def _value(self, env):
+    def _numeric(self, env):
         return self.constant_value()
 
     def backprop(self, env, upstream, grads):
@@ -295,6 +295,8 @@ class GroupOptimal(Expr):
         return "R*_g"
 
 
+# The public constructors. max, min and sum shadow Python's built-ins from here on: code of this module above
+# uses NumPy (np.maximum, np.sum) for numbers, never the bare names.
 def mean(expr: Expr, where=None) -> Mean:
     """Mean over samples of a per-sample expression (over the rows where the boolean mask ``where`` holds)."""
     return Mean(expr, where)

@@ -116,7 +116,7 @@ class _AUCAtom(Expr):
         return self.pairs if env.rows is None else self.pairs.take(env.rows)
 
     def _block_values(self, env) -> np.ndarray:
-        h = self.score.value(env)
+        h = self.score.numeric(env)
         pairs = self._pairs(env)
         return pairs.block_values(pairs.values(h, self.surrogate.half_width))
 
@@ -138,11 +138,11 @@ class AUCLoss(_AUCAtom):
         s = self.surrogate
         self.pairs = PairRisks(masks, [0], [1], [0], s.c1, s.c2, s.q)
 
-    def _value(self, env):
+    def _numeric(self, env):
         return float(self._block_values(env)[0])
 
     def backprop(self, env, upstream, grads):
-        h = self.score.value(env)
+        h = self.score.numeric(env)
         g = self._pairs(env).grad_h(h, np.ones(1), self.surrogate.half_width)
         self.score.backprop(env, upstream * g, grads)
 
@@ -182,13 +182,13 @@ class AUCGap(_AUCAtom):
         s = self.surrogate
         self.pairs = PairRisks(self.sets.masks[2:], _GAP_FIRST, _GAP_SECOND, _GAP_BLOCK, s.c1, s.c2, s.q)
 
-    def _value(self, env):
+    def _numeric(self, env):
         return float(np.max(self._block_values(env)) - 1.0)
 
     def backprop(self, env, upstream, grads):
         f = self._block_values(env)
         weights = (self.pairs.block == int(np.argmax(f))).astype(float)
-        h = self.score.value(env)
+        h = self.score.numeric(env)
         g = self._pairs(env).grad_h(h, weights, self.surrogate.half_width)
         self.score.backprop(env, upstream * g, grads)
 

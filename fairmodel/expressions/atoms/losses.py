@@ -45,11 +45,11 @@ class Loss(Expr):
     def labels(self, env):
         return self.y if env.rows is None else self.y[env.rows]
 
-    def _value(self, env):
-        return self.kernel.phi(self.score.value(env), self.labels(env))
+    def _numeric(self, env):
+        return self.kernel.phi(self.score.numeric(env), self.labels(env))
 
     def backprop(self, env, upstream, grads):
-        d = self.kernel.dphi(self.score.value(env), self.labels(env))
+        d = self.kernel.dphi(self.score.numeric(env), self.labels(env))
         up = upstream[:, None] * d if d.ndim == 2 and np.ndim(upstream) == 1 else upstream * d
         self.score.backprop(env, up, grads)
 

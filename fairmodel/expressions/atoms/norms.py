@@ -27,7 +27,7 @@ class SumSquares(Expr):
             mask[-1] = 0.0
         return mask
 
-    def _value(self, env):
+    def _numeric(self, env):
         return float(np.sum((env[self.w] * self._mask()) ** 2))
 
     def backprop(self, env, upstream, grads):
@@ -54,7 +54,7 @@ class Norm(Expr):
     def _core(self, theta):
         return theta[:-1] if self.w.intercept else theta
 
-    def _value(self, env):
+    def _numeric(self, env):
         return float(np.linalg.norm(np.ravel(self._core(env[self.w])), ord=self.p))
 
     def backprop(self, env, upstream, grads):

@@ -148,8 +148,8 @@ class PartialDP(_PartialAtom):
                           f"constraints at those levels are stricter than partial parity needs", stacklevel=3)
         return np.asarray(levels, dtype=float)
 
-    def _value(self, env):
-        return self.measure(self.score.value(env), self._codes(env)).gap
+    def _numeric(self, env):
+        return self.measure(self.score.numeric(env), self._codes(env)).gap
 
     def measure(self, scores, codes=None):
         codes = self.groups.codes if codes is None else codes
@@ -175,8 +175,8 @@ class WeakPartialDP(_PartialAtom):
             raise ModelError(f"decomposition must be one of {', '.join(DECOMPOSITIONS)}; got {decomposition!r}")
         self.decomposition = decomposition
 
-    def _value(self, env):
-        return self.measure(self.score.value(env), self._codes(env)).gap
+    def _numeric(self, env):
+        return self.measure(self.score.numeric(env), self._codes(env)).gap
 
     def measure(self, scores, codes=None):
         codes = self.groups.codes if codes is None else codes
@@ -210,8 +210,8 @@ class DC(Expr):
             return self.g.curvature if self.g.curvature != "constant" else self.h.curvature
         return "unknown"
 
-    def _value(self, env):
-        return float(self.g.value(env) - self.h.value(env))
+    def _numeric(self, env):
+        return float(self.g.numeric(env) - self.h.numeric(env))
 
     def backprop(self, env, upstream, grads):
         self.g.backprop(env, upstream, grads)

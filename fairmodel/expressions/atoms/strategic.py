@@ -65,7 +65,7 @@ class StrategicScore(Expr):
             return self.data.X, self.y < 0
         return self.data.X[env.rows], self.y[env.rows] < 0
 
-    def _value(self, env):
+    def _numeric(self, env):
         X, negative = self._rows(env)
         return strategic_scores(env[self.w], X, negative, self.zeta, self.mask)
 
@@ -129,7 +129,7 @@ class WassersteinWorstCase(Expr):
     def curvature(self):
         return "convex"
 
-    def _value(self, env):
+    def _numeric(self, env):
         if env.rows is not None:
             raise ModelError("the worst-case risk is defined on the full data only (no minibatch value)")
         return self.model.worst_case_risk(env[self.w])[0]

@@ -6,11 +6,11 @@ allowed keys of [problem] with their meaning, one-line description)``; one modul
 from __future__ import annotations
 
 from ...errors import FairmodelError
-from . import auc, dp, group_risk, partial, strategic
+from . import auc, composite, dp, group_risk, partial, strategic
 from .spec import (ProblemFileError, Spec, build_loss, build_weights, load_data, read,  # noqa: F401
                    set_value, solve_options)
 
-FAMILIES = {**group_risk.FAMILIES, **dp.FAMILIES, **auc.FAMILIES, **partial.FAMILIES,
+FAMILIES = {**group_risk.FAMILIES, **composite.FAMILIES, **dp.FAMILIES, **auc.FAMILIES, **partial.FAMILIES,
             **strategic.FAMILIES}
 
 
