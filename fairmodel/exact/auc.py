@@ -1,22 +1,23 @@
-"""Exact convex programs of AUC maximization under AUC-fairness constraints, for a linear score (spec §4).
+"""Exact convex programs of AUC maximization under AUC-fairness constraints, for a linear score (Yao, Lin, Yang,
+AISTATS 2023).
 
 For h = x . theta and W = {||theta|| <= R} the surrogate problem (6)/(10) is a convex QCQP:
 
     minimize f0(theta)  subject to  f_k(theta) <= 1 + kappa_k  (k >= 1),  ||theta|| <= R,
 
 with f_k the sum of the pair risks T_i of block k (:class:`fairmodel.fairness.auc.PairRisks`). Three
-equivalent lowerings (they agree to solver tolerance when the interval I is valid, spec §9 oracle 2):
+equivalent lowerings (they agree to solver tolerance when the interval I is valid):
 
-* ``moment`` (default, §4.2): T_i = c1 c2^2 - 2 c1 c2 Delta_i + c1 (v_S + v_S') + (c1^2 / q) Delta_i^2 with
+* ``moment`` (default): T_i = c1 c2^2 - 2 c1 c2 Delta_i + c1 (v_S + v_S') + (c1^2 / q) Delta_i^2 with
   Delta_i = (mu_S - mu_S') . theta and v_S = ||R_S theta||^2 (R_S' R_S = population covariance of set S):
   O(p^2) program size whatever n;
-* ``pairwise`` (§4.1): the literal surrogate, (1/(|S||S'|)) sum over all pairs (i, j) in S x S' (i = j
+* ``pairwise``: the literal surrogate (6), (1/(|S||S'|)) sum over all pairs (i, j) in S x S' (i = j
   included) of c1 (h_i - h_j - c2)^2. The scores h = X theta are lifted as variables so that each pair is
   one sparse row with two entries (memory O(#pairs), not O(#pairs x p)); refused above a memory limit;
-* ``lifted`` (§4.3): the x of (10): variables a_i, b_i in I and the closed-form maximum over alpha in I,
+* ``lifted``: the x of (10): variables a_i, b_i in I and the closed-form maximum over alpha in I,
   max_alpha {2 c1 Delta alpha - q alpha^2} = q huber(c1 Delta / q, I); exact for any interval I.
 
-Also: the exact level-set function H(r) of (22) (and H^ of (33) with a proximal term, §4.4), and the
+Also: the exact level-set function H(r) of (22) (and H^ of (33) with a proximal term), and the
 Lagrangian lower bound on f* that certifies any candidate (the level-set bracket of the judge).
 """
 from __future__ import annotations
@@ -152,7 +153,7 @@ class AUCPrograms:
             raise OptionError(
                 f"the pairwise form would build {n_pairs:,} pair rows (about {need / 2 ** 30:.1f} GiB at "
                 f"{PAIRWISE_BYTES_PER_PAIR} bytes per pair), more than the limit of {limit / 2 ** 30:.1f} GiB; use "
-                f"method='moment' (the same optimum, O(p^2) size; spec §4.2), or raise max_memory_gb= if the "
+                f"method='moment' (the same optimum, O(p^2) size), or raise max_memory_gb= if the "
                 f"machine has the memory")
 
     def solve(self, form: str = "moment", solver=None, verbose=False, max_memory_gb: float | None = None,

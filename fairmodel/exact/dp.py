@@ -1,16 +1,18 @@
-"""Exact programs of DP post-processing on a finite distribution (spec ``dp_postprocessing.md`` §2).
+"""Exact programs of DP post-processing on a finite distribution (Chzhen, Hebiri, Taturyan,
+NeurIPS 2024; equation numbers are the paper's).
 
-* the LP (3) (beta = inf) in the policy P (n x m), spec §2.2, with |E| <= eps written as the two one-sided
+* the LP (3) (beta = inf) in the policy P (n x m), with |E| <= eps written as the two one-sided
   inequalities E <= eps and -E <= eps (with cvxpy 1.9.3, ``cp.abs(E) <= eps`` solved by HiGHS returned a
-  wrong optimum, 0.0666 instead of 0.0324; DESIGN.md);
-* the dual LP (spec §2.3);
-* the entropic primal (4), an exponential-cone program (``cp.entr``), spec §2.4;
+  wrong optimum, 0.0666 instead of 0.0324; measured, see docs/dp_postprocessing.md);
+* the dual LP, the beta -> inf limit of the dual (5);
+* the entropic primal (4), an exponential-cone program (``cp.entr``);
 * the smooth dual (5) as a CVXPY ``log_sum_exp`` program, and the same dual minimized by scipy's L-BFGS-B
-  under the bounds z >= 0 (spec §2.4);
-* the feasibility test of spec §2.5: feasible iff |E_w t_hat_s| <= m eps_s for every group s.
+  under the bounds z >= 0;
+* the feasibility test: feasible iff |E_w t_hat_s| <= m eps_s for every group s (the m entries of column s
+  of E sum to E_w t_hat_s; the uniform policy is then feasible).
 
 The dual variables of the primal programs are read from CVXPY's constraint duals: the multiplier of
--E <= eps is Lambda, the one of E <= eps is V (spec §1.6). Data enter as constants (n x m costs, n x K
+-E <= eps is Lambda, the one of E <= eps is V (Lemma 3.1). Data enter as constants (n x m costs, n x K
 values of t_hat); every expression is vectorized.
 """
 from __future__ import annotations
@@ -28,7 +30,10 @@ from . import solvers
 
 
 def check_feasible(dual: DualProblem, p_is_calibrated: bool) -> float:
-    """The margin min_s [m eps_s - |E_w t_hat_s|] (spec §2.5); raise :class:`InfeasibleError` when negative."""
+    """The margin min_s [m eps_s - |E_w t_hat_s|]; raise :class:`InfeasibleError` when negative.
+
+    The columns of E sum to E_w t_hat_s, so |E_w t_hat_s| <= m eps_s is necessary, and sufficient (the uniform
+    policy is then feasible)."""
     margins = dual.feasibility_margins()
     margin = float(margins.min())
     if margin < -1e-12:  # below rounding: a calibrated p gives |E t_hat| ~ 1e-16 (feasible at eps = 0)
@@ -41,7 +46,7 @@ def check_feasible(dual: DualProblem, p_is_calibrated: bool) -> float:
         raise InfeasibleError(
             f"the DP constraints cannot be met on these points: for group {s}, |E[t_hat_{s}]| = {abs(mean_t[s]):.4g} "
             f"exceeds m * eps_{s} = {dual.m} * {dual.eps[s]:.4g} (margin min_s [m eps_s - |E t_hat_s|] = "
-            f"{margin:.4g}, spec §2.5). The given p does not match the mean of tau_hat on these points. Fix: {fix}, "
+            f"{margin:.4g}). The given p does not match the mean of tau_hat on these points. Fix: {fix}, "
             f"or raise eps_{s} to at least {abs(mean_t[s]) / dual.m:.4g}")
     return margin
 
@@ -68,7 +73,7 @@ def primal_program(dual: DualProblem):
 
 
 def dual_program(dual: DualProblem):
-    """(problem, Lambda, V, constraints) of the dual: the dual LP (spec §2.3) or the log-sum-exp dual (5).
+    """(problem, Lambda, V, constraints) of the dual: the dual LP (beta = inf) or the log-sum-exp dual (5).
 
     For the dual LP the multipliers of u_i >= a_ij are w_i P_ij: the LP's policy (its dual is the primal LP).
     """
@@ -116,10 +121,11 @@ def solve_dual(dual: DualProblem, solver=None, verbose=False, **options):
 
 
 def solve_lbfgs(dual: DualProblem, z0=None, *, tol: float = 1e-7, maxiter: int = 50000, restarts: int = 20):
-    """(z, record): min_{z >= 0} F(z) of eq. (5) by scipy's L-BFGS-B with bounds (spec §2.4); beta < inf.
+    """(z, record): min_{z >= 0} F(z) of eq. (5) by scipy's L-BFGS-B with bounds; beta < inf.
 
     Optimality is measured by the KKT residual ||G_alpha(z)|| with alpha = 1 / M_hat (eq. (8)), in the units
-    of the constraint values U. With tiny eps the dual is nearly flat along the invariances of spec §7.1 item 9
+    of the constraint values U. With tiny eps the dual is nearly flat along its invariances (adding the same C >= 0
+    to Lambda and V leaves the policy unchanged)
     and L-BFGS-B can stop early on "relative reduction of F" with a large residual (measured: 2.6e-3 on
     Communities and Crime at eps = 2^-16); it is then restarted from its last point (its curvature memory
     reset) until the residual is below ``tol`` or stops decreasing. Status ``optimal`` means residual <= tol,

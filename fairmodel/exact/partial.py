@@ -1,6 +1,7 @@
 """The convex IDCA subproblem (25) of a partial-fairness DC program in CVXPY, compiled once.
 
-At an anchor x_k (spec §3.2, §3.4, with the μ-augmentation of §2.9):
+At an anchor x_k (He, Huang, Yao, Lin 2025, eqs. (25)-(26); the proximal weight μ adds (μ/2)||x||^2 to both
+convex parts of every function, which leaves each f_i unchanged and makes the subproblem strongly convex):
 
     min_{v in W}  f_0(v) + (μ/2) ||v - x_k||^2
     s.t.          f_i+(v) - [f_i-(x_k) + <s_i, v - x_k>] + (μ/2) ||v - x_k||^2 <= 0,   i = 1..m
@@ -12,7 +13,7 @@ are small (m, D are the numbers of constraints and of variables, never per-sampl
 iteration of IDCA only re-solves the compiled program (DPP). The prox term is one epigraph variable
 t >= (μ/2)||v - x_k||^2 shared by the objective and all constraints (one second-order cone).
 
-The constraint duals λ >= 0 give the subproblem KKT checks and the Lemma C.1 certificate (spec §3.8).
+The constraint duals λ >= 0 give the subproblem KKT checks and the Lemma C.1 certificate of the paper.
 
 Exponential-cone losses (logistic) are solved by Newton's method on the same compiled program
 (measured: Clarabel 0.11 and ECOS stop with InsufficientProgress / failure on the exponential-cone form of

@@ -1,4 +1,5 @@
-"""Exact programs of generic saddle problems (spec ``zeroth_order_minmax_dro.md`` §4.7 E5).
+"""Exact programs of generic saddle problems (test problems with known saddle points for the min-max
+solvers; they are not from the paper).
 
 * the inner maximum / minimum of the duality gap of ``min_x max_y L(x, y)`` from a user's CVXPY
   expression of L (``SaddleProblem(..., cvxpy_value=...)``);

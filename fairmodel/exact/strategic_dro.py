@@ -1,4 +1,5 @@
-"""Exact CVXPY programs of strategic Wasserstein DRO (spec ``zeroth_order_minmax_dro.md`` §4.7).
+"""Exact CVXPY programs of strategic Wasserstein DRO (Maheshwari, Chiu, Mazumdar, Sastry,
+Ratliff, AISTATS 2022: Theorem 5.3 and its proof, with the corrections of docs/minmax.md).
 
 * (E1) the corrected primal with gamma maximized out (an epigraph per y = +1 sample), whose duals give a
   saddle point gamma* (a plain sign(c z_i - kappa alpha) is wrong where c z_i* = kappa alpha*);
@@ -54,8 +55,8 @@ def solve_wdrsc(model: WDRSC, solver=None, verbose=False):
     """Solve (E1); returns (theta*, alpha*, gamma*, OPT, record).
 
     gamma*_i = n (lambda_i^+ - lambda_i^-) for y_i = +1 (stationarity in s_i gives lambda^+ + lambda^- = 1/n),
-    0 for y_i = -1 (those gamma_i do not enter L, erratum U20). Raises SolverError when alpha* reaches
-    alpha_max (the truncation would change the problem: raise alpha_max).
+    0 for y_i = -1 (those gamma_i do not enter L, so the saddle point is not unique in them). Raises SolverError
+    when alpha* reaches alpha_max (the truncation would change the problem: raise alpha_max).
     """
     problem, theta, alpha, pos_constraints = wdrsc_program(model)
     record = solvers.solve(problem, solver, verbose, what="the strategic Wasserstein-DRO program (E1)")
@@ -69,7 +70,8 @@ def solve_wdrsc(model: WDRSC, solver=None, verbose=False):
     if a >= model.alpha_max * (1 - 1e-6):
         raise SolverError(f"alpha* = {a:.6g} reached alpha_max = {model.alpha_max:.6g}: the truncated problem differs "
                           f"from the untruncated one; pass a larger alpha_max to wasserstein_worst_case"
-                          + (" (the paper's literal objective may be unbounded, erratum U11)"
+                          + (" (the paper's literal objective may be unbounded: its eq. (7) subtracts kappa alpha "
+                             "for every sample, not only for y = +1)"
                              if model.variant == "paper" else ""), status="alpha_max_active")
     u = model.x_domain.project(np.concatenate([np.asarray(theta.value, dtype=float), [a]]))
     return u[:-1], float(u[-1]), gamma, float(problem.value), record
@@ -81,7 +83,7 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False) -> tuple[float, n
     For y = +1: phi(z) + gamma_i c z = softplus(z) + (c (1 + gamma_i) - 1) z. L is linear in alpha with
     coefficient a = delta - kappa (n_+ + sum gamma_i)/n, and alpha ranges over [||theta|| / r, alpha_max]
     (K_trunc), so alpha is eliminated exactly: alpha = ||theta|| / r when a >= 0 (a term a ||theta|| / r),
-    alpha = alpha_max when a < 0 (spec §4.7 E3: that is why the bound is needed), with ||theta|| <= r alpha_max.
+    alpha = alpha_max when a < 0 (that is why the bound is needed), with ||theta|| <= r alpha_max.
     Eliminating it also avoids the degenerate free direction that stalled Clarabel when a ~ 0.
     """
     gamma = np.asarray(gamma, dtype=float)

@@ -1,6 +1,5 @@
 """DP post-processing for regression without the sensitive attribute at inference (paper: Chzhen, Hebiri,
-Taturyan, "Regression under demographic parity constraints via unlabeled post-processing", NeurIPS 2024;
-spec ``dp_postprocessing.md``).
+Taturyan, "Regression under demographic parity constraints via unlabeled post-processing", NeurIPS 2024).
 
 Declaration recognized::
 
@@ -38,7 +37,8 @@ DEFAULT_T = 20_000       # stochastic gradients per run when T is not given (see
 
 EXACT_LP = {"lp": "the LP (3) in the policy P (n x m), two one-sided inequalities per (grid point, group); "
                   "duals of the constraints give (Lambda, V) (CVXPY; default HiGHS interior point)",
-            "dual_lp": "the dual LP (spec §2.3); the policy is read from the duals of its constraints (CVXPY)"}
+            "dual_lp": "the dual LP (the beta -> inf limit of (5)); the policy is read from the duals of its "
+                       "constraints (CVXPY)"}
 EXACT_ENTROPIC = {"lbfgs": "the dual (5) minimized by scipy L-BFGS-B under z >= 0 to a KKT residual <= 1e-7 (with "
                            "restarts); the policy is pi_z of eq. (7) (default: ~0.5 s at n = 2000, m = 41, where the "
                            "CVXPY programs take ~35 s)",
@@ -64,10 +64,11 @@ class Prepared:
 
 
 def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | None = None) -> dict:
-    """(L, beta, entropy) of the paper's parameter rules (spec §3.6, §3.7, §5.5).
+    """(L, beta, entropy) of the paper's parameter rules (Thm 5.1, App. D and App. G).
 
     ``"reference"`` (the experiments): L = floor(sqrt(N)), beta = 0.5 sqrt(N) log2(N) with N = ``n`` unlabeled
-    points (App. G prints beta = sqrt(N) log sqrt(N), the same number with log2; erratum §8 item 8).
+    points (App. G prints beta = sqrt(N) log sqrt(N), the same number with log2; for Adult it prints
+    sqrt(T) / log sqrt(T), a misprint: the authors' code uses 0.5 sqrt(N) log2(N) for every data set).
     ``"theory"`` (Thm 5.1): beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients.
     """
     if preset == "reference":
@@ -141,7 +142,7 @@ class DPPostProcessing(Reduction):
                 "sum_l <lambda_l + nu_l, eps>",
                 "Prediction (7): pi(l|x) = softmax_l(beta (<lambda_l - nu_l, t(x)> - r_l(x)))",
                 "Judge: R_beta, risk, U_s per (grid point, group), dual value, KKT residual ||G_alpha(z)||, "
-                "duality gap against the exact dual, identity residual (spec §1.11)"]
+                "duality gap against the exact dual, identity residual R_beta + F - <z, grad F> (Lemma 3.5)"]
 
     def to_cvxpy(self, data=None, sample_weight=None):
         """The primal CVXPY program (3) / (4) on ``data`` (default: the points of the most recent solve)."""
@@ -229,8 +230,8 @@ class DPPostProcessing(Reduction):
                                           "entropy > 0: declare fm.Problem(..., entropy=1/beta), e.g. beta = 100 "
                                           "(the paper: fm.dp_parameters('reference', n=N))")
         if variant not in ("paper", "reference"):
-            raise OptionError(f"variant must be 'paper' or 'reference' (the reference code's quirks, spec §3.7); "
-                              f"got {variant!r}")
+            raise OptionError(f"variant must be 'paper' or 'reference' (the authors' code's deviations from "
+                              f"Algorithms 2-4); got {variant!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
         stream = data is not None and hasattr(data, "__next__")
@@ -326,7 +327,8 @@ class DPPostProcessing(Reduction):
         return Evaluation(objective=objective, constraints=constraints, metrics=metrics, certificate=certificate)
 
     def _certificate(self, dual: DualProblem, z: np.ndarray, P, prep: Prepared, certify) -> dict:
-        """Dual value, KKT residual, identity residual (spec §1.11 item 2, corrected sign), the primal-dual gap of
+        """Dual value, KKT residual, identity residual (R_beta(pi_z) + F(z) = <z, grad F(z)>: Lemma 3.5
+        part II with the sign corrected, the paper prints -grad F), the primal-dual gap of
         a (P, z) pair, and the gap F(z) - F* against the exact dual (solved here by L-BFGS-B, cached)."""
         value, grad = dual.value_and_grad(z)
         out = {"dual_value": value}
@@ -337,7 +339,8 @@ class DPPostProcessing(Reduction):
         Pz = dual.policy(z)
         alpha = 1.0 / dual.smoothness()
         out["kkt_residual"] = float(np.linalg.norm(gradient_mapping(z, grad, alpha)))
-        out["dual_unfairness_excess"] = float(np.linalg.norm(np.maximum(-grad, 0.0)))  # = excess of pi_z (§1.11.1)
+        # = the unfairness excess of pi_z (Lemma 3.5 part I)
+        out["dual_unfairness_excess"] = float(np.linalg.norm(np.maximum(-grad, 0.0)))
         out["identity_residual"] = dual.regularized_risk(Pz) + value - float(np.sum(z * grad))
         if certify is None:
             certify = dual.n * dual.m <= CERTIFY_MAX
@@ -351,9 +354,11 @@ class DPPostProcessing(Reduction):
     def crosscheck_checks(self, exact, stochastic, data=None, sample_weight=None, **context) -> list[Check]:
         checks = [
             Check("|R_beta(stochastic) - R_beta(exact)|", abs(stochastic.objective - exact.objective), 1e-2,
-                  "acceptance of issue 3: the stochastic value within 1e-2 of the exact entropic optimum"),
+                  "the stochastic value within 1e-2 of the exact entropic optimum: the accuracy the default budget "
+                  "reaches (measured, docs/benchmarks.md)"),
             Check("max constraint violation (stochastic)", stochastic.max_violation, 5e-3,
-                  "acceptance of issue 3: pi_z of an approximate dual is approximately feasible (Thm 5.1)"),
+                  "pi_z of an approximate dual is approximately feasible (Thm 5.1): the violation the default "
+                  "budget stays below (measured, docs/benchmarks.md)"),
             Check("max constraint violation (exact)", exact.max_violation, 1e-6,
                   "the exact optimum is feasible (Lemma 3.2) up to the solver tolerance"),
         ]
@@ -369,7 +374,8 @@ class DPPostProcessing(Reduction):
             diff = float(dual.w @ np.abs((pe - ps) @ self.post.grid))
             tol = 2.0 * (self.post.B / self.post.L if self.post.kind == "regression" else np.ptp(self.post.grid) / 10)
             checks.append(Check("mean |E_pi[Y] exact - E_pi[Y] stochastic| over the points", diff, tol,
-                                "predictions are compared, not duals (not unique, spec §1.10); two grid steps"))
+                                "predictions are compared, not duals (the dual minimizer is not unique); "
+                                "two grid steps"))
         return checks
 
     def warm_start(self, result) -> dict:
@@ -411,9 +417,9 @@ def _smoothness(smoothness, beta: float, p: np.ndarray, plugin) -> float:
 def _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, beta, eps, history_every, callback):
     steps = max(1, T // batch_size)
     if mu is None:
-        mu_v = M / steps  # the reference code's mu = M/T (spec §3.7 item 2): the bias of SGD3 is O(mu ||z*||)
+        mu_v = M / steps  # the authors' code's mu = M/T: the bias of SGD3 is O(mu ||z*||)
     elif mu == "theory":
-        mu_v = M / beta ** 2  # = 2 sigma^2 / beta (spec §3.6)
+        mu_v = M / beta ** 2  # = 2 sigma^2 / beta (Thm 5.1, App. D)
     elif isinstance(mu, (int, float)) and not isinstance(mu, bool):
         mu_v = float(mu)
     else:
@@ -429,8 +435,8 @@ def _start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, bet
 
 
 def _warn_theory_condition(M, mu, T, J, inner):
-    """Thm C.2 (AC-SA^2) needs T > 2^(11/4) sqrt(M/mu) J, Thm C.3 (AC-SA) T > 4 sqrt(M/mu) J (spec §3.6,
-    §8 item 12)."""
+    """Thm C.2 (AC-SA^2) needs T > 2^(11/4) sqrt(M/mu) J, Thm C.3 (AC-SA) T > 4 sqrt(M/mu) J. App. D checks
+    only C.3's constant 4: with the theory preset, C.2's condition fails for some T from about 2e5 on."""
     const = 2 ** 2.75 if inner == "acsa2" else 4.0
     need = const * math.sqrt(M / mu) * J
     if T <= need:
@@ -450,7 +456,7 @@ def _solution(family: DPPostProcessing, run: DualRun, info: dict, method: str, j
               certify=None, message: str = "", index: int | None = None) -> Solution:
     status, msg = run.status()
     z = run.output if index is None else run.output[index]
-    z = canonical(z)  # same policy, better dual value (spec §7.1 item 9)
+    z = canonical(z)  # same policy, better dual value (only lambda - nu enters the policy)
     metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **info}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
               "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
@@ -536,7 +542,7 @@ class StreamFit:
         if self.eps is not None:
             margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
             if margin < 0:
-                message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}, "
-                           f"spec §2.5): the given p does not match the mean of tau_hat; the duals may drift")
+                message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}): "
+                           f"the given p does not match the mean of tau_hat; the duals may drift")
         self.info.update(stream_points=self.seen, judge_points=judge.n)
         return _solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)

@@ -1,6 +1,6 @@
 """Partial fairness within a score band, and difference-of-convex constraints in general, solved by the
 inexact difference-of-convex algorithm (paper: He, Huang, Yao, Lin, "Enforcing Fairness Where It
-Matters: An Approach Based on Difference-of-Convex Constraints"; spec ``partial_fairness_idca.md``).
+Matters: An Approach Based on Difference-of-Convex Constraints", 2025).
 
 Declarations recognized: a convex objective (any core atoms, e.g. ``fm.mean(fm.logistic_loss(s, y)) +
 lam * fm.sum_squares(w)``) with at least one of
@@ -36,7 +36,8 @@ from ..stochastic.ssg import polyak_feasibility, ssg
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
 from .registry import register
 
-# Default proximal weight μ of the μ-augmentation (spec §2.9: unstated in the paper). Measured on Law School
+# Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
+# its value). Measured on Law School
 # subsamples: with μ = 0.01 the exact-inner and SSG-inner paths end in different local solutions (objectives
 # 1.1e-3 apart at n = 300); with μ = 0.1 the outer steps are shorter, SSG tracks the exact path and both end
 # within 2e-4, at the price of more outer iterations (about 60 to get within 1e-3 of the limit).
@@ -49,7 +50,7 @@ IDCA_DEFAULTS = {"outer": 300, "inner": 300, "eps": 1e-2, "eps_decay": 0.97, "ep
 SSG_DEFAULTS = {"iterations": 20000, "eps": 1e-3}
 PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
 # Clarabel's default step fraction (0.99) stops with InsufficientProgress on (25) of model (13) with 10
-# levels already at n = 1000 (measured); 0.9 solves them (spec §5.1.5 asks for optimal or an error).
+# levels already at n = 1000 (measured); 0.9 solves them (a solve must end optimal or raise).
 CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
@@ -207,7 +208,8 @@ class PartialFairness(Reduction):
         return lines
 
     def to_cvxpy(self):
-        """The compiled subproblem (25) anchored at the default start (w = 0, θ of spec §4.3)."""
+        """The compiled subproblem (25) anchored at the default start (w = 0, θ_p = 1/2 - p - κ(β - α)/2,
+        strictly feasible)."""
         sub = self.subproblem(MU, None)
         x0 = self.program.start()
         S, c = sub.linearize(x0)
@@ -275,7 +277,7 @@ class PartialFairness(Reduction):
                        label=label, max_time=options.get("max_time"))
             last = out["last"]
             if last.get("anchor") is not out["x"]:
-                # budget ended: one more solve certifies the returned point (Lemma C.1, spec §3.8)
+                # budget ended: one more solve certifies the returned point (Lemma C.1)
                 x_hat, lam, _ = sub.solve(out["x"], **solver_options)
                 last = {"x_next": x_hat, "lam": lam}
             out["subproblem"] = (last["x_next"], last["lam"])
@@ -339,7 +341,7 @@ class PartialFairness(Reduction):
         return sol
 
     def _solve_direct_ssg(self, seed, verbose, options):
-        """Algorithm 3: SSG on (21) with f = max_i f_i and the DC subgradient f+' - f-' (spec §3.6)."""
+        """Algorithm 3: SSG on (21) with f = max_i f_i and the DC subgradient f+' - f-' (App. D.6)."""
         program = self.program
         iterations = _positive_int(options.get("iterations", SSG_DEFAULTS["iterations"]), "iterations")
         kind = options.get("eps_schedule", "static")
@@ -440,7 +442,7 @@ class PartialFairness(Reduction):
 
     # -- theory ------------------------------------------------------------------------------------------
     def theory(self, eps: float, mu: float) -> dict:
-        """K, ε_k, T_k of eq. (28) with M estimated at the default start and ν = -max_i f_i(x0) (spec §3.7)."""
+        """K, ε_k, T_k of eq. (28) with M estimated at the default start and ν = -max_i f_i(x0) (Theorem 6.5)."""
         x0 = self.program.start()
         nu = -self.program.max_violation(x0)
         if nu <= 0:
@@ -450,7 +452,7 @@ class PartialFairness(Reduction):
         return {**theory_schedule(M, mu, nu, f0, eps), "M": M, "nu": nu}
 
     def lipschitz_estimate(self, points) -> float:
-        """Largest norm of the subgradients of f_0 and of every f_i+- observed at ``points`` (spec §3.8)."""
+        """Largest norm of the subgradients of f_0 and of every f_i+- observed at ``points`` (Assumption 6.3D)."""
         program = self.program
         M = 0.0
         for x in points:
@@ -505,7 +507,7 @@ class PartialFairness(Reduction):
         return None
 
     def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None):
-        """Lemma C.1 (spec §3.8): solve (25) at x (or reuse the path's own solve), then
+        """Lemma C.1: solve (25) at x (or reuse the path's own solve), then
         ε = ||x̂ - x|| / min{1, 1/(2M), 1/(2M max λ)}; plus the subproblem's primal feasibility and
         complementarity. Computed when ``certificate`` is True, or (None) for small programs."""
         pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
@@ -533,8 +535,8 @@ class PartialFairness(Reduction):
         gap = stochastic.objective - exact.objective
         checks = [
             Check("objective |stochastic - exact|", abs(gap), 1e-3,
-                  "acceptance of the partial-fairness issue: both IDCA paths (exact and SSG subproblems) from the "
-                  "same start reach objectives within 1e-3"),
+                  "both IDCA paths (exact and SSG subproblems) from the same start reach objectives within 1e-3: "
+                  "the agreement the defaults reach (measured, docs/benchmarks.md)"),
             Check("constraint violation (stochastic)", stochastic.max_violation, 1e-6,
                   "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by (25)'s majorization"),
             Check("constraint violation (exact)", exact.max_violation, 1e-6,

@@ -1,6 +1,6 @@
 """Strategic Wasserstein DRO (paper: Maheshwari, Chiu, Mazumdar, Sastry, Ratliff, "Zeroth-order methods for
-convex-concave minmax problems: applications to decision-dependent risk minimization"; spec
-``zeroth_order_minmax_dro.md`` §4-§6).
+convex-concave minmax problems: applications to decision-dependent risk minimization",
+AISTATS 2022).
 
 Declaration recognized (no constraints; the domain of w comes from the cone of Theorem 5.3, intersected
 with the Weights ball when a radius is given)::
@@ -182,11 +182,12 @@ class StrategicDRO(Reduction):
         gap = stochastic.objective - exact.objective
         return [
             Check("worst-case risk: |stochastic - exact|", abs(gap), 5e-2,
-                  "acceptance of the min-max issue: the stochastic objective within 5e-2 of the exact optimum"),
+                  "the stochastic objective within 5e-2 of the exact optimum: above the noise floor of the "
+                  "one-point zeroth-order estimator at the defaults (measured, docs/minmax.md)"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6,
                   "no w beats the exact optimum by more than the conic solver's tolerance"),
             Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf), 5e-2,
-                  "acceptance of the min-max issue; the gap bounds the objective suboptimality"),
+                  "the gap bounds the objective suboptimality; 5e-2 for the same noise floor (docs/minmax.md)"),
             Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-5,
                   "the exact saddle point (gamma* from the duals) has gap ~0 up to solver tolerance"),
         ]

@@ -190,11 +190,13 @@ class Simplex(Domain):
 class TruncatedCone(Domain):
     """``{(theta, alpha) in R^p x R : ||theta||_2 <= slope * alpha, alpha <= alpha_max [, ||theta|| <= radius]}``.
 
-    The feasible set K_trunc of (theta, alpha) in the strategic DRO saddle problem (Maheshwari et al., Theorem 5.3): the
-    slope is r = 1 / (L_phi + c) (corrected, Theorem 5.3 with erratum U10) and alpha_max the bound of
-    erratum U18. The vector layout is ``[theta_1..theta_p, alpha]``. By rotational symmetry the projection
-    reduces to projecting the 2-D point (||theta||, alpha) onto a convex polygon (a triangle, or a
-    quadrilateral with the optional radius cap); theta keeps its direction.
+    The feasible set K_trunc of (theta, alpha) in the strategic DRO saddle problem (Maheshwari et al.,
+    Theorem 5.3): the slope is r = 1 / (L_phi + c) (corrected: the theorem prints 1/(beta + 1) with beta the
+    smoothness of phi, its proof 1/(L + 1); the derivation needs the Lipschitz-type constant L_phi + c), and
+    alpha_max truncates the cone (Theorem 4.1 needs compact sets, the cone is unbounded). The vector layout is
+    ``[theta_1..theta_p, alpha]``. By rotational symmetry the projection reduces to projecting the 2-D point
+    (||theta||, alpha) onto a convex polygon (a triangle, or a quadrilateral with the optional radius cap); theta
+    keeps its direction.
     """
 
     def __init__(self, p: int, slope: float, alpha_max: float, radius: float | None = None):
@@ -205,7 +207,7 @@ class TruncatedCone(Domain):
         if not self.slope > 0:
             raise ModelError(f"cone slope must be positive; got {slope}")
         if not (self.alpha_max > 0 and np.isfinite(self.alpha_max)):
-            raise ModelError(f"alpha_max must be positive and finite (erratum U18: the cone must be truncated "
+            raise ModelError(f"alpha_max must be positive and finite (the cone must be truncated "
                              f"to be compact); got {alpha_max}")
         self.radius = None if radius is None else _number(radius, "radius")
         top = self.slope * self.alpha_max

@@ -1,9 +1,9 @@
 """The entropic dual of DP post-processing on a finite distribution: the object that the exact programs,
 the stochastic oracles and the judge share (paper: Chzhen, Hebiri, Taturyan, "Regression under demographic
-parity constraints via unlabeled post-processing"; spec ``dp_postprocessing.md`` §1, §2.1).
+parity constraints via unlabeled post-processing", NeurIPS 2024; equation numbers are the paper's).
 
-Notation (spec §1.2-§1.8, §2.1). A finite distribution of n atoms x_i with weights w_i > 0 (sum 1; the
-empirical unlabeled sample has w_i = 1/n), a grid of m points y_j, and
+Notation (the paper's Sections 2-3, on a finite distribution). A finite distribution of n atoms x_i with weights
+w_i > 0 (sum 1; the empirical unlabeled sample has w_i = 1/n), a grid of m points y_j, and
 
 * costs ``R`` (n, m): R_ij = (eta_hat(x_i) - y_j)^2 (r_hat of eq. (13)), or any cost r(x_i, y_j) (Remark 2.2);
 * ``T`` (n, K): T_is = t_hat_s(x_i) = 1 - tau_hat_s(x_i) / p_s (eq. (15));
@@ -18,7 +18,7 @@ Formulas:
 * U_s(pi, j) = |E_js| (eq. (15)); R_beta(pi) = R(pi) + (1/beta) E[Psi(pi)], Psi the negative entropy (eq. (4));
 * gradient mapping G_alpha(z) = min(z / alpha, grad F(z)) componentwise                             (eq. (8)).
 
-``beta = inf`` is the unregularized problem (3): LSE becomes the max (the dual LP, spec §2.3) and the policy
+``beta = inf`` is the unregularized problem (3): LSE becomes the max (the dual LP) and the policy
 the arg max with ties split evenly.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from scipy.special import entr, logsumexp, softmax
 
 
 def sigma2(p: np.ndarray) -> float:
-    """sigma^2 = sum_s (1 - p_s) / p_s (spec §1.8): the population bound on E||t(X)||^2 (Lemma F.4)."""
+    """sigma^2 = sum_s (1 - p_s) / p_s (Lemma 3.4): the population bound on E||t(X)||^2 (Lemma F.4)."""
     p = np.asarray(p, dtype=float)
     return float(np.sum((1.0 - p) / p))
 
@@ -36,7 +36,7 @@ def sigma2(p: np.ndarray) -> float:
 def policy_from_scores(a: np.ndarray, beta: float) -> np.ndarray:
     """pi(. | x_i) = softmax(beta a_i) row by row (eq. (7)); for beta = inf the arg max, ties split evenly.
 
-    scipy's softmax subtracts the row maximum, so beta * a ~ 1e4 does not overflow (spec §1.5).
+    scipy's softmax subtracts the row maximum, so beta * a ~ 1e4 does not overflow.
     """
     if np.isinf(beta):
         top = a >= a.max(axis=-1, keepdims=True)
@@ -45,7 +45,7 @@ def policy_from_scores(a: np.ndarray, beta: float) -> np.ndarray:
 
 
 def lse(a: np.ndarray, beta: float) -> np.ndarray:
-    """LSE_beta(a_i) = (1/beta) log sum_j exp(beta a_ij) row by row (spec §1.5); the max for beta = inf."""
+    """LSE_beta(a_i) = (1/beta) log sum_j exp(beta a_ij) row by row; the max for beta = inf."""
     if np.isinf(beta):
         return a.max(axis=-1)
     return logsumexp(beta * a, axis=-1) / beta
@@ -58,7 +58,7 @@ def gradient_mapping(z: np.ndarray, grad: np.ndarray, alpha: float) -> np.ndarra
 
 def canonical(z: np.ndarray) -> np.ndarray:
     """(max(D, 0), max(-D, 0)) with D = Lambda - V (z of shape (..., 2, m, K)): the same policy (only D enters
-    eq. (7)) with F lower by 2 sum_js min(Lambda, V)_js eps_s (the invariance of spec §7.1 item 9), so never a
+    eq. (7)) with F lower by 2 sum_js min(Lambda, V)_js eps_s (adding C >= 0 to both leaves D unchanged), so never a
     worse dual certificate."""
     D = z[..., 0, :, :] - z[..., 1, :, :]
     return np.stack([np.maximum(D, 0.0), np.maximum(-D, 0.0)], axis=-3)
@@ -108,7 +108,7 @@ class DualProblem:
         return float(np.sum((z[0] + z[1]) * self.eps))
 
     def value(self, z: np.ndarray) -> float:
-        """F(z), eq. (5) (the dual LP objective of spec §2.3 when beta = inf)."""
+        """F(z), eq. (5) (the dual LP objective when beta = inf)."""
         return float(self.w @ lse(self.scores(z), self.beta)) + self.linear_term(z)
 
     def grad_from_moments(self, E: np.ndarray) -> np.ndarray:
@@ -141,7 +141,7 @@ class DualProblem:
 
     # -- primal quantities of any policy P (n, m) -----------------------------------------------------------
     def moments(self, P: np.ndarray) -> np.ndarray:
-        """E = P^T diag(w) T, E_js = E_w[pi(j|X) t_hat_s(X)] (spec §2.1); U_s(pi, j) = |E_js| (eq. (15))."""
+        """E = P^T diag(w) T, E_js = E_w[pi(j|X) t_hat_s(X)]; U_s(pi, j) = |E_js| (eq. (15))."""
         return P.T @ self._wT
 
     def risk(self, P: np.ndarray) -> float:
@@ -149,7 +149,7 @@ class DualProblem:
         return float(self.w @ np.einsum("ij,ij->i", self.R, P))
 
     def neg_entropy(self, P: np.ndarray) -> float:
-        """E_w[Psi(pi(.|X))] = -sum_i w_i sum_j entr(P_ij) <= 0 (scipy's entr: 0 log 0 = 0, spec §7.1 item 1)."""
+        """E_w[Psi(pi(.|X))] = -sum_i w_i sum_j entr(P_ij) <= 0 (scipy's entr: 0 log 0 = 0, no NaN)."""
         return -float(self.w @ entr(P).sum(axis=1))
 
     def regularized_risk(self, P: np.ndarray) -> float:
@@ -163,20 +163,22 @@ class DualProblem:
         return np.abs(self.moments(P))
 
     def unfairness_excess(self, P: np.ndarray) -> float:
-        """sqrt(sum_js (U_s(pi, j) - eps_s)_+^2): the distance to the constraint set (Lemma 3.5, spec §1.11)."""
+        """sqrt(sum_js (U_s(pi, j) - eps_s)_+^2): the distance to the constraint set (Lemma 3.5,
+        part I: it equals ||(-grad F(z))_+|| at P = pi_z)."""
         return float(np.sqrt(np.sum(np.maximum(self.unfairness(P) - self.eps, 0.0) ** 2)))
 
     # -- constants -----------------------------------------------------------------------------------------
     def mean_t(self) -> np.ndarray:
-        """E_w[t_hat] (K,): zero when p is calibrated on these atoms (spec §2.5)."""
+        """E_w[t_hat] (K,): zero when p is calibrated on these atoms."""
         return self.w @ self.T
 
     def feasibility_margins(self) -> np.ndarray:
-        """m eps_s - |E_w t_hat_s| per group: the problem is feasible iff all are >= 0 (spec §2.5)."""
+        """m eps_s - |E_w t_hat_s| per group: the problem is feasible iff all are >= 0 (column s
+        of E sums to E_w t_hat_s)."""
         return self.m * self.eps - np.abs(self.mean_t())
 
     def sigma2_plugin(self) -> float:
-        """sigma_hat^2 = E_w ||t_hat(X)||^2 (App. E, spec §1.8): the plug-in variance constant."""
+        """sigma_hat^2 = E_w ||t_hat(X)||^2 (App. E): the plug-in variance constant."""
         return float(self.w @ np.einsum("ik,ik->i", self.T, self.T))
 
     def smoothness(self) -> float:

@@ -2,20 +2,21 @@
 corrected convex-concave saddle function shared by the exact program, the stochastic methods and the judge.
 
 Paper: Maheshwari et al., "Zeroth-order methods for convex-concave minmax problems: applications to
-decision-dependent risk minimization" (§5, App. B); spec ``zeroth_order_minmax_dro.md`` §4.
+decision-dependent risk minimization" (§5, App. B), AISTATS 2022.
 
-Model (spec §4.1-§4.4), with labels y in {-1, +1}, scores z_i = <b_i(theta), theta> and the logistic loss
-written in the GLM form ``l(z, y) = phi(z) - c y z`` with ``phi(z) = log(1 + e^z) - z/2``, ``c = 1/2``
-(App. C.3; erratum U12: the paper's ``phi(z) - y z`` does not fit the logistic loss), L_phi = 1/2,
-smoothness beta = 1/4:
+Model (the paper's §5, corrected where noted), with labels y in {-1, +1}, scores z_i = <b_i(theta), theta> and
+the logistic loss written in the GLM form ``l(z, y) = phi(z) - c y z`` with ``phi(z) = log(1 + e^z) - z/2``,
+``c = 1/2`` (App. C.3; the paper's GLM form ``phi(z) - y z`` does not fit its logistic loss, hence the label
+coefficient c), L_phi = 1/2, smoothness beta = 1/4:
 
 * agents with y = -1 game the strategic features: ``b_i(theta) = x_i + zeta M theta`` (M = diag(mask);
-  eq. (8)-(9) with erratum U13), so ``z_i = <x_i, theta> + zeta ||M theta||^2`` (Lemma 5.2, convex);
-  agents with y = +1 do not move;
+  eq. (8)-(9) write ``x_i + zeta theta`` while the text calls only the first five features strategic), so
+  ``z_i = <x_i, theta> + zeta ||M theta||^2`` (Lemma 5.2, convex); agents with y = +1 do not move;
 * the ambiguity set is the type-1 Wasserstein ball of radius delta around the shifted empirical
-  distribution, transport cost ``||x - x'||_2 + kappa |y - y'|`` (a label flip costs 2 kappa, erratum
-  U8), labels flip only for y = +1 (Assumption B.1);
-* the corrected saddle function (spec §4.4 item 4; erratum U11 fixes the paper's eq. (7)):
+  distribution, transport cost ``||x - x'||_2 + kappa |y - y'|`` (a label flip costs 2 kappa; the paper
+  prints a squared norm, but its derivation uses this cost), labels flip only for y = +1 (Assumption B.1);
+* the corrected saddle function (from the proof of Theorem 5.3; the paper's eq. (7) subtracts kappa alpha for
+  every sample, the proof's dual variables s_i only for y = +1):
 
       L(theta, alpha, gamma) = alpha delta + (1/n) sum_{I+} [phi(z_i) - kappa alpha + gamma_i (c z_i - kappa alpha)]
                                            + (1/n) sum_{I-} [phi(z_i) + c z_i]
@@ -37,7 +38,7 @@ from .losses import binary_labels as _binary_labels
 from .losses import softplus
 from .protocols import SaddleOracle
 
-# The logistic loss in GLM form phi(z) - c y z (spec §4.1, `logistic_half`).
+# The logistic loss in GLM form phi(z) - c y z (App. C.3).
 C_LABEL = 0.5      # c
 L_PHI = 0.5        # Lipschitz constant of phi
 BETA = 0.25        # smoothness of phi
@@ -104,7 +105,7 @@ def _check_nonneg(value, what: str, strict: bool) -> float:
 class AgentOracle:
     """Simulated agents: ``respond(i, theta)`` is agent i's best response b_i(theta) (Lemma 5.2).
 
-    The learner only sees the responses (black-box access, spec §4.2); ``zeta`` is private to the agents.
+    The learner only sees the responses (black-box access, §5.2 of the paper); ``zeta`` is private to the agents.
     Agents with y = -1 maximize ``<x, theta> - ||x - x_i||^2 / (2 zeta)`` over x differing from x_i only
     on the strategic features, so ``b_i = x_i + zeta M theta``; agents with y = +1 report x_i. ``queries``
     counts the best responses given.
@@ -148,7 +149,7 @@ def strategic_response(theta, X, y, zeta, mask) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------
 class WDRSC:
     """The strategic Wasserstein-DRO problem on data (X, y): scores, the saddle function L, its closed-form
-    inner maximum (E2), the worst-case risk, and the feasible sets (spec §4.4-§4.7).
+    inner maximum (E2), the worst-case risk, and the feasible sets (Theorem 5.3, corrected).
 
     ``alpha_max`` defaults to phi(0) / delta_eff = log(2) / delta_eff with delta_eff = delta (corrected) or
     delta - kappa n_-/n (paper): the objective of (E1) is alpha delta_eff plus terms that are > 0, and its
@@ -175,8 +176,8 @@ class WDRSC:
         if delta_eff <= 0:
             raise ModelError(
                 f"the paper's literal objective (eq. (7)) is unbounded below here: radius {self.delta:g} <= "
-                f"kappa n_-/n = {self.paper_shift:.4g} (erratum U11); use the corrected variant (the default) "
-                f"or a radius above {self.paper_shift:.4g}")
+                f"kappa n_-/n = {self.paper_shift:.4g} (its eq. (7) subtracts kappa alpha for every sample, not only "
+                f"for y = +1); use the corrected variant (the default) or a radius above {self.paper_shift:.4g}")
         self.slope = 1.0 / (L_PHI + C_LABEL) if variant == "corrected" else 1.0 / (BETA + 1.0)
         if alpha_max is None:
             alpha_max = math.log(2.0) / delta_eff
@@ -195,7 +196,7 @@ class WDRSC:
 
     # -- the saddle function and its inner maximum ------------------------------------------------------
     def value(self, theta, alpha, gamma) -> float:
-        """L(theta, alpha, gamma) (spec §4.4 item 4; paper variant: minus kappa alpha n_-/n)."""
+        """L(theta, alpha, gamma) (corrected; paper variant: minus kappa alpha n_-/n)."""
         z, neg_term = self._parts(theta)
         zp, gp = z[self.pos], np.asarray(gamma)[self.pos]
         pos_term = np.sum(loss_pos(zp) + C_LABEL * zp - self.kappa * alpha + gp * (C_LABEL * zp - self.kappa * alpha))
@@ -243,10 +244,10 @@ class WDRSC:
 
 
 class WDRSCOracle(SaddleOracle):
-    """The WDRSC saddle function as n components for the OGDA/SGDA methods (spec §4.5).
+    """The WDRSC saddle function as n components for the OGDA/SGDA methods (L = (1/n) sum_i L_i).
 
     u = (theta, alpha, gamma), d_x = p + 1, y-block gamma in [-1, 1]^n. ``L_i`` depends on gamma only
-    through gamma_i. ``zo="theta"`` (the paper's experiments, §2.3): the estimator perturbs theta only,
+    through gamma_i. ``zo="theta"`` (the paper's experiments, §6): the estimator perturbs theta only,
     alpha and gamma get exact partial derivatives (they do not involve the agents); ``zo="all"``: every
     coordinate (the theory's setting, d = p + 1 + n). Values query the agents' best responses at the
     perturbed theta; the exact theta-gradient of first-order mode uses the response model (it needs zeta).
@@ -262,7 +263,7 @@ class WDRSCOracle(SaddleOracle):
         self.zo = np.arange(self.p) if zo == "theta" else np.arange(self.dim)
         self.full_zo = zo == "all"
         self._pos = model.pos.tolist()
-        # alpha coefficients of L_i: delta, minus kappa for y = -1 in the paper variant (spec §4.5)
+        # alpha coefficients of L_i: delta, minus kappa for y = -1 in the paper variant
         self._a_pos = model.delta
         self._a_neg = model.delta - (model.kappa if model.variant == "paper" else 0.0)
         self._zm = model.zeta * model.mask.astype(float)
