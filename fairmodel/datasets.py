@@ -96,7 +96,7 @@ def load_adult(target: str = "income", sensitive: str | None = "sex", *, encodin
     categorical = [c for c in ADULT_CATEGORICAL if c not in drop]
     table = {c: t[c].astype(float) for c in numeric}
     if encoding == "dp":
-        if target != "income":  # the paper's code maps income to {0, 1} and keeps it (spec dp_postprocessing §5.1)
+        if target != "income":  # the DP paper's code maps income to {0, 1} and keeps it
             table["income"] = (t["income"] == ">50K").astype(float)
             numeric = numeric + ["income"]
         for c in numeric:
@@ -193,11 +193,11 @@ def load_communities(target: str = "ViolentCrimesPerPop", sensitive: str | None 
 
 
 def make_auc_synthetic(n: int = 400, p: int = 5, seed=0) -> Dataset:
-    """The synthetic task of the AUC-fairness spec's reference run (``auc_fairness.md`` §5.6).
+    """A small synthetic AUC-fairness task, the regression instance of the tests (exact optimum known).
 
     gamma = +1 with probability 0.4 (else -1); x ~ N(0, I_p) with x_0 shifted by 0.8 gamma; the label is +1 with
     probability sigmoid(x . beta + 0.5 gamma), beta = (1.5, -1, 0.5, 0, 0.3) (padded with zeros or truncated to
-    p). With the defaults (n = 400, p = 5, seed 0) it reproduces the spec's data exactly; groups are +1 / -1.
+    p). With the defaults (n = 400, p = 5, seed 0) it reproduces the tests' data exactly; groups are +1 / -1.
     """
     if int(n) < 2 or int(p) < 1:
         raise DataError(f"n must be >= 2 and p >= 1; got n={n}, p={p}")
@@ -242,10 +242,10 @@ def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, 
 
 def make_strategic_synthetic(n: int = 1000, p: int = 10, n_strategic: int = 5, noise_var: float = 0.1,
                              seed=None) -> Dataset:
-    """The synthetic task of the zeroth-order min-max paper (§6.1; spec ``zeroth_order_minmax_dro.md`` §5.1).
+    """The synthetic task of the zeroth-order min-max paper (Maheshwari et al., §6.1).
 
     theta_gt ~ N(0, I_p), x_i ~ N(0, I_p), y_i = sign(<x_i, theta_gt> + z_i) with z_i ~ N(0, noise_var)
-    (a scalar of variance 0.1, erratum U14), sign(0) = +1. The first ``n_strategic`` features are the
+    (a scalar of variance 0.1; the paper prints N(0, 0.1 I_d)), sign(0) = +1. The first ``n_strategic`` features are the
     strategic ones (named ``s0..``; the others ``x..``): pass ``strategic_features=range(n_strategic)``.
     """
     if int(n) < 1 or int(p) < 1 or not 0 <= int(n_strategic) <= int(p):

@@ -1,6 +1,6 @@
 """Finite-sum convex-concave saddle problems ``min_{x in X} max_{y in Y} (1/n) sum_i L_i(x, y)``, solved by
 zeroth-order (value oracle) or first-order OGDA/SGDA with random reshuffling and judged by the duality gap
-(spec ``zeroth_order_minmax_dro.md`` §1-§3, §6.1).
+(Maheshwari, Chiu, Mazumdar, Sastry, Ratliff, AISTATS 2022: Algorithms 1-4, Theorem 4.1).
 
 >>> import numpy as np, fairmodel as fm
 >>> A = np.random.default_rng(0).standard_normal((50, 3, 4))
@@ -31,7 +31,7 @@ from .oracles.protocols import SaddleOracle
 from .stochastic.ogda import METHODS, NonFiniteValue, ogda
 
 # Defaults of SaddleProblem.solve: the paper's theory schedule with constants that suit O(1)-scaled
-# problems (the paper does not report its constants, erratum U16).
+# problems (the paper does not report its constants).
 SOLVE_DEFAULTS = {"epochs": 100, "eta0": 0.05, "R0": 0.1, "chi": 0.05, "schedule": "theory"}
 OGDA_OPTIONS = [p for p in inspect.signature(ogda).parameters if p not in ("oracle", "method", "order", "seed",
                                                                              "verbose", "u0", "certify")]
@@ -88,7 +88,7 @@ class SaddleProblem:
     grad : optional ``grad(x, y, i) -> (grad_x L_i, grad_y L_i)``; needed by ``order=1`` and, with a
         ``zo_mask``, for the coordinates the zeroth-order estimator does not perturb.
     zo_mask : boolean over the d_x + d_y coordinates of (x, y): which ones the zeroth-order estimator
-        perturbs (default all, the theory's setting; the block mode of spec §2.3 otherwise).
+        perturbs (default all, the theory's setting; the block mode of the paper's experiments otherwise).
     cvxpy_value : optional ``cvxpy_value(x, y) -> cvxpy expression`` of the mean L, where one argument is
         a CVXPY variable and the other a constant array; gives the duality gap by exact CVXPY solves.
     max_y, min_x : optional closed forms ``max_y(x) = max_{y in Y} L(x, y)`` and ``min_x(y) = min_{x in X}
@@ -258,7 +258,7 @@ class SaddleProblem:
                       timings={"solve": solved - start, "judge": time.perf_counter() - solved}, solver=record,
                       backend="exact", method="exact", family="minmax", problem=str(self))
 
-    # -- built-in test problems (spec §4.7 E5) -------------------------------------------------------------
+    # -- built-in test problems (not from the paper) --------------------------------------------------------
     @classmethod
     def matrix_game(cls, A) -> "SaddleProblem":
         """G2: L_i(x, y) = x^T A_i y with x, y on probability simplices; ``A`` of shape (n, m, k) or (m, k).

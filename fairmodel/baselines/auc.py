@@ -1,4 +1,4 @@
-"""Baselines of the AUC-fairness experiments (App. E.2 of the paper; spec ``auc_fairness.md`` §7.3).
+"""Baselines of the AUC-fairness experiments (App. E.2 of Yao, Lin, Yang, AISTATS 2023).
 
 * :func:`rescoring_grid` / :func:`choose_rescoring`: post-processing of Kallus & Zhou (2019): the scores of
   the protected group (gamma = +1) become omega1 h + omega2, with omega1 on a grid of [0, 5] (step 0.05) and
@@ -11,7 +11,7 @@
   ORIGINAL (indicator) constraints (2) estimated on the minibatch. Simplification, stated: Cotter et al.'s
   multiplier player minimizes swap regret over a simplex; here it is the plain projected ascent.
 
-Each SGD baseline returns the iterates every ``record_every`` steps so that the model selection of §7.4
+Each SGD baseline returns the iterates every ``record_every`` steps so that the model selection of App. E.3
 (:func:`fairmodel.metrics.auc.select_by_validation`) can pick among them.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A scikit-learn post-processing estimator for DP regression without the sensitive attribute at inference
-(spec ``dp_postprocessing.md`` §6 "Post-processor API"): it wraps ``fm.GridPredictor`` + ``fm.Problem`` and the
+(Chzhen, Hebiri, Taturyan, NeurIPS 2024): it wraps ``fm.GridPredictor`` + ``fm.Problem`` and the
 stochastic backend (Algorithm 1 with SGD3 + AC-SA^2 by default).
 
     est = fm.DemographicParityPostProcessor(reg, clf, eps=0.01).fit(X_unlabeled)

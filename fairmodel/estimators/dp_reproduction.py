@@ -1,4 +1,4 @@
-"""The experimental protocol of the DP post-processing paper (spec ``dp_postprocessing.md`` §5.1-§5.7), shared by
+"""The experimental protocol of the DP post-processing paper (Section 6 and App. G), shared by
 ``examples/dp_postprocessing_reproduction.py`` and ``benchmarks/dp_postprocessing.py``. Needs scikit-learn.
 
 Per data set and random split (seed = split index): targets scaled to [0, 1] as in the paper (CC as is, Law
@@ -10,7 +10,7 @@ Kolmogorov-Smirnov unfairness on the test part, back on the [0, 1] scale.
 
 One deviation, on purpose: p is calibrated on the unlabeled points (the library's default) instead of the
 reference code's group frequencies of the whole data set, which make every eps below ~1e-3 infeasible on
-the unlabeled sample (spec §2.5; the library refuses such problems, the reference code lets the duals drift).
+the unlabeled sample (the library refuses such problems, the reference code lets the duals drift).
 """
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ from ..expressions.atoms.dp import GridPredictor, dp_gap, squared_risk
 from ..metrics.dp import ks_unfairness, mse, randomized_risk
 from ..problem import Minimize, Problem
 
-# spec §5.5 and §5.7 (the reference code's notebook outputs, which should be the paper's figures)
+# the eps grids of App. G and the numbers behind Figures 2 and 4 (read from the reference code's notebook
+# outputs, which should be the runs of the paper's figures)
 SETTINGS = {
     "communities": {"T": 15000, "i": [1, 2, 4, 5, 6, 8, 16, 32, 128, 512], "group0": "non-white",
                     "paper_risk": [.0211, .0211, .0217, .0266, .0339, .0403, .0420, .0428, .0417, .0423],
@@ -45,7 +46,7 @@ SETTINGS = {
 
 
 def load(name: str):
-    """(X, y01, s): features, target on the paper's [0, 1] scale, group labels (spec §5.1).
+    """(X, y01, s): features, target on the paper's [0, 1] scale, group labels (Section 6, App. G).
 
     Law School and Adult are subsampled to 2,000 rows (seed 42, as the reference code)."""
     if name == "communities":
@@ -66,7 +67,7 @@ def run_split(name: str, split: int, *, T: int | None = None, eps_exponents=None
               parallel: bool = True, fractions=(0.4, 0.4, 0.2), **solve_options) -> dict:
     """One split of the protocol: base-model metrics and, per eps = 2^-i, risk, KS unfairness and solve time.
 
-    ``variant="reference"`` runs SGD3 + AC-SA^2 as the reference code does (spec §3.7: 2T gradients), for parity
+    ``variant="reference"`` runs SGD3 + AC-SA^2 as the reference code does (2T gradients), for parity
     with the published numbers; ``"paper"`` runs Algorithms 3-4 as printed. ``parallel=True`` solves the whole
     eps grid in one vectorized run on the same sampled points (identical results to one run per eps with the
     same seed; ``time`` is then the run's time divided by the number of eps).

@@ -3,16 +3,16 @@
 One module per family; this package re-exports their public functions (``fm.metrics.<name>``).
 """
 
-# DP post-processing metrics (issue 3)
+# DP post-processing metrics
 from .dp import ks_unfairness, mse, pmf_unfairness, randomized_risk  # noqa: F401
 
-# AUC fairness metrics (issue 4)
+# AUC fairness metrics
 from .auc import (auc_between, auc_fairness, auc_fairness_terms, auc_score, auc_sets,  # noqa: F401,E402
                   select_by_validation)
 
-# partial fairness metrics (issue 5)
+# partial fairness metrics
 from .partial import PartialParity, partial_dp, rank_curve, weak_partial_dp  # noqa: E402,F401
 
-# strategic classification metrics (issue 6)
+# strategic classification metrics
 from .strategic import (strategic_accuracy, strategic_margin, worst_case_accuracy,  # noqa: F401
                         worst_case_margin)

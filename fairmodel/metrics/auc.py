@@ -1,15 +1,17 @@
-"""AUC between subsets and AUC-based fairness metrics, on any model's scores (spec ``auc_fairness.md`` §1).
+"""AUC between subsets and AUC-based fairness metrics, on any model's scores (Yao, Lin, Yang,
+AISTATS 2023, Section 3).
 
 Definition 1 of the AUC-fairness paper (Yao, Lin, Yang): for subsets S, S' of the samples,
 
     AUC(S, S') = (1 / (|S| |S'|)) sum_{i in S} sum_{j in S'} [ 1(h_i > h_j) + t 1(h_i = h_j) ],
 
 with ties counted ``t = 1/2`` by default (Mann-Whitney) and the pairs i = j included when S and S'
-overlap, so that AUC(all, all) = 1/2 exactly (spec §1.2). It is computed in O(n log n) by sorting.
+overlap, so that AUC(all, all) = 1/2 exactly (the paper defines only the population
+version, with a strict >). It is computed in O(n log n) by sorting.
 
 Definition 2 (eq. (1)): the AUC-based fairness metric |AUC(G1, G1') - AUC(G2, G2')| for four subsets
 defined by the label zeta in {+1, -1} and the sensitive attribute gamma in {+1 (protected), -1}. The
-presets of Appendix A (spec §1.4):
+presets of Appendix A:
 
 ============  ======================  =================  ==============  ==============
 kind          G1                      G1'                G2              G2'
@@ -25,7 +27,7 @@ bpsn_bnsp     zeta=+1                 zeta=-1, gamma=+1  zeta=+1, g=+1   zeta=-1
 A custom quadruple of subsets is given with ``sets=(G1, G1', G2, G2')``: boolean masks, or callables
 ``(labels, gamma) -> mask`` on the +1/-1 codings.
 
-Coding (spec §8): labels and the sensitive attribute must be coded +1/-1. Other codings are accepted
+Coding: labels and the sensitive attribute must be coded +1/-1. Other codings are accepted
 only through an explicit mapping: ``positive=`` names the positive label and ``protected=`` the
 protected group (gamma = +1; every other group is gamma = -1). For the presets that are symmetric in
 gamma (group, inter, intra: swapping the two groups leaves the metric and the surrogate constraints
@@ -162,7 +164,7 @@ def signed_groups(groups, n: int | None = None, protected=None, kind: str | None
 # ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AUCSets:
-    """Boolean masks of D+, D-, G1, G1', G2, G2' (spec §1.4), with the preset name and the protected group."""
+    """Boolean masks of D+, D-, G1, G1', G2, G2' (Appendix A), with the preset name and the protected group."""
 
     masks: np.ndarray          # (6, n) bool, rows in the order of SET_NAMES
     kind: str
@@ -277,7 +279,7 @@ def auc_fairness(scores, y, groups=None, kind: str = "intra", *, protected=None,
 
 def select_by_validation(scores, y, groups=None, kind: str = "intra", kappa: float = 0.0, *, protected=None,
                          positive=None, sets=None, ties: float = 0.5) -> dict:
-    """Model selection of the paper's experiments (App. E.3; spec §7.4) on validation data.
+    """Model selection of the paper's experiments (App. E.3) on validation data.
 
     ``scores`` is a sequence of score vectors (one per candidate model, on the same validation rows). Returns
     the index of the candidate with the best validation AUC among those feasible for the original

@@ -1,6 +1,6 @@
-"""Evaluation metrics of DP post-processing (spec ``dp_postprocessing.md`` §5.3), usable on any model's
-predictions: randomized predictions given as probabilities over a grid (ours, or a randomized classifier
-such as ADW's), or deterministic predictions.
+"""Evaluation metrics of DP post-processing (Chzhen, Hebiri, Taturyan, NeurIPS 2024, App. G), usable on
+any model's predictions: randomized predictions given as probabilities over a grid (ours, or a randomized
+classifier such as ADW's), or deterministic predictions.
 
 * :func:`randomized_risk`: R_hat(pi) = (1/n) sum_i sum_l (y_l - y_i)^2 pi(l | x_i), the randomization
   integrated out (no sampling);
@@ -67,7 +67,7 @@ def mse(y, pred) -> float:
 
 
 def ks_unfairness(groups, *, proba=None, grid=None, pred=None, labels=None) -> dict:
-    """Kolmogorov-Smirnov unfairness per group: sup_t |P(Y_hat <= t | S = s) - P(Y_hat <= t)| (spec §5.3).
+    """Kolmogorov-Smirnov unfairness per group: sup_t |P(Y_hat <= t | S = s) - P(Y_hat <= t)| (App. G).
 
     Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, else taken as ascending) or
     deterministic predictions ``pred`` (n,). Both are exact. Returns ``{group: value}``.

@@ -1,5 +1,5 @@
 """Partial demographic parity inside a rank band, on any model's scores (partial-fairness paper,
-He, Huang, Yao, Lin; spec ``partial_fairness_idca.md`` §1).
+He, Huang, Yao, Lin, 2025, Section 4).
 
 For a band ``I = [alpha, beta)`` of within-group *ranks* (top fractions) and scores ``s`` of groups
 ``k = 1..G``:
@@ -9,13 +9,13 @@ For a band ``I = [alpha, beta)`` of within-group *ranks* (top fractions) and sco
 * ``DP^I_{k,k'} = max_θ |G_k(θ) - G_k'(θ)|`` with ``G_k`` the right-hand side of (29) (eq. (6));
 * ``WDP^I_{k,k'} = |G_k(θ̂) - G_k'(θ̂)|`` at a decision threshold θ̂ (eq. (9)).
 
-The empirical versions (spec §1.6) use ``Fbar_k(θ) = (1/n_k) #{i in k : s_i > θ}`` (strict, as in the
-definition); ``G_k`` is a step function constant between consecutive distinct pooled scores, so the
-maximum over θ is attained on the pooled distinct scores (θ = -inf gives G = 1 for every group).
-The paper reports ``1 - max_{k,k'} DP^I`` (its ``max_{k,k}`` is a typo for ``max_{k,k'}``, spec §6.5);
-both numbers are returned here.
+The empirical versions (the paper does not spell out its estimator) use
+``Fbar_k(θ) = (1/n_k) #{i in k : s_i > θ}`` (strict, as in the definition); ``G_k`` is a step function constant
+between consecutive distinct pooled scores, so the maximum over θ is attained on the pooled distinct scores
+(θ = -inf gives G = 1 for every group). The paper reports ``1 - max_{k,k'} DP^I`` (its ``max_{k,k}`` is a typo
+for ``max_{k,k'}``); both numbers are returned here.
 
-``estimator="trimmed"`` is the literal alternative of spec §1.6: keep the points whose within-group
+``estimator="trimmed"`` is the literal alternative: keep the points whose within-group
 empirical rank lies in I and compare the trimmed samples (KS distance, or the above-θ̂ rates).
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ ESTIMATORS = ("clip", "trimmed")
 
 
 def check_band(band) -> tuple[float, float]:
-    """Validated rank band ``(alpha, beta)`` with ``0 <= alpha < beta <= 1`` (spec §5.3)."""
+    """Validated rank band ``(alpha, beta)`` with ``0 <= alpha < beta <= 1``."""
     try:
         alpha, beta = band
     except (TypeError, ValueError):
@@ -122,7 +122,8 @@ def _trimmed(s: np.ndarray, band) -> np.ndarray:
 
 
 def partial_dp(scores, groups, band=(0.0, 1.0), *, estimator: str = "clip") -> PartialParity:
-    """Partial demographic parity ``max_{k,k'} DP^I_{k,k'}`` of eq. (6) on scores (spec §1.6).
+    """Partial demographic parity ``max_{k,k'} DP^I_{k,k'}`` of eq. (6) on scores (identity (29) on the
+    empirical rank).
 
     With ``band=(0, 1)`` this is the two-sample Kolmogorov-Smirnov statistic (strong DP, eq. (2)).
     """

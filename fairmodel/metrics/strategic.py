@@ -1,6 +1,6 @@
 """Accuracy and margin of ANY linear classifier under strategic shift and worst-case Wasserstein
-perturbations (spec ``zeroth_order_minmax_dro.md`` §5.4; the paper's printed "accuracy" is a mean
-signed margin, erratum U15, so both are provided).
+perturbations (Maheshwari et al., AISTATS 2022, §6.1; the paper's printed "accuracy" is a mean signed
+margin, not a 0-1 accuracy, so both are provided).
 
 Every function takes ``theta`` (the weights of a linear score x . theta + intercept), the data (a
 ``fm.Dataset`` or a matrix ``X`` with labels ``y`` in {-1, +1} / {0, 1}), the agents' strategic power
@@ -60,7 +60,7 @@ def strategic_accuracy(theta, data, y=None, *, zeta=0.0, strategic_features=None
 
 
 def strategic_margin(theta, data, y=None, *, zeta=0.0, strategic_features=None, intercept: float = 0.0):
-    """Mean signed margin (1/n) sum y_i (<b_i(theta; zeta), theta> + b): the paper's "accuracy" (U15).
+    """Mean signed margin (1/n) sum y_i (<b_i(theta; zeta), theta> + b): the paper's "accuracy" (§6.1).
 
     Scale-dependent: theta = 0 scores 0 at every zeta.
     """
