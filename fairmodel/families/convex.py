@@ -21,6 +21,7 @@ from ..exact.lower import LoweringContext, lower, unlowerable
 from ..exact.gdro import group_optimal_values
 from ..expressions.atoms.aggregates import GroupOptimal
 from ..expressions.canonicalize import constraint_pieces
+from ..expressions.diagnose import explain
 from ..stochastic.primal_dual import primal_dual
 from .base import Check, Evaluation, Reduction, Solution
 from .gdro import group_risks_of
@@ -43,11 +44,12 @@ def _convexity_reason(problem) -> str | None:
             return f"{reason} (in {where})"
     expr = canonical.objective
     if not expr.is_convex():
-        return f"the objective {expr} is not convex (curvature {expr.curvature})"
+        return f"the objective is not convex (minimize needs a convex objective): {explain(expr)}"
     for c in canonical.constraints:
-        if not (c.lhs.is_convex() and c.rhs.is_concave()):
-            return (f"constraint {c.name}: {c.lhs} <= {c.rhs} is not convex <= concave (curvatures "
-                    f"{c.lhs.curvature} and {c.rhs.curvature})")
+        if not c.lhs.is_convex():
+            return f"constraint {c.name} is not convex <= concave: {explain(c.lhs)}"
+        if not c.rhs.is_concave():
+            return f"constraint {c.name} is not convex <= concave: {explain(c.rhs, 'concave')}"
     if canonical.options:
         return f"no family options are accepted; got {sorted(canonical.options)}"
     return None

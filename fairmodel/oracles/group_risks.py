@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import Groups
-from .losses import Kernel, LinearModelLoss, Squared, Softmax, with_intercept
+from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, with_intercept
 
 
 class GroupRisks:
@@ -107,9 +107,7 @@ class GroupRisks:
             z = Xd @ theta
             z_all[batch.rows] = z
             totals += np.bincount(codes, weights=np.atleast_1d(self.loss.phi(z, y)), minlength=self.m)
-            coef = self.loss.dphi(z, y)
-            wt = weight[codes]
-            grad += Xd.T @ (coef * (wt[:, None] if coef.ndim == 2 else wt))
+            grad += Xd.T @ score_gradient(self.loss, z, y, weight[codes])
         return totals / self.sizes, grad, z_all
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:

@@ -134,6 +134,13 @@ class Softmax(Kernel):
 KERNELS = {k.name: k for k in (Logistic, Hinge, Squared, Softmax)}
 
 
+def score_gradient(kernel, z, y, weights) -> np.ndarray:
+    """weights_i * phi'(z_i, y_i): the chain-rule coefficients of sum_i weights_i phi(z_i, y_i) with respect to
+    the scores (rows of an (n, C) matrix for the softmax loss); the gradient in theta is X' times them."""
+    coef = kernel.dphi(z, y)
+    return coef * (weights[:, None] if coef.ndim == 2 else weights)
+
+
 def with_intercept(X: np.ndarray, intercept: bool) -> np.ndarray:
     """The design matrix: X with a column of ones appended when the model has an intercept (stored last)."""
     return np.hstack([X, np.ones((X.shape[0], 1))]) if intercept else X
@@ -160,15 +167,13 @@ class LinearModelLoss:
 
     def value_and_gradient(self, theta):
         z = self.X @ theta
-        coef = self.kernel.dphi(z, self.y)
-        weighted = coef * (self.s[:, None] if coef.ndim == 2 else self.s)
-        return float(self.s @ self.kernel.phi(z, self.y)), self.X.T @ weighted
+        return float(self.s @ self.kernel.phi(z, self.y)), self.X.T @ score_gradient(self.kernel, z, self.y, self.s)
 
     def value_gradient_hessian(self, theta):
         """(f, grad f, Hessian of f): binary and squared losses of a vector of weights (``d2phi``)."""
         z = self.X @ theta
         value = float(self.s @ self.kernel.phi(z, self.y))
-        grad = self.X.T @ (self.s * self.kernel.dphi(z, self.y))
+        grad = self.X.T @ score_gradient(self.kernel, z, self.y, self.s)
         hess = (self.X * (self.s * self.kernel.d2phi(z, self.y))[:, None]).T @ self.X
         return value, grad, hess
 

@@ -19,6 +19,7 @@ from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
 from ..oracles.group_risks import GroupRisks
+from ..oracles.losses import score_gradient
 from .aleg import _check_offsets, check_initial, default_steps, normalize_log
 from .schedules import check_budget
 
@@ -49,7 +50,7 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
     per_epoch = max(1, math.ceil(n / m / batch_size))
-    phi, dphi = risks.loss.phi, risks.loss.dphi
+    phi = risks.loss.phi
     sampler = risks.sampler(batch_size, rng)
     batch_group = np.repeat(np.arange(m), batch_size)
     out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
@@ -67,9 +68,7 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
                 Xb, yb = risks.batch(batch)
                 z = Xb @ w
                 losses = phi(z, yb).reshape(m, batch_size).mean(axis=1) - c
-                coef = dphi(z, yb)
-                weight = q[batch_group] / batch_size
-                coef = coef * (weight[:, None] if coef.ndim == 2 else weight)
+                coef = score_gradient(risks.loss, z, yb, q[batch_group] / batch_size)
                 w = risks.project(w - gw0 * mult * (Xb.T @ coef))
                 if m > 1:
                     logq = normalize_log(logq + gq0 * mult * losses)
