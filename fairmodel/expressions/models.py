@@ -25,7 +25,8 @@ OUTPUTS = ("sigmoid", "linear")
 
 
 class SigmoidMLP(Weights):
-    """Parameters of a two-layer network with ``hidden`` sigmoid units (spec ``auc_fairness.md`` §7.2).
+    """Parameters of a two-layer network with ``hidden`` sigmoid units (the weakly convex model of the AUC-fairness
+    experiments, Yao, Lin, Yang, AISTATS 2023, Section 6).
 
     h(x) = sigmoid(v . sigmoid(W x + b) + c) for ``output="sigmoid"`` (scores in (0, 1), the default,
     so that the interval I = [-1, 1] of the AUC-fairness reformulation is valid), or
@@ -87,8 +88,8 @@ class SigmoidMLP(Weights):
     def initial(self, seed=None, scale: float = 1.0) -> np.ndarray:
         """A random initial theta (Glorot-uniform hidden layer, output weights zero: a constant score).
 
-        The constant-score start is the feasible x~(0) of IQRC (spec §5.7); the random hidden layer breaks
-        the symmetry that the paper's x = 0 start never breaks (erratum 9 of spec §10).
+        The constant-score start is the feasible x~(0) of IQRC (Algorithm 3); the random hidden layer breaks
+        the symmetry that the paper's x = 0 start never breaks.
         """
         rng = as_generator(seed)
         limit = scale * np.sqrt(6.0 / (self.n_features + self.hidden))

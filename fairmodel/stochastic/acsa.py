@@ -1,5 +1,5 @@
 """AC-SA (Ghadimi & Lan 2012) and AC-SA^2 (Foster et al. 2019) on the nonnegative orthant, as written in
-Algorithms 2 and 3 of the DP post-processing paper (spec ``dp_postprocessing.md`` §3.3, §3.4).
+Algorithms 2 and 3 of the DP post-processing paper (Chzhen, Hebiri, Taturyan, NeurIPS 2024).
 
 The optimizers are generators (coroutines): they ``yield (query, output)`` (the point where they need a
 stochastic gradient, and their current output) and receive that gradient through ``send``; the final
@@ -20,9 +20,9 @@ def acsa(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference:
     """AC-SA (Algorithm 2): T stochastic gradients, strong convexity mu, smoothness M; returns w_ag.
 
     alpha_t = 2/(t+1), gamma_t = 4M/(t(t+1)); the w-step is the exact prox step of the paper followed by
-    the projection max(., 0) (exact for this isotropic quadratic, spec §3.3). ``reference=True`` is the
-    reference code's schedule alpha = 2/t (its loop starts at i = 0, so the first alpha is 2; spec §3.7
-    item 7, erratum §8 item 10).
+    the projection max(., 0) (exact for this isotropic quadratic). ``reference=True`` is the
+    reference code's schedule alpha = 2/t (its loop starts at i = 0, so the first alpha is 2,
+    where the paper's alpha_1 is 1).
 
     Implementation: w, w_ag, the gradient and the anchor are the rows of one array, so each of the three
     affine updates is one ``np.dot`` with a coefficient vector (w_md = a_w w + a_ag w_ag is substituted into
@@ -61,7 +61,7 @@ def acsa(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference:
 def acsa2(w0: np.ndarray, mu: float, M: float, T: int, reg=(0.0, 0.0), reference: bool = False):
     """AC-SA^2 (Algorithm 3): AC-SA for floor(T/2) gradients, then again from its output (the step schedule
     restarts). ``reference=True`` runs AC-SA for T gradients twice (2T in all), as the reference code's
-    ``AC_SA_2`` does (spec §3.7 item 4)."""
+    ``AC_SA_2`` does."""
     half = T if reference else T // 2
     w1 = yield from acsa(w0, mu, M, half, reg, reference)
     return (yield from acsa(w1, mu, M, half, reg, reference))

@@ -1,4 +1,5 @@
-"""Stochastic mirror descent with the AUC-fairness paper's Bregman divergence (Algorithm 2; spec §5.2-§5.5).
+"""Stochastic mirror descent with the AUC-fairness paper's Bregman divergence (Algorithm 2 of Yao,
+Lin, Yang, AISTATS 2023).
 
 It solves the convex-concave saddle problem (27) that gives the level-set function H(r) (or H^(r) of (33)
 with a proximal term):
@@ -7,9 +8,10 @@ with a proximal term):
 
 x = (w, a, b) in W x I^{2P}, y = (y~, alpha~) with y~ in the simplex over the blocks (objective and one per
 constraint) and alpha~_i = y~_{block(i)} alpha_i, alpha_i in I; F and G are the per-sample functions (8)
-(one F_i and G_i per pair i; App. D pairing of alpha_i with G_i, erratum 3 of spec §10).
+(one F_i and G_i per pair i; alpha_i is paired with G_i as in App. D: eq. (26) orders and signs the G_i
+differently, which only flips the sign of alpha_i for a symmetric I).
 
-Steps (29): x is a projected gradient step (closed form, §5.5); y is the prox of the new Bregman divergence
+Steps (29): x is a projected gradient step (closed form); y is the prox of the new Bregman divergence
 (28) V_y = C KL(y~ || y~') + sum_i y~_{block(i)} (alpha_i - alpha'_i)^2 with C = 2 (1 + sqrt(2) I)^2, solved in
 closed form (Lemma 3):
 
@@ -18,8 +20,9 @@ closed form (Lemma 3):
     y~#_k    ∝ y~'_k exp(-tau (M_k - u_k) / C),   M_k = sum_{i in block k} mu_i.
 
 The stochastic upper bound U(r) of (30) has the closed form of Lemma 4, with tau-weighted averages of F and G
-(erratum 2 of spec §10: App. B.2 drops the tau_t in the numerators) and "max" for every alpha block (erratum 5).
-The y-state is stored as (log y~, alpha) (unscaled alpha, spec §5.4) so that no tiny y~_k is divided by.
+(App. B.2 drops the tau_t in the numerators, which contradicts (30)) and "max" for every alpha block (the
+proof of Lemma 4 prints "min" for the last one).
+The y-state is stored as (log y~, alpha) (unscaled alpha) so that no tiny y~_k is divided by.
 """
 from __future__ import annotations
 
@@ -38,18 +41,18 @@ STEP_RULES = ("practical", "theory")
 
 
 def bregman_constant(half_width: float) -> float:
-    """C = 2 (1 + sqrt(2) I)^2, the weight of the entropy in omega_y (spec §5.4)."""
+    """C = 2 (1 + sqrt(2) I)^2, the weight of the entropy in omega_y (Section 4)."""
     return 2.0 * (1.0 + math.sqrt(2.0) * half_width) ** 2
 
 
 class AUCSaddle:
-    """Per-sample F_i, G_i of (8) and the stochastic gradients of Phi (spec §5.3) for a score model.
+    """Per-sample F_i, G_i of (8) and the stochastic gradients of Phi (26) for a score model.
 
     model : an adapter with ``X``, ``forward(theta, X) -> (h, cache)`` and ``backward(theta, cache, coef)``
         (:mod:`fairmodel.models`); pairs : the pair table; bounds : the constants of the blocks' F entries
         (block 0 is replaced by the level r at each call, blocks k >= 1 hold 1 + kappa_k); half_width : I.
-    The probabilities p_G are the training frequencies n_G / n (spec §3.4), so E over the data of the
-    per-sample F_i equals the closed form of :class:`PairRisks`.
+    The probabilities p_G are the training frequencies n_G / n (estimates of the paper's Pr(z in G)), so E over the
+    data of the per-sample F_i equals the closed form of :class:`PairRisks`.
     """
 
     def __init__(self, model, pairs: PairRisks, bounds, half_width: float):
@@ -87,7 +90,7 @@ class AUCSaddle:
 
     def gradients(self, theta, ab, ytil, alpha, rows, shift):
         """Stochastic gradients (g_x = (g_theta, g_a, g_b), u, v) of Phi at x = (theta, ab = (a, b)) and
-        y = (y~, alpha) on a minibatch (spec §5.3); ``shift`` = :meth:`shift` (r).
+        y = (y~, alpha) on a minibatch; ``shift`` = :meth:`shift` (r).
 
         u = F(x, z) (one entry per block, with the constants -r, -1 - kappa) and v = G(w, z), averaged over
         the batch. With s = 1_S / p_S and s' = 1_S' / p_S', the batch means of (8) need only the weighted
@@ -115,7 +118,7 @@ class AUCSaddle:
 
 
 def y_prox(logy, alpha, u, v, tau, C, q, I, block_sum):
-    """Lemma 3: the y-step (29) in closed form; returns (log y~#, alpha#) (unscaled alpha, spec §5.5)."""
+    """Lemma 3: the y-step (29) in closed form; returns (log y~#, alpha#) (unscaled alpha)."""
     alpha_new = np.minimum(np.maximum((tau * v + 2 * alpha) / (2 * q * tau + 2), -I), I)
     step = alpha_new - alpha
     mu = alpha_new * (q * alpha_new - v) + step * step / tau
@@ -129,7 +132,7 @@ def upper_bound(u_avg, v_avg, q, I, block_sum, prox_avg: float = 0.0) -> float:
 
 
 def bregman_divergence(y1, y2, C: float, block) -> float:
-    """V_y(y, y') of (28) for y = (y~, alpha) given with unscaled alpha (spec §5.4)."""
+    """V_y(y, y') of (28) for y = (y~, alpha) given with unscaled alpha."""
     (yt, al), (yt2, al2) = y1, y2
     with np.errstate(divide="ignore", invalid="ignore"):
         kl = np.where(yt > 0, yt * np.log(yt / yt2), 0.0).sum()
@@ -154,13 +157,14 @@ class StepRule:
     """eta_t and tau_t of Algorithm 2.
 
     ``practical`` (the experiments, App. E.3): eta_t = c_eta / sqrt(t + 1) and tau_t = c_tau C / sqrt(t + 1);
-    tau must scale with C or y~ never moves (spec §5.5: with C ~ 3e3, tau = 0.5 / sqrt(t + 1) leaves y~ at
+    tau must scale with C or y~ never moves (measured: with C ~ 3e3, tau = 0.5 / sqrt(t + 1) leaves y~ at
     its start and U(r) useless). ``eta="auto"`` sets c_eta = 1 / (2 max c1 mean_i ||x_i||^2), the inverse of a
     curvature scale of the surrogate in w (the Hessian of a pair risk is 2 c1 (Sigma_S + Sigma_S' + ...));
     the paper tunes c_eta in {0.01, 0.1, 1}, which fits standardized low-dimensional data but diverges on
     one-hot Adult (measured: U(r0) = +7.7 with c_eta = 0.5). ``theory`` (eq. (31)):
-    eta_t = 2 D_x^2 / (M sqrt(t + 1)) and tau_t = 2 D_y^2 / (M sqrt(t + 1)) (D_y, not D_x: erratum 4 of spec §10),
-    with M of (55) given or estimated from the gradient norms at the start point (M_x, M_y are unknown in practice).
+    eta_t = 2 D_x^2 / (M sqrt(t + 1)) and tau_t = 2 D_y^2 / (M sqrt(t + 1)) (App. C prints D_x in
+    tau_t, a misprint), with M of (55) given or estimated from the gradient norms at the start point (M_x, M_y
+    are unknown in practice).
     """
 
     def __init__(self, rule: str = "practical", eta="auto", tau_scale: float = 0.5, M: float | None = None):
@@ -195,7 +199,7 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
     x is handled as one flat vector (theta, a, b). radius : of the ball W (None: no projection).
     center : x~ of d_x (with rho_hat > 0). x0, y0 : start points (default: the paper's x = 0,
     y~ = (1/K1, ...), alpha = 0); y0 = (y~, alpha). stream : an iterator of row-index arrays used instead of
-    uniform minibatches (any order of samples gives valid steps: spec §9 oracle 15).
+    uniform minibatches (any order of samples gives valid steps).
 
     The loop body is a few NumPy calls on vectors of length P or d (the minibatch enters only through
     :meth:`AUCSaddle.gradients`): in-place updates, ufunc min/max instead of np.clip and pre-drawn row

@@ -1,4 +1,4 @@
-"""Algorithm 1 of the DP post-processing paper (spec ``dp_postprocessing.md`` §3.1): a black-box optimizer on
+"""Algorithm 1 of the DP post-processing paper (Chzhen, Hebiri, Taturyan, NeurIPS 2024): a black-box optimizer on
 the smooth dual (5), started at z0 = 0 (Remark 3.2) and fed with the stochastic gradients (11) that need
 unlabeled points only; the output duals give the prediction (7).
 
@@ -100,7 +100,7 @@ class Pool:
 
     def batches(self, oracle: str, batch_size: int, steps: int, rng: np.random.Generator):
         """``steps`` batches (t, r, weights) from the pool according to ``oracle``; ``self.seen`` marks the rows
-        served (reusing points breaks the i.i.d. assumption of the theory, spec §7.5: count them)."""
+        served (reusing points breaks the i.i.d. assumption of the theory: count them)."""
         n, b = self.n, batch_size
         self.seen = np.zeros(n, dtype=bool)
         if oracle == "exact":

@@ -1,8 +1,10 @@
-"""Inexact difference-of-convex algorithm (IDCA, Algorithm 1 of the partial-fairness paper; spec §3).
+"""Inexact difference-of-convex algorithm (IDCA, Algorithm 1 of the partial-fairness paper; He,
+Huang, Yao, Lin, 2025).
 
 At the feasible iterate x_k, every concave part -f_i- (i = 0..m) is linearized (eq. (26)) and the convex
 subproblem (25), with the proximal term (μ/2)||v - x_k||^2 in the objective and in every constraint
-(the μ-augmentation of §2.9), is solved to precision ε_k (27). Two inner solvers:
+((μ/2)||x||^2 added to both convex parts of every function, Assumption 6.3A), is solved to precision ε_k (27).
+Two inner solvers:
 
 * exact: the CVXPY program of :mod:`fairmodel.exact.partial`, compiled once and re-solved;
 * SSG (Algorithm 2, :func:`fairmodel.stochastic.ssg.ssg`) warm-started at x_k, ``T_k`` iterations.
@@ -119,7 +121,8 @@ def check_feasible_start(program, x0, allow_infeasible: bool = False, tol: float
         raise InfeasibleError(
             f"IDCA needs a feasible start (Algorithm 1); at the given start the constraint "
             f"{program.labels[i]} has f_i = {worst:.4g} > 0. Start from w = 0 (strictly feasible for "
-            f"partial_dp / weak_partial_dp with kappa > 0; the thresholds θ are then set by spec §4.3), "
+            f"partial_dp / weak_partial_dp with kappa > 0; the thresholds θ are then set to satisfy every "
+            f"constraint strictly), "
             f"shrink your start towards 0, or pass allow_infeasible_start=True to try anyway")
     return worst
 
@@ -132,8 +135,8 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
     anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1; else x_{k+1}). With ``tol = 0``
     it always runs ``outer`` updates: SSG may return its anchor at one ε_k and move again at a smaller one.
     The history records per outer iteration: objective f_0, max_i f_i, the step ||x_{k+1} - x_k||, the
-    proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems,
-    spec §5.2) and the inner solver's counters.
+    proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems:
+    the subproblem majorizes f_0 and is tight at x_k) and the inner solver's counters.
     """
     x = np.asarray(x0, dtype=float)
     f_prev = program.objective_value(x)

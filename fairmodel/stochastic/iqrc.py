@@ -1,5 +1,5 @@
 """IQRC: the inexact quadratically regularized constrained method (Algorithm 3 of the AUC-fairness paper, after
-Ma et al. 2020; spec ``auc_fairness.md`` §5.7) for weakly convex models such as a neural network.
+Ma et al. 2020; Yao, Lin, Yang, AISTATS 2023) for weakly convex models such as a neural network.
 
 Each outer iteration s solves the proximal subproblem (32) around the current point x~(s),
 
@@ -8,13 +8,13 @@ Each outer iteration s solves the proximal subproblem (32) around the current po
 which is convex when rho^ exceeds the weak-convexity modulus rho, with the oracle B = SFLS + SMD on the level-set
 function H^(r) of (33) (SMD with d_x = (rho^/2) ||x - x~||^2). The output is x~(R) for an index R drawn
 uniformly from {0, ..., S} (the paper), or the last point (``output="last"``); every x~(s) is kept for model
-selection (spec §7.4).
+selection (App. E.3).
 
-Practical choices (spec §5.7, [UNSPECIFIED] in the paper): eps^ is not computed from the unknown constants
+Practical choices (the paper leaves them open): eps^ is not computed from the unknown constants
 (rho, G, sigma_eps) but set through the SFLS options of the oracle; each SFLS starts at the level
-r(0) = f0(x~(s)) (>= f^* of (32) when x~(s) is feasible), and its SMD starts from x~(s) (x = 0 never breaks the
-symmetry of a network's hidden units: erratum 9 of spec §10), and ``keep_best`` keeps x~(s) when the oracle's
-point is worse on the full data.
+r(0) = f0(x~(s)) (>= f^* of (32) when x~(s) is feasible), and its SMD starts from x~(s) (the paper starts SMD
+at x = 0, which never breaks the symmetry of a network's hidden units), and ``keep_best`` keeps x~(s) when the
+oracle's point is worse on the full data.
 """
 from __future__ import annotations
 

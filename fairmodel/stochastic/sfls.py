@@ -1,5 +1,5 @@
 """The stochastic feasible level-set method SFLS (Algorithm 1 of the AUC-fairness paper, after Lin et al. 2020;
-spec ``auc_fairness.md`` §5.1).
+Yao, Lin, Yang, AISTATS 2023).
 
 For min f0(x) s.t. f_k(x) <= b_k, the level-set function H(r) = min_x max{f0(x) - r, f_k(x) - b_k} (22) is
 non-increasing and convex with its root at r = f*. Starting from r(0) > f*, SFLS calls a stochastic oracle
@@ -11,8 +11,8 @@ and moves the level down:
     r(k+1) = r(k) + U / (2 theta)
 
 Every r(k) stays above f* and every x(k) is feasible with probability >= 1 - delta (Proposition 1) when
-theta > 1; the experiments of the paper use theta = 1 (erratum 6 of spec §10), allowed here with a warning.
-Practical additions (spec §5.1 [INFERRED]): a cap on the outer iterations, eps_opt estimated from the first
+theta > 1; the experiments of the paper use theta = 1 (App. E.3), allowed here with a warning.
+Practical additions (not in the paper): a cap on the outer iterations, eps_opt estimated from the first
 U(r(0)) when it is not given (Proposition 1: eps_opt = -H(r(0)) eps / theta), and a warning when the method
 halts at k = 0 (r(0) may be <= f*, or the problem nearly infeasible).
 """
@@ -30,7 +30,7 @@ from ..progress import Progress
 
 
 def check_sfls_options(theta: float, delta: float, eps, eps_opt, max_outer) -> None:
-    """Validate the SFLS parameters (spec §8); theta = 1 warns (the theory needs theta > 1)."""
+    """Validate the SFLS parameters; theta = 1 warns (the theory needs theta > 1)."""
     for name, value in (("theta", theta), ("delta", delta)):
         if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)) \
                 or not np.isfinite(value):
@@ -87,7 +87,7 @@ def sfls(oracle, r0: float, *, theta: float = 1.5, delta: float = 0.05, eps: flo
                 if k == 0:
                     warnings.warn(f"SFLS halted at its first iteration (U(r0) = {U:.3g} at r0 = {r:.6g}): r0 may be "
                                   f"<= f*, the problem (nearly) infeasible, or the SMD steps too large (U then "
-                                  f"overshoots H, spec §5.5); the returned point is the oracle's output at r0",
+                                  f"overshoots H); the returned point is the oracle's output at r0",
                                   UserWarning, stacklevel=2)
                 break
             r = r + U / (2.0 * theta)

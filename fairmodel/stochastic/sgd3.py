@@ -1,6 +1,6 @@
 """SGD3 refined with AC-SA or AC-SA^2 as inner solver (Algorithm 4 of the DP post-processing paper; Allen-Zhu
-2018, Foster et al. 2019; spec ``dp_postprocessing.md`` §3.5, §3.7), and projected SGD (the "SGD" baseline of
-Figure 3, spec §3.2). Both are generators with the protocol of :mod:`fairmodel.stochastic.acsa`.
+2018, Foster et al. 2019), and projected SGD (the "SGD" baseline of Figure 3, App. G). Both are generators with
+the protocol of :mod:`fairmodel.stochastic.acsa`.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ INNER = {"acsa2": acsa2, "acsa": acsa}
 
 
 def sgd3_stages(M: float, mu: float, reference: bool = False) -> int:
-    """J = floor(log2(M / mu)) (Thm C.2; Alg. 4 prints log, erratum §8 item 5), or the reference code's
-    floor(log2((M + mu) / mu)) (spec §3.7 item 3). Raises unless 0 < mu and J >= 1 (spec §7.5)."""
+    """J = floor(log2(M / mu)) (Thm C.2; Alg. 4 prints log, a misprint for log2), or the reference
+    code's floor(log2((M + mu) / mu)). Raises unless 0 < mu and J >= 1."""
     if not (np.isfinite(mu) and mu > 0) or mu > M:
         raise OptionError(f"SGD3 needs 0 < mu <= M; got mu = {mu:.4g}, M = {M:.4g}")
     J = math.floor(math.log2((M + mu) / mu if reference else M / mu))
@@ -28,10 +28,10 @@ def sgd3_stages(M: float, mu: float, reference: bool = False) -> int:
 def sgd3(w0: np.ndarray, mu: float, M: float, T: int, inner: str = "acsa2", reference: bool = False):
     """SGD3-refined (Algorithm 4): J stages of T // J gradients; returns w_hat_J.
 
-    Paper version (default): F^(0) = F + mu/2 ||w - w0||^2 (line 2 of Alg. 4, spec §3.5 [UNSURE] resolved as
-    the proof of Thm C.2 reads it), stage j starts from w_hat_{j-1} with strong convexity mu_{j-1} and
+    Paper version (default): F^(0) = F + mu/2 ||w - w0||^2 (line 2 of Alg. 4, as the proof of Thm C.2 reads it;
+    App. C.2 defines F^(0) = F), stage j starts from w_hat_{j-1} with strong convexity mu_{j-1} and
     smoothness 2(M + mu), then F^(j) = F^(j-1) + mu_j/2 ||w - w_hat_j||^2 with mu_j = 2 mu_{j-1}.
-    ``reference=True`` reproduces the reference code (spec §3.7 items 3-7): smoothness M + mu, J =
+    ``reference=True`` reproduces the reference code: smoothness M + mu, J =
     floor(log2((M + mu)/mu)), every stage restarts from w0, F^(0) = F (its anchor has weight 0), and the
     inner solver runs with the reference schedule. The gradient-mapping parameter of the guarantee is
     alpha = 1 / (2^(J+2) mu) (:func:`sgd3_alpha`).
@@ -52,12 +52,12 @@ def sgd3(w0: np.ndarray, mu: float, M: float, T: int, inner: str = "acsa2", refe
 
 
 def sgd3_alpha(M: float, mu: float, reference: bool = False) -> float:
-    """alpha = 1 / (2^(J+2) mu) = 1 / (4 mu_J), in [1/(4M), 1/(2M)] (spec §3.5)."""
+    """alpha = 1 / (2^(J+2) mu) = 1 / (4 mu_J), in [1/(4M), 1/(2M)] (Thm C.2)."""
     return 1.0 / (2.0 ** (sgd3_stages(M, mu, reference) + 2) * mu)
 
 
 def sgd3_gradient_calls(T: int, J: int, inner: str, reference: bool) -> int:
-    """The number of stochastic gradients a run actually uses (floors of T/J and T/2; spec §7.5)."""
+    """The number of stochastic gradients a run actually uses (floors of T/J and T/2)."""
     per = T // J
     if inner == "acsa":
         return J * per
@@ -66,7 +66,7 @@ def sgd3_gradient_calls(T: int, J: int, inner: str, reference: bool) -> int:
 
 def projected_sgd(w0: np.ndarray, step: float, T: int, tail: float = 1.0):
     """Projected SGD w <- max(w - step g, 0) from w0; returns the mean of the last ceil(tail T) iterates
-    (the reference code: step 1/M and the mean of all T iterates, spec §3.2)."""
+    (the reference code: step 1/M and the mean of all T iterates)."""
     if not (0.0 < tail <= 1.0):
         raise OptionError(f"tail must lie in (0, 1] (the fraction of iterates averaged); got {tail}")
     w, avg, tmp = w0.copy(), w0.copy(), np.empty_like(w0)

@@ -1,11 +1,11 @@
 """Switching subgradient (SSG) method: Algorithm 2 of the partial-fairness paper on the convex IDCA
-subproblem (25), and Algorithm 3 on the DC program (21) itself (spec §3.5, §3.6; Nesterov (3.2.24)).
+subproblem (25), and Algorithm 3 on the DC program (21) itself (He, Huang, Yao, Lin, 2025; Nesterov (3.2.24)).
 
     if g(v_t) <= eps_t:  v_{t+1} = Proj_W(v_t - eps_t / ||g0'||^2 * g0')     (objective step; t joins 𝒯)
     else:                v_{t+1} = Proj_W(v_t - g(v_t) / ||g'||^2 * g')      (Polyak step on g = max_i g_i)
     output v_τ,  τ = argmin_{t in 𝒯} g0(v_t)                                 (best nearly feasible iterate)
 
-No averaging. Edge cases (spec §3.5, inferred): ||g0'|| = 0 on a nearly feasible point means v_t
+No averaging. Edge cases (not covered by the paper): ||g0'|| = 0 on a nearly feasible point means v_t
 minimizes g0 over R^n, so the method stops there; ||g'|| = 0 on an infeasible point means no step can
 reduce the violation (status ``"stalled"``; IDCA turns it into an error, Algorithm 3 reports it).
 """

@@ -1,23 +1,23 @@
 """DSL atoms of AUC maximization under AUC-based fairness constraints, and the pairwise square-surrogate risks
 they share with the exact programs, the stochastic methods and the judge.
 
-Paper: Yao, Lin, Yang, "Stochastic Methods for AUC Optimization subject to AUC-based Fairness Constraints";
-build spec ``auc_fairness.md`` (section numbers below are the spec's, equation numbers the paper's).
+Paper: Yao, Lin, Yang, "Stochastic Methods for AUC Optimization subject to AUC-based Fairness Constraints",
+AISTATS 2023 (equation, lemma and appendix numbers below are the paper's).
 
 * ``fm.auc_loss(score, y)`` is the square-surrogate AUC loss L(D+, D-) of eq. (3), ell(t) = c1 (t - c2)^2.
 * ``fm.auc_gap(score, data, kind=...) <= kappa`` is the surrogate constraint pair (6):
   L(G1', G1) + L(G2, G2') <= 1 + kappa and L(G2', G2) + L(G1, G1') <= 1 + kappa. The atom's value is
   max(f1, f2) - 1, which approximates |AUC(G1, G1') - AUC(G2, G2')| by (4)-(5).
 
-Closed forms (spec §3.4, §3.7). For an ordered pair (S, S') with group means m, m' of the score, population
-variances v, v' (ddof 0) and Delta = m - m', the reformulated risk (Lemma 1, eq. (7)) at optimal a, b in I and
-alpha in I is
+Closed forms (derived from Lemma 1 on the empirical distribution). For an ordered pair (S, S') with group
+means m, m' of the score, population variances v, v' (ddof 0) and Delta = m - m', the reformulated risk
+(Lemma 1, eq. (7)) at optimal a, b in I and alpha in I is
 
     T(S, S') = c1 c2^2 - 2 c1 c2 Delta + c1 [v + (m - a)^2] + c1 [v' + (m' - b)^2] + 2 c1 Delta alpha - q alpha^2
     a = clip(m, I),  b = clip(m', I),  alpha = clip(c1 Delta / q, I).
 
-With the c1-correct coefficient q = c1 (the default; erratum 1 of spec §10: the paper prints -alpha^2, i.e.
-q = 1, which is exact only for c1 = 1, spec §3.3) and a valid interval I, T equals the pairwise mean
+With the c1-correct coefficient q = c1 (the default; an erratum of the paper: Lemma 1 prints -alpha^2, i.e.
+q = 1, which is exact only for c1 = 1; we use q = c1) and a valid interval I, T equals the pairwise mean
 (1/(|S||S'|)) sum_{i in S, j in S'} c1 (h_i - h_j - c2)^2, pairs i = j included. ``alpha_quad_coef=
 "paper_literal"`` selects q = 1.
 """
@@ -41,7 +41,7 @@ def _positive(value, name: str) -> float:
 
 
 def check_interval(interval) -> float | None:
-    """The half-width I of the symmetric interval [-I, I] (spec §3.5), or None for automatic.
+    """The half-width I of the symmetric interval [-I, I] (the interval of eq. (9)), or None for automatic.
 
     Accepts a positive number I or a pair (lo, hi) with lo = -hi < 0; rejects lo > hi, an interval not
     containing 0, and an asymmetric interval (the stochastic method and the App. D pairing need symmetry).
@@ -60,13 +60,13 @@ def check_interval(interval) -> float | None:
             raise ModelError(f"interval ({lo:g}, {hi:g}) must contain 0 in its interior (Lemma 1 needs 0 in I)")
         if not np.isclose(lo, -hi, rtol=1e-12, atol=0):
             raise ModelError(f"interval ({lo:g}, {hi:g}) must be symmetric, (-I, I); the stochastic method and the "
-                             f"pairing of App. D need it (spec §3.5). Use interval={max(-lo, hi):g}")
+                             f"pairing of App. D need it. Use interval={max(-lo, hi):g}")
         return hi
     return _positive(interval, "interval half-width I")
 
 
 class Surrogate:
-    """Settings of the square surrogate ell(t) = c1 (t - c2)^2 (spec §2.2) and of the reformulation (7)."""
+    """Settings of the square surrogate ell(t) = c1 (t - c2)^2 (Section 3) and of the reformulation (7)."""
 
     __slots__ = ("c1", "c2", "alpha_quad_coef", "half_width")
 
@@ -75,7 +75,7 @@ class Surrogate:
         self.c2 = _positive(c2, "c2")
         if alpha_quad_coef not in Q_MODES:
             raise ModelError(f"alpha_quad_coef must be 'c1' (exact, the default) or 'paper_literal' (the paper's "
-                             f"printed coefficient 1, spec §3.3); got {alpha_quad_coef!r}")
+                             f"printed coefficient 1, exact only for c1 = 1); got {alpha_quad_coef!r}")
         self.alpha_quad_coef = alpha_quad_coef
         self.half_width = check_interval(interval)
 
@@ -122,7 +122,7 @@ class _AUCAtom(Expr):
 
 
 class AUCLoss(_AUCAtom):
-    """The square-surrogate AUC loss L(D+, D-) (eq. (3); spec §2.2), minimized for AUC maximization."""
+    """The square-surrogate AUC loss L(D+, D-) (eq. (3)), minimized for AUC maximization."""
 
     def __init__(self, score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None):
         self.score = _check_score(score)
@@ -150,12 +150,12 @@ class AUCLoss(_AUCAtom):
         return f"auc_loss({self.score}, y; {self.surrogate})"
 
 
-# pairs of a constraint (spec §3.6, App. D pairing), as indices into (G1, G1', G2, G2'), and their block
+# pairs of a constraint (reformulation (10)-(17), App. D pairing), as indices into (G1, G1', G2, G2'), and their block
 _GAP_FIRST, _GAP_SECOND, _GAP_BLOCK = (1, 2, 3, 0), (0, 3, 2, 1), (0, 0, 1, 1)
 
 
 class AUCGap(_AUCAtom):
-    """The surrogate AUC-fairness gap max(f1, f2) - 1 of a preset (spec §1.4); ``<= kappa`` is the pair (6).
+    """The surrogate AUC-fairness gap max(f1, f2) - 1 of a preset (Appendix A); ``<= kappa`` is the pair (6).
 
     f1 = L(G1', G1) + L(G2, G2') approximates 1 + AUC(G1, G1') - AUC(G2, G2') (eq. (4)) and
     f2 = L(G2', G2) + L(G1, G1') approximates 1 + AUC(G2, G2') - AUC(G1, G1') (eq. (5)).
@@ -209,7 +209,7 @@ def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", p
     y : labels coded +1/-1 (``positive=`` maps another coding explicitly).
     c1, c2 : the surrogate ell(t) = c1 (t - c2)^2 (the paper uses c2 = 1, c1 in {0.5, 1}).
     interval : the half-width I of the interval [-I, I] of a, b, alpha in Lemma 1 (None: automatic).
-    alpha_quad_coef : "c1" (exact, default) or "paper_literal" (the printed -alpha^2; spec §3.3).
+    alpha_quad_coef : "c1" (exact, default) or "paper_literal" (the printed -alpha^2, exact only for c1 = 1).
     """
     return AUCLoss(score, y, c1=c1, c2=c2, interval=interval, alpha_quad_coef=alpha_quad_coef, positive=positive)
 
@@ -218,7 +218,7 @@ def auc_gap(score, data, kind="intra", *, protected=None, sets=None, positive=No
             interval=None, alpha_quad_coef="c1") -> AUCGap:
     """Surrogate AUC-fairness gap of a preset; ``fm.auc_gap(...) <= kappa`` is the constraint pair (6).
 
-    kind : "group", "inter" (xAUC), "intra", "pos_avg_eq", "neg_avg_eq", "bpsn_bnsp" (spec §1.4), or give
+    kind : "group", "inter" (xAUC), "intra", "pos_avg_eq", "neg_avg_eq", "bpsn_bnsp" (Appendix A), or give
         ``sets=(G1, G1', G2, G2')`` (boolean masks or callables (labels, gamma) -> mask).
     protected : the group with gamma = +1 (see :mod:`fairmodel.metrics.auc` for the default).
     Other parameters as in :func:`auc_loss`.

@@ -1,8 +1,8 @@
 """DSL atoms of DP post-processing for regression without the sensitive attribute at inference (paper:
-Chzhen, Hebiri, Taturyan, NeurIPS 2024; spec ``dp_postprocessing.md``), and the fitted predictor.
+Chzhen, Hebiri, Taturyan, NeurIPS 2024), and the fitted predictor.
 
 * :class:`GridPredictor` declares the randomized prediction pi(.|x) on a grid that post-processes a base
-  regressor eta_hat(x) ~ E[Y|X=x] and a classifier tau_hat(x) ~ (P(S=s|X=x))_s (spec §1.2, §1.7);
+  regressor eta_hat(x) ~ E[Y|X=x] and a classifier tau_hat(x) ~ (P(S=s|X=x))_s (Section 3, eq. (13));
 * ``squared_risk(post)`` is R(pi) = E[sum_j pi(j|X) (eta_hat(X) - y_j)^2] (eq. (3), plug-in (13)),
   ``expected_cost(post)`` its general-cost version E[sum_j pi(j|X) r(X, y_j)] (Remark 2.2: multi-class
   classification under DP with the classes as the grid);
@@ -29,7 +29,7 @@ from ..core import Constant, Expr, Inequality, Parameter
 _LIVE: "weakref.WeakValueDictionary[str, GridPredictor]" = weakref.WeakValueDictionary()
 
 SIMPLEX_TOL = 1e-6   # tolerance on the row sums of tau_hat (predict_proba rounds to ~1e-15)
-P_SUM_TOL = 1e-8     # tolerance on sum(p) (spec §7.5)
+P_SUM_TOL = 1e-8     # tolerance on sum(p)
 
 
 def _as_array(values, what: str) -> np.ndarray:
@@ -42,7 +42,7 @@ def _as_array(values, what: str) -> np.ndarray:
 
 
 def check_tau(tau, n: int | None, K: int | None) -> np.ndarray:
-    """tau_hat values (n, K) whose rows are probability vectors (spec §7.5); tiny negatives clipped to 0."""
+    """tau_hat values (n, K) whose rows are probability vectors; tiny negatives clipped to 0."""
     tau = _as_array(tau, "tau (the group probabilities tau_hat)")
     if tau.ndim != 2 or tau.shape[1] < 2:
         raise DataError(f"tau must be an (n, K) array of group probabilities with K >= 2 groups (e.g. "
@@ -89,7 +89,7 @@ def check_cost(cost, n: int | None, m: int) -> np.ndarray:
 
 
 def check_eps(eps, K: int | None) -> np.ndarray:
-    """eps as an array (a number or one per group), every entry in [0, 1] (the paper's range, spec §7.5)."""
+    """eps as an array (a number or one per group), every entry in [0, 1] (the paper's range)."""
     if isinstance(eps, (Expr, bool, str, bytes)):
         raise ExpressionTypeError(f"the bound of dp_gap(post) <= eps must be a number or one number per group; "
                                   f"got {eps!r}")
@@ -108,7 +108,7 @@ def check_eps(eps, K: int | None) -> np.ndarray:
 
 
 class GridPredictor:
-    """A randomized prediction pi(.|x) on a grid, post-processing fitted base models (spec §1.2, §1.7).
+    """A randomized prediction pi(.|x) on a grid, post-processing fitted base models (Section 3, eq. (13)).
 
     Parameters
     ----------
@@ -119,7 +119,7 @@ class GridPredictor:
     L, B : the grid y_l = l B / L, l = -L..L (m = 2L + 1 points); B bounds |eta(X)| (Assumption 3.1).
     p : the group marginals P(S = s) in the column order of tau: an array, a mapping ``{label: p_s}`` (needs
         the column labels, ``groups=`` or ``tau.__self__.classes_``), or ``None`` / ``"calibrated"``: the mean
-        of tau over the unlabeled data, which makes the problem feasible for every eps (spec §2.5).
+        of tau over the unlabeled data, which makes the problem feasible for every eps (then E[t_hat] = 0).
     cost, grid : the general-cost variant (Remark 2.2): ``cost`` a callable ``X -> (n, m)`` or an array of
         costs r(x_i, y_j), ``grid`` the m labels (e.g. classes for multi-class classification under DP).
         Give either (eta, L, B) or (cost, grid).
@@ -251,7 +251,7 @@ class GridPredictor:
         return first
 
     def resolve_p(self, tau: np.ndarray, weights=None) -> np.ndarray:
-        """The group marginals: the given p, or the (weighted) mean of tau when calibrated (spec §2.5)."""
+        """The group marginals: the given p, or the (weighted) mean of tau when calibrated."""
         if isinstance(self.p_spec, str):
             p = tau.mean(axis=0) if weights is None else weights @ tau
             if np.any(p <= 0) or np.any(p >= 1):
@@ -264,7 +264,7 @@ class GridPredictor:
 
 
 def check_p(p, K: int | None) -> np.ndarray:
-    """Group marginals: K entries in (0, 1) summing to 1 (tolerance 1e-8), spec §7.5."""
+    """Group marginals: K entries in (0, 1) summing to 1 (tolerance 1e-8)."""
     arr = _as_array(p, "p (the group marginals)")
     if arr.ndim != 1 or arr.shape[0] < 2:
         raise ModelError(f"p must be a vector of K >= 2 group marginals; got shape {arr.shape}")

@@ -1,5 +1,5 @@
 """DSL atoms of partial fairness and of difference-of-convex constraints (partial-fairness paper, He,
-Huang, Yao, Lin, "Enforcing Fairness Where It Matters"; spec ``partial_fairness_idca.md``).
+Huang, Yao, Lin, "Enforcing Fairness Where It Matters", 2025).
 
 * ``fm.partial_dp(score, groups, band=(a, b)) <= kappa``: partial demographic parity (6) inside the rank
   band ``I = [a, b)``; lowered by the partial-fairness family to the data-driven model (13) with a grid of
@@ -39,7 +39,7 @@ def _number(value, name: str) -> float:
 
 
 def check_kappa(kappa, kind: str) -> float:
-    """kappa in [0, 1] for the partial-parity models (spec §5.3); kappa = 1 leaves (13) without levels."""
+    """kappa in [0, 1] for the partial-parity models (the paper's range); kappa = 1 leaves (13) without levels."""
     kappa = _number(kappa, "kappa")
     if kappa < 0:
         raise ModelError(f"{kind} <= kappa needs kappa >= 0 (the allowed parity gap); got {kappa:g}")
@@ -99,9 +99,10 @@ class _PartialAtom(Expr):
 
 
 class PartialDP(_PartialAtom):
-    """max_{k,k'} DP^I_{k,k'} of the scores (eq. (6)), empirical form of spec §1.6.
+    """max_{k,k'} DP^I_{k,k'} of the scores (eq. (6)), empirical form (identity (29) on the
+    empirical ranks).
 
-    ``levels``, ``grid``: the finite grid Î of model (13) (spec §2.2): ``"default"`` = ``levels`` equally
+    ``levels``, ``grid``: the finite grid Î of model (13): ``"default"`` = ``levels`` equally
     spaced points ``alpha + j (beta' - alpha) / levels`` with ``beta' = beta - kappa (beta - alpha)`` (inside
     the domain of Lemma 5.1), ``"in_I"`` = ``alpha + j (beta - alpha) / levels``, ``"linspace"`` =
     ``np.linspace(alpha, beta, levels)``, or an explicit array of levels.
@@ -130,7 +131,7 @@ class PartialDP(_PartialAtom):
         return np.unique(levels)
 
     def levels(self, kappa: float) -> np.ndarray:
-        """The grid Î for the budget kappa (spec §2.2; warns for levels outside Lemma 5.1's domain)."""
+        """The grid Î for the budget kappa (warns for levels outside Lemma 5.1's domain)."""
         alpha, beta = self.band
         top = beta - kappa * (beta - alpha)
         L = self.n_levels
@@ -144,7 +145,7 @@ class PartialDP(_PartialAtom):
             levels = np.linspace(alpha, beta, L)
         if np.any(levels >= top + 1e-12):
             warnings.warn(f"{int(np.sum(levels >= top + 1e-12))} grid level(s) lie outside [alpha, beta - kappa "
-                          f"(beta - alpha)) = [{alpha:g}, {top:g}), the domain of Lemma 5.1 (spec §2.2); the "
+                          f"(beta - alpha)) = [{alpha:g}, {top:g}), the domain of Lemma 5.1; the "
                           f"constraints at those levels are stricter than partial parity needs", stacklevel=3)
         return np.asarray(levels, dtype=float)
 
@@ -160,9 +161,11 @@ class PartialDP(_PartialAtom):
 
 
 class WeakPartialDP(_PartialAtom):
-    """max_{k,k'} WDP^I_{k,k'} of the scores at ``threshold`` θ̂ (eq. (9)), empirical form of spec §1.6.
+    """max_{k,k'} WDP^I_{k,k'} of the scores at ``threshold`` θ̂ (eq. (9)), empirical form
+    (identity (29) at θ̂).
 
-    ``decomposition``: ``"paper"`` (Example B.5, keeps the S+ terms) or ``"minimal"`` (spec §2.8); both give
+    ``decomposition``: ``"paper"`` (Example B.5, keeps the S+ terms) or ``"minimal"`` (drops the S+ terms, which cancel
+    in f); both give
     the same constraint function, different convex subproblems.
     """
 
@@ -249,7 +252,7 @@ def dc(g, h) -> DC:
 
 
 def with_group_interactions(data: Dataset) -> Dataset:
-    """The features of the paper's model ``h_w(ξ) = <w, (1, ξ, γ, γ ξ)>`` (spec §0, §4.3) for two groups.
+    """The features of the paper's model ``h_w(ξ) = <w, (1, ξ, γ, γ ξ)>`` (Section 7) for two groups.
 
     Returns a dataset with columns ``(ξ, γ, γ·ξ)``, γ the 0/1 indicator of the second group (an affine
     recoding of the paper's γ in {1, 2}, so the model class is the same); add the constant with

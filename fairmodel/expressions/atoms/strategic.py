@@ -2,20 +2,21 @@
 corrected convex-concave saddle function shared by the exact program, the stochastic methods and the judge.
 
 Paper: Maheshwari et al., "Zeroth-order methods for convex-concave minmax problems: applications to
-decision-dependent risk minimization" (§5, App. B); spec ``zeroth_order_minmax_dro.md`` §4.
+decision-dependent risk minimization" (§5, App. B), AISTATS 2022.
 
-Model (spec §4.1-§4.4), with labels y in {-1, +1}, scores z_i = <b_i(theta), theta> and the logistic loss
-written in the GLM form ``l(z, y) = phi(z) - c y z`` with ``phi(z) = log(1 + e^z) - z/2``, ``c = 1/2``
-(App. C.3; erratum U12: the paper's ``phi(z) - y z`` does not fit the logistic loss), L_phi = 1/2,
-smoothness beta = 1/4:
+Model (the paper's §5, corrected where noted), with labels y in {-1, +1}, scores z_i = <b_i(theta), theta> and
+the logistic loss written in the GLM form ``l(z, y) = phi(z) - c y z`` with ``phi(z) = log(1 + e^z) - z/2``,
+``c = 1/2`` (App. C.3; the paper's GLM form ``phi(z) - y z`` does not fit its logistic loss, hence the label
+coefficient c), L_phi = 1/2, smoothness beta = 1/4:
 
 * agents with y = -1 game the strategic features: ``b_i(theta) = x_i + zeta M theta`` (M = diag(mask);
-  eq. (8)-(9) with erratum U13), so ``z_i = <x_i, theta> + zeta ||M theta||^2`` (Lemma 5.2, convex);
-  agents with y = +1 do not move;
+  eq. (8)-(9) write ``x_i + zeta theta`` while the text calls only the first five features strategic), so
+  ``z_i = <x_i, theta> + zeta ||M theta||^2`` (Lemma 5.2, convex); agents with y = +1 do not move;
 * the ambiguity set is the type-1 Wasserstein ball of radius delta around the shifted empirical
-  distribution, transport cost ``||x - x'||_2 + kappa |y - y'|`` (a label flip costs 2 kappa, erratum
-  U8), labels flip only for y = +1 (Assumption B.1);
-* the corrected saddle function (spec §4.4 item 4; erratum U11 fixes the paper's eq. (7)):
+  distribution, transport cost ``||x - x'||_2 + kappa |y - y'|`` (a label flip costs 2 kappa; the paper
+  prints a squared norm, but its derivation uses this cost), labels flip only for y = +1 (Assumption B.1);
+* the corrected saddle function (from the proof of Theorem 5.3; the paper's eq. (7) subtracts kappa alpha for
+  every sample, the proof's dual variables s_i only for y = +1):
 
       L(theta, alpha, gamma) = alpha delta + (1/n) sum_{I+} [phi(z_i) - kappa alpha + gamma_i (c z_i - kappa alpha)]
                                            + (1/n) sum_{I-} [phi(z_i) + c z_i]
@@ -78,7 +79,7 @@ class StrategicScore(Expr):
 
 
 def strategic_score(data: Dataset, w: Weights, strategic_features=None, zeta: float = 0.05) -> StrategicScore:
-    """The score of ``w`` on the data after the agents' best response (spec §4.2).
+    """The score of ``w`` on the data after the agents' best response (Lemma 5.2).
 
     Agents with label -1 move their ``strategic_features`` (names, indices or a boolean mask of length
     ``data.n_features``; none means non-strategic) by ``zeta * w`` restricted to those features, the best
@@ -142,15 +143,16 @@ class WassersteinWorstCase(Expr):
 def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *, variant: str = "corrected",
                            alpha_max: float | None = None) -> WassersteinWorstCase:
     """The worst-case expected ``loss`` over a type-1 Wasserstein ball around the (strategically shifted)
-    empirical distribution (spec §4.3-§4.4).
+    empirical distribution (Theorem 5.3, corrected).
 
     loss : ``fm.logistic_loss(score, data.y)`` with ``score = fm.strategic_score(...)`` or ``data.score(w)``
         (non-strategic DRO). Only the logistic loss has the GLM form phi(z) - c y z with phi + c id
         non-decreasing that Theorem 5.3 needs.
     radius : delta > 0, the transport budget. label_cost : kappa > 0 (flipping a +1 label costs 2 kappa).
     variant : ``"corrected"`` (default) or ``"paper"``, the literal eq. (7), which is unbounded below when
-        radius < kappa n_-/n (refused) and warns otherwise (erratum U11).
-    alpha_max : the bound on the dual variable alpha (erratum U18); default log(2)/delta, provably above
+        radius < kappa n_-/n (refused) and warns otherwise.
+    alpha_max : the bound on the dual variable alpha (the cone of Theorem 5.3 is unbounded, Theorem 4.1 needs
+        compact sets); default log(2)/delta, provably above
         the optimum (see :class:`WDRSC`).
     """
     if not isinstance(loss, Loss):
@@ -168,5 +170,5 @@ def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *
     if variant == "paper":
         warnings.warn("variant='paper' implements the paper's literal eq. (7), which subtracts kappa*alpha for "
                       "every sample: it is unbounded below when radius < kappa n_-/n and can fall below the "
-                      "nominal risk (erratum U11); the corrected variant is the default", stacklevel=2)
+                      "nominal risk; the corrected variant is the default", stacklevel=2)
     return WassersteinWorstCase(loss, radius, label_cost, variant, alpha_max)
