@@ -1,7 +1,8 @@
 """AUC maximization under an intra-group AUC-fairness constraint on Adult: exact QCQP, SFLS, cross-check.
 
-The acceptance run of the AUC-fairness family (issue 4): Adult, 5,000-row subsample, intra-group preset,
-kappa = 0.05, c1 = 0.5, c2 = 1, ||w|| <= 10. Run ``python examples/auc_fairness_crosscheck.py``.
+The cross-check of the AUC-fairness family on real data (Yao, Lin, Yang, AISTATS 2023): Adult, 5,000-row
+subsample, intra-group preset, kappa = 0.05, c1 = 0.5, c2 = 1, ||w|| <= 10. Run
+``python examples/auc_fairness_crosscheck.py``.
 """
 import numpy as np
 

@@ -1,5 +1,5 @@
-"""Pareto frontiers of test AUC vs test AUC-fairness gap (reproduction of Figure 1 of the AUC-fairness paper;
-spec ``auc_fairness.md`` §7).
+"""Pareto frontiers of test AUC vs test AUC-fairness gap (reproduction of Figure 1 of the AUC-fairness paper,
+Yao, Lin, Yang, AISTATS 2023, Section 6 and App. E).
 
 Data: Adult (a9a-style one-hot encoding, sensitive attribute gender) and Law School (bar passage, sensitive
 attribute race); the sensitive attribute is also a feature, as in LIBSVM's a9a. Each is split 60/20/20 into
@@ -7,7 +7,7 @@ train / validation / test per seed. Presets: group-AUC, inter-group
 (xAUC) and intra-group fairness. Methods, linear scores with ||w|| <= 10, c1 = 0.5, c2 = 1:
 
 * level-set: SFLS + Bregman SMD (``prob.solve(backend="stochastic", method="sfls")``) for every kappa of the grid;
-  model selection of App. E.3 (spec §7.4) among its outer iterates: the best validation AUC among those with
+  model selection of App. E.3 among its outer iterates: the best validation AUC among those with
   validation fairness gap (2) <= kappa;
 * post-processing (Kallus & Zhou; group and inter presets): the unconstrained surrogate-AUC model, protected scores
   rescored as omega1 h + omega2 on the paper's grid, tuned on validation for each kappa;
@@ -49,7 +49,7 @@ def load(name: str) -> fm.Dataset:
 
 
 def test_point(scores_val, scores_test, val, test, kind, kappa):
-    """Model selection on validation (spec §7.4), then the test AUC and test fairness gap of the choice."""
+    """Model selection on validation (App. E.3), then the test AUC and test fairness gap of the choice."""
     pick = select_by_validation(scores_val, val.y, val.groups, kind, kappa)
     t = fm.metrics.auc_fairness_terms(scores_test[pick["index"]], test.y, test.groups, kind)
     return {"test_auc": t["auc"], "test_gap": t["gap"], "val_feasible": pick["feasible"]}

@@ -1,12 +1,12 @@
 """Reproduce the experiments of "Regression under demographic parity constraints via unlabeled post-processing"
-(Chzhen, Hebiri, Taturyan, NeurIPS 2024; spec dp_postprocessing.md §5): Communities and Crime, Law School and
-Adult, LinearRegression + LogisticRegression base models, 10 random 0.4/0.4/0.2 splits, the eps grids of §5.5,
-mean +- std of the test risk and of the KS unfairness of group S = 0, next to the paper's numbers (§5.7).
+(Chzhen, Hebiri, Taturyan, NeurIPS 2024; Section 6 and App. G): Communities and Crime, Law School and
+Adult, LinearRegression + LogisticRegression base models, 10 random 0.4/0.4/0.2 splits, the eps grids of App. G,
+mean +- std of the test risk and of the KS unfairness of group S = 0, next to the paper's numbers (Figures 2 and 4).
 
     PYTHONPATH=. python examples/dp_postprocessing_reproduction.py                 # full: 10 splits, ~5 min
     PYTHONPATH=. python examples/dp_postprocessing_reproduction.py --splits 2 --datasets lawschool
 
-Two variants of SGD3 + AC-SA^2 are run on each split: "reference" (the authors' code, spec §3.7: 2T gradients,
+Two variants of SGD3 + AC-SA^2 are run on each split: "reference" (the authors' code: 2T gradients,
 stages restarted from 0; the published numbers come from it) and "paper" (Algorithms 3-4 as printed, the
 library's default: T gradients). Each grid of eps is solved in one vectorized run (``fm.dp_sweep(...,
 parallel=True)``: the same results as one run per eps with the same seed).
@@ -18,8 +18,8 @@ import numpy as np
 
 from fairmodel.estimators.dp_reproduction import SETTINGS, run_split, summarize
 
-# spread (std over the 10 splits) the paper reports at the tightest eps (spec §5.7, §7.4 item 21; Adult: the
-# base model's std, the only one printed)
+# spread (std over the 10 splits) the paper reports at the tightest eps (Figures 2 and 4, as read from the
+# authors' notebook outputs; Adult: the base model's std, the only one printed)
 PAPER_STD = {"communities": 0.005, "lawschool": 0.0009, "adult": 0.0012}
 
 

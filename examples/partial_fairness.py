@@ -1,10 +1,10 @@
-"""Reproduction of the experiments of the partial-fairness paper (He, Huang, Yao, Lin; spec §4) with fairmodel.
+"""Reproduction of the experiments of the partial-fairness paper (He, Huang, Yao, Lin, Section 7) with fairmodel.
 
 Data sets: Adult with the a9a-style binary encoding (sensitive attribute sex, rank band [5%, 30%]) and Law
 School (race, band [70%, 100%]); the paper's model h_w(ξ) = <w, (1, ξ, γ, γξ)>, logistic loss, no regularizer.
-Constraints: model (13) (pDP) and model (17) (weak pDP, θ̂ = 0) over the paper's kappa grids (spec §4.4).
+Constraints: model (13) (pDP) and model (17) (weak pDP, θ̂ = 0) over the paper's kappa grids (App. D.2).
 Methods: IDCA with the SSG inner solver, direct SSG (Algorithm 3, the same iteration budget), the penalty
-baseline (78)/(83) over the paper's lambda grids (spec §4.6), and the unconstrained model. Reported on the
+baseline (78)/(83) over the paper's lambda grids (App. D.4), and the unconstrained model. Reported on the
 test split: accuracy (ŷ = +1 iff score > 0), AUC and the paper's fairness 1 - max DP^I (resp. 1 - max WDP^I),
 mean and 95% confidence half-width over the splits.
 

@@ -1,9 +1,9 @@
 """Reproduction of the strategic-classification experiments of the zeroth-order min-max paper (Maheshwari et
-al., §6 and App. C) with fairmodel, on the corrected problem (spec zeroth_order_minmax_dro.md §4.4, §5).
+al., §6 and App. C) with fairmodel, on the corrected problem (docs/minmax.md).
 
 1. For which radius is the corrected problem non-trivial? (At the paper's delta = 0.4 the robust classifier
    is w* = 0; the paper's literal eq. (7) is not, because it is a different, unbounded-below objective.)
-2. The cross-check of the issue: n = 1,000 synthetic points, delta = 0.1.
+2. The cross-check of both backends: n = 1,000 synthetic points, delta = 0.1.
 3. Duality gap against queries for OGDA-RR, OGDA-WR, SGDA-RR, SGDA-WR, zeroth and first order (n = 500).
 4. Accuracy under strategic shift: the robust model against ERM and the strategic ERM baseline ("LogReg SC")
    on held-out data, for growing test-time strategic power zeta.
