@@ -1,4 +1,5 @@
-"""Surrogate closed forms and the exact programs of the AUC-fairness family (spec §3, §4; §9 oracles 1-4, 11, 12)."""
+"""Surrogate closed forms and the exact programs of the AUC-fairness family (Lemma 1, the
+surrogate problem (6) and the level-set function (22) of Yao, Lin, Yang, AISTATS 2023)."""
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from fairmodel.oracles.pairs import PairRisks
 from fairmodel.metrics.auc import auc_sets
 from fairmodel.stochastic.sfls import sfls
 
-F_STAR = 0.32675512          # spec §5.6 regression number (SLSQP and trust-constr agree)
+F_STAR = 0.32675512          # on make_auc_synthetic(): regression number (SLSQP and trust-constr agree)
 W_STAR = np.array([0.12239, -0.04775, 0.02281, -0.02653, 0.02001])
 
 
@@ -39,7 +40,7 @@ def test_lemma1_empirical_identity_with_overlapping_sets(c1):
     literal = PairRisks(np.vstack([S, T]), [0], [1], [0], c1, 1.0, 1.0)   # the printed -alpha^2 (q = 1)
     delta = exact.terms(h)["delta"][0]
     assert literal.values(h)[0] - exact.values(h)[0] == pytest.approx(-(c1 - c1 ** 2) * delta ** 2, abs=1e-12)
-    if c1 == 0.5:  # the spec author's check (§3.3, n = 40 random scores, c1 = 0.5): 1.078091 vs 1.076406
+    if c1 == 0.5:  # an independent check (n = 40 random scores, c1 = 0.5): 1.078091 vs 1.076406
         assert exact.values(h)[0] == pytest.approx(1.078091, abs=1e-6)
         assert literal.values(h)[0] == pytest.approx(1.076406, abs=1e-6)
 
@@ -85,7 +86,8 @@ def test_closed_forms_of_f1_f2_and_the_constant_predictor():
 
 
 def test_reference_optimum_three_forms_two_solvers_agree():
-    """Spec §5.6: f* = 0.32675512, w*, both constraints active, lambda ~ (0.2946, 1.0423); oracle 2."""
+    """make_auc_synthetic(): f* = 0.32675512, w*, both constraints active, lambda ~ (0.2946, 1.0423); the pairwise and
+    moment forms agree."""
     data, w, prob = reference_problem()
     moment = prob.solve("exact")
     assert moment.objective == pytest.approx(F_STAR, abs=1e-7)
@@ -100,7 +102,7 @@ def test_reference_optimum_three_forms_two_solvers_agree():
         np.testing.assert_allclose(other.variables["w"], moment.variables["w"], atol=1e-4)
     lifted = prob.solve("exact", method="lifted")
     t = prob.family.pairs.terms(data.X @ lifted.variables["w"])
-    np.testing.assert_allclose(lifted.variables["a"], t["m"], atol=1e-5)   # a_i, b_i = group means (spec §4.3)
+    np.testing.assert_allclose(lifted.variables["a"], t["m"], atol=1e-5)   # a_i, b_i = group means
     np.testing.assert_allclose(lifted.variables["b"], t["m_prime"], atol=1e-5)
     # the judge's level-set bracket certifies the optimum independently of the conic solver
     assert moment.certificate["f_star_lower"] <= F_STAR + 1e-7
@@ -112,10 +114,10 @@ def test_paper_literal_coefficient_changes_the_problem_and_pairwise_refuses_it()
     literal = prob.solve("exact")
     lifted = prob.solve("exact", method="lifted")
     assert lifted.objective == pytest.approx(literal.objective, abs=1e-6)
-    assert abs(literal.objective - F_STAR) > 1e-3      # q = 1 is another problem when c1 != 1 (spec §3.3)
+    assert abs(literal.objective - F_STAR) > 1e-3      # q = 1 is another problem when c1 != 1 (Lemma 1 erratum)
     with pytest.raises(OptionError, match="pairwise form is the literal surrogate"):
         prob.solve("exact", method="pairwise")
-    # with c1 = 1 both coefficients coincide (spec §3.3: tests must pass for both variants)
+    # with c1 = 1 both coefficients coincide (both variants must then give the same problem)
     _, _, p1 = reference_problem(kappa=1.05, c1=1.0, alpha_quad_coef="paper_literal")
     _, _, p2 = reference_problem(kappa=1.05, c1=1.0)
     assert p1.solve("exact").objective == pytest.approx(p2.solve("exact").objective, abs=1e-7)
@@ -130,7 +132,7 @@ def test_exact_level_set_function_and_sfls_with_an_exact_oracle():
     assert np.all(np.diff(values) <= 1e-8)
     assert np.all(values[:-2] - 2 * values[1:-1] + values[2:] >= -1e-7)       # convex on the grid
     assert H(F_STAR)[0] == pytest.approx(0.0, abs=1e-6)
-    assert H(0.5)[0] == pytest.approx(-0.047307, abs=1e-6)                     # spec §5.6
+    assert H(0.5)[0] == pytest.approx(-0.047307, abs=1e-6)                     # make_auc_synthetic()
     assert np.all(values[levels > F_STAR + 1e-3] < 0)
     f = prob.family.block_values
 
@@ -161,7 +163,7 @@ def test_infeasible_surrogate_is_refused_with_feasible_constants():
                    [fm.auc_gap(s, data, kind="intra", c1=1.0) <= 0.5])
     with pytest.raises(InfeasibleError):                 # the degenerate boundary 2 c1 c2^2 = 1 + kappa
         fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="intra", c1=0.5) <= 0.0])
-    # the conic solver agrees (spec §9 oracle 4): build the program directly, bypassing the check
+    # the conic solver agrees (infeasible): build the program directly, bypassing the check
     _, _, prob = reference_problem()
     fam = prob.family
     bad = AUCPrograms(fam.model.X, PairRisks(fam.pairs.masks, fam.pairs.first, fam.pairs.second, fam.pairs.block,

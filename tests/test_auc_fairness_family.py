@@ -1,4 +1,4 @@
-"""The AUC-fairness DSL atoms, recognition, judge, cross-check and baselines (spec §2, §7.3, §8)."""
+"""The AUC-fairness DSL atoms, recognition, judge, cross-check and baselines (App. E.2), input checks."""
 import numpy as np
 import pytest
 
@@ -106,7 +106,7 @@ def test_result_round_trip_describe_and_predictor(data, tmp_path):
 
 @pytest.mark.slow
 def test_crosscheck_on_adult_done_when():
-    """Issue 4, done when: Adult, 5,000-row subsample, intra-group preset, kappa = 0.05, c1 = 0.5, c2 = 1."""
+    """The cross-check on real data: Adult, 5,000-row subsample, intra-group preset, kappa = 0.05, c1 = 0.5, c2 = 1."""
     adult = fm.datasets.load_adult(target="income", sensitive="sex").subsample(5000, seed=0)
     w = fm.Weights(adult.n_features, radius=10.0)
     s = adult.score(w)

@@ -1,4 +1,5 @@
-"""AUC between subsets and AUC-based fairness metrics (spec auc_fairness.md §1, §9 oracles 10-11, §8 inputs)."""
+"""AUC between subsets and AUC-based fairness metrics (Definitions 1-2 and Appendix A of
+Yao, Lin, Yang, AISTATS 2023): properties, invariances and input checks."""
 import doctest
 
 import numpy as np
@@ -37,7 +38,7 @@ def test_auc_identities_with_half_ties():
     assert M.auc_between(h, S, T) + M.auc_between(h, T, S) == pytest.approx(1.0, abs=1e-12)
     everyone = np.ones(200, dtype=bool)
     assert M.auc_between(h, everyone, everyone) == pytest.approx(0.5, abs=1e-15)
-    # strict ">" (t = 0) gives at most 1/2 - 1/(2n) on (all, all), spec §1.2
+    # strict ">" (t = 0) gives at most 1/2 - 1/(2n) on (all, all)
     assert M.auc_between(h, everyone, everyone, ties=0.0) <= 0.5 - 1 / 400 + 1e-15
 
 

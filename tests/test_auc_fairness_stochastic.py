@@ -1,4 +1,5 @@
-"""SMD with the new Bregman divergence, SFLS and IQRC (spec §5; §9 oracles 5-9, 13-16; §8 invalid options)."""
+"""SMD with the new Bregman divergence, SFLS and IQRC (Algorithms 1-3, Lemmas 3-4 of Yao, Lin,
+Yang, AISTATS 2023), and invalid options."""
 import itertools
 import warnings
 
@@ -84,7 +85,7 @@ def test_lemma4_upper_bound_equals_brute_force():
     brute = max(u[k] + per_alpha[BLOCK == k].sum() for k in range(3))    # vertices of the simplex x alpha grid
     assert U == pytest.approx(brute, abs=1e-7)
     assert U >= u.mean() - 1e-15          # >= the objective of (48) at y(0) = (1/3, 1/3, 1/3), alpha~ = 0
-    # the (26) ordering of G flips the sign of alpha_1..alpha_4 only: U is unchanged for a symmetric I (oracle 9)
+    # the (26) ordering of G flips the sign of alpha_1..alpha_4 only: U is unchanged for a symmetric I
     flipped = v * np.array([1, -1, -1, -1, -1])
     assert upper_bound(u, flipped, q, I, BLOCK_SUM) == pytest.approx(U, abs=1e-15)
 
@@ -111,7 +112,7 @@ def test_bregman_divergence_properties():
             assert V == pytest.approx(direct, rel=1e-9, abs=1e-9)
             norm2 = np.sum(np.abs(yt1 - yt2)) ** 2 + np.sum((a1 - a2) ** 2)
             ratios.append(V / (0.5 * norm2))
-        assert min(ratios) >= 1.0          # 1-strong convexity w.r.t. ||.||_{1,2} (the spec author saw >= 2)
+        assert min(ratios) >= 1.0          # 1-strong convexity w.r.t. ||.||_{1,2} (a numerical check found >= 2)
 
 
 def phi_and_grad(saddle, x, ytil, alpha, rows, r):
@@ -138,7 +139,7 @@ def test_stochastic_gradients_match_finite_differences_and_the_closed_form(model
             num[j] = (phi_and_grad(saddle, x + e, ytil, alpha, rows, 0.4)[0]
                       - phi_and_grad(saddle, x - e, ytil, alpha, rows, 0.4)[0]) / 2e-6
         np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-7)
-    # full batch: E[F_i] and E[G_i] are the closed forms of spec §3.7 at the given a, b (p_G = frequencies)
+    # full batch: E[F_i] and E[G_i] are the closed forms at the given a, b (p_G = frequencies)
     _, _, u, v = phi_and_grad(saddle, x, ytil, alpha, np.arange(400), 0.4)
     h = fam.model.forward(theta, fam.model.X)[0]
     t = fam.pairs.terms(h)
@@ -177,7 +178,7 @@ def test_sign_of_G_under_pair_swap():
 
 
 def test_smd_oracle_accuracy_at_a_fixed_level():
-    """Oracle 13 (spec §5.6 data, r = 0.5, H(0.5) = -0.047307): at T = 2e4, |U - H| < 10 % |H| and
+    """SMD as an oracle (make_auc_synthetic() data, r = 0.5, H(0.5) = -0.047307): at T = 2e4, |U - H| < 10 % |H| and
     P(r, x_bar) - H < 1 % |H|. Measured with minibatches of 100 on seeds 0-2: U - H = 0.0043 and P - H = 0.0007
     at T = 8000, half of that at 2e4 (O(1/sqrt T)); the margins cover the seed-to-seed spread (~1e-4)."""
     prob = reference_problem()
@@ -238,7 +239,7 @@ def test_sfls_end_to_end_on_the_reference_problem():
 
 @pytest.mark.slow
 def test_reference_run_of_spec_5_6():
-    """Oracle 14 with the spec's settings (T = 2e4, theta = 1.5, eps_opt = 2e-3, eta = 0.5, I = 2RB)."""
+    """SFLS + SMD end to end on make_auc_synthetic() (T = 2e4, theta = 1.5, eps_opt = 2e-3, eta = 0.5, I = 2RB)."""
     data = fm.datasets.make_auc_synthetic()
     w = fm.Weights(5, radius=3.0)
     s = data.score(w)
@@ -248,7 +249,7 @@ def test_reference_run_of_spec_5_6():
     r = prob.solve("stochastic", seed=0, T=20000, eta=0.5, eps_opt=2e-3, warm_start=False, select="last")
     assert F_STAR <= r.objective <= 1.03 * F_STAR and r.max_violation == 0.0
     lam = r.variables["lambda"]
-    assert abs(lam[0] - 0.29) < 0.15 and abs(lam[1] - 1.04) < 0.15      # y~_k / y~_0 vs KKT (loose, spec)
+    assert abs(lam[0] - 0.29) < 0.15 and abs(lam[1] - 1.04) < 0.15      # y~_k / y~_0 vs KKT (loose)
 
 
 def test_iqrc_network_and_linear():

@@ -162,7 +162,7 @@ def test_example_problem_files_parse():
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples" / "problems").glob("*.toml")), ids=lambda p: p.stem)
 def test_every_example_twin_crosschecks_ok(path, capsys):
-    """Issue 7, done when: `fairmodel crosscheck --json` on every twin exits 0 with a schema-valid document
+    """`fairmodel crosscheck --json` on every twin exits 0 with a schema-valid document
     (all twins together take about two minutes here, so this runs by default)."""
     code, out, _ = run(capsys, "crosscheck", path, "--json")
     doc = json.loads(out)

@@ -1,5 +1,5 @@
-"""The public API of DP post-processing: declaration, validation (spec dp_postprocessing.md §7.5), solving on
-pools and streams, the judge, predictors, metrics (§5.3), the sweep, the estimator and the loaders."""
+"""The public API of DP post-processing: declaration, validation, solving on pools and
+streams, the judge, predictors, metrics (App. G of the paper), the sweep, the estimator and the loaders."""
 import subprocess
 import sys
 import warnings
@@ -42,7 +42,7 @@ def problem(post, eps=0.01, entropy=0.01):
     return fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= eps], entropy=entropy)
 
 
-# -- declaration and validation (spec §7.5) ---------------------------------------------------------------------------
+# -- declaration and validation ---------------------------------------------------------------------------------------
 def test_invalid_declarations_raise_clear_errors():
     eta, tau = arrays()
     with pytest.raises(DataError, match="K >= 2"):
@@ -139,7 +139,7 @@ def test_infeasible_problem_raises_and_calibration_fixes_it():
 
 
 def test_group_labels_order_p():
-    """p given by label is matched to tau's columns (not sorted frequencies, spec §7.5)."""
+    """p given by label is matched to tau's columns (not sorted frequencies, as the reference code does)."""
     eta, tau = arrays()
     a = fm.GridPredictor(eta=eta, tau=tau, L=5, B=1, p={"b": 0.3, "a": 0.7}, groups=["a", "b"])
     np.testing.assert_array_equal(a.p_spec, [0.7, 0.3])
@@ -176,7 +176,7 @@ def test_judge_certificates_of_exact_and_stochastic_results(models):
     assert c["optimal_value"] == pytest.approx(exact.objective, abs=1e-7)
     fast = prob.solve(backend="stochastic", data=Xu, seed=0, T=5000)
     s = fast.certificate
-    assert abs(s["identity_residual"]) < 1e-12                      # spec §1.11 item 2 on the judge's own numbers
+    assert abs(s["identity_residual"]) < 1e-12                      # Lemma 3.5 II, sign corrected
     assert s["dual_unfairness_excess"] == pytest.approx(fast.metrics["unfairness_excess"], rel=1e-9, abs=1e-15)
     assert s["dual_suboptimality"] >= -1e-12
     assert s["optimal_value"] == pytest.approx(exact.objective, abs=1e-7)
@@ -188,7 +188,7 @@ def test_judge_certificates_of_exact_and_stochastic_results(models):
 
 
 def test_law_school_crosscheck_meets_the_acceptance_criterion():
-    """Issue 3, done when: Law School, 2,000 unlabeled points, L = 20, beta = 100, eps = 0.01: crosscheck ok,
+    """The cross-check on real data: Law School, 2,000 unlabeled points, L = 20, beta = 100, eps = 0.01: crosscheck ok,
     stochastic value within 1e-2 of the exact entropic optimum and max violation below 5e-3."""
     from sklearn.linear_model import LinearRegression, LogisticRegression
     data = fm.datasets.load_lawschool(target="ugpa")
@@ -205,7 +205,7 @@ def test_law_school_crosscheck_meets_the_acceptance_criterion():
 
 
 def test_reference_variant_runs_its_whole_schedule():
-    """The reference code's SGD3 uses 2T gradients (AC-SA^2 runs AC-SA(T') twice, spec §3.7 item 4): the pool
+    """The reference code's SGD3 uses 2T gradients (AC-SA^2 runs AC-SA(T') twice): the pool
     must serve all of them, and the run must end with its schedule complete."""
     from fairmodel.stochastic.sgd3 import sgd3_gradient_calls, sgd3_stages
     eta, tau = arrays()
@@ -324,7 +324,7 @@ def test_eps_as_a_parameter_is_swept_by_the_core():
     assert len(calls) == 1 and all(r.ok for r in fast.results) and "z0" in original(fast.results[0])
 
 
-# -- metrics (spec §5.3) --------------------------------------------------------------------------------------------
+# -- metrics (App. G) -----------------------------------------------------------------------------------------------
 def test_ks_unfairness_is_exact_for_deterministic_predictions():
     rng = np.random.default_rng(0)
     pred = np.round(rng.normal(size=300), 1)  # ties on purpose

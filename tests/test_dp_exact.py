@@ -1,8 +1,8 @@
-"""Exact programs of DP post-processing agree with each other (spec dp_postprocessing.md §7.2, §2.6).
+"""Exact programs of DP post-processing agree with each other (LP (3), entropic primal (4) and dual (5)).
 
 Independent formulations: LP primal vs dual LP vs two LP solvers; entropic exponential-cone primal vs CVXPY
 log-sum-exp dual vs L-BFGS-B on the dual. Tolerances: 1e-6 on values (conic solvers at their default
-1e-8 tolerances), 1e-4 on policies (beta amplifies dual errors, spec §2.6).
+1e-8 tolerances), 1e-4 on policies (beta amplifies dual errors).
 """
 import math
 

@@ -1,4 +1,4 @@
-"""Exact identities of the DP post-processing dual (spec dp_postprocessing.md §7.1, §1.11, §4), float64.
+"""Exact identities of the DP post-processing dual (Chzhen, Hebiri, Taturyan, NeurIPS 2024), float64.
 
 Every test builds a finite distribution (n atoms with non-uniform weights) where F, its gradient and the
 primal quantities are exact finite sums, so identities hold to rounding (tolerances ~1e-10 relative).
@@ -84,7 +84,7 @@ def test_minibatch_gradient_is_unbiased_on_a_finite_distribution():
 
 
 def test_unfairness_excess_equals_negative_part_of_gradient():
-    """sum_(l,s) (U_s(pi_z, l) - eps_s)_+^2 = ||(-grad F(z))_+||^2 (Lemma 3.5 part I, spec §1.11 item 1)."""
+    """sum_(l,s) (U_s(pi_z, l) - eps_s)_+^2 = ||(-grad F(z))_+||^2 (Lemma 3.5 part I)."""
     dual, _ = make_problem()
     rng = np.random.default_rng(4)
     for _ in range(5):
@@ -98,7 +98,7 @@ def test_unfairness_excess_equals_negative_part_of_gradient():
 
 @pytest.mark.parametrize("cost", [False, True])
 def test_identity_with_corrected_sign(cost):
-    """R_beta(pi_z) + F(z) = +<z, grad F(z)> (spec §1.11 item 2; erratum §8 item 1: the paper prints -)."""
+    """R_beta(pi_z) + F(z) = +<z, grad F(z)> (Lemma 3.5 part II; the paper prints -)."""
     dual, _ = make_problem(cost=cost)
     rng = np.random.default_rng(5)
     for _ in range(5):
@@ -111,7 +111,7 @@ def test_identity_with_corrected_sign(cost):
 
 
 def test_negative_gradient_part_is_below_gradient_mapping():
-    """||(-grad F(z))_+|| <= ||G_alpha(z)|| for every alpha > 0, z >= 0 (eq. (19), spec §7.1 item 6)."""
+    """||(-grad F(z))_+|| <= ||G_alpha(z)|| for every alpha > 0, z >= 0 (eq. (19))."""
     dual, _ = make_problem()
     rng = np.random.default_rng(6)
     for _ in range(10):
@@ -145,7 +145,7 @@ def test_plugin_variance_and_bhatia_davis():
 
 
 def test_invariances_of_the_policy():
-    """pi_(Lambda + C, V + C) = pi_(Lambda, V) and F moves by 2 sum_l <c_l, eps>; D_l -> D_l + c_l p (spec §7.1.9)."""
+    """pi_(Lambda + C, V + C) = pi_(Lambda, V) and F moves by 2 sum_l <c_l, eps>; D_l -> D_l + c_l p."""
     dual, d = make_problem()
     rng = np.random.default_rng(8)
     z = random_z(dual, rng)
@@ -173,7 +173,7 @@ def test_gradient_is_lipschitz_with_the_plugin_constant():
 
 
 def test_gradient_variance_constant_is_two_sigma2_not_sigma2():
-    """E||g - grad F||^2 <= 2 E||t_hat||^2 (Lemma 4.1 counts one block; erratum §8 item 3). With pi concentrated
+    """E||g - grad F||^2 <= 2 E||t_hat||^2 (Lemma 4.1 counts one block and prints sigma^2). With pi concentrated
     on one atom for every x the bound is attained, so the printed constant sigma^2 is exceeded."""
     dual, d = make_problem(calibrated=True, beta=1e3)
     dual.R[:] = (0.4 - d["grid"]) ** 2  # eta = a grid point for every x: pi_0 is the same point mass

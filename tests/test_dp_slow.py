@@ -10,7 +10,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_theory_preset_gradient_mapping_rate():
-    """Spec §7.3 item 18 / (29): under the 'theory' preset (beta = T/(8 log2 T), L = sqrt(T), mu = 2 sigma^2/beta),
+    """Eq. (29): under the 'theory' preset (beta = T/(8 log2 T), L = sqrt(T), mu = 2 sigma^2/beta),
     E||G_alpha(z_hat)||^2 = O~(1/T), an upper bound. The mean over 4 seeds must decrease from T = 2^11 to 2^13 to
     2^15 with a fitted log-log slope of at most -0.8 (the rate -1, with slack for the log2^3..log2^5 factors of
     Thm C.2). Measured: -2.7 on this instance, faster than the bound."""
@@ -40,11 +40,11 @@ def test_theory_preset_gradient_mapping_rate():
 
 
 @pytest.mark.parametrize("name,i,risk,spread,U0,U0_spread", [
-    ("communities", 512, 0.0423, 0.005, 0.0754, 0.027),   # spec §7.4 item 21
+    ("communities", 512, 0.0423, 0.005, 0.0754, 0.027),   # Figure 2
     ("adult", 512, 0.0178, 0.0012, 0.0227, 0.027),
 ])
 def test_reproduction_matches_the_published_numbers(name, i, risk, spread, U0, U0_spread):
-    """Spec §7.4 item 21: the reference-code variant over 10 splits lands within the paper's spread at the tightest
+    """The reference-code variant over 10 splits lands within the paper's spread at the tightest
     eps (Law School does not: see docs/dp_postprocessing.md, 'Reproduction')."""
     from fairmodel.estimators.dp_reproduction import run_split, summarize
     runs = [run_split(name, k, eps_exponents=[i], variant="reference") for k in range(10)]

@@ -1,4 +1,5 @@
-"""ALEG, SMD and two-stage MERO: spec oracles T1-T7, T11-T13 (exact), C1, C2, C5 (statistical)."""
+"""ALEG, SMD and two-stage MERO (Yu, Cai, Jiang, Zhang 2024): exact properties of the iterates and of the
+operator estimates, and statistical agreement with the exact programs."""
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ def test_normalize_log_matches_scipy():
 
 
 def test_iterates_stay_in_the_domain_and_simplex(small_risks):
-    """T1: every q is a strictly positive probability vector; every w lies in the ball."""
+    """Every q is a strictly positive probability vector; every w lies in the ball."""
     trace = []
     out = aleg(small_risks, epochs=3, seed=0, trace=trace, step_w=2.0, step_q=5.0)
     qs = [t[k] for t in trace for k in ("q_half", "q", "snap_q")] + [out["q"]]
@@ -35,7 +36,7 @@ def test_iterates_stay_in_the_domain_and_simplex(small_risks):
 
 
 def test_initialization_and_first_snapshot(small_risks):
-    """T2: w_0 = Proj(0) = 0, q_0 = 1/m, the first snapshot is z_0 and lambda^0 = ln(1/m)."""
+    """Initialization: w_0 = Proj(0) = 0, q_0 = 1/m, the first snapshot is z_0 and lambda^0 = ln(1/m)."""
     trace = []
     aleg(small_risks, epochs=1, seed=0, trace=trace)
     first = trace[0]
@@ -44,8 +45,8 @@ def test_initialization_and_first_snapshot(small_risks):
 
 
 def test_snapshot_is_the_one_index_shifted_weighted_average(small_risks):
-    """T3: snapshot = sum_k alpha_{k-1} z_k / sum alpha_{k-1} over z_1..z_K (z_0 excluded, z_K included);
-    the mirror snapshot is the weighted mean of ln q_k (a weighted geometric mean of the q_k)."""
+    """One-index shift of (17)/(18): snapshot = sum_k alpha_{k-1} z_k / sum alpha_{k-1} over z_1..z_K (z_0 excluded,
+    z_K included); the mirror snapshot is the weighted mean of ln q_k (a weighted geometric mean of the q_k)."""
     K = 6
     alpha = np.array([[0.1, 0.3, 0.2, 0.5, 0.4, 0.25]] * 2)
     trace = []
@@ -62,7 +63,7 @@ def test_snapshot_is_the_one_index_shifted_weighted_average(small_risks):
 
 
 def test_closed_form_step_is_the_bregman_argmin(small_risks):
-    """T4: the closed-form mirror step equals a CVXPY solve of
+    """The closed-form mirror step equals a CVXPY solve of
     eta <v, z> + alpha B(z, z_bar) + (1 - alpha) B(z, z_k) over the ball x simplex, with the DGF scales
     1/(2 D_w^2), 1/(2 ln m) of eq. (11)."""
     R = small_risks
@@ -96,7 +97,7 @@ def _snapshot_operator(R, w_s, q_s):
 
 
 def test_estimator_is_unbiased_exactly(small_risks):
-    """T5: averaging each group's contribution over all its samples gives the exact operator at z_half."""
+    """Unbiasedness: averaging each group's contribution over all its samples gives the exact operator at z_half."""
     R = small_risks
     rng = np.random.default_rng(4)
     w_s, q_s = R.project(rng.normal(size=5)), rng.dirichlet(np.ones(3))
@@ -121,7 +122,7 @@ def test_estimator_is_unbiased_exactly(small_risks):
 
 
 def test_zero_variance_at_the_snapshot(small_risks):
-    """T6: at z_half = z^s the estimator equals the full operator for every draw."""
+    """Zero variance at the snapshot: at z_half = z^s the estimator equals the full operator for every draw."""
     R = small_risks
     rng = np.random.default_rng(5)
     w_s, q_s = R.project(rng.normal(size=5)), rng.dirichlet(np.ones(3))
@@ -133,7 +134,7 @@ def test_zero_variance_at_the_snapshot(small_risks):
 
 
 def test_per_group_operator_is_lipschitz(small_risks):
-    """T7 (Lemma A.7): ||gradF(z; xi) - gradF(z'; xi)||_* <= L_z ||z - z'|| with the norms (10)."""
+    """Lemma A.7: ||gradF(z; xi) - gradF(z'; xi)||_* <= L_z ||z - z'|| with the norms (10)."""
     R = small_risks
     G, L = R.lipschitz_constants()
     D_w2, D_q2 = R.radius ** 2 / 2, np.log(R.m)
@@ -153,7 +154,7 @@ def test_per_group_operator_is_lipschitz(small_risks):
 
 
 def test_identical_single_sample_groups_keep_q_uniform():
-    """T11(a, b): identical groups with n_i = 1: no noise, deterministic run, q uniform for every iterate."""
+    """Identical groups with n_i = 1: no noise, deterministic run, q uniform for every iterate."""
     X = np.tile([[0.5, -1.0, 2.0]], (4, 1))
     data = fm.Dataset(X, [1, 1, 1, 1], groups=[0, 1, 2, 3])
     w = fm.Weights(3, radius=1.0)
@@ -167,7 +168,7 @@ def test_identical_single_sample_groups_keep_q_uniform():
 
 
 def test_single_group_aleg_solves_erm(small):
-    """T11(d): with m = 1 ALEG is a variance-reduced method for ERM and matches the exact ERM value."""
+    """With m = 1 ALEG is a variance-reduced method for ERM and matches the exact ERM value."""
     data, w, _ = small
     erm = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(data.score(w), data.y))))
     exact_value = erm.solve().objective
@@ -176,7 +177,7 @@ def test_single_group_aleg_solves_erm(small):
 
 
 def test_translation_leaves_the_w_trajectory_unchanged(small_risks):
-    """T12: offsets c * 1 (the same for every group) do not change ALEG's w-iterates for a fixed seed."""
+    """Offsets c * 1 (the same for every group) do not change ALEG's w-iterates for a fixed seed."""
     a = aleg(small_risks, epochs=3, seed=7)
     b = aleg(small_risks, epochs=3, seed=7, offsets=np.full(3, 0.8))
     assert np.allclose(a["w"], b["w"], atol=1e-12) and np.allclose(a["q"], b["q"], atol=1e-12)
@@ -190,7 +191,7 @@ def test_same_seed_same_result(small_risks):
 
 
 def test_aleg_agrees_with_the_exact_program():
-    """C1: small instances (logistic), several seeds: max-risk gap <= 1e-2 and duality gap <= 2e-2."""
+    """Small instances (logistic), several seeds: max-risk gap <= 1e-2 and duality gap <= 2e-2."""
     for seed, (m, d, rho) in enumerate([(2, 4, 1.0), (3, 5, 3.0), (5, 8, 5.0)]):
         sizes = tuple(20 + 20 * i for i in range(m))
         data, w, risks = make_instance(m=m, d=d, sizes=sizes, flips=tuple(0.1 + 0.05 * i for i in range(m)),
@@ -203,7 +204,7 @@ def test_aleg_agrees_with_the_exact_program():
 
 
 def test_aleg_softmax_agrees_with_the_exact_program():
-    """C1 for the multiclass softmax loss with a matrix of weights."""
+    """The same agreement for the multiclass softmax loss with a matrix of weights."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(120, 3))
     y = np.argmax(X @ rng.normal(size=(3, 3)) + rng.normal(size=(120, 3)), axis=1)
@@ -228,7 +229,7 @@ def test_theory_schedule_steps_lie_in_the_band(small_risks):
 
 
 def test_mero_two_stage_overestimates_group_optima_and_matches_exact():
-    """T13: R_hat*_i >= R*_i - tol; C2: two-stage ALEG's MERO value within 2e-2 of the exact MERO optimum."""
+    """Stage 1 gives R_hat*_i >= R*_i - tol; two-stage ALEG's MERO value within 2e-2 of the exact MERO optimum."""
     data, w, risks = make_instance(m=3, d=5, sizes=(60, 60, 60), flips=(0.05, 0.05, 0.4), seed=4)
     R = group_risks_of(risks)
     r_star = exact.group_optimal_values(R)
@@ -241,8 +242,8 @@ def test_mero_two_stage_overestimates_group_optima_and_matches_exact():
 
 
 def test_aleg_beats_smd_on_the_same_budget():
-    """C5: on the scaled-down synthetic task (m=5, d=20, n_i=200) ALEG's final max-risk gap is at most
-    SMD's (median over 5 seeds, equal budgets of per-sample gradient evaluations)."""
+    """Variance reduction pays: on the scaled-down synthetic task (m=5, d=20, n_i=200) ALEG's final max-risk gap
+    is at most SMD's (median over 5 seeds, equal budgets of per-sample gradient evaluations)."""
     data = fm.datasets.make_gdro_synthetic(m=5, d=20, n_per_group=200, seed=0)
     w = fm.Weights(20, radius=5.0)
     R = group_risks_of(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
@@ -274,7 +275,7 @@ def test_budget_exhaustion_is_reported(small_risks):
 
 @pytest.mark.slow
 def test_theory_schedule_meets_the_expectation_bound(small_risks):
-    """C3: mean over 20 seeds of eps(z_S) <= 30 L_z / (S sqrt K) (eq. (82)) with the theory schedule, K = n_bar,
+    """Mean over 20 seeds of eps(z_S) <= 30 L_z / (S sqrt K) (eq. (82)) with the theory schedule, K = n_bar,
     alpha = 1/K. (The bound is loose: with the theory steps the gap is still in its pre-asymptotic regime here.)"""
     R = small_risks
     G, L = R.lipschitz_constants()
@@ -291,7 +292,7 @@ def test_theory_schedule_meets_the_expectation_bound(small_risks):
 
 @pytest.mark.slow
 def test_gap_decays_at_least_like_one_over_s(small_risks):
-    """C4 with the practical constant steps (the theory steps need S > 5,000 epochs here to leave the
+    """Rate, with the practical constant steps (the theory steps need S > 5,000 epochs here to leave the
     pre-asymptotic regime): the mean duality gap of the output average (24) over 10 seeds falls at least like
     S^-0.8 between S = 5 and S = 50."""
     means = []

@@ -1,4 +1,4 @@
-"""Exact group-DRO / MERO programs: spec oracles T8, T9, T10, T11(c), T12 and independent formulations."""
+"""Exact group-DRO / MERO programs: duals, duality gaps, Lemma 5.1, symmetric cases and independent formulations."""
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from .conftest import make_instance
 
 
 def test_epigraph_duals_are_a_saddle_point(small):
-    """T10: duals sum to 1, max_i R_i(w*) = t*, complementary slackness; T9: gap ~ 0 at (w*, q*)."""
+    """Duals sum to 1, max_i R_i(w*) = t*, complementary slackness; the duality gap (13) is ~0 at (w*, q*)."""
     _, w, risks = small
     R = group_risks_of(risks)
     theta, opt, q, record = exact.solve_epigraph(R)
@@ -52,7 +52,7 @@ def test_epigraph_equals_a_direct_max_formulation(small):
 
 
 def test_translation_shifts_the_optimum(small):
-    """T12 (exact part): adding c to every risk shifts OPT by c and keeps w*."""
+    """Adding c to every risk shifts OPT by c and keeps w*."""
     _, _, risks = small
     base = fm.Problem(fm.Minimize(fm.max(risks))).solve()
     shifted = fm.Problem(fm.Minimize(fm.max(risks - np.full(3, -0.25)))).solve()
@@ -61,7 +61,7 @@ def test_translation_shifts_the_optimum(small):
 
 
 def test_identical_groups_have_zero_mero():
-    """T11(c): with identical groups a common minimizer exists, so OPT_MERO = 0."""
+    """With identical groups a common minimizer exists, so OPT_MERO = 0."""
     data = fm.datasets.make_gdro_synthetic(m=1, d=4, n_per_group=60, seed=3)
     X = np.vstack([data.X, data.X])
     y = np.concatenate([data.y, data.y])
@@ -73,7 +73,7 @@ def test_identical_groups_have_zero_mero():
 
 
 def test_lemma_5_1_holds_for_any_point_and_overestimated_offsets(small, small_risks):
-    """T8: eps_true(z) <= eps_hat(z) + 2 max_i (R_hat*_i - R*_i) for arbitrary z and R_hat* >= R*."""
+    """Lemma 5.1: eps_true(z) <= eps_hat(z) + 2 max_i (R_hat*_i - R*_i) for arbitrary z and R_hat* >= R*."""
     _, _, risks = small
     R = small_risks
     r_star = exact.group_optimal_values(R)
@@ -90,7 +90,7 @@ def test_lemma_5_1_holds_for_any_point_and_overestimated_offsets(small, small_ri
 
 
 def test_duality_gap_bounds_suboptimality(small, small_risks):
-    """T9 / (14): 0 <= max_i R_i(w) - OPT <= gap(w, q) for arbitrary candidates."""
+    """(14): 0 <= max_i R_i(w) - OPT <= gap(w, q) for arbitrary candidates."""
     _, w, risks = small
     prob = fm.Problem(fm.Minimize(fm.max(risks)))
     opt = prob.solve().objective
@@ -137,7 +137,7 @@ def test_newton_reports_non_convergence():
 
 
 def test_mero_and_gdro_differ_with_a_noisy_group():
-    """C2 (exact part): one group with heavy label noise pulls GDRO towards it; MERO discounts it."""
+    """One group with heavy label noise pulls GDRO towards it; MERO discounts it."""
     data, w, risks = make_instance(m=3, d=5, sizes=(80, 80, 80), flips=(0.05, 0.05, 0.45), seed=4)
     gdro = fm.Problem(fm.Minimize(fm.max(risks))).solve()
     mero = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))).solve()

@@ -1,5 +1,5 @@
-"""OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR mechanics and convergence (spec zeroth_order_minmax_dro.md §3,
-test oracles T7-T13), on problems with known saddle points."""
+"""OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR mechanics and convergence (Maheshwari et al., AISTATS 2022,
+Algorithms 1-4), on problems with known saddle points."""
 import numpy as np
 import pytest
 
@@ -32,7 +32,7 @@ def _quadratic_problem(n=6, seed=0):
 
 
 def test_random_reshuffling_visits_every_component_once_per_epoch():
-    """T7: RR draws a permutation per epoch (SGDA: exactly one query per step)."""
+    """RR draws a permutation per epoch (SGDA: exactly one query per step)."""
     rec = _Recorder()
     sp = fm.SaddleProblem(rec, 7, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
     sp.solve(method="sgda-rr", order=0, seed=1, epochs=5)
@@ -43,7 +43,7 @@ def test_random_reshuffling_visits_every_component_once_per_epoch():
 
 
 def test_with_replacement_counts_are_binomial():
-    """T7: WR indices are i.i.d. uniform: counts ~ Binomial(nT, 1/n) (a chi-square test at the 1e-4 level)."""
+    """WR indices are i.i.d. uniform: counts ~ Binomial(nT, 1/n) (a chi-square test at the 1e-4 level)."""
     rec = _Recorder()
     n, T = 10, 300
     sp = fm.SaddleProblem(rec, n, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
@@ -79,7 +79,7 @@ def test_same_seed_same_trajectory(method):
     ("sgda-wr", {"estimator": "two-point"}, lambda n, T: 2 * n * T),
 ])
 def test_query_counts(method, options, expected):
-    """T8: 2nT - 1 value queries for OGDA (none for the missing first optimistic term), nT for SGDA."""
+    """2nT - 1 value queries for OGDA (none for the missing first optimistic term), nT for SGDA."""
     sp = _quadratic_problem(n=5)
     res = sp.solve(method=method, order=0, seed=0, epochs=3, **options)
     assert res.metrics["queries"] == expected(5, 3)
@@ -106,7 +106,7 @@ def _linear_field():
 
 @pytest.mark.parametrize("method", ["ogda-rr", "ogda-wr"])
 def test_single_component_ogda_is_textbook_ogda(method):
-    """T9: with n = 1, exact F and no active projection, u+ = u - 2 eta F(u) + eta F(u_prev)."""
+    """With n = 1, exact F and no active projection, u+ = u - 2 eta F(u) + eta F(u_prev)."""
     sp, F = _linear_field()
     eta, T = 0.1, 12
     res = sp.solve(method=method, order=1, seed=0, epochs=T, eta0=eta, schedule="constant", store_iterates=True)
@@ -138,7 +138,7 @@ def test_single_component_sgda_is_gda():
 
 
 def test_output_is_the_eta_weighted_average_of_post_update_iterates():
-    """T10: u_T = sum eta^t u_i^t / sum eta^t over i = 1..n (post-update), and Delta is convex."""
+    """u_T = sum eta^t u_i^t / sum eta^t over i = 1..n (post-update), and Delta is convex."""
     sp = _quadratic_problem(n=4)
     _, xs, ys, _ = sp._exact(None)
     sp.saddle_point = (xs, ys)
@@ -161,7 +161,7 @@ def test_suffix_output_averages_the_second_half():
 
 
 def test_first_order_ogda_solves_the_matrix_game():
-    """T11: averaged first-order OGDA on a bilinear game approaches the LP solution, duality gap -> 0."""
+    """Averaged first-order OGDA on a bilinear game approaches the LP solution, duality gap -> 0."""
     A = np.random.default_rng(6).standard_normal((20, 3, 4))
     sp = fm.SaddleProblem.matrix_game(A)
     exact = sp.solve(method="exact")
@@ -188,7 +188,7 @@ def test_check_every_and_target_gap_on_a_saddle_problem():
 
 
 def test_first_order_ogda_solves_the_quadratic_game():
-    """T12: on G1, first-order OGDA-RR with a small constant step gets a duality gap < 1e-2 and x near x*."""
+    """On G1, first-order OGDA-RR with a small constant step gets a duality gap < 1e-2 and x near x*."""
     sp = _quadratic_problem()
     exact = sp.solve(method="exact")
     assert exact.certificate["duality_gap"] < 1e-6      # the Huber program and the closed forms agree
@@ -198,8 +198,8 @@ def test_first_order_ogda_solves_the_quadratic_game():
 
 
 def test_zeroth_order_gap_decreases_with_epochs():
-    """T13: for ZO-OGDA-RR (theory schedule) the seed-averaged Delta of the average drops by > 25% over 16x T
-    (the suggested criterion of spec §3.8; the rate exponent is not asserted)."""
+    """For ZO-OGDA-RR (theory schedule) the seed-averaged Delta of the average drops by > 25% over 16x T
+    (Theorem 4.1 predicts a decrease; its rate exponent is not asserted)."""
     sp = _quadratic_problem(n=4)
     _, xs, ys, _ = sp._exact(None)
     sp.saddle_point = (xs, ys)

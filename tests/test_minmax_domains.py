@@ -1,4 +1,5 @@
-"""Projections onto the domains of saddle problems (spec zeroth_order_minmax_dro.md §4.6, test oracle T6)."""
+"""Projections onto the domains of saddle problems (the truncated cone of Theorem 5.3, balls, boxes and
+simplices)."""
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ def _domains():
 
 @pytest.mark.parametrize("dom", _domains(), ids=repr)
 def test_projection_is_a_projection(dom):
-    """T6: feasible, idempotent, firmly nonexpansive (Prop. A.1) and the variational inequality."""
+    """Feasible, idempotent, firmly nonexpansive (Prop. A.1) and the variational inequality."""
     rng = np.random.default_rng(1)
     for _ in range(200):
         a, b = rng.normal(0, 3, (2, dom.dim))
@@ -40,7 +41,7 @@ def test_projection_is_a_projection(dom):
 
 @pytest.mark.parametrize("dom", _domains(), ids=repr)
 def test_projection_matches_cvxpy(dom):
-    """T6: the closed-form projection equals the CVXPY projection (an independent formulation), to 1e-6."""
+    """The closed-form projection equals the CVXPY projection (an independent formulation), to 1e-6."""
     rng = np.random.default_rng(2)
     for _ in range(5):
         a = rng.normal(0, 3, dom.dim)

@@ -1,4 +1,4 @@
-"""The zeroth-order estimator (spec zeroth_order_minmax_dro.md §2, test oracles T1-T5).
+"""The zeroth-order estimator (Maheshwari et al., AISTATS 2022, §4.1 and Prop. A.3).
 
 Monte Carlo checks use N draws with a fixed seed and a tolerance of 5 standard errors of the mean, with the
 standard error estimated from the same draws (the mean of N i.i.d. draws is ~normal by the CLT; 5 sigma
@@ -24,7 +24,7 @@ def _assert_mean(samples, expected, sigmas=5.0):
 
 
 def test_norm_identity_and_unit_directions():
-    """T1: ||F_hat|| = (d/R) |L(u + R v)| exactly, and v has unit norm."""
+    """||F_hat|| = (d/R) |L(u + R v)| exactly, and v has unit norm."""
     sp = fm.SaddleProblem(lambda x, y, i: float(np.sin(x @ x) + x[0] * y[1] + 2.0), 1, fm.Ball(2, 1.0),
                           fm.Box(-1.0, 1.0, size=2))
     u, R = np.array([0.3, -0.2, 0.5, 0.1]), 0.3
@@ -36,7 +36,7 @@ def test_norm_identity_and_unit_directions():
 
 
 def test_sphere_moments():
-    """T2: E v = 0 and E v v^T = I/d (5 standard errors)."""
+    """E v = 0 and E v v^T = I/d (5 standard errors)."""
     d, N = 5, 20000
     V = sphere_directions(np.random.default_rng(3), N, d)
     _assert_mean(V, np.zeros(d))
@@ -45,7 +45,7 @@ def test_sphere_moments():
 
 
 def test_unbiased_for_a_quadratic_with_the_sign_flip():
-    """T3/T4: for quadratic L the smoothed gradient is the gradient, so E F_hat = J grad L = (grad_x, -grad_y)."""
+    """For quadratic L the smoothed gradient is the gradient, so E F_hat = J grad L = (grad_x, -grad_y)."""
     Q = np.array([[2.0, 0.5], [0.5, 1.0]])
 
     def L(x, y, i):
@@ -60,14 +60,15 @@ def test_unbiased_for_a_quadratic_with_the_sign_flip():
 
 
 def test_bilinear_sign_convention():
-    """T4: for L(x, y) = x y the mean estimate is (y, -x)."""
+    """For L(x, y) = x y the mean estimate is (y, -x)."""
     sp = fm.SaddleProblem(lambda x, y, i: float(x[0] * y[0]), 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
     F, _, _ = _draws(sp, np.array([0.7, -0.4]), 0.1, 20000, seed=5)
     _assert_mean(F, np.array([-0.4, -0.7]))
 
 
 def test_cubic_estimates_the_ball_smoothed_gradient():
-    """T3: for L = u_1^3 in R^d, E F_hat_1 = 3 u_1^2 + 3 R^2/(d+2) (ball smoothing, erratum U2), others 0."""
+    """For L = u_1^3 in R^d, E F_hat_1 = 3 u_1^2 + 3 R^2/(d+2) (ball smoothing, as in Prop. A.3; the proof of
+    Lemma A.7 restates it with the sphere), others 0."""
     d, R = 3, 0.8
     sp = fm.SaddleProblem(lambda x, y, i: float(x[0] ** 3), 1, fm.Ball(d, 1.0), fm.Box(-1.0, 1.0, size=0 + 1),
                           zo_mask=np.array([True] * d + [False]), grad=lambda x, y, i: (np.zeros(d), np.zeros(1)))
@@ -92,7 +93,7 @@ def test_bias_is_within_ell_R():
 
 
 def test_block_mode_uses_exact_partials_deterministically():
-    """T5: coordinates outside zo_mask equal the exact partial derivatives (with the sign flip), every draw."""
+    """Coordinates outside zo_mask equal the exact partial derivatives (with the sign flip), every draw."""
     def L(x, y, i):
         return float(x @ x + x[0] * y[0] - 0.5 * y[0] ** 2)
 
@@ -110,7 +111,7 @@ def test_block_mode_uses_exact_partials_deterministically():
 
 
 def test_two_point_estimator_has_the_same_mean_and_less_variance():
-    """Extension (§2.4, non-paper): same expectation, variance reduced (here by > 100x)."""
+    """Extension (not in the paper): same expectation, variance reduced (here by > 100x)."""
     sp = fm.SaddleProblem(lambda x, y, i: float(x @ x + x[0] * y[0] + 5.0), 1, fm.Ball(2, 1.0),
                           fm.Box(-1.0, 1.0, size=1))
     u = np.array([0.3, 0.2, -0.5])

@@ -1,4 +1,5 @@
-"""Accuracy and margin under strategic shift and worst-case Wasserstein perturbations (spec §5.4)."""
+"""Accuracy and margin under strategic shift and worst-case Wasserstein perturbations (§6.1 of the
+zeroth-order min-max paper)."""
 import numpy as np
 import pytest
 from scipy.optimize import linprog

@@ -1,5 +1,5 @@
 """Strategic Wasserstein DRO: the corrected saddle function, the exact program and its duals, the
-judge, the family and the cross-check (spec zeroth_order_minmax_dro.md §4, test oracles T14-T19)."""
+judge, the family and the cross-check (Maheshwari et al., AISTATS 2022, §5 and App. B, corrected)."""
 import warnings
 
 import cvxpy as cp
@@ -31,7 +31,7 @@ def solved():
 
 
 def test_exact_program_agrees_with_the_closed_forms(solved):
-    """T14: OPT = max_gamma L(theta*, alpha*, .) (E2) = L(theta*, alpha*, gamma*) = worst-case risk(theta*); DG ~ 0."""
+    """OPT = max_gamma L(theta*, alpha*, .) (E2) = L(theta*, alpha*, gamma*) = worst-case risk(theta*); DG ~ 0."""
     prob, model, data, theta, alpha, gamma, value, record = solved
     assert np.linalg.norm(theta) > 0.3                                # the solution is non-trivial at delta = 0.1
     assert model.primal(theta, alpha) == pytest.approx(value, abs=1e-7)
@@ -73,7 +73,7 @@ def test_worst_case_risk_matches_scalar_minimization_and_cvxpy():
 
 
 def test_structure_of_the_corrected_problem():
-    """T15: worst-case risk >= strategic ERM risk, non-decreasing in delta; L convex in (theta, alpha), affine in gamma."""
+    """Worst-case risk >= strategic ERM risk, non-decreasing in delta; L convex in (theta, alpha), affine in gamma."""
     data = fm.datasets.make_strategic_synthetic(n=200, seed=2)
     rng = np.random.default_rng(1)
     models = [WDRSC(data.X, data.y, np.arange(10) < 5, 0.05, d, 0.5) for d in (0.02, 0.1, 0.3)]
@@ -95,7 +95,7 @@ def test_structure_of_the_corrected_problem():
 
 
 def test_weak_duality_lower_bound_by_an_explicit_perturbation():
-    """§4.8: flipping the labels of some +1 points (cost 2 kappa / n each) is a feasible distribution,
+    """Weak duality: flipping the labels of some +1 points (cost 2 kappa / n each) is a feasible distribution,
     so its expected loss is a lower bound on the worst-case risk."""
     prob, model, data = _problem(n=200, delta=0.1, seed=3)
     theta = np.random.default_rng(2).normal(0, 0.5, 10)
@@ -110,7 +110,7 @@ def test_weak_duality_lower_bound_by_an_explicit_perturbation():
 
 
 def test_best_response_matches_numerical_maximization():
-    """T16: <b_i, theta> = <x_i, theta> + zeta ||M theta||^2; +1 agents and non-strategic features stay put;
+    """<b_i, theta> = <x_i, theta> + zeta ||M theta||^2; +1 agents and non-strategic features stay put;
     b_i maximizes the agent's utility (checked by scipy)."""
     data = fm.datasets.make_strategic_synthetic(n=20, seed=4)
     mask = np.arange(10) < 5
@@ -134,8 +134,9 @@ def test_best_response_matches_numerical_maximization():
 
 
 def test_paper_variant_relation_and_unboundedness():
-    """T17: L_paper - L_corrected = -kappa alpha n_-/n identically; the literal eq. (7) with delta < kappa n_-/n
-    drives alpha to any bound (erratum U11), so fairmodel refuses it."""
+    """L_paper - L_corrected = -kappa alpha n_-/n identically; the literal eq. (7) with delta < kappa n_-/n
+    drives alpha to any bound (it subtracts kappa alpha for every sample, not only for y = +1), so fairmodel
+    refuses it."""
     data = fm.datasets.make_strategic_synthetic(n=200, seed=5)
     mask = np.arange(10) < 5
     corr = WDRSC(data.X, data.y, mask, 0.05, 0.4, 0.5)
@@ -162,7 +163,7 @@ def test_paper_variant_relation_and_unboundedness():
 
 
 def test_paper_settings_give_a_trivial_corrected_solution():
-    """T18: at the paper's delta = 0.4 (kappa = 0.5, zeta = 0.05, p = 10, 5 strategic, n = 500) the corrected
+    """At the paper's delta = 0.4 (kappa = 0.5, zeta = 0.05, p = 10, 5 strategic, n = 500) the corrected
     problem has theta* = 0 and value log 2, while the literal eq. (7) gives a non-trivial theta*."""
     prob, model, data = _problem(n=500, delta=0.4, seed=0)
     theta, alpha, _, value, _ = exact_sdro.solve_wdrsc(model)
@@ -226,7 +227,7 @@ def test_gap_monitor_certifies_what_a_shorter_run_returns():
 
 
 def test_crosscheck_small():
-    """T19 at n = 300: ZO-OGDA-RR (hybrid) within the issue's tolerances of the exact saddle point."""
+    """At n = 300: ZO-OGDA-RR (hybrid) within the cross-check's tolerances of the exact saddle point."""
     prob, model, data = _problem(n=300, delta=0.1, seed=0)
     report = fm.crosscheck(prob, seed=0, stochastic_options={"epochs": 120})
     assert report.ok, report.to_markdown()
@@ -237,7 +238,7 @@ def test_crosscheck_small():
 
 @pytest.mark.slow
 def test_crosscheck_acceptance_n1000():
-    """The issue's acceptance: n = 1000 synthetic, delta = 0.1 (||w*|| = 1.26): crosscheck ok."""
+    """The cross-check of examples/strategic_dro.py: n = 1000 synthetic, delta = 0.1 (||w*|| = 1.26): crosscheck ok."""
     prob, model, data = _problem(n=1000, delta=0.1, seed=0)
     report = fm.crosscheck(prob, seed=0)
     assert report.ok, report.to_markdown()

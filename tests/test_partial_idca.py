@@ -1,5 +1,5 @@
 """IDCA and its inner solvers: exact subproblem (25) (KKT, independent formulation), SSG vs exact, monotone
-decrease of exact IDCA, feasibility of every inexact iterate, theory helpers (spec §3, §5.2)."""
+decrease of exact IDCA, feasibility of every inexact iterate, theory helpers (Algorithms 1-3, Lemma C.1, eq. (28))."""
 import math
 
 import cvxpy as cp
@@ -104,7 +104,7 @@ def test_exact_idca_decreases_monotonically_and_stays_feasible(small):
     assert len(hist) == 7
     for rec in hist[1:]:
         assert rec["max_f"] <= 1e-7
-        # f_0(x_(k+1)) + (mu/2)||x_(k+1) - x_k||^2 <= f_0(x_k) + tol  (spec §5.2)
+        # f_0(x_(k+1)) + (mu/2)||x_(k+1) - x_k||^2 <= f_0(x_k) + tol
         assert rec["descent"] >= -1e-7
     assert hist[-1]["objective"] < hist[0]["objective"] - 0.1
 
@@ -115,7 +115,7 @@ def test_inexact_idca_iterates_are_feasible(small):
         eps = 2e-3
         out = idca(prog, prog.start(), ssg_inner(prog, 0.1, eps, 100, margin=margin), outer=15, mu=0.1)
         for rec in out["history"][1:]:
-            # margin: f_i <= g_i - (mu/2)||.||^2 <= 0; paper's version: <= eps_k (spec §5.2)
+            # margin: f_i <= g_i - (mu/2)||.||^2 <= 0; paper's version: <= eps_k
             assert rec["max_f"] <= (0.0 if margin else eps) + 1e-12
         assert out["history"][-1]["objective"] < out["history"][0]["objective"]
 

@@ -1,4 +1,4 @@
-"""Metric oracles of spec §5.2 for partial demographic parity (fm.metrics.partial_dp / weak_partial_dp)."""
+"""Properties of the empirical partial demographic parity (fm.metrics.partial_dp / weak_partial_dp)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -47,7 +47,7 @@ def test_range_symmetry_and_monotone_invariance(seed, band, t):
     assert 0.0 <= m.gap <= 1.0 and m.fairness == pytest.approx(1 - m.gap)
     swapped = np.where(g == "a", "b", "a")
     assert fm.metrics.partial_dp(s, swapped, band=band).gap == pytest.approx(m.gap, abs=1e-12)
-    # a common strictly increasing transform keeps every within-group rank, hence DP^I (spec §5.2)
+    # a common strictly increasing transform keeps every within-group rank, hence DP^I
     assert fm.metrics.partial_dp(np.exp(s) + s ** 3, g, band=band).gap == pytest.approx(m.gap, abs=1e-12)
     w = fm.metrics.weak_partial_dp(s, g, band=band, threshold=t)
     assert 0.0 <= w.gap <= 1.0
@@ -85,7 +85,7 @@ def test_trimmed_estimator_differs_only_by_discreteness():
 
 def test_lemma_5_1_common_thresholds_exist():
     """If DP^I <= kappa, for every level p in [alpha, beta - kappa (beta - alpha)) one θ puts every group's
-    upper-tail fraction in [p - 1/n_k, p + kappa (beta - alpha) + 1/n_k] (spec §5.2)."""
+    upper-tail fraction in [p - 1/n_k, p + kappa (beta - alpha) + 1/n_k] (Lemma 5.1 on a sample)."""
     s, g = _sample(5, 400, 600, shift=0.2)
     band = (0.7, 1.0)
     kappa = fm.metrics.partial_dp(s, g, band=band).gap

@@ -1,5 +1,5 @@
 """DSL atoms and the DC program of models (13) / (17): identities, start values, majorization, subgradients,
-CVXPY lowering, and the declaration errors of spec §5.3."""
+CVXPY lowering, and the declaration errors."""
 import warnings
 
 import cvxpy as cp
@@ -37,7 +37,7 @@ def _all_constraints(law, kappa=0.1, band=(0.7, 1.0)):
 def test_ramp_split_and_identity_51(x, s_plus, s_minus, c):
     assert ramp_plus(x) - ramp_minus(x) == pytest.approx(float(ramp(x)), abs=1e-15)
     assert float(ramp(x)) == pytest.approx(min(max(x + 0.5, 0.0), 1.0), abs=1e-15)
-    # (51) with the corrected average S+ (spec §2.8): min{S, c} for S = S+ - S-
+    # (51) with the corrected average S+ (the paper prints the sum): min{S, c} for S = S+ - S-
     assert min_identity(s_plus, s_minus, c) == pytest.approx(min(s_plus - s_minus, c), abs=1e-12)
 
 
@@ -105,7 +105,7 @@ def test_default_grid_lies_in_lemma_5_1_domain(law):
 
 
 def test_majorization_and_tightness(law):
-    """g_i(v) >= f_i(v) + (mu/2)||v - anchor||^2 and g_i(anchor) = f_i(anchor) (spec §5.2), i = 1..m."""
+    """g_i(v) >= f_i(v) + (mu/2)||v - anchor||^2 and g_i(anchor) = f_i(anchor), i = 1..m."""
     prog = _problem(law, *_all_constraints(law)).family.program
     rng = np.random.default_rng(2)
     mu = 0.05
