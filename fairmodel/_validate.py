@@ -47,7 +47,7 @@ def check_number(value, name: str, *, low=None, high=None, strict: bool = False,
         ok = (low is None or v > low or (not strict and v == low)) and (high is None or v <= high)
     if not ok:
         bounds = _bounds_text(low, high, strict)
-        what = f"a {bounds} finite number" if bounds in ("positive", "non-negative") else \
+        what = f"{bounds} and finite" if bounds in ("positive", "non-negative") else \
             f"a finite number{' ' + bounds if bounds else ''}"
         raise error(f"{name} must be {what}{' or None' if allow_none else ''}; got {value!r}")
     return float(value)

@@ -39,7 +39,7 @@ import time
 import warnings
 import numpy as np
 
-from .._validate import as_generator
+from .._validate import as_generator, check_number
 from ..errors import OptionError
 from ..oracles.protocols import SaddleOracle
 from ..progress import Progress
@@ -112,12 +112,7 @@ class Estimator:
 
 
 def _positive(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise OptionError(f"{name} must be a positive number; got {value!r}")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise OptionError(f"{name} must be positive and finite; got {value}")
-    return value
+    return check_number(value, name, low=0.0, strict=True)
 
 
 def step_schedules(kind, eta0, R0, chi, epochs: int):

@@ -9,23 +9,17 @@ import numbers
 
 import numpy as np
 
+from .._validate import check_int, check_number
 from ..errors import OptionError
 
 
 def _check_value(v, name: str, low: float, high: float, where: str = "") -> float:
-    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
-        raise OptionError(f"{name}{where} must be a number; got {type(v).__name__}")
-    v = float(v)
-    if not np.isfinite(v) or not (low < v <= high):
-        interval = f"(0, {high:g}]" if low == 0 else f"({low:g}, {high:g}]"
-        raise OptionError(f"{name}{where} must be finite and in {interval}; got {v}")
-    return v
+    return check_number(v, f"{name}{where}", low=low, strict=True, high=None if high == np.inf else high)
 
 
 def epoch_lengths(inner, epochs: int, name: str = "inner") -> np.ndarray:
     """K_s for s = 0..S-1 from an integer, a length-S sequence, or a callable s -> K_s (each >= 1)."""
-    if isinstance(epochs, bool) or not isinstance(epochs, (numbers.Integral, np.integer)) or epochs < 1:
-        raise OptionError(f"epochs must be a positive integer; got {epochs!r}")
+    check_int(epochs, "epochs")
     if callable(inner):
         values = [inner(s) for s in range(epochs)]
     elif np.ndim(inner) == 0:
