@@ -10,8 +10,9 @@ from .atoms.aggregates import (GroupMean, GroupOptimal, Max, Mean, Min, Pos, Sum
 from .atoms.losses import (HingeLoss, LogisticLoss, Loss, SoftmaxLoss, SquaredLoss, hinge_loss, logistic_loss,
                            softmax_loss, squared_loss)
 from .atoms.norms import Norm, SumSquares, norm, sum_squares
-from .core import (Abs, Add, Constant, Env, Expr, Inequality, Minimize, Multiply, Parameter, ScalarMul, abs,
-                   as_expr, evaluate, multiply, parameter, value_and_grad)
+from .core import (Abs, Add, Constant, Expr, Inequality, Minimize, Multiply, Parameter, ScalarMul, abs, as_expr,
+                   multiply, parameter)
+from .evaluate import Env, evaluate, value_and_grad
 from .variables import LinearScore, SampleScore, Weights
 
 __all__ = [

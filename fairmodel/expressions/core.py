@@ -9,8 +9,8 @@ concave or unknown, by the composition rules), its NumPy value (``numeric(env)``
 No CVXPY and no solver here: lowerings live in tables of the backends (:mod:`fairmodel.exact.lower`), and
 recognition works on the canonical form of :mod:`fairmodel.expressions.canonicalize`.
 
-Values are computed with an :class:`Env` that maps every variable to an array and may restrict per-sample
-nodes to a subset of rows (``rows``), which gives unbiased minibatch estimates of sample means.
+The composition rules (kinds and curvatures) are in :mod:`.rules`; values are computed in an environment
+(:mod:`.evaluate`) that maps every variable to an array and may restrict per-sample nodes to a subset of rows.
 """
 from __future__ import annotations
 
@@ -18,61 +18,8 @@ import numpy as np
 
 from .._validate import is_real
 from ..errors import ExpressionTypeError, ModelError, UnsupportedProblemError
-
-CURVATURES = ("constant", "affine", "convex", "concave", "unknown")
-VECTOR_KINDS = ("samples", "groups", "vector")
-
-
-class Env:
-    """Evaluation environment: variable values, an optional row subset, and a cache of node values."""
-
-    def __init__(self, values: dict, rows: np.ndarray | None = None):
-        self.values = values
-        self.rows = rows
-        self.cache: dict[int, object] = {}
-
-    def __getitem__(self, w) -> np.ndarray:
-        try:
-            return self.values[w]
-        except KeyError:
-            raise ModelError(f"no value given for the variable {w.name!r}") from None
-
-
-def kind_text(e: "Expr") -> str:
-    return e.kind if e.kind == "scalar" else f"{e.kind}[{e.size}]"
-
-
-def combine_kinds(a: "Expr", b: "Expr", op: str = "+") -> tuple[str, int]:
-    """The kind and size of an elementwise combination: scalars broadcast; a constant ``vector`` adopts the
-    other side's kind; otherwise kinds and sizes must agree."""
-    if a.kind == "scalar":
-        return b.kind, b.size
-    if b.kind == "scalar":
-        return a.kind, a.size
-    if a.size == b.size and (a.kind == b.kind or "vector" in (a.kind, b.kind)):
-        return (b.kind if a.kind == "vector" else a.kind), a.size
-    verb = "add" if op == "+" else "combine"
-    raise ExpressionTypeError(f"cannot {verb} a {kind_text(a)} expression and a {kind_text(b)} expression: "
-                              f"{a} {op} {b}")
-
-
-def flip(curvature: str) -> str:
-    return {"convex": "concave", "concave": "convex"}.get(curvature, curvature)
-
-
-def sum_curvature(curvatures) -> str:
-    """The curvature of a sum (DCP): constants drop out; convex + concave is unknown."""
-    cs = set(curvatures) - {"constant"}
-    if not cs:
-        return "constant"
-    if cs == {"affine"}:
-        return "affine"
-    if cs <= {"affine", "convex"}:
-        return "convex"
-    if cs <= {"affine", "concave"}:
-        return "concave"
-    return "unknown"
-
+from .evaluate import Env
+from .rules import VECTOR_KINDS, combine_kinds, flip, kind_text, sum_curvature
 
 class Expr:
     """Base class of all expression nodes."""
@@ -118,7 +65,7 @@ class Expr:
             env.cache[key] = self._numeric(env)
         return env.cache[key]
 
-    def _value(self, env: Env):
+    def _numeric(self, env: Env):
         raise UnsupportedProblemError(f"{type(self).__name__} has no NumPy value (it is only lowered to CVXPY)")
 
     def backprop(self, env: Env, upstream, grads: dict) -> None:
@@ -491,37 +438,6 @@ class Minimize:
 
     def __str__(self):
         return f"minimize {self.expr}"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Evaluation helpers
-# ---------------------------------------------------------------------------------------------------
-def environment(assignment: dict, rows=None) -> Env:
-    """An :class:`Env` from ``{variable: array}`` (each value checked by its variable)."""
-    values = {}
-    for w, v in assignment.items():
-        if not hasattr(w, "check_value"):
-            raise ExpressionTypeError("assignments map fairmodel.Weights to arrays")
-        values[w] = w.check_value(v)
-    return Env(values, rows)
-
-
-def evaluate(expr: Expr, assignment: dict, rows=None):
-    """The NumPy value of ``expr`` with ``assignment`` mapping each Weights to an array."""
-    return expr.numeric(environment(assignment, rows))
-
-
-def value_and_grad(expr: Expr, assignment: dict, rows=None):
-    """(value, {Weights: gradient}) of a scalar expression (subgradient where not differentiable)."""
-    if expr.kind != "scalar":
-        raise ExpressionTypeError(f"value_and_grad needs a scalar expression; got a {kind_text(expr)} one")
-    env = environment(assignment, rows)
-    val = expr.numeric(env)
-    grads: dict = {}
-    expr.backprop(env, 1.0, grads)
-    for w in expr.variables():
-        grads.setdefault(w, np.zeros(w.shape))
-    return val, grads
 
 
 def parameter(value: float, name: str, nonneg: bool = False) -> Parameter:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptionError, UnsupportedProblemError
-from ..expressions.core import Env
+from ..expressions.evaluate import Env
 
 
 @dataclass

@@ -24,7 +24,7 @@ import numpy as np
 from .. import expressions as E
 from .._validate import check_options
 from ..data import Groups
-from ..expressions.core import Env
+from ..expressions.evaluate import Env
 from ..errors import DataError, OptionError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
 from ..oracles.group_risks import GroupRisks

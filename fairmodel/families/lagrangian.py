@@ -19,7 +19,7 @@ import numpy as np
 from ..exact import solvers
 from ..exact.lower import LoweringContext, lower
 from ..exact.newton import minimize_on_ball_first_order
-from ..expressions.core import Env
+from ..expressions.evaluate import Env
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
 # rows per inner step when the batch size is not given: batch_size = max(4, ceil(32 / cells)) per cell. Measured

@@ -11,7 +11,9 @@ import numpy as np
 
 from ...data import Groups
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
-from ..core import Env, Expr, as_expr, kind_text, reject_parameters
+from ..core import Expr, as_expr, reject_parameters
+from ..evaluate import Env
+from ..rules import kind_text
 
 
 def _check_mask(where, n: int, what: str) -> np.ndarray | None:
