@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SolverError
+from ..oracles.domains import project_ball
 
 
 def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
@@ -102,8 +103,7 @@ def minimize_on_ball_first_order(fun, theta0: np.ndarray, rho: float, tol: float
     rigorous lower bound even when the gap has not reached ``tol * max(1, |f|)`` within ``max_iter`` steps.
     """
     def project(z):
-        nrm = float(np.linalg.norm(z))
-        return z if nrm <= rho else z * (rho / nrm)
+        return project_ball(z, rho)
 
     x = project(np.array(theta0, dtype=float))
     fx, gx = fun(x)
