@@ -20,14 +20,13 @@ import math
 
 import numpy as np
 
-from .._validate import as_generator
+from .._validate import as_generator, check_int
 from ..errors import DataError, OptionError
 from ..expressions.atoms.auc import Surrogate
 from ..oracles.pairs import PairRisks
 from ..metrics.auc import auc_sets, sets_terms, signed_groups, signed_labels
 from ..expressions.models import score_model
 from ..progress import Progress
-from ..stochastic.bregman_smd import check_count
 
 OMEGA1 = np.round(np.arange(0.0, 5.0 + 1e-9, 0.05), 10)
 OMEGA2 = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.1), 10)
@@ -79,8 +78,8 @@ def choose_rescoring(grid: dict, kappa: float) -> dict:
 def _sgd(score, grad_fn, *, steps, batch_size, eta, seed, record_every, x0, verbose, desc):
     """Projected minibatch SGD with eta_t = eta / sqrt(t + 1); returns the iterates every ``record_every``."""
     model = score_model(score)
-    steps, batch_size = check_count(steps, "steps"), check_count(batch_size, "batch_size")
-    record_every = check_count(record_every, "record_every")
+    steps, batch_size = check_int(steps, "steps"), check_int(batch_size, "batch_size")
+    record_every = check_int(record_every, "record_every")
     X = model.X
     if eta == "auto":  # the curvature scale of the square surrogate, as the SMD default (bregman_smd.StepRule)
         eta = 1.0 / (2.0 * 0.5 * float(np.einsum("ij,ij->", X, X)) / X.shape[0])

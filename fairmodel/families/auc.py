@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from .._validate import as_generator, check_options
+from .._validate import as_generator, check_int, check_options
 from ..errors import InfeasibleError, ModelError, OptionError, UnsupportedProblemError
 from ..exact.auc import AUCPrograms
 from ..expressions import LinearScore
@@ -29,7 +29,7 @@ from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.models import MLPScore, SigmoidMLP, score_model
 from ..metrics.auc import auc_between, sets_terms
 from ..oracles.pairs import PairRisks
-from ..stochastic.bregman_smd import AVERAGING, AUCSaddle, StepRule, check_count, smd
+from ..stochastic.bregman_smd import AVERAGING, AUCSaddle, StepRule, smd
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
@@ -367,8 +367,8 @@ class _Runner:
         self.saddle = family.saddle()
         self.d = int(np.prod(family.w.shape))
         self.P = family.pairs.n_pairs
-        self.T = check_count(opts["T"], "T (SMD steps per oracle call)")
-        self.batch = check_count(opts["batch_size"], "batch_size")
+        self.T = check_int(opts["T"], "T (SMD steps per oracle call)")
+        self.batch = check_int(opts["batch_size"], "batch_size")
         if opts["averaging"] not in AVERAGING:
             raise OptionError(f"averaging must be one of {', '.join(AVERAGING)}; got {opts['averaging']!r}")
         if opts["select"] not in ("last", "best_feasible"):

@@ -1,5 +1,6 @@
-"""Strategic classification robust to Wasserstein shifts (WDRSC): the DSL atoms, the agents, and the
-corrected convex-concave saddle function shared by the exact program, the stochastic methods and the judge.
+"""Strategic classification robust to Wasserstein shifts (WDRSC): the strategic score, the agents, and the
+corrected convex-concave saddle function shared by the atoms, the exact program, the stochastic methods and the
+judge.
 
 Paper: Maheshwari et al., "Zeroth-order methods for convex-concave minmax problems: applications to
 decision-dependent risk minimization" (§5, App. B), AISTATS 2022.
@@ -297,7 +298,7 @@ class WDRSCOracle(SaddleOracle):
         else:
             g[p], g_gamma = self._a_neg, 0.0
             if not exact_only:  # psi'(z) grad z, grad z = x + 2 zeta M theta (needs the response model)
-                z = float(x @ theta) + float(self._zm @ (theta * theta))
+                z = float(strategic_scores(theta, x[None, :], True, m.zeta, m.mask)[0])
                 g[:p] = _sigmoid1(z) * (x + 2.0 * self._zm * theta)
         return g, np.array([i]), np.array([g_gamma])
 

@@ -27,10 +27,10 @@ The y-state is stored as (log y~, alpha) (unscaled alpha) so that no tiny y~_k i
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
+from .._validate import check_number
 from ..errors import OptionError
 from ..oracles.domains import project_ball
 from ..oracles.pairs import PairRisks
@@ -139,20 +139,6 @@ def bregman_divergence(y1, y2, C: float, block) -> float:
     return float(C * kl + np.sum(yt[block] * (al - al2) ** 2))
 
 
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise OptionError(f"{name} must be a positive number; got {value!r}")
-    if not np.isfinite(value) or value <= 0:
-        raise OptionError(f"{name} must be positive and finite; got {value!r}")
-    return float(value)
-
-
-def check_count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)) or value < 1:
-        raise OptionError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
-
-
 class StepRule:
     """eta_t and tau_t of Algorithm 2.
 
@@ -171,9 +157,9 @@ class StepRule:
         if rule not in STEP_RULES:
             raise OptionError(f"steps must be one of {', '.join(STEP_RULES)}; got {rule!r}")
         self.rule = rule
-        self.eta = eta if eta == "auto" else _check_positive(eta, "eta (c in eta_t = c / sqrt(t + 1))")
-        self.tau_scale = _check_positive(tau_scale, "tau_scale")
-        self.M = None if M is None else _check_positive(M, "M")
+        self.eta = eta if eta == "auto" else check_number(eta, "eta (c in eta_t = c / sqrt(t + 1))", low=0.0, strict=True)
+        self.tau_scale = check_number(tau_scale, "tau_scale", low=0.0, strict=True)
+        self.M = None if M is None else check_number(M, "M", low=0.0, strict=True)
 
     def bases(self, saddle: AUCSaddle, radius: float, estimate_M) -> tuple[float, float]:
         """(eta_0, tau_0) so that eta_t = eta_0 / sqrt(t + 1) and tau_t = tau_0 / sqrt(t + 1)."""

@@ -1,29 +1,8 @@
-"""Strategic classification robust to Wasserstein shifts (WDRSC): the DSL atoms, the agents, and the
-corrected convex-concave saddle function shared by the exact program, the stochastic methods and the judge.
-
-Paper: Maheshwari et al., "Zeroth-order methods for convex-concave minmax problems: applications to
-decision-dependent risk minimization" (§5, App. B), AISTATS 2022.
-
-Model (the paper's §5, corrected where noted), with labels y in {-1, +1}, scores z_i = <b_i(theta), theta> and
-the logistic loss written in the GLM form ``l(z, y) = phi(z) - c y z`` with ``phi(z) = log(1 + e^z) - z/2``,
-``c = 1/2`` (App. C.3; the paper's GLM form ``phi(z) - y z`` does not fit its logistic loss, hence the label
-coefficient c), L_phi = 1/2, smoothness beta = 1/4:
-
-* agents with y = -1 game the strategic features: ``b_i(theta) = x_i + zeta M theta`` (M = diag(mask);
-  eq. (8)-(9) write ``x_i + zeta theta`` while the text calls only the first five features strategic), so
-  ``z_i = <x_i, theta> + zeta ||M theta||^2`` (Lemma 5.2, convex); agents with y = +1 do not move;
-* the ambiguity set is the type-1 Wasserstein ball of radius delta around the shifted empirical
-  distribution, transport cost ``||x - x'||_2 + kappa |y - y'|`` (a label flip costs 2 kappa; the paper
-  prints a squared norm, but its derivation uses this cost), labels flip only for y = +1 (Assumption B.1);
-* the corrected saddle function (from the proof of Theorem 5.3; the paper's eq. (7) subtracts kappa alpha for
-  every sample, the proof's dual variables s_i only for y = +1):
-
-      L(theta, alpha, gamma) = alpha delta + (1/n) sum_{I+} [phi(z_i) - kappa alpha + gamma_i (c z_i - kappa alpha)]
-                                           + (1/n) sum_{I-} [phi(z_i) + c z_i]
-
-  over (theta, alpha) in K = {(L_phi + c) ||theta|| <= alpha <= alpha_max} and gamma in [-1, 1]^n;
-  the paper's literal eq. (7) is this minus kappa alpha n_-/n with slope 1/(beta + 1), unbounded below
-  when delta < kappa n_-/n (``variant="paper"``).
+"""The atoms of strategic classification robust to Wasserstein shifts (Maheshwari, Chiu, Mazumdar, Sastry,
+Ratliff, AISTATS 2022, §5): ``fm.strategic_score`` (the score after the agents' best response, Lemma 5.2) and
+``fm.wasserstein_worst_case`` (the worst-case risk over a type-1 Wasserstein ball, Theorem 5.3, corrected). The
+model, the saddle function and their corrections are documented with their numerics in
+:mod:`fairmodel.oracles.strategic`.
 """
 from __future__ import annotations
 
