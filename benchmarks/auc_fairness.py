@@ -1,6 +1,6 @@
 """Benchmark of the AUC-fairness family: exact pairwise form, exact moment form and SFLS as n grows.
 
-Problem: the synthetic data of spec §5.6 (``fm.datasets.make_auc_synthetic(n, p=10)``), intra-group preset,
+Problem: the library's synthetic task (``fm.datasets.make_auc_synthetic(n, p=10)``), intra-group preset,
 kappa = 0.05, c1 = 0.5, c2 = 1, ||w|| <= 3. Each measurement runs in its own process (peak resident memory
 from ``getrusage``; the increment over the process after loading the data is reported), timed end to end
 (``prob.solve`` including the judge). SFLS runs with the library defaults (T = 4000 SMD steps per oracle call,
@@ -121,10 +121,10 @@ def main(argv=None):
                       for n in pairwise_sizes if "error" not in results[("pairwise", n)]]
     sfls_gaps = [r["objective"] - results[("moment", n)]["objective"] for (m, n), r in results.items() if m == "sfls"]
     body = "\n".join([
-        f"Synthetic data of spec §5.6 (p = {P_FEATURES}), intra-group preset, kappa = 0.05, c1 = 0.5, c2 = 1, "
-        f"||w|| <= 3. Wall time of `prob.solve` (judge included), median of {repeat} runs for n <= 1e4 (one run "
-        f"above); peak resident memory of the process and its increment during the solve (0 when generating "
-        f"the data peaked higher). Objective gap = objective - moment-form "
+        f"Synthetic data of `make_auc_synthetic` (p = {P_FEATURES}), intra-group preset, kappa = 0.05, c1 = 0.5, "
+        f"c2 = 1, ||w|| <= 3. Wall time of `prob.solve` (judge included), median of {repeat} runs for n <= 1e4 "
+        f"(one run above); peak resident memory of the process and its increment during the solve (0 when "
+        f"generating the data peaked higher). Objective gap = objective - moment-form "
         f"optimum at the same n; violation = max(f1, f2) - 1 - kappa (0 = feasible).", "",
         table(["n", "method", "time (s)", "peak RSS (MiB)", "solve increment (MiB)", "objective gap", "violation",
                "note"], rows), "",

@@ -1,5 +1,6 @@
-"""Benchmark of DP post-processing (issue 3): training time per eps on the paper's data sets next to the paper's
-Table 1, and exact vs stochastic wall time and memory as the number of unlabeled points grows.
+"""Benchmark of DP post-processing (Chzhen, Hebiri, Taturyan, NeurIPS 2024): training time per eps on the
+paper's data sets next to the paper's Table 1, and exact vs stochastic wall time and memory as the number of
+unlabeled points grows.
 
     PYTHONPATH=. python benchmarks/dp_postprocessing.py              # 3 splits (~6 min on 2 busy cores)
     PYTHONPATH=. python benchmarks/dp_postprocessing.py --splits 10  # the paper's 10 splits
@@ -130,13 +131,13 @@ def main():
     parts = []
     if not args.skip_protocol:
         parts += ["### Training time per eps on the paper's data sets (Table 1 of the paper)", "",
-                  f"Protocol of spec §5.2 ({args.splits} splits, N ~ 800 unlabeled points, L = 28, beta ~ 136, "
-                  f"batch size 1, T = 15,000 / 5,000 / 10,000). 'reference' is SGD3 + AC-SA^2 as the authors' code "
-                  f"runs it (2T gradients, as timed in the paper), 'paper' is Algorithms 3-4 as printed (T "
-                  f"gradients). 'one run' solves one eps (median over the grid and the splits); 'whole grid' solves "
-                  f"all eps of the grid in one vectorized run on the same points (identical results). The paper's "
-                  f"times are from an Intel i7-1195G7 laptop; the reduction baseline ADW took 378 / 241 / 175 s "
-                  f"per eps.", "", protocol(args.splits), ""]
+                  f"Protocol of the paper's Section 6 and Appendix G ({args.splits} splits, N ~ 800 unlabeled "
+                  f"points, L = 28, beta ~ 136, batch size 1, T = 15,000 / 5,000 / 10,000). 'reference' is "
+                  f"SGD3 + AC-SA^2 as the authors' code runs it (2T gradients, as timed in the paper), 'paper' is "
+                  f"Algorithms 3-4 as printed (T gradients). 'one run' solves one eps (median over the grid and the "
+                  f"splits); 'whole grid' solves all eps of the grid in one vectorized run on the same points "
+                  f"(identical results). The paper's times are from an Intel i7-1195G7 laptop; the reduction "
+                  f"baseline ADW took 378 / 241 / 175 s per eps.", "", protocol(args.splits), ""]
     parts += ["### Exact vs stochastic as the number of unlabeled points grows", "",
               "Synthetic base models (eta = tanh(x . a), tau logistic, d = 5), K = 2, L = 20, beta = 100 (LP: "
               "beta = inf), eps = 0.01. Wall time of `prob.solve` including the base models' predictions; peak "

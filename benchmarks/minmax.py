@@ -1,6 +1,6 @@
-"""Benchmark of the zeroth-order min-max family (issue 6): strategic Wasserstein DRO on the paper's synthetic
-setup (p = 10, 5 strategic features, zeta = 0.05, kappa = 0.5; radius delta = 0.1, where the corrected
-solution is non-trivial: ||w*|| ~ 1.2).
+"""Benchmark of the zeroth-order min-max family (Maheshwari et al., AISTATS 2022): strategic Wasserstein DRO on
+the paper's synthetic setup (p = 10, 5 strategic features, zeta = 0.05, kappa = 0.5; radius delta = 0.1, where
+the corrected solution is non-trivial: ||w*|| ~ 1.2).
 
 Table 1: duality gap of the output against the number of queries (value queries for zeroth order,
 gradient evaluations for first order), for OGDA-RR, OGDA-WR, SGDA-RR, SGDA-WR, with the log-log slope.

@@ -1,6 +1,6 @@
 """Benchmark of the partial-fairness family: IDCA with exact (CVXPY) vs SSG subproblems as n grows.
 
-Problem (the issue's): Law School features with the paper's interactions (1, ξ, γ, γξ), logistic loss +
+Problem: Law School features with the paper's interactions (1, ξ, γ, γξ), logistic loss +
 1e-3 ||w||^2, fm.partial_dp(s, race, band=(0.70, 1.00)) <= 0.1 (model (13), 10 levels, 40 DC constraints).
 Rows are drawn with replacement from Law School (20,800 rows) to reach n; groups keep their proportions.
 

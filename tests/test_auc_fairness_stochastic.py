@@ -238,7 +238,7 @@ def test_sfls_end_to_end_on_the_reference_problem():
 
 
 @pytest.mark.slow
-def test_reference_run_of_spec_5_6():
+def test_long_sfls_run_on_the_synthetic_task_is_feasible_and_near_optimal():
     """SFLS + SMD end to end on make_auc_synthetic() (T = 2e4, theta = 1.5, eps_opt = 2e-3, eta = 0.5, I = 2RB)."""
     data = fm.datasets.make_auc_synthetic()
     w = fm.Weights(5, radius=3.0)

@@ -187,7 +187,7 @@ def test_judge_certificates_of_exact_and_stochastic_results(models):
     assert prob.evaluate(fast, data=Xu).objective == pytest.approx(fast.objective)  # judge any candidate again
 
 
-def test_law_school_crosscheck_meets_the_acceptance_criterion():
+def test_law_school_crosscheck_agrees_with_the_exact_entropic_optimum():
     """The cross-check on real data: Law School, 2,000 unlabeled points, L = 20, beta = 100, eps = 0.01: crosscheck ok,
     stochastic value within 1e-2 of the exact entropic optimum and max violation below 5e-3."""
     from sklearn.linear_model import LinearRegression, LogisticRegression

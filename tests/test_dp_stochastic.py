@@ -18,7 +18,7 @@ from tests.test_dp_math import make_problem
 
 
 @pytest.fixture(scope="module")
-def spec_problem():
+def small_dual_problem():
     """The test setting: n = 300, K = 3, L = 6 (m = 13), beta = 50, eps = (.01, .02, .015), calibrated p."""
     base, d = make_problem(n=300, K=3, L=6, beta=50.0, seed=0)
     p = d["tau"].mean(axis=0)  # an empirical sample (uniform weights, so that every oracle applies), calibrated p
@@ -85,21 +85,21 @@ def test_sgd3_rejects_bad_mu():
 
 
 @pytest.mark.parametrize("method,kw", [("sgd3", {}), ("sgd", {"tail": 0.5})])
-def test_deterministic_gradients_reach_the_exact_dual(spec_problem, method, kw):
+def test_deterministic_gradients_reach_the_exact_dual(small_dual_problem, method, kw):
     """Exact-gradient mode: F - F* <= 1e-3 (measured: ~3e-8 for SGD3, ~1e-4 for SGD)."""
-    dual, M, f_star = spec_problem
+    dual, M, f_star = small_dual_problem
     r, _ = solve(dual, M, method, 20000, "exact", **kw)
     assert r.status()[0] == "completed"
     gap = dual.value(r.output) - f_star
     assert -1e-9 <= gap <= 1e-3
 
 
-def test_stochastic_error_decreases_with_T(spec_problem):
+def test_stochastic_error_decreases_with_T(small_dual_problem):
     """On the mean over 3 seeds from T = 2e3 to 3e4: the squared gradient mapping (the quantity
     SGD3's guarantee bounds, Thm C.2) and the constraint violation max(U - eps)_+ decrease. F - F* stays at the
     level measured at T = 1e5 on such problems (~2e-3; measured 4e-4 to 9e-4 here, not monotone in T at fixed
     beta because the bias of mu = M/T and the noise trade off), so it is bounded, with margin, by 3e-3."""
-    dual, M, f_star = spec_problem
+    dual, M, f_star = small_dual_problem
     out = {}
     for T in (2000, 30000):
         g, v, gm = [], [], []
@@ -115,10 +115,10 @@ def test_stochastic_error_decreases_with_T(spec_problem):
     assert max(out[2000][0], out[30000][0]) <= 3e-3
 
 
-def test_path_from_zero_trades_risk_for_fairness(spec_problem):
+def test_path_from_zero_trades_risk_for_fairness(small_dual_problem):
     """Remark 3.2: starting at z = 0 (most accurate, most unfair), the risk rises and the
     unfairness falls along the run; checked on the average over 3 seeds between the first and last records."""
-    dual, M, _ = spec_problem
+    dual, M, _ = small_dual_problem
     first, last = [], []
     for seed in range(3):
         steps = 10000
@@ -132,11 +132,11 @@ def test_path_from_zero_trades_risk_for_fairness(spec_problem):
     assert np.mean([x["unf"] for x in last]) < np.mean([x["unf"] for x in first])
 
 
-def test_loose_eps_keeps_the_unconstrained_prediction(spec_problem):
+def test_loose_eps_keeps_the_unconstrained_prediction(small_dual_problem):
     """Figure 2 (loosest eps): with eps above the base unfairness the output stays at pi_(0,0). With exact gradients
     grad F(0) = (E + eps, -E + eps) > 0 keeps z = 0 exactly; with sampled gradients (single points can push z
     up) the risk stays within 1% of the base risk."""
-    dual, M, _ = spec_problem
+    dual, M, _ = small_dual_problem
     loose = type(dual)(dual.R, dual.T, np.full(3, 0.9), dual.beta, dual.w)
     P0 = loose.policy(loose.zeros())
     assert loose.unfairness(P0).max() < 0.9
@@ -145,9 +145,9 @@ def test_loose_eps_keeps_the_unconstrained_prediction(spec_problem):
     assert loose.risk(loose.policy(z)) == pytest.approx(loose.risk(P0), rel=1e-2)
 
 
-def test_feeding_chunks_equals_feeding_the_concatenation(spec_problem):
+def test_feeding_chunks_equals_feeding_the_concatenation(small_dual_problem):
     """A run fed in uneven chunks (partial batches carried over) is bit-identical to one fed all rows at once."""
-    dual, M, _ = spec_problem
+    dual, M, _ = small_dual_problem
     outs = []
     for chunks in ([300], [7, 50, 1, 100, 142]):
         opt, _ = make_optimizer("sgd3", dual.zeros(), M=M, mu=M / 100, steps=100)
@@ -162,8 +162,8 @@ def test_feeding_chunks_equals_feeding_the_concatenation(spec_problem):
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
 
 
-def test_minibatch_oracles_and_seeds(spec_problem):
-    dual, M, f_star = spec_problem
+def test_minibatch_oracles_and_seeds(small_dual_problem):
+    dual, M, f_star = small_dual_problem
     a = solve(dual, M, "sgd3", 4000, "resample", seed=5, batch_size=4)[0].output
     b = solve(dual, M, "sgd3", 4000, "resample", seed=5, batch_size=4)[0].output
     c = solve(dual, M, "sgd3", 4000, "epochs", seed=6, batch_size=4)[0].output

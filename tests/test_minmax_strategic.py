@@ -237,7 +237,7 @@ def test_crosscheck_small():
 
 
 @pytest.mark.slow
-def test_crosscheck_acceptance_n1000():
+def test_crosscheck_of_the_strategic_dro_example_passes_at_n1000():
     """The cross-check of examples/strategic_dro.py: n = 1000 synthetic, delta = 0.1 (||w*|| = 1.26): crosscheck ok."""
     prob, model, data = _problem(n=1000, delta=0.1, seed=0)
     report = fm.crosscheck(prob, seed=0)

@@ -141,7 +141,7 @@ class GroupRisks:
 
     # -- constants of the theory --------------------------------------------------------------------------
     def lipschitz_constants(self) -> tuple[float, float]:
-        """(G, L): per-sample Lipschitz and smoothness bounds from the data (spec §1.6 worked example).
+        """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4 of the group-DRO paper) from the data.
 
         logistic: G = max ||x||, L = max ||x||^2 / 4; softmax: G = sqrt(2) max ||x||, L = max ||x||^2 / 2;
         squared: L = 2 max ||x||^2 (G depends on the domain); hinge: G = max ||x||, not smooth.

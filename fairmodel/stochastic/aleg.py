@@ -1,15 +1,19 @@
-"""ALEG: variance-reduced stochastic mirror-prox for empirical group DRO (Algorithm 1 of the group-DRO
-paper; spec ``group_dro_aleg.md`` §2), and the two-stage MERO method built on it (Algorithm 2, §3).
+"""ALEG: variance-reduced stochastic mirror-prox for empirical group DRO (Algorithm 1, Section 4 of Yu, Cai,
+Jiang, Zhang, "Efficient Algorithms for Empirical Group Distributional Robust Optimization and Beyond", 2024),
+and the two-stage MERO method built on it (Algorithm 2, Section 5).
 
-Conventions (spec §1.6): w-block psi_w = ||w||^2/2 on the ball of radius rho (D_w^2 = rho^2/2), q-block
-negative entropy on the simplex (D_q^2 = ln m). The mirror steps (19) and (23) have closed forms (§2.4)
-with effective block steps gamma_w = 2 D_w^2 eta and gamma_q = 2 ln(m) eta:
+Conventions (the paper's Bregman setup, Section 3.3 and eqs. (9)-(12), with these choices): w-block
+psi_w = ||w||^2/2 on the ball of radius rho (D_w^2 = rho^2/2), q-block negative entropy on the simplex
+(D_q^2 = ln m). The distance-generating function (11) is block separable, so the mirror steps (19) and (23)
+have closed forms with effective block steps gamma_w = 2 D_w^2 eta and gamma_q = 2 ln(m) eta:
 
     w+     = Proj_W(alpha w^s + (1 - alpha) w_k - gamma_w v_w)
     ln q+  = alpha lambda^s + (1 - alpha) ln q_k - gamma_q v_q - logsumexp(...)
 
-Errata fixed (spec §9): the snapshot is computed before the full operator (line order 5 -> 6 -> 4), and
-the snapshot weights (17)/(18) are normalised over K_{s-1} (the previous epoch's length).
+Two inconsistencies of the paper are corrected. Algorithm 1 lists the full gradient at the snapshot z^s
+(line 4) before the computation of z^s (line 5): here the snapshot is computed first (order 5 -> 6 -> 4).
+The snapshot weights (17)/(18) are normalised over K_{s-1} (the previous epoch's length), as in the proof
+((53)-(54)); the printed normaliser sums to K_s (the same when K_s is constant).
 
 Extension (documented, off by default with ``batch_size=1``): ``batch_size`` b > 1 draws b samples per
 group per inner step (eq. (20) draws one); the estimator (22) stays unbiased and the default number of
@@ -74,7 +78,7 @@ class _Steps:
                 if not (0.8 <= theta < 0.99):  # Lemma A.10's (0.8, 0.99), closed at 0.8 as Thm 4.5's band is
                     raise OptionError(f"theta must lie in [0.8, 0.99) (Lemma A.10, Theorem 4.5); got {theta}")
                 G, L = risks.lipschitz_constants()
-                if m == 1:  # stage-1 reading of the band: effective step sqrt(alpha(1-theta))/L (spec §3.2)
+                if m == 1:  # stage 1: Thm 5.2's band, read as a band on the effective step sqrt(alpha(1-theta))/L
                     self.eta = lambda s, k: math.sqrt(alpha(s, k) * (1 - theta)) / (L * 2.0 * D_w2)
                 else:
                     L_z = lipschitz_lz(math.sqrt(D_w2), L, G, m)
@@ -106,7 +110,7 @@ def normalize_log(logq: np.ndarray) -> np.ndarray:
 
 
 def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma_q):
-    """Closed form of the mirror steps (19)/(23), spec §2.4:
+    """Closed form of the mirror steps (19)/(23) under the block-separable DGF (11):
     argmin_z { eta <v, z> + alpha B(z, z_bar^s) + (1 - alpha) B(z, z_k) } with the anchors
     alpha w^s + (1 - alpha) w_k (Euclidean block, then projection) and alpha lambda^s + (1 - alpha) ln q_k
     (entropic block, a normalised exponentiated step computed in log space)."""
@@ -141,7 +145,7 @@ def vr_operator(risks: GroupRisks, Xb, yb, phi_s, dphi_s, batch_size: int, w_hal
     grad F(z; xi) = (sum_i q_i grad l(w; xi_i); -[l(w; xi_i)]_i); xi = the rows of ``Xb`` (batch_size per group,
     group by group) with labels ``yb`` and snapshot terms ``phi_s``, ``dphi_s`` (:func:`snapshot_terms`).
     r_s, g_s: the (offset) risks and q^s-weighted gradient at the snapshot. Per-group offsets cancel in the
-    difference term (spec §3.3).
+    difference term (stage 2 of MERO, the paper's (96)-(97)).
     """
     m = risks.m
     z_half = Xb @ w_half
@@ -177,7 +181,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
          trace: list | None = None) -> dict:
     """Run ALEG (Algorithm 1) on the group risks ``risks`` (minus per-group ``offsets``, eq. (6)).
 
-    Parameters (spec §2.7)
+    Parameters (the inputs of Algorithm 1)
     ----------
     epochs : S. inner : K_s (int, per-epoch sequence or callable s -> K_s); default ceil(n_bar / batch_size).
     alpha : alpha_k^s in (0, 1] (number, array or callable (s, k)); default 1 / K_s.
@@ -188,7 +192,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
         the second half of the epochs) or "snapshot" (the last snapshot).
     callback : called after every epoch with a dict (epoch, w, q, grad_evals, time); return True to stop.
     trace : a list to which every inner step appends its iterates (for tests and teaching; costs memory).
-    m = 1 needs no special case: ln q = 0 is a fixed point of the normalised q-step (spec §2.4).
+    m = 1 needs no special case: ln q = 0 is a fixed point of the normalised q-step (Delta_1 = {1}).
 
     Returns a dict with w, q (the output), status, message, history and counters. The gradient
     counter counts, per inner step, 2 b m per-sample gradients (at the half point and at the snapshot,
@@ -211,7 +215,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
     w, logq = check_initial(risks, w0, q0)
     sampler = risks.sampler(batch_size, rng)
 
-    # virtual epoch -1: every iterate equals z_0, so the first snapshot is z_0 (spec §2.3, T2)
+    # virtual epoch -1 (Algorithm 1, line 2): every iterate equals z_0, so the first snapshot is z_0
     snap_w, snap_q, snap_lam = w.copy(), np.exp(logq), logq.copy()
     out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
     evals, history, status, message = 0, [], "completed", ""
@@ -262,7 +266,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
                 acc_logq += a * logq
                 acc_q += a * np.exp(logq)
             # snapshot (17) and mirror snapshot (18) for the next epoch, normalised over this epoch's
-            # K_s steps (the K_{s-1} of the next epoch: erratum §9.1)
+            # K_s steps (the K_{s-1} of the next epoch, as in the proof (53)-(54); (17)/(18) print K_s)
             snap_w, snap_lam = acc_w / acc_a, acc_logq / acc_a
             snap_q = acc_q / acc_a
             snap_q /= snap_q.sum()
@@ -298,7 +302,7 @@ def _check_offsets(offsets, m: int) -> np.ndarray:
 
 def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: dict | None = None,
                    seed=None, verbose=None, **stage2) -> dict:
-    """Two-stage MERO (Algorithm 2, spec §3): per-group ALEG (m = 1) gives R_hat*_i = R_i(w_bar_i)
+    """Two-stage MERO (Algorithm 2, Section 5): per-group ALEG (m = 1) gives R_hat*_i = R_i(w_bar_i)
     by a full pass; then ALEG on the shifted risks R_i - R_hat*_i (eq. (6)).
 
     ``budget`` is T of Theorems 5.2/5.3: both stages run S = ceil(T / sqrt(n_bar)) epochs unless
@@ -312,7 +316,7 @@ def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: di
     if default_epochs is not None:
         s1.setdefault("epochs", default_epochs)
         stage2.setdefault("epochs", default_epochs)
-    s1.setdefault("inner", max(1, round(n_bar / s1.get("batch_size", 1))))  # K = n_bar (Thm 5.2), spec §3.2
+    s1.setdefault("inner", max(1, round(n_bar / s1.get("batch_size", 1))))  # K = n_bar (Thm 5.2)
     offsets, group_w, evals = np.empty(risks.m), [], 0
     for i in range(risks.m):
         single = risks.single_group(i)

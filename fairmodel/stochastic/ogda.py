@@ -1,26 +1,29 @@
 """Zeroth-order (or first-order) optimistic and plain gradient descent-ascent with random reshuffling
 for finite-sum convex-concave saddle problems ``min_x max_y (1/n) sum_i L_i(x, y)`` (Maheshwari, Chiu,
-Mazumdar, Sastry, Ratliff, "Zeroth-order methods for convex-concave minmax problems"; spec
-``zeroth_order_minmax_dro.md`` §2-§3).
+Mazumdar, Sastry, Ratliff, "Zeroth-order methods for convex-concave minmax problems: applications to
+decision-dependent risk minimization", AISTATS 2022; Section 4 and Appendix C.1).
 
 Methods (one query set per inner step i of epoch t, u = (x, y), F = (grad_x L, -grad_y L)):
 
 * ``ogda-rr`` (Algorithm 1, eq. (5)/(41)): sigma^t a fresh permutation per epoch and
   ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i) - eta F_hat_{s_{i-1}}(u_i; v_i)
   + eta F_hat_{s_{i-1}}(u_{i-1}; v_{i-1}))``
-  (the sign of the last term is "+", erratum U6);
+  (the sign of the last term is "+", as in eq. (5), eq. (41) and the proof's gamma_i^t; the proof of
+  Lemma A.7 once restates the update with "-");
 * ``ogda-wr`` (Algorithm 2, eq. (42)): the same with indices drawn with replacement;
 * ``sgda-rr`` (eq. (43)) and ``sgda-wr`` (eq. (44)): ``u_{i+1} = Proj(u_i - eta F_hat_{s_i}(u_i; v_i))``.
-  The printed bodies of Algorithms 3 and 4 are swapped relative to their names (erratum U7); these
-  follow the equations.
+  The printed bodies of Algorithms 3 and 4 (Appendix C.1) are swapped relative to their names and
+  equations (an erratum of the paper); these follow the names and the equations.
 
-The estimator (§2.1, Prop. A.3) is the one-point sphere estimator ``(d/R) L_i(u + R v) v`` with the
-sign flip J = diag(I, -I) of the y-block (erratum U1: the paper never writes it; the updates need F, not
-grad L), applied to the coordinates of ``oracle.zo`` (the hybrid/block mode of §2.3: the others use the
-oracle's exact partial gradients at u). ``estimator="two-point"`` is a NON-PAPER extension (§2.4):
+The estimator (Section 4.1, Prop. A.3) is the one-point sphere estimator ``(d/R) L_i(u + R v) v`` with the
+sign flip J = diag(I, -I) of the y-block (the paper never writes it, but the updates need F, not grad L),
+applied to the coordinates of ``oracle.zo`` (the block mode of the paper's experiments, Section 6, which
+estimates only the theta-gradient: the others use the oracle's exact partial gradients at u).
+``estimator="two-point"`` is a NON-PAPER extension:
 the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
 
-Schedules (Thm 4.1 with erratum U3): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = R0 (t+1)^(-1/4)``,
+Schedules (Thm 4.1, with the step exponent -3/4-chi of its proof: the statement prints -3/4+chi, under which
+sum_t eta_t R_t diverges): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = R0 (t+1)^(-1/4)``,
 depending on the epoch t only; ``schedule="constant"`` keeps eta0 and R0; arrays and callables are
 accepted too. Output: the step-size-weighted average of all post-update iterates u_{i+1}^t.
 
@@ -55,7 +58,7 @@ ESTIMATORS = ("one-point", "two-point")
 
 
 def sphere_directions(rng: np.random.Generator, m: int, d: int) -> np.ndarray:
-    """m directions uniform on the unit sphere S^{d-1}: Gaussian vectors normalized (spec §2.1)."""
+    """m directions uniform on the unit sphere S^{d-1}: Gaussian vectors normalized (Section 4.1)."""
     g = rng.standard_normal((m, d))
     return g / np.linalg.norm(g, axis=1, keepdims=True)
 
@@ -65,11 +68,11 @@ class NonFiniteValue(ArithmeticError):
 
 
 class Estimator:
-    """F_hat_i(u; R, v) for one component: zeroth-order on ``oracle.zo``, exact elsewhere (§2.1, §2.3).
+    """F_hat_i(u; R, v) for one component: zeroth-order on ``oracle.zo``, exact elsewhere (Section 4.1, Section 6).
 
-    Returns ``(F_x, y_index, F_y)`` with F = J grad L: the y-part is negated (erratum U1) and, as in
+    Returns ``(F_x, y_index, F_y)`` with F = J grad L: the y-part is negated (J, see the module) and, as in
     :meth:`SaddleOracle.gradient`, dense (``y_index`` None) or restricted to ``y_index``. ``order=1``
-    gives the exact F_i(u) (the first-order mode of §3.7). Counts value queries and gradient evaluations.
+    gives the exact F_i(u) (the first-order variant). Counts value queries and gradient evaluations.
     """
 
     def __init__(self, oracle: SaddleOracle, order: int, estimator: str):
@@ -143,7 +146,7 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
          boundary: str = "reuse", ell=None,
          seed=None, verbose=None, callback=None, certify=None, check_every=None, target_gap=None,
          max_queries: int | None = None, max_time: float | None = None, store_iterates: bool = False) -> dict:
-    """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (spec §3).
+    """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (Algorithms 1-4 of the paper).
 
     Parameters
     ----------
@@ -151,13 +154,13 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
     epochs : T; an epoch is n inner steps.
     eta0, R0, chi, schedule : step and query-radius schedules (see :func:`step_schedules`).
-    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, §2.4).
+    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring).
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
     output : ``"average"`` (the paper's eta-weighted average of all post-update iterates) or ``"suffix"``
         (NON-PAPER: the same average over the second half of the epochs, which drops the transient from
         u_0; with constant steps the full average keeps a bias of order 1/T from it).
     u0 : starting point (default: the projection of 0); it must be feasible.
-    first_step : ``"drop"`` (no optimistic term at the very first step, §3.2) or ``"repeat"``
+    first_step : ``"drop"`` (no optimistic term at the very first step, where u_{-1} is undefined) or ``"repeat"``
         (u_{-1} := u_0 with a random sigma_{-1}: one extra query).
     boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
         R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
@@ -372,10 +375,10 @@ class _Monitor:
 
 def theory_bound(*, n: int, d: int, D: float, G: float, ell: float, M_L: float, eta0: float, R0: float,
                  chi: float, T: int, version: str = "proof") -> float:
-    """The bound K T^(-1/4+chi) of Theorem 4.1 on E[Delta(u_T)] (spec §3.8); informative only.
+    """The bound K T^(-1/4+chi) of Theorem 4.1 on E[Delta(u_T)] (its proof, Appendix A.2); informative only.
 
     ``version="proof"`` uses the constants of the proof (47/(4n), C with n d^2), ``"statement"`` those of
-    the theorem statement (5/(4n), C with n d); the two disagree (erratum U4).
+    the theorem statement (5/(4n), C with n d); the two disagree (an inconsistency of the paper).
     """
     m = max(R0, eta0, eta0 * R0, eta0 / R0, eta0 / R0 ** 2)
     if version == "proof":

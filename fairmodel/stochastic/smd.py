@@ -1,5 +1,5 @@
-"""Stochastic mirror descent (SMD) for group DRO: the standard group-DRO training method and the baseline
-of the group-DRO paper (Nemirovski et al. 2009; spec ``group_dro_aleg.md`` §5.4).
+"""Stochastic mirror descent (SMD) for group DRO: the standard group-DRO training method (Nemirovski et al.
+2009) and the baseline of the ALEG paper's experiments (Yu, Cai, Jiang, Zhang 2024, Section 6 and Table 1).
 
 Each iteration draws ``batch_size`` samples per group (as ALEG does, eq. (20)) and takes
 
