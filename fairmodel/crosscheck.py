@@ -54,15 +54,15 @@ class CrossCheckReport:
         for name in dict.fromkeys(list(e.constraints) + list(s.constraints)):
             ev = e.constraints.get(name, {}).get("value", float("nan"))
             sv = s.constraints.get(name, {}).get("value", float("nan"))
-            lines.append(f"| constraint {name} | {ev:.6g} | {sv:.6g} |")
+            lines.append(f"| constraint {_cell(name)} | {ev:.6g} | {sv:.6g} |")
         for name in dict.fromkeys(list(e.certificate) + list(s.certificate)):
-            lines.append(f"| {name} | {_fmt(e.certificate.get(name))} | {_fmt(s.certificate.get(name))} |")
+            lines.append(f"| {_cell(name)} | {_fmt(e.certificate.get(name))} | {_fmt(s.certificate.get(name))} |")
         lines.append(f"| solve time (s) | {e.timings.get('solve', float('nan')):.3g} | "
                      f"{s.timings.get('solve', float('nan')):.3g} |")
         lines += ["", "| check | value | tolerance | verdict | why this tolerance |", "|---|---|---|---|---|"]
         for c in self.checks:
-            lines.append(f"| {c.name} | {c.value:.3g} | {c.tolerance:.3g} | {'pass' if c.passed else 'FAIL'} | "
-                         f"{c.reason} |")
+            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {c.tolerance:.3g} | {'pass' if c.passed else 'FAIL'} "
+                         f"| {_cell(c.reason)} |")
         for r in (e, s):
             if not r.ok:
                 lines.append(f"\n{r.backend} backend ended with status {r.status}: {r.message}")
@@ -70,6 +70,11 @@ class CrossCheckReport:
 
     def __str__(self):
         return self.to_markdown()
+
+
+def _cell(text) -> str:
+    """Text for a Markdown table cell: a "|" (as in |x - y|) would start a new cell, so it is escaped."""
+    return str(text).replace("|", "\\|")
 
 
 def _fmt(v) -> str:
