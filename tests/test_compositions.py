@@ -276,6 +276,18 @@ def test_composition_exact_equals_hand_written_and_the_generic_lowering_agrees(l
         assert len(cells) <= 1, table
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("build", [_equal_opportunity, _auc_gap, _covariance])
+def test_composition_on_the_full_bundled_data(build):
+    """The same on all 20,800 rows of Law School (about a minute each, most of it the hand-written programs)."""
+    data = fm.datasets.load_lawschool()
+    prob, ref = build(data, fm.Weights(data.n_features, radius=5.0, intercept=True))
+    report = fm.crosscheck(prob, seed=0)
+    assert report.exact.objective == pytest.approx(ref, abs=1e-6)
+    assert abs(report.stochastic.objective - ref) <= 1e-2 and report.stochastic.max_violation <= 1e-3
+    assert report.ok, report.to_markdown()
+
+
 def test_the_generic_lowering_of_plain_group_dro_matches_aleg_and_the_exact_optimum(law):
     data, w = law
     risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
