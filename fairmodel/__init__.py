@@ -19,9 +19,10 @@ from .expressions import (Constant, Parameter, Weights, abs, group_mean, group_o
                           max, mean, min, multiply, norm, parameter, pos, softmax_loss, squared_loss, sum,
                           sum_squares)
 from .expressions.atoms.auc import auc_gap, auc_loss
-from .expressions.atoms.dp import DPPredictor, GridPredictor, dp_gap, expected_cost, squared_risk
+from .expressions.atoms.dp import DPPredictor, dp_gap, expected_cost, squared_risk
 from .expressions.atoms.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
 from .expressions.atoms.strategic import strategic_score, wasserstein_worst_case
+from .expressions.grid import GridPredictor
 from .expressions.models import SigmoidMLP
 from .families.dp import dp_parameters
 from .judge import judge

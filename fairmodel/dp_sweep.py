@@ -12,7 +12,8 @@ from ._validate import as_generator, check_options
 from .errors import OptionError, UnsupportedProblemError
 from .exact import dp as exact_dp
 from .expressions.atoms.dp import dp_gap
-from .families.dp import METHODS, DPPostProcessing, _solution
+from .families.dp import METHODS, DPPostProcessing
+from .families.dp_runs import run_solution
 from .results import Result
 from .sweep import Frontier, sweep
 
@@ -76,7 +77,7 @@ def _parallel_sweep(problems, options) -> list:
     elapsed = time.perf_counter() - start
     results = []
     for k, (prob, fam, prep) in enumerate(zip(problems, families, preps)):
-        solution = _solution(fam, run, dict(info, grid_size=len(preps)), method, prep, oracle, certify, index=k)
+        solution = run_solution(fam, run, dict(info, grid_size=len(preps)), method, prep, oracle, certify, index=k)
         evaluation = fam.evaluate(solution.variables, **solution.judge_context)
         timings = {"total": elapsed / len(preps), "solve": elapsed / len(preps), "grid_solve": elapsed}
         results.append(Result.from_parts(backend="stochastic", method=method, family=fam.name, seed=seed,

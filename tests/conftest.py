@@ -1,5 +1,5 @@
 """Shared fixtures: small seeded group-DRO instances (a sanity-check instance: m = 3 logistic groups)."""
-import numpy as np
+
 import pytest
 
 import fairmodel as fm

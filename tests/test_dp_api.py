@@ -244,7 +244,7 @@ def test_predictor_reproduces_the_judged_policy(models, tmp_path):
 
 def prob_dual(post, Xu, res):
     from fairmodel.oracles.dp_dual import DualProblem
-    from fairmodel.expressions.atoms.dp import t_values
+    from fairmodel.expressions.grid import t_values
     eta, tau = post.values(Xu)
     return DualProblem(post.costs(eta), t_values(tau, res.metrics["p"]), np.full(2, 0.01), res.metrics["beta"])
 
@@ -270,7 +270,7 @@ def test_stream_matches_the_pool_read_in_order(models):
 
 def test_reservoir_sample_is_uniform():
     """Algorithm R: every stream position is kept with probability k / N (checked on 400 seeded streams)."""
-    from fairmodel.families.dp import StreamFit
+    from fairmodel.families.dp_runs import StreamFit
     post = fm.GridPredictor(eta=lambda X: X[:, 0], tau=lambda X: np.full((len(X), 2), 0.5), L=2, B=1e9, p=[0.5, 0.5])
     prob = problem(post, eps=0.5)
     counts = np.zeros(100)

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import fairmodel as fm
 from fairmodel.errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
 from fairmodel.exact.partial import BLOCK_LOWERING, Subproblem
-from fairmodel.oracles.dc import min_identity, ramp, ramp_minus, ramp_plus
+from fairmodel.oracles.dc_bands import min_identity, ramp, ramp_minus, ramp_plus
 
 
 @pytest.fixture(scope="module")

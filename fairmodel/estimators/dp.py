@@ -19,8 +19,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..errors import OptionError
-from ..families.dp import StreamFit, dp_parameters
-from ..expressions.atoms.dp import DPPredictor, GridPredictor, dp_gap, squared_risk
+from ..families.dp import dp_parameters
+from ..families.dp_runs import StreamFit
+from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
+from ..expressions.grid import GridPredictor
 from ..problem import Minimize, Problem
 
 

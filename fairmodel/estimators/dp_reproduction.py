@@ -23,7 +23,8 @@ from .. import datasets
 from ..data import Dataset
 from ..dp_sweep import dp_sweep
 from ..families.dp import dp_parameters
-from ..expressions.atoms.dp import GridPredictor, dp_gap, squared_risk
+from ..expressions.atoms.dp import dp_gap, squared_risk
+from ..expressions.grid import GridPredictor
 from ..metrics.dp import ks_unfairness, mse, randomized_risk
 from ..problem import Minimize, Problem
 

@@ -35,7 +35,8 @@ import numpy as np
 
 from .. import expressions as E
 from ..errors import SolverError, UnsupportedProblemError
-from ..oracles.dc import DCProgram, ExprBlock, RampBandBlock, WeakBandBlock
+from ..oracles.dc import DCProgram, ExprBlock
+from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.losses import LinearModelLoss
 from . import solvers
 from .lower import LoweringContext, group_average_matrix, lower

@@ -3,8 +3,8 @@
 A node is a small class of facts, as CVXPY's atoms are: its *kind* (``"scalar"``; ``"samples"``, one value per
 data row; ``"groups"``, one value per group; ``"vector"``, a constant vector that takes the kind of what it is
 combined with; ``"parameters"``, a model's weights), its ``size``, its *curvature* (constant, affine, convex,
-concave or unknown, by the composition rules), its NumPy value (``numeric(env)``, computed by ``_numeric``) and the chain rule
-(``backprop``). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
+concave or unknown, by the composition rules), its NumPy value (``numeric(env)``, computed by ``_numeric``) and
+the chain rule (``backprop``). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
 
 No CVXPY and no solver here: lowerings live in tables of the backends (:mod:`fairmodel.exact.lower`), and
 recognition works on the canonical form of :mod:`fairmodel.expressions.canonicalize`.

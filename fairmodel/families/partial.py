@@ -25,15 +25,17 @@ import time
 import numpy as np
 
 from .. import expressions as E
-from .._validate import as_generator, check_int, check_number, check_options
+from .._validate import as_generator, check_options
 from ..errors import InfeasibleError, OptionError
 from ..exact.partial import Subproblem
 from ..exact.solvers import check_solver
-from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
-from ..oracles.dc import DCProgram, ExprBlock, Layout, RampBandBlock, WeakBandBlock
+from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
+from ..oracles.dc import DCProgram
+from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..stochastic.idca import check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner, theory_schedule
 from ..stochastic.ssg import polyak_feasibility, ssg
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
+from .partial_program import constraint_kind, dc_program, max_constraint, nonneg, positive_int, schedule
 from .registry import register
 
 # Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
@@ -54,85 +56,6 @@ PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
 CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
-
-
-def _max_constraint(program):
-    """v -> (max_i f_i(v), a thunk for a subgradient of the maximizing f_i = g_i - h_i): the oracle of the
-    switching-subgradient and Polyak feasibility steps."""
-    def constraint(v):
-        g, caches = program.plus(v)
-        h, jac = program.minus(v)
-        f = g - h
-        i = int(np.argmax(f))
-        return float(f[i]), (lambda: program.plus_grad(v, i, caches) - jac[i])
-    return constraint
-
-
-def _positive_int(v, name, minimum=1):
-    return check_int(v, name, minimum=minimum)
-
-
-def _nonneg(v, name, strict=False):
-    return check_number(v, name, low=0.0, strict=strict)
-
-
-def _schedule(v, name, integer=False):
-    """A number, a sequence (one value per outer iteration) or a callable k -> value, validated lazily."""
-    check = (lambda x: _positive_int(x, name)) if integer else (lambda x: _nonneg(x, name, strict=True))
-    if callable(v):
-        return lambda k: check(v(k))
-    if np.ndim(v) == 1:
-        arr = [check(x) for x in np.asarray(v).tolist()]
-        return lambda k: arr[min(k, len(arr) - 1)]
-    value = check(v)
-    return lambda k: value
-
-
-def constraint_kind(c):
-    """The block type of a canonical constraint ``lhs <= rhs`` as a tuple, or a string saying why it is not
-    supported."""
-    if c.rhs.curvature != "constant":
-        return f"constraint {c.name}: the right-hand side {c.rhs} must be a constant"
-    lhs = c.lhs
-    if isinstance(lhs, PartialDP):
-        return ("pdp", lhs, c)
-    if isinstance(lhs, WeakPartialDP):
-        return ("weak", lhs, c)
-    if isinstance(lhs, DC):
-        return ("expr", lhs.g, lhs.h, c)
-    if any(isinstance(n, (PartialDP, WeakPartialDP, DC)) for n in lhs.nodes()):
-        return (f"constraint {c.name}: partial_dp, weak_partial_dp and dc must stand alone on the left of "
-                f"'<= constant' (got {lhs})")
-    if lhs.is_convex():
-        return ("expr", lhs, None, c)
-    return f"constraint {c.name}: {lhs} has curvature {lhs.curvature!r}; write it as fm.dc(g, h) <= b"
-
-
-def dc_program(problem, kinds) -> DCProgram:
-    """The DC program (21) of a canonical problem whose constraints have the block types ``kinds``."""
-    specs, aux = [], []
-    for kind in kinds:
-        tag, atom, c = kind[0], kind[1], kind[-1]
-        if tag in ("pdp", "weak"):
-            kappa = check_kappa(c.bound(), "partial_dp" if tag == "pdp" else "weak_partial_dp")
-            if tag == "pdp":
-                levels = atom.levels(kappa)
-                aux.append((f"theta_{c.name}", levels.size))
-                specs.append((tag, atom, kappa, levels, c.name))
-            else:
-                specs.append((tag, atom, kappa, c.name))
-        else:
-            specs.append((tag, kind[1], kind[2], c.bound(), c.name))
-    layout = Layout(problem.canonical.variables(), aux)
-    blocks = []
-    for tag, *rest in specs:
-        if tag == "pdp":
-            blocks.append(RampBandBlock(*rest, layout))
-        elif tag == "weak":
-            blocks.append(WeakBandBlock(*rest, layout))
-        else:
-            blocks.append(ExprBlock(*rest, layout, E.value_and_grad))
-    return DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], E.value_and_grad)
 
 
 @register
@@ -253,7 +176,7 @@ class PartialFairness(Reduction):
         x = program.start({**program.layout.split(x), **{f"theta_{b.name}": b.best_thresholds(x)
                                                          for b in program.blocks if isinstance(b, RampBandBlock)}})
 
-        out = polyak_feasibility(x, _max_constraint(program), program.project, iterations=2000, target=-1e-4)
+        out = polyak_feasibility(x, max_constraint(program), program.project, iterations=2000, target=-1e-4)
         return out["x"] if out["status"] == "feasible" else None
 
     # -- backends --------------------------------------------------------------------------------------
@@ -261,9 +184,9 @@ class PartialFairness(Reduction):
         allowed = ("mu", "outer", "tol", "start", "allow_infeasible_start", "certificate", "solver_options",
                    "starts", "seed", "keep", "max_time")
         check_options(options, allowed, "the exact IDCA backend")
-        mu = _nonneg(options.get("mu", MU), "mu")
-        outer = _positive_int(options.get("outer", EXACT_DEFAULTS["outer"]), "outer", 0)
-        tol = _nonneg(options.get("tol", EXACT_DEFAULTS["tol"]), "tol")
+        mu = nonneg(options.get("mu", MU), "mu")
+        outer = positive_int(options.get("outer", EXACT_DEFAULTS["outer"]), "outer", 0)
+        tol = nonneg(options.get("tol", EXACT_DEFAULTS["tol"]), "tol")
         solver_options = dict(options.get("solver_options") or {})
         if check_solver(solver) == "CLARABEL":
             solver_options = {**CLARABEL_OPTIONS, **solver_options}
@@ -302,32 +225,32 @@ class PartialFairness(Reduction):
 
     def _solve_idca_ssg(self, seed, verbose, options):
         program = self.program
-        mu = _nonneg(options.get("mu", MU), "mu")
-        outer = _positive_int(options.get("outer", IDCA_DEFAULTS["outer"]), "outer", 0)
+        mu = nonneg(options.get("mu", MU), "mu")
+        outer = positive_int(options.get("outer", IDCA_DEFAULTS["outer"]), "outer", 0)
         margin = bool(options.get("margin", True))
-        tol = _nonneg(options.get("tol", 0.0), "tol")
+        tol = nonneg(options.get("tol", 0.0), "tol")
         theory = {}
         if options.get("theory_eps") is not None:
             if "eps" in options or "inner" in options:
                 raise OptionError("give either theory_eps= (eps_k and T_k from eq. (28)) or eps=/inner=, not both")
             if mu <= 0:
                 raise OptionError("theory_eps= needs mu > 0 (Assumption 6.3A)")
-            theory = self.theory(_nonneg(options["theory_eps"], "theory_eps", strict=True), mu)
+            theory = self.theory(nonneg(options["theory_eps"], "theory_eps", strict=True), mu)
             eps, inner_T = theory["eps_k"], theory["T_k"]
             outer = min(outer, theory["K"]) if "outer" in options else theory["K"]
         else:
             eps = options.get("eps", IDCA_DEFAULTS["eps"])
             inner_T = options.get("inner", IDCA_DEFAULTS["inner"])
-        eps_k = _schedule(eps, "eps")
+        eps_k = schedule(eps, "eps")
         if np.ndim(eps) == 0 and not callable(eps) and not theory:
-            decay = _nonneg(options.get("eps_decay", IDCA_DEFAULTS["eps_decay"]), "eps_decay", strict=True)
-            floor = _nonneg(options.get("eps_min", IDCA_DEFAULTS["eps_min"]), "eps_min", strict=True)
+            decay = nonneg(options.get("eps_decay", IDCA_DEFAULTS["eps_decay"]), "eps_decay", strict=True)
+            floor = nonneg(options.get("eps_min", IDCA_DEFAULTS["eps_min"]), "eps_min", strict=True)
             if decay > 1:
                 raise OptionError(f"eps_decay must lie in (0, 1] (eps_k = max(eps_min, eps * eps_decay^k)); "
                                   f"got {decay}")
             base = eps_k(0)
             eps_k = (lambda k: max(floor, base * decay ** k))
-        inner = ssg_inner(program, mu, eps_k, _schedule(inner_T, "inner", integer=True), margin)
+        inner = ssg_inner(program, mu, eps_k, schedule(inner_T, "inner", integer=True), margin)
 
         def run(x0, label):
             return idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
@@ -343,18 +266,18 @@ class PartialFairness(Reduction):
     def _solve_direct_ssg(self, seed, verbose, options):
         """Algorithm 3: SSG on (21) with f = max_i f_i and the DC subgradient f+' - f-' (App. D.6)."""
         program = self.program
-        iterations = _positive_int(options.get("iterations", SSG_DEFAULTS["iterations"]), "iterations")
+        iterations = positive_int(options.get("iterations", SSG_DEFAULTS["iterations"]), "iterations")
         kind = options.get("eps_schedule", "static")
         if kind == "static":
-            eps = _nonneg(options.get("eps", SSG_DEFAULTS["eps"]), "eps", strict=True)
+            eps = nonneg(options.get("eps", SSG_DEFAULTS["eps"]), "eps", strict=True)
             eps_t = eps
         elif kind == "diminishing":
-            c = _nonneg(options.get("c", 1.0), "c", strict=True)
+            c = nonneg(options.get("c", 1.0), "c", strict=True)
             eps_t = (lambda t: c / (t + 1.0))
         else:
             raise OptionError(f"eps_schedule must be 'static' or 'diminishing' (eps_t = c / (t + 1)); got {kind!r}")
 
-        constraint = _max_constraint(program)
+        constraint = max_constraint(program)
 
         def run(x0, label):
             start = time.perf_counter()
@@ -376,9 +299,9 @@ class PartialFairness(Reduction):
         program = self.program
         if "lam" not in options:
             raise OptionError("the penalty baseline needs lam= (the weight of the unfairness penalty (78)/(83))")
-        lam = _nonneg(options["lam"], "lam")
-        iterations = _positive_int(options.get("iterations", PENALTY_DEFAULTS["iterations"]), "iterations")
-        step = _nonneg(options.get("step", PENALTY_DEFAULTS["step"]), "step", strict=True)
+        lam = nonneg(options["lam"], "lam")
+        iterations = positive_int(options.get("iterations", PENALTY_DEFAULTS["iterations"]), "iterations")
+        step = nonneg(options.get("step", PENALTY_DEFAULTS["step"]), "step", strict=True)
 
         def run(x0, label):
             start = time.perf_counter()
@@ -406,7 +329,7 @@ class PartialFairness(Reduction):
         The result is the run from the first start (the given one, or w = 0) unless ``keep="best"`` (the
         lowest objective among feasible runs), so that two backends compare the same outer loop.
         """
-        starts = _positive_int(options.get("starts", 1), "starts")
+        starts = positive_int(options.get("starts", 1), "starts")
         points, notes = self._starts(options.get("start"), starts, seed if seed is not None else options.get("seed"),
                                      bool(options.get("allow_infeasible_start", False)))
         runs = []

@@ -157,7 +157,8 @@ class StepRule:
         if rule not in STEP_RULES:
             raise OptionError(f"steps must be one of {', '.join(STEP_RULES)}; got {rule!r}")
         self.rule = rule
-        self.eta = eta if eta == "auto" else check_number(eta, "eta (c in eta_t = c / sqrt(t + 1))", low=0.0, strict=True)
+        self.eta = eta if eta == "auto" else check_number(eta, "eta (c in eta_t = c / sqrt(t + 1))", low=0.0,
+                                                          strict=True)
         self.tau_scale = check_number(tau_scale, "tau_scale", low=0.0, strict=True)
         self.M = None if M is None else check_number(M, "M", low=0.0, strict=True)
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expressions.atoms.dp import GridPredictor, dp_gap, expected_cost, squared_risk
+from ...expressions.atoms.dp import dp_gap, expected_cost, squared_risk
+from ...expressions.grid import GridPredictor
 from ...families.dp import dp_parameters
 from ...problem import Minimize, Problem
 
