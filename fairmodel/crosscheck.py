@@ -92,10 +92,13 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
 
     ``exact_options`` / ``stochastic_options`` are keyword arguments for ``problem.solve`` on each path
     (``method``, ``solver``, and method options); ``common`` options (e.g. ``data=`` or ``verbose=``) go
-    to both. The checks and their tolerances come from the problem's family, each with its reason.
+    to both. The checks and their tolerances come from the reduction that produced the stochastic result (the
+    problem's family, or the generic convex reduction when a method of it was asked for), each with its reason.
     """
     exact = problem.solve(backend="exact", **{**common, **(exact_options or {})})
     stochastic = problem.solve(backend="stochastic", seed=seed, **{**common, **(stochastic_options or {})})
-    checks = problem.family.crosscheck_checks(exact, stochastic)
-    return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=problem.family.name,
+    reduction = problem.reduction(stochastic.family)
+    context = {k: v for k, v in common.items() if k in getattr(reduction, "judge_options", ())}
+    checks = reduction.crosscheck_checks(exact, stochastic, **context)
+    return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=reduction.name,
                             problem=str(problem))

@@ -110,3 +110,7 @@ def test_a_method_of_another_accepting_reduction_is_used_on_request(setup):
     assert abs(res.objective - prob.solve(method="dual").objective) <= 1e-3
     with pytest.raises(fm.OptionError, match="valid methods are aleg, smd, primal_dual"):
         prob.solve(backend="stochastic", method="nope")
+    report = fm.crosscheck(prob, exact_options={"method": "dual"}, stochastic_options={"method": "primal_dual"})
+    assert report.family == "convex" and "Lagrangian gap of the stochastic result" in [c.name for c in report.checks]
+    assert report.ok
+    assert prob.evaluate(res).certificate["lagrangian_gap"] == pytest.approx(res.certificate["lagrangian_gap"])

@@ -306,7 +306,7 @@ class AUCFairness(Reduction):
         return {"f_star_lower": bound["lower_bound"], "f_star_upper": upper,
                 "suboptimality_bound": upper - bound["lower_bound"]}
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+    def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
         checks = [
             Check("surrogate objective gap, absolute (stochastic vs exact)", abs(gap), 1e-2,

@@ -151,8 +151,9 @@ class Reduction(abc.ABC):
         return Evaluation(objective=float(self.problem.objective.expr.numeric(env)),
                           constraints=evaluate_constraints(self.problem.constraints, env))
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
-        """The checks ``fm.crosscheck`` applies to the two judged results (override per family)."""
+    def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
+        """The checks ``fm.crosscheck`` applies to the two judged results (override per family); ``context``
+        holds the solve-time data of the cross-check (e.g. ``data=``) that the reduction's judge takes."""
         return default_checks(exact, stochastic)
 
     def warm_start(self, result) -> dict:

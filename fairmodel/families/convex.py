@@ -229,7 +229,7 @@ class Convex(Reduction):
                                       "penalized_objective": sup, "multiplier_bound": bound}
         return evaluation
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+    def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         scale = max(1.0, abs(exact.objective))
         return [
             Check("objective: stochastic - exact", abs(stochastic.objective - exact.objective), 1e-2 * scale,

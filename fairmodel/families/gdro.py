@@ -282,7 +282,7 @@ class GroupDRO(Reduction):
             raise OptionError(f"q must be a probability vector over the {self.risks.m} groups")
         return np.maximum(q, 0.0) / np.maximum(q, 0.0).sum()
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+    def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
         return [
             Check("max group risk: stochastic - exact", abs(gap), 1e-3 * self.scale,

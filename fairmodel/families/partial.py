@@ -454,7 +454,7 @@ class PartialFairness(Reduction):
                 "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
                 "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g)))}
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+    def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
         checks = [
             Check("objective |stochastic - exact|", abs(gap), 1e-3,

@@ -178,7 +178,7 @@ class StrategicDRO(Reduction):
                            "saddle_value": m.value(u[:-1], u[-1], gamma)}
         return Evaluation(objective=objective, metrics=metrics, certificate=certificate)
 
-    def crosscheck_checks(self, exact, stochastic) -> list[Check]:
+    def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
         return [
             Check("worst-case risk: |stochastic - exact|", abs(gap), 5e-2,
