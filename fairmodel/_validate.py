@@ -1,13 +1,17 @@
-"""The one set of input checks: numbers, integers, choices, option names, arrays, seeds.
+"""The one set of input checks: numbers, integers, choices, option names, arrays, seeds, and for data: missing
+values, group labels, names that read the same as text, column scaling.
 
-Every check returns the cleaned value or raises an error that names the argument, says what is allowed and
-what was given. ``error`` selects the class: :class:`~fairmodel.errors.OptionError` for solver and method
-options (the default), :class:`~fairmodel.errors.ModelError` for declarations, :class:`DataError` for data.
+Every check returns the cleaned value (or nothing) or raises an error that names the argument, says what is
+allowed and what was given; ``check_scaling`` only warns. ``error`` selects the class:
+:class:`~fairmodel.errors.OptionError` for solver and method options (the default),
+:class:`~fairmodel.errors.ModelError` for declarations, :class:`DataError` for data.
 """
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -94,8 +98,18 @@ def check_finite(arr: np.ndarray, name: str) -> None:
 
 
 def _numeric(arr: np.ndarray, name: str, hint: str = "") -> None:
+    if arr.dtype.kind == "c":
+        raise DataError(f"{name} must be real; got complex values (dtype {arr.dtype}). Pass the real part "
+                        f"(.real) if the imaginary parts are zero, or give real and imaginary parts as two columns")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise DataError(f"{name} must be numeric; got dtype {arr.dtype}{hint}")
+
+
+def check_bool(value, name: str, error=OptionError) -> bool:
+    """A bool (``True`` / ``False``; strings such as ``"false"`` and numbers are refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise error(f"{name} must be True or False; got {value!r}")
+    return bool(value)
 
 
 def check_matrix(X, name: str = "X") -> np.ndarray:
@@ -124,3 +138,89 @@ def check_vector(v, n: int | None, name: str) -> np.ndarray:
         raise DataError(f"{name} has {arr.shape[0]} entries but X has {n} rows; they must match")
     check_finite(arr, name)
     return arr
+
+
+def _is_missing(value, tokens) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        text = value.strip()
+        return not text or text in tokens
+    try:
+        return bool(value != value)  # NaN and NaT differ from themselves
+    except TypeError:  # pandas.NA: a comparison gives NA again, whose truth value is undefined
+        return True
+
+
+def missing_mask(values: np.ndarray, tokens: Sequence[str] = ()) -> np.ndarray:
+    """True where an entry is missing: ``None``, NaN, NaT, ``pandas.NA``, blank text, or text in ``tokens``."""
+    kind = values.dtype.kind
+    if kind in "fc":
+        return np.isnan(values)
+    if kind in "mM":
+        return np.isnat(values)
+    if kind in "US":
+        stripped = np.char.strip(values)
+        return (np.char.str_len(stripped) == 0) | np.isin(stripped, list(tokens))
+    if kind != "O":
+        return np.zeros(values.shape, dtype=bool)
+    return np.fromiter((_is_missing(v, tokens) for v in values), dtype=bool, count=values.shape[0])
+
+
+def check_complete(values: np.ndarray, name: str, *, tokens: Sequence[str] = (), file: str | None = None) -> None:
+    """Raise a :class:`DataError` giving the count and the first row of the missing entries of a 1-D array
+    (see :func:`missing_mask`); ``file`` names the CSV file whose line numbers are added (header on line 1)."""
+    missing = missing_mask(values, tokens)
+    if missing.any():
+        first = int(np.argmax(missing))
+        kinds = "None, NaN or blank" if not tokens else "blank or " + ", ".join(tokens)
+        line = f" (line {first + 2} of {file})" if file else ""
+        raise DataError(f"missing values in {name}: {int(missing.sum())} ({kinds}), the first at row {first}{line}; "
+                        f"drop those rows or impute the values first")
+
+
+def check_labels(labels: np.ndarray, name: str = "group labels") -> None:
+    """1-D group labels: not complex, none missing (:func:`check_complete`), none infinite."""
+    if labels.dtype.kind == "c":
+        raise DataError(f"{name} must not be complex; got dtype {labels.dtype}. Use integer or text labels")
+    check_complete(labels, name)
+    if labels.dtype.kind == "f" and np.isinf(labels).any():
+        raise DataError(f"{name} contain infinite values, the first at row {int(np.argmax(np.isinf(labels)))}")
+
+
+def check_unique_names(names, what: str, hint: str) -> None:
+    """Raise a :class:`DataError` when entries of ``names`` read the same as text: a duplicated column name, or
+    distinct labels such as ``1`` and ``'1'`` that reports (keyed by ``str(name)``, e.g. in JSON) would merge."""
+    by_text: dict[str, list] = {}
+    for n in names:
+        by_text.setdefault(str(n), []).append(n)
+    clashes = [same for same in by_text.values() if len(same) > 1]
+    if clashes:
+        parts = []
+        for same in clashes[:5]:
+            counts = Counter(map(repr, same))  # repr tells 1 from '1'
+            parts.append(" and ".join(r if c == 1 else f"{r} ({c} times)" for r, c in counts.items()))
+        raise DataError(f"{what}: {', '.join(parts)}; {hint}")
+
+
+SCALE_RATIO = 1e3
+
+
+def check_scaling(X: np.ndarray, names: Sequence[str]) -> None:
+    """Warn (``UserWarning``) when the standard deviations of the non-constant columns of ``X`` differ by more
+    than a factor :data:`SCALE_RATIO`, naming the (at most 5) columns furthest from the median scale."""
+    size = np.abs(X).max(axis=0)
+    size[size == 0] = 1.0
+    std = (X / size).std(axis=0) * size  # scaled first: no overflow for entries near the float limit
+    varying = np.flatnonzero(np.ptp(X, axis=0) > 0)  # constant columns can have a rounding-error std
+    s = std[varying]
+    if s.size < 2 or s.max() <= SCALE_RATIO * s.min():
+        return
+    median = float(np.median(s))
+    worst = varying[np.argsort(-np.abs(np.log(s / median)), kind="stable")[:5]]
+    listed = ", ".join(f"{names[j]} (std {std[j]:.2g})" for j in worst)
+    warnings.warn(f"features are badly scaled: column standard deviations range from {s.min():.2g} to {s.max():.2g} "
+                  f"(ratio {s.max() / s.min():.2g} > {SCALE_RATIO:g}); furthest from the typical {median:.2g}: "
+                  f"{listed}. Solvers may converge slowly or inaccurately: standardize the columns "
+                  f"((X - X.mean(0)) / X.std(0)), load bundled data with standardize=True, or set standardize = true "
+                  f"in a problem file's [data]", UserWarning, stacklevel=3)

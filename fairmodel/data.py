@@ -26,7 +26,8 @@ from typing import Hashable, Iterator, Sequence
 
 import numpy as np
 
-from ._validate import as_generator, check_matrix, check_vector
+from ._validate import (as_generator, check_complete, check_labels, check_matrix, check_scaling, check_unique_names,
+                        check_vector)
 from .errors import DataError, ExpressionTypeError
 
 SAMPLER_KINDS = ("uniform", "per_group", "stratified")
@@ -56,8 +57,7 @@ class Groups:
                 raise DataError(f"with explicit names, labels must be integer codes in [0, {len(names)})")
             self.codes, self.names = codes.astype(np.intp), tuple(names)
         else:
-            if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
-                raise DataError("group labels contain NaN or infinite values")
+            check_labels(labels)
             items = labels.tolist()
             try:
                 uniques = sorted(set(items))
@@ -66,6 +66,8 @@ class Groups:
             index = {u: i for i, u in enumerate(uniques)}
             self.codes = np.fromiter((index[v] for v in items), dtype=np.intp, count=len(items))
             self.names = tuple(uniques)
+        check_unique_names(self.names, "distinct group labels read as the same text",
+                           "reports name groups by text, so they would merge: make the labels one type (e.g. strings)")
         self.codes.setflags(write=False)
         self._sizes = np.bincount(self.codes, minlength=len(self.names))
         self._sizes.setflags(write=False)
@@ -160,6 +162,8 @@ class Dataset:
         if len(feature_names) != d:
             raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
         self.feature_names = tuple(str(f) for f in feature_names)
+        check_unique_names(self.feature_names, "duplicated feature name(s)", "give every column its own name")
+        check_scaling(self.X, self.feature_names)
         self.name = name
         self.target_name = target_name
         self.sensitive_name = sensitive_name
@@ -220,11 +224,13 @@ class Dataset:
         """Build a dataset from a pandas DataFrame.
 
         Numeric and boolean columns are kept as they are; other columns are one-hot encoded (one column
-        per category, named ``column=value``). ``features`` defaults to every column except the target
-        (and the sensitive column when ``drop_sensitive``). Rows with missing values raise an error that
-        names the columns: drop or impute them first.
+        per category, named ``column=value``; a column with too many distinct values, such as an ID, is an
+        error). ``features`` defaults to every column except the target (and the sensitive column when
+        ``drop_sensitive``); listing the target, or the sensitive column while ``drop_sensitive``, is an error.
+        Rows with missing values raise an error that names the column: drop or impute them first.
         """
         columns = list(df.columns)
+        check_unique_names(columns, "duplicated column name(s) in the frame", "rename or drop the duplicates")
         for label, col in (("target", target), ("sensitive", sensitive)):
             if col is not None and col not in columns:
                 raise DataError(f"{label} column {col!r} is not in the frame; columns are {columns}")
@@ -234,10 +240,13 @@ class Dataset:
         unknown = [c for c in features if c not in columns]
         if unknown:
             raise DataError(f"feature column(s) {unknown} are not in the frame; columns are {columns}")
-        used = list(features) + [c for c in (target, sensitive) if c is not None]
-        missing = [c for c in dict.fromkeys(used) if df[c].isna().any()]
-        if missing:
-            raise DataError(f"column(s) {missing} have missing values; drop or impute them first")
+        if target is not None and target in features:
+            raise DataError(f"target column {target!r} is listed among the features; remove it from features")
+        if sensitive is not None and sensitive in features and drop_sensitive:
+            raise DataError(f"sensitive column {sensitive!r} is listed among the features; pass "
+                            f"drop_sensitive=False to use it as a feature, or remove it from features")
+        for c in dict.fromkeys(list(features) + [c for c in (target, sensitive) if c is not None]):
+            check_complete(df[c].to_numpy(), f"column {c!r}")
         table = {c: df[c].to_numpy() for c in features}
         X, names = encode_columns(table, list(features))
         y = None
@@ -390,17 +399,38 @@ def _allocate(total: int, weights: np.ndarray, exact: bool = False, at_least_one
     return counts
 
 
+MAX_CATEGORIES = 1000
+
+
 def encode_columns(table: dict, columns: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """Numeric columns as they are, other columns one-hot (``name=value``); returns (X, names)."""
+    """Numeric columns as they are, other columns one-hot (``name=value``); returns (X, names).
+
+    A column with more than ``MAX_CATEGORIES`` distinct values, or (over 100 rows) more distinct values than
+    half the rows, is refused: it is an ID or free text, and its one-hot matrix would be huge."""
     blocks, names = [], []
     for col in columns:
         values = np.asarray(table[col])
-        if values.dtype.kind in "biuf":
-            blocks.append(values.astype(float)[:, None])
+        if values.dtype.kind in "biufc":
+            blocks.append(check_vector(values, None, f"column {col!r}")[:, None])
             names.append(col)
             continue
-        as_str = values.astype(str)
-        cats = sorted(set(as_str.tolist()))
-        blocks.append((as_str[:, None] == np.array(cats)[None, :]).astype(float))
-        names.extend(f"{col}={c}" for c in cats)
+        cats, codes = np.unique(values.astype(str), return_inverse=True)
+        n = values.shape[0]
+        if cats.size > MAX_CATEGORIES or (n > 100 and cats.size > n / 2):
+            raise DataError(f"column {col!r} has {cats.size} distinct values in {n} rows (an ID or free text?); "
+                            f"one-hot encoding would add {cats.size} columns: drop it or bin it into fewer categories")
+        block = np.zeros((n, cats.size))
+        block[np.arange(n), codes.ravel()] = 1.0
+        blocks.append(block)
+        names.extend(f"{col}={c}" for c in cats.tolist())
     return np.hstack(blocks), names
+
+
+def standardize_columns(X: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A copy of ``X`` whose columns selected by ``mask`` have zero mean and unit variance (constant ones: zero)."""
+    X = X.copy()
+    cols = X[:, mask]
+    std = cols.std(axis=0)
+    std[np.ptp(cols, axis=0) == 0] = 1.0  # a constant column can have a rounding-error std
+    X[:, mask] = (cols - cols.mean(axis=0)) / std
+    return X

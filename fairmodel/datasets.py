@@ -20,8 +20,8 @@ from importlib import resources
 
 import numpy as np
 
-from ._validate import as_generator
-from .data import Dataset, encode_columns
+from ._validate import as_generator, check_bool
+from .data import Dataset, encode_columns, standardize_columns
 from .errors import DataError
 
 ADULT_CATEGORICAL = ("workclass", "education", "marital.status", "occupation", "relationship", "race", "sex",
@@ -47,13 +47,9 @@ def _choose(value, allowed, what):
     return value
 
 
-def _standardize(X: np.ndarray, numeric_mask: np.ndarray) -> np.ndarray:
-    X = X.copy()
-    cols = X[:, numeric_mask]
-    std = cols.std(axis=0)
-    std[std == 0] = 1.0
-    X[:, numeric_mask] = (cols - cols.mean(axis=0)) / std
-    return X
+def _flags(standardize, include_sensitive) -> tuple[bool, bool]:
+    return (check_bool(standardize, "standardize", error=DataError),
+            check_bool(include_sensitive, "include_sensitive", error=DataError))
 
 
 def _rows_without(table: dict, missing: set[str], columns) -> np.ndarray:
@@ -78,6 +74,7 @@ def load_adult(target: str = "income", sensitive: str | None = "sex", *, encodin
     _choose(target, ("income", "age"), "target")
     _choose(sensitive, ("sex", "race", "sex_race", None), "sensitive attribute")
     _choose(encoding, ("standard", "a9a", "dp"), "encoding")
+    standardize, include_sensitive = _flags(standardize, include_sensitive)
     t = read_bundled_csv("adult")
     keep = _rows_without(t, {"?"}, t.keys())
     t = {k: v[keep] for k, v in t.items()}
@@ -118,7 +115,7 @@ def load_adult(target: str = "income", sensitive: str | None = "sex", *, encodin
         X, names = encode_columns(table, numeric + categorical)
         numeric_mask = np.array([n in numeric for n in names])
     if standardize and numeric_mask.any():
-        X = _standardize(X, numeric_mask)
+        X = standardize_columns(X, numeric_mask)
     return Dataset(X, y, groups, feature_names=names, name="adult", target_name=target,
                    sensitive_name=sensitive)
 
@@ -140,6 +137,7 @@ def load_lawschool(target: str = "bar1", sensitive: str | None = "race", *, stan
     """
     _choose(target, ("bar1", "ugpa", "lsat", "zfygpa", "zgpa"), "target")
     _choose(sensitive, ("race", "gender", None), "sensitive attribute")
+    standardize, include_sensitive = _flags(standardize, include_sensitive)
     t = read_bundled_csv("lawschool")
     keep = _rows_without(t, {"NA", ""}, t.keys())
     t = {k: v[keep] for k, v in t.items()}
@@ -157,7 +155,7 @@ def load_lawschool(target: str = "bar1", sensitive: str | None = "race", *, stan
     feats = [c for c in columns if c not in drop]
     X, names = encode_columns(table, feats)
     if standardize:
-        X = _standardize(X, np.ones(len(names), dtype=bool))
+        X = standardize_columns(X, np.ones(len(names), dtype=bool))
     return Dataset(X, y, groups, feature_names=names, name="lawschool", target_name=target,
                    sensitive_name=sensitive)
 
@@ -172,6 +170,7 @@ def load_communities(target: str = "ViolentCrimesPerPop", sensitive: str | None 
     standardized by default.
     """
     _choose(sensitive, ("race", None), "sensitive attribute")
+    standardize, include_sensitive = _flags(standardize, include_sensitive)
     t = read_bundled_csv("communities")
     if target not in t:
         raise DataError(f"unknown target {target!r}; columns are {list(t)}")
@@ -186,7 +185,7 @@ def load_communities(target: str = "ViolentCrimesPerPop", sensitive: str | None 
         X = np.column_stack([X, (race[keep] == "white").astype(float)])
         names.append("race")
     if standardize:
-        X = _standardize(X, np.ones(len(names), dtype=bool))
+        X = standardize_columns(X, np.ones(len(names), dtype=bool))
     groups = race[keep] if sensitive == "race" else None
     return Dataset(X, table[target][keep], groups, feature_names=names, name="communities",
                    target_name=target, sensitive_name=sensitive)

@@ -195,3 +195,26 @@ def test_solve_and_crosscheck_save_the_default_figure(small_file, capsys, tmp_pa
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert heights == pytest.approx(list(res.metrics["group_risks"].values()))
     plt.close("all")
+
+
+@pytest.mark.parametrize("toml_edit, csv_edit, message", [
+    (("categorical = [\"job\"]", "categorical = [\"job\"]\ninclude_sensitive = \"false\""), None,
+     "[data] include_sensitive: must be a bool; got 'false'"),
+    (("categorical = [\"job\"]", "categorical = [\"job\"]\nfeatures = [\"f1\", \"label\"]"), None,
+     "[data] features: target column 'label' is listed among the features"),
+    (None, ("f1,f2,f3,job,group,label", "f1,f2,f1,job,group,label"),
+     "[data] csv: d.csv has duplicated column name(s): 'f1' (2 times)"),
+    (None, (",a,", ",,", 1), "[data] sensitive: missing values in column 'group': 1"),
+])
+def test_bad_data_in_problem_files_exit_2_with_one_line(small_file, capsys, toml_edit, csv_edit, message):
+    """Data faults reported by users: a string read as a boolean, the target as a feature, a duplicated CSV
+    header silently replacing a column, an empty group cell becoming a group of its own."""
+    if toml_edit:
+        small_file.write_text(small_file.read_text().replace(*toml_edit))
+    if csv_edit:
+        csv_path = small_file.parent / "d.csv"
+        csv_path.write_text(csv_path.read_text().replace(*csv_edit))
+    code, out, err = run(capsys, "solve", small_file)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

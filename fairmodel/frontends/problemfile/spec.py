@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from ... import datasets as D
-from ...data import Dataset, encode_columns
+from ..._validate import check_complete, check_unique_names
+from ...data import Dataset, encode_columns, standardize_columns
 from ...errors import DataError, FairmodelError
 from ...expressions import Weights, hinge_loss, logistic_loss, squared_loss
 
@@ -58,12 +59,23 @@ DATA_KEYS = {"name": "a bundled data set: " + ", ".join(D.BUNDLED), "csv": "path
              "target": "target column", "sensitive": "sensitive attribute", "features": "feature columns (CSV)",
              "categorical": "CSV columns to one-hot encode", "subsample": "rows to keep (stratified)",
              "split": "fractions, e.g. [0.7, 0.3]; the problem uses the first part", "seed": "seed of subsample/split",
-             "encoding": "Adult encoding (standard, a9a, dp)", "standardize": "standardize numeric features",
+             "encoding": "Adult encoding (standard, a9a, dp)",
+             "standardize": "standardize numeric features (CSV: the non-categorical ones)",
              "include_sensitive": "keep the sensitive attribute as a feature"}
+DATA_TYPES = {"name": "str", "csv": "str", "target": "str", "sensitive": "str", "features": "str list",
+              "categorical": "str list", "subsample": "int", "split": "number list", "seed": "int", "encoding": "str",
+              "standardize": "bool", "include_sensitive": "bool"}
+CSV_ONLY, BUNDLED_ONLY = ("features", "categorical"), ("encoding",)
+LOADER_OPTIONS = ("target", "sensitive", "encoding", "standardize", "include_sensitive")
+CSV_MISSING = ("NA", "N/A", "NaN", "nan", "null", "NULL")  # cells read as missing, besides blank ones
 MODEL_KEYS = {"radius": "radius of the weight ball (positive number, or omit)", "intercept": "true/false",
               "name": "variable name"}
 SOLVE_KEYS = {"backend": "exact or stochastic", "method": "method of the default backend", "seed": "integer",
               "exact": "table of exact-backend options", "stochastic": "table of stochastic-backend options"}
+
+
+def _number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 class Spec:
@@ -92,15 +104,18 @@ class Spec:
             raise self.error(f"{where} {unknown[0]}", f"unknown key; allowed keys are {', '.join(allowed)}")
 
     def get(self, table: dict, key: str, where: str, kind, default=None, choices=None, positive=False):
-        """``table[key]`` checked against a type (``number``, ``int``, ``bool``, ``str``, ``list``)."""
+        """``table[key]`` checked against a type (``number``, ``int``, ``bool``, ``str``, ``list``, ``str list``,
+        ``number list``)."""
         if key not in table:
             return default
         v = table[key]
-        ok = {"number": isinstance(v, numbers.Real) and not isinstance(v, bool),
-              "int": isinstance(v, int) and not isinstance(v, bool), "bool": isinstance(v, bool),
-              "str": isinstance(v, str), "list": isinstance(v, list)}[kind]
+        ok = {"number": _number(v), "int": isinstance(v, int) and not isinstance(v, bool), "bool": isinstance(v, bool),
+              "str": isinstance(v, str), "list": isinstance(v, list),
+              "str list": isinstance(v, list) and all(isinstance(x, str) for x in v),
+              "number list": isinstance(v, list) and all(map(_number, v))}[kind]
         if not ok:
-            raise self.error(f"{where} {key}", f"must be a {kind}; got {v!r}")
+            what = {"str list": "list of strings", "number list": "list of numbers"}.get(kind, kind)
+            raise self.error(f"{where} {key}", f"must be a {what}; got {v!r}")
         if choices is not None and v not in choices:
             raise self.error(f"{where} {key}", f"{v!r} is not allowed; allowed values are "
                                                f"{', '.join(map(str, choices))}")
@@ -124,12 +139,13 @@ def read(path) -> Spec:
 
 def load_data(spec: Spec) -> Dataset:
     t = spec.table("data", DATA_KEYS)
+    t = {k: spec.get(t, k, "[data]", DATA_TYPES[k]) for k in t}  # every option has its type checked here
     if ("name" in t) == ("csv" in t):
         raise spec.error("[data]", "give exactly one of name (a bundled data set) or csv (a file path)")
     if "name" in t:
         name = spec.get(t, "name", "[data]", "str", choices=list(D.BUNDLED))
-        options = {k: t[k] for k in ("target", "sensitive", "encoding", "standardize", "include_sensitive") if k in t}
-        for key in ("features", "categorical"):
+        options = {k: t[k] for k in LOADER_OPTIONS if k in t}
+        for key in CSV_ONLY:
             if key in t:
                 raise spec.error(f"[data] {key}", "only for csv data; bundled data sets come encoded")
         try:
@@ -139,21 +155,26 @@ def load_data(spec: Spec) -> Dataset:
         except DataError as exc:
             raise spec.error("[data]", str(exc)) from None
     else:
+        for key in BUNDLED_ONLY:
+            if key in t:
+                raise spec.error(f"[data] {key}", "only for bundled data sets (name = ...); list the CSV columns "
+                                                  "to one-hot encode in [data] categorical")
         data = _read_csv(spec, t)
-    seed = spec.get(t, "seed", "[data]", "int", default=0)
+    seed = t.get("seed", 0)
     if "subsample" in t:
         data = data.subsample(spec.get(t, "subsample", "[data]", "int", positive=True), seed=seed)
     if "split" in t:
-        fractions = spec.get(t, "split", "[data]", "list")
         try:
-            data = data.split(fractions, seed=seed)[0]
+            data = data.split(t["split"], seed=seed)[0]
         except DataError as exc:
             raise spec.error("[data] split", str(exc)) from None
     return data
 
 
 def _read_csv(spec: Spec, t: dict) -> Dataset:
-    path = Path(spec.get(t, "csv", "[data]", "str"))
+    """The CSV data of [data] (``t``: its options, type-checked): every used column complete, features
+    numeric unless listed in categorical, neither the target nor (unless include_sensitive) the sensitive one."""
+    path = Path(t["csv"])
     path = path if path.is_absolute() else spec.path.parent / path
     try:
         with open(path, newline="") as f:
@@ -165,18 +186,31 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
     header, body = rows[0], rows[1:]
     if any(len(r) != len(header) for r in body):
         raise spec.error("[data] csv", f"{path}: every row must have {len(header)} fields")
+    try:
+        check_unique_names(header, f"{path.name} has duplicated column name(s)", "rename the duplicates")
+    except DataError as exc:
+        raise spec.error("[data] csv", str(exc)) from None
     columns = {h: np.array([r[j] for r in body]) for j, h in enumerate(header)}
-    target = spec.get(t, "target", "[data]", "str")
-    sensitive = spec.get(t, "sensitive", "[data]", "str")
+    target, sensitive, include_sensitive = t.get("target"), t.get("sensitive"), t.get("include_sensitive", False)
     for key, col in (("target", target), ("sensitive", sensitive)):
         if col is not None and col not in columns:
             raise spec.error(f"[data] {key}", f"unknown column {col!r}; columns are {', '.join(header)}")
-    features = spec.get(t, "features", "[data]", "list",
-                        default=[h for h in header if h not in (target, sensitive)])
-    categorical = spec.get(t, "categorical", "[data]", "list", default=[])
+    features = t.get("features", [h for h in header if h != target and (include_sensitive or h != sensitive)])
+    categorical = t.get("categorical", [])
     for col in list(features) + list(categorical):
         if col not in columns:
             raise spec.error("[data] features", f"unknown column {col!r}; columns are {', '.join(header)}")
+    if target is not None and target in features:
+        raise spec.error("[data] features", f"target column {target!r} is listed among the features; remove it")
+    if sensitive is not None and sensitive in features and not include_sensitive:
+        raise spec.error("[data] features", f"sensitive column {sensitive!r} is listed among the features; set "
+                                            f"include_sensitive = true to use it as a feature, or remove it")
+    for key, cols in (("features", features), ("target", [target]), ("sensitive", [sensitive])):
+        for col in (c for c in cols if c is not None):
+            try:
+                check_complete(columns[col], f"column {col!r}", tokens=CSV_MISSING, file=path.name)
+            except DataError as exc:
+                raise spec.error(f"[data] {key}", str(exc)) from None
     table = {}
     for col in features:
         if col in categorical:
@@ -187,7 +221,12 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
         except ValueError:
             raise spec.error("[data] features", f"column {col!r} is not numeric; list it in [data] categorical "
                                                 f"to one-hot encode it") from None
-    X, names = encode_columns(table, list(features))
+    try:
+        X, names = encode_columns(table, list(features))
+    except DataError as exc:
+        raise spec.error("[data] features", str(exc)) from None
+    if t.get("standardize", False):
+        X = standardize_columns(X, np.array([n in table and n not in categorical for n in names]))
     y = None
     if target is not None:
         try:
@@ -195,7 +234,11 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
         except ValueError:
             raise spec.error("[data] target", f"column {target!r} is not numeric") from None
     groups = columns[sensitive] if sensitive is not None else None
-    return Dataset(X, y, groups, feature_names=names, name=path.stem, target_name=target, sensitive_name=sensitive)
+    try:
+        return Dataset(X, y, groups, feature_names=names, name=path.stem, target_name=target,
+                       sensitive_name=sensitive)
+    except DataError as exc:
+        raise spec.error("[data]", str(exc)) from None
 
 
 def build_weights(spec: Spec, data: Dataset, **extra):
