@@ -8,7 +8,34 @@ calls: the data a candidate is judged on come with the call (``data=`` for DP po
 """
 from __future__ import annotations
 
-from .families.base import Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
+from .families.base import Check, Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
+
+ENDED_BADLY = ("diverged", "failed", "interrupted")      # the solver's own word; nothing to verify
+
+
+def verdict(status: str, checks: list[Check], message: str = "") -> tuple[str, str]:
+    """The final (status, message) of a result from the solver's status and the judge's checks.
+
+    A failed constraint check makes the result ``infeasible``, a failed certificate ``inaccurate``, whatever the
+    solver's loop said; an ``optimal_inaccurate`` exact solve stays ok only when a certificate confirms it.
+    Checks that could not be computed (NaN) neither pass nor fail: they are named in the message.
+    """
+    if status in ENDED_BADLY:
+        return status, message
+    failed = [c for c in checks if c.computed and not c.passed]
+    notes = [message] if message else []
+    missing = [c.name for c in checks if not c.computed]
+    if missing:
+        notes.append(f"not certified: {', '.join(missing)} could not be computed")
+    if failed:
+        worst = "infeasible" if any(c.kind == "constraint" for c in failed) else "inaccurate"
+        notes.insert(0, "the judge's checks failed: " + "; ".join(
+            f"{c.name} = {c.value:.3g} > {c.tolerance:.3g}" for c in failed))
+        return worst, " ".join(notes)
+    if status == "optimal_inaccurate" and not any(c.kind == "certificate" and c.computed for c in checks):
+        notes.insert(0, "the solver reported an inaccurate optimum and no certificate of the judge confirms it")
+        return "inaccurate", " ".join(notes)
+    return status, " ".join(notes)
 
 
 def judge_solution(reduction, solution) -> Evaluation:

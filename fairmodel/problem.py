@@ -17,7 +17,7 @@ from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedPro
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
 from .families.registry import recognize
-from .judge import judge, judge_solution
+from .judge import judge, judge_solution, verdict
 from .results import Result
 from .sweep import sweep as run_sweep
 
@@ -145,12 +145,14 @@ class Problem:
             solution = family.solve_stochastic(method=method, seed=seed, verbose=verbose, **options)
         solved = time.perf_counter()
         evaluation = judge_solution(family, solution)
+        checks = family.acceptance(evaluation, backend)
+        solution.status, solution.message = verdict(solution.status, checks, solution.message)
         judged = time.perf_counter()
         timings = {"total": judged - start, "solve": solved - start, "judge": judged - solved}
         timings.update(solution.timings)
         return Result.from_parts(backend=backend, method=method, family=family.name, seed=seed,
                                  solution=solution, evaluation=evaluation, timings=timings,
-                                 problem_text=str(self))
+                                 problem_text=str(self), checks=[c.to_dict() for c in checks])
 
     def parameters(self) -> dict:
         """The parameters of the problem, by name."""

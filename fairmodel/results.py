@@ -21,6 +21,7 @@ from .families.registry import by_name
 FORMAT = "fairmodel.result"
 SCHEMA = 1
 OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
+STATUSES = OK_STATUSES + ("inaccurate", "infeasible", "diverged", "failed", "interrupted")
 
 
 @dataclass
@@ -28,9 +29,13 @@ class Result:
     """The outcome of ``Problem.solve``.
 
     ``objective``, ``constraints``, ``metrics`` and ``certificate`` are the judge's evaluation on the
-    full data. ``status`` is one of ``optimal``, ``optimal_inaccurate`` (exact solvers),
-    ``converged``, ``budget_exhausted`` (stochastic: the iteration budget ran out, which is the normal
-    end of a fixed-budget run), ``diverged`` or ``failed`` (with ``message``).
+    full data. ``checks`` are the judge's checks that decided ``ok`` (name, value, tolerance, passed, kind,
+    reason). ``status`` is one of ``optimal``, ``optimal_inaccurate`` (exact solvers, confirmed by a certificate),
+    ``converged``, ``completed``, ``budget_exhausted`` (stochastic: the iteration budget ran out, which is the
+    normal end of a fixed-budget run) when the judge's checks pass; ``infeasible`` (a judged constraint violation
+    beyond its tolerance) or ``inaccurate`` (a certificate beyond its tolerance, or an inaccurate exact solve no
+    certificate confirms), whatever the solver's loop said; ``diverged``, ``failed`` or ``interrupted`` (with
+    ``message``).
     """
 
     status: str
@@ -48,21 +53,26 @@ class Result:
     family: str = ""
     message: str = ""
     problem: str = ""
+    checks: list = field(default_factory=list)
 
     @classmethod
-    def from_parts(cls, *, backend, method, family, seed, solution, evaluation, timings, problem_text):
+    def from_parts(cls, *, backend, method, family, seed, solution, evaluation, timings, problem_text,
+                   checks=()):
         metrics = {**solution.metrics, **evaluation.metrics}
         certificate = {**solution.certificate, **evaluation.certificate}
         return cls(status=solution.status, objective=float(evaluation.objective),
                    variables=dict(solution.variables), constraints=evaluation.constraints, metrics=metrics,
                    certificate=certificate, history=list(solution.history), timings=timings,
                    solver=dict(solution.solver), seed=_seed_value(seed), backend=backend, method=method,
-                   family=family, message=solution.message, problem=problem_text)
+                   family=family, message=solution.message, problem=problem_text, checks=list(checks))
 
     @property
     def ok(self) -> bool:
-        """True when the solver ended normally (not diverged or failed)."""
+        """True when the solver ended normally and the judge's checks passed (see docs/ok.md)."""
         return self.status in OK_STATUSES
+
+    def failed_checks(self) -> list[dict]:
+        return [c for c in self.checks if not c["passed"] and c["value"] == c["value"]]
 
     @property
     def max_violation(self) -> float:
@@ -100,7 +110,7 @@ class Result:
                 "constraints": self.constraints, "metrics": self.metrics, "certificate": self.certificate,
                 "history": _history_columns(self.history), "timings": self.timings, "solver": self.solver,
                 "seed": self.seed, "backend": self.backend, "method": self.method, "family": self.family,
-                "message": self.message, "problem": self.problem}
+                "message": self.message, "problem": self.problem, "checks": self.checks}
 
     def save(self, path) -> tuple[Path, Path]:
         """Write ``<path>.json`` and ``<path>.npz``; returns both paths."""

@@ -88,7 +88,8 @@ def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_s
                     options.update(prob.family.warm_start(previous))
                 res = prob.solve(backend=backend, verbose=False, **options)
                 results.append(res)
-                previous = res if res.ok else previous
+                # a finished result warm-starts the next value even when the judge did not accept it
+                previous = res if res.status not in ("diverged", "failed", "interrupted") else previous
             except FairmodelError as exc:
                 logger.warning("sweep: %s = %r failed: %s", param, v, exc)
                 results.append(None)

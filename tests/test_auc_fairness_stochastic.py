@@ -287,7 +287,9 @@ def test_sfls_warns_when_it_halts_at_once_and_reports_divergence():
     prob = reference_problem()
     with pytest.warns(UserWarning, match="first iteration"):
         r = prob.solve("stochastic", seed=0, T=200, r0=0.2)        # r0 < f*: U(r0) >= 0
-    assert r.status == "converged" and r.metrics["outer_iterations"] == 1
+    # the loop says converged, but the point it halted at violates the constraint: the judge's word is final
+    assert r.status == "infeasible" and not r.ok and r.metrics["outer_iterations"] == 1
+    assert "violation of c0" in r.message
     with pytest.warns(UserWarning, match="steps too large"):     # iterates stay in X, but U overshoots H
         prob.solve("stochastic", seed=0, T=300, eta=1e6, max_outer=3)
     calls = iter([{"U": -0.1, "x": 1, "status": "completed"}, {"U": np.nan, "x": 2, "status": "diverged"}])

@@ -199,7 +199,8 @@ def test_stochastic_first_order_and_options(solved):
     assert res.certificate["duality_gap"] < 5e-2
     assert res.objective >= value - 1e-9
     zo = prob.solve(backend="stochastic", method="sgda-wr", order=0, seed=0, epochs=2, zo="all")
-    assert zo.ok and zo.metrics["queries"] == 2 * 300 and zo.metrics["gradients"] == 0
+    # two epochs are a starved budget: the run completes, the judge's duality gap says it is not accurate
+    assert zo.status == "inaccurate" and zo.metrics["queries"] == 2 * 300 and zo.metrics["gradients"] == 0
     assert zo.metrics["agent_queries"] == zo.metrics["queries"]
     with pytest.raises(OptionError, match="unknown option"):
         prob.solve(backend="stochastic", seed=0, step=0.1)
@@ -218,10 +219,13 @@ def test_gap_monitor_certifies_what_a_shorter_run_returns():
     assert gaps[6] == pytest.approx(short.certificate["duality_gap"], abs=1e-7)
     assert gaps[12] == pytest.approx(long.certificate["duality_gap"], abs=1e-7)
     stop = prob.solve(backend="stochastic", seed=3, epochs=12, check_every=3, target_gap=10.0)
-    assert stop.status == "converged" and stop.metrics["epochs_run"] == 3 and "certified" in stop.message
+    # the run stops at its own target (gap <= 10), but the judge's tolerance (5e-2) decides the status
+    assert stop.status == "inaccurate" and stop.metrics["epochs_run"] == 3 and "certified" in stop.message
     assert stop.history[-1]["duality_gap"] <= 10.0 and "stop" not in stop.history[-1]
     budget = prob.solve(backend="stochastic", seed=3, epochs=12, max_queries=500)
-    assert budget.status == "budget_exhausted" and budget.metrics["epochs_run"] == 3   # 239 queries per epoch
+    # 239 queries per epoch: the budget ends the run after 3 epochs; the judge's gap then decides the status
+    assert budget.metrics["epochs_run"] == 3 and "budget" in budget.message
+    assert budget.status == ("budget_exhausted" if budget.certificate["duality_gap"] <= 5e-2 else "inaccurate")
     with pytest.raises(OptionError, match="needs check_every"):
         prob.solve(backend="stochastic", seed=0, target_gap=0.1)
 

@@ -131,7 +131,9 @@ def test_infeasible_start_is_refused_with_advice(small):
     with pytest.raises(InfeasibleError, match="eps"):
         prob.solve(backend="stochastic", method="ssg", start={"w": far}, allow_infeasible_start=True, iterations=10)
     res = prob.solve(backend="stochastic", start={"w": far}, allow_infeasible_start=True, outer=3, inner=10)
-    assert res.status in ("budget_exhausted", "converged")
+    # three outer iterations from an infeasible start leave a violation, and the judge's status says so
+    assert (res.status == "infeasible") == (res.max_violation > 1e-2 * 0.1 + 1e-5) and not (res.ok and
+                                                                                         res.max_violation > 1e-3)
     # no guarantee from an infeasible start: the judge reports whatever violation is left
     assert res.max_violation == prob.evaluate(res).max_violation
 

@@ -41,7 +41,8 @@ def test_stochastic_sweep_warm_starts(small):
         return original(result)
     gdro.family.warm_start = spy
     frontier = fm.sweep(lambda v: gdro, [1, 2, 3], backend="stochastic", seed=0, epochs=5)
-    assert len(calls) == 2 and all(r.ok for r in frontier.results)
+    # five epochs are a starved budget: every value is solved (and judged), and each warm-starts the next
+    assert len(calls) == 2 and all(r is not None and r.status in ("completed", "inaccurate") for r in frontier.results)
 
 
 def test_plots_draw_the_numbers_of_the_results(erm_with_budget, small):

@@ -1,17 +1,20 @@
 """Shared plumbing of the scikit-learn estimators (needs the ``sklearn`` extra).
 
 Conventions: parameters only in ``__init__``; ``fit(X, y, sensitive_features=None)``; fitted attributes
-end with ``_``; the judged :class:`fairmodel.Result` of the solve is kept as ``result_``; ``random_state``
+end with ``_``; the judged :class:`fairmodel.Result` of the solve is kept as ``result_`` and its status as
+``status_`` (a result the judge does not accept gives a scikit-learn ``ConvergenceWarning``); ``random_state``
 seeds the stochastic backend; ``backend=`` and ``method=`` choose the solver; ``solver_options`` are
 passed to ``Problem.solve``.
 """
 from __future__ import annotations
 
+import warnings
 
 import numpy as np
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.utils.multiclass import check_classification_targets, type_of_target
     from sklearn.utils.validation import check_is_fitted, validate_data
 except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
@@ -57,6 +60,7 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def _store(self, result, w):
         self.result_ = result
+        self.status_ = result.status
         theta = np.asarray(result.variables[w.name], dtype=float)
         coef, intercept = w.split(theta)
         self.coef_ = coef.reshape(1, -1)
@@ -90,9 +94,17 @@ def solve_problem(est, prob, backend: str, method=None, use_options: bool = True
     if isinstance(seed, np.random.RandomState):      # scikit-learn's convention; fairmodel takes an integer
         seed = int(seed.randint(np.iinfo(np.int32).max))
     result = prob.solve(backend=backend, method=method, seed=seed, verbose=False, **{**extra, **(options or {})})
-    if not result.ok:
+    if result.status in ("diverged", "failed", "interrupted"):
         raise RuntimeError(f"the {backend} solve did not finish: {result.status}: {result.message}")
+    warn_if_not_ok(est, result)
     return result
+
+
+def warn_if_not_ok(est, result) -> None:
+    """A ConvergenceWarning (scikit-learn's) with the judge's numbers when a fitted result is not ok."""
+    if not result.ok:
+        warnings.warn(f"{type(est).__name__}: the {result.backend} solve ended with status {result.status!r}: "
+                      f"{result.message}", ConvergenceWarning, stacklevel=3)
 
 
 def two_groups(data, what: str):

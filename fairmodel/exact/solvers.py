@@ -1,7 +1,9 @@
-"""Running CVXPY: solver choice and validation, status checking, timings.
+"""Running CVXPY: solver choice and validation, fallback, status checking, timings.
 
 A solver failure never returns numbers as if optimal: any status other than ``optimal`` or
-``optimal_inaccurate`` raises :class:`SolverError` with CVXPY's status.
+``optimal_inaccurate`` raises :class:`SolverError` with CVXPY's status. When no solver was asked for and the
+default (Clarabel) stops inaccurate or fails, the program is solved again by the next conic solver (ECOS, then
+SCS for conic programs; the record says so): an accurate answer from another solver beats an inaccurate one.
 """
 from __future__ import annotations
 
@@ -31,10 +33,38 @@ def check_solver(solver: str | None, needs: str = "conic") -> str:
     return name
 
 
+FALLBACKS = {"conic": ("ECOS", "SCS"), "lp": ("CLARABEL", "SCS")}
+
+
 def solve(problem: cp.Problem, solver: str | None = None, verbose: bool | None = False, needs: str = "conic",
           what: str = "the exact program", **options) -> dict:
-    """Solve a CVXPY problem; return a record {name, version, status, options, compile, solve, value}."""
-    name = check_solver(solver, needs)
+    """Solve a CVXPY problem; return a record {name, version, status, options, compile, solve, value}.
+
+    Without ``solver`` (and without solver options), an inaccurate or failed default solve falls back to the
+    next installed solver of :data:`FALLBACKS`; the record keeps ``fallback_from`` (the solvers tried first)."""
+    if solver is not None or options:
+        return _solve_with(problem, check_solver(solver, needs), verbose, what, options)
+    names = [check_solver(None, needs)] + [s for s in FALLBACKS[needs] if s in cp.installed_solvers()
+                                          and s != DEFAULT_SOLVER]
+    tried, inaccurate = [], None        # the latest inaccurate record is the one whose values the problem holds
+    for name in names:
+        try:
+            record = _solve_with(problem, name, verbose, what, {})
+        except SolverError as exc:
+            tried.append(f"{name}: {exc.status}")
+            if name == names[-1] and inaccurate is None:
+                raise
+            continue
+        if record["status"] == cp.OPTIMAL:
+            break
+        tried.append(f"{name}: {record['status']}")
+        inaccurate = record
+    else:
+        record = inaccurate
+    return {**record, "fallback_from": tried} if tried else record
+
+
+def _solve_with(problem: cp.Problem, name: str, verbose, what: str, options: dict) -> dict:
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():

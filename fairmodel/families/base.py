@@ -18,6 +18,7 @@ generic convex lowering (100), as CVXPY picks a QP path before the conic one; th
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,16 +44,30 @@ class Solution:
 
 @dataclass
 class Check:
-    """One line of a cross-check: ``value`` must be ``<= tolerance``; ``reason`` says why that tolerance."""
+    """One check of the judge's numbers: ``value`` must be ``<= tolerance``; ``reason`` says why that tolerance.
+
+    ``kind`` is ``"constraint"`` (a judged violation), ``"certificate"`` (a certified bound on the suboptimality)
+    or ``"agreement"`` (two results compared, in a cross-check). A NaN value means "not computed" (e.g. an inner
+    solve of a certificate failed): it does not pass, and it does not count as a failure of the result either.
+    """
 
     name: str
     value: float
     tolerance: float
     reason: str
+    kind: str = "agreement"
 
     @property
     def passed(self) -> bool:
         return bool(self.value <= self.tolerance)
+
+    @property
+    def computed(self) -> bool:
+        return not math.isnan(float(self.value))
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "value": float(self.value), "tolerance": float(self.tolerance),
+                "passed": self.passed, "kind": self.kind, "reason": self.reason}
 
 
 @dataclass
@@ -150,6 +165,29 @@ class Reduction(abc.ABC):
         env = self.environment(variables)
         return Evaluation(objective=float(self.problem.objective.expr.numeric(env)),
                           constraints=evaluate_constraints(self.problem.constraints, env))
+
+    # -- what "ok" means ---------------------------------------------------------------------------------
+    def acceptance(self, evaluation: Evaluation, backend: str) -> list[Check]:
+        """The checks a judged result of ``backend`` must pass to be ok: every constraint's violation within
+        the backend's tolerance, and the reduction's certificates (override :meth:`certificate_checks`)."""
+        checks = []
+        for name, record in evaluation.constraints.items():
+            tolerance, reason = self.violation_tolerance(record["bound"], backend)
+            checks.append(Check(f"violation of {name}", record["violation"], tolerance, reason, "constraint"))
+        return checks + self.certificate_checks(evaluation, backend)
+
+    def violation_tolerance(self, bound: float, backend: str) -> tuple[float, str]:
+        """(tolerance, reason) of a constraint ``value <= bound``: the solvers' feasibility tolerance for an exact
+        result, a hundredth of the budget for a stochastic one."""
+        if backend == "exact":
+            return 1e-6 * max(1.0, abs(bound)), ("the conic and LP solvers' feasibility tolerance (1e-8), with a "
+                                                 "margin, relative to max(1, |bound|)")
+        return 1e-2 * abs(bound) + 1e-5, ("1% of the budget (plus 1e-5): a larger violation does not satisfy the "
+                                          "declared constraint")
+
+    def certificate_checks(self, evaluation: Evaluation, backend: str) -> list[Check]:
+        """Checks of the reduction's certificates (duality gaps, brackets) for ``ok``; none by default."""
+        return []
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         """The checks ``fm.crosscheck`` applies to the two judged results (override per family); ``context``

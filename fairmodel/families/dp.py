@@ -334,6 +334,28 @@ class DPPostProcessing(Reduction):
             out["dual_suboptimality"] = value - f_star
         return out
 
+    def violation_tolerance(self, bound: float, backend: str) -> tuple[float, str]:
+        if backend == "exact":
+            return super().violation_tolerance(bound, backend)
+        return 0.2 * bound + 1e-6, ("20% of eps: pi_z of an approximate dual is feasible up to the dual's "
+                                    "optimization error (Thm 5.1); the default budget stays below 10% on the bundled "
+                                    "data (measured 8% at eps = 0.01 on Law School)")
+
+    def certificate_checks(self, evaluation, backend) -> list[Check]:
+        cert = evaluation.certificate
+        if backend == "exact":
+            key = "duality_gap" if "duality_gap" in cert else "kkt_residual"
+            if key not in cert:
+                return []
+            return [Check(f"{key} of the exact solution", abs(cert[key]), 1e-6, "strong duality (17) / the KKT "
+                          "conditions (8) hold at the optimum up to the solver's tolerance", "certificate")]
+        if "dual_suboptimality" not in cert:
+            return []
+        scale = max(abs(evaluation.objective), 1e-3)
+        return [Check("dual suboptimality F(z) - F*", cert["dual_suboptimality"], 0.1 * scale,
+                      "10% of the objective's scale max(|R_beta|, 1e-3): the exact dual (L-BFGS-B) is the reference",
+                      "certificate")]
+
     def crosscheck_checks(self, exact, stochastic, data=None, sample_weight=None, **context) -> list[Check]:
         checks = [
             Check("|R_beta(stochastic) - R_beta(exact)|", abs(stochastic.objective - exact.objective), 1e-2,

@@ -178,6 +178,16 @@ class StrategicDRO(Reduction):
                            "saddle_value": m.value(u[:-1], u[-1], gamma)}
         return Evaluation(objective=objective, metrics=metrics, certificate=certificate)
 
+    def certificate_checks(self, evaluation, backend) -> list[Check]:
+        gap = evaluation.certificate.get("duality_gap")
+        if gap is None:
+            return []
+        if backend == "exact":
+            return [Check("duality gap", gap, 1e-5, "the exact saddle point (gamma* from the duals) has gap 0 up to "
+                          "the solver's tolerance", "certificate")]
+        return [Check("duality gap", gap, 5e-2, "it bounds the worst-case risk's suboptimality; 5e-2: the noise "
+                      "floor of the one-point zeroth-order estimator at the defaults (docs/minmax.md)", "certificate")]
+
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
         return [
