@@ -54,6 +54,7 @@ PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
 # Clarabel's default step fraction (0.99) stops with InsufficientProgress on (25) of model (13) with 10
 # levels already at n = 1000 (measured); 0.9 solves them (a solve must end optimal or raise).
 CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
+RELATIVE_STEP_TOL = 0.05           # ok needs the IDCA step at the result within 5% of max(1, ||x||)
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 
@@ -450,9 +451,19 @@ class PartialFairness(Reduction):
         step = float(np.linalg.norm(x_hat - x))
         M = self.lipschitz_estimate([x, x_hat])
         lam_max = float(np.max(lam, initial=0.0))
-        return {"feasible": 1.0, "subproblem_step": step, "max_dual": lam_max, "lipschitz_M": M,
+        return {"feasible": 1.0, "subproblem_step": step, "relative_step": step / max(1.0, float(np.linalg.norm(x))),
+                "max_dual": lam_max, "lipschitz_M": M,
                 "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
                 "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g)))}
+
+    def certificate_checks(self, evaluation, backend) -> list[Check]:
+        step = evaluation.certificate.get("relative_step")
+        if step is None:
+            return []
+        return [Check("IDCA step at the result / max(1, ||x||)", step, RELATIVE_STEP_TOL,
+                      "the subproblem (25) anchored at a DC critical point returns that point (Lemma C.1: the step "
+                      "bounds its nearly-KKT epsilon); the default budgets end at 0.2-0.3% on the bundled data, "
+                      "a single outer iteration at about 50%", "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective

@@ -169,5 +169,8 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
             if max_time is not None and time.perf_counter() - start >= max_time:
                 status, message = "budget_exhausted", f"time budget {max_time} s reached after outer iteration {k}"
                 break
+            if bar.stopped:
+                status, message = "interrupted", f"interrupted (Ctrl-C) after outer iteration {k}"
+                break
     return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": len(history) - 1,
             "last": last_info, "time": time.perf_counter() - start}
