@@ -230,14 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairmodel", description="Fair and robust learning: exact and stochastic "
                                      "solvers with a shared judge.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact CVXPY program vs ALEG)",
+    demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact dual method vs ALEG)",
                           description="Solve group DRO (or MERO) on the bundled Adult data with the exact backend "
                                       "and with ALEG, judge both on the full data and print the cross-check.")
     demo.add_argument("--problem", choices=("gdro", "mero"), default="gdro", help="group DRO (default) or MERO")
     demo.add_argument("--groups", choices=("sex", "race", "sex_race"), default="sex", help="sensitive attribute")
     demo.add_argument("--radius", type=float, default=5.0, help="radius of the weight ball (default 5)")
-    demo.add_argument("--exact-method", choices=("epigraph", "dual"), default="epigraph",
-                      help="exact method: the CVXPY epigraph program (default) or the certified dual method")
+    demo.add_argument("--exact-method", choices=("dual", "epigraph"), default="dual",
+                      help="exact method: the certified dual method (default) or the CVXPY epigraph program")
     demo.add_argument("--seed", type=int, default=0, help="seed of the stochastic solver")
     demo.add_argument("--verbose", action="store_true", default=None, help="show progress bars")
     demo.set_defaults(func=_demo)
