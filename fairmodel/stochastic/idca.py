@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from ..errors import InfeasibleError, OptionError
+from ..errors import InfeasibleError, OptionError, SolverError
 from ..oracles.dc_ipm import solve_subproblem
 from ..progress import Progress
 from .ssg import ssg
@@ -108,10 +108,19 @@ def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int
     """An inner solver ``(anchor, k) -> (x_hat, info)`` solving (25) by the certified interior-point method
     (:func:`fairmodel.oracles.dc_ipm.solve_subproblem`); ``info`` carries λ, the hinge weights u and the
     duality gap of (25) at x_hat."""
+    warm = []
+
     def inner(anchor, k):
         vals, S = program.minus(anchor)
         c = vals - S @ anchor
-        x_hat, lam, u, info = solve_subproblem(hinge, anchor, S, c, mu, tol=tol, max_iter=max_iter)
+        x_hat, lam, u, info = solve_subproblem(hinge, anchor, S, c, mu, tol=tol, max_iter=max_iter,
+                                               warm=warm[-1] if warm else None)
+        if info["status"] != "optimal" or info["max_g"] > 1e-9:
+            raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
+                              f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
+                              f"{k}; pass solver_options={{'max_iter': ...}} or inner='cvxpy'",
+                              status=info["status"])
+        warm[:] = [(lam, u)]
         return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
                        "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"]}
     return inner
