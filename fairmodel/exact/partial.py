@@ -43,19 +43,19 @@ from . import solvers
 from .lower import LoweringContext, group_average_matrix, lower
 
 
-def _ramp_band(block: RampBandBlock, x, layout):
+def _ramp_band(block: RampBandBlock, ctx, aux):
     """f+ of (13): [A-_{k,p} (lower) ; A+_{k,p} (upper)], k major, A+-_{k,p} = (1/n_k) sum_i pos(z_i - θ_p -+ 1/2).
 
-    Vectorized: one constant (n |Î|) x D matrix M maps the stacked variable x = (w, θ) to every z_i - θ_p (level
-    major, rows sorted by group), and a sparse averaging matrix sums each (k, p) block: two ``cp.pos`` of an
-    affine expression, no per-row or per-level expressions (compiles in seconds at n = 1e4).
+    Vectorized: constant matrices map w and θ to every z_i - θ_p at once (level major, rows sorted by group:
+    the dense (n |Î|) x d block of the design repeated, a sparse -1 per row for θ), and a sparse averaging
+    matrix sums each (k, p) block: two ``cp.pos`` of one affine expression, no per-row or per-level expressions.
     """
     gs, P, G = block.gs, block.P, block.G
     n = gs.X.shape[0]
-    M = np.zeros((n * P, layout.D))
-    for p in range(P):
-        M[p * n:(p + 1) * n, gs.wsl] = gs.X
-        M[p * n:(p + 1) * n, block.tsl.start + p] = -1.0
+    w = ctx.variable(block.atom.score.w)
+    theta = aux[f"theta_{block.name}"]
+    Mw = np.tile(gs.X, (P, 1))
+    Mt = sp.csr_matrix((-np.ones(n * P), (np.arange(n * P), np.repeat(np.arange(P), n))), shape=(n * P, P))
     rows, cols, vals = [], [], []
     for k in range(G):
         lo, hi = gs.bounds[k], gs.bounds[k + 1]
@@ -64,11 +64,11 @@ def _ramp_band(block: RampBandBlock, x, layout):
             cols.append(p * n + np.arange(lo, hi))
             vals.append(np.full(hi - lo, 1.0 / gs.sizes[k]))
     A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(G * P, n * P))
-    Z = M @ x
+    Z = Mw @ w + Mt @ theta
     return cp.hstack([A @ cp.pos(Z - 0.5), A @ cp.pos(Z + 0.5)])
 
 
-def _weak_band(block: WeakBandBlock, ctx, aux, x=None, layout=None):
+def _weak_band(block: WeakBandBlock, ctx, aux):
     """f+ of (17) over the ordered pairs: M_alpha(k) + M_beta(k') [+ S+_k + S+_k' for the paper's split]."""
     atom = block.atom
     z = lower(atom.score, ctx) - atom.threshold
@@ -81,11 +81,11 @@ def _weak_band(block: WeakBandBlock, ctx, aux, x=None, layout=None):
     return out + s_plus[k] + s_plus[l] if block.paper else out
 
 
-def _expr(block: ExprBlock, ctx, aux, x=None, layout=None):
+def _expr(block: ExprBlock, ctx, aux):
     return cp.reshape(lower(block.g, ctx), (1,), order="C")
 
 
-BLOCK_LOWERING = {WeakBandBlock: _weak_band, ExprBlock: _expr}   # RampBandBlock: _ramp_band (on the stacked x)
+BLOCK_LOWERING = {RampBandBlock: _ramp_band, WeakBandBlock: _weak_band, ExprBlock: _expr}
 
 
 EXP_CONE_LOSSES = (E.LogisticLoss,)
@@ -149,8 +149,7 @@ class Subproblem:
         m, D = program.m, program.D
         try:
             objective = sum((c * lower(t, ctx) for c, t in exact_terms), start=cp.Constant(0.0))
-            fplus = cp.hstack([_ramp_band(b, self.x, layout) if isinstance(b, RampBandBlock)
-                               else BLOCK_LOWERING[type(b)](b, ctx, aux) for b in program.blocks])
+            fplus = cp.hstack([BLOCK_LOWERING[type(b)](b, ctx, aux) for b in program.blocks])
         except UnsupportedProblemError as exc:
             raise UnsupportedProblemError(f"the exact IDCA backend lowers the objective and every f+ to CVXPY: "
                                           f"{exc}") from None

@@ -506,7 +506,8 @@ class PartialFairness(Reduction):
             Check("constraint violation (stochastic)", stochastic.max_violation, 1e-6,
                   "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by (25)'s majorization"),
             Check("constraint violation (exact)", exact.max_violation, 1e-6,
-                  "the conic solver's feasibility tolerance (1e-8) scaled by 1/(beta - alpha)"),
+                  "the exact inner solver's feasibility tolerance (interior point: g_i <= 1e-9; conic: 1e-8) scaled by "
+                  "1/(beta - alpha)"),
         ]
         for res, label in ((exact, "exact"), (stochastic, "stochastic")):
             eps = res.certificate.get("nearly_kkt_eps")
