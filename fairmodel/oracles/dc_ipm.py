@@ -33,11 +33,10 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import SolverError
 
-_DEBUG = False
 # starting point: cold (hinge slacks t = pos(y) + t, λ = lam, slack floor omega) or warm from the previous
 # subproblem's (λ, u) (λ floored at warm_lam max λ, u clipped to [warm_u, 1 - warm_u], t = pos(y) + warm_t):
 # measured 60 / 35 iterations cold (first / later subproblems at n = 2000), 23-40 warm
-_INIT = {'t': 0.5, 'lam': 1.0, 'omega': 0.5, 'corr': True, 'warm_lam': 1e-2, 'warm_u': 0.2, 'warm_t': 0.3}
+_INIT = {'t': 0.5, 'lam': 1.0, 'omega': 0.5, 'warm_lam': 1e-2, 'warm_u': 0.2, 'warm_t': 0.3}
 STEP_FRACTION = 0.995        # fraction to the boundary of the positive orthant (Wright 1997, ch. 10)
 
 
@@ -280,22 +279,11 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
         mu_avg = comp / n_weight
         sigma = min(1.0, (max(comp_aff, 0.0) / comp) ** 3) if comp > 0 else 0.0
         tau = sigma * mu_avg
-        if not _INIT['corr']:
-            dA = [0 * d for d in dA]; dB = [0 * d for d in dB]; dl = 0 * dl
         tau_a = [tau * wt - da * dt for da, dt, wt in zip(dA, dT, weights)]
         tau_b = [tau * wt - db * ds for db, ds, wt in zip(dB, dS, weights)]
         tau_l = tau - dl * dW
         dx, dl, dT, dS, dA, dB, dW = direction(tau_a, tau_b, tau_l)
         ap, ad = step_lengths(dl, dT, dS, dA, dB, dW)
-        if _DEBUG:
-            names = ["T", "Sg", "A", "B"]
-            blk = {nm: min(_step_to_boundary([(z, dz)]) for z, dz in zip(Z, dZ)) for nm, Z, dZ in
-                   zip(names, (T, Sg, Am, Bm), (dT, dS, dA, dB))}
-            blk["lam"] = _step_to_boundary([(lam, dl)])
-            blk["omega"] = _step_to_boundary([(omega, dW)])
-            print({k: f"{v:.2g}" for k, v in blk.items()})
-            print(it, f"ap={ap:.3g} ad={ad:.3g} sigma={sigma:.3g} comp={comp:.3g}",
-                  {k: f"{v:.2e}" for k, v in res.items()})
         x = x + ap * dx
         omega = omega + ap * dW
         T = [t + ap * dt for t, dt in zip(T, dT)]
