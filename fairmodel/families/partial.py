@@ -32,10 +32,13 @@ from ..exact.solvers import check_solver
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
-from ..stochastic.idca import check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner, theory_schedule
+from ..oracles.dc_ipm import solve_subproblem
+from ..stochastic.idca import (certified_inner, check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner,
+                               theory_schedule)
 from ..stochastic.ssg import polyak_feasibility, ssg
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
-from .partial_program import constraint_kind, dc_program, max_constraint, nonneg, positive_int, schedule
+from .partial_program import (constraint_kind, dc_program, hinge_program, max_constraint, nonneg, positive_int,
+                              schedule, subproblem_g)
 from .registry import register
 
 # Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
@@ -56,6 +59,7 @@ PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
 CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
 RELATIVE_STEP_TOL = 0.05           # ok needs the IDCA step at the result within 5% of max(1, ||x||)
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
+IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of Law School: 416,000 pieces)
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 
 
@@ -66,8 +70,9 @@ class PartialFairness(Reduction):
     paper = "He, Huang, Yao, Lin: partial fairness via DC constraints, IDCA"
     supported = ("a convex objective with fm.partial_dp(...) <= kappa, fm.weak_partial_dp(...) <= kappa or "
                  "fm.dc(g, h) <= b constraints (and convex c(w) <= b)")
-    exact_methods = {"idca": "IDCA (Algorithm 1); each convex subproblem (25) solved by CVXPY, compiled once "
-                             "with the linearization as parameters"}
+    exact_methods = {"idca": "IDCA (Algorithm 1); each convex subproblem (25) solved exactly: by the certified "
+                             "interior-point method in (w, theta) (inner='ipm', default for partial_dp with a smooth "
+                             "objective) or by the CVXPY program compiled once (inner='cvxpy')"}
     stochastic_methods = {
         "idca": "IDCA with the switching-subgradient inner solver (Algorithms 1 + 2), full batch",
         "ssg": "switching subgradient applied directly to the DC program (Algorithm 3; no guarantee)",
@@ -81,6 +86,7 @@ class PartialFairness(Reduction):
         self._kinds = kinds
         self._program, self._bounds = dc_program(problem, kinds), self._bound_values()
         self._subproblems: dict = {}
+        self._hinge = None
 
     def _bound_values(self) -> tuple:
         return tuple(c.bound() for c in self.problem.canonical.constraints)
@@ -181,20 +187,47 @@ class PartialFairness(Reduction):
         return out["x"] if out["status"] == "feasible" else None
 
     # -- backends --------------------------------------------------------------------------------------
+    def hinge(self):
+        """The data of the certified interior-point solver of (25), or a string saying why it does not apply."""
+        program = self.program
+        if self._hinge is None or self._hinge[0] is not program:
+            self._hinge = (program, hinge_program(program))
+        return self._hinge[1]
+
+    def _inner_method(self, inner, mu):
+        """'ipm' (certified interior point, the default where it applies) or 'cvxpy'."""
+        if inner not in (None, "ipm", "cvxpy"):
+            raise OptionError(f"inner must be 'ipm' (certified interior-point solver of (25)) or 'cvxpy' (the "
+                              f"conic program); got {inner!r}")
+        hinge = self.hinge()
+        why = hinge if isinstance(hinge, str) else ("mu = 0 (the subproblem is not strongly convex)" if mu <= 0
+                                                     else None)
+        if inner == "ipm" and why:
+            raise OptionError(f"inner='ipm' does not apply: {why}; use inner='cvxpy'")
+        return ("cvxpy" if why or inner == "cvxpy" else "ipm"), why
+
     def solve_exact(self, method, solver, verbose, **options):
         allowed = ("mu", "outer", "tol", "start", "allow_infeasible_start", "certificate", "solver_options",
-                   "starts", "seed", "keep", "max_time")
+                   "starts", "seed", "keep", "max_time", "inner")
         check_options(options, allowed, "the exact IDCA backend")
         mu = nonneg(options.get("mu", MU), "mu")
         outer = positive_int(options.get("outer", EXACT_DEFAULTS["outer"]), "outer", 0)
         tol = nonneg(options.get("tol", EXACT_DEFAULTS["tol"]), "tol")
+        kind, why = self._inner_method(options.get("inner"), mu)
         solver_options = dict(options.get("solver_options") or {})
-        if check_solver(solver) == "CLARABEL":
-            solver_options = {**CLARABEL_OPTIONS, **solver_options}
         start = time.perf_counter()
-        sub = self.subproblem(mu, solver)
+        if kind == "ipm":
+            inner = certified_inner(self.program, self.hinge(), mu, **solver_options)
+            info = {"name": "idca+ipm", "inner_solver": "certified interior point (duality gap of (25))"}
+        else:
+            if check_solver(solver) == "CLARABEL":
+                solver_options = {**CLARABEL_OPTIONS, **solver_options}
+            sub = self.subproblem(mu, solver)
+            inner = exact_inner(sub, verbose=False, **solver_options)
+            info = {"name": "idca+" + sub.solver, "inner_solver": sub.solver}
+            if why and options.get("inner") is None:
+                info["inner_note"] = f"CVXPY inner solver: the interior-point one does not apply ({why})"
         compile_time = time.perf_counter() - start
-        inner = exact_inner(sub, verbose=False, **solver_options)
 
         def run(x0, label):
             out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
@@ -202,14 +235,14 @@ class PartialFairness(Reduction):
             last = out["last"]
             if last.get("anchor") is not out["x"]:
                 # budget ended: one more solve certifies the returned point (Lemma C.1)
-                x_hat, lam, _ = sub.solve(out["x"], **solver_options)
-                last = {"x_next": x_hat, "lam": lam}
+                x_hat, last = inner(out["x"], out["outer_iterations"])
+                last = dict(last, x_next=x_hat)
             out["subproblem"] = (last["x_next"], last["lam"])
             return out
 
         return self._multistart(run, "IDCA (exact subproblems)", options, mu, method="idca", compile_time=compile_time,
-                                solver={"name": "idca+" + sub.solver, "inner_solver": sub.solver,
-                                        "solver_options": solver_options, "mu": mu, "outer": outer, "tol": tol})
+                                solver={**info, "solver_options": solver_options, "mu": mu, "outer": outer,
+                                        "tol": tol})
 
     def solve_stochastic(self, method, seed, verbose, **options):
         common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time")
@@ -433,28 +466,38 @@ class PartialFairness(Reduction):
     def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None):
         """Lemma C.1: solve (25) at x (or reuse the path's own solve), then
         ε = ||x̂ - x|| / min{1, 1/(2M), 1/(2M max λ)}; plus the subproblem's primal feasibility and
-        complementarity. Computed when ``certificate`` is True, or (None) for small programs."""
+        complementarity (and, with the interior-point solver, its duality gap). Computed when ``certificate`` is
+        True, or (None) for programs up to AUTO_CERTIFICATE_PIECES ramp pieces (IPM_CERTIFICATE_PIECES when the
+        interior-point solver applies)."""
         pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
-        if subproblem is None and not (certificate or (certificate is None and pieces <= AUTO_CERTIFICATE_PIECES)):
+        kind = self._inner_method(None, mu)[0]
+        limit = IPM_CERTIFICATE_PIECES if kind == "ipm" else AUTO_CERTIFICATE_PIECES
+        if subproblem is None and not (certificate or (certificate is None and pieces <= limit)):
             return {}
         if certificate is False:
             return {}
         if f.max() > 1e-7:
             return {"feasible": 0.0}
-        sub = self.subproblem(mu, solver)
-        if subproblem is None:
+        extra = {}
+        if subproblem is not None:
+            x_hat, lam = subproblem
+        elif kind == "ipm":
+            vals, S = self.program.minus(x)
+            x_hat, lam, _, info = solve_subproblem(self.hinge(), x, S, vals - S @ x, mu)
+            extra["subproblem_gap"] = info["gap"]
+        else:
+            sub = self.subproblem(mu, solver)
             opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
             x_hat, lam, _ = sub.solve(x, **opts)
-        else:
-            x_hat, lam = subproblem
-        g = sub.g_values(x_hat, x)
+        g = subproblem_g(self.program, x_hat, x, mu)
         step = float(np.linalg.norm(x_hat - x))
         M = self.lipschitz_estimate([x, x_hat])
         lam_max = float(np.max(lam, initial=0.0))
         return {"feasible": 1.0, "subproblem_step": step, "relative_step": step / max(1.0, float(np.linalg.norm(x))),
                 "max_dual": lam_max, "lipschitz_M": M,
                 "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
-                "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g)))}
+                "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g))),
+                **extra}
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
         step = evaluation.certificate.get("relative_step")
@@ -475,7 +518,8 @@ class PartialFairness(Reduction):
             Check("constraint violation (stochastic)", stochastic.max_violation, 1e-6,
                   "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by (25)'s majorization"),
             Check("constraint violation (exact)", exact.max_violation, 1e-6,
-                  "the conic solver's feasibility tolerance (1e-8) scaled by 1/(beta - alpha)"),
+                  "the exact inner solver's feasibility tolerance (interior point: g_i <= 1e-9; conic: 1e-8) scaled by "
+                  "1/(beta - alpha)"),
         ]
         for res, label in ((exact, "exact"), (stochastic, "stochastic")):
             eps = res.certificate.get("nearly_kkt_eps")

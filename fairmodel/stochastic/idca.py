@@ -6,7 +6,9 @@ subproblem (25), with the proximal term (μ/2)||v - x_k||^2 in the objective and
 ((μ/2)||x||^2 added to both convex parts of every function, Assumption 6.3A), is solved to precision ε_k (27).
 Two inner solvers:
 
-* exact: the CVXPY program of :mod:`fairmodel.exact.partial`, compiled once and re-solved;
+* exact, certified (default where it applies): the interior-point method of :mod:`fairmodel.oracles.dc_ipm`
+  in the small space (w, θ) with exact full-data oracles, returning a duality-gap certificate of (25);
+* exact, CVXPY: the program of :mod:`fairmodel.exact.partial`, compiled once and re-solved;
 * SSG (Algorithm 2, :func:`fairmodel.stochastic.ssg.ssg`) warm-started at x_k, ``T_k`` iterations.
 
 Extension (documented, on by default): ``margin=True`` runs SSG on the subproblem with every constraint
@@ -23,7 +25,8 @@ import time
 
 import numpy as np
 
-from ..errors import InfeasibleError, OptionError
+from ..errors import InfeasibleError, OptionError, SolverError
+from ..oracles.dc_ipm import solve_subproblem
 from ..progress import Progress
 from .ssg import ssg
 
@@ -98,6 +101,28 @@ def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
                                   f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
         return out["x"], {"inner_iterations": out["iterations"], "n_feasible": out["n_feasible"], "eps": e,
                           "inner_status": out["status"]}
+    return inner
+
+
+def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200):
+    """An inner solver ``(anchor, k) -> (x_hat, info)`` solving (25) by the certified interior-point method
+    (:func:`fairmodel.oracles.dc_ipm.solve_subproblem`); ``info`` carries λ, the hinge weights u and the
+    duality gap of (25) at x_hat."""
+    warm = []
+
+    def inner(anchor, k):
+        vals, S = program.minus(anchor)
+        c = vals - S @ anchor
+        x_hat, lam, u, info = solve_subproblem(hinge, anchor, S, c, mu, tol=tol, max_iter=max_iter,
+                                               warm=warm[-1] if warm else None)
+        if info["status"] != "optimal" or info["max_g"] > 1e-9:
+            raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
+                              f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
+                              f"{k}; pass solver_options={{'max_iter': ...}} or inner='cvxpy'",
+                              status=info["status"])
+        warm[:] = [(lam, u)]
+        return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
+                       "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"]}
     return inner
 
 
