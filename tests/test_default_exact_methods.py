@@ -43,6 +43,19 @@ def test_default_exact_method_solves_the_full_bundled_data(name, target, sensiti
             warnings.simplefilter("ignore")
             res = prob.solve(backend="exact")
         assert res.ok, f"{family} on {name}/{sensitive}: {res.status}: {res.message}"
+    if target is not None:     # partial fairness: two outer IDCA iterations (the reduced budget); feasible, certified
+        spec = _spec(name, target, sensitive, {"family": "partial_fairness", "band": [0.7, 1.0], "kappa": 0.1,
+                                               "l2": 1e-3}, tmp_path)
+        try:
+            prob = problemfile.build_problem(spec, problemfile.load_data(spec))
+        except problemfile.ProblemFileError as exc:
+            assert "group" in str(exc)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = prob.solve(backend="exact", outer=2)
+            assert res.status in ("budget_exhausted", "converged", "inaccurate"), res.message
+            assert not [c for c in res.checks if c["kind"] == "constraint" and not c["passed"]], res.checks
     spec = _spec(name, REGRESSION[name], sensitive, {"family": "dp_postprocessing", "eps": 0.01, "L": 10, "beta": 100},
                  tmp_path)
     prob = problemfile.build_problem(spec, problemfile.load_data(spec))
