@@ -26,6 +26,7 @@ from .expressions.grid import GridPredictor
 from .expressions.models import SigmoidMLP
 from .families.dp import dp_parameters
 from .judge import judge
+from .metrics.assessment import Assessment, assess
 from .families.base import Evaluation
 from .oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 from .problem import Inequality, Minimize, Problem
@@ -60,6 +61,8 @@ __all__ = [
     "with_group_interactions",
     # min-max problems and their domains
     "Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",
+    # assessment of any model
+    "assess", "Assessment",
     # judging, cross-checks, sweeps
     "crosscheck", "CrossCheckReport", "Evaluation", "Frontier", "judge", "metrics", "sweep",
     # errors
