@@ -136,7 +136,9 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features, metrics
     second = yp if yp is not None else sc
     custom = {k: (fn, sort(yt), sort(second)) for k, fn in custom.items()}
     designs, kernels = build(inputs, names, custom)
-    return Assessment(groups, level_names, [k.name for k in kernels], designs, kernels, inputs, w[order])
+    a = Assessment(groups, level_names, [k.name for k in kernels], designs, kernels, inputs, w[order])
+    a.row_order = order
+    return a
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -177,6 +179,7 @@ class Assessment:
         by, overall = evaluate(kernels, designs, inputs, weights[:, None])
         self._by, self._overall = by[0], overall[0]
         self._ci = None
+        self.row_order = np.arange(self.n_samples)    # row i of the group-sorted inputs is row row_order[i]
 
     # -- tables --------------------------------------------------------------------------------------
     @property
