@@ -15,7 +15,7 @@ from .data import Batch, Dataset, Groups
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResultFileError, SolverError, UnsupportedProblemError)
-from .expressions import (Constant, Parameter, Weights, abs, group_mean, group_optimal, hinge_loss, logistic_loss,
+from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean, group_optimal, hinge_loss, logistic_loss,
                           max, mean, min, multiply, norm, parameter, pos, softmax_loss, squared_loss, sum,
                           sum_squares)
 from .expressions.atoms.auc import auc_gap, auc_loss
@@ -52,7 +52,7 @@ __all__ = [
     # data and results
     "Batch", "Dataset", "datasets", "Groups", "load_result", "Result",
     # the language: variables, losses, atoms, problems
-    "abs", "Constant", "dc", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max",
+    "abs", "Constant", "dc", "equal_opportunity_gap", "equalized_odds_gap", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max",
     "mean", "min", "Minimize", "multiply", "norm", "Parameter", "parameter", "pos", "Problem", "SigmoidMLP",
     "softmax_loss", "squared_loss", "sum", "sum_squares", "Weights",
     # family atoms

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import as_generator, check_int, check_number, check_vector
+from ..data import Dataset
 from ..errors import DataError, OptionError
 from . import report
-from .columns import column as _column, group_labels, sensitive_columns
+from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
 from .kernels import Inputs, bootstrap_counts, build, evaluate
 from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, weights_of
 
@@ -86,7 +87,7 @@ def _check_needs(names, has, yt_binary, yp_binary):
             raise DataError("ks needs predictions y_pred= (or scores=)")
 
 
-def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features, metrics=None, sample_weight=None,
+def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, metrics=None, sample_weight=None,
            pos_label=None, data=None) -> "Assessment":
     """Group metrics of a model's decisions ``y_pred``, scores ``scores`` or numeric predictions.
 
@@ -100,8 +101,15 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features, metrics
         ``f(y_true, y_pred, sample_weight=None)``, or a dict ``{name: name or callable}``.
     sample_weight : non-negative weights (e.g. survey weights) used by every metric and every interval.
     pos_label : the positive value of labels and decisions when they are not coded 0/1, -1/+1 or bools.
-    data : a DataFrame (or dict of columns) in which string arguments name columns.
+    data : a DataFrame (or dict of columns) in which string arguments name columns; or a
+        :class:`fairmodel.Dataset`, whose labels and groups are the defaults of ``y_true`` and
+        ``sensitive_features`` (levels named after the data's sensitive attribute).
     """
+    if isinstance(data, Dataset):
+        y_true = data.y if y_true is None else y_true
+        if sensitive_features is None:
+            sensitive_features = dataset_groups(data)
+        data = None
     yt, yp = _column(y_true, data, "y_true"), _column(y_pred, data, "y_pred")
     sc = _column(scores, data, "scores")
     sw = _column(sample_weight, data, "sample_weight")
@@ -320,11 +328,21 @@ class Intervals:
         return self._pairs(*self._bounds(r), "metric")
 
     def to_markdown(self, digits: int = 4) -> str:
+        """The intervals of every group's metrics, of the overall metrics and of the between-group differences
+        and ratios, as Markdown."""
         a = self.assessment
-        rows = [[f"[{report.fmt(lo, digits)}, {report.fmt(hi, digits)}]" for lo, hi in zip(lr, hr)]
-                for lr, hr in zip(self._lo, self._hi)]
+        n_levels = len(a.level_names)
+        lo = np.vstack([self._lo, self._bounds(self.draws_overall)[0]])
+        hi = np.vstack([self._hi, self._bounds(self.draws_overall)[1]])
+        for f in (_difference, _ratio):
+            b = self._bounds(f(self.draws_by_group, self.draws_overall, "between_groups"))
+            lo, hi = np.vstack([lo, b[0]]), np.vstack([hi, b[1]])
+        extra = [(name,) + ("",) * (n_levels - 1) if n_levels > 1 else name
+                 for name in ("overall", "difference", "ratio")]
+        rows = [[f"[{report.fmt(x, digits)}, {report.fmt(y, digits)}]" for x, y in zip(lr, hr)]
+                for lr, hr in zip(lo, hi)]
         head = f"{self.level:.0%} stratified bootstrap intervals ({self.n_boot} draws, seed {self.seed}):\n\n"
-        return head + report.markdown(list(a.groups), a.level_names, a.metrics, rows, digits)
+        return head + report.markdown(list(a.groups) + extra, a.level_names, a.metrics, rows, digits)
 
     def __repr__(self) -> str:
         return f"Intervals(level={self.level:g}, n_boot={self.n_boot}, seed={self.seed!r}, {self.assessment!r})"

@@ -83,3 +83,19 @@ def group_labels(columns, names, n):
     keys = np.empty(n, dtype=object)
     keys[:] = list(zip(*(c.tolist() for c in columns)))
     return Groups(keys)
+
+
+def dataset_groups(data) -> dict:
+    """The groups of a :class:`fairmodel.Dataset` as named columns: one column named after the sensitive attribute,
+    or, for tuple labels (e.g. Adult's ``sex_race``), one column per entry, named by splitting the attribute's
+    name on ``_`` when the parts match (``sex``, ``race``)."""
+    g = data.groups
+    labels = np.empty(len(g), dtype=object)
+    labels[:] = [g.names[c] for c in g.codes]
+    name = data.sensitive_name or "group"
+    if g.names and isinstance(g.names[0], tuple):
+        k = len(g.names[0])
+        parts = name.split("_")
+        names = parts if len(parts) == k else [f"{name}_{j}" for j in range(k)]
+        return {names[j]: np.array([v[j] for v in labels], dtype=object) for j in range(k)}
+    return {name: labels}

@@ -168,6 +168,6 @@ def plot_groups(metrics, labels, values, overall, lower=None, upper=None, axes=N
     for ax in axes[m:]:
         ax.set_visible(False)
     if level is not None:
-        fig.suptitle(f"bars: {level:.0%} bootstrap intervals; dashed: overall", fontsize=9)
+        fig.suptitle(f"error bars: {level:.0%} stratified bootstrap intervals; dashed line: overall", fontsize=9)
     fig.tight_layout()
     return fig
