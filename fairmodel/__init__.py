@@ -36,7 +36,7 @@ from .sweep import Frontier, sweep
 
 __version__ = "0.1.0"
 
-_ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier",
+_ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")
 
 

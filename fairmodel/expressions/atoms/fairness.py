@@ -14,12 +14,19 @@ Both are convex in a linear score (a max of affine functions minus a min of affi
 ``equal_opportunity_gap(s, data) <= eps`` is a convex constraint that the exact backend lowers to CVXPY and the
 generic stochastic method samples (they are built from ``group_mean(..., where=)``, ``max`` and ``min``: no new
 atom, every backend and the judge already know them). With two groups the gap is ``|m_a - m_b|``.
+
+With ``sample_weight``, the group means are weighted: the score is multiplied by the data vector
+``u_i = w_i / (mean of w over the rows of i's group and stratum)``, so that the plain mean of ``u s`` over a cell
+is the weighted mean of ``s`` there (``multiply`` by a non-negative data vector keeps the curvature).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..._validate import check_vector
+from ...data import Groups
 from ...errors import DataError
+from ..core import multiply
 from .aggregates import group_mean, max, min  # noqa: A004  (the language's max and min)
 
 
@@ -36,22 +43,43 @@ def _labels_groups(data, y, groups, positive):
     return pos, groups
 
 
-def _spread(score, groups, where, what):
+def _spread(score, groups, where, what, weights):
     if not where.any():
         raise DataError(f"no row has {what}: the constraint on that stratum is undefined")
+    if weights is not None:
+        codes = np.asarray(Groups(groups).codes)
+        cell = codes[where]
+        total = np.bincount(cell, weights=weights[where])
+        count = np.bincount(cell)
+        if np.any((count > 0) & (total <= 0)):
+            raise DataError(f"a group has zero total sample weight among the rows with {what}")
+        u = np.ones(weights.size)
+        u[where] = weights[where] * count[cell] / total[cell]
+        score = multiply(u, score)
     m = group_mean(score, groups, where=where)
     return max(m) - min(m)
 
 
-def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None):
+def _weights(sample_weight, n):
+    if sample_weight is None:
+        return None
+    w = check_vector(sample_weight, n, "sample_weight")
+    if w.size and w.min() < 0:
+        raise DataError("sample_weight must be >= 0")
+    return w
+
+
+def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
     """max_g - min_g of the groups' mean scores on the positives (the linear-loss surrogate of the
     true-positive-rate gap, Donini et al. 2018); a convex expression of a linear score."""
     pos, groups = _labels_groups(data, y, groups, positive)
-    return _spread(score, groups, pos, "a positive label")
+    return _spread(score, groups, pos, "a positive label", _weights(sample_weight, pos.size))
 
 
-def equalized_odds_gap(score, data=None, *, y=None, groups=None, positive=None):
+def equalized_odds_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
     """The larger of the mean-score spreads on the positives and on the negatives (the linear-loss surrogate of
     the equalized-odds gap: true-positive and false-positive rates, Donini et al. 2018); convex."""
     pos, groups = _labels_groups(data, y, groups, positive)
-    return max(_spread(score, groups, pos, "a positive label"), _spread(score, groups, ~pos, "a negative label"))
+    w = _weights(sample_weight, pos.size)
+    return max(_spread(score, groups, pos, "a positive label", w),
+               _spread(score, groups, ~pos, "a negative label", w))
