@@ -8,7 +8,8 @@ from scipy.special import expit
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, solve_problem, two_groups
+from ._base import (BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, two_groups,
+                    weighted_mean_loss)
 
 CONSTRAINTS = ("equalized_odds", "equal_opportunity", "none")
 
@@ -56,19 +57,10 @@ class FairLogisticRegression(FairLinearClassifier):
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()
         data = self._validate_fit(X, y, sensitive_features)
-        sw = None
-        if sample_weight is not None:
-            sw = np.asarray(sample_weight, dtype=np.float64)
-            if sw.ndim != 1 or sw.shape[0] != data.n_samples:
-                raise ValueError(f"sample_weight.shape == {sw.shape}, expected ({data.n_samples},)!")
-            if not np.all(np.isfinite(sw)) or sw.min() < 0:
-                raise ValueError("sample_weight must be finite and non-negative")
-            if not sw.any():
-                raise ValueError("sample_weight is zero everywhere")
+        sw = check_sample_weight(sample_weight, data.n_samples)
         w = dsl.Weights(data.n_features, intercept=bool(self.fit_intercept))
         s = data.score(w)
-        loss = dsl.logistic_loss(s, data.y)
-        objective = dsl.mean(loss) if sw is None else dsl.mean(dsl.multiply(sw * (sw.size / sw.sum()), loss))
+        objective = weighted_mean_loss(dsl.logistic_loss(s, data.y), sw)
         if self.alpha > 0:
             objective = objective + float(self.alpha) * dsl.sum_squares(w)
         constraints = []
