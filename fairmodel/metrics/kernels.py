@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .rates import FROM_CONFUSION, auc_from_levels, ratio
+from .rates import FROM_CONFUSION, ratio
 
 
 
