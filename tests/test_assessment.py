@@ -209,6 +209,13 @@ def test_undefined_metrics_are_nan_and_errors_are_clear():
         fm.assess(y, y_pred=p, sensitive_features=g[:5])
     with pytest.raises(fm.OptionError, match="method"):
         a.difference("pairwise")
+    with pytest.raises(fm.OptionError, match="level must be < 1"):
+        a.ci(level=1.0)
+    text = np.where(y == 1, "yes", "no")
+    with pytest.raises(fm.DataError, match="pos_label"):
+        fm.assess(text, y_pred=np.where(p == 1, "yes", "no"), sensitive_features=g)
+    b = fm.assess(text, y_pred=np.where(p == 1, "yes", "no"), sensitive_features=g, pos_label="yes")
+    np.testing.assert_array_equal(b.by_group.to_numpy(), a.by_group.to_numpy())
 
 
 def test_renderings():

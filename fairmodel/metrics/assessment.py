@@ -122,6 +122,9 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     w = weights_of(sw, n)
     has = {"y_true": yt is not None, "y_pred": yp is not None, "scores": sc is not None}
     yt_bin, yp_bin = _is_binary(yt, pos_label), _is_binary(yp, pos_label)
+    for values, is_bin, name in ((yt, yt_bin, "y_true"), (yp, yp_bin, "y_pred")):
+        if values is not None and not is_bin and np.asarray(values).dtype.kind not in "iufb":
+            binary(values, pos_label, name)        # text labels: say how to name the positive one
     regression = has["y_pred"] and not yp_bin or (has["y_true"] and not yt_bin and not has["scores"])
     names, custom = _metric_list(metrics, has, regression)
     _check_needs(names, has, yt_bin, yp_bin)
@@ -235,6 +238,8 @@ class Assessment:
         """Percentile intervals of the stratified bootstrap (seeded, reproducible) for every group's metric,
         the overall metrics, and the differences and ratios. Kept for ``plot()`` and ``to_markdown()``."""
         level = check_number(level, "level", low=0.0, high=1.0, strict=True)
+        if level >= 1:
+            raise OptionError(f"level must be < 1 (a 100% percentile interval is the range of the draws); got {level}")
         by, overall = self.bootstrap(n_boot, seed)
         self._ci = Intervals(self, level, by, overall, seed)
         return self._ci
