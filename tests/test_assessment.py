@@ -287,7 +287,8 @@ def test_weighted_dp_and_partial_metrics_equal_replication():
     P = rng.dirichlet(np.ones(6), n)
     k = rng.integers(0, 3, n)
     rep = np.repeat(np.arange(n), k)
-    pairs = [(fm.metrics.ks_unfairness(g, pred=pred, sample_weight=k), fm.metrics.ks_unfairness(g[rep], pred=pred[rep])),
+    pairs = [(fm.metrics.ks_unfairness(g, pred=pred, sample_weight=k),
+              fm.metrics.ks_unfairness(g[rep], pred=pred[rep])),
              (fm.metrics.ks_unfairness(g, proba=P, sample_weight=k), fm.metrics.ks_unfairness(g[rep], proba=P[rep])),
              (fm.metrics.pmf_unfairness(g, P, sample_weight=k), fm.metrics.pmf_unfairness(g[rep], P[rep]))]
     for a, b in pairs:

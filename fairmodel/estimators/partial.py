@@ -39,9 +39,10 @@ class PartialFairnessClassifier(FairLinearClassifier):
         library's defaults, 300 x 300 for IDCA + SSG, take tens of seconds at a few hundred rows).
 
     ``fit(X, y, sensitive_features=None, sample_weight=None)``: ``sample_weight`` weighs the loss (the parity
-    constraint counts every row once: the partial-parity atoms have no weights). With two or more groups the constrained model is solved; without
-    sensitive features the model is the unconstrained regularized logistic regression, a convex program that
-    is solved exactly by CVXPY whatever the backend (no stochastic method exists for it in fairmodel).
+    constraint counts every row once: the partial-parity atoms have no weights). With two or more groups the
+    constrained model is solved; without sensitive features the model is the unconstrained regularized logistic
+    regression, a convex program that is solved exactly by CVXPY whatever the backend (no stochastic method exists
+    for it in fairmodel).
 
     The constraint is enforced on the ramp surrogate of model (13) / (17) on the training data (the judge's
     level ``result_.constraints["c0"]["value"] <= kappa``); the true empirical parity gap of the fitted scores

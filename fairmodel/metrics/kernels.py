@@ -1,13 +1,14 @@
 """Vectorized group metrics: every metric of an assessment, for every group and overall, for many weight vectors
 at once (the sample weights for the point estimate, the sample weights times bootstrap counts for intervals).
 
-Each built-in metric is a function of statistics that are *linear in the weights*: ``S = A.T @ W`` for a
-weight matrix ``W`` (rows x draws, one column per weight vector) and a fixed design ``A`` (rows x statistics): the weighted confusion counts
-(decision metrics), the weighted errors (MSE, MAE), the weights per distinct score level and label (AUC) or per
-distinct prediction (KS). One sparse product per design and group evaluates a metric on a hundred bootstrap
-draws; no Python runs per draw. (Sparse products and ``einsum`` rather than BLAS: they are single-threaded C loops,
-which stay fast on a loaded machine where a multi-threaded BLAS call on a thin matrix can take 100x longer.) A user's callable metric ``f(y_true, y_pred, sample_weight=...)`` is called
-once per group and draw instead.
+Each built-in metric is a function of statistics that are *linear in the weights*: ``S = A.T @ W`` for a weight
+matrix ``W`` (rows x draws, one column per weight vector) and a fixed design ``A`` (rows x statistics): the
+weighted confusion counts (decision metrics), the weighted errors (MSE, MAE), the weights per distinct prediction
+(KS); the AUC cumulates the negatives' weights in score order. One sparse product per design and group evaluates
+a metric on a hundred bootstrap draws; no Python runs per draw. (Sparse products and ``einsum`` rather than BLAS:
+single-threaded C loops stay fast on a loaded machine, where a multi-threaded BLAS call on a thin matrix was
+measured 100x slower.) A user's callable metric ``f(y_true, y_pred, sample_weight=...)`` is called once per
+group and draw instead.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .rates import FROM_CONFUSION, ratio
-
 
 
 class Inputs:
