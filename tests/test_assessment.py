@@ -299,6 +299,12 @@ def test_weighted_dp_and_partial_metrics_equal_replication():
         assert abs(a.gap - b.gap) < TOL
     with pytest.raises(fm.ModelError, match="clip"):
         fm.metrics.partial_dp(pred, g, estimator="trimmed", sample_weight=k)
+    X, y = rng.normal(size=(n, 3)), np.where(rng.random(n) < 0.5, 1, -1)
+    theta = np.array([1.0, -0.5, 0.3])
+    for f in (fm.metrics.strategic_accuracy, fm.metrics.strategic_margin):
+        a = f(theta, X, y, zeta=[0.0, 0.5], strategic_features=[0, 1], sample_weight=k)
+        b = f(theta, X[rep], y[rep], zeta=[0.0, 0.5], strategic_features=[0, 1])
+        np.testing.assert_allclose(a, b, rtol=0, atol=TOL)
 
 
 def test_summaries():
