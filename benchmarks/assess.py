@@ -96,7 +96,8 @@ def main(argv=None):
         rows[0][2:] = [f"{fl_point:.3f}", f"{fl_point / t_point:.0f}x"]
         rows[1][2:] = [f"{fl_1000:.0f} (scaled from {args.fairlearn_draws} draws: {fl_draws:.1f} s)",
                        f"{fl_1000 / t_boot:.0f}x"]
-        notes.append(f"fairlearn {fairlearn.__version__}: largest |difference| between the two by-group tables "
+        notes.append(f"fairlearn {fairlearn.__version__} (installed from PyPI for this comparison only; not a "
+                     f"dependency of fairmodel): largest |difference| between the two by-group tables "
                      f"(10 groups x 8 metrics): {diff:.1e}. fairlearn's bootstrap resamples all rows (not by "
                      f"group) and re-runs both frames per draw.")
     body = ("## Assessment (`benchmarks/assess.py`)\n\n"
