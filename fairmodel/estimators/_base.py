@@ -20,6 +20,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError("fairmodel.estimators needs scikit-learn: pip install 'fairmodel[sklearn]'") from exc
 
+from .. import expressions as dsl
 from ..data import Dataset
 
 
@@ -73,6 +74,39 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return np.where(self.decision_function(X) > 0, self.classes_[1], self.classes_[0])
+
+
+def check_sample_weight(sample_weight, n: int):
+    """Validated sample weights (finite, >= 0, not all zero) as a float array, or None when absent or constant
+    (constant weights leave every weighted mean unchanged, so the unweighted problem is solved)."""
+    if sample_weight is None:
+        return None
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim != 1 or sw.shape[0] != n:
+        raise ValueError(f"sample_weight.shape == {sw.shape}, expected ({n},)!")
+    if not np.all(np.isfinite(sw)) or sw.min() < 0:
+        raise ValueError("sample_weight must be finite and non-negative")
+    if not sw.any():
+        raise ValueError("sample_weight is zero everywhere")
+    return None if np.all(sw == sw[0]) else sw
+
+
+def weighted_mean_loss(loss, sw):
+    """``sum_i w_i loss_i / sum_i w_i`` as a DSL expression (the plain mean when ``sw`` is None)."""
+    from_weights = None if sw is None else sw * (sw.size / sw.sum())
+    return dsl.mean(loss) if sw is None else dsl.mean(dsl.multiply(from_weights, loss))
+
+
+def weighted_group_risks(loss, groups, sw):
+    """The groups' weighted mean losses ``sum_{i in g} w_i loss_i / sum_{i in g} w_i`` (plain group means when
+    ``sw`` is None): the loss times ``w_i / (mean of w in i's group)``, then group means."""
+    if sw is None:
+        return dsl.group_mean(loss, groups)
+    codes = np.asarray(groups.codes)
+    mean_g = np.bincount(codes, weights=sw) / np.bincount(codes)
+    if np.any(mean_g <= 0):
+        raise ValueError("a group has zero total sample weight")
+    return dsl.group_mean(dsl.multiply(sw / mean_g[codes], loss), groups)
 
 
 # ---------------------------------------------------------------------------------------------------
