@@ -97,6 +97,18 @@ def weighted_mean_loss(loss, sw):
     return dsl.mean(loss) if sw is None else dsl.mean(dsl.multiply(from_weights, loss))
 
 
+def regularized_logistic(est, data, sample_weight):
+    """(w, score, objective, weights) of the classifiers fitted by a penalized weighted logistic loss:
+    ``weighted mean logistic loss + alpha ||w||^2`` of ``data.score(w)``."""
+    sw = check_sample_weight(sample_weight, data.n_samples)
+    w = dsl.Weights(data.n_features, intercept=bool(est.fit_intercept))
+    s = data.score(w)
+    objective = weighted_mean_loss(dsl.logistic_loss(s, data.y), sw)
+    if est.alpha > 0:
+        objective = objective + float(est.alpha) * dsl.sum_squares(w)
+    return w, s, objective, sw
+
+
 def weighted_group_risks(loss, groups, sw):
     """The groups' weighted mean losses ``sum_{i in g} w_i loss_i / sum_{i in g} w_i`` (plain group means when
     ``sw`` is None): the loss times ``w_i / (mean of w in i's group)``, then group means."""

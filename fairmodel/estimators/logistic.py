@@ -8,8 +8,7 @@ from scipy.special import expit
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
 from .._validate import check_choice, check_number
-from ._base import (BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, two_groups,
-                    weighted_mean_loss)
+from ._base import BACKENDS, FairLinearClassifier, regularized_logistic, solve_problem, two_groups
 
 CONSTRAINTS = ("equalized_odds", "equal_opportunity", "none")
 
@@ -57,12 +56,7 @@ class FairLogisticRegression(FairLinearClassifier):
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()
         data = self._validate_fit(X, y, sensitive_features)
-        sw = check_sample_weight(sample_weight, data.n_samples)
-        w = dsl.Weights(data.n_features, intercept=bool(self.fit_intercept))
-        s = data.score(w)
-        objective = weighted_mean_loss(dsl.logistic_loss(s, data.y), sw)
-        if self.alpha > 0:
-            objective = objective + float(self.alpha) * dsl.sum_squares(w)
+        w, s, objective, sw = regularized_logistic(self, data, sample_weight)
         constraints = []
         self.groups_ = list(data.groups.names) if data.has_groups else []
         if data.has_groups and self.constraint != "none":

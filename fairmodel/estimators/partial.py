@@ -4,14 +4,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .. import expressions as dsl
 from ..expressions.atoms.partial import partial_dp, weak_partial_dp
 from ..problem import Minimize, Problem
 
 from ..metrics.partial import check_band
 from .._validate import check_choice, check_number
-from ._base import (BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, two_groups,
-                    weighted_mean_loss)
+from ._base import BACKENDS, FairLinearClassifier, regularized_logistic, solve_problem, two_groups
 
 CONSTRAINTS = ("pdp", "weak_pdp")
 
@@ -79,12 +77,7 @@ class PartialFairnessClassifier(FairLinearClassifier):
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()
         data = self._validate_fit(X, y, sensitive_features)
-        sw = check_sample_weight(sample_weight, data.n_samples)
-        w = dsl.Weights(data.n_features, intercept=bool(self.fit_intercept))
-        s = data.score(w)
-        objective = weighted_mean_loss(dsl.logistic_loss(s, data.y), sw)
-        if self.alpha > 0:
-            objective = objective + float(self.alpha) * dsl.sum_squares(w)
+        w, s, objective, sw = regularized_logistic(self, data, sample_weight)
         band = tuple(float(v) for v in self.band)
         self.groups_ = []
         if data.has_groups:
