@@ -92,19 +92,23 @@ def fits(estimate: Estimate, max_memory_gb: float | None = None) -> bool:
     return estimate.bytes <= memory_limit(max_memory_gb)
 
 
-def refusal(estimate: Estimate, alternative: str, max_memory_gb: float | None = None) -> str:
-    """The message of a refusal: what, the estimate and its formula, the limit, the alternative, the override."""
+def refusal(estimate: Estimate, alternative: str, max_memory_gb: float | None = None,
+            option: str = "max_memory_gb=") -> str:
+    """The message of a refusal: what, the estimate and its formula, the limit, the alternative, the override
+    (``option``: where the caller passes ``max_memory_gb``)."""
     limit = memory_limit(max_memory_gb)
     source = (f"the limit max_memory_gb={max_memory_gb:g}" if max_memory_gb is not None else
               f"half the memory available on this machine ({_size(limit)} of {_size(available_memory())})")
     return (f"{estimate.what} would need {estimate.describe()}, more than {source}. {alternative}. Or pass "
-            f"max_memory_gb= (GiB; inf turns this guard off) if the machine has the memory")
+            f"{option} (GiB; inf turns this guard off) if the machine has the memory")
 
 
-def check(estimate: Estimate, alternative: str, max_memory_gb: float | None = None) -> Estimate:
-    """Raise :class:`ResourceLimitError` (with the estimate and the alternative) when the estimate does not fit."""
+def check(estimate: Estimate, alternative: str, max_memory_gb: float | None = None,
+          option: str = "max_memory_gb=") -> Estimate:
+    """Raise :class:`ResourceLimitError` (with the estimate and the alternative) when the estimate does not fit;
+    warn when the time estimate exceeds :data:`WARN_SECONDS`."""
     if not fits(estimate, max_memory_gb):
-        raise ResourceLimitError(refusal(estimate, alternative, max_memory_gb), estimate=estimate.bytes)
+        raise ResourceLimitError(refusal(estimate, alternative, max_memory_gb, option), estimate=estimate.bytes)
     if estimate.seconds is not None and estimate.seconds > WARN_SECONDS:
         warnings.warn(f"{estimate.what} may take {_duration(estimate.seconds)} (estimate: {estimate.describe()}); "
                       f"{alternative[0].lower() + alternative[1:]}", UserWarning, stacklevel=4)
@@ -118,7 +122,7 @@ def dp_primal(n: int, m: int, K: int, entropic: bool, what: str | None = None) -
     if entropic:
         units = float(n) * m * (2 * K + 4)
         return Estimate(what or "the entropic DP program (4)", units,
-                        f"{DP_ENTROPIC_BYTES:g} B x n m (2K + 4) = {units:,.0f} with n = {n:,}, m = {m}, K = {K}",
+                        f"{DP_ENTROPIC_BYTES:g} B per unit of n m (2K + 4) = {units:,.0f} with n = {n:,}, m = {m}, K = {K}",
                         BASE_BYTES + DP_ENTROPIC_BYTES * units, DP_ENTROPIC_SECONDS * units)
     units = float(n) * m * (2 * K + 1)
     return Estimate(what or "the DP LP (3)", units, f"{DP_LP_BYTES:g} B per nonzero of n m (2K + 1) = {units:,.0f} "
@@ -163,12 +167,16 @@ def newton(n: int, d: int, rho_given: bool) -> Estimate:
     row space when n < d, r x r Hessians with r = min(n, d) (three: H, its eigenvectors, a product)."""
     r = min(n, d)
     return Estimate("the projected Newton solve of the duality gap (13)", float(n) * d,
-                    f"8 B x (3 n d + 4 r^2), n = {n:,}, d = {d:,}, r = min(n, d)", 8.0 * (3.0 * n * d + 4.0 * r * r))
+                    f"8 B per entry of 3 n d + 4 r^2, n = {n:,}, d = {d:,}, r = min(n, d)", 8.0 * (3.0 * n * d + 4.0 * r * r))
 
 
 def _size(b: float) -> str:
-    return f"{b / GiB:.1f} GiB" if b >= 0.1 * GiB else f"{b / MiB:.0f} MiB"
+    if b >= 0.1 * GiB:
+        return f"{b / GiB:.1f} GiB"
+    return f"{b / MiB:.0f} MiB" if b >= 10 * MiB else f"{b / 1024:.0f} KiB"
 
 
 def _duration(s: float) -> str:
+    if s < 1:
+        return "under 1 s"
     return f"{s:.0f} s" if s < 600 else f"{s / 60:.0f} min"

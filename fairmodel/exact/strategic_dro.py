@@ -93,7 +93,8 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False, max_memory_gb=Non
     Eliminating it also avoids the degenerate free direction that stalled Clarabel when a ~ 0.
     """
     budget.check(budget.strategic(model.n, model.p, judge=True), "The judge reports the duality gap as nan; "
-                 "judge on a subsample of the data for a certificate", max_memory_gb)
+                 "judge on a subsample of the data for a certificate", max_memory_gb,
+                 "max_memory_gb= to solve(...) or evaluate(...)")
     gamma = np.asarray(gamma, dtype=float)
     a = model.alpha_coefficient(gamma)
     theta = cp.Variable(model.p, name="w")
