@@ -10,8 +10,9 @@ computed, the limit, and the scalable alternative. The limit is half of the memo
 (``MemAvailable`` of /proc/meminfo, else the physical memory from ``os.sysconf``); ``max_memory_gb=`` overrides it
 (``float('inf')`` turns the guard off), for an expert who knows the machine has the memory.
 
-Judge steps use :func:`fits`: a certificate that would not fit is reported as NaN with a warning that carries the
-same estimate, and the candidate is kept.
+A judge step that would not fit is refused the same way, and the judge reports that certificate as NaN (or leaves it
+out) with a warning carrying the message, keeping the candidate; the group-DRO certificate instead switches to a
+first-order method whose Frank-Wolfe gap certifies in O(n d) memory (:func:`fits`).
 """
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ def partial_program(program) -> Estimate:
                     + DESIGN_BYTES * entries, PARTIAL_SECONDS * pieces)
 
 
-def newton(n: int, d: int, rho_given: bool) -> Estimate:
+def newton(n: int, d: int) -> Estimate:
     """The projected Newton method of the group-DRO certificate: the weighted design (n x d, twice) and, in the
     row space when n < d, r x r Hessians with r = min(n, d) (three: H, its eigenvectors, a product)."""
     r = min(n, d)

@@ -103,8 +103,8 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
     """(theta, f(theta), Frank-Wolfe gap, method name) of min_{||theta|| <= rho} sum_i q_i R_i(theta) by projected
     Newton, in the row space of the design when it has fewer rows than columns.
 
-    f depends on theta only through X theta, and the ball is symmetric, so a minimizer lies in the row space
-    span(V) of X = U S V^T (the component of theta orthogonal to it changes no score and only adds to the norm);
+    f depends on theta only through X theta, so a minimizer over the ball lies in the row space span(V) of
+    X = U S V^T (projecting theta onto span(V) keeps every score and does not increase the norm);
     theta = V a turns a d-dimensional Newton step (an O(d^3) eigendecomposition) into an r-dimensional one,
     r = rank <= n. The gradient X^T g lies in span(V) as well, so the Frank-Wolfe gap, hence the certificate,
     is the same in both coordinates. Cost with n < d: one SVD O(n^2 d), then O(n d) per step.
@@ -113,7 +113,7 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
     ball, the accelerated projected gradient method is used instead: its Frank-Wolfe gap certifies the same way.
     """
     n_rows = int(np.count_nonzero(risks.sample_weights(q)))
-    estimate = budget.newton(n_rows, risks.shape[0], risks.radius is not None)
+    estimate = budget.newton(n_rows, risks.shape[0])
     if not budget.fits(estimate, max_memory_gb):
         if risks.radius is None:
             budget.check(estimate, "Give the Weights a radius (the first-order method then certifies the gap with "
