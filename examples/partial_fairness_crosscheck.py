@@ -2,7 +2,7 @@
 the cross-check.
 
     python examples/partial_fairness_crosscheck.py            # a 500-row stratified subsample (about 10 min)
-    python examples/partial_fairness_crosscheck.py --n 0      # all 20,800 rows (the exact path takes hours)
+    python examples/partial_fairness_crosscheck.py --n 0 --starts 1   # all 20,800 rows, one start per path
 """
 import argparse
 import time

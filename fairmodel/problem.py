@@ -8,22 +8,31 @@ expression and what each family supports.
 """
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
-from ._validate import check_options  # noqa: F401  (re-exported for the families' option checks)
+from ._validate import check_options
 from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
 from .families.registry import recognize
 from .judge import judge, judge_solution, verdict
+from .progress import interruptible
 from .results import Result
 from .sweep import sweep as run_sweep
 
 BACKENDS = ("exact", "stochastic")
 
 __all__ = ["BACKENDS", "Inequality", "Minimize", "Problem"]
+
+
+def _check_keywords(method, options: dict, where: str) -> None:
+    """Unknown option names of a solve method without ``**options`` raise an OptionError listing the valid ones."""
+    params = inspect.signature(method).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        check_options(options, [n for n in params if n not in ("method", "seed", "solver", "verbose")], where)
 
 
 class Problem:
@@ -137,12 +146,19 @@ class Problem:
         family, method = self.reduction_for(backend, method)
         start = time.perf_counter()
         if backend == "exact":
+            _check_keywords(family.solve_exact, options, f"the exact method {method!r}")
             solution = family.solve_exact(method=method, solver=solver, verbose=verbose, **options)
         else:
             if solver is not None:
                 raise OptionError("solver= chooses a CVXPY solver for the exact backend; the stochastic backend "
                                   "takes method= instead")
-            solution = family.solve_stochastic(method=method, seed=seed, verbose=verbose, **options)
+            _check_keywords(family.solve_stochastic, options, f"the stochastic method {method!r}")
+            with interruptible() as stop:   # Ctrl-C: the method stops at its next epoch; its iterate is judged
+                solution = family.solve_stochastic(method=method, seed=seed, verbose=verbose, **options)
+                if stop.requested:
+                    solution.status = "interrupted"
+                    solution.message = ("interrupted by Ctrl-C; the last iterate is returned, judged on the full "
+                                        "data. " + solution.message).strip()
         solved = time.perf_counter()
         evaluation = judge_solution(family, solution)
         checks = family.acceptance(evaluation, backend)

@@ -3,12 +3,20 @@
 The bar is drawn on standard error only when it is a terminal and ``verbose`` is not ``False``;
 ``verbose=True`` forces it on, ``verbose=False`` (or a non-terminal stream) keeps it silent.
 Messages that are not progress go through the ``logging`` module (logger ``"fairmodel"``).
+
+Interrupts: inside :func:`interruptible` (a stochastic solve), the first Ctrl-C does not raise; it asks the
+running method to stop at its next progress point (an epoch or outer iteration: every loop checks
+``bar.stopped`` after ``bar.update``), so that the current iterate can be returned and judged. A second Ctrl-C
+raises ``KeyboardInterrupt`` at once.
 """
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 
 logger = logging.getLogger("fairmodel")
 
@@ -20,6 +28,46 @@ def progress_enabled(verbose: bool | None, stream=None) -> bool:
     stream = sys.stderr if stream is None else stream
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+class _StopRequest:
+    """Whether Ctrl-C asked the running solve to stop (set by the handler of :func:`interruptible`)."""
+
+    def __init__(self):
+        self.requested = False
+        self.depth = 0
+
+
+STOP = _StopRequest()
+
+
+def stop_requested() -> bool:
+    return STOP.requested
+
+
+def _on_sigint(signum, frame):
+    if STOP.requested:
+        raise KeyboardInterrupt
+    STOP.requested = True
+    logger.warning("interrupt: stopping at the end of the current step to return the current iterate "
+                   "(press Ctrl-C again to abort at once)")
+
+
+@contextmanager
+def interruptible():
+    """Within this block the first Ctrl-C sets :data:`STOP` instead of raising (main thread only; nested blocks
+    share the outermost handler). Yields :data:`STOP`; read ``STOP.requested`` before the block ends."""
+    install = STOP.depth == 0 and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _on_sigint) if install else None
+    if STOP.depth == 0:
+        STOP.requested = False
+    STOP.depth += 1
+    try:
+        yield STOP
+    finally:
+        STOP.depth -= 1
+        if install:
+            signal.signal(signal.SIGINT, previous)
 
 
 class Progress:
@@ -47,6 +95,11 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @property
+    def stopped(self) -> bool:
+        """True once Ctrl-C asked the solve to stop (see :func:`interruptible`): the loop should end."""
+        return STOP.requested
 
     def update(self, n: int = 1, **postfix) -> None:
         self.count += n

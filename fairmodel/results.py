@@ -1,14 +1,20 @@
 """Results of a solve, saved as JSON + NPZ (never pickle).
 
 ``result.save("run")`` writes ``run.json`` (everything but arrays, with a format tag and schema version)
-and ``run.npz`` (the variables, the history columns and any array-valued metric). ``fm.load_result``
-reads them back and refuses files that are missing, corrupt, or not written by fairmodel.
+and ``run.npz`` (the variables, the history columns and any array-valued metric); the suffixes are appended to
+the name given (``run_eps0.01`` gives ``run_eps0.01.json``). Both files carry one random id and are written to
+temporary files first, then moved into place with ``os.replace``, so an interrupted save never leaves a pair that
+loads as one run. Existing results are kept unless ``overwrite=True``. ``fm.load_result`` reads a pair back and
+refuses files that are missing, corrupt, not written by fairmodel, from two different saves, or not of the
+documented schema (types, shapes, statuses; object arrays are never loaded).
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import tempfile
+import uuid
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +23,7 @@ import numpy as np
 
 from .errors import ResultFileError
 from .families.registry import by_name
+from .result_schema import validate_fields
 
 FORMAT = "fairmodel.result"
 SCHEMA = 1
@@ -112,23 +119,56 @@ class Result:
                 "seed": self.seed, "backend": self.backend, "method": self.method, "family": self.family,
                 "message": self.message, "problem": self.problem, "checks": self.checks}
 
-    def save(self, path) -> tuple[Path, Path]:
-        """Write ``<path>.json`` and ``<path>.npz``; returns both paths."""
-        base = _base(path)
+    def save(self, path, overwrite: bool = False) -> tuple[Path, Path]:
+        """Write ``<path>.json`` and ``<path>.npz`` (suffixes appended); returns both paths.
+
+        Refuses to replace an existing result unless ``overwrite=True``.
+        """
+        json_path, npz_path = result_paths(path)
+        if not overwrite:
+            check_free(path)
+        save_id = uuid.uuid4().hex
         arrays: dict[str, np.ndarray] = {}
-        doc = {"format": FORMAT, "schema": SCHEMA, **_jsonable(self._fields(), arrays)}
-        base.parent.mkdir(parents=True, exist_ok=True)
-        json_path, npz_path = base.with_suffix(".json"), base.with_suffix(".npz")
-        with open(json_path, "w") as f:
-            json.dump(doc, f, indent=1, allow_nan=True)
-        np.savez_compressed(npz_path, **arrays)
+        doc = {"format": FORMAT, "schema": SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
+        arrays[ID_KEY] = np.array(save_id)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(doc, indent=1, allow_nan=True)
+        _replace_atomically(npz_path, lambda f: np.savez_compressed(f, **arrays))
+        _replace_atomically(json_path, lambda f: f.write(text.encode()))
         return json_path, npz_path
 
 
-def load_result(path) -> Result:
-    """Read a result written by :meth:`Result.save` (give the base path or the ``.json`` path)."""
+ID_KEY = "__id__"
+
+
+def result_paths(path) -> tuple[Path, Path]:
+    """The ``.json`` and ``.npz`` paths of a result saved under ``path`` (a trailing .json/.npz is dropped)."""
     base = _base(path)
-    json_path, npz_path = base.with_suffix(".json"), base.with_suffix(".npz")
+    return base.with_name(base.name + ".json"), base.with_name(base.name + ".npz")
+
+
+def check_free(path) -> None:
+    """Raise :class:`ResultFileError` if a result is already saved under ``path`` (checked before long work)."""
+    existing = [str(p) for p in result_paths(path) if p.exists()]
+    if existing:
+        raise ResultFileError(f"{' and '.join(existing)} already exist(s); choose another name, or overwrite with "
+                              f"overwrite=True (command line: --force)")
+
+
+def _replace_atomically(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_result(path) -> Result:
+    """Read a result written by :meth:`Result.save` (give the name used to save, or the ``.json`` path)."""
+    json_path, npz_path = result_paths(path)
     for p in (json_path, npz_path):
         if not p.exists():
             raise ResultFileError(f"{p} does not exist; a saved result is a .json file and a .npz file side by side")
@@ -144,12 +184,21 @@ def load_result(path) -> Result:
     try:
         with np.load(npz_path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+    except ValueError as exc:
+        raise ResultFileError(f"{npz_path} holds object arrays or is corrupt ({exc}); fairmodel never loads "
+                              f"pickled data") from None
+    except (OSError, zipfile.BadZipFile) as exc:
         raise ResultFileError(f"{npz_path} could not be read ({exc}); the file is corrupt") from None
+    npz_id = arrays.pop(ID_KEY, None)
+    if "id" in doc or npz_id is not None:   # files saved before ids existed have neither
+        if npz_id is None or str(npz_id) != doc.get("id"):
+            raise ResultFileError(f"{json_path} and {npz_path} come from different saves (their ids differ); "
+                                  f"the pair was mixed, e.g. by an interrupted or concurrent save")
     try:
         fields = _restore(doc, arrays)
+        fields = {k: v for k, v in fields.items() if k not in ("format", "schema", "id")}
+        validate_fields(fields, str(json_path), STATUSES)
         history = _history_records(fields.pop("history"))
-        fields = {k: v for k, v in fields.items() if k not in ("format", "schema")}
         return Result(history=history, **fields)
     except (KeyError, TypeError) as exc:
         raise ResultFileError(f"{json_path} is incomplete or inconsistent with {npz_path}: {exc}") from None

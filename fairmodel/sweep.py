@@ -4,8 +4,9 @@
 ``kappa`` to each value in turn and solves; the exact backend reuses its compiled program where the
 family supports it (the parameter is a scalar ``cp.Parameter``), the stochastic backend warm-starts from
 the previous value's solution. ``fm.sweep(build, values)`` does the same for any function
-``value -> Problem`` (for parameters that are not DSL parameters). A value whose solve fails is recorded
-with its error and the sweep goes on: finished values are never lost.
+``value -> Problem`` (for parameters that are not DSL parameters). A value whose solve fails, for any reason, is
+recorded with its error and the sweep goes on; Ctrl-C ends the sweep with the finished values: they are never
+lost.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from .errors import FairmodelError, ModelError
+from .errors import ModelError
 from .plotting import plot_frontier
 from .progress import Progress, logger
 
@@ -27,6 +28,7 @@ class Frontier:
     results: list                      # Result or None (failed value)
     errors: dict = field(default_factory=dict)   # value index -> message
     backend: str = ""
+    interrupted: bool = False                     # Ctrl-C ended the sweep: the values after the last are missing
 
     def rows(self) -> list[dict]:
         """Flat records: parameter value, status, objective, constraint values, scalar metrics, certificates."""
@@ -58,7 +60,7 @@ class Frontier:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return {"param": self.param, "backend": self.backend, "rows": self.rows()}
+        return {"param": self.param, "backend": self.backend, "interrupted": self.interrupted, "rows": self.rows()}
 
     def plot(self, x: str | None = None, y: str = "objective", ax=None, label: str | None = None):
         """Plot column ``y`` against ``x`` (default: the swept parameter); returns the matplotlib Figure."""
@@ -72,27 +74,43 @@ def _fmt(v) -> str:
 
 
 def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_start: bool = True,
-          verbose: bool | None = None, **solve_options) -> Frontier:
-    """Solve ``build(value)`` (a Problem) for every value; returns a :class:`Frontier`."""
+          verbose: bool | None = None, options_for=None, **solve_options) -> Frontier:
+    """Solve ``build(value)`` (a Problem) for every value; returns a :class:`Frontier`.
+
+    ``options_for(value)``, if given, returns solve options of that value (they override ``solve_options``).
+    A value that fails for any reason is recorded with its error and the sweep goes on. Ctrl-C ends the sweep:
+    the value being solved is kept as ``interrupted`` (stochastic: its judged iterate) and the finished values
+    are returned (``frontier.interrupted`` is True).
+    """
     values = list(values)
     if not values:
         raise ModelError("sweep needs at least one value")
-    results, errors, previous = [], {}, None
+    results, errors, previous, interrupted = [], {}, None, False
     with Progress(len(values), f"sweep {param}", verbose) as bar:
         for i, v in enumerate(values):
             start = time.perf_counter()
             try:
                 prob = build(v)
-                options = dict(solve_options)
+                options = {**solve_options, **(options_for(v) if options_for is not None else {})}
                 if warm_start and previous is not None and backend == "stochastic":
-                    options.update(prob.family.warm_start(previous))
+                    options = {**prob.family.warm_start(previous), **options}
                 res = prob.solve(backend=backend, verbose=False, **options)
                 results.append(res)
                 # a finished result warm-starts the next value even when the judge did not accept it
                 previous = res if res.status not in ("diverged", "failed", "interrupted") else previous
-            except FairmodelError as exc:
-                logger.warning("sweep: %s = %r failed: %s", param, v, exc)
+                interrupted = res.status == "interrupted"
+            except KeyboardInterrupt:
+                results.append(None)
+                errors[i] = "interrupted (Ctrl-C)"
+                interrupted = True
+            except Exception as exc:   # any failure of one value is recorded; the sweep goes on
+                logger.warning("sweep: %s = %r failed: %s: %s", param, v, type(exc).__name__, exc)
                 results.append(None)
                 errors[i] = f"{type(exc).__name__}: {exc}"
             bar.update(1, **{param: v, "s": round(time.perf_counter() - start, 2)})
-    return Frontier(param=param, values=values, results=results, errors=errors, backend=backend)
+            if interrupted:
+                logger.warning("sweep: interrupted at %s = %r; %d finished value(s) kept", param, v, i)
+                break
+    done = len(results)
+    return Frontier(param=param, values=values[:done], results=results, errors=errors, backend=backend,
+                    interrupted=interrupted)

@@ -113,18 +113,18 @@ def test_gdro_epigraph_guard(tiny_machine):
     _, _, risks = make_instance()
     prob = fm.Problem(fm.Minimize(fm.max(risks)))
     with pytest.raises(ResourceLimitError) as exc:
-        prob.solve("exact")
+        prob.solve("exact", method="epigraph")
     _refusal(exc, "the group-DRO epigraph program", "method='dual'", "backend='stochastic'")
     with pytest.raises(ResourceLimitError):
         prob.to_cvxpy()
-    assert prob.solve("exact", max_memory_gb=1.0).ok
+    assert prob.solve("exact", method="epigraph", max_memory_gb=1.0).ok
     assert prob.solve("exact", method="dual").ok                        # Newton in 6 dimensions fits in 0.5 MiB
 
 
 def test_gdro_certificate_falls_back_to_a_certified_first_order_method(monkeypatch):
     _, w, risks = make_instance()
     prob = fm.Problem(fm.Minimize(fm.max(risks)))
-    res = prob.solve("exact")
+    res = prob.solve("exact", method="epigraph")
     q = np.array([0.2, 0.3, 0.5])
     newton = prob.evaluate(w=res.variables["w"], q=q).certificate
     monkeypatch.setattr(budget, "available_memory", lambda: 1000.0)    # the Newton workspace does not fit
@@ -199,27 +199,35 @@ def test_strategic_exact_guard_and_judge(monkeypatch):
 
 
 # -- partial fairness -----------------------------------------------------------------------------------------------
-def _partial(n=200, seed=0):
+def _partial(n=200, seed=0, weak=False):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
     data = fm.Dataset(X, y, groups=(X[:, 1] > 0).astype(int))
     w = fm.Weights(3, intercept=True)
     s = data.score(w)
-    return fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-2 * fm.sum_squares(w)),
-                      [fm.partial_dp(s, data.groups, band=(0.7, 1.0), levels=4) <= 0.1])
+    if weak:       # the CVXPY subproblem is the only exact inner solver of model (17)
+        constraint = fm.weak_partial_dp(s, data.groups, band=(0.7, 1.0)) <= 0.05
+    else:
+        constraint = fm.partial_dp(s, data.groups, band=(0.7, 1.0), levels=4) <= 0.1
+    return fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-2 * fm.sum_squares(w)), [constraint])
 
 
 def test_partial_exact_guard(monkeypatch):
     prob = _partial()
     monkeypatch.setattr(budget, "available_memory", lambda: float(2 ** 20))
     with pytest.raises(ResourceLimitError) as exc:
-        prob.solve("exact", outer=2)
-    _refusal(exc, "the partial-fairness subproblem (25)", "backend='stochastic'", "levels=", "1,600 pieces")
-    res = prob.solve("exact", outer=2, max_memory_gb=float("inf"))
+        prob.solve("exact", outer=2, inner="cvxpy")
+    _refusal(exc, "the partial-fairness subproblem (25)", "backend='stochastic'", "inner='ipm'", "levels=",
+             "1,600 pieces")
+    assert np.isfinite(prob.solve("exact", outer=2).objective)          # the interior-point inner solver: no CVXPY
+    weak = _partial(weak=True)
+    with pytest.raises(ResourceLimitError, match="400 pieces"):
+        weak.solve("exact", outer=2)
+    res = weak.solve("exact", outer=2, max_memory_gb=float("inf"))
     assert np.isfinite(res.objective)
     assert res.max_violation <= 1e-7
-    fresh = _partial()                                  # its judge must build (25) itself for the Lemma C.1 certificate
+    fresh = _partial(weak=True)                         # its judge must build (25) itself for the Lemma C.1 certificate
     with pytest.warns(UserWarning, match="Lemma C.1 certificate is not computed.*would need"):
         judged = fresh.evaluate(res)
     assert judged.objective == pytest.approx(res.objective) and "nearly_kkt_eps" not in judged.certificate

@@ -347,8 +347,8 @@ class DPPostProcessing(Reduction):
         if backend == "exact":
             return super().violation_tolerance(bound, backend)
         return 0.2 * bound + 1e-6, ("20% of eps: pi_z of an approximate dual is feasible up to the dual's "
-                                    "optimization error (Thm 5.1); the default budget stays below 10% on the bundled "
-                                    "data (measured 8% at eps = 0.01 on Law School)")
+                                    "optimization error (Thm 5.1); the default budget measured on the bundled "
+                                    "examples at eps = 0.01: 8% (Law School), 19% (multiclass, Adult)")
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
         cert = evaluation.certificate
@@ -366,13 +366,15 @@ class DPPostProcessing(Reduction):
                       "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, data=None, sample_weight=None, **context) -> list[Check]:
+        violation_budget = 0.2 * min((c["bound"] for c in exact.constraints.values()), default=0.0)
         checks = [
-            Check("|R_beta(stochastic) - R_beta(exact)|", abs(stochastic.objective - exact.objective), 1e-2,
-                  "the stochastic value within 1e-2 of the exact entropic optimum: the accuracy the default budget "
-                  "reaches (measured, docs/benchmarks.md)"),
-            Check("max constraint violation (stochastic)", stochastic.max_violation, 5e-3,
-                  "pi_z of an approximate dual is approximately feasible (Thm 5.1): the violation the default "
-                  "budget stays below (measured, docs/benchmarks.md)"),
+            Check("|R_beta(stochastic) - R_beta(exact)|", abs(stochastic.objective - exact.objective),
+                  0.1 * max(abs(exact.objective), 1e-2),
+                  "10% of the exact entropic optimum's magnitude (at least 1e-3): the default budget reaches about "
+                  "5% on the bundled data (measured 6.3e-4 at |R_beta| = 1.2e-2 on Law School)"),
+            Check("max constraint violation (stochastic)", stochastic.max_violation, violation_budget + 1e-6,
+                  "20% of eps, as for a stochastic result alone: pi_z of an approximate dual is feasible up to the "
+                  "dual's optimization error (Thm 5.1)"),
             Check("max constraint violation (exact)", exact.max_violation, 1e-6,
                   "the exact optimum is feasible (Lemma 3.2) up to the solver tolerance"),
         ]

@@ -91,6 +91,8 @@ def with_progress(batches, bar: Progress, every: int):
     for k, batch in enumerate(batches, 1):
         if k % every == 0:
             bar.update(every)
+            if bar.stopped:
+                return
         yield batch
 
 

@@ -133,6 +133,9 @@ class GroupDRO(Reduction):
                                               "duals are the optimal group weights q*",
                                   "dual": "max over q in the simplex of min_w sum_g q_g (R_g(w) - c_g) (SLSQP "
                                           "over q, certified projected-Newton inner solves; logistic/squared)"}
+        if self.risks.has_hessian:   # the certified dual method first: the default where it applies
+            self.exact_methods = {"dual": self.exact_methods["dual"], **self.exact_methods}
+        if kind != "mero":
             self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox with per-group "
                                                "sampling (Algorithm 1; b samples per group per step, b = 4 by "
                                                "default, the paper's b = 1 with batch_size=1)",

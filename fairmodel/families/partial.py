@@ -27,38 +27,32 @@ import numpy as np
 
 from .. import expressions as E
 from .._validate import as_generator, check_options
-from ..errors import InfeasibleError, OptionError, ResourceLimitError
+from ..errors import OptionError, ResourceLimitError
 from ..exact import budget
 from ..exact.partial import Subproblem
 from ..exact.solvers import check_solver
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
-from ..stochastic.idca import check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, ssg_inner, theory_schedule
-from ..stochastic.ssg import polyak_feasibility, ssg
+from ..oracles.dc_ipm import solve_subproblem
+from ..stochastic.idca import (certified_inner, check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, theory_schedule)
+from ..stochastic.ssg import polyak_feasibility
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
-from .partial_program import constraint_kind, dc_program, max_constraint, nonneg, positive_int, schedule
+from .partial_program import (MU, constraint_kind, dc_program, hinge_program, max_constraint, nonneg,
+                              positive_int, subproblem_g)
+from .partial_runs import solve_direct_ssg, solve_idca_ssg, solve_penalty
 from .registry import register
 
-# Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
-# its value). Measured on Law School
-# subsamples: with μ = 0.01 the exact-inner and SSG-inner paths end in different local solutions (objectives
-# 1.1e-3 apart at n = 300); with μ = 0.1 the outer steps are shorter, SSG tracks the exact path and both end
-# within 2e-4, at the price of more outer iterations (about 60 to get within 1e-3 of the limit).
-MU = 0.1
 EXACT_DEFAULTS = {"outer": 100, "tol": 1e-6}
-# IDCA + SSG: eps_k = max(eps_min, eps * eps_decay^k) (measured on Law School subsamples: a constant
-# eps = 1e-3 (the paper's grid) stalls 0.05 above the exact-inner objective after 100 x 200 iterations;
-# the decreasing schedule reaches ~1e-3); the paper's constant eps is eps_decay=1.
-IDCA_DEFAULTS = {"outer": 300, "inner": 300, "eps": 1e-2, "eps_decay": 0.97, "eps_min": 1e-5}
-SSG_DEFAULTS = {"iterations": 20000, "eps": 1e-3}
-PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
 # Clarabel's default step fraction (0.99) stops with InsufficientProgress on (25) of model (13) with 10
 # levels already at n = 1000 (measured); 0.9 solves them (a solve must end optimal or raise).
 CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
+RELATIVE_STEP_TOL = 0.05           # ok needs the IDCA step at the result within 5% of max(1, ||x||)
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
-PARTIAL_ALTERNATIVE = ("Use backend='stochastic' (IDCA with switching-subgradient inner steps, memory O(n d)), "
-                       "fewer levels=, or a subsample of the data")
+IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of Law School: 416,000 pieces)
+PARTIAL_ALTERNATIVE = ("Use inner='ipm' where it applies (the certified interior-point solver of (25), no CVXPY), "
+                       "backend='stochastic' (IDCA with switching-subgradient inner steps, memory O(n d)), fewer "
+                       "levels=, or a subsample of the data")
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 
 
@@ -69,8 +63,9 @@ class PartialFairness(Reduction):
     paper = "He, Huang, Yao, Lin: partial fairness via DC constraints, IDCA"
     supported = ("a convex objective with fm.partial_dp(...) <= kappa, fm.weak_partial_dp(...) <= kappa or "
                  "fm.dc(g, h) <= b constraints (and convex c(w) <= b)")
-    exact_methods = {"idca": "IDCA (Algorithm 1); each convex subproblem (25) solved by CVXPY, compiled once "
-                             "with the linearization as parameters"}
+    exact_methods = {"idca": "IDCA (Algorithm 1); each convex subproblem (25) solved exactly: by the certified "
+                             "interior-point method in (w, theta) (inner='ipm', default for partial_dp with a smooth "
+                             "objective) or by the CVXPY program compiled once (inner='cvxpy')"}
     stochastic_methods = {
         "idca": "IDCA with the switching-subgradient inner solver (Algorithms 1 + 2), full batch",
         "ssg": "switching subgradient applied directly to the DC program (Algorithm 3; no guarantee)",
@@ -84,6 +79,7 @@ class PartialFairness(Reduction):
         self._kinds = kinds
         self._program, self._bounds = dc_program(problem, kinds), self._bound_values()
         self._subproblems: dict = {}
+        self._hinge = None
 
     def _bound_values(self) -> tuple:
         return tuple(c.bound() for c in self.problem.canonical.constraints)
@@ -185,20 +181,47 @@ class PartialFairness(Reduction):
         return out["x"] if out["status"] == "feasible" else None
 
     # -- backends --------------------------------------------------------------------------------------
+    def hinge(self):
+        """The data of the certified interior-point solver of (25), or a string saying why it does not apply."""
+        program = self.program
+        if self._hinge is None or self._hinge[0] is not program:
+            self._hinge = (program, hinge_program(program))
+        return self._hinge[1]
+
+    def _inner_method(self, inner, mu):
+        """'ipm' (certified interior point, the default where it applies) or 'cvxpy'."""
+        if inner not in (None, "ipm", "cvxpy"):
+            raise OptionError(f"inner must be 'ipm' (certified interior-point solver of (25)) or 'cvxpy' (the "
+                              f"conic program); got {inner!r}")
+        hinge = self.hinge()
+        why = hinge if isinstance(hinge, str) else ("mu = 0 (the subproblem is not strongly convex)" if mu <= 0
+                                                     else None)
+        if inner == "ipm" and why:
+            raise OptionError(f"inner='ipm' does not apply: {why}; use inner='cvxpy'")
+        return ("cvxpy" if why or inner == "cvxpy" else "ipm"), why
+
     def solve_exact(self, method, solver, verbose, **options):
         allowed = ("mu", "outer", "tol", "start", "allow_infeasible_start", "certificate", "solver_options",
-                   "starts", "seed", "keep", "max_time", "max_memory_gb")
+                   "starts", "seed", "keep", "max_time", "inner", "max_memory_gb")
         check_options(options, allowed, "the exact IDCA backend")
         mu = nonneg(options.get("mu", MU), "mu")
         outer = positive_int(options.get("outer", EXACT_DEFAULTS["outer"]), "outer", 0)
         tol = nonneg(options.get("tol", EXACT_DEFAULTS["tol"]), "tol")
+        kind, why = self._inner_method(options.get("inner"), mu)
         solver_options = dict(options.get("solver_options") or {})
-        if check_solver(solver) == "CLARABEL":
-            solver_options = {**CLARABEL_OPTIONS, **solver_options}
         start = time.perf_counter()
-        sub = self.subproblem(mu, solver, options.get("max_memory_gb"))
+        if kind == "ipm":
+            inner = certified_inner(self.program, self.hinge(), mu, **solver_options)
+            info = {"name": "idca+ipm", "inner_solver": "certified interior point (duality gap of (25))"}
+        else:
+            if check_solver(solver) == "CLARABEL":
+                solver_options = {**CLARABEL_OPTIONS, **solver_options}
+            sub = self.subproblem(mu, solver, options.get("max_memory_gb"))
+            inner = exact_inner(sub, verbose=False, **solver_options)
+            info = {"name": "idca+" + sub.solver, "inner_solver": sub.solver}
+            if why and options.get("inner") is None:
+                info["inner_note"] = f"CVXPY inner solver: the interior-point one does not apply ({why})"
         compile_time = time.perf_counter() - start
-        inner = exact_inner(sub, verbose=False, **solver_options)
 
         def run(x0, label):
             out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
@@ -206,14 +229,14 @@ class PartialFairness(Reduction):
             last = out["last"]
             if last.get("anchor") is not out["x"]:
                 # budget ended: one more solve certifies the returned point (Lemma C.1)
-                x_hat, lam, _ = sub.solve(out["x"], **solver_options)
-                last = {"x_next": x_hat, "lam": lam}
+                x_hat, last = inner(out["x"], out["outer_iterations"])
+                last = dict(last, x_next=x_hat)
             out["subproblem"] = (last["x_next"], last["lam"])
             return out
 
-        return self._multistart(run, "IDCA (exact subproblems)", options, mu, method="idca", compile_time=compile_time,
-                                solver={"name": "idca+" + sub.solver, "inner_solver": sub.solver,
-                                        "solver_options": solver_options, "mu": mu, "outer": outer, "tol": tol})
+        return self.multistart(run, "IDCA (exact subproblems)", options, mu, method="idca", compile_time=compile_time,
+                                solver={**info, "solver_options": solver_options, "mu": mu, "outer": outer,
+                                        "tol": tol})
 
     def solve_stochastic(self, method, seed, verbose, **options):
         common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time")
@@ -221,114 +244,14 @@ class PartialFairness(Reduction):
             check_options(options, common + ("mu", "outer", "inner", "eps", "eps_decay", "eps_min", "margin", "tol",
                                              "theory_eps"),
                           "the stochastic IDCA method")
-            return self._solve_idca_ssg(seed, verbose, options)
+            return solve_idca_ssg(self, seed, verbose, options)
         if method == "ssg":
             check_options(options, common + ("iterations", "eps", "eps_schedule", "c"), "direct SSG (Algorithm 3)")
-            return self._solve_direct_ssg(seed, verbose, options)
+            return solve_direct_ssg(self, seed, verbose, options)
         check_options(options, common + ("lam", "iterations", "step"), "the penalty baseline")
-        return self._solve_penalty(seed, verbose, options)
+        return solve_penalty(self, seed, verbose, options)
 
-    def _solve_idca_ssg(self, seed, verbose, options):
-        program = self.program
-        mu = nonneg(options.get("mu", MU), "mu")
-        outer = positive_int(options.get("outer", IDCA_DEFAULTS["outer"]), "outer", 0)
-        margin = bool(options.get("margin", True))
-        tol = nonneg(options.get("tol", 0.0), "tol")
-        theory = {}
-        if options.get("theory_eps") is not None:
-            if "eps" in options or "inner" in options:
-                raise OptionError("give either theory_eps= (eps_k and T_k from eq. (28)) or eps=/inner=, not both")
-            if mu <= 0:
-                raise OptionError("theory_eps= needs mu > 0 (Assumption 6.3A)")
-            theory = self.theory(nonneg(options["theory_eps"], "theory_eps", strict=True), mu)
-            eps, inner_T = theory["eps_k"], theory["T_k"]
-            outer = min(outer, theory["K"]) if "outer" in options else theory["K"]
-        else:
-            eps = options.get("eps", IDCA_DEFAULTS["eps"])
-            inner_T = options.get("inner", IDCA_DEFAULTS["inner"])
-        eps_k = schedule(eps, "eps")
-        if np.ndim(eps) == 0 and not callable(eps) and not theory:
-            decay = nonneg(options.get("eps_decay", IDCA_DEFAULTS["eps_decay"]), "eps_decay", strict=True)
-            floor = nonneg(options.get("eps_min", IDCA_DEFAULTS["eps_min"]), "eps_min", strict=True)
-            if decay > 1:
-                raise OptionError(f"eps_decay must lie in (0, 1] (eps_k = max(eps_min, eps * eps_decay^k)); "
-                                  f"got {decay}")
-            base = eps_k(0)
-            eps_k = (lambda k: max(floor, base * decay ** k))
-        inner = ssg_inner(program, mu, eps_k, schedule(inner_T, "inner", integer=True), margin)
-
-        def run(x0, label):
-            return idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
-                        max_time=options.get("max_time"))
-
-        solver = {"name": "idca+ssg", "mu": mu, "outer": outer, "margin": margin,
-                  "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
-                  "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule"}
-        sol = self._multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver)
-        sol.metrics.update({f"theory_{k}": v for k, v in theory.items()})
-        return sol
-
-    def _solve_direct_ssg(self, seed, verbose, options):
-        """Algorithm 3: SSG on (21) with f = max_i f_i and the DC subgradient f+' - f-' (App. D.6)."""
-        program = self.program
-        iterations = positive_int(options.get("iterations", SSG_DEFAULTS["iterations"]), "iterations")
-        kind = options.get("eps_schedule", "static")
-        if kind == "static":
-            eps = nonneg(options.get("eps", SSG_DEFAULTS["eps"]), "eps", strict=True)
-            eps_t = eps
-        elif kind == "diminishing":
-            c = nonneg(options.get("c", 1.0), "c", strict=True)
-            eps_t = (lambda t: c / (t + 1.0))
-        else:
-            raise OptionError(f"eps_schedule must be 'static' or 'diminishing' (eps_t = c / (t + 1)); got {kind!r}")
-
-        constraint = max_constraint(program)
-
-        def run(x0, label):
-            start = time.perf_counter()
-            if program.max_violation(x0) > (eps_t(0) if callable(eps_t) else eps_t):
-                raise InfeasibleError("direct SSG (Algorithm 3) needs a start with f_i(w0) <= eps")
-            out = ssg(x0, eps_t, iterations, program.objective_value_and_grad, constraint, program.project,
-                      record_every=max(1, iterations // 200))
-            status = {"completed": "completed", "converged": "converged"}.get(out["status"], "failed")
-            history = [{"iteration": t, "objective": f, "max_f": g} for t, f, g in out["trace"]]
-            return {"x": out["x"], "status": status, "message": out["message"], "history": history,
-                    "outer_iterations": 0, "time": time.perf_counter() - start, "inner_total": out["iterations"],
-                    "n_feasible": out["n_feasible"]}
-
-        solver = {"name": "ssg", "iterations": iterations, "eps_schedule": kind}
-        return self._multistart(run, "SSG (Algorithm 3)", options, 0.0, method="ssg", seed=seed, solver=solver)
-
-    def _solve_penalty(self, seed, verbose, options):
-        """Penalty models (78)/(83): f_0 + lam * penalty, plain subgradient descent, last iterate (App. D.4)."""
-        program = self.program
-        if "lam" not in options:
-            raise OptionError("the penalty baseline needs lam= (the weight of the unfairness penalty (78)/(83))")
-        lam = nonneg(options["lam"], "lam")
-        iterations = positive_int(options.get("iterations", PENALTY_DEFAULTS["iterations"]), "iterations")
-        step = nonneg(options.get("step", PENALTY_DEFAULTS["step"]), "step", strict=True)
-
-        def run(x0, label):
-            start = time.perf_counter()
-            x, history, status, message = x0, [], "completed", ""
-            every = max(1, iterations // 200)
-            for t in range(iterations):
-                f, g0 = program.objective_value_and_grad(x)
-                p, gp = program.penalty(x)
-                if t % every == 0:
-                    history.append({"iteration": t, "objective": f, "penalty": p})
-                x = program.project(x - step * (g0 + lam * gp))
-                if not np.all(np.isfinite(x)):
-                    status, message = "diverged", f"non-finite iterate at iteration {t}; use a smaller step"
-                    break
-            return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": 0,
-                    "time": time.perf_counter() - start}
-
-        solver = {"name": "penalty-subgradient", "lam": lam, "iterations": iterations, "step": step}
-        return self._multistart(run, "penalty", {**options, "allow_infeasible_start": True}, 0.0, method="penalty",
-                                seed=seed, solver=solver)
-
-    def _multistart(self, run, label, options, mu, method, seed=None, compile_time=0.0, solver=None) -> Solution:
+    def multistart(self, run, label, options, mu, method, seed=None, compile_time=0.0, solver=None) -> Solution:
         """Run ``run(x0, label)`` from every start and report the spread of the local solutions.
 
         The result is the run from the first start (the given one, or w = 0) unless ``keep="best"`` (the
@@ -437,42 +360,64 @@ class PartialFairness(Reduction):
     def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None):
         """Lemma C.1: solve (25) at x (or reuse the path's own solve), then
         ε = ||x̂ - x|| / min{1, 1/(2M), 1/(2M max λ)}; plus the subproblem's primal feasibility and
-        complementarity. Computed when ``certificate`` is True, or (None) for small programs."""
+        complementarity (and, with the interior-point solver, its duality gap). Computed when ``certificate`` is
+        True, or (None) for programs up to AUTO_CERTIFICATE_PIECES ramp pieces (IPM_CERTIFICATE_PIECES when the
+        interior-point solver applies)."""
         pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
-        if subproblem is None and not (certificate or (certificate is None and pieces <= AUTO_CERTIFICATE_PIECES)):
+        kind = self._inner_method(None, mu)[0]
+        limit = IPM_CERTIFICATE_PIECES if kind == "ipm" else AUTO_CERTIFICATE_PIECES
+        if subproblem is None and not (certificate or (certificate is None and pieces <= limit)):
             return {}
         if certificate is False:
             return {}
         if f.max() > 1e-7:
             return {"feasible": 0.0}
-        try:
-            sub = self.subproblem(mu, solver)
-        except ResourceLimitError as exc:      # the candidate is kept and judged; the certificate is missing
-            warnings.warn(f"the Lemma C.1 certificate is not computed: {exc}", UserWarning, stacklevel=3)
-            return {}
-        if subproblem is None:
+        extra = {}
+        if subproblem is not None:
+            x_hat, lam = subproblem
+        elif kind == "ipm":
+            vals, S = self.program.minus(x)
+            x_hat, lam, _, info = solve_subproblem(self.hinge(), x, S, vals - S @ x, mu)
+            extra["subproblem_gap"] = info["gap"]
+        else:
+            try:
+                sub = self.subproblem(mu, solver)
+            except ResourceLimitError as exc:      # the candidate is kept and judged; the certificate is missing
+                warnings.warn(f"the Lemma C.1 certificate is not computed: {exc}", UserWarning, stacklevel=3)
+                return {}
             opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
             x_hat, lam, _ = sub.solve(x, **opts)
-        else:
-            x_hat, lam = subproblem
-        g = sub.g_values(x_hat, x)
+        g = subproblem_g(self.program, x_hat, x, mu)
         step = float(np.linalg.norm(x_hat - x))
         M = self.lipschitz_estimate([x, x_hat])
         lam_max = float(np.max(lam, initial=0.0))
-        return {"feasible": 1.0, "subproblem_step": step, "max_dual": lam_max, "lipschitz_M": M,
+        return {"feasible": 1.0, "subproblem_step": step, "relative_step": step / max(1.0, float(np.linalg.norm(x))),
+                "max_dual": lam_max, "lipschitz_M": M,
                 "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
-                "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g)))}
+                "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g))),
+                **extra}
+
+    def certificate_checks(self, evaluation, backend) -> list[Check]:
+        step = evaluation.certificate.get("relative_step")
+        if step is None:
+            return []
+        return [Check("IDCA step at the result / max(1, ||x||)", step, RELATIVE_STEP_TOL,
+                      "the subproblem (25) anchored at a DC critical point returns that point (Lemma C.1: the step "
+                      "bounds its nearly-KKT epsilon); the default budgets end at 0.2-0.3% on the bundled data, "
+                      "a single outer iteration at about 50%", "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
         checks = [
-            Check("objective |stochastic - exact|", abs(gap), 1e-3,
-                  "both IDCA paths (exact and SSG subproblems) from the same start reach objectives within 1e-3: "
+            Check("objective |stochastic - exact|", abs(gap), 1e-3 * max(1.0, abs(exact.objective)),
+                  "both IDCA paths (exact and SSG subproblems) from the same start reach objectives within 1e-3 "
+                  "relative to max(1, |objective|): "
                   "the agreement the defaults reach (measured, docs/benchmarks.md)"),
             Check("constraint violation (stochastic)", stochastic.max_violation, 1e-6,
                   "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by (25)'s majorization"),
             Check("constraint violation (exact)", exact.max_violation, 1e-6,
-                  "the conic solver's feasibility tolerance (1e-8) scaled by 1/(beta - alpha)"),
+                  "the exact inner solver's feasibility tolerance (interior point: g_i <= 1e-9; conic: 1e-8) scaled by "
+                  "1/(beta - alpha)"),
         ]
         for res, label in ((exact, "exact"), (stochastic, "stochastic")):
             eps = res.certificate.get("nearly_kkt_eps")

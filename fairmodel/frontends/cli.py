@@ -1,6 +1,7 @@
 """The ``fairmodel`` command line.
 
-Exit codes: 0 success, 1 a cross-check that is not ok, 2 bad input (with the message), 3 solver failure.
+Exit codes: 0 success, 1 a cross-check that is not ok, 2 bad input (with the message), 3 solver failure or a
+result that is not ok, 130 interrupted by Ctrl-C (what was finished is printed and saved first).
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from ..errors import FairmodelError, OptionError, SolverError
 from .. import expressions as dsl
 from ..plotting import plot_results
 from ..problem import Minimize, Problem
-from ..results import _jsonable
+from ..results import _jsonable, check_free
 from ..sweep import sweep
 from . import problemfile
 
-EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER = 0, 1, 2, 3
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _demo(args) -> int:
@@ -58,30 +59,38 @@ def _load(args):
 
 
 def _solve_args(args, spec, backend: str) -> dict:
+    """The file's options of ``backend`` with the command line's --method and --seed on top."""
     options = problemfile.solve_options(spec, backend)
     if args.method:
         options["method"] = args.method
-    if backend == "stochastic":
-        seed = args.seed if args.seed is not None else spec.doc.get("solve", {}).get("seed", 0)
-        options["seed"] = seed
+    if backend == "stochastic" and args.seed is not None:
+        options["seed"] = args.seed
     return options
 
 
 def _backend(args, spec) -> str:
-    backend = args.backend or spec.doc.get("solve", {}).get("backend", "exact")
-    if backend not in ("exact", "stochastic"):
-        raise OptionError(f"{spec.path.name}: [solve] backend: {backend!r} is not allowed; allowed values are "
-                          f"exact, stochastic")
-    return backend
+    return args.backend or problemfile.file_backend(spec)
+
+
+def _outputs(args, names) -> list[Path]:
+    """The result paths under --out, checked before any solving: existing results need --force."""
+    paths = [Path(args.out) / name for name in names] if getattr(args, "out", None) else []
+    if not getattr(args, "force", False):
+        for p in paths:
+            if p.suffix == ".md" and p.exists():
+                raise OptionError(f"{p} already exists; choose another --out directory or pass --force")
+            check_free(p)
+    return paths
 
 
 def _solve(args) -> int:
     prob, data, spec = _load(args)
     backend = _backend(args, spec)
+    targets = _outputs(args, ["result"])
     result = prob.solve(backend=backend, verbose=None if not args.json else False, **_solve_args(args, spec, backend))
     saved = None
-    if args.out:
-        saved = [str(p) for p in result.save(Path(args.out) / "result")]
+    if targets:
+        saved = [str(p) for p in result.save(targets[0], overwrite=True)]
     if args.json:
         _emit_json("result", {"file": str(spec.path), "title": spec.doc.get("title", ""), "result": result.to_dict(),
                               "saved": saved})
@@ -90,6 +99,8 @@ def _solve(args) -> int:
         if saved:
             print(f"saved: {', '.join(saved)}")
     _plot(args, {backend: result})   # after the output: a figure that cannot be drawn loses no result
+    if result.status == "interrupted":
+        return EXIT_INTERRUPTED
     return EXIT_OK if result.ok else EXIT_SOLVER
 
 
@@ -98,15 +109,15 @@ def _crosscheck(args) -> int:
     exact = _solve_args(args, spec, "exact")
     stochastic = _solve_args(args, spec, "stochastic")
     seed = stochastic.pop("seed")
+    targets = _outputs(args, ["exact", "stochastic", "crosscheck.md"])
     report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
                         **({"verbose": False} if args.json else {}))
     saved = None
-    if args.out:
-        out = Path(args.out)
-        saved = [str(p) for r, name in ((report.exact, "exact"), (report.stochastic, "stochastic"))
-                 for p in r.save(out / name)]
-        (out / "crosscheck.md").write_text(report.to_markdown() + "\n")
-        saved.append(str(out / "crosscheck.md"))
+    if targets:
+        saved = [str(p) for r, target in zip((report.exact, report.stochastic), targets)
+                 for p in r.save(target, overwrite=True)]
+        targets[2].write_text(report.to_markdown() + "\n")
+        saved.append(str(targets[2]))
     if args.json:
         _emit_json("crosscheck", {"file": str(spec.path), "title": spec.doc.get("title", ""),
                                   "report": report.to_dict(), "saved": saved})
@@ -135,21 +146,55 @@ def _parse_values(text: str) -> list:
 def _sweep(args) -> int:
     spec = problemfile.read(args.problem_file)
     backend = _backend(args, spec)
+    problemfile.check_sweepable(spec, args.param, backend)
+    overridden = {"solve.seed": args.seed is not None,
+                  "solve.method": bool(args.method), f"solve.{backend}.method": bool(args.method)}
+    if overridden.get(args.param):
+        raise OptionError(f"{args.param} is swept, but the command line's --{args.param.split('.')[-1]} would "
+                          f"override it in every solve; drop the flag")
     values = _parse_values(args.values)
+    targets = _outputs(args, ["frontier.md", "frontier.json"] + [f"value{i}" for i in range(len(values))])
+
+    def spec_of(value):
+        return problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
 
     def build(value):
-        sub = problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
+        sub = spec_of(value)
         return problemfile.build_problem(sub, problemfile.load_data(sub))
-    frontier = sweep(build, values, param=args.param, backend=backend, **_solve_args(args, spec, backend))
-    if args.plot:
-        frontier.plot(y=args.y).savefig(args.plot)
+    frontier = sweep(build, values, param=args.param, backend=backend,
+                     options_for=lambda value: _solve_args(args, spec_of(value), backend))
+    saved = _save_frontier(frontier, targets)
     if args.json:
-        _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot})
+        _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot,
+                             "saved": saved})
     else:
         print(frontier.to_markdown())
+        if saved:
+            print(f"saved: {', '.join(saved)}")
         if frontier.errors:
             print(f"\n{len(frontier.errors)} value(s) failed; the others are kept", file=sys.stderr)
+        if frontier.interrupted:
+            print(f"\ninterrupted (Ctrl-C) after {len(frontier.values)} of {len(values)} values; the finished "
+                  f"ones are above", file=sys.stderr)
+    if args.plot:
+        frontier.plot(y=args.y).savefig(args.plot)
+    if frontier.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_OK if not frontier.errors else EXIT_SOLVER
+
+
+def _save_frontier(frontier, targets) -> list[str] | None:
+    if not targets:
+        return None
+    md, js, per_value = targets[0], targets[1], targets[2:]
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(frontier.to_markdown() + "\n")
+    js.write_text(json.dumps(_jsonable(frontier.to_dict(), None), indent=1))
+    saved = [str(md), str(js)]
+    for result, target in zip(frontier.results, per_value):
+        if result is not None:
+            saved += [str(p) for p in result.save(target, overwrite=True)]
+    return saved
 
 
 def _describe(args) -> int:
@@ -185,14 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairmodel", description="Fair and robust learning: exact and stochastic "
                                      "solvers with a shared judge.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact CVXPY program vs ALEG)",
+    demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact dual method vs ALEG)",
                           description="Solve group DRO (or MERO) on the bundled Adult data with the exact backend "
                                       "and with ALEG, judge both on the full data and print the cross-check.")
     demo.add_argument("--problem", choices=("gdro", "mero"), default="gdro", help="group DRO (default) or MERO")
     demo.add_argument("--groups", choices=("sex", "race", "sex_race"), default="sex", help="sensitive attribute")
     demo.add_argument("--radius", type=float, default=5.0, help="radius of the weight ball (default 5)")
-    demo.add_argument("--exact-method", choices=("epigraph", "dual"), default="epigraph",
-                      help="exact method: the CVXPY epigraph program (default) or the certified dual method")
+    demo.add_argument("--exact-method", choices=("dual", "epigraph"), default="dual",
+                      help="exact method: the certified dual method (default) or the CVXPY epigraph program")
     demo.add_argument("--seed", type=int, default=0, help="seed of the stochastic solver")
     demo.add_argument("--verbose", action="store_true", default=None, help="show progress bars")
     demo.set_defaults(func=_demo)
@@ -212,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="print one JSON document (schema 1, docs/json.md)")
         if out:
             p.add_argument("--out", metavar="DIR", help="save results (JSON + NPZ) into this directory")
+            p.add_argument("--force", action="store_true", help="overwrite results already saved in --out")
             p.add_argument("--plot", metavar="FILE", help="save a figure (needs matplotlib): the group risks, or "
                            "the convergence of the history against the exact optimum")
         p.set_defaults(func=func)
@@ -221,7 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
     problem_command("crosscheck", _crosscheck, "solve a problem file with both backends and compare them",
                     backend=False)
     sw = problem_command("sweep", _sweep, "solve a problem file for several values of one of its keys", out=False)
-    sw.add_argument("--param", required=True, help="dotted key of the file to vary, e.g. problem.kappa")
+    sw.add_argument("--out", metavar="DIR", help="save the frontier (frontier.md, frontier.json) and every "
+                    "value's result (value<i>.json + .npz) into this directory")
+    sw.add_argument("--force", action="store_true", help="overwrite results already saved in --out")
+    sw.add_argument("--param", required=True, help="dotted key of the file to vary, e.g. problem.kappa, "
+                    "data.subsample, solve.seed, solve.stochastic.epochs (others are refused with the list)")
     sw.add_argument("--values", required=True, help="comma-separated values, e.g. 0.01,0.02,0.05")
     sw.add_argument("--plot", metavar="FILE", help="save a plot of the frontier (needs matplotlib)")
     sw.add_argument("--y", default="objective", help="column to plot against the parameter (default objective)")
@@ -235,6 +285,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print("fairmodel: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except SolverError as exc:
         print(f"fairmodel: solver failure: {exc}", file=sys.stderr)
         return EXIT_SOLVER

@@ -275,7 +275,8 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
                 history[-1]["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
             bar.update(1, max_risk=history[-1]["max_risk"])
             stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
-                                lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                lambda: {"epoch": s, "w": out_w / out_weight if out_weight else snap_w,
+                                         "q": out_q / out_weight if out_weight else snap_q,
                                          "grad_evals": evals, "time": elapsed})
             if stop:
                 status, message = stop

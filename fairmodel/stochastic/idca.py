@@ -6,7 +6,9 @@ subproblem (25), with the proximal term (μ/2)||v - x_k||^2 in the objective and
 ((μ/2)||x||^2 added to both convex parts of every function, Assumption 6.3A), is solved to precision ε_k (27).
 Two inner solvers:
 
-* exact: the CVXPY program of :mod:`fairmodel.exact.partial`, compiled once and re-solved;
+* exact, certified (default where it applies): the interior-point method of :mod:`fairmodel.oracles.dc_ipm`
+  in the small space (w, θ) with exact full-data oracles, returning a duality-gap certificate of (25);
+* exact, CVXPY: the program of :mod:`fairmodel.exact.partial`, compiled once and re-solved;
 * SSG (Algorithm 2, :func:`fairmodel.stochastic.ssg.ssg`) warm-started at x_k, ``T_k`` iterations.
 
 Extension (documented, on by default): ``margin=True`` runs SSG on the subproblem with every constraint
@@ -23,7 +25,8 @@ import time
 
 import numpy as np
 
-from ..errors import InfeasibleError, OptionError
+from ..errors import InfeasibleError, OptionError, SolverError
+from ..oracles.dc_ipm import solve_subproblem
 from ..progress import Progress
 from .ssg import ssg
 
@@ -101,6 +104,28 @@ def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
     return inner
 
 
+def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200):
+    """An inner solver ``(anchor, k) -> (x_hat, info)`` solving (25) by the certified interior-point method
+    (:func:`fairmodel.oracles.dc_ipm.solve_subproblem`); ``info`` carries λ, the hinge weights u and the
+    duality gap of (25) at x_hat."""
+    warm = []
+
+    def inner(anchor, k):
+        vals, S = program.minus(anchor)
+        c = vals - S @ anchor
+        x_hat, lam, u, info = solve_subproblem(hinge, anchor, S, c, mu, tol=tol, max_iter=max_iter,
+                                               warm=warm[-1] if warm else None)
+        if info["status"] != "optimal" or info["max_g"] > 1e-9:
+            raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
+                              f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
+                              f"{k}; pass solver_options={{'max_iter': ...}} or inner='cvxpy'",
+                              status=info["status"])
+        warm[:] = [(lam, u)]
+        return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
+                       "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"]}
+    return inner
+
+
 def exact_inner(subproblem, verbose=False, **solver_options):
     """An inner solver ``(anchor, k) -> (x_hat, info)`` re-solving the compiled CVXPY program (25)."""
     def inner(anchor, k):
@@ -168,6 +193,9 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
                 break
             if max_time is not None and time.perf_counter() - start >= max_time:
                 status, message = "budget_exhausted", f"time budget {max_time} s reached after outer iteration {k}"
+                break
+            if bar.stopped:
+                status, message = "interrupted", f"interrupted (Ctrl-C) after outer iteration {k}"
                 break
     return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": len(history) - 1,
             "last": last_info, "time": time.perf_counter() - start}

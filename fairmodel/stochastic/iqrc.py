@@ -72,8 +72,11 @@ def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: s
                     new = center
             centers.append(new)
             bar.update(1, f0=start["track_f0"])
+            if bar.stopped:
+                status = "interrupted"
+                break
     index = int(rng.integers(0, len(centers))) if output == "random" else len(centers) - 1
-    if status != "diverged":
+    if status not in ("diverged", "interrupted"):
         message = (f"IQRC ran {len(centers) - 1} iterations; output x~({index})"
                    + (f"; {early} subproblem(s) halted at their first SFLS iteration" if early else ""))
     final = evaluate(centers[-1])

@@ -320,6 +320,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 if max_time is not None and elapsed >= max_time:
                     status, message = "budget_exhausted", f"time budget {max_time} s reached at epoch {t}"
                     break
+                if bar.stopped:
+                    status, message = "interrupted", f"interrupted (Ctrl-C) after epoch {t}"
+                    break
         except NonFiniteValue as exc:
             status = "failed"
             message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"

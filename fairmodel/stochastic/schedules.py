@@ -11,6 +11,7 @@ import numpy as np
 
 from .._validate import check_int, check_number
 from ..errors import OptionError
+from ..progress import stop_requested
 
 
 def _check_value(v, name: str, low: float, high: float, where: str = "") -> float:
@@ -82,6 +83,8 @@ def check_budget(epoch: int, evals: int, elapsed: float, max_grad_evals=None, ma
     A callback returning True stops the run normally ("completed"); an exhausted gradient or time budget
     gives "budget_exhausted". ``info`` is a function returning the callback's dict (built only if needed).
     """
+    if stop_requested():
+        return "interrupted", f"interrupted (Ctrl-C) after epoch {epoch}"
     if callback is not None and callback(info()):
         return "completed", f"stopped by the callback after epoch {epoch}"
     if max_grad_evals is not None and evals >= max_grad_evals:

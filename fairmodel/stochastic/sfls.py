@@ -91,5 +91,8 @@ def sfls(oracle, r0: float, *, theta: float = 1.5, delta: float = 0.05, eps: flo
                                   UserWarning, stacklevel=2)
                 break
             r = r + U / (2.0 * theta)
+            if bar.stopped:
+                status, message = "interrupted", f"interrupted (Ctrl-C) after outer iteration {k}"
+                break
     return {**outputs[-1], "history": history, "outputs": outputs, "status": status, "message": message,
             "level": r, "eps_opt": eps_opt}

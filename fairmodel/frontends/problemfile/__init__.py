@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ...errors import FairmodelError
 from . import auc, composite, dp, group_risk, partial, strategic
-from .spec import (ProblemFileError, Spec, build_loss, build_weights, load_data, read,  # noqa: F401
-                   set_value, solve_options)
+from .spec import (DATA_KEYS, MODEL_KEYS, ProblemFileError, Spec, build_loss, build_weights,  # noqa: F401
+                   file_backend, load_data, read, set_value, solve_options)
 
 FAMILIES = {**group_risk.FAMILIES, **composite.FAMILIES, **dp.FAMILIES, **auc.FAMILIES, **partial.FAMILIES,
             **strategic.FAMILIES}
@@ -28,6 +28,26 @@ def build_problem(spec: Spec, data):
         raise
     except FairmodelError as exc:
         raise spec.error("[problem]", str(exc)) from None
+
+
+def sweepable_keys(spec: Spec, backend: str) -> list[str]:
+    """The dotted keys a sweep of this file may vary with ``backend`` (each takes effect in every solve)."""
+    family = spec.doc.get("problem", {}).get("family") if isinstance(spec.doc.get("problem"), dict) else None
+    keys = [f"problem.{k}" for k in FAMILIES[family][1]] if family in FAMILIES else []
+    keys += [f"data.{k}" for k in DATA_KEYS] + [f"model.{k}" for k in MODEL_KEYS]
+    keys += ["solve.method"] if backend == file_backend(spec) else []
+    keys += ["solve.seed"] if backend == "stochastic" else []
+    return keys + [f"solve.{backend}.<option>"]
+
+
+def check_sweepable(spec: Spec, key: str, backend: str) -> None:
+    """Refuse a swept key that would not take effect, with the list of the ones that do."""
+    keys = sweepable_keys(spec, backend)
+    parts = key.split(".")
+    ok = key in keys or (len(parts) == 3 and parts[:2] == ["solve", backend] and parts[2])
+    if not ok:
+        raise ProblemFileError(f"{spec.path.name}: cannot sweep {key!r} with the {backend} backend (it would not "
+                               f"change the solve); sweepable keys are {', '.join(keys)}")
 
 
 def load(path):

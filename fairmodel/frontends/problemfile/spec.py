@@ -251,13 +251,26 @@ def build_weights(spec: Spec, data: Dataset, **extra):
         raise spec.error("[model]", str(exc)) from None
 
 
+def file_backend(spec: Spec) -> str:
+    """The file's [solve] backend (default exact)."""
+    t = spec.table("solve", SOLVE_KEYS, required=False)
+    return spec.get(t, "backend", "[solve]", "str", default="exact", choices=("exact", "stochastic"))
+
+
 def solve_options(spec: Spec, backend: str) -> dict:
-    """The [solve.<backend>] options of the file (method, solver, method options)."""
+    """The file's options of ``backend``: the [solve.<backend>] table (method, solver, method options), the
+    [solve] method when ``backend`` is the file's backend, and the [solve] seed for the stochastic backend."""
     t = spec.table("solve", SOLVE_KEYS, required=False)
     options = t.get(backend, {})
     if not isinstance(options, dict):
         raise spec.error(f"[solve] {backend}", "must be a table of options")
-    return dict(options)
+    options = dict(options)
+    method = spec.get(t, "method", "[solve]", "str")
+    if method is not None and backend == file_backend(spec):
+        options.setdefault("method", method)
+    if backend == "stochastic":
+        options.setdefault("seed", spec.get(t, "seed", "[solve]", "int", default=0))
+    return options
 
 
 def set_value(doc: dict, dotted: str, value):

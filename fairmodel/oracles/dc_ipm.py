@@ -1,0 +1,362 @@
+"""A certified exact solver of the convex IDCA subproblem (25) of model (13) (He, Huang, Yao, Lin 2025), in the
+small space of the variables x = (w, θ), with exact full-data oracles.
+
+At the anchor a, with q(v) = (μ/2)||v - a||^2 (the proximal term of Assumption 6.3A) and the linearization
+(s_i, c_i) of every f_i- (eq. (26)), the subproblem is
+
+    min_v  F(v) + q(v)   s.t.   g_i(v) = (1/n_i) sum_r pos(e_ir . v - b_i) - s_i . v - c_i + q(v) <= 0,  i = 1..m
+
+where F is smooth and convex (value, gradient and Hessian given), and each f_i+ is an average of hinges of
+affine functions of v: for model (13) with the ramp split of Example B.3, e_ir . v = h_w(ξ_r^k) - θ_p and
+b_i = ±1/2. Method: a primal-dual interior-point method (Mehrotra's predictor-corrector, the step-length rule
+of Wright, *Primal-Dual Interior-Point Methods*, 1997) on the epigraph form (one slack t_ir >= pos(.) per
+hinge). Each Newton system is reduced in closed form to a dense (D + m) x (D + m) system: the per-hinge
+unknowns are eliminated through their diagonal blocks, so an iteration costs O(n D^2 + N) for N hinges
+(never a sparse factorization of an N-row conic program).
+
+Certificate (weak duality; :func:`duality_gap`): for multipliers λ >= 0 and hinge weights u_ir in [0, 1],
+pos(y) >= u y gives the smooth Lagrangian lower bound
+
+    L(v; λ, u) = F(v) + q(v) + sum_i λ_i [(1/n_i) sum_r u_ir (e_ir . v - b_i) - s_i . v - c_i + q(v)]
+               <= F(v) + q(v) + sum_i λ_i g_i(v),
+
+which is μ(1 + sum λ)-strongly convex, so its minimum d(λ, u) is found by Newton's method and bounded below
+by L(v_N) - ||∇L(v_N)||^2 / (2 μ (1 + sum λ)). Then d <= optimum of (25) <= F(x) + q(x) for every feasible x:
+``gap = F(x) + q(x) - d`` bounds the suboptimality of x, and ``max_i g_i(x)`` its infeasibility, both from
+the exact full-data oracles. The judge calls the same function on any (x, λ, u).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+from threadpoolctl import threadpool_limits
+
+from ..errors import SolverError
+
+# starting point: cold (hinge slacks t = pos(y) + t, λ = lam, slack floor omega) or warm from the previous
+# subproblem's (λ, u) (λ floored at warm_lam max λ, u clipped to [warm_u, 1 - warm_u], t = pos(y) + warm_t):
+# measured 60 / 35 iterations cold (first / later subproblems at n = 2000), 23-40 warm
+_INIT = {'t': 0.5, 'lam': 1.0, 'omega': 0.5, 'warm_lam': 1e-2, 'warm_u': 0.2, 'warm_t': 0.3}
+STEP_FRACTION = 0.995        # fraction to the boundary of the positive orthant (Wright 1997, ch. 10)
+
+
+class HingeRows:
+    """The hinges of the constraints that share one set of rows X (n x d_w, placed in the slice ``wsl`` of v):
+
+    y_ir(v) = X_r . v[wsl] - v[j_i] - cut_i   (j_i: index of a threshold in v, or -1 for none),
+    f+_i(v) = (1/n) sum_r pos(y_ir(v))        for the constraints ``idx`` (global indices, one per row of y).
+    """
+
+    def __init__(self, X: np.ndarray, wsl: slice, idx, j, cut):
+        self.X, self.wsl, self.n = np.asarray(X, dtype=float), wsl, X.shape[0]
+        self.idx = np.asarray(idx, dtype=int)
+        self.j = np.asarray(j, dtype=int)
+        self.cut = np.asarray(cut, dtype=float)
+        self.has_j = self.j >= 0
+        self.jj = np.where(self.has_j, self.j, 0)
+
+    def y(self, v) -> np.ndarray:
+        """(m_b, n): every hinge argument."""
+        return (self.X @ v[self.wsl])[None, :] - (np.where(self.has_j, v[self.jj], 0.0) + self.cut)[:, None]
+
+    def apply(self, dv) -> np.ndarray:
+        """(m_b, n): E_i dv for every constraint of the block (the linear part of y)."""
+        return (self.X @ dv[self.wsl])[None, :] - np.where(self.has_j, dv[self.jj], 0.0)[:, None]
+
+    def adjoint_each(self, V, D: int) -> np.ndarray:
+        """(m_b, D): E_i^T V_i for every constraint i of the block."""
+        out = np.zeros((self.idx.size, D))
+        out[:, self.wsl] = V @ self.X
+        rows = np.flatnonzero(self.has_j)
+        out[rows, self.j[rows]] -= V[rows].sum(axis=1)
+        return out
+
+    def adjoint(self, V, D: int) -> np.ndarray:
+        """(D,): sum_i E_i^T V_i."""
+        out = np.zeros(D)
+        out[self.wsl] = self.X.T @ V.sum(axis=0)
+        np.add.at(out, self.j[self.has_j], -V[self.has_j].sum(axis=1))
+        return out
+
+    def add_gram(self, Psi, K) -> None:
+        """K += sum_i E_i^T diag(Psi_i) E_i."""
+        K[self.wsl, self.wsl] += self.X.T @ (Psi.sum(axis=0)[:, None] * self.X)
+        C = Psi @ self.X
+        for i in np.flatnonzero(self.has_j):
+            j = self.j[i]
+            K[self.wsl, j] -= C[i]
+            K[j, self.wsl] -= C[i]
+            K[j, j] += Psi[i].sum()
+
+    def plus(self, v) -> np.ndarray:
+        """(m_b,): f+_i(v) = (1/n) sum_r pos(y_ir(v))."""
+        return np.maximum(self.y(v), 0.0).sum(axis=1) / self.n
+
+
+class SmoothObjective:
+    """F(v) = sum_j L_j(v[slice_j]) + sum_j c_j ||v[slice_j][mask_j]||^2: linear-model losses (value, gradient,
+    Hessian from :class:`fairmodel.oracles.losses.LinearModelLoss`) and ridge terms, in the flat variable v."""
+
+    def __init__(self, D: int, losses=(), ridges=(), constant: float = 0.0):
+        self.D, self.losses, self.ridges, self.constant = D, list(losses), list(ridges), float(constant)
+
+    def __call__(self, v):
+        f, g, H = self.constant, np.zeros(self.D), np.zeros((self.D, self.D))
+        for loss, sl in self.losses:
+            lv, lg, lh = loss.value_gradient_hessian(v[sl])
+            f += lv
+            g[sl] += lg
+            H[sl, sl] += lh
+        for coef, sl, mask in self.ridges:
+            idx = np.arange(self.D)[sl][mask]
+            f += coef * float(v[idx] @ v[idx])
+            g[idx] += 2.0 * coef * v[idx]
+            H[idx, idx] += 2.0 * coef
+        return f, g, H
+
+
+class HingeProgram:
+    """Subproblem (25) data that do not depend on the anchor: the smooth objective F and the hinge blocks.
+
+    ``objective(v) -> (F, ∇F, ∇²F)``; ``blocks``: :class:`HingeRows` covering each of the m constraints once.
+    """
+
+    def __init__(self, objective, blocks: list, m: int, D: int):
+        self.objective, self.blocks, self.m, self.D = objective, blocks, m, D
+        covered = np.concatenate([b.idx for b in blocks]) if blocks else np.zeros(0, int)
+        if np.sort(covered).tolist() != list(range(m)):
+            raise ValueError("the hinge blocks must cover every constraint exactly once")
+        self.inv_n = np.empty(m)
+        for b in blocks:
+            self.inv_n[b.idx] = 1.0 / b.n
+
+    def plus(self, v) -> np.ndarray:
+        out = np.empty(self.m)
+        for b in self.blocks:
+            out[b.idx] = b.plus(v)
+        return out
+
+    def g_values(self, v, anchor, S, c, mu) -> np.ndarray:
+        """g_i(v) of (25) (exact oracle)."""
+        d = v - anchor
+        return self.plus(v) - (S @ v + c) + 0.5 * mu * float(d @ d)
+
+    def objective_value(self, v, anchor, mu) -> float:
+        d = v - anchor
+        return float(self.objective(v)[0]) + 0.5 * mu * float(d @ d)
+
+
+def _step_to_boundary(pairs) -> float:
+    """Largest a in (0, 1] with z + a dz >= (1 - STEP_FRACTION) z for every (z, dz) pair."""
+    a = 1.0
+    for z, dz in pairs:
+        neg = dz < 0
+        if np.any(neg):
+            a = min(a, float(np.min(-z[neg] / dz[neg])) * STEP_FRACTION)
+    return min(a, 1.0)
+
+
+def solve_subproblem(prog: HingeProgram, anchor, S, c, mu: float, *, tol: float = 1e-10, max_iter: int = 100,
+                     warm=None):
+    """Solve (25) at ``anchor`` (linearization ``S`` (m, D), ``c`` (m,), proximal weight ``mu`` > 0), from the
+    multipliers ``warm = (λ, u)`` of a previous solve if given.
+
+    Returns ``(x, lam, u, info)``: the minimizer, the constraint multipliers λ >= 0, the hinge weights u (a list
+    of (m_b, n) arrays in [0, 1], one per block; the dual certificate's second argument) and ``info`` with
+    ``iterations``, ``status`` (``"optimal"`` or ``"max_iter"``), the residuals and the certificate of
+    :func:`duality_gap`. BLAS runs on one thread (the products are small; measured 2.2x faster on 2 loaded cores).
+    """
+    with threadpool_limits(limits=1):
+        return _solve(prog, anchor, S, c, mu, tol, max_iter, warm)
+
+
+def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
+    if not mu > 0:
+        raise ValueError("the interior-point subproblem solver needs mu > 0 (strongly convex subproblem)")
+    D, m, blocks = prog.D, prog.m, prog.blocks
+    inv_n = prog.inv_n
+    a = np.asarray(anchor, dtype=float)
+    x = a.copy()
+    Y = [b.y(x) for b in blocks]
+    if warm is None:
+        T = [np.maximum(y, 0.0) + _INIT['t'] for y in Y]
+        lam = np.full(m, _INIT['lam'])
+        Bm = [np.full(y.shape, 0.5) * (lam[b.idx] * inv_n[b.idx])[:, None] for b, y in zip(blocks, Y)]
+        omega_floor = _INIT['omega']
+    else:
+        # warm start from the multipliers (λ, u) of the previous subproblem, moved into the interior
+        lam_w, u_w = warm
+        lam = np.maximum(np.asarray(lam_w, dtype=float), _INIT['warm_lam'] * max(1.0, float(np.max(lam_w))))
+        Bm = [np.clip(ub, _INIT['warm_u'], 1 - _INIT['warm_u']) * (lam[b.idx] * inv_n[b.idx])[:, None]
+              for b, ub in zip(blocks, u_w)]
+        T = [np.maximum(y, 0.0) + _INIT['warm_t'] for y in Y]
+        omega_floor = _INIT['warm_t']
+    Sg = [t - y for t, y in zip(T, Y)]
+    Am = [(lam[b.idx] * inv_n[b.idx])[:, None] - bm for b, bm in zip(blocks, Bm)]
+    G0 = _G(blocks, T, inv_n, x, a, S, c, mu)
+    omega = np.maximum(-G0, omega_floor)
+    # weighted central path: hinge pairs of constraint i target tau / n_i, constraint pairs tau (the hinge
+    # multipliers live on the scale λ_i / n_i)
+    weights = [np.ones((b.idx.size, 1)) for b in blocks]
+    n_weight = 2.0 * sum(float(np.sum(wt * np.ones_like(t))) for wt, t in zip(weights, T)) + m
+    status, it = "max_iter", 0
+    res = {}
+    for it in range(1, max_iter + 1):
+        F, gF, HF = prog.objective(x)
+        d = x - a
+        q = 0.5 * mu * float(d @ d)
+        h = mu * d[None, :] - S                                     # ∇(q - s_i . v) for every i
+        r_x = gF + mu * d + lam @ h
+        for b, bm in zip(blocks, Bm):
+            r_x += b.adjoint(bm, D)
+        r_t = [-am - bm + (lam[b.idx] * inv_n[b.idx])[:, None] for b, am, bm in zip(blocks, Am, Bm)]
+        r_s = [sg - t + y for sg, t, y in zip(Sg, T, Y)]
+        G = _G(blocks, T, inv_n, x, a, S, c, mu)
+        r_w = omega + G
+        comp = sum(float(np.sum(am * t) + np.sum(bm * sg)) for am, t, bm, sg in zip(Am, T, Bm, Sg)) \
+            + float(lam @ omega)
+        scale = 1.0 + abs(F + q)
+        res = {"dual": float(np.max(np.abs(r_x))),
+               "hinge_dual": max((float(np.max(np.abs(rt)) * b.n) for rt, b in zip(r_t, blocks)), default=0.0),
+               "primal": max([float(np.max(np.abs(r), initial=0.0)) for r in r_s] + [float(np.max(np.abs(r_w)))]),
+               "complementarity": comp / scale}
+        if max(res.values()) <= tol:
+            status = "optimal"
+            break
+        # -- Newton system (reduced to (Δx, Δλ)) -------------------------------------------------------------
+        Dg = [am / t + bm / sg for am, t, bm, sg in zip(Am, T, Bm, Sg)]
+        gam = [bm / sg for bm, sg in zip(Bm, Sg)]
+        K = HF + mu * (1.0 + lam.sum()) * np.eye(D)
+        U = h.copy()
+        Dl = omega / lam
+        for b, dg, gm, am, t in zip(blocks, Dg, gam, Am, T):
+            b.add_gram(gm * (am / t) / dg, K)
+            U[b.idx] += b.adjoint_each(gm / dg, D) * inv_n[b.idx][:, None]
+            Dl[b.idx] += (1.0 / dg).sum(axis=1) * inv_n[b.idx] ** 2
+        M = np.block([[K, U.T], [U, -np.diag(Dl)]])
+        try:
+            lu = _factor(M)
+        except np.linalg.LinAlgError as exc:
+            raise SolverError(f"singular Newton system in the interior-point solver of (25): {exc}",
+                              status="numerical_error") from None
+
+        def direction(tau_a, tau_b, tau_l):
+            rho = [-rt + (ta / t - am) + (tb / sg - bm) + gm * rs
+                   for rt, ta, t, am, tb, sg, bm, gm, rs in zip(r_t, tau_a, T, Am, tau_b, Sg, Bm, gam, r_s)]
+            rhs_x = -r_x.copy()
+            rhs_l = tau_l / lam - omega + r_w
+            for b, rh, dg, gm, tb, sg, bm, rs in zip(blocks, rho, Dg, gam, tau_b, Sg, Bm, r_s):
+                rhs_x -= b.adjoint(tb / sg - bm + gm * rs - gm * rh / dg, D)
+                rhs_l[b.idx] += (rh / dg).sum(axis=1) * inv_n[b.idx]
+            sol = _lu_solve(lu, np.concatenate([rhs_x, -rhs_l]))
+            dx, dl = sol[:D], sol[D:]
+            dT, dS, dA, dB = [], [], [], []
+            dW = -r_w - h @ dx
+            for b, rh, dg, gm, ta, tb, t, sg, am, bm, rs in zip(blocks, rho, Dg, gam, tau_a, tau_b, T, Sg, Am, Bm,
+                                                                 r_s):
+                Edx = b.apply(dx)
+                dt = (rh + gm * Edx - (dl[b.idx] * inv_n[b.idx])[:, None]) / dg
+                ds = dt - Edx - rs
+                dT.append(dt)
+                dS.append(ds)
+                dA.append((ta - am * t - am * dt) / t)
+                dB.append((tb - bm * sg - bm * ds) / sg)
+                dW[b.idx] -= dt.sum(axis=1) * inv_n[b.idx]
+            return dx, dl, dT, dS, dA, dB, dW
+
+        def step_lengths(dl, dT, dS, dA, dB, dW):
+            primal = _step_to_boundary(list(zip(T, dT)) + list(zip(Sg, dS)) + [(omega, dW)])
+            dual = _step_to_boundary(list(zip(Am, dA)) + list(zip(Bm, dB)) + [(lam, dl)])
+            step = min(primal, dual)     # one step: x and λ are coupled through λ_i q(v) and the Hessian
+            return step, step
+
+        zero = [np.zeros_like(t) for t in T]
+        dx, dl, dT, dS, dA, dB, dW = direction(zero, zero, np.zeros(m))
+        ap, ad = step_lengths(dl, dT, dS, dA, dB, dW)
+        comp_aff = sum(float(np.sum((am + ad * da) * (t + ap * dt)) + np.sum((bm + ad * db) * (sg + ap * ds)))
+                       for am, da, t, dt, bm, db, sg, ds in zip(Am, dA, T, dT, Bm, dB, Sg, dS)) \
+            + float((lam + ad * dl) @ (omega + ap * dW))
+        mu_avg = comp / n_weight
+        sigma = min(1.0, (max(comp_aff, 0.0) / comp) ** 3) if comp > 0 else 0.0
+        tau = sigma * mu_avg
+        tau_a = [tau * wt - da * dt for da, dt, wt in zip(dA, dT, weights)]
+        tau_b = [tau * wt - db * ds for db, ds, wt in zip(dB, dS, weights)]
+        tau_l = tau - dl * dW
+        dx, dl, dT, dS, dA, dB, dW = direction(tau_a, tau_b, tau_l)
+        ap, ad = step_lengths(dl, dT, dS, dA, dB, dW)
+        x = x + ap * dx
+        omega = omega + ap * dW
+        T = [t + ap * dt for t, dt in zip(T, dT)]
+        Sg = [sg + ap * ds for sg, ds in zip(Sg, dS)]
+        lam = lam + ad * dl
+        Am = [am + ad * da for am, da in zip(Am, dA)]
+        Bm = [bm + ad * db for bm, db in zip(Bm, dB)]
+        Y = [b.y(x) for b in blocks]
+    u = [np.clip(bm / np.maximum(lam[b.idx] * inv_n[b.idx], 1e-300)[:, None], 0.0, 1.0)
+         for b, bm in zip(blocks, Bm)]
+    cert = duality_gap(prog, x, lam, u, a, S, c, mu)
+    info = {"iterations": it, "status": status, **{f"residual_{k}": v for k, v in res.items()}, **cert}
+    return x, lam, u, info
+
+
+def _G(blocks, T, inv_n, x, a, S, c, mu):
+    d = x - a
+    G = -(S @ x + c) + 0.5 * mu * float(d @ d)
+    for b, t in zip(blocks, T):
+        G[b.idx] += t.sum(axis=1) * inv_n[b.idx]
+    return G
+
+
+def _factor(M):
+    return sla.lu_factor(M, check_finite=True)
+
+
+def _lu_solve(lu, rhs):
+    return sla.lu_solve(lu, rhs)
+
+
+def duality_gap(prog: HingeProgram, x, lam, u, anchor, S, c, mu, *, newton_tol: float = 1e-13,
+                max_newton: int = 50) -> dict:
+    """The certificate of (25) at a primal point x and dual point (λ, u) (see the module docstring).
+
+    Returns ``primal`` F(x) + q(x), ``dual_bound`` (a certified lower bound of the optimum of (25)),
+    ``gap`` = primal - dual_bound (an upper bound on the suboptimality of x when x is feasible),
+    ``max_g`` = max_i g_i(x) (exact oracle), ``complementarity`` = max_i |λ_i g_i(x)|.
+    """
+    a = np.asarray(anchor, dtype=float)
+    lam = np.maximum(np.asarray(lam, dtype=float), 0.0)
+    D = prog.D
+    strong = mu * (1.0 + lam.sum())
+    lin = -(lam @ S)                                          # the linear part of sum_i λ_i [... - s_i . v]
+    const = -float(lam @ c)
+    for b, ub in zip(prog.blocks, u):
+        w = np.clip(ub, 0.0, 1.0) * (lam[b.idx] * prog.inv_n[b.idx])[:, None]
+        lin = lin + b.adjoint(w, D)
+        const -= float(np.sum(w * b.cut[:, None]))
+    scale_l = 1.0 + lam.sum()
+
+    def lagrangian(v):
+        F, gF, HF = prog.objective(v)
+        d = v - a
+        val = F + 0.5 * mu * scale_l * float(d @ d) + float(lin @ v) + const
+        return val, gF + mu * scale_l * d + lin, HF + strong * np.eye(D)
+
+    v = np.asarray(x, dtype=float).copy()
+    val, g, H = lagrangian(v)
+    for _ in range(max_newton):
+        step = np.linalg.solve(H, -g)
+        dec = float(-g @ step)
+        t = 1.0
+        while True:
+            nv, ng, nH = lagrangian(v + t * step)
+            if nv <= val - 0.25 * t * dec or t < 1e-12:
+                break
+            t *= 0.5
+        v, val, g, H = v + t * step, nv, ng, nH
+        if dec <= newton_tol * max(1.0, abs(val)):
+            break
+    bound = val - float(g @ g) / (2.0 * strong)
+    primal = prog.objective_value(x, a, mu)
+    gvals = prog.g_values(x, a, S, c, mu)
+    return {"primal": primal, "dual_bound": bound, "gap": primal - bound, "max_g": float(np.max(gvals)),
+            "complementarity": float(np.max(np.abs(lam * gvals)))}

@@ -1,0 +1,94 @@
+"""The documented schema of a saved result, checked field by field when a result is loaded.
+
+A result file that was edited by hand or by a faulty tool (an objective ``"abc"``, a status that does not
+exist, a history whose columns differ in length, text where arrays belong) is refused with the field named,
+rather than loaded into a :class:`fairmodel.results.Result` that would fail later or mislead.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import ResultFileError
+
+BACKENDS = ("exact", "stochastic")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _is_numeric_array(v) -> bool:
+    return isinstance(v, np.ndarray) and v.dtype.kind in "biuf"
+
+
+def _numeric_tree(v) -> bool:
+    """A number, a numeric array, or a list / dict of them (variables and certificates)."""
+    if _is_number(v) or isinstance(v, bool) or _is_numeric_array(v):
+        return True
+    if isinstance(v, list):
+        return all(map(_numeric_tree, v))
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _numeric_tree(x) for k, x in v.items())
+    return False
+
+
+def _plain_tree(v) -> bool:
+    """Numbers, text, booleans, None, numeric arrays, lists and dicts of them (metrics, solver details)."""
+    if v is None or isinstance(v, (str, bool)) or _is_number(v) or _is_numeric_array(v):
+        return True
+    if isinstance(v, list):
+        return all(map(_plain_tree, v))
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _plain_tree(x) for k, x in v.items())
+    return False
+
+
+def _constraint(v) -> bool:
+    return isinstance(v, dict) and all(_is_number(v.get(k)) for k in ("value", "bound", "violation"))
+
+
+def _check(v) -> bool:
+    return (isinstance(v, dict) and isinstance(v.get("name"), str) and _is_number(v.get("value"))
+            and isinstance(v.get("passed"), bool))
+
+
+def _history(v) -> bool:
+    if not isinstance(v, dict) or not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind == "f"
+                                          for c in v.values()):
+        return False
+    return len({len(c) for c in v.values()}) <= 1
+
+
+def validate_fields(fields: dict, where: str, statuses) -> None:
+    """Raise :class:`ResultFileError` naming the first field of ``fields`` that breaks the schema."""
+    rules = {
+        "status": (lambda v: v in statuses, f"one of {', '.join(statuses)}"),
+        "objective": (_is_number, "a number"),
+        "variables": (lambda v: isinstance(v, dict) and _numeric_tree(v), "a table of numeric arrays"),
+        "constraints": (lambda v: isinstance(v, dict) and all(map(_constraint, v.values())),
+                        "a table of {value, bound, violation} numbers"),
+        "metrics": (lambda v: isinstance(v, dict) and _plain_tree(v), "a table of numbers, text and arrays"),
+        "certificate": (lambda v: isinstance(v, dict) and _numeric_tree(v), "a table of numbers"),
+        "history": (_history, "columns of floats of one length"),
+        "timings": (lambda v: isinstance(v, dict) and all(map(_is_number, v.values())), "a table of seconds"),
+        "solver": (lambda v: isinstance(v, dict) and _plain_tree(v), "a table"),
+        "seed": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "an integer or null"),
+        "backend": (lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
+        "method": (lambda v: isinstance(v, str), "text"),
+        "family": (lambda v: isinstance(v, str), "text"),
+        "message": (lambda v: isinstance(v, str), "text"),
+        "problem": (lambda v: isinstance(v, str), "text"),
+        "checks": (lambda v: isinstance(v, list) and all(map(_check, v)), "a list of checks"),
+    }
+    missing = [k for k in rules if k not in fields and k != "checks"]
+    unknown = [k for k in fields if k not in rules]
+    if missing or unknown:
+        raise ResultFileError(f"{where}: " + (f"missing fields {', '.join(missing)}" if missing else
+                                              f"unknown fields {', '.join(unknown)}") + " (not a fairmodel result)")
+    for key, value in fields.items():
+        valid, expected = rules[key]
+        if not valid(value):
+            shown = repr(value) if not isinstance(value, (dict, list, np.ndarray)) else type(value).__name__
+            raise ResultFileError(f"{where}: field {key!r} must be {expected}; found {shown[:80]}")

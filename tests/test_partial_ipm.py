@@ -1,0 +1,106 @@
+"""The certified interior-point solver of the IDCA subproblem (25) (model (13)): agreement with the CVXPY program
+(an independent formulation) to 1e-6 in objective and constraint values, the duality-gap certificate (small at
+the answer, large or infeasible at a perturbed point, and a valid lower bound), and its use as the default
+exact inner method of IDCA."""
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.exact.partial import Subproblem
+from fairmodel.families.partial_program import hinge_program, subproblem_g
+from fairmodel.oracles.dc_ipm import duality_gap, solve_subproblem
+
+MU = 0.1
+TIGHT = {"max_step_fraction": 0.9, "tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11, "tol_feas": 1e-11}
+
+
+def random_problem(n, d, seed, levels=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    groups = (rng.random(n) < 0.35).astype(int)
+    y = np.where(X[:, 0] + 0.8 * groups + 0.5 * rng.standard_normal(n) > 0, 1, -1)
+    data = fm.Dataset(X, y, groups)
+    w = fm.Weights(d, intercept=True)
+    s = data.score(w)
+    return fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-3 * fm.sum_squares(w)),
+                      [fm.partial_dp(s, data.groups, band=(0.6, 1.0), levels=levels) <= 0.15])
+
+
+def lawschool_problem(n=1500):
+    data = fm.with_group_interactions(fm.datasets.load_lawschool().subsample(n, seed=3))
+    w = fm.Weights(data.n_features, intercept=True)
+    s = data.score(w)
+    return fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-3 * fm.sum_squares(w)),
+                      [fm.partial_dp(s, data.groups, band=(0.70, 1.00)) <= 0.1])
+
+
+def anchors(prog, hinge):
+    """The default start (w = 0) and the next IDCA iterate (scores spread out, some constraints active)."""
+    x0 = prog.start()
+    vals, S = prog.minus(x0)
+    x1 = solve_subproblem(hinge, x0, S, vals - S @ x0, MU)[0]
+    return [x0, x1]
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: random_problem(400, 3, 0), id="random-400"),
+    pytest.param(lambda: random_problem(600, 5, 1, levels=8), id="random-600"),
+    pytest.param(lambda: lawschool_problem(400), id="lawschool-400"),
+    pytest.param(lambda: lawschool_problem(1500), id="lawschool-1500", marks=pytest.mark.slow)])
+def test_ipm_agrees_with_the_cvxpy_program(make):
+    prog = make().family.program
+    hinge = hinge_program(prog)
+    sub = Subproblem(prog, MU, newton_tol=1e-15)
+    for anchor in anchors(prog, hinge):
+        vals, S = prog.minus(anchor)
+        x, lam, u, info = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU)
+        assert info["status"] == "optimal"
+        x_cvx, lam_cvx, _ = sub.solve(anchor, **TIGHT)
+        f_ipm, f_cvx = sub._true(x, anchor), sub._true(x_cvx, anchor)
+        assert abs(f_ipm - f_cvx) <= 1e-6
+        g_ipm, g_cvx = subproblem_g(prog, x, anchor, MU), subproblem_g(prog, x_cvx, anchor, MU)
+        assert np.max(np.abs(g_ipm - g_cvx)) <= 1e-6
+        assert g_ipm.max() <= 1e-9
+        # the certificate holds against the independent solver: d <= optimum <= f(x_cvx) (+ its feasibility error)
+        assert info["dual_bound"] <= f_cvx + 1e-9
+        assert info["gap"] <= 1e-8
+
+
+def test_certificate_small_at_the_answer_and_large_at_a_perturbed_point():
+    prog = lawschool_problem(1000).family.program
+    hinge = hinge_program(prog)
+    anchor = anchors(prog, hinge)[1]
+    vals, S = prog.minus(anchor)
+    c = vals - S @ anchor
+    x, lam, u, info = solve_subproblem(hinge, anchor, S, c, MU)
+    at = duality_gap(hinge, x, lam, u, anchor, S, c, MU)
+    assert at["gap"] <= 1e-8 and at["max_g"] <= 1e-9 and at["complementarity"] <= 1e-8
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        d = rng.standard_normal(x.size)
+        x_bad = x + 1e-2 * d / np.linalg.norm(d)
+        bad = duality_gap(hinge, x_bad, lam, u, anchor, S, c, MU)
+        # a perturbed point is either infeasible for (25) or has a suboptimality gap of at least the strong
+        # convexity bound (mu/2)||x_bad - x||^2 = 5e-6
+        assert bad["max_g"] > 1e-6 or bad["gap"] >= 0.5 * MU * 1e-4 * 0.99
+    # perturbed duals give a lower (worse) but still valid bound: the certificate is not a tautology
+    worse = duality_gap(hinge, x, lam * 1.5, u, anchor, S, c, MU)
+    assert worse["dual_bound"] <= at["dual_bound"] + 1e-12
+    assert worse["gap"] > 1e-6
+
+
+def test_ipm_is_the_default_exact_inner_method_and_cvxpy_stays_available():
+    prob = random_problem(300, 3, 2)
+    ipm = prob.solve(backend="exact", outer=3, certificate=True)
+    assert ipm.solver["name"] == "idca+ipm"
+    assert ipm.max_violation <= 1e-9
+    assert ipm.certificate["subproblem_max_g"] <= 1e-9
+    cvx = prob.solve(backend="exact", outer=1, inner="cvxpy", certificate=False)
+    assert cvx.solver["name"].startswith("idca+")
+    assert cvx.solver["name"] != "idca+ipm"
+    ipm1 = prob.solve(backend="exact", outer=1, certificate=False)
+    assert abs(ipm1.objective - cvx.objective) <= 1e-6          # the same first IDCA step
+    with pytest.raises(fm.errors.OptionError, match="inner"):
+        prob.solve(backend="exact", outer=1, inner="newton")
+    with pytest.raises(fm.errors.OptionError, match="mu = 0"):
+        prob.solve(backend="exact", outer=1, inner="ipm", mu=0.0)
