@@ -14,7 +14,7 @@ from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
-                     ResultFileError, SolverError, UnsupportedProblemError)
+                     ResourceLimitError, ResultFileError, SolverError, UnsupportedProblemError)
 from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean,
                           group_optimal, hinge_loss, logistic_loss, max, mean, min, multiply, norm, parameter, pos,
                           softmax_loss, squared_loss, sum, sum_squares)
@@ -67,7 +67,7 @@ __all__ = [
     "crosscheck", "CrossCheckReport", "Evaluation", "Frontier", "judge", "metrics", "sweep",
     # errors
     "DataError", "ExpressionTypeError", "FairmodelError", "InfeasibleError", "ModelError", "OptionError",
-    "ResultFileError", "SolverError", "UnsupportedProblemError",
+    "ResourceLimitError", "ResultFileError", "SolverError", "UnsupportedProblemError",
     # scikit-learn estimators (optional extra, imported lazily)
     *_ESTIMATORS,
 ]

@@ -25,7 +25,7 @@ from .. import expressions as E
 from .._validate import check_options
 from ..data import Groups
 from ..expressions.evaluate import Env
-from ..errors import DataError, OptionError, SolverError, UnsupportedProblemError
+from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
 from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
@@ -177,17 +177,17 @@ class GroupDRO(Reduction):
 
     # -- backends ------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
-        check_options(options, (), "the exact group-DRO backend")
+        check_options(options, ("max_memory_gb",), "the exact group-DRO backend")
         start = time.perf_counter()
         offsets = self.offsets(solver) if self.kind == "mero" else self.offsets()
         offsets_time = time.perf_counter() - start
         if method == "dual":
             if solver is not None:
                 raise OptionError("the dual method uses no CVXPY solver; drop solver= or use method='epigraph'")
-            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets)
+            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets, **options)
         else:
             try:
-                theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose)
+                theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose, **options)
             except SolverError as exc:
                 hint = (" The dual method solves the same problem with certified Newton steps: "
                         "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
@@ -237,7 +237,7 @@ class GroupDRO(Reduction):
         r = self.risks.risks(theta) - offsets
         try:
             inner_theta, _ = exact_gdro.solve_weighted_erm(self.risks, q)
-        except SolverError as exc:
+        except (SolverError, ResourceLimitError) as exc:
             hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
                     "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
             warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of (13) failed: "

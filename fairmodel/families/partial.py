@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 
 from .. import expressions as E
 from .._validate import as_generator, check_options
-from ..errors import OptionError
+from ..errors import OptionError, ResourceLimitError
+from ..exact import budget
 from ..exact.partial import Subproblem
 from ..exact.solvers import check_solver
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
@@ -48,6 +50,9 @@ CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
 RELATIVE_STEP_TOL = 0.05           # ok needs the IDCA step at the result within 5% of max(1, ||x||)
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of Law School: 416,000 pieces)
+PARTIAL_ALTERNATIVE = ("Use inner='ipm' where it applies (the certified interior-point solver of (25), no CVXPY), "
+                       "backend='stochastic' (IDCA with switching-subgradient inner steps, memory O(n d)), fewer "
+                       "levels=, or a subsample of the data")
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 
 
@@ -134,9 +139,10 @@ class PartialFairness(Reduction):
         sub.S.value, sub.c.value, sub.anchor.value = S, c, x0
         return sub.problem
 
-    def subproblem(self, mu, solver) -> Subproblem:
+    def subproblem(self, mu, solver, max_memory_gb=None) -> Subproblem:
         key = (float(mu), check_solver(solver))
         if key not in self._subproblems:
+            budget.check(budget.partial_program(self.program), PARTIAL_ALTERNATIVE, max_memory_gb)
             self._subproblems[key] = Subproblem(self.program, mu, solver)
         return self._subproblems[key]
 
@@ -196,7 +202,7 @@ class PartialFairness(Reduction):
 
     def solve_exact(self, method, solver, verbose, **options):
         allowed = ("mu", "outer", "tol", "start", "allow_infeasible_start", "certificate", "solver_options",
-                   "starts", "seed", "keep", "max_time", "inner")
+                   "starts", "seed", "keep", "max_time", "inner", "max_memory_gb")
         check_options(options, allowed, "the exact IDCA backend")
         mu = nonneg(options.get("mu", MU), "mu")
         outer = positive_int(options.get("outer", EXACT_DEFAULTS["outer"]), "outer", 0)
@@ -210,7 +216,7 @@ class PartialFairness(Reduction):
         else:
             if check_solver(solver) == "CLARABEL":
                 solver_options = {**CLARABEL_OPTIONS, **solver_options}
-            sub = self.subproblem(mu, solver)
+            sub = self.subproblem(mu, solver, options.get("max_memory_gb"))
             inner = exact_inner(sub, verbose=False, **solver_options)
             info = {"name": "idca+" + sub.solver, "inner_solver": sub.solver}
             if why and options.get("inner") is None:
@@ -374,7 +380,11 @@ class PartialFairness(Reduction):
             x_hat, lam, _, info = solve_subproblem(self.hinge(), x, S, vals - S @ x, mu)
             extra["subproblem_gap"] = info["gap"]
         else:
-            sub = self.subproblem(mu, solver)
+            try:
+                sub = self.subproblem(mu, solver)
+            except ResourceLimitError as exc:      # the candidate is kept and judged; the certificate is missing
+                warnings.warn(f"the Lemma C.1 certificate is not computed: {exc}", UserWarning, stacklevel=3)
+                return {}
             opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
             x_hat, lam, _ = sub.solve(x, **opts)
         g = subproblem_g(self.program, x_hat, x, mu)
