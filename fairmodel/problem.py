@@ -98,11 +98,14 @@ class Problem:
         return f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}>"
 
     # -- solving ---------------------------------------------------------------------------------------
-    def reduction_for(self, backend: str, method: str | None):
-        """(reduction, method): the chosen reduction, or another accepting one that offers ``method``."""
+    def reduction_for(self, backend: str, method: str | None, solver: str | None = None):
+        """(reduction, method): the chosen reduction, or another accepting one that offers ``method``. With
+        ``solver=`` and no method, the default is the first exact method that uses a CVXPY solver."""
         if backend not in BACKENDS:
             raise OptionError(f"unknown backend {backend!r}; valid backends are {', '.join(BACKENDS)}")
         attr = "exact_methods" if backend == "exact" else "stochastic_methods"
+        if method is None and solver is not None and backend == "exact":
+            method = next((m for m in self.family.exact_methods if m not in self.family.solverless_methods), None)
         if method is None or method in getattr(self.family, attr):
             return self.family, method or self._default_method(attr, backend)
         candidates = [self.family] + [self._other(cls, structure) for cls, structure in self.recognition.accepted[1:]]
@@ -143,7 +146,7 @@ class Problem:
         programs; ``seed`` makes stochastic runs reproducible; other keyword options go to the method
         (unknown names raise an error listing the valid ones).
         """
-        family, method = self.reduction_for(backend, method)
+        family, method = self.reduction_for(backend, method, solver)
         start = time.perf_counter()
         if backend == "exact":
             _check_keywords(family.solve_exact, options, f"the exact method {method!r}")

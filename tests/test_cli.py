@@ -146,7 +146,7 @@ def test_solver_failure_exits_3(small_file, capsys, monkeypatch):
     def fail(self, *args, **kwargs):
         raise cp.error.SolverError("numerical trouble")
     monkeypatch.setattr(cp.Problem, "solve", fail)
-    code, _, err = run(capsys, "solve", small_file, "--backend", "exact")
+    code, _, err = run(capsys, "solve", small_file, "--backend", "exact", "--method", "epigraph")
     assert code == 3 and "solver failure" in err
 
 

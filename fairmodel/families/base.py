@@ -120,6 +120,7 @@ class Reduction(abc.ABC):
     supported = ""               # one line: which declarations the reduction accepts
     priority = 10                # lower is tried first (specialised paper methods before the generic lowering)
     exact_methods: dict = {}     # method name -> description (the first is the default)
+    solverless_methods: tuple = ()   # exact methods that use no CVXPY solver (skipped by default when solver= is given)
     stochastic_methods: dict = {}
 
     def __init__(self, problem, structure=None):

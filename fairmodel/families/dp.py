@@ -94,6 +94,7 @@ class DPPostProcessing(Reduction):
         self.constraint = constraint
         self.entropy = float(entropy)
         self.beta = math.inf if entropy == 0 else 1.0 / entropy
+        self.solverless_methods = ("lbfgs",)
         self.exact_methods = EXACT_LP if math.isinf(self.beta) else EXACT_ENTROPIC
         self.stochastic_methods = METHODS
 

@@ -133,6 +133,7 @@ class GroupDRO(Reduction):
                                               "duals are the optimal group weights q*",
                                   "dual": "max over q in the simplex of min_w sum_g q_g (R_g(w) - c_g) (SLSQP "
                                           "over q, certified projected-Newton inner solves; logistic/squared)"}
+        self.solverless_methods = ("dual",)
         if self.risks.has_hessian:   # the certified dual method first: the default where it applies
             self.exact_methods = {"dual": self.exact_methods["dual"], **self.exact_methods}
         if kind != "mero":
