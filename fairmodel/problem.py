@@ -12,6 +12,7 @@ import time
 from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
+from ._threads import few_threads
 from ._validate import check_options  # noqa: F401  (re-exported for the families' option checks)
 from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
 from .expressions.canonicalize import canonical_problem
@@ -125,6 +126,7 @@ class Problem:
             self._others[cls.name] = cls(self, structure)
         return self._others[cls.name]
 
+    @few_threads
     def solve(self, backend: str = "exact", method: str | None = None, *, seed=None, solver: str | None = None,
               verbose: bool | None = None, **options) -> Result:
         """Solve with the ``"exact"`` (CVXPY) or the ``"stochastic"`` backend; returns a :class:`Result`.
@@ -184,6 +186,7 @@ class Problem:
         finally:
             node.value = original
 
+    @few_threads
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.
 

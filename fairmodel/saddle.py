@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from ._threads import few_threads
 from .oracles.domains import Ball, Box, Simplex, as_domain
 from ._validate import check_options
 from .errors import ModelError, OptionError
@@ -161,6 +162,7 @@ class SaddleProblem:
                                                solver)
         return None
 
+    @few_threads
     def evaluate(self, x, y, solver=None) -> Evaluation:
         """The judge: objective (max_y L(x, .) when computable, else L(x, y)), the duality gap and Delta."""
         x = self.x_domain.check_point(x, "x")
@@ -188,6 +190,7 @@ class SaddleProblem:
     def oracle(self) -> SaddleOracle:
         return _CallableOracle(self)
 
+    @few_threads
     def solve(self, method: str = "ogda-rr", order: int = 0, seed=0, *, verbose=None, solver=None, x0=None, y0=None,
               **options) -> Result:
         """Solve with ``method`` in ``ogda-rr`` (default), ``ogda-wr``, ``sgda-rr``, ``sgda-wr`` (``order`` 0:

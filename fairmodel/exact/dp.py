@@ -23,6 +23,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
+from .._threads import few_threads
 from ..oracles.dp_dual import DualProblem, gradient_mapping
 from ..errors import InfeasibleError, SolverError
 from . import solvers
@@ -120,6 +121,7 @@ def solve_dual(dual: DualProblem, solver=None, verbose=False, **options):
     return z, P, record
 
 
+@few_threads
 def solve_lbfgs(dual: DualProblem, z0=None, *, tol: float = 1e-7, maxiter: int = 50000, restarts: int = 20):
     """(z, record): min_{z >= 0} F(z) of eq. (5) by scipy's L-BFGS-B with bounds; beta < inf.
 
