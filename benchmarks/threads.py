@@ -10,9 +10,12 @@ Settings, each in a fresh subprocess (the thread pools are sized when NumPy load
 * library's choice: no thread variable, ``FAIRMODEL_THREADS`` unset (the solves and the judge run with one thread
   through threadpoolctl).
 
+The settings are interleaved (one solve of each in turn, ``--repeat`` rounds) so that the load of a shared
+machine drifts over all of them alike; the time excludes loading the data and building the problem.
+
 Load: none, or ``--busy`` background processes each multiplying 400 x 400 matrices in a loop with the
 process's default BLAS threads (as a competing job would). All settings of one load level run in the same run,
-one after another, so their medians are side by side.
+in the same run, so their medians are side by side.
 
     python benchmarks/threads.py              # repeat 3, loads 0 and 1 busy process
     python benchmarks/threads.py --quick      # repeat 1, to check the script
@@ -92,7 +95,13 @@ def main():
         try:
             time.sleep(1.0 if busy else 0.0)
             for workload, label in (("dual", "exact dual solve (README)"), ("aleg", "ALEG run")):
-                res = {name: measure(workload, extra, repeat) for name, extra in SETTINGS.items()}
+                # interleaved: one solve per setting in turn, so that a change of the machine's load hits all
+                runs = {name: [] for name in SETTINGS}
+                for _ in range(repeat):
+                    for name, extra in SETTINGS.items():
+                        runs[name].append(measure(workload, extra, 1))
+                res = {name: {"median": statistics.median(r["median"] for r in rs), "status": rs[-1]["status"]}
+                       for name, rs in runs.items()}
                 single = res["single thread (OMP_NUM_THREADS=1)"]["median"]
                 rows.append([label, busy] + [f"{r['median']:.2f} ({r['median'] / single:.2f}x)"
                                              for r in res.values()]
@@ -103,7 +112,7 @@ def main():
                 p.kill()
                 p.wait()
     text = (f"Group DRO on Adult by race (the README's problem), `prob.solve(...)` wall time including the judge, "
-            f"median of {repeat} solves in one process per setting (seconds, and the ratio to one thread); "
+            f"median of {repeat} solves per setting, each in a fresh process, the settings interleaved (seconds, and the ratio to one thread); "
             f"busy = background processes each running a 400 x 400 NumPy matmul loop with default threads. "
             f"The library's choice runs its solves and judge with one BLAS/OpenMP thread (threadpoolctl); "
             f"`FAIRMODEL_THREADS` or `fm.set_threads(n)` override it. 1-minute load average before the run: "
