@@ -12,6 +12,7 @@ import time
 from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
+from . import _display
 from ._threads import few_threads
 from ._validate import check_options  # noqa: F401  (re-exported for the families' option checks)
 from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
@@ -70,10 +71,19 @@ class Problem:
                     out.append(v)
         return out
 
-    def describe(self) -> str:
-        """The problem in math notation, which reductions accept it and what each backend will do."""
-        return self.family.describe() + "\n\nReductions (tried in order of priority):\n" + \
-            "\n".join(self.recognition.explain())
+    def describe(self, format: str = "text", program: bool = True) -> str:
+        """The problem in math notation, what each backend will do, the exact program's structure (variables and
+        constraint blocks with their sizes; ``program=False`` skips building it) and which reductions accept it.
+        ``format``: ``"text"``, ``"markdown"`` or ``"latex"``."""
+        head = self.family.describe(format=format, program=program)
+        explain = self.recognition.explain()
+        if format == "latex":
+            return head + "\n\\paragraph{Reductions} (tried in order of priority)\n\\begin{itemize}\n" + "\n".join(
+                f"  \\item {_display.latex_text(line.strip())}" for line in explain) + "\n\\end{itemize}"
+        if format == "markdown":
+            return head + "\n\n**Reductions** (tried in order of priority):\n\n" + "\n".join(
+                f"- {line.strip()}" for line in explain)
+        return head + "\n\nReductions (tried in order of priority):\n" + "\n".join(explain)
 
     def to_cvxpy(self):
         """The exact CVXPY program (for inspection and teaching)."""
@@ -87,7 +97,13 @@ class Problem:
         return "\n".join(lines)
 
     def __repr__(self):
-        return f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}>"
+        n = len(self.constraints)
+        return _display.short(f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}"
+                              + (f" s.t. {n} constraint{'s' * (n != 1)}" if n else "")
+                              + "; .describe() for the math and the programs>")
+
+    def _repr_markdown_(self):
+        return self.describe(format="markdown", program=False)
 
     # -- solving ---------------------------------------------------------------------------------------
     def reduction_for(self, backend: str, method: str | None):
