@@ -2,7 +2,8 @@
 a busy machine, written into docs/benchmarks.md (section "threads").
 
 Workloads (the README's): the certified exact dual solve of group DRO on Adult by race
-(``prob.solve(backend="exact", method="dual")``, solve and judge) and an ALEG run on the same problem.
+(``prob.solve(backend="exact", method="dual")``, solve and judge), an ALEG run on the same problem, and
+``fairmodel demo`` (loading the data, the cross-check of both, the printed table).
 Settings, each in a fresh subprocess (the thread pools are sized when NumPy loads):
 
 * single thread: ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1``, ``FAIRMODEL_THREADS=inherit``;
@@ -17,7 +18,7 @@ Load: none, or ``--busy`` background processes each multiplying 400 x 400 matric
 process's default BLAS threads (as a competing job would). All settings of one load level run in the same run,
 in the same run, so their medians are side by side.
 
-    python benchmarks/threads.py              # repeat 3, loads 0 and 1 busy process
+    python benchmarks/threads.py              # repeat 3, loads 0, 1 and 2 busy processes
     python benchmarks/threads.py --quick      # repeat 1, to check the script
 """
 from __future__ import annotations
@@ -56,7 +57,16 @@ def child(workload: str, repeat: int) -> None:
     w = fm.Weights(data.n_features, radius=5.0)
     risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
     prob = fm.Problem(fm.Minimize(fm.max(risks)))
-    if workload == "dual":
+    if workload == "demo":                 # `fairmodel demo`: load Adult, cross-check (dual + ALEG), print
+        import contextlib
+        import io
+        from fairmodel.frontends import cli
+
+        def run():
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = cli.main(["demo"])
+            return type("R", (), {"status": "ok" if code == 0 else f"exit {code}"})
+    elif workload == "dual":
         run = lambda: prob.solve(backend="exact", method="dual")  # noqa: E731
     else:
         run = lambda: prob.solve(backend="stochastic", method="aleg", seed=0)  # noqa: E731
@@ -80,7 +90,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--child")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--busy", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--busy", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -94,7 +104,8 @@ def main():
         procs = [subprocess.Popen([sys.executable, "-c", BUSY], env=env) for _ in range(busy)]
         try:
             time.sleep(1.0 if busy else 0.0)
-            for workload, label in (("dual", "exact dual solve (README)"), ("aleg", "ALEG run")):
+            for workload, label in (("dual", "exact dual solve (README)"), ("aleg", "ALEG run"),
+                                    ("demo", "`fairmodel demo`")):
                 # interleaved: one solve per setting in turn, so that a change of the machine's load hits all
                 runs = {name: [] for name in SETTINGS}
                 for _ in range(repeat):
@@ -111,10 +122,10 @@ def main():
             for p in procs:
                 p.kill()
                 p.wait()
-    text = (f"Group DRO on Adult by race (the README's problem), `prob.solve(...)` wall time including the judge, "
+    text = (f"Group DRO on Adult by race (the README's problem), wall time of `prob.solve(...)` including the judge, "
             f"median of {repeat} solves per setting, each in a fresh process, the settings interleaved (seconds, and the ratio to one thread); "
             f"busy = background processes each running a 400 x 400 NumPy matmul loop with default threads. "
-            f"The library's choice runs its solves and judge with one BLAS/OpenMP thread (threadpoolctl); "
+            f"The demo's time includes loading the data. The library's choice runs its solves and judge with one BLAS/OpenMP thread (threadpoolctl); "
             f"`FAIRMODEL_THREADS` or `fm.set_threads(n)` override it. 1-minute load average before the run: "
             f"{load_before:.2f} (a machine shared with other jobs).\n\n"
             + table(["workload", "busy", *SETTINGS, "status"], rows))
