@@ -87,6 +87,8 @@ def latex_math(text: str) -> str:
             return word if len(word) == 1 else f"\\mathrm{{{word.replace('_', chr(92) + '_')}}}"
         return {"<=": "\\le", ">=": "\\ge", "||": "\\|", "·": "\\cdot ", "[": "\\left[", "]": "\\right]",
                 "%": "\\%"}[m.group("op")]
+    if text.strip() == "subject to":
+        return "\\text{subject to}"
     return _TOKEN.sub(repl, text)
 
 

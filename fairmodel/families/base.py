@@ -150,8 +150,9 @@ class Reduction(abc.ABC):
                 lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
             return "\n".join(lines + ([""] + notes if notes else []) + ([""] + structure if structure else []))
         if format == "markdown":
-            lines = [f"**Problem family:** {title}", "", "$$"]
-            lines += [_display.latex_math(line) + " \\\\" for line in math_lines] + ["$$", ""]
+            lines = [f"**Problem family:** {title}", "", "$$", "\\begin{aligned}"]
+            lines += [" \\\\\n".join("&" + _display.latex_math(line.strip()) for line in math_lines)]
+            lines += ["\\end{aligned}", "$$", ""]
             for head, table in methods:
                 lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
             lines += [f"- {n}" for n in notes] + ([""] if notes else [])
