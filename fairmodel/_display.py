@@ -99,3 +99,31 @@ def latex_text(text: str) -> str:
         out.append({"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
                     "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\^{}"}.get(ch, ch))
     return "".join(out)
+
+
+# -- sweeps (fairmodel.sweep.Frontier wires these in: __repr__, _repr_markdown_, _repr_html_) -------------------
+def _row_table(rows: list[dict]):
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    return keys, [[fmt(row.get(k, "")) if row.get(k, "") != "" else "" for k in keys] for row in rows]
+
+
+def frontier_repr(frontier) -> str:
+    """One short line for a Frontier: parameter, values, failures, backend."""
+    values = list(frontier.values)
+    shown = ", ".join(fmt(v) for v in values[:4]) + (", ..." if len(values) > 4 else "")
+    failed = f", {len(frontier.errors)} failed" if frontier.errors else ""
+    return short(f"<fairmodel.Frontier {frontier.param} = [{shown}] ({len(values)} values{failed}), "
+                 f"{frontier.backend or 'exact'} backend; .to_markdown() / .rows() for the table>")
+
+
+def rows_markdown(rows: list[dict]) -> str:
+    """Flat records as a well-formed Markdown table (cells and headers escaped: ``||w||`` stays one cell)."""
+    keys, body = _row_table(rows)
+    return md_table(keys, body)
+
+
+def rows_html(rows: list[dict], caption: str = "") -> str:
+    keys, body = _row_table(rows)
+    return html_table(keys, body, caption)

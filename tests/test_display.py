@@ -84,3 +84,20 @@ def test_latex_math_of_a_declaration():
         "\\text{minimize}\\; \\max_{g} \\left[\\frac{1}{|g|}\\sum_{i \\in g} \\operatorname{logistic}(x\\cdot w, y)"
         "\\right]")
     assert _display.latex_math("auc_gap(s) <= kappa") == "\\operatorname{auc\\_gap}(s) \\le \\kappa"
+
+
+def test_frontier_views_are_short_and_well_formed():
+    """The helpers fairmodel.sweep.Frontier uses for its notebook views (columns may hold "|", e.g. ||w||)."""
+    data = fm.datasets.make_gdro_synthetic(m=2, d=3, n_per_group=30, seed=0)
+    w = fm.Weights(3, radius=2.0)
+    k = fm.parameter(1.0, "k")
+    risk = fm.mean(fm.logistic_loss(data.score(w), data.y))
+    frontier = fm.Problem(fm.Minimize(risk), [fm.norm(w) <= k]).sweep("k", [0.5, 1.0, 1.5, 2.0, 3.0])
+    text = _display.frontier_repr(frontier)
+    assert len(text) < 300 and text.startswith("<fairmodel.Frontier k = [0.5, 1, 1.5, 2, ...] (5 values)")
+    rows = frontier.rows()
+    rows[0]["||w||"] = 0.5                                  # a column name with "|" (as a norm's) stays one cell
+    md = _display.rows_markdown(rows)
+    _well_formed(md)
+    assert md.count("\n") == 6 and "\\|\\|w\\|\\|" in md
+    assert _display.rows_html(frontier.rows()).count("<tr>") == 6
