@@ -10,6 +10,7 @@ scalable stochastic methods from the literature), and one judge.
 This module only re-exports the public names; docs/architecture.md shows the layers they come from.
 """
 from . import datasets, metrics
+from ._threads import set_threads, thread_limit, threads
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .dp_sweep import dp_sweep
@@ -65,6 +66,8 @@ __all__ = [
     "assess", "Assessment",
     # judging, cross-checks, sweeps
     "crosscheck", "CrossCheckReport", "Evaluation", "Frontier", "judge", "metrics", "sweep",
+    # BLAS/OpenMP threads of the solvers and the judge
+    "set_threads", "thread_limit", "threads",
     # errors
     "DataError", "ExpressionTypeError", "FairmodelError", "InfeasibleError", "ModelError", "OptionError",
     "ResourceLimitError", "ResultFileError", "SolverError", "UnsupportedProblemError",

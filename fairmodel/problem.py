@@ -13,6 +13,8 @@ import time
 from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
+from . import _display
+from ._threads import few_threads
 from ._validate import check_options
 from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
 from .expressions.canonicalize import canonical_problem
@@ -78,10 +80,19 @@ class Problem:
                     out.append(v)
         return out
 
-    def describe(self) -> str:
-        """The problem in math notation, which reductions accept it and what each backend will do."""
-        return self.family.describe() + "\n\nReductions (tried in order of priority):\n" + \
-            "\n".join(self.recognition.explain())
+    def describe(self, format: str = "text", program: bool = True) -> str:
+        """The problem in math notation, what each backend will do, the exact program's structure (variables and
+        constraint blocks with their sizes; ``program=False`` skips building it) and which reductions accept it.
+        ``format``: ``"text"``, ``"markdown"`` or ``"latex"``."""
+        head = self.family.describe(format=format, program=program)
+        explain = self.recognition.explain()
+        if format == "latex":
+            return head + "\n\\paragraph{Reductions} (tried in order of priority)\n\\begin{itemize}\n" + "\n".join(
+                f"  \\item {_display.latex_text(line.strip())}" for line in explain) + "\n\\end{itemize}"
+        if format == "markdown":
+            return head + "\n\n**Reductions** (tried in order of priority):\n\n" + "\n".join(
+                f"- {line.strip()}" for line in explain)
+        return head + "\n\nReductions (tried in order of priority):\n" + "\n".join(explain)
 
     def to_cvxpy(self):
         """The exact CVXPY program (for inspection and teaching)."""
@@ -95,7 +106,13 @@ class Problem:
         return "\n".join(lines)
 
     def __repr__(self):
-        return f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}>"
+        n = len(self.constraints)
+        return _display.short(f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}"
+                              + (f" s.t. {n} constraint{'s' * (n != 1)}" if n else "")
+                              + "; .describe() for the math and the programs>")
+
+    def _repr_markdown_(self):
+        return self.describe(format="markdown", program=False)
 
     # -- solving ---------------------------------------------------------------------------------------
     def reduction_for(self, backend: str, method: str | None, solver: str | None = None):
@@ -137,6 +154,7 @@ class Problem:
             self._others[cls.name] = cls(self, structure)
         return self._others[cls.name]
 
+    @few_threads
     def solve(self, backend: str = "exact", method: str | None = None, *, seed=None, solver: str | None = None,
               verbose: bool | None = None, **options) -> Result:
         """Solve with the ``"exact"`` (CVXPY) or the ``"stochastic"`` backend; returns a :class:`Result`.
@@ -203,6 +221,7 @@ class Problem:
         finally:
             node.value = original
 
+    @few_threads
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.
 

@@ -23,6 +23,53 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
 from .. import expressions as dsl
 from ..data import Dataset
 
+MAX_DENSE_BYTES = 2 ** 30      # a sparse X is densified (the solvers use dense NumPy) up to 1 GiB of float64
+
+
+def densify(X, name: str = "X"):
+    """A dense float array from a scipy sparse matrix (e.g. the output of OneHotEncoder in a Pipeline), after a
+    memory check: rows x columns x 8 bytes must stay below ``MAX_DENSE_BYTES``; other inputs unchanged."""
+    if not hasattr(X, "toarray") or not hasattr(X, "nnz"):
+        return X
+    need = X.shape[0] * X.shape[1] * 8
+    if need > MAX_DENSE_BYTES:
+        raise ValueError(f"{name} is a sparse {X.shape[0]} x {X.shape[1]} matrix; the solvers work on dense arrays "
+                         f"and densifying it needs {need / 2 ** 30:.1f} GiB (limit "
+                         f"fairmodel.estimators._base.MAX_DENSE_BYTES = {MAX_DENSE_BYTES / 2 ** 30:.1f} GiB). Reduce "
+                         f"the columns (e.g. OneHotEncoder(max_categories=...) or feature selection) or raise the "
+                         f"limit if the memory is there")
+    return X.toarray()
+
+
+def split_sensitive(est, X, sensitive_features, fitting: bool):
+    """(X, sensitive_features): a column name (or list of names) of a pandas DataFrame ``X`` is taken out of X
+    as the sensitive features (at fit, remembered as ``sensitive_columns_``; at predict the same columns are
+    dropped if present)."""
+    names = sensitive_features if fitting else getattr(est, "sensitive_columns_", None)
+    by_name = isinstance(names, str) or (isinstance(names, (list, tuple)) and names
+                                         and all(isinstance(n, str) for n in names))
+    if fitting and not by_name:
+        est.sensitive_columns_ = None
+        return X, sensitive_features
+    if not by_name:
+        return X, sensitive_features
+    columns = [names] if isinstance(names, str) else list(names)
+    if not hasattr(X, "columns") or not hasattr(X, "drop"):
+        if not fitting:
+            return X, None
+        raise ValueError(f"sensitive_features={sensitive_features!r} names column(s) of X, but X is not a pandas "
+                         f"DataFrame; pass the group labels themselves (one per row of X), or X as a DataFrame")
+    missing = [c for c in columns if c not in X.columns]
+    if missing:
+        if not fitting:
+            return X, None
+        raise ValueError(f"sensitive_features names column(s) {missing} that X does not have; X's columns are "
+                         f"{list(X.columns)}")
+    groups = X[columns[0]].to_numpy() if len(columns) == 1 else X[columns].to_numpy()
+    if fitting:
+        est.sensitive_columns_ = columns
+    return X.drop(columns=columns), groups
+
 
 class FairLinearClassifier(ClassifierMixin, BaseEstimator):
     """Base of the binary linear classifiers: input validation, label mapping, groups, the fitted weights.
@@ -34,9 +81,12 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True          # densified with a memory check (densify)
         return tags
 
     def _validate_fit(self, X, y, sensitive_features):
+        X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
+        X = densify(X)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -69,7 +119,8 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X, _ = split_sensitive(self, X, None, fitting=False)
+        X = validate_data(self, densify(X), dtype=np.float64, reset=False)
         return X @ self.coef_[0] + self.intercept_[0]
 
     def predict(self, X):

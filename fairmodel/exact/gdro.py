@@ -14,6 +14,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
+from .._threads import few_threads
 from ..errors import OptionError, SolverError
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
@@ -162,6 +163,7 @@ def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:
     return value, min(value, bound)
 
 
+@few_threads
 def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int = 300, max_memory_gb=None):
     """Exact group DRO through its concave dual, for losses with a Hessian (logistic, squared).
 
