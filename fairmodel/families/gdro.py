@@ -304,7 +304,7 @@ class GroupDRO(Reduction):
                   "ALEG's default budget reaches 1e-3 of the exact optimum on the bundled data (measured in "
                   "docs/benchmarks.md); a larger gap means the run did not converge"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6,
-                  "no point beats the exact optimum by more than the conic solver's tolerance (1e-8 relative)"),
+                  "no point beats the exact optimum by more than the exact method's tolerance (1e-8 relative)"),
             Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
                   1e-2 * self.scale,
                   "certificate (13) of the stochastic (w, q): it bounds max-risk suboptimality by (14)"),
