@@ -14,6 +14,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from ._display import frontier_repr, rows_html, rows_markdown
 from .errors import ModelError
 from .plotting import plot_frontier
 from .progress import Progress, logger
@@ -50,14 +51,16 @@ class Frontier:
         return [row.get(key, math.nan) for row in self.rows()]
 
     def to_markdown(self) -> str:
-        rows = self.rows()
-        keys: list[str] = []
-        for row in rows:
-            keys += [k for k in row if k not in keys]
-        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-        for row in rows:
-            lines.append("| " + " | ".join(_fmt(row.get(k, "")) for k in keys) + " |")
-        return "\n".join(lines)
+        return rows_markdown(self.rows())
+
+    def __repr__(self) -> str:
+        return frontier_repr(self)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        return rows_html(self.rows(), caption=f"sweep of {self.param}" + (" (interrupted)" if self.interrupted else ""))
 
     def to_dict(self) -> dict:
         return {"param": self.param, "backend": self.backend, "interrupted": self.interrupted, "rows": self.rows()}
@@ -65,12 +68,6 @@ class Frontier:
     def plot(self, x: str | None = None, y: str = "objective", ax=None, label: str | None = None):
         """Plot column ``y`` against ``x`` (default: the swept parameter); returns the matplotlib Figure."""
         return plot_frontier(self, x=x or self.param, y=y, ax=ax, label=label)
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
 
 
 def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_start: bool = True,
