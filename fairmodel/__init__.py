@@ -12,6 +12,7 @@ This module only re-exports the public names; docs/architecture.md shows the lay
 from . import datasets, metrics
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
+from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResultFileError, SolverError, UnsupportedProblemError)
@@ -49,7 +50,7 @@ def __getattr__(name):
 
 __all__ = [
     # data and results
-    "Batch", "Dataset", "datasets", "Groups", "load_result", "Result",
+    "Batch", "DaskDataset", "Dataset", "datasets", "Groups", "load_result", "Result",
     # the language: variables, losses, atoms, problems
     "abs", "Constant", "dc", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max",
     "mean", "min", "Minimize", "multiply", "norm", "Parameter", "parameter", "pos", "Problem", "SigmoidMLP",
