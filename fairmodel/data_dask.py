@@ -47,8 +47,17 @@ def _is_dask(a) -> bool:
 
 
 def _apply(fn, X, y, g, start, stop, *extra):
-    return fn(Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
+    return fn(Batch(np.ascontiguousarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                     np.arange(start, stop)), *extra)
+
+
+def _frame_values(frame, columns):
+    return np.ascontiguousarray(frame[columns].to_numpy(dtype=float))   # row-major, as NumPy data
+
+
+def _frame_labels(frame, column, integer):
+    col = frame[column]
+    return col.to_numpy(dtype=np.int64) if integer else col.astype(str).to_numpy(dtype=object)
 
 
 def _take(X, local):
@@ -176,10 +185,21 @@ class DaskDataset(Dataset):
         if bad:
             raise DataError(f"feature column(s) {bad} are not numeric; Parquet input must be encoded already "
                             f"(one-hot or ordinal) before it is read in chunks")
-        X = df[features].to_dask_array(lengths=True)
-        y = None if target is None else df[target].to_dask_array(lengths=True)
-        g = None if sensitive is None else df[sensitive].astype(str).to_dask_array(lengths=True) \
-            if df[sensitive].dtype.kind not in "biu" else df[sensitive].to_dask_array(lengths=True)
+        # one collection of the needed columns, cut into pandas partitions once: X, y and the groups of a
+        # chunk are three views of the same partition read (computed once per pass)
+        dask, da = _dask()
+        parts = df[list(dict.fromkeys(features + [c for c in (target, sensitive) if c is not None]))].to_delayed()
+        lengths = dask.compute(*[dask.delayed(len)(p) for p in parts])
+
+        def column(fn, *args, shape=(), dtype=float):
+            return da.concatenate([da.from_delayed(dask.delayed(fn)(p, *args), shape=(n,) + shape, dtype=dtype)
+                                   for p, n in zip(parts, lengths) if n])
+        X = column(_frame_values, features, shape=(len(features),))
+        y = None if target is None else column(_frame_values, target)
+        g = None
+        if sensitive is not None:
+            integer = df[sensitive].dtype.kind in "biu"
+            g = column(_frame_labels, sensitive, integer, dtype=np.int64 if integer else object)
         return cls.from_arrays(X, y, g, feature_names=features, name=name, target_name=target,
                                sensitive_name=sensitive, chunk_rows=None)
 
@@ -209,9 +229,9 @@ class DaskDataset(Dataset):
     # -- full passes ---------------------------------------------------------------------------------
     def _blocks(self):
         k = self.n_chunks
-        Xb = self.X.to_delayed().ravel()
-        yb = [None] * k if self._yd is None else self._yd.to_delayed().ravel()
-        gb = [None] * k if self._gd is None else self._gd.to_delayed().ravel()
+        Xb = self.X.to_delayed(optimize_graph=False).ravel()
+        yb = [None] * k if self._yd is None else self._yd.to_delayed(optimize_graph=False).ravel()
+        gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
         return Xb, yb, gb
 
     def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
@@ -255,7 +275,7 @@ class DaskDataset(Dataset):
         order = np.argsort(chunk, kind="stable")
         used, starts = np.unique(chunk[order], return_index=True)
         pieces = np.split(order, starts[1:])
-        Xb = self.X.to_delayed().ravel()
+        Xb = self.X.to_delayed(optimize_graph=False).ravel()
         got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c]) for c, p in zip(used, pieces)])
         out = np.empty((rows.size, self.n_features))
         for p, block in zip(pieces, got):
@@ -346,7 +366,7 @@ class ChunkSampler:
         return self.rng.permutation(np.concatenate(picks))
 
     def _refill(self, need: int) -> None:
-        B = max(need, self.buffer_rows)
+        B = max(need, min(self.buffer_rows, self.data.n_samples))
         m = self._rows.shape[0]
         rows = np.stack([self._draw_group(g, B) for g in range(m)])
         X = self.data.rows(rows.ravel()).reshape(m, B, -1)
