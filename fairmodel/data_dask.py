@@ -29,7 +29,7 @@ from .data import CHUNKED_SOURCES, Batch, Dataset, Groups
 from .errors import DataError
 
 DEFAULT_CHUNK_ROWS = 1 << 16
-DEFAULT_BUFFER_BYTES = 256 << 20       # features of pre-drawn minibatch rows kept by a ChunkSampler
+DEFAULT_BUFFER_BYTES = 128 << 20       # features of pre-drawn minibatch rows kept by a ChunkSampler
 _COUNTER = itertools.count()
 
 
@@ -276,10 +276,13 @@ class DaskDataset(Dataset):
         used, starts = np.unique(chunk[order], return_index=True)
         pieces = np.split(order, starts[1:])
         Xb = self.X.to_delayed(optimize_graph=False).ravel()
-        got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c]) for c, p in zip(used, pieces)])
         out = np.empty((rows.size, self.n_features))
-        for p, block in zip(pieces, got):
-            out[p] = block
+        step = 4   # chunks gathered per computation: the transient copies stay a few chunks' worth of rows
+        for k in range(0, used.size, step):
+            got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c])
+                                 for c, p in zip(used[k:k + step], pieces[k:k + step])])
+            for p, block in zip(pieces[k:k + step], got):
+                out[p] = block
         return out
 
     def take(self, rows) -> Dataset:
@@ -366,13 +369,13 @@ class ChunkSampler:
         return self.rng.permutation(np.concatenate(picks))
 
     def _refill(self, need: int) -> None:
+        """Replace the buffer by B fresh i.i.d. draws per group. Unused draws of the old buffer are dropped:
+        a choice made by position only, never by value, so the draws served stay i.i.d. uniform."""
         B = max(need, min(self.buffer_rows, self.data.n_samples))
         m = self._rows.shape[0]
-        rows = np.stack([self._draw_group(g, B) for g in range(m)])
-        X = self.data.rows(rows.ravel()).reshape(m, B, -1)
-        keep = self._rows[:, self._pos:]
-        self._rows = np.concatenate([keep, rows], axis=1)
-        self._X = np.concatenate([self._X[:, self._pos:], X], axis=1)
+        self._rows, self._X = self._rows[:, :0], self._X[:, :0]      # free the old buffer first
+        self._rows = np.stack([self._draw_group(g, B) for g in range(m)])
+        self._X = self.data.rows(self._rows.ravel()).reshape(m, B, -1)
         self._pos = 0
 
     def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
