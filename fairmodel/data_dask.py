@@ -159,7 +159,7 @@ class DaskDataset(Dataset):
             raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
         self.feature_names = tuple(str(f) for f in feature_names)
         check_unique_names(self.feature_names, "duplicated feature name(s)", "give every column its own name")
-        check_scaling_stats(np.asarray(std), np.asarray(hi) - np.asarray(lo), self.feature_names, stacklevel=3)
+        check_scaling_stats(np.asarray(std), np.asarray(hi) - np.asarray(lo), self.feature_names, stacklevel=4)
         self.name, self.target_name, self.sensitive_name = name, target_name, sensitive_name
         if self.y is not None:
             self.y.setflags(write=False)

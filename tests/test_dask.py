@@ -137,6 +137,13 @@ def test_aleg_on_dask_reaches_the_certified_gap(arrays, numpy_run):
     np.testing.assert_array_equal(again.variables["w"], res_d.variables["w"])
 
 
+def test_smd_and_describe_run_on_dask_data(arrays):
+    prob, _ = problem(dask_data(*arrays))
+    assert "group DRO" in prob.describe()
+    res = prob.solve(backend="stochastic", method="smd", seed=0, epochs=3)
+    assert res.status == "completed" and np.isfinite(res.objective)
+
+
 def test_exact_backend_refuses_dask_data(arrays):
     prob, _ = problem(dask_data(*arrays))
     for method in ("dual", "epigraph"):
