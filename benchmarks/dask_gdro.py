@@ -59,6 +59,7 @@ def run(path: str, epochs: int, batch_size: int) -> dict:
     start = time.perf_counter()
     data = fm.Dataset.from_parquet(path, target="label", sensitive="group")
     out["open_s"] = time.perf_counter() - start
+    peak = {"open": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     passes = {"n": 0}
     inner = data.map_chunks
 
@@ -81,11 +82,13 @@ def run(path: str, epochs: int, batch_size: int) -> dict:
     t = time.perf_counter()
     gr.risks_and_grad(theta, np.full(gr.m, 1 / gr.m))
     out["risk_pass_s"] = time.perf_counter() - t
+    peak["passes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     passes["n"] = 0
     start = time.perf_counter()
     result = prob.solve(backend="stochastic", seed=0, epochs=epochs, batch_size=batch_size)
     out["solve_s"] = time.perf_counter() - start
     out["solve_passes"] = passes["n"]
+    peak["ALEG"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     hist = result.history
     out["epoch_s"] = [b["time"] - a["time"] for a, b in zip(hist, hist[1:])]
     passes["n"] = 0
@@ -97,6 +100,8 @@ def run(path: str, epochs: int, batch_size: int) -> dict:
                gap=ev.certificate["duality_gap"], gap_bound=ev.certificate["duality_gap_bound"],
                group_risks=list(ev.metrics["group_risks"].values()))
     out["rss_peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak["judge"] = out["rss_peak_mib"]
+    out["peak_by_phase"] = peak
     return out
 
 
@@ -135,7 +140,7 @@ def main() -> None:
 Synthetic logistic task, {r['n']:,} rows x {r['d']} features, 4 groups {r['groups']}, written as {r['chunks']}
 Parquet files ({r['parquet_mib']:.0f} MiB on disk; as NumPy float64 X, y and codes it would take
 {r['in_memory_mib']:.0f} MiB), read with `fm.Dataset.from_parquet` on Dask's threaded scheduler (2 cores, load
-average {r['load']:.1f} from other jobs at the start). ALEG with `batch_size={args.batch_size}` rows per group per step,
+average {r['load']:.1f} from other jobs at the start; Parquet files of {args.file_rows:,} rows). ALEG with `batch_size={args.batch_size}` rows per group per step,
 {args.epochs} epochs (each epoch draws as many rows as the data has), `output="suffix"`.
 
 | measurement | value |
@@ -149,6 +154,7 @@ average {r['load']:.1f} from other jobs at the start). ALEG with `batch_size={ar
 | judged max group risk / duality gap (13) / its certified bound | {r['objective']:.5f} / {r['gap']:.2e} / {r['gap_bound']:.2e} |
 | status | {r['status']} (ok = {r['ok']}) |
 | peak resident memory of the process | {r['rss_peak_mib']:.0f} MiB (after imports: {r['rss_start_mib']:.0f} MiB) |
+| peak resident memory after each phase | {', '.join(f"{k} {v:.0f}" for k, v in r['peak_by_phase'].items())} MiB |
 
 An ALEG epoch costs its snapshot pass plus the gathers of the sampled rows: the chunk sampler draws
 a buffer of 128 MiB of features at a time (about n d 8 / 128 MiB gathers per epoch, each reading every

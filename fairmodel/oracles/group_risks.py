@@ -81,7 +81,7 @@ class GroupRisks:
         self.names = tuple(groups.names)
         self.m = len(self.names)
         self.sizes = groups.sizes.astype(float)
-        self.index = groups.indices()
+        self._index = None
         self._X = None
 
     @property
@@ -91,6 +91,13 @@ class GroupRisks:
         if self._X is None:
             self._X = self.design(self.data.in_memory_X("the exact group-DRO programs"))
         return self._X
+
+    @property
+    def index(self) -> list[np.ndarray]:
+        """Row indices of each group (computed on first use: n integers)."""
+        if self._index is None:
+            self._index = self.groups.indices()
+        return self._index
 
     @property
     def n_samples(self) -> int:
@@ -119,7 +126,7 @@ class GroupRisks:
         out.data, out.y = self.data.take(rows), self.y[rows]
         out.groups = Groups(np.zeros(rows.size, dtype=np.intp), names=(self.names[i],))
         out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
-        out.sizes, out.index = out.groups.sizes.astype(float), out.groups.indices()
+        out.sizes, out._index = out.groups.sizes.astype(float), None
         out._X = None if self._X is None else self._X[rows]
         return out
 
