@@ -20,6 +20,7 @@ import functools
 import importlib
 import itertools
 import numbers
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -42,6 +43,17 @@ def _dask():
                         "(dask[distributed,dataframe] and pyarrow)") from None
 
 
+def _in_flight() -> int:
+    """Chunks computed together: twice the threads of the active scheduler (a distributed client's workers,
+    else this machine's cores), so that every thread is busy and only a few chunks are in memory at once."""
+    try:
+        client = importlib.import_module("distributed").get_client()
+        threads = sum(client.nthreads().values())
+    except (ImportError, ValueError):
+        threads = os.cpu_count() or 1
+    return max(2, 2 * threads)
+
+
 def _is_dask(a) -> bool:
     return hasattr(a, "dask") and hasattr(a, "chunks")
 
@@ -57,7 +69,30 @@ def _frame_values(frame, columns):
 
 def _frame_labels(frame, column, integer):
     col = frame[column]
+    if col.isna().any():
+        raise DataError(f"the sensitive column {column!r} has missing values; drop or fill those rows first")
     return col.to_numpy(dtype=np.int64) if integer else col.astype(str).to_numpy(dtype=object)
+
+
+def _chunk_stats(batch):
+    """(all finite, column min, max, count, mean, M2, labels, distinct group labels) of one chunk."""
+    X = batch.X
+    mean = X.mean(axis=0)
+    return (bool(np.isfinite(X).all()), X.min(axis=0), X.max(axis=0), X.shape[0], mean,
+            ((X - mean) ** 2).sum(axis=0), batch.y, None if batch.groups is None else np.unique(batch.groups))
+
+
+def _pooled_std(counts, means, m2s):
+    """Column standard deviations from per-chunk counts, means and sums of squared deviations (Chan et al.)."""
+    n, mean, m2 = counts[0], means[0], m2s[0]
+    for nb, mb, m2b in zip(counts[1:], means[1:], m2s[1:]):
+        delta, total = mb - mean, n + nb
+        mean, m2, n = mean + delta * nb / total, m2 + m2b + delta ** 2 * n * nb / total, total
+    return np.sqrt(m2 / n)
+
+
+def _encode_batch(names, batch):
+    return _encode(batch.groups, names)
 
 
 def _take(X, local):
@@ -103,7 +138,7 @@ class DaskDataset(Dataset):
         row chunks (``chunk_rows`` rechunks them). Checks (finite numbers, shapes, scaling) and group names
         come from one pass over the chunks, the group codes from a second pass over the group column.
         """
-        dask, da = _dask()
+        _, da = _dask()
         rows = chunk_rows or DEFAULT_CHUNK_ROWS
         X = X if _is_dask(X) else da.from_array(np.asarray(X), chunks=(rows, -1))
         if X.ndim != 2:
@@ -127,29 +162,26 @@ class DaskDataset(Dataset):
         gd = None if groups is None else aligned(groups, "groups")
         if yd is not None and yd.dtype.kind not in "biuf":
             raise DataError(f"y has dtype {yd.dtype}; labels must be numeric (map them to numbers first)")
-        # first pass: finiteness and column statistics of X, the labels, the group names
-        Xf = X.astype(float)
-        stats = [da.isfinite(Xf).all(), Xf.min(axis=0), Xf.max(axis=0), Xf.mean(axis=0), Xf.std(axis=0)]
-        stats += [yd.astype(float)] if yd is not None else []
-        stats += [da.unique(gd)] if gd is not None else []
-        out = dask.compute(*stats)
-        finite, lo, hi, _, std = out[:5]
-        if not finite:
-            raise DataError("X contains NaN or infinite values; drop or impute them first")
-        y_mem = out[5] if yd is not None else None
-        if y_mem is not None and not np.all(np.isfinite(y_mem)):
-            raise DataError("y contains NaN or infinite values; drop or impute those rows first")
         self = object.__new__(cls)
-        self.X, self._yd, self.y = X, yd, y_mem
+        self.X, self._yd, self._gd, self.y, self._groups = X, yd, gd, None, None
         self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.intp)
-        self._groups, self._gd = None, None
+        # first pass, one task per chunk: finiteness and column statistics of X, the labels, the group names
+        parts = self.map_chunks(_chunk_stats)
+        if not all(p[0] for p in parts):
+            raise DataError("X contains NaN or infinite values; drop or impute them first")
+        lo, hi = np.min([p[1] for p in parts], axis=0), np.max([p[2] for p in parts], axis=0)
+        std = _pooled_std([p[3] for p in parts], [p[4] for p in parts], [p[5] for p in parts])
+        if yd is not None:
+            self.y = np.concatenate([p[6] for p in parts])
+            if not np.all(np.isfinite(self.y)):
+                raise DataError("y contains NaN or infinite values; drop or impute those rows first")
         if gd is not None:
-            names = np.asarray(out[-1])
+            names = np.unique(np.concatenate([p[7] for p in parts]))
             names = names.astype(str) if names.dtype == object else names
             if names.dtype.kind == "f" and np.isnan(names).any():
                 raise DataError("group labels contain missing values; drop or fill those rows first")
-            self._gd = gd.map_blocks(_encode, names, dtype=np.intp)     # second pass: the codes
-            codes = self._gd.compute()
+            codes = np.concatenate(self.map_chunks(functools.partial(_encode_batch, names)))  # second pass
+            self._gd = gd.map_blocks(_encode, names, dtype=np.intp)      # the codes, per chunk, in later passes
             self._groups = Groups(codes, names=tuple(names.tolist()))
             check_unique_names(self._groups.names, "distinct group labels read as the same text",
                                "make the labels one type (e.g. strings)")
@@ -189,7 +221,8 @@ class DaskDataset(Dataset):
         # chunk are three views of the same partition read (computed once per pass)
         dask, da = _dask()
         parts = df[list(dict.fromkeys(features + [c for c in (target, sensitive) if c is not None]))].to_delayed()
-        lengths = dask.compute(*[dask.delayed(len)(p) for p in parts])
+        counts, step = [dask.delayed(len)(p) for p in parts], _in_flight()
+        lengths = [n for k in range(0, len(counts), step) for n in dask.compute(*counts[k:k + step])]
 
         def column(fn, *args, shape=(), dtype=float):
             return da.concatenate([da.from_delayed(dask.delayed(fn)(p, *args), shape=(n,) + shape, dtype=dtype)
@@ -244,7 +277,11 @@ class DaskDataset(Dataset):
                                                   *(a[b[i]:b[i + 1]] for a in per_row),
                                                   dask_key_name=f"fairmodel-pass-{tag}-{i}")
                  for i in range(self.n_chunks)]
-        return list(dask.compute(*tasks))
+        step = _in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
+        out = []
+        for k in range(0, len(tasks), step):
+            out.extend(dask.compute(*tasks[k:k + step]))
+        return out
 
     def chunks(self, size: int | None = None):
         """The chunks one at a time as NumPy Batches (a streaming pass on the client)."""

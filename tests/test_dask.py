@@ -215,4 +215,7 @@ def test_process_cluster_judge_and_aleg(arrays, numpy_run):
     np.testing.assert_allclose(risks, risks_n, rtol=1e-13)
     assert abs(cert["duality_gap_bound"] - cert_n["duality_gap_bound"]) <= 1e-9
     assert res.ok and res.certificate["duality_gap_bound"] <= 1e-3
+    # the draws are made in the client and the passes are summed in chunk order: the cluster's run is the
+    # threaded run, bit for bit
+    np.testing.assert_array_equal(res.variables["w"], prob_d.solve(backend="stochastic", seed=3).variables["w"])
     assert abs(res.objective - obj_n) <= res.certificate["duality_gap_bound"] + cert_n["duality_gap_bound"] + 1e-12
