@@ -64,7 +64,9 @@ def _apply(fn, X, y, g, start, stop, *extra):
 
 
 def _frame_values(frame, columns):
-    return np.ascontiguousarray(frame[columns].to_numpy(dtype=float))   # row-major, as NumPy data
+    # a copy, row-major as NumPy data: a view would keep the partition's whole pandas block alive in any
+    # result that holds it (e.g. the labels of a chunk)
+    return np.array(frame[columns].to_numpy(dtype=float), order="C", copy=True)
 
 
 def _frame_labels(frame, column, integer):
