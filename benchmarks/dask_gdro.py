@@ -160,7 +160,7 @@ An ALEG epoch costs its snapshot pass plus the gathers of the sampled rows: the 
 of 128 MiB of features at a time (about n d 8 / 128 MiB gathers per epoch, each reading every chunk that holds a
 drawn row, i.e. every chunk), plus the Python loop of the inner steps. The judge's certified gap needs the inner
 minimum of (13): projected Newton steps, one pass each (a d x d Hessian per chunk), hence most of its passes.
-At this size the process peaks near the size of the data in memory: the client holds O(n) vectors (labels,
+At this size the process peaks above the size of the data in memory (about 1.5x): the client holds O(n) vectors (labels,
 codes, snapshot scores, the sampler's index: about 40 bytes a row) and a few chunks are read at once, each
 several times its size while Parquet is converted. The bound pays off when the features are much larger than
 that, from about 1e7 rows of 20 features on. The issue's 5e7-row (8 GB) benchmark was not run here.
