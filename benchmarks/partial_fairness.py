@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fairmodel as fm  # noqa: E402
 from fairmodel.exact.partial import Subproblem  # noqa: E402
-from fairmodel.families.partial import IDCA_DEFAULTS, MU  # noqa: E402
+from fairmodel.families.partial_runs import IDCA_DEFAULTS, MU  # noqa: E402
 from fairmodel.stochastic.idca import exact_inner, idca, ssg_inner  # noqa: E402
 from _report import table, write_section  # noqa: E402
 

@@ -16,13 +16,12 @@ train / validation / test per seed. Presets: group-AUC, inter-group
 * proxy-Lagrangian (after Cotter et al.; all presets): SGD / projected ascent on (2), selected as above.
 
 Run ``python examples/auc_fairness_frontier.py`` (full configuration: 5 seeds, 6 kappas, T = 2000) or with
-``--quick`` (3 seeds, 4 kappas, T = 1000). Writes ``docs/img/auc_fairness_frontier.png`` and the table section
-``frontier`` of ``docs/auc_fairness.md``.
+``--quick`` (3 seeds, 4 kappas, T = 1000). Writes ``auc_fairness_frontier.png`` and ``auc_fairness_frontier.md``
+(the tables) into the folder ``--out`` (default ``./fairmodel-output``).
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -33,11 +32,17 @@ import fairmodel as fm
 from fairmodel.baselines import auc as B
 from fairmodel.metrics.auc import select_by_validation
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from _report import table, write_section  # noqa: E402
 
 PRESETS = ("group", "inter", "intra")
+
+
+def table(header, rows) -> str:
+    """A Markdown table."""
+    cell = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows])
+
+
 RADIUS = 10.0
 LAMBDAS = (0.0, 0.1, 0.3, 1.0, 3.0)
 
@@ -169,9 +174,11 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="3 seeds, 4 kappas, T = 1000 (about a quarter of the time)")
     parser.add_argument("--datasets", nargs="+", default=["adult", "lawschool"])
-    parser.add_argument("--no-write", action="store_true", help="print the tables instead of writing the docs")
+    parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5, --quick 3)")
+    parser.add_argument("--out", default="fairmodel-output", help="folder for the figure and the tables")
+    parser.add_argument("--no-write", action="store_true", help="print the tables without writing files")
     cfg = parser.parse_args(argv)
-    cfg.seeds = range(3) if cfg.quick else range(5)
+    cfg.seeds = range(cfg.seeds or (3 if cfg.quick else 5))
     cfg.kappas = (0.01, 0.05, 0.2, 0.5) if cfg.quick else (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
     cfg.T = 1000 if cfg.quick else 2000
     cfg.sgd_steps = 2000
@@ -198,9 +205,12 @@ def main(argv=None):
     if cfg.no_write:
         print(text)
         return
-    plot(agg, ROOT / "docs" / "img" / "auc_fairness_frontier.png")
-    write_section("frontier", text, doc=ROOT / "docs" / "auc_fairness.md")
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "auc_fairness_frontier.md").write_text(text + "\n")
+    plot(agg, out / "auc_fairness_frontier.png")
     print(text)
+    print(f"saved: {out / 'auc_fairness_frontier.md'}, {out / 'auc_fairness_frontier.png'}")
 
 
 if __name__ == "__main__":

@@ -183,7 +183,8 @@ def main():
     parser.add_argument("--penalty-step", type=float, default=2e-3)
     parser.add_argument("--max-train", type=int, default=6000, help="subsample the training split (0: all rows)")
     parser.add_argument("--full", action="store_true", help="the paper's sizes: 5 splits, K = 300, T = 300, all rows")
-    parser.add_argument("--out", default="docs", help="folder for the table, the raw results and the figure")
+    parser.add_argument("--out", default="fairmodel-output",
+                        help="folder for the table, the raw results and the figure (created if missing)")
     args = parser.parse_args()
     if args.full:
         args.splits, args.outer, args.inner, args.max_train = 5, 300, 300, 0
@@ -203,6 +204,7 @@ def main():
     (out / "partial_fairness_results.json").write_text(json.dumps({"config": config, "rows": rows}, indent=1))
     plot(summary, out / "partial_fairness_frontier.png")
     print(config)
+    print(f"saved: {out}/partial_fairness_results.md, .json, partial_fairness_frontier.png")
 
 
 if __name__ == "__main__":

@@ -10,15 +10,16 @@ scalable stochastic methods from the literature), and one judge.
 This module only re-exports the public names; docs/architecture.md shows the layers they come from.
 """
 from . import datasets, metrics
+from ._threads import set_threads, thread_limit, threads
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
-                     ResultFileError, SolverError, UnsupportedProblemError)
-from .expressions import (Constant, Parameter, Weights, abs, group_mean, group_optimal, hinge_loss, logistic_loss,
-                          max, mean, min, multiply, norm, parameter, pos, softmax_loss, squared_loss, sum,
-                          sum_squares)
+                     ResourceLimitError, ResultFileError, SolverError, UnsupportedProblemError)
+from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean,
+                          group_optimal, hinge_loss, logistic_loss, max, mean, min, multiply, norm, parameter, pos,
+                          softmax_loss, squared_loss, sum, sum_squares)
 from .expressions.atoms.auc import auc_gap, auc_loss
 from .expressions.atoms.dp import DPPredictor, dp_gap, expected_cost, squared_risk
 from .expressions.atoms.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
@@ -27,6 +28,7 @@ from .expressions.grid import GridPredictor
 from .expressions.models import SigmoidMLP
 from .families.dp import dp_parameters
 from .judge import judge
+from .metrics.assessment import Assessment, assess
 from .families.base import Evaluation
 from .oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 from .problem import Inequality, Minimize, Problem
@@ -36,7 +38,7 @@ from .sweep import Frontier, sweep
 
 __version__ = "0.1.0"
 
-_ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "GroupDROClassifier",
+_ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")
 
 
@@ -52,20 +54,24 @@ __all__ = [
     # data and results
     "Batch", "DaskDataset", "Dataset", "datasets", "Groups", "load_result", "Result",
     # the language: variables, losses, atoms, problems
-    "abs", "Constant", "dc", "group_mean", "group_optimal", "hinge_loss", "Inequality", "logistic_loss", "max",
-    "mean", "min", "Minimize", "multiply", "norm", "Parameter", "parameter", "pos", "Problem", "SigmoidMLP",
-    "softmax_loss", "squared_loss", "sum", "sum_squares", "Weights",
+    "abs", "Constant", "dc", "equal_opportunity_gap", "equalized_odds_gap", "group_mean", "group_optimal",
+    "hinge_loss", "Inequality", "logistic_loss", "max", "mean", "min", "Minimize", "multiply", "norm", "Parameter",
+    "parameter", "pos", "Problem", "SigmoidMLP", "softmax_loss", "squared_loss", "sum", "sum_squares", "Weights",
     # family atoms
     "auc_gap", "auc_loss", "DPPredictor", "dp_gap", "dp_parameters", "dp_sweep", "expected_cost", "GridPredictor",
     "partial_dp", "squared_risk", "strategic_score", "wasserstein_worst_case", "weak_partial_dp",
     "with_group_interactions",
     # min-max problems and their domains
     "Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",
+    # assessment of any model
+    "assess", "Assessment",
     # judging, cross-checks, sweeps
     "crosscheck", "CrossCheckReport", "Evaluation", "Frontier", "judge", "metrics", "sweep",
+    # BLAS/OpenMP threads of the solvers and the judge
+    "set_threads", "thread_limit", "threads",
     # errors
     "DataError", "ExpressionTypeError", "FairmodelError", "InfeasibleError", "ModelError", "OptionError",
-    "ResultFileError", "SolverError", "UnsupportedProblemError",
+    "ResourceLimitError", "ResultFileError", "SolverError", "UnsupportedProblemError",
     # scikit-learn estimators (optional extra, imported lazily)
     *_ESTIMATORS,
 ]

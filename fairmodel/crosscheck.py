@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from . import _display
 from .families.base import Check
 from .results import Result, _jsonable
 
@@ -70,6 +71,30 @@ class CrossCheckReport:
 
     def __str__(self):
         return self.to_markdown()
+
+    def __repr__(self):
+        failed = ", ".join(c.name for c in self.failed())
+        return _display.short(f"<fairmodel.CrossCheckReport {self.family}: {'OK' if self.ok else 'NOT OK'}; exact "
+                              f"{self.exact.status} {_display.fmt(self.exact.objective, 6)}, stochastic "
+                              f"{self.stochastic.status} {_display.fmt(self.stochastic.objective, 6)}; "
+                              f"{len(self.checks)} checks" + (f", failed: {failed}" if failed else "") + "; "
+                              ".to_markdown() for the table>")
+
+    def _repr_markdown_(self):
+        return self.to_markdown()
+
+    def _repr_html_(self):
+        e, s = self.exact, self.stochastic
+        rows = [["method", e.method, s.method], ["status", e.status, s.status],
+                ["objective", _display.fmt(e.objective, 6), _display.fmt(s.objective, 6)]]
+        rows += [[f"constraint {k}", _display.fmt(e.constraints.get(k, {}).get("value"), 6),
+                  _display.fmt(s.constraints.get(k, {}).get("value"), 6)]
+                 for k in dict.fromkeys(list(e.constraints) + list(s.constraints))]
+        checks = [[c.name, _display.fmt(c.value, 3), _display.fmt(c.tolerance, 3), "pass" if c.passed else "FAIL",
+                   c.reason] for c in self.checks]
+        return (_display.html_table(["", "exact", "stochastic"], rows,
+                                    caption=f"Cross-check: {self.family} — {'OK' if self.ok else 'NOT OK'}")
+                + _display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks))
 
 
 def _cell(text) -> str:

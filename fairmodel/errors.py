@@ -44,3 +44,12 @@ class SolverError(FairmodelError, RuntimeError):
 
 class ResultFileError(FairmodelError, ValueError):
     """A saved result could not be read: missing, corrupt, or not written by fairmodel."""
+
+
+class ResourceLimitError(OptionError):
+    """A program would need more memory than this machine has (estimated before anything is allocated); the message
+    states the estimate and names the scalable alternative. ``estimate`` holds the estimated bytes."""
+
+    def __init__(self, message: str, estimate: float | None = None):
+        super().__init__(message)
+        self.estimate = estimate

@@ -8,6 +8,7 @@ calls: the data a candidate is judged on come with the call (``data=`` for DP po
 """
 from __future__ import annotations
 
+from ._threads import few_threads
 from .families.base import Check, Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
 
 ENDED_BADLY = ("diverged", "failed", "interrupted")      # the solver's own word; nothing to verify
@@ -38,11 +39,13 @@ def verdict(status: str, checks: list[Check], message: str = "") -> tuple[str, s
     return status, " ".join(notes)
 
 
+@few_threads
 def judge_solution(reduction, solution) -> Evaluation:
     """The evaluation of a backend's :class:`Solution` (with the context the solve recorded for its judge)."""
     return reduction.evaluate(dict(solution.variables), **solution.judge_context)
 
 
+@few_threads
 def judge(problem, candidate=None, **variables) -> Evaluation:
     """Evaluate a candidate for ``problem``: a ``Result``, a dict of variables by name, or keyword variables.
 

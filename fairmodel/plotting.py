@@ -31,9 +31,14 @@ def _axes(ax, figsize=(6, 4)):
 def plot_frontier(frontiers, x: str, y: str = "objective", ax=None, label: str | None = None):
     """Column ``y`` against column ``x`` of one or several :class:`fairmodel.sweep.Frontier` objects
     (e.g. the exact and the stochastic frontier of the same sweep), one line each."""
-    fig, ax = _axes(ax)
     if not isinstance(frontiers, (list, tuple)):
         frontiers = [frontiers]
+    columns = frontier_columns(frontiers)
+    for name, which in ((x, "x"), (y, "y")):
+        if name not in columns:
+            raise OptionError(f"the frontier has no column {name!r} to plot as {which}; its numeric columns are "
+                              f"{', '.join(columns) or '(none: every value failed)'}")
+    fig, ax = _axes(ax)
     for f in frontiers:
         xs, ys = np.asarray(f.column(x), dtype=float), np.asarray(f.column(y), dtype=float)
         ok = np.isfinite(xs) & np.isfinite(ys)
@@ -45,6 +50,26 @@ def plot_frontier(frontiers, x: str, y: str = "objective", ax=None, label: str |
         ax.legend()
     fig.tight_layout()
     return fig
+
+
+def frontier_columns(frontiers) -> list[str]:
+    """The columns of one or several frontiers that hold a number in at least one row (plottable)."""
+    if not isinstance(frontiers, (list, tuple)):
+        frontiers = [frontiers]
+    keys: list[str] = []
+    for f in frontiers:
+        for row in f.rows():
+            keys += [k for k, v in row.items() if k not in keys and isinstance(v, (int, float))
+                     and not isinstance(v, bool) and math.isfinite(v)]
+    return keys
+
+
+def default_frontier_y(frontiers) -> str:
+    """The column a reader expects on a frontier's y axis: the judged risk when the objective adds a
+    regularizer to it (the entropic objective R_beta of DP post-processing is ``risk + entropy term``, and
+    can be negative), else the objective."""
+    columns = frontier_columns(frontiers)
+    return "metric:risk" if "metric:risk" in columns else "objective"
 
 
 def plot_convergence(results, x: str = "grad_evals", y: str = "objective", optimum: float | None = None,
@@ -68,6 +93,7 @@ def plot_convergence(results, x: str = "grad_evals", y: str = "objective", optim
             ax.set_xscale("linear")
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} - exact optimum" if (log and optimum is not None) else y)
+    ax.set_title(f"convergence: {y} against {x}")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -85,6 +111,7 @@ def plot_group_risks(results: dict, key: str = "group_risks", ax=None):
     ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2)
     ax.set_xticklabels(groups, rotation=20, ha="right")
     ax.set_ylabel(key.replace("_", " "))
+    ax.set_title(f"{key.replace('_', ' ')} by group")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -104,6 +131,7 @@ def plot_score_densities(scores, groups, band: tuple[float, float] | None = None
         ax.axvspan(lo, hi, alpha=0.15, color="gray", label=f"band [{band[0]:g}, {band[1]:g}]")
     ax.set_xlabel("score")
     ax.set_ylabel("density")
+    ax.set_title("score densities by group")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -120,28 +148,68 @@ def plot_prediction_distributions(grid, probabilities: dict, ax=None):
         ax.plot(grid, p, marker=".", label=str(name))
     ax.set_xlabel("prediction")
     ax.set_ylabel("probability")
+    ax.set_title("distribution of the predictions by group")
     ax.legend()
     fig.tight_layout()
     return fig
 
 
-PROGRESS_COLUMNS = ("grad_evals", "queries", "samples", "outer", "epoch", "step")
-VALUE_COLUMNS = ("output_objective", "objective", "level", "max_risk")
+def plot_values(results: dict, ax=None):
+    """Grouped bars of the judged objective and constraint values of several results (label -> Result), the
+    constraints' bounds as black ticks: the figure of a result without a history or a per-group metric."""
+    fig, ax = _axes(ax, figsize=(7, 4))
+    names = ["objective"] + list(dict.fromkeys(k for r in results.values() for k in r.constraints))
+    width = 0.8 / max(1, len(results))
+    for i, (label, r) in enumerate(results.items()):
+        values = [r.objective] + [r.constraints.get(k, {}).get("value", np.nan) for k in names[1:]]
+        ax.bar(np.arange(len(names)) + i * width, values, width, label=label)
+    first = next(iter(results.values()))
+    for j, k in enumerate(names[1:], start=1):
+        bound = first.constraints.get(k, {}).get("bound")
+        if bound is not None:
+            ax.hlines(bound, j - 0.1, j + 0.8 - 0.1, color="k", label="bound" if j == 1 else None)
+    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2)
+    ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("judged value")
+    ax.set_title(f"{first.family}: judged objective and constraints")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+PROGRESS_COLUMNS = ("grad_evals", "queries", "samples", "outer", "epoch", "step", "iteration", "t")
+VALUE_COLUMNS = ("output_objective", "objective", "level", "max_risk", "risk", "dual_value", "duality_gap")
+
+
+def _history_axes(runs: dict):
+    """(x, y): the first progress and value columns that every history with a value shares, or (None, None)."""
+    keys = set().union(*(rec.keys() for r in runs.values() for rec in r.history)) if runs else set()
+    x = next((k for k in PROGRESS_COLUMNS if k in keys), None)
+    for y in VALUE_COLUMNS:
+        if y in keys and x is not None and any(np.isfinite(np.asarray(r.history_column(y), dtype=float)).any()
+                                               for r in runs.values()):
+            return x, y
+    return None, None
 
 
 def plot_results(results: dict, optimum: float | None = None):
-    """The default figure of the command line's ``--plot``: the group risks of each result when the family
-    reports them (group DRO, MERO), otherwise the convergence of the results' histories (the first value
-    column of ``VALUE_COLUMNS`` against the first progress column of ``PROGRESS_COLUMNS`` they share) with
-    the exact optimum as reference."""
+    """The default figure of the command line's ``--plot``, for every family: the group risks of each result
+    when the family reports them (group DRO, MERO); otherwise the convergence of the results' histories (the
+    first value column of ``VALUE_COLUMNS`` against the first progress column of ``PROGRESS_COLUMNS``) with the
+    exact optimum as reference; otherwise the family's per-group fairness metric (the DP gap of each group for
+    DP post-processing) or the judged objective and constraint values (:func:`plot_values`)."""
     first = next(iter(results.values()))
-    if "group_risks" in first.metrics:
+    if isinstance(first.metrics.get("group_risks"), dict):
         return plot_group_risks(results)
     runs = {name: r for name, r in results.items() if r.history}
-    keys = set().union(*(rec.keys() for r in runs.values() for rec in r.history))
-    x = next((k for k in PROGRESS_COLUMNS if k in keys), None)
-    y = next((k for k in VALUE_COLUMNS if k in keys), None)
-    if x is None or y is None:
-        raise OptionError(f"the {first.family} results have no objective history to plot (history columns: "
-                          f"{', '.join(sorted(keys)) or 'none'}); use the functions of fairmodel.plotting")
-    return plot_convergence(runs, x=x, y=y, optimum=optimum, log=False)
+    x, y = _history_axes(runs)
+    if x is not None:
+        fig = plot_convergence(runs, x=x, y=y, optimum=optimum if y in ("objective", "output_objective",
+                                                                          "max_risk", "level") else None, log=False)
+        fig.axes[0].set_title(f"{first.family}: {y} against {x}")
+        return fig
+    if all(isinstance(r.metrics.get("dp_gap"), dict) for r in results.values()):
+        fig = plot_group_risks(results, key="dp_gap")
+        fig.axes[0].set_title(f"{first.family}: demographic-parity gap by group")
+        return fig
+    return plot_values(results)

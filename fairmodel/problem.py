@@ -13,6 +13,8 @@ import time
 from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
+from . import _display
+from ._threads import few_threads
 from ._validate import check_options
 from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
 from .expressions.canonicalize import canonical_problem
@@ -78,10 +80,19 @@ class Problem:
                     out.append(v)
         return out
 
-    def describe(self) -> str:
-        """The problem in math notation, which reductions accept it and what each backend will do."""
-        return self.family.describe() + "\n\nReductions (tried in order of priority):\n" + \
-            "\n".join(self.recognition.explain())
+    def describe(self, format: str = "text", program: bool = True) -> str:
+        """The problem in math notation, what each backend will do, the exact program's structure (variables and
+        constraint blocks with their sizes; ``program=False`` skips building it) and which reductions accept it.
+        ``format``: ``"text"``, ``"markdown"`` or ``"latex"``."""
+        head = self.family.describe(format=format, program=program)
+        explain = self.recognition.explain()
+        if format == "latex":
+            return head + "\n\\paragraph{Reductions} (tried in order of priority)\n\\begin{itemize}\n" + "\n".join(
+                f"  \\item {_display.latex_text(line.strip())}" for line in explain) + "\n\\end{itemize}"
+        if format == "markdown":
+            return head + "\n\n**Reductions** (tried in order of priority):\n\n" + "\n".join(
+                f"- {line.strip()}" for line in explain)
+        return head + "\n\nReductions (tried in order of priority):\n" + "\n".join(explain)
 
     def to_cvxpy(self):
         """The exact CVXPY program (for inspection and teaching)."""
@@ -95,14 +106,23 @@ class Problem:
         return "\n".join(lines)
 
     def __repr__(self):
-        return f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}>"
+        n = len(self.constraints)
+        return _display.short(f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}"
+                              + (f" s.t. {n} constraint{'s' * (n != 1)}" if n else "")
+                              + "; .describe() for the math and the programs>")
+
+    def _repr_markdown_(self):
+        return self.describe(format="markdown", program=False)
 
     # -- solving ---------------------------------------------------------------------------------------
-    def reduction_for(self, backend: str, method: str | None):
-        """(reduction, method): the chosen reduction, or another accepting one that offers ``method``."""
+    def reduction_for(self, backend: str, method: str | None, solver: str | None = None):
+        """(reduction, method): the chosen reduction, or another accepting one that offers ``method``. With
+        ``solver=`` and no method, the default is the first exact method that uses a CVXPY solver."""
         if backend not in BACKENDS:
             raise OptionError(f"unknown backend {backend!r}; valid backends are {', '.join(BACKENDS)}")
         attr = "exact_methods" if backend == "exact" else "stochastic_methods"
+        if method is None and solver is not None and backend == "exact":
+            method = next((m for m in self.family.exact_methods if m not in self.family.solverless_methods), None)
         if method is None or method in getattr(self.family, attr):
             return self.family, method or self._default_method(attr, backend)
         candidates = [self.family] + [self._other(cls, structure) for cls, structure in self.recognition.accepted[1:]]
@@ -134,6 +154,7 @@ class Problem:
             self._others[cls.name] = cls(self, structure)
         return self._others[cls.name]
 
+    @few_threads
     def solve(self, backend: str = "exact", method: str | None = None, *, seed=None, solver: str | None = None,
               verbose: bool | None = None, **options) -> Result:
         """Solve with the ``"exact"`` (CVXPY) or the ``"stochastic"`` backend; returns a :class:`Result`.
@@ -143,7 +164,7 @@ class Problem:
         programs; ``seed`` makes stochastic runs reproducible; other keyword options go to the method
         (unknown names raise an error listing the valid ones).
         """
-        family, method = self.reduction_for(backend, method)
+        family, method = self.reduction_for(backend, method, solver)
         start = time.perf_counter()
         if backend == "exact":
             _check_keywords(family.solve_exact, options, f"the exact method {method!r}")
@@ -200,6 +221,7 @@ class Problem:
         finally:
             node.value = original
 
+    @few_threads
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.
 

@@ -23,26 +23,25 @@ def _is_numeric_array(v) -> bool:
     return isinstance(v, np.ndarray) and v.dtype.kind in "biuf"
 
 
-def _numeric_tree(v) -> bool:
-    """A number, a numeric array, or a list / dict of them (variables and certificates)."""
-    if _is_number(v) or isinstance(v, bool) or _is_numeric_array(v):
+def _tree(v, leaf) -> bool:
+    """``v`` is a leaf, or a list / a dict with text keys of trees."""
+    if leaf(v):
         return True
     if isinstance(v, list):
-        return all(map(_numeric_tree, v))
+        return all(_tree(x, leaf) for x in v)
     if isinstance(v, dict):
-        return all(isinstance(k, str) and _numeric_tree(x) for k, x in v.items())
+        return all(isinstance(k, str) and _tree(x, leaf) for k, x in v.items())
     return False
+
+
+def _numeric_tree(v) -> bool:
+    """Numbers and numeric arrays, in lists and tables (variables and certificates)."""
+    return _tree(v, lambda x: _is_number(x) or isinstance(x, bool) or _is_numeric_array(x))
 
 
 def _plain_tree(v) -> bool:
-    """Numbers, text, booleans, None, numeric arrays, lists and dicts of them (metrics, solver details)."""
-    if v is None or isinstance(v, (str, bool)) or _is_number(v) or _is_numeric_array(v):
-        return True
-    if isinstance(v, list):
-        return all(map(_plain_tree, v))
-    if isinstance(v, dict):
-        return all(isinstance(k, str) and _plain_tree(x) for k, x in v.items())
-    return False
+    """Numbers, text, booleans, None and numeric arrays, in lists and tables (metrics, solver details)."""
+    return _tree(v, lambda x: x is None or isinstance(x, (str, bool)) or _is_number(x) or _is_numeric_array(x))
 
 
 def _constraint(v) -> bool:

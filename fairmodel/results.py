@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _display
 from .errors import ResultFileError
 from .families.registry import by_name
 from .result_schema import validate_fields
@@ -136,6 +137,34 @@ class Result:
         _replace_atomically(npz_path, lambda f: np.savez_compressed(f, **arrays))
         _replace_atomically(json_path, lambda f: f.write(text.encode()))
         return json_path, npz_path
+
+    # -- notebook display ---------------------------------------------------------------------------------
+    def __repr__(self):
+        ok = "ok" if self.ok else "NOT ok"
+        return _display.short(f"<fairmodel.Result {self.family}/{self.backend}/{self.method}: {self.status} ({ok}), "
+                              f"objective {_display.fmt(self.objective, 6)}, max violation "
+                              f"{_display.fmt(self.max_violation, 2)}; .summary() / .to_markdown() for the rest>")
+
+    def _table_rows(self) -> list:
+        rows = [["status", self.status + ("" if self.ok else f" ({self.message})" if self.message else "")],
+                ["objective", _display.fmt(self.objective, 6)]]
+        rows += [[f"constraint {k}", f"{_display.fmt(c['value'], 6)} <= {_display.fmt(c['bound'], 6)}"]
+                 for k, c in self.constraints.items()]
+        rows += [[k, _display.fmt(v, 4)] for k, v in self.certificate.items() if np.ndim(v) == 0]
+        rows += [["solve time (s)", _display.fmt(self.timings.get("solve"), 3)]]
+        return rows
+
+    def to_markdown(self) -> str:
+        """The result as a Markdown table (status, objective, constraints, certificates, time)."""
+        return (f"**{self.family}** / {self.backend} / {self.method}\n\n"
+                + _display.md_table(["", "value"], self._table_rows()))
+
+    def _repr_markdown_(self):
+        return self.to_markdown()
+
+    def _repr_html_(self):
+        return _display.html_table(["", "value"], self._table_rows(),
+                                   caption=f"{self.family} / {self.backend} / {self.method}")
 
 
 ID_KEY = "__id__"

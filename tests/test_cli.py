@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fairmodel as fm
 from fairmodel.frontends import cli, problemfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +147,7 @@ def test_solver_failure_exits_3(small_file, capsys, monkeypatch):
     def fail(self, *args, **kwargs):
         raise cp.error.SolverError("numerical trouble")
     monkeypatch.setattr(cp.Problem, "solve", fail)
-    code, _, err = run(capsys, "solve", small_file, "--backend", "exact")
+    code, _, err = run(capsys, "solve", small_file, "--backend", "exact", "--method", "epigraph")
     assert code == 3 and "solver failure" in err
 
 
@@ -161,13 +162,24 @@ def test_example_problem_files_parse():
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples" / "problems").glob("*.toml")), ids=lambda p: p.stem)
-def test_every_example_twin_crosschecks_ok(path, capsys):
-    """`fairmodel crosscheck --json` on every twin exits 0 with a schema-valid document
-    (all twins together take about two minutes here, so this runs by default)."""
-    code, out, _ = run(capsys, "crosscheck", path, "--json")
+def test_every_example_twin_crosschecks_ok(path, capsys, tmp_path):
+    """`fairmodel crosscheck --json --plot` on every twin exits 0 with a schema-valid document and a figure
+    (all twins together take about two minutes here, so this runs by default); the figure `solve --plot` draws
+    for each single saved result (exact, stochastic) is drawn too, with a title."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from fairmodel.plotting import plot_results
+    code, out, err = run(capsys, "crosscheck", path, "--json", "--plot", tmp_path / "f.png", "--out", tmp_path / "r")
     doc = json.loads(out)
     validate(doc, SCHEMA)
     assert code == 0 and doc["report"]["ok"]
+    assert (tmp_path / "f.png").stat().st_size > 0 and "saved:" in err
+    for backend in ("exact", "stochastic"):
+        fig = plot_results({backend: fm.load_result(tmp_path / "r" / backend)})
+        assert fig.axes[0].get_title()
+    plt.close("all")
 
 
 def test_every_example_has_a_problem_file_twin():
@@ -175,6 +187,27 @@ def test_every_example_has_a_problem_file_twin():
     twins = {p.stem for p in (ROOT / "examples" / "problems").glob("*.toml")}
     for name in examples:
         assert any(t == name or t.startswith(name) or name.startswith(t) for t in twins), f"{name} has no twin"
+
+
+def test_sweep_refuses_an_unknown_y_with_the_columns(small_file, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    code, _, err = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "0.5,1", "--plot",
+                       tmp_path / "f.png", "--y", "nonsense")
+    assert code == 2 and "no column 'nonsense'" in err and "objective" in err and "max_violation" in err
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_default_sweep_y_is_the_judged_risk_under_a_regularized_objective():
+    from fairmodel.plotting import default_frontier_y
+
+    class F:                        # a frontier with DP post-processing's columns (objective = R_beta)
+        def __init__(self, rows):
+            self._rows = rows
+
+        def rows(self):
+            return self._rows
+    assert default_frontier_y(F([{"eps": 0.1, "objective": -0.2, "metric:risk": 0.3}])) == "metric:risk"
+    assert default_frontier_y(F([{"kappa": 0.1, "objective": 0.5}])) == "objective"
 
 
 def test_solve_and_crosscheck_save_the_default_figure(small_file, capsys, tmp_path):

@@ -13,8 +13,9 @@ REGRESSION = {"communities": "ViolentCrimesPerPop", "lawschool": "ugpa", "adult"
 
 
 def _spec(name, target, sensitive, problem, tmp_path):
+    model = {} if problem["family"] == "partial_fairness" else {"radius": 5.0}   # model (13): l2, no ball
     doc = {"data": {"name": name, "sensitive": sensitive, **({"target": target} if target else {})},
-           "model": {"radius": 5.0}, "problem": problem}
+           "model": model, "problem": problem}
     return problemfile.Spec(doc, Path(tmp_path) / f"{name}.toml")
 
 

@@ -142,7 +142,8 @@ def test_mero_and_gdro_differ_with_a_noisy_group():
     gdro = fm.Problem(fm.Minimize(fm.max(risks))).solve()
     mero = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))).solve()
     assert np.linalg.norm(gdro.variables["w"] - mero.variables["w"]) > 0.1
-    assert gdro.metrics["worst_group"] == "2"
+    risks_at_optimum = gdro.metrics["group_risks"]     # the noisy group is among the worst (groups tie at the optimum)
+    assert risks_at_optimum["2"] >= max(risks_at_optimum.values()) - 1e-6
     assert mero.objective >= -1e-9
 
 

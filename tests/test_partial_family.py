@@ -57,7 +57,9 @@ def test_partial_dp_problem_on_both_backends(law, tmp_path):
     exact = prob.solve(backend="exact", outer=4)
     fast = prob.solve(backend="stochastic", outer=30, inner=100)
     for res in (exact, fast):
-        assert res.ok and res.max_violation <= 1e-7
+        # feasible; a few outer iterations are short of a DC critical point, and the step certificate says so
+        assert res.max_violation <= 1e-7 and not res.failed_checks()[1:]
+        assert res.ok or [c["name"] for c in res.failed_checks()] == ["IDCA step at the result / max(1, ||x||)"]
         assert res.objective < np.log(2) - 0.05                # moved away from w = 0
         assert set(res.variables) == {"w", "theta_c0"} and res.variables["theta_c0"].shape == (4,)
         assert 0 <= res.metrics["c0.gap"] <= 1
@@ -86,7 +88,9 @@ def test_weak_partial_dp_methods(law):
     assert ssg.status in ("completed", "converged") and ssg.history
     # direct SSG output is eps-feasible: level <= kappa + eps / (beta - alpha)
     assert ssg.constraints["c0"]["value"] <= 0.05 + 1e-3 / 0.3 + 1e-12
-    assert pen.status == "completed" and "penalty" in pen.history[0]
+    # the penalty baseline does not solve the constrained problem: the judge decides whether its point does
+    assert pen.status in ("completed", "infeasible", "inaccurate") and "penalty" in pen.history[0]
+    assert pen.ok or pen.failed_checks()
     base = fm.Problem(fm.Minimize(prob.objective.expr)).solve()
     assert base.objective <= min(idca.objective, ssg.objective, pen.objective) + 1e-6   # the unconstrained bound
 

@@ -94,7 +94,7 @@ def test_solver_failure_is_an_error_not_numbers(gdro, monkeypatch):
         raise cp.error.SolverError("numerical trouble")
     monkeypatch.setattr(cp.Problem, "solve", fail)
     with pytest.raises(fm.SolverError, match="failed on the group-DRO epigraph program") as info:
-        gdro.solve()
+        gdro.solve(method="epigraph")
     assert "method='dual'" in str(info.value)
 
 

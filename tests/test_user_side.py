@@ -125,5 +125,8 @@ def test_default_figure_draws_the_history_when_there_are_no_group_risks(small):
     assert np.allclose(line.get_xdata(), res.history_column("grad_evals"))
     assert np.allclose(line.get_ydata(), res.history_column("objective"))
     assert np.allclose(optimum.get_ydata(), 0.5)
-    with pytest.raises(fm.OptionError, match="no objective history"):
-        plot_results({"x": dataclasses.replace(res, history=[{"epoch": 0}])})
+    assert fig.axes[0].get_title()                       # every figure has a title
+    # no history with a value and no per-group metric: the judged objective (and constraint values) as bars
+    fig = plot_results({"x": dataclasses.replace(res, history=[{"epoch": 0}])})
+    assert [p.get_height() for p in fig.axes[0].patches] == pytest.approx([res.objective])
+    assert fig.axes[0].get_title()

@@ -20,7 +20,55 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
     raise ImportError("fairmodel.estimators needs scikit-learn: pip install 'fairmodel[sklearn]'") from exc
 
+from .. import expressions as dsl
 from ..data import Dataset
+
+MAX_DENSE_BYTES = 2 ** 30      # a sparse X is densified (the solvers use dense NumPy) up to 1 GiB of float64
+
+
+def densify(X, name: str = "X"):
+    """A dense float array from a scipy sparse matrix (e.g. the output of OneHotEncoder in a Pipeline), after a
+    memory check: rows x columns x 8 bytes must stay below ``MAX_DENSE_BYTES``; other inputs unchanged."""
+    if not hasattr(X, "toarray") or not hasattr(X, "nnz"):
+        return X
+    need = X.shape[0] * X.shape[1] * 8
+    if need > MAX_DENSE_BYTES:
+        raise ValueError(f"{name} is a sparse {X.shape[0]} x {X.shape[1]} matrix; the solvers work on dense arrays "
+                         f"and densifying it needs {need / 2 ** 30:.1f} GiB (limit "
+                         f"fairmodel.estimators._base.MAX_DENSE_BYTES = {MAX_DENSE_BYTES / 2 ** 30:.1f} GiB). Reduce "
+                         f"the columns (e.g. OneHotEncoder(max_categories=...) or feature selection) or raise the "
+                         f"limit if the memory is there")
+    return X.toarray()
+
+
+def split_sensitive(est, X, sensitive_features, fitting: bool):
+    """(X, sensitive_features): a column name (or list of names) of a pandas DataFrame ``X`` is taken out of X
+    as the sensitive features (at fit, remembered as ``sensitive_columns_``; at predict the same columns are
+    dropped if present)."""
+    names = sensitive_features if fitting else getattr(est, "sensitive_columns_", None)
+    by_name = isinstance(names, str) or (isinstance(names, (list, tuple)) and names
+                                         and all(isinstance(n, str) for n in names))
+    if fitting and not by_name:
+        est.sensitive_columns_ = None
+        return X, sensitive_features
+    if not by_name:
+        return X, sensitive_features
+    columns = [names] if isinstance(names, str) else list(names)
+    if not hasattr(X, "columns") or not hasattr(X, "drop"):
+        if not fitting:
+            return X, None
+        raise ValueError(f"sensitive_features={sensitive_features!r} names column(s) of X, but X is not a pandas "
+                         f"DataFrame; pass the group labels themselves (one per row of X), or X as a DataFrame")
+    missing = [c for c in columns if c not in X.columns]
+    if missing:
+        if not fitting:
+            return X, None
+        raise ValueError(f"sensitive_features names column(s) {missing} that X does not have; X's columns are "
+                         f"{list(X.columns)}")
+    groups = X[columns[0]].to_numpy() if len(columns) == 1 else X[columns].to_numpy()
+    if fitting:
+        est.sensitive_columns_ = columns
+    return X.drop(columns=columns), groups
 
 
 class FairLinearClassifier(ClassifierMixin, BaseEstimator):
@@ -33,9 +81,12 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True          # densified with a memory check (densify)
         return tags
 
     def _validate_fit(self, X, y, sensitive_features):
+        X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
+        X = densify(X)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -68,11 +119,57 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X):
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X, _ = split_sensitive(self, X, None, fitting=False)
+        X = validate_data(self, densify(X), dtype=np.float64, reset=False)
         return X @ self.coef_[0] + self.intercept_[0]
 
     def predict(self, X):
         return np.where(self.decision_function(X) > 0, self.classes_[1], self.classes_[0])
+
+
+def check_sample_weight(sample_weight, n: int):
+    """Validated sample weights (finite, >= 0, not all zero) as a float array, or None when absent or constant
+    (constant weights leave every weighted mean unchanged, so the unweighted problem is solved)."""
+    if sample_weight is None:
+        return None
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim != 1 or sw.shape[0] != n:
+        raise ValueError(f"sample_weight.shape == {sw.shape}, expected ({n},)!")
+    if not np.all(np.isfinite(sw)) or sw.min() < 0:
+        raise ValueError("sample_weight must be finite and non-negative")
+    if not sw.any():
+        raise ValueError("sample_weight is zero everywhere")
+    return None if np.all(sw == sw[0]) else sw
+
+
+def weighted_mean_loss(loss, sw):
+    """``sum_i w_i loss_i / sum_i w_i`` as a DSL expression (the plain mean when ``sw`` is None)."""
+    from_weights = None if sw is None else sw * (sw.size / sw.sum())
+    return dsl.mean(loss) if sw is None else dsl.mean(dsl.multiply(from_weights, loss))
+
+
+def regularized_logistic(est, data, sample_weight):
+    """(w, score, objective, weights) of the classifiers fitted by a penalized weighted logistic loss:
+    ``weighted mean logistic loss + alpha ||w||^2`` of ``data.score(w)``."""
+    sw = check_sample_weight(sample_weight, data.n_samples)
+    w = dsl.Weights(data.n_features, intercept=bool(est.fit_intercept))
+    s = data.score(w)
+    objective = weighted_mean_loss(dsl.logistic_loss(s, data.y), sw)
+    if est.alpha > 0:
+        objective = objective + float(est.alpha) * dsl.sum_squares(w)
+    return w, s, objective, sw
+
+
+def weighted_group_risks(loss, groups, sw):
+    """The groups' weighted mean losses ``sum_{i in g} w_i loss_i / sum_{i in g} w_i`` (plain group means when
+    ``sw`` is None): the loss times ``w_i / (mean of w in i's group)``, then group means."""
+    if sw is None:
+        return dsl.group_mean(loss, groups)
+    codes = np.asarray(groups.codes)
+    mean_g = np.bincount(codes, weights=sw) / np.bincount(codes)
+    if np.any(mean_g <= 0):
+        raise ValueError("a group has zero total sample weight")
+    return dsl.group_mean(dsl.multiply(sw / mean_g[codes], loss), groups)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from .. import expressions as dsl
 from ..problem import Minimize, Problem
 
 from .._validate import check_choice
-from ._base import BACKENDS, FairLinearClassifier, solve_problem
+from ._base import (BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, weighted_group_risks,
+                    weighted_mean_loss)
 
 
 class GroupDROClassifier(FairLinearClassifier):
@@ -24,8 +25,11 @@ class GroupDROClassifier(FairLinearClassifier):
     random_state : seed of the stochastic backend.
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"epochs": 40}``).
 
-    ``fit(X, y, sensitive_features=None)``: without sensitive features every row is one group and the
-    model is plain logistic regression on the ball (ERM).
+    ``fit(X, y, sensitive_features=None, sample_weight=None)``: without sensitive features every row is one group
+    and the model is plain logistic regression on the ball (ERM). ``sample_weight`` makes every group risk a
+    weighted mean (``sum_{i in g} w_i loss_i / sum_{i in g} w_i``); ALEG takes unweighted group risks, so weighted
+    problems are solved by the generic convex reduction (its CVXPY program, or its stochastic primal-dual method),
+    with ``objective="gdro"`` only.
     """
 
     def __init__(self, objective="gdro", radius=5.0, fit_intercept=True, backend="stochastic", method=None,
@@ -38,19 +42,24 @@ class GroupDROClassifier(FairLinearClassifier):
         self.random_state = random_state
         self.solver_options = solver_options
 
-    def fit(self, X, y, sensitive_features=None):
+    def fit(self, X, y, sensitive_features=None, sample_weight=None):
         check_choice(self.objective, "objective", ("gdro", "mero"))
         check_choice(self.backend, "backend", BACKENDS)
         data = self._validate_fit(X, y, sensitive_features)
+        sw = check_sample_weight(sample_weight, data.n_samples)
+        if sw is not None and self.objective == "mero":
+            raise ValueError("sample_weight is supported with objective='gdro' (MERO's per-group optima are "
+                             "computed by the group-DRO family, which takes unweighted risks)")
         w = dsl.Weights(data.n_features, radius=self.radius, intercept=self.fit_intercept)
         loss = dsl.logistic_loss(data.score(w), data.y)
-        if data.has_groups and data.n_groups >= 2:
-            risks = dsl.group_mean(loss, data.groups)
+        grouped = data.has_groups and data.n_groups >= 2
+        if grouped:
+            risks = weighted_group_risks(loss, data.groups, sw)
             offsets = dsl.group_optimal(risks) if self.objective == "mero" else 0.0
             objective = dsl.max(risks - offsets) if self.objective == "mero" else dsl.max(risks)
             self.groups_ = list(data.groups.names)
         else:
-            objective = dsl.mean(loss)
+            objective = weighted_mean_loss(loss, sw)
             self.groups_ = []
         prob = Problem(Minimize(objective))
         self._store(solve_problem(self, prob, self.backend, self.method), w)

@@ -4,13 +4,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .. import expressions as dsl
 from ..expressions.atoms.partial import partial_dp, weak_partial_dp
 from ..problem import Minimize, Problem
 
 from ..metrics.partial import check_band
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, solve_problem, two_groups
+from ._base import BACKENDS, FairLinearClassifier, regularized_logistic, solve_problem, two_groups
 
 CONSTRAINTS = ("pdp", "weak_pdp")
 
@@ -37,9 +36,11 @@ class PartialFairnessClassifier(FairLinearClassifier):
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"outer": 50, "inner": 100}``; the
         library's defaults, 300 x 300 for IDCA + SSG, take tens of seconds at a few hundred rows).
 
-    ``fit(X, y, sensitive_features=None)``: with two or more groups the constrained model is solved; without
-    sensitive features the model is the unconstrained regularized logistic regression, a convex program that
-    is solved exactly by CVXPY whatever the backend (no stochastic method exists for it in fairmodel).
+    ``fit(X, y, sensitive_features=None, sample_weight=None)``: ``sample_weight`` weighs the loss (the parity
+    constraint counts every row once: the partial-parity atoms have no weights). With two or more groups the
+    constrained model is solved; without sensitive features the model is the unconstrained regularized logistic
+    regression, a convex program that is solved exactly by CVXPY whatever the backend (no stochastic method exists
+    for it in fairmodel).
 
     The constraint is enforced on the ramp surrogate of model (13) / (17) on the training data (the judge's
     level ``result_.constraints["c0"]["value"] <= kappa``); the true empirical parity gap of the fitted scores
@@ -73,14 +74,10 @@ class PartialFairnessClassifier(FairLinearClassifier):
         check_number(self.alpha, "alpha", low=0.0)
         check_choice(self.backend, "backend", BACKENDS)
 
-    def fit(self, X, y, sensitive_features=None):
+    def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()
         data = self._validate_fit(X, y, sensitive_features)
-        w = dsl.Weights(data.n_features, intercept=bool(self.fit_intercept))
-        s = data.score(w)
-        objective = dsl.mean(dsl.logistic_loss(s, data.y))
-        if self.alpha > 0:
-            objective = objective + float(self.alpha) * dsl.sum_squares(w)
+        w, s, objective, sw = regularized_logistic(self, data, sample_weight)
         band = tuple(float(v) for v in self.band)
         self.groups_ = []
         if data.has_groups:

@@ -22,8 +22,6 @@ Lagrangian lower bound on f* that certifies any candidate (the level-set bracket
 """
 from __future__ import annotations
 
-import os
-
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
@@ -33,7 +31,7 @@ from ..errors import OptionError
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
 from ..oracles.pairs import LinearMoments, PairRisks
-from . import solvers
+from . import budget, solvers
 from .lower import LOWERING, LOWERING_CONDITIONS
 from .newton import ball_qp_step
 
@@ -148,13 +146,9 @@ class AUCPrograms:
 
     def check_pairwise(self, max_memory_gb: float | None) -> None:
         n_pairs, need = self.pairwise_size()
-        limit = _memory_limit(max_memory_gb)
-        if need > limit:
-            raise OptionError(
-                f"the pairwise form would build {n_pairs:,} pair rows (about {need / 2 ** 30:.1f} GiB at "
-                f"{PAIRWISE_BYTES_PER_PAIR} bytes per pair), more than the limit of {limit / 2 ** 30:.1f} GiB; use "
-                f"method='moment' (the same optimum, O(p^2) size), or raise max_memory_gb= if the "
-                f"machine has the memory")
+        budget.check(budget.Estimate("the pairwise form", float(n_pairs), f"{PAIRWISE_BYTES_PER_PAIR} B per pair "
+                                     f"row, {n_pairs:,} pair rows", need),
+                     "Use method='moment' (the same optimum, O(p^2) size)", max_memory_gb)
 
     def solve(self, form: str = "moment", solver=None, verbose=False, max_memory_gb: float | None = None,
               **options) -> dict:
@@ -237,20 +231,6 @@ class AUCPrograms:
         grad = 2 * A @ theta + g
         fw = float(grad @ theta + self.radius * np.linalg.norm(grad))
         return {"lower_bound": float(value - max(fw, 0.0)), "lambda": lam, "theta": theta}
-
-
-def _memory_limit(max_memory_gb: float | None) -> float:
-    if max_memory_gb is not None:
-        if not np.isfinite(max_memory_gb) or max_memory_gb <= 0:
-            raise OptionError(f"max_memory_gb must be a positive number; got {max_memory_gb!r}")
-        return float(max_memory_gb) * 2 ** 30
-    try:
-        with open("/proc/meminfo") as f:
-            info = {line.split(":")[0]: line.split()[1] for line in f}
-        return 0.5 * float(info["MemAvailable"]) * 1024
-    except (OSError, KeyError, ValueError):
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return 0.25 * float(pages)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -14,11 +14,13 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
+from .._threads import few_threads
 from ..errors import OptionError, SolverError
 from ..oracles.group_risks import GroupRisks
-from . import solvers
+from ..oracles.losses import LinearModelLoss
+from . import budget, solvers
 from .lower import group_average_matrix, lower_loss
-from .newton import minimize_on_ball
+from .newton import minimize_on_ball, minimize_on_ball_first_order
 
 
 def cvxpy_losses(risks: GroupRisks, theta: cp.Expression, rows=None):
@@ -44,8 +46,10 @@ def cvxpy_domain(risks: GroupRisks, theta: cp.Variable) -> list:
     return [cp.norm(theta, "fro" if theta.ndim == 2 else 2) <= risks.radius]
 
 
-def epigraph_program(risks: GroupRisks, offsets=None):
-    """(problem, theta, t, constraint) of the epigraph form of min_w max_i (R_i(w) - c_i)."""
+def epigraph_program(risks: GroupRisks, offsets=None, max_memory_gb=None):
+    """(problem, theta, t, constraint) of the epigraph form of min_w max_i (R_i(w) - c_i); refused before it is
+    built when its memory estimate exceeds the limit (:mod:`fairmodel.exact.budget`)."""
+    budget.check(budget.gdro_epigraph(risks.n_samples, risks.shape[0]), epigraph_alternative(risks), max_memory_gb)
     theta = cp.Variable(risks.shape, name=risks.w.name)
     t = cp.Variable(name="t")
     c = np.zeros(risks.m) if offsets is None else np.asarray(offsets, dtype=float)
@@ -54,13 +58,19 @@ def epigraph_program(risks: GroupRisks, offsets=None):
     return problem, theta, t, group_constraint
 
 
-def solve_epigraph(risks: GroupRisks, offsets=None, solver=None, verbose=False, **options):
+def epigraph_alternative(risks: GroupRisks) -> str:
+    dual = "method='dual' (certified Newton steps, memory O(n d)) or " if risks.has_hessian else ""
+    return f"Use {dual}backend='stochastic' (ALEG, one minibatch per group per step)"
+
+
+def solve_epigraph(risks: GroupRisks, offsets=None, solver=None, verbose=False, max_memory_gb=None, **options):
     """Solve the epigraph program; returns (theta*, OPT, q*, solver record).
 
     q* is the dual of the group constraints, clipped at 0 and normalised (it sums to 1 up to solver
-    tolerance: stationarity in t; the unnormalised sum is kept in the record as ``dual_sum``).
+    tolerance: stationarity in t; the unnormalised sum is kept in the record as ``dual_sum``). Refused before it
+    is built when its memory estimate exceeds the limit (:mod:`fairmodel.exact.budget`).
     """
-    problem, theta, t, group_constraint = epigraph_program(risks, offsets)
+    problem, theta, t, group_constraint = epigraph_program(risks, offsets, max_memory_gb)
     record = solvers.solve(problem, solver, verbose, what="the group-DRO epigraph program", **options)
     dual = np.maximum(np.asarray(group_constraint.dual_value, dtype=float).ravel(), 0.0)
     record["dual_sum"] = float(dual.sum())
@@ -68,7 +78,8 @@ def solve_epigraph(risks: GroupRisks, offsets=None, solver=None, verbose=False, 
     return np.asarray(theta.value, dtype=float), float(t.value), q, record
 
 
-def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method: str = "auto", **options):
+def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method: str = "auto", max_memory_gb=None,
+                       **options):
     """(theta, record) of min_{theta in W} sum_i q_i R_i(theta) (the inner minimum of (13)).
 
     ``method="newton"`` (the default for logistic and squared losses of a vector of weights) uses the
@@ -76,13 +87,59 @@ def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method:
     """
     if method == "newton" or (method == "auto" and risks.has_hessian and solver is None):
         start = time.perf_counter()
-        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), np.zeros(risks.shape), risks.radius)
-        return theta, {"name": "projected-newton", "status": "optimal", "value": value, "fw_gap": gap,
+        theta, value, gap, name = newton_weighted_erm(risks, q, max_memory_gb=max_memory_gb)
+        return theta, {"name": name, "status": "optimal", "value": value, "fw_gap": gap,
                        "solve": time.perf_counter() - start, "compile": 0.0}
+    keep = int(np.count_nonzero(risks.sample_weights(q)))
+    budget.check(budget.gdro_epigraph(keep, risks.shape[0], "the weighted-ERM program (CVXPY)"),
+                 "Give the model a twice-differentiable loss (logistic or squared) for the Newton method, or "
+                 "subsample the data", max_memory_gb)
     theta = cp.Variable(risks.shape, name=risks.w.name)
     problem = cp.Problem(cp.Minimize(cvxpy_weighted_risk(risks, theta, q)), cvxpy_domain(risks, theta))
     record = solvers.solve(problem, solver, verbose, what="the weighted-ERM program of the duality gap", **options)
     return risks.project(np.asarray(theta.value, dtype=float)), record
+
+
+def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, max_memory_gb=None):
+    """(theta, f(theta), Frank-Wolfe gap, method name) of min_{||theta|| <= rho} sum_i q_i R_i(theta) by projected
+    Newton, in the row space of the design when it has fewer rows than columns.
+
+    f depends on theta only through X theta, so a minimizer over the ball lies in the row space span(V) of
+    X = U S V^T (projecting theta onto span(V) keeps every score and does not increase the norm);
+    theta = V a turns a d-dimensional Newton step (an O(d^3) eigendecomposition) into an r-dimensional one,
+    r = rank <= n. The gradient X^T g lies in span(V) as well, so the Frank-Wolfe gap, hence the certificate,
+    is the same in both coordinates. Cost with n < d: one SVD O(n^2 d), then O(n d) per step.
+
+    When the Newton method's memory (:func:`fairmodel.exact.budget.newton`) exceeds the limit and the domain is a
+    ball, the accelerated projected gradient method is used instead: its Frank-Wolfe gap certifies the same way.
+    """
+    if risks.data.is_chunked:  # Dask-backed data: every Newton step is one pass over the chunks (d x d Hessian)
+        start = np.zeros(risks.shape) if theta0 is None else theta0
+        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), start, risks.radius, tol=tol)
+        return theta, value, gap, "projected-newton (chunked passes)"
+    n_rows = int(np.count_nonzero(risks.sample_weights(q)))
+    estimate = budget.newton(n_rows, risks.shape[0])
+    if not budget.fits(estimate, max_memory_gb):
+        if risks.radius is None:
+            budget.check(estimate, "Give the Weights a radius (the first-order method then certifies the gap with "
+                                   "memory O(n d))", max_memory_gb)
+        loss = risks.weighted_loss(q)
+        start = np.zeros(risks.shape) if theta0 is None else theta0
+        theta, value, gap = minimize_on_ball_first_order(loss.value_and_gradient, start, risks.radius, tol=tol)
+        return theta, value, gap, "accelerated projected gradient"
+    loss = risks.weighted_loss(q)
+    X = loss.X
+    if X.shape[0] >= X.shape[1]:
+        start = np.zeros(risks.shape) if theta0 is None else theta0
+        theta, value, gap = minimize_on_ball(loss.newton_oracle(), start, risks.radius, tol=tol)
+        return theta, value, gap, "projected-newton"
+    _, S, Vt = np.linalg.svd(X, full_matrices=False)
+    keep = S > S[0] * 1e-14 if S.size and S[0] > 0 else np.zeros(S.size, dtype=bool)
+    V = Vt[keep].T                                                  # d x r, orthonormal columns
+    reduced = LinearModelLoss(risks.loss, X @ V, loss.y, sample_weight=loss.s)
+    a0 = np.zeros(V.shape[1]) if theta0 is None else V.T @ theta0
+    a, value, gap = minimize_on_ball(reduced.newton_oracle(), a0, risks.radius, tol=tol)
+    return V @ a, value, gap, "projected-newton (row space)"
 
 
 def group_optimal_values(risks: GroupRisks, solver=None, verbose=False) -> np.ndarray:
@@ -110,7 +167,8 @@ def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:
     return value, min(value, bound)
 
 
-def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int = 300):
+@few_threads
+def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int = 300, max_memory_gb=None):
     """Exact group DRO through its concave dual, for losses with a Hessian (logistic, squared).
 
     g(q) = min_{w in W} sum_i q_i (R_i(w) - c_i) is concave on the simplex with gradient R(w(q)) - c
@@ -129,7 +187,7 @@ def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int
     def dual(q):
         q = np.clip(q, 0.0, None)
         q = q / q.sum()
-        theta, _, _ = minimize_on_ball(risks.weighted_oracle(q), state["theta"], risks.radius, tol=1e-11)
+        theta = newton_weighted_erm(risks, q, state["theta"], tol=1e-11, max_memory_gb=max_memory_gb)[0]
         state["theta"], state["calls"] = theta, state["calls"] + 1
         r = risks.risks(theta) - c
         return -float(q @ r), -r

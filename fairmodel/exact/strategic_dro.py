@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import SolverError
 from ..oracles.strategic import C_LABEL, WDRSC
-from . import solvers
+from . import budget, solvers
 from .domains import domain_constraints
 
 
@@ -31,9 +31,15 @@ def _scores(model: WDRSC, theta, zeta=None):
     return zp, zn
 
 
-def wdrsc_program(model: WDRSC):
+ALTERNATIVE = ("Use backend='stochastic' (zeroth-order OGDA, one sample per step; order=1 for first-order steps), "
+               "or subsample the data")
+
+
+def wdrsc_program(model: WDRSC, max_memory_gb=None):
     """(problem, theta, alpha, pos_constraints) of (E1): the epigraph
-    s_i >= max{phi - c z, phi + c z - 2 kappa alpha}."""
+    s_i >= max{phi - c z, phi + c z - 2 kappa alpha}; refused before it is built when its memory estimate exceeds
+    the limit (:mod:`fairmodel.exact.budget`)."""
+    budget.check(budget.strategic(model.n, model.p), ALTERNATIVE, max_memory_gb)
     theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
     zp, zn = _scores(model, theta)
     objective = alpha * (model.delta - model.paper_shift)
@@ -51,14 +57,14 @@ def wdrsc_program(model: WDRSC):
     return cp.Problem(cp.Minimize(objective), constraints), theta, alpha, pos_constraints
 
 
-def solve_wdrsc(model: WDRSC, solver=None, verbose=False):
+def solve_wdrsc(model: WDRSC, solver=None, verbose=False, max_memory_gb=None):
     """Solve (E1); returns (theta*, alpha*, gamma*, OPT, record).
 
     gamma*_i = n (lambda_i^+ - lambda_i^-) for y_i = +1 (stationarity in s_i gives lambda^+ + lambda^- = 1/n),
     0 for y_i = -1 (those gamma_i do not enter L, so the saddle point is not unique in them). Raises SolverError
     when alpha* reaches alpha_max (the truncation would change the problem: raise alpha_max).
     """
-    problem, theta, alpha, pos_constraints = wdrsc_program(model)
+    problem, theta, alpha, pos_constraints = wdrsc_program(model, max_memory_gb)
     record = solvers.solve(problem, solver, verbose, what="the strategic Wasserstein-DRO program (E1)")
     gamma = np.zeros(model.n)
     if pos_constraints is not None:
@@ -77,7 +83,7 @@ def solve_wdrsc(model: WDRSC, solver=None, verbose=False):
     return u[:-1], float(u[-1]), gamma, float(problem.value), record
 
 
-def inner_min(model: WDRSC, gamma, solver=None, verbose=False) -> tuple[float, np.ndarray, float]:
+def inner_min(model: WDRSC, gamma, solver=None, verbose=False, max_memory_gb=None) -> tuple[float, np.ndarray, float]:
     """(E3) min over (theta, alpha) in K_trunc of L(theta, alpha, gamma): (value, theta, alpha).
 
     For y = +1: phi(z) + gamma_i c z = softplus(z) + (c (1 + gamma_i) - 1) z. L is linear in alpha with
@@ -86,6 +92,9 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False) -> tuple[float, n
     alpha = alpha_max when a < 0 (that is why the bound is needed), with ||theta|| <= r alpha_max.
     Eliminating it also avoids the degenerate free direction that stalled Clarabel when a ~ 0.
     """
+    budget.check(budget.strategic(model.n, model.p, judge=True), "The judge reports the duality gap as nan; "
+                 "judge on a subsample of the data for a certificate", max_memory_gb,
+                 "max_memory_gb= to solve(...) or evaluate(...)")
     gamma = np.asarray(gamma, dtype=float)
     a = model.alpha_coefficient(gamma)
     theta = cp.Variable(model.p, name="w")

@@ -7,6 +7,7 @@ normal form on which problems are recognized.
 """
 from .atoms.aggregates import (GroupMean, GroupOptimal, Max, Mean, Min, Pos, Sum, group_mean, group_optimal, max,
                                mean, min, pos, sum)
+from .atoms.fairness import equal_opportunity_gap, equalized_odds_gap
 from .atoms.losses import (HingeLoss, LogisticLoss, Loss, SoftmaxLoss, SquaredLoss, hinge_loss, logistic_loss,
                            softmax_loss, squared_loss)
 from .atoms.norms import Norm, SumSquares, norm, sum_squares
@@ -16,7 +17,8 @@ from .evaluate import Env, evaluate, value_and_grad
 from .variables import LinearScore, SampleScore, Weights
 
 __all__ = [
-    "Abs", "abs", "Add", "as_expr", "Constant", "Env", "evaluate", "Expr", "group_mean", "group_optimal",
+    "Abs", "abs", "Add", "as_expr", "Constant", "Env", "equal_opportunity_gap", "equalized_odds_gap", "evaluate",
+    "Expr", "group_mean", "group_optimal",
     "GroupMean", "GroupOptimal", "hinge_loss", "HingeLoss", "Inequality", "LinearScore", "logistic_loss",
     "LogisticLoss", "Loss", "max", "Max", "mean", "Mean", "min", "Min", "Minimize", "multiply", "Multiply", "norm",
     "Norm", "parameter", "Parameter", "pos", "Pos", "SampleScore", "ScalarMul", "softmax_loss", "SoftmaxLoss",

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import OptionError, UnsupportedProblemError
+from .. import _display
+from ..errors import FairmodelError, OptionError, UnsupportedProblemError
+from ..exact.structure import structure_lines
 from ..expressions.evaluate import Env
 
 
@@ -120,6 +122,7 @@ class Reduction(abc.ABC):
     supported = ""               # one line: which declarations the reduction accepts
     priority = 10                # lower is tried first (specialised paper methods before the generic lowering)
     exact_methods: dict = {}     # method name -> description (the first is the default)
+    solverless_methods: tuple = ()   # exact methods that use no CVXPY solver (skipped by default when solver= is given)
     stochastic_methods: dict = {}
 
     def __init__(self, problem, structure=None):
@@ -131,13 +134,55 @@ class Reduction(abc.ABC):
         """The structure this reduction recognizes in ``problem.canonical``, or a string saying why not."""
 
     # -- lowering --------------------------------------------------------------------------------------
-    def describe(self) -> str:
-        lines = [f"Problem family: {self.title}" + (f" ({self.paper})" if self.paper else ""), "",
-                 str(self.problem), "", "Exact backend:"]
-        lines += [f"  {m}: {d}" for m, d in self.exact_methods.items()] or ["  (none)"]
-        lines += ["Stochastic backend:"]
-        lines += [f"  {m}: {d}" for m, d in self.stochastic_methods.items()] or ["  (none)"]
-        return "\n".join(lines + self.describe_extra())
+    def describe(self, format: str = "text", program: bool = True) -> str:
+        """The problem for a reader: the declaration in notation, the backends' methods, the structure the
+        reduction recognized and (``program=True``) the exact program's variables and constraint blocks.
+        ``format``: ``"text"``, ``"markdown"`` (math as ``$$...$$``) or ``"latex"`` (a document fragment)."""
+        if format not in DESCRIBE_FORMATS:
+            raise OptionError(f"format must be one of {', '.join(DESCRIBE_FORMATS)}; got {format!r}")
+        title = f"{self.title}" + (f" ({self.paper})" if self.paper else "")
+        math_lines = str(self.problem).splitlines()
+        methods = [("Exact backend", self.exact_methods), ("Stochastic backend", self.stochastic_methods)]
+        notes = [line for line in self.describe_extra() if line.strip()]
+        structure = self.program_lines() if program else []
+        if format == "text":
+            lines = [f"Problem family: {title}", ""] + math_lines + [""]
+            for head, table in methods:
+                lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
+            return "\n".join(lines + ([""] + notes if notes else []) + ([""] + structure if structure else []))
+        if format == "markdown":
+            lines = [f"**Problem family:** {title}", "", "$$", "\\begin{aligned}"]
+            lines += [" \\\\\n".join("&" + _display.latex_math(line.strip()) for line in math_lines)]
+            lines += ["\\end{aligned}", "$$", ""]
+            for head, table in methods:
+                lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
+            lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+            if structure:
+                lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
+            return "\n".join(lines)
+        esc = _display.latex_text
+        lines = [f"\\paragraph{{Problem family}} {esc(title)}", "\\begin{align*}"]
+        lines += [" \\\\\n".join("  &" + _display.latex_math(line.strip()) for line in math_lines)]
+        lines += ["\\end{align*}"]
+        for head, table in methods:
+            lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
+            lines += [f"  \\item \\texttt{{{esc(m)}}}: {esc(d)}" for m, d in table.items()] or ["  \\item (none)"]
+            lines += ["\\end{itemize}"]
+        if notes:
+            lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {esc(n.strip())}" for n in notes]
+            lines += ["\\end{itemize}"]
+        if structure:
+            lines += [f"\\paragraph{{Exact program}} {esc(structure[0][len('Exact program '):])}",
+                      "\\begin{itemize}"] + [f"  \\item {esc(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
+        return "\n".join(lines)
+
+    def program_lines(self) -> list[str]:
+        """The exact program's variables and constraint blocks (sizes, kinds, functions), or why there is none."""
+        try:
+            program = self.to_cvxpy()
+        except FairmodelError as exc:
+            return [f"Exact program: not shown ({exc})"]
+        return structure_lines(program)
 
     def describe_extra(self) -> list[str]:
         return []
@@ -204,6 +249,7 @@ class Reduction(abc.ABC):
 
 
 Family = Reduction   # the name used before reductions were made explicit
+DESCRIBE_FORMATS = ("text", "markdown", "latex")
 
 
 def default_checks(exact, stochastic, objective_tol: float = 1e-3, violation_tol: float = 1e-6,

@@ -25,7 +25,7 @@ from .. import expressions as E
 from .._validate import check_options
 from ..data import Groups
 from ..expressions.evaluate import Env
-from ..errors import DataError, OptionError, SolverError, UnsupportedProblemError
+from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
 from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
@@ -133,6 +133,7 @@ class GroupDRO(Reduction):
                                               "duals are the optimal group weights q*",
                                   "dual": "max over q in the simplex of min_w sum_g q_g (R_g(w) - c_g) (SLSQP "
                                           "over q, certified projected-Newton inner solves; logistic/squared)"}
+        self.solverless_methods = ("dual",)
         if self.risks.has_hessian:   # the certified dual method first: the default where it applies
             self.exact_methods = {"dual": self.exact_methods["dual"], **self.exact_methods}
         if kind != "mero":
@@ -177,7 +178,7 @@ class GroupDRO(Reduction):
 
     # -- backends ------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
-        check_options(options, (), "the exact group-DRO backend")
+        check_options(options, ("max_memory_gb",), "the exact group-DRO backend")
         self.risks.data.in_memory_X("the exact backend")  # Dask-backed data: the stochastic backend or subsample
         start = time.perf_counter()
         offsets = self.offsets(solver) if self.kind == "mero" else self.offsets()
@@ -185,10 +186,10 @@ class GroupDRO(Reduction):
         if method == "dual":
             if solver is not None:
                 raise OptionError("the dual method uses no CVXPY solver; drop solver= or use method='epigraph'")
-            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets)
+            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets, **options)
         else:
             try:
-                theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose)
+                theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose, **options)
             except SolverError as exc:
                 hint = (" The dual method solves the same problem with certified Newton steps: "
                         "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
@@ -238,7 +239,7 @@ class GroupDRO(Reduction):
         r = self.risks.risks(theta) - offsets
         try:
             inner_theta, _ = exact_gdro.solve_weighted_erm(self.risks, q)
-        except SolverError as exc:
+        except (SolverError, ResourceLimitError) as exc:
             hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
                     "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
             warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of (13) failed: "
@@ -304,7 +305,7 @@ class GroupDRO(Reduction):
                   "ALEG's default budget reaches 1e-3 of the exact optimum on the bundled data (measured in "
                   "docs/benchmarks.md); a larger gap means the run did not converge"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6,
-                  "no point beats the exact optimum by more than the conic solver's tolerance (1e-8 relative)"),
+                  "no point beats the exact optimum by more than the exact method's tolerance (1e-8 relative)"),
             Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
                   1e-2 * self.scale,
                   "certificate (13) of the stochastic (w, q): it bounds max-risk suboptimality by (14)"),

@@ -17,11 +17,12 @@ with the inner maximum in closed form (E2) and the inner minimum by CVXPY (E3), 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
 from .._validate import check_options
-from ..errors import OptionError
+from ..errors import OptionError, ResourceLimitError, SolverError
 from ..exact import strategic_dro as exact_sdro
 from ..expressions.atoms.strategic import WassersteinWorstCase
 from ..metrics.strategic import strategic_accuracy, strategic_margin, worst_case_accuracy
@@ -54,12 +55,17 @@ _OGDA_OPTIONS = ("epochs", "eta0", "R0", "chi", "schedule", "estimator", "y_step
                  "store_iterates")
 
 
-def saddle_certificate(model, u) -> dict:
+def saddle_certificate(model, u, max_memory_gb=None) -> dict:
     """Duality gap of u = (w, alpha, gamma): max_gamma L(w, alpha, .) in closed form (E2) minus
     min_(K_trunc) L(., ., gamma) by CVXPY (E3)."""
     p = model.p
     primal = model.primal(u[:p], u[p])
-    dual = exact_sdro.inner_min(model, u[p + 1:])[0]
+    try:
+        dual = exact_sdro.inner_min(model, u[p + 1:], max_memory_gb=max_memory_gb)[0]
+    except (SolverError, ResourceLimitError) as exc:   # the candidate is kept and judged; the gap is missing
+        warnings.warn(f"the duality gap is not certified (reported as nan): the judge's inner minimum (E3) "
+                      f"failed: {exc}", UserWarning, stacklevel=4)
+        dual = np.nan
     return {"duality_gap": primal - dual, "primal": primal, "dual": dual}
 
 
@@ -75,6 +81,7 @@ class StrategicDRO(Reduction):
     stochastic_methods = dict(METHODS)
 
     priority = 10
+    judge_options = ("max_memory_gb",)
 
     def __init__(self, problem, atom: WassersteinWorstCase):
         super().__init__(problem)
@@ -114,12 +121,13 @@ class StrategicDRO(Reduction):
 
     # -- backends -------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
-        check_options(options, (), "the exact strategic-DRO backend")
-        theta, alpha, gamma, value, record = exact_sdro.solve_wdrsc(self.model, solver, verbose)
+        check_options(options, ("max_memory_gb",), "the exact strategic-DRO backend")
+        theta, alpha, gamma, value, record = exact_sdro.solve_wdrsc(self.model, solver, verbose, **options)
         timings = {"compile": record.pop("compile"), "solver": record.pop("solve")}
         return Solution(variables={self.w.name: theta, "alpha": alpha, "gamma": gamma}, status=record["status"],
                         solver=record, timings=timings, certificate={"solver_optimum": value},
-                        metrics={"alpha_max": self.model.alpha_max})
+                        metrics={"alpha_max": self.model.alpha_max},
+                        judge_context={"max_memory_gb": options.get("max_memory_gb")})
 
     def solve_stochastic(self, method, seed, verbose, *, order: int = 0, zo: str = "theta", **options):
         """OGDA/SGDA on the saddle function (options of :func:`fairmodel.stochastic.ogda.ogda`);
@@ -144,7 +152,7 @@ class StrategicDRO(Reduction):
                         timings={"ogda": elapsed})
 
     # -- judge ----------------------------------------------------------------------------------------------
-    def evaluate(self, variables: dict, **context) -> Evaluation:
+    def evaluate(self, variables: dict, max_memory_gb=None) -> Evaluation:
         name, m = self.w.name, self.model
         unknown = set(variables) - {name, "alpha", "gamma"}
         if unknown or name not in variables or (("alpha" in variables) != ("gamma" in variables)):
@@ -174,7 +182,7 @@ class StrategicDRO(Reduction):
                 raise OptionError(f"(w, alpha, gamma) is outside the feasible set: need ||w|| <= {m.slope:g} alpha, "
                                   f"alpha <= {m.alpha_max:.4g} and |gamma_i| <= 1")
             u, gamma = m.x_domain.project(u), np.clip(gamma, -1.0, 1.0)
-            certificate = {**saddle_certificate(m, np.concatenate([u, gamma])),
+            certificate = {**saddle_certificate(m, np.concatenate([u, gamma]), max_memory_gb),
                            "saddle_value": m.value(u[:-1], u[-1], gamma)}
         return Evaluation(objective=objective, metrics=metrics, certificate=certificate)
 

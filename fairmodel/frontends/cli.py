@@ -15,7 +15,7 @@ from .. import datasets
 from ..crosscheck import crosscheck
 from ..errors import FairmodelError, OptionError, SolverError
 from .. import expressions as dsl
-from ..plotting import plot_results
+from ..plotting import default_frontier_y, plot_results
 from ..problem import Minimize, Problem
 from ..results import _jsonable, check_free
 from ..sweep import sweep
@@ -128,8 +128,15 @@ def _crosscheck(args) -> int:
 
 
 def _plot(args, results: dict, optimum=None) -> None:
-    if args.plot:
+    """Save the default figure; one that cannot be drawn is a warning on stderr, never the command's verdict."""
+    if not args.plot:
+        return
+    try:
         plot_results(results, optimum=optimum).savefig(args.plot)
+    except (FairmodelError, ValueError, OSError) as exc:
+        print(f"fairmodel: warning: no figure saved: {exc}", file=sys.stderr)
+        return
+    print(f"saved: {args.plot}", file=sys.stderr if getattr(args, "json", False) else sys.stdout)
 
 
 def _parse_values(text: str) -> list:
@@ -177,7 +184,7 @@ def _sweep(args) -> int:
             print(f"\ninterrupted (Ctrl-C) after {len(frontier.values)} of {len(values)} values; the finished "
                   f"ones are above", file=sys.stderr)
     if args.plot:
-        frontier.plot(y=args.y).savefig(args.plot)
+        frontier.plot(y=args.y or default_frontier_y(frontier)).savefig(args.plot)   # an unknown --y: OptionError
     if frontier.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if not frontier.errors else EXIT_SOLVER
@@ -201,17 +208,7 @@ def _describe(args) -> int:
     prob, data, spec = _load(args)
     print(f"# {spec.doc.get('title', spec.path.name)}\n")
     print(f"Data: {data!r}\n")
-    print(prob.describe())
-    try:
-        program = prob.to_cvxpy()
-    except FairmodelError as exc:
-        print(f"\nCVXPY program: not available ({exc})")
-    else:
-        metrics = program.size_metrics
-        print(f"\nCVXPY program ({metrics.num_scalar_variables} scalar variables, "
-              f"{metrics.num_scalar_eq_constr + metrics.num_scalar_leq_constr} scalar constraints; data as constants):")
-        text = str(program)
-        print(text if len(text) < 4000 else text[:4000] + "\n... (truncated)")
+    print(prob.describe())   # the math, the methods, the exact program's variables and constraint blocks
     return EXIT_OK
 
 
@@ -274,7 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "data.subsample, solve.seed, solve.stochastic.epochs (others are refused with the list)")
     sw.add_argument("--values", required=True, help="comma-separated values, e.g. 0.01,0.02,0.05")
     sw.add_argument("--plot", metavar="FILE", help="save a plot of the frontier (needs matplotlib)")
-    sw.add_argument("--y", default="objective", help="column to plot against the parameter (default objective)")
+    sw.add_argument("--y", default=None, help="column to plot against the parameter (default: the judged risk "
+                    "when the objective adds a regularizer to it, as DP post-processing's entropy term; else the "
+                    "objective); an unknown column is refused with the list of columns")
     problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
                     "problem file", backend=False, json_out=False, out=False)
     return parser

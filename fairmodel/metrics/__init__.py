@@ -16,3 +16,11 @@ from .partial import PartialParity, partial_dp, rank_curve, weak_partial_dp  # n
 # strategic classification metrics
 from .strategic import (strategic_accuracy, strategic_margin, worst_case_accuracy,  # noqa: F401
                         worst_case_margin)
+
+# group metrics and the one-call assessment
+from .rates import (accuracy, balanced_accuracy, false_negative_rate, false_positive_rate, mae,  # noqa: F401,E402
+                    mean_squared_error, precision, roc_auc, selection_rate, true_positive_rate)
+from .assessment import Assessment, Intervals, assess  # noqa: F401,E402
+from .auc_groups import GroupAUCFairness, auc_fairness_groups  # noqa: F401,E402
+from .summaries import (demographic_parity_difference, demographic_parity_ratio,  # noqa: F401,E402
+                        equal_opportunity_difference, equalized_odds_difference, equalized_odds_ratio)

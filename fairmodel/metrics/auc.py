@@ -44,6 +44,7 @@ import numpy as np
 from .._validate import check_vector
 from ..data import Groups
 from ..errors import DataError, ModelError
+from .rates import weights_of
 
 # (zeta, gamma) of each of the four sets G1, G1', G2, G2'; None means "any".
 PRESETS = {
@@ -70,25 +71,41 @@ def _scores(scores, n=None) -> np.ndarray:
     return check_vector(scores, n, "scores")
 
 
-def auc_between(scores, first, second, *, ties: float = 0.5) -> float:
+def auc_between(scores, first, second, *, ties: float = 0.5, sample_weight=None) -> float:
     """AUC(S, S') of Definition 1 for boolean masks (or index arrays) ``first`` = S and ``second`` = S'.
 
     O(n log n): the scores of S' are sorted once and every score of S is located by binary search.
     Pairs i = j are included when the sets overlap (a tie, counted ``ties``).
     """
     h = _scores(scores)
-    a, b = h[_rows(first, h.size, "first")], h[_rows(second, h.size, "second")]
+    ra, rb = _rows(first, h.size, "first"), _rows(second, h.size, "second")
+    a, b = h[ra], h[rb]
     if a.size == 0 or b.size == 0:
         raise DataError(f"AUC between subsets needs two non-empty subsets; got sizes {a.size} and {b.size}")
-    return _auc_values(a, b, _check_ties(ties))
+    if sample_weight is None:
+        return _auc_values(a, b, _check_ties(ties))
+    w = weights_of(sample_weight, h.size)
+    return _auc_values(a, b, _check_ties(ties), w[ra], w[rb])
 
 
-def _auc_values(a: np.ndarray, b: np.ndarray, t: float) -> float:
-    b = np.sort(b)
-    below = np.searchsorted(b, a, side="left")
-    upto = np.searchsorted(b, a, side="right")
-    wins = below.sum(dtype=np.float64) + t * (upto - below).sum(dtype=np.float64)
-    return float(wins / (a.size * float(b.size)))
+def _auc_values(a: np.ndarray, b: np.ndarray, t: float, wa=None, wb=None) -> float:
+    """AUC(S, S') of the scores ``a`` of S and ``b`` of S'; with weights, each pair counts w_i w_j and the sum
+    is divided by W_S W_S' (the weighted Definition 1)."""
+    if wa is None and wb is None:
+        b = np.sort(b)
+        below = np.searchsorted(b, a, side="left")
+        upto = np.searchsorted(b, a, side="right")
+        wins = below.sum(dtype=np.float64) + t * (upto - below).sum(dtype=np.float64)
+        return float(wins / (a.size * float(b.size)))
+    wa = np.ones(a.size) if wa is None else wa
+    wb = np.ones(b.size) if wb is None else wb
+    order = np.argsort(b, kind="stable")
+    b, cum = b[order], np.concatenate([[0.0], np.cumsum(wb[order])])
+    below = cum[np.searchsorted(b, a, side="left")]
+    upto = cum[np.searchsorted(b, a, side="right")]
+    wins = np.dot(wa, below + t * (upto - below))
+    den = wa.sum() * cum[-1]
+    return float(wins / den) if den > 0 else float("nan")
 
 
 def _rows(mask, n: int, name: str) -> np.ndarray:
@@ -104,11 +121,11 @@ def _rows(mask, n: int, name: str) -> np.ndarray:
     raise DataError(f"{name!r} must be a boolean mask or an integer index array; got dtype {m.dtype}")
 
 
-def auc_score(scores, y, *, positive=None, ties: float = 0.5) -> float:
+def auc_score(scores, y, *, positive=None, ties: float = 0.5, sample_weight=None) -> float:
     """The usual AUC = AUC(D+, D-) of scores for labels +1/-1 (``positive=`` maps other codings)."""
     h = _scores(scores)
     zeta = signed_labels(y, h.size, positive)
-    return auc_between(h, zeta > 0, zeta < 0, ties=ties)
+    return auc_between(h, zeta > 0, zeta < 0, ties=ties, sample_weight=sample_weight)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -247,25 +264,31 @@ def _custom_sets(sets, zeta, gamma, n) -> list:
 # Fairness metrics
 # ---------------------------------------------------------------------------------------------------
 def auc_fairness_terms(scores, y, groups=None, kind: str = "intra", *, protected=None, positive=None, sets=None,
-                       ties: float = 0.5) -> dict:
-    """AUC(G1, G1'), AUC(G2, G2'), their signed difference and the metric (1), plus the AUC and set sizes."""
+                       ties: float = 0.5, sample_weight=None) -> dict:
+    """AUC(G1, G1'), AUC(G2, G2'), their signed difference and the metric (1), plus the AUC and set sizes.
+    With ``sample_weight``, every AUC weighs the pair (i, j) by w_i w_j."""
     h = _scores(scores)
     s = auc_sets(y, groups, kind, protected=protected, positive=positive, sets=sets, n=h.size)
-    return sets_terms(h, s, ties)
+    return sets_terms(h, s, ties, sample_weight)
 
 
-def sets_terms(h: np.ndarray, s: AUCSets, ties: float = 0.5) -> dict:
+def sets_terms(h: np.ndarray, s: AUCSets, ties: float = 0.5, sample_weight=None) -> dict:
     """The terms of :func:`auc_fairness_terms` for precomputed :class:`AUCSets`."""
     s.require_nonempty()
     t = _check_ties(ties)
     m = s.masks
-    auc1, auc2 = _auc_values(h[m[2]], h[m[3]], t), _auc_values(h[m[4]], h[m[5]], t)
-    return {"auc": _auc_values(h[m[0]], h[m[1]], t), "auc_1": auc1, "auc_2": auc2, "signed_gap": auc1 - auc2,
+    w = None if sample_weight is None else weights_of(sample_weight, h.size)
+
+    def auc(i, j):
+        return _auc_values(h[m[i]], h[m[j]], t, None if w is None else w[m[i]], None if w is None else w[m[j]])
+
+    auc1, auc2 = auc(2, 3), auc(4, 5)
+    return {"auc": auc(0, 1), "auc_1": auc1, "auc_2": auc2, "signed_gap": auc1 - auc2,
             "gap": abs(auc1 - auc2), "kind": s.kind, "protected": s.protected, "sizes": s.sizes}
 
 
 def auc_fairness(scores, y, groups=None, kind: str = "intra", *, protected=None, positive=None, sets=None,
-                 ties: float = 0.5) -> float:
+                 ties: float = 0.5, sample_weight=None) -> float:
     """The AUC-based fairness metric (1) |AUC(G1, G1') - AUC(G2, G2')| in [0, 1] (0 = fair) of any scores.
 
     >>> import numpy as np
@@ -274,7 +297,7 @@ def auc_fairness(scores, y, groups=None, kind: str = "intra", *, protected=None,
     0.0
     """
     return auc_fairness_terms(scores, y, groups, kind, protected=protected, positive=positive, sets=sets,
-                              ties=ties)["gap"]
+                              ties=ties, sample_weight=sample_weight)["gap"]
 
 
 def select_by_validation(scores, y, groups=None, kind: str = "intra", kappa: float = 0.0, *, protected=None,

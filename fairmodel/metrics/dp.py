@@ -21,6 +21,7 @@ import numpy as np
 from .._validate import check_vector
 from ..data import Groups
 from ..errors import DataError
+from .rates import weights_of
 
 
 def _groups(groups, n: int, labels) -> tuple[np.ndarray, list]:
@@ -52,52 +53,70 @@ def _proba(proba, grid=None) -> np.ndarray:
     return P
 
 
-def randomized_risk(y, proba, grid) -> float:
-    """(1/n) sum_i sum_l (y_l - y_i)^2 pi(l | x_i): the squared error of a randomized prediction, integrated."""
+def randomized_risk(y, proba, grid, *, sample_weight=None) -> float:
+    """(1/n) sum_i sum_l (y_l - y_i)^2 pi(l | x_i): the squared error of a randomized prediction, integrated
+    (a weighted mean with ``sample_weight``)."""
     P = _proba(proba)
     grid = check_vector(grid, P.shape[1], "grid")
     y = check_vector(y, P.shape[0], "y")
-    return float(np.mean(np.einsum("il,il->i", (grid[None, :] - y[:, None]) ** 2, P)))
+    w = weights_of(sample_weight, P.shape[0])
+    return float(np.average(np.einsum("il,il->i", (grid[None, :] - y[:, None]) ** 2, P), weights=w))
 
 
-def mse(y, pred) -> float:
-    """(1/n) sum_i (pred_i - y_i)^2 of deterministic predictions."""
+def mse(y, pred, *, sample_weight=None) -> float:
+    """(1/n) sum_i (pred_i - y_i)^2 of deterministic predictions (a weighted mean with ``sample_weight``)."""
     y = check_vector(y, None, "y")
-    return float(np.mean((check_vector(pred, y.shape[0], "pred") - y) ** 2))
+    w = weights_of(sample_weight, y.shape[0])
+    return float(np.average((check_vector(pred, y.shape[0], "pred") - y) ** 2, weights=w))
 
 
-def ks_unfairness(groups, *, proba=None, grid=None, pred=None, labels=None) -> dict:
+def _wmean(P, w, mask=None):
+    if mask is None:
+        return w @ P / w.sum()
+    return w[mask] @ P[mask] / w[mask].sum()
+
+
+def _ecdf(values, weights, points):
+    """The weighted empirical CDF sum_{v_i <= t} w_i / sum w_i at each point t."""
+    order = np.argsort(values, kind="stable")
+    cum = np.concatenate([[0.0], np.cumsum(weights[order])])
+    return cum[np.searchsorted(values[order], points, side="right")] / cum[-1]
+
+
+def ks_unfairness(groups, *, proba=None, grid=None, pred=None, labels=None, sample_weight=None) -> dict:
     """Kolmogorov-Smirnov unfairness per group: sup_t |P(Y_hat <= t | S = s) - P(Y_hat <= t)| (App. G).
 
     Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, else taken as ascending) or
-    deterministic predictions ``pred`` (n,). Both are exact. Returns ``{group: value}``.
+    deterministic predictions ``pred`` (n,). Both are exact; ``sample_weight`` gives weighted CDFs. Returns
+    ``{group: value}``.
     """
     if (proba is None) == (pred is None):
         raise DataError("give either proba= (randomized predictions over a grid) or pred= (deterministic ones)")
     if proba is not None:
         P = _proba(proba, grid)
         masks, names = _groups(groups, P.shape[0], labels)
+        w = weights_of(sample_weight, P.shape[0])
         cdf = np.cumsum(P, axis=1)
-        overall = cdf.mean(axis=0)
-        return {str(name): float(np.abs(cdf[mask].mean(axis=0) - overall).max()) for mask, name in zip(masks, names)}
+        overall = _wmean(cdf, w)
+        return {str(name): float(np.abs(_wmean(cdf, w, mask) - overall).max()) for mask, name in zip(masks, names)}
     pred = check_vector(pred, None, "pred")
     masks, names = _groups(groups, pred.shape[0], labels)
+    w = weights_of(sample_weight, pred.shape[0])
     points = np.unique(pred)
-    overall = np.searchsorted(np.sort(pred), points, side="right") / pred.shape[0]
-    out = {}
-    for mask, name in zip(masks, names):
-        sub = np.sort(pred[mask])
-        out[str(name)] = float(np.abs(np.searchsorted(sub, points, side="right") / sub.shape[0] - overall).max())
-    return out
+    overall = _ecdf(pred, w, points)
+    return {str(name): float(np.abs(_ecdf(pred[mask], w[mask], points) - overall).max())
+            for mask, name in zip(masks, names)}
 
 
-def pmf_unfairness(groups, proba, *, reduce: str = "mean", labels=None) -> dict:
+def pmf_unfairness(groups, proba, *, reduce: str = "mean", labels=None, sample_weight=None) -> dict:
     """Per group, the mean (``reduce="mean"``) or max over grid points of |pmf_s(l) - pmf(l)|, where pmf_s is
-    the group's average predicted distribution: the empirical U_s(pi, l) of eq. (2). Returns ``{group: value}``."""
+    the group's average predicted distribution: the empirical U_s(pi, l) of eq. (2) (weighted averages with
+    ``sample_weight``). Returns ``{group: value}``."""
     if reduce not in ("mean", "max"):
         raise DataError(f"reduce must be 'mean' or 'max'; got {reduce!r}")
     P = _proba(proba)
     masks, names = _groups(groups, P.shape[0], labels)
-    overall = P.mean(axis=0)
+    w = weights_of(sample_weight, P.shape[0])
+    overall = _wmean(P, w)
     op = np.mean if reduce == "mean" else np.max
-    return {str(name): float(op(np.abs(P[mask].mean(axis=0) - overall))) for mask, name in zip(masks, names)}
+    return {str(name): float(op(np.abs(_wmean(P, w, mask) - overall))) for mask, name in zip(masks, names)}

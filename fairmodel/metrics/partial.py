@@ -30,6 +30,7 @@ import numpy as np
 from .._validate import check_vector
 from ..data import Groups
 from ..errors import DataError, ModelError
+from .rates import weights_of
 
 ESTIMATORS = ("clip", "trimmed")
 
@@ -121,9 +122,25 @@ def _trimmed(s: np.ndarray, band) -> np.ndarray:
     return srt[(rank >= alpha) & (rank < beta)]
 
 
-def partial_dp(scores, groups, band=(0.0, 1.0), *, estimator: str = "clip") -> PartialParity:
+def weighted_ccdf(scores: np.ndarray, weights: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Weighted ``Fbar(θ) = sum_{s_i > θ} w_i / sum_i w_i`` of one sample at each threshold."""
+    order = np.argsort(scores, kind="stable")
+    cum = np.concatenate([[0.0], np.cumsum(weights[order])])
+    return 1.0 - cum[np.searchsorted(scores[order], thresholds, side="right")] / cum[-1]
+
+
+def _check_weighted(sample_weight, estimator, n):
+    if sample_weight is None:
+        return None
+    if estimator != "clip":
+        raise ModelError("sample_weight is supported by the 'clip' estimator (identity (29) on the weighted rank); "
+                         "the 'trimmed' estimator keeps points by their unweighted rank")
+    return weights_of(sample_weight, n)
+
+
+def partial_dp(scores, groups, band=(0.0, 1.0), *, estimator: str = "clip", sample_weight=None) -> PartialParity:
     """Partial demographic parity ``max_{k,k'} DP^I_{k,k'}`` of eq. (6) on scores (identity (29) on the
-    empirical rank).
+    empirical rank; with ``sample_weight``, on the weighted rank ``sum_{i in k, s_i > θ} w_i / sum_{i in k} w_i``).
 
     With ``band=(0, 1)`` this is the two-sample Kolmogorov-Smirnov statistic (strong DP, eq. (2)).
     """
@@ -131,12 +148,14 @@ def partial_dp(scores, groups, band=(0.0, 1.0), *, estimator: str = "clip") -> P
     s, g = _groups(scores, groups)
     if estimator not in ESTIMATORS:
         raise ModelError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
+    w = _check_weighted(sample_weight, estimator, s.shape[0])
     check_band_groups(g.sizes, g.names, band)
     per_group = [np.sort(s[ix]) for ix in g.indices()]
     pairwise = {}
     if estimator == "clip":
         thresholds = np.unique(s)
-        rates = [band_rate(ccdf(srt, thresholds), band) for srt in per_group]
+        rates = ([band_rate(ccdf(srt, thresholds), band) for srt in per_group] if w is None else
+                 [band_rate(weighted_ccdf(s[ix], w[ix], thresholds), band) for ix in g.indices()])
         for a, b in _pairs(g):
             pairwise[_key(g, a, b)] = float(np.max(np.abs(rates[a] - rates[b]), initial=0.0))
     else:
@@ -149,8 +168,9 @@ def partial_dp(scores, groups, band=(0.0, 1.0), *, estimator: str = "clip") -> P
 
 
 def weak_partial_dp(scores, groups, band=(0.0, 1.0), *, threshold: float = 0.0,
-                    estimator: str = "clip") -> PartialParity:
-    """Weak partial demographic parity ``max_{k,k'} WDP^I_{k,k'}`` of eq. (9) at ``threshold`` θ̂.
+                    estimator: str = "clip", sample_weight=None) -> PartialParity:
+    """Weak partial demographic parity ``max_{k,k'} WDP^I_{k,k'}`` of eq. (9) at ``threshold`` θ̂ (on the
+    weighted rank with ``sample_weight``, as :func:`partial_dp`).
 
     With ``band=(0, 1)`` this is the difference of positive rates ``|Fbar_k(θ̂) - Fbar_k'(θ̂)|`` (eq. (3)).
     """
@@ -158,13 +178,16 @@ def weak_partial_dp(scores, groups, band=(0.0, 1.0), *, threshold: float = 0.0,
     s, g = _groups(scores, groups)
     if estimator not in ESTIMATORS:
         raise ModelError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
+    w = _check_weighted(sample_weight, estimator, s.shape[0])
     if isinstance(threshold, bool) or not isinstance(threshold, (numbers.Real, np.floating, np.integer)) \
             or not math.isfinite(threshold):
         raise ModelError(f"threshold must be a finite number; got {threshold!r}")
     check_band_groups(g.sizes, g.names, band)
     t = np.array([float(threshold)])
     per_group = [np.sort(s[ix]) for ix in g.indices()]
-    if estimator == "clip":
+    if estimator == "clip" and w is not None:
+        rates = [float(band_rate(weighted_ccdf(s[ix], w[ix], t), band)[0]) for ix in g.indices()]
+    elif estimator == "clip":
         rates = [float(band_rate(ccdf(srt, t), band)[0]) for srt in per_group]
     else:
         rates = [float(ccdf(kept, t)[0]) if kept.size else 0.0 for kept in (_trimmed(srt, band) for srt in per_group)]

@@ -21,6 +21,7 @@ from .._validate import check_matrix
 from ..data import Dataset
 from ..errors import DataError, ModelError
 from ..oracles.strategic import binary_labels, strategic_mask, strategic_scores
+from .rates import weights_of
 
 
 def _inputs(theta, data, y, strategic_features):
@@ -53,19 +54,25 @@ def _over_zeta(fn, zeta):
     return np.array([fn(float(z)) for z in zetas.ravel()]).reshape(zetas.shape)
 
 
-def strategic_accuracy(theta, data, y=None, *, zeta=0.0, strategic_features=None, intercept: float = 0.0):
-    """0-1 accuracy (1/n) sum 1[y_i (<b_i(theta; zeta), theta> + b) > 0] on the strategically shifted data."""
+def strategic_accuracy(theta, data, y=None, *, zeta=0.0, strategic_features=None, intercept: float = 0.0,
+                       sample_weight=None):
+    """0-1 accuracy (1/n) sum 1[y_i (<b_i(theta; zeta), theta> + b) > 0] on the strategically shifted data (a
+    weighted mean with ``sample_weight``)."""
     theta, X, y, mask = _inputs(theta, data, y, strategic_features)
-    return _over_zeta(lambda z: np.mean(_margins(theta, X, y, z, mask, intercept) > 0), zeta)
+    w = weights_of(sample_weight, X.shape[0])
+    return _over_zeta(lambda z: np.average(_margins(theta, X, y, z, mask, intercept) > 0, weights=w), zeta)
 
 
-def strategic_margin(theta, data, y=None, *, zeta=0.0, strategic_features=None, intercept: float = 0.0):
-    """Mean signed margin (1/n) sum y_i (<b_i(theta; zeta), theta> + b): the paper's "accuracy" (§6.1).
+def strategic_margin(theta, data, y=None, *, zeta=0.0, strategic_features=None, intercept: float = 0.0,
+                     sample_weight=None):
+    """Mean signed margin (1/n) sum y_i (<b_i(theta; zeta), theta> + b): the paper's "accuracy" (§6.1) (a
+    weighted mean with ``sample_weight``).
 
     Scale-dependent: theta = 0 scores 0 at every zeta.
     """
     theta, X, y, mask = _inputs(theta, data, y, strategic_features)
-    return _over_zeta(lambda z: np.mean(_margins(theta, X, y, z, mask, intercept)), zeta)
+    w = weights_of(sample_weight, X.shape[0])
+    return _over_zeta(lambda z: np.average(_margins(theta, X, y, z, mask, intercept), weights=w), zeta)
 
 
 def _check_budget(radius, label_cost):

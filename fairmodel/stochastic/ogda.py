@@ -114,6 +114,39 @@ class Estimator:
         return gx, yi, -gy
 
 
+def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str, epochs: int, diameter: float,
+               rng, probes: int = 64) -> dict:
+    """Default constant step and query radius from the problem's own scale (NON-PAPER: the paper reports no
+    constants for its experiments; Theorem 4.1 only asks eta0 < 1/(2 ell)).
+
+    * R0 = D/2, D the diameter of X x Y: the ball-smoothing bias of the estimator is at most ell R (Prop. A.3 (11))
+      and zero for a bilinear or quadratic L, while its one-point variance (d/R)^2 E[L_i(u + R v)^2] falls as
+      R grows; the radius is measured in the units of the domain, not fixed;
+    * eta0 = D / (G sqrt(k n T)), G^2 the mean of ||F_hat_i(u0; R0, v)||^2 over ``probes`` random (i, v) at the
+      start and k the number of independent estimates in one update (3 for OGDA: F_hat_(s_i)(u_i),
+      F_hat_(s_(i-1))(u_i) and F_hat_(s_(i-1))(u_(i-1)); 1 for SGDA): the constant step of robust stochastic approximation for convex-concave saddle problems with an
+      averaged output, whose gap bound is of order D G / sqrt(N) after N = n T steps (Nemirovski, Juditsky, Lan,
+      Shapiro, SIAM J. Optim. 2009, Section 3).
+
+    Returns {"eta0", "R0", "G", "probe_queries"}; the probes are counted as queries of the run.
+    """
+    est = Estimator(oracle, order, estimator)
+    u = oracle.project(np.zeros(oracle.dim))
+    R0 = 0.5 * float(diameter)
+    if not math.isfinite(R0) or R0 <= 0:
+        raise OptionError("the automatic steps need bounded domains with a positive diameter; pass eta0= and R0=")
+    idx = rng.integers(0, oracle.n, size=probes)
+    dirs = sphere_directions(rng, probes, est.d_zo) if order == 0 else [None] * probes
+    sq = []
+    for i, v in zip(idx, dirs):
+        gx, yi, gy = est(int(i), u, R0, v)
+        sq.append(float(gx @ gx + gy @ gy))
+    G = math.sqrt(max(float(np.mean(sq)), 1e-300))
+    k = 3 if method.startswith("ogda") else 1
+    eta0 = float(diameter) / (G * math.sqrt(k * oracle.n * max(int(epochs), 1)))
+    return {"eta0": eta0, "R0": R0, "G": G, "probe_queries": est.queries, "probe_gradients": est.gradients}
+
+
 def _positive(value, name: str) -> float:
     return check_number(value, name, low=0.0, strict=True)
 
@@ -326,7 +359,11 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         except NonFiniteValue as exc:
             status = "failed"
             message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"
-    if weight > base_weight:
+    if monitor is not None and monitor.hit is not None and monitor.suffix:
+        # stopped at the target gap: return the point that was certified (the window of a run of that length)
+        s0, w0 = monitor.sums[monitor._start(monitor.hit[0]) - 1]
+        u_avg = (running_sum() - s0) / (weight - w0)
+    elif weight > base_weight:
         u_avg = (running_sum() - base_sum) / (weight - base_weight)
     else:   # stopped before the output window (or before any step)
         u_avg = running_sum() / weight if weight > 0 else u.copy()

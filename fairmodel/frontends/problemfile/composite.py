@@ -7,6 +7,8 @@ Constraints (``constraint =``):
 * ``equal_opportunity``: the linear surrogate of equal opportunity of Donini et al. 2018: the mean scores of the
   positives of the groups differ by at most ``bound``: ``max(m) - min(m) <= bound`` with
   ``m = group_mean(score, groups, where=y > 0)``;
+* ``equalized_odds``: the linear surrogate of equalized odds of Donini et al. 2018: the same spread of the groups'
+  mean scores, on the positives and on the negatives, at most ``bound`` (``fm.equalized_odds_gap``);
 * ``auc_gap``: the surrogate AUC-fairness gap of a preset (``kind``, default ``intra``; Yao, Lin, Yang) at most
   ``bound``;
 * ``covariance``: the decision-boundary covariance of Zafar et al. 2017: for every group g (all but the first
@@ -23,9 +25,10 @@ from ...problem import Minimize, Problem
 from .spec import build_loss, build_weights
 
 OBJECTIVES = ("max_group_risk", "mean_risk")
-CONSTRAINTS = ("equal_opportunity", "auc_gap", "covariance", "group_loss", "none")
+CONSTRAINTS = ("equal_opportunity", "equalized_odds", "auc_gap", "covariance", "group_loss", "none")
 KEYS = {"objective": "max_group_risk (group DRO, default) or mean_risk", "loss": "logistic, hinge or squared",
-        "constraint": "equal_opportunity, auc_gap, covariance, group_loss or none (default equal_opportunity)",
+        "constraint": "equal_opportunity, equalized_odds, auc_gap, covariance, group_loss or none (default "
+                      "equal_opportunity)",
         "bound": "the constraint's bound (default 0.05)", "kind": "auc_gap preset (default intra)"}
 DESCRIPTION = ("group DRO or mean risk under a fairness constraint (equal opportunity, AUC gap, covariance, "
                "bounded group loss): one CVXPY program and the generic stochastic primal-dual lowering")
@@ -36,6 +39,8 @@ def constraints_of(kind: str, data, score, risks, bound: float, preset: str = "i
     if kind == "equal_opportunity":
         m = dsl.group_mean(score, data.groups, where=data.y > 0)
         return [(dsl.max(m) - dsl.min(m) <= bound).named("equal_opportunity")]
+    if kind == "equalized_odds":
+        return [(dsl.equalized_odds_gap(score, data) <= bound).named("equalized_odds")]
     if kind == "auc_gap":
         return [(auc_gap(score, data, kind=preset) <= bound).named(f"auc_gap_{preset}")]
     if kind == "covariance":

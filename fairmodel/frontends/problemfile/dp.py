@@ -33,12 +33,14 @@ def build(spec, t, data):
     if data.y is None or not data.has_groups:
         raise spec.error("[data]", "dp_postprocessing needs a target and a sensitive attribute")
     train, unl = data.split([fraction, 1.0 - fraction], seed=0)
-    s_train = np.asarray(train.groups.names, dtype=object)[train.groups.codes]
+    s_train = train.groups.codes          # codes, not names: intersectional names are tuples
     clf = LogisticRegression(max_iter=1000).fit(train.X, s_train)
+    names = [train.groups.names[c] for c in clf.classes_]
     rule = dp_parameters("reference", n=unl.n_samples)
     beta = spec.get(t, "beta", "[problem]", "number", default=rule["beta"])
     p_rule = spec.get(t, "p", "[problem]", "str", default="calibrated", choices=["calibrated", "train"])
-    p = "calibrated" if p_rule == "calibrated" else {g: float(np.mean(s_train == g)) for g in clf.classes_}
+    p = "calibrated" if p_rule == "calibrated" else {name: float(np.mean(s_train == c))
+                                                      for name, c in zip(names, clf.classes_)}
     tau = clf.predict_proba(unl.X)
     if task == "regression":
         B = spec.get(t, "B", "[problem]", "number", default=1.0, positive=True)
@@ -47,12 +49,12 @@ def build(spec, t, data):
         reg = LinearRegression().fit(train.X, scale(train.y))
         post = GridPredictor(eta=reg.predict(unl.X), tau=tau, L=spec.get(t, "L", "[problem]", "int", default=rule["L"],
                                                                           positive=True),
-                             B=B, p=p, groups=list(clf.classes_))
+                             B=B, p=p, groups=names)
         objective = squared_risk(post)
     else:
         clf_y = LogisticRegression(max_iter=1000).fit(train.X, train.y)
         post = GridPredictor(cost=1.0 - clf_y.predict_proba(unl.X), tau=tau, grid=clf_y.classes_, p=p,
-                             groups=list(clf.classes_))
+                             groups=names)
         objective = expected_cost(post)
     eps = spec.get(t, "eps", "[problem]", "list" if isinstance(t.get("eps"), list) else "number", default=0.01)
     return Problem(Minimize(objective), [dp_gap(post) <= eps], entropy=0.0 if beta == 0 else 1.0 / beta)

@@ -1,0 +1,353 @@
+"""``fm.assess``: a one-call group-metric report on any model's decisions, scores or predictions, for one
+sensitive feature, several (their intersections), with sample weights and stratified bootstrap intervals.
+
+Argument names follow fairlearn's ``MetricFrame`` where the meaning is the same (``y_true``, ``y_pred``,
+``sensitive_features``, ``sample_weight``; ``.overall``, ``.by_group``, ``.difference()``, ``.ratio()``).
+
+The intervals are percentile intervals of the stratified bootstrap (Efron and Tibshirani 1993, ch. 13): each
+draw resamples, with replacement, as many rows from every group as the group has, and carries the rows' sample
+weights. Every metric is a function of statistics linear in the weights (:mod:`fairmodel.metrics.kernels`), so a
+draw is one row of a weight matrix and a thousand draws are a few matrix products.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import as_generator, check_int, check_number, check_vector
+from ..data import Dataset
+from ..errors import DataError, OptionError
+from . import report
+from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
+from .kernels import Inputs, bootstrap_counts, build, evaluate
+from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, weights_of
+
+DECISION_METRICS = ("selection_rate", "accuracy", "balanced_accuracy", "true_positive_rate", "false_positive_rate",
+                    "false_negative_rate", "precision")
+METRICS = DECISION_METRICS + ("auc", "mse", "mae", "ks")
+METHODS = ("between_groups", "to_overall")
+CHUNK = 100            # bootstrap draws evaluated together (fixed, so a seed gives the same draws everywhere)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Inputs (the columns and the sensitive features are read in :mod:`fairmodel.metrics.columns`)
+# ---------------------------------------------------------------------------------------------------
+def _is_binary(values, pos_label) -> bool:
+    if values is None:
+        return False
+    try:
+        binary(values, pos_label)
+        return True
+    except DataError:
+        return False
+
+
+def _metric_list(metrics, has, regression):
+    """(built-in names, {name: callable}) from ``metrics=`` (None: the defaults for what was given)."""
+    if metrics is None:
+        names = []
+        if has["y_pred"] and not regression:
+            names += list(DECISION_METRICS) if has["y_true"] else ["selection_rate"]
+        if has["scores"] and has["y_true"]:
+            names.append("auc")
+        if regression:
+            names += (["mse", "mae"] if has["y_true"] else []) + ["ks"]
+        if not names:
+            raise DataError("nothing to assess: give y_pred= (decisions or predictions) and/or scores= with y_true=")
+        return names, {}
+    if isinstance(metrics, str) or callable(metrics):
+        metrics = [metrics]
+    items = list(metrics.items()) if isinstance(metrics, dict) else [
+        (m if isinstance(m, str) else getattr(m, "__name__", f"metric_{j}"), m) for j, m in enumerate(metrics)]
+    names, custom = [], {}
+    for key, m in items:
+        if callable(m):
+            custom[str(key)] = m
+        elif isinstance(m, str) and m in METRICS:
+            names.append(m)
+        else:
+            raise OptionError(f"unknown metric {m!r}; metrics are {', '.join(METRICS)}, or a callable "
+                              f"f(y_true, y_pred, sample_weight=None)")
+    if len(set(names) | set(custom)) != len(names) + len(custom):
+        raise OptionError("a metric is listed twice")
+    return names, custom
+
+
+def _check_needs(names, has, yt_binary, yp_binary):
+    for m in names:
+        if m in FROM_CONFUSION:
+            if not has["y_pred"] or not yp_binary:
+                raise DataError(f"{m} needs binary decisions y_pred= (0/1, -1/+1, True/False, or pos_label=)")
+            if m in NEEDS_LABELS and (not has["y_true"] or not yt_binary):
+                raise DataError(f"{m} needs binary labels y_true=")
+        elif m == "auc" and not (has["scores"] and has["y_true"] and yt_binary):
+            raise DataError("auc needs scores= and binary labels y_true=")
+        elif m in ("mse", "mae") and not (has["y_true"] and has["y_pred"]):
+            raise DataError(f"{m} needs numeric y_true= and y_pred=")
+        elif m == "ks" and not (has["y_pred"] or has["scores"]):
+            raise DataError("ks needs predictions y_pred= (or scores=)")
+
+
+def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, metrics=None, sample_weight=None,
+           pos_label=None, data=None) -> "Assessment":
+    """Group metrics of a model's decisions ``y_pred``, scores ``scores`` or numeric predictions.
+
+    sensitive_features : one column (array, list, Series, :class:`fairmodel.Groups`), several columns (a 2-D
+        array, a list of columns, a dict of columns, a DataFrame: their intersections are the groups), or column
+        names of ``data``.
+    metrics : None (the defaults for what is given: the decision metrics for binary ``y_pred``, ``auc`` for
+        ``scores``, ``mse``, ``mae`` and ``ks`` for numeric predictions), a name, a list of names
+        (``selection_rate``, ``true_positive_rate``, ``false_positive_rate``, ``false_negative_rate``,
+        ``accuracy``, ``balanced_accuracy``, ``precision``, ``auc``, ``mse``, ``mae``, ``ks``), callables
+        ``f(y_true, y_pred, sample_weight=None)``, or a dict ``{name: name or callable}``.
+    sample_weight : non-negative weights (e.g. survey weights) used by every metric and every interval.
+    pos_label : the positive value of labels and decisions when they are not coded 0/1, -1/+1 or bools.
+    data : a DataFrame (or dict of columns) in which string arguments name columns; or a
+        :class:`fairmodel.Dataset`, whose labels and groups are the defaults of ``y_true`` and
+        ``sensitive_features`` (levels named after the data's sensitive attribute).
+    """
+    if isinstance(data, Dataset):
+        y_true = data.y if y_true is None else y_true
+        if sensitive_features is None:
+            sensitive_features = dataset_groups(data)
+        data = None
+    yt, yp = _column(y_true, data, "y_true"), _column(y_pred, data, "y_pred")
+    sc = _column(scores, data, "scores")
+    sw = _column(sample_weight, data, "sample_weight")
+    given = [a for a in (yt, yp, sc) if a is not None]
+    if not given:
+        raise DataError("give y_pred= (decisions or predictions) or scores=")
+    n = np.shape(given[0])[0]
+    cols, level_names = sensitive_columns(sensitive_features, data, n)
+    groups = group_labels(cols, level_names, n)
+    w = weights_of(sw, n)
+    has = {"y_true": yt is not None, "y_pred": yp is not None, "scores": sc is not None}
+    yt_bin, yp_bin = _is_binary(yt, pos_label), _is_binary(yp, pos_label)
+    for values, is_bin, name in ((yt, yt_bin, "y_true"), (yp, yp_bin, "y_pred")):
+        if values is not None and not is_bin and np.asarray(values).dtype.kind not in "iufb":
+            binary(values, pos_label, name)        # text labels: say how to name the positive one
+    regression = has["y_pred"] and not yp_bin or (has["y_true"] and not yt_bin and not has["scores"])
+    names, custom = _metric_list(metrics, has, regression)
+    _check_needs(names, has, yt_bin, yp_bin)
+    num_pred = None
+    if yp is not None and any(m in ("mse", "mae", "ks") for m in names):
+        num_pred = check_vector(yp, n, "y_pred")
+    if "ks" in names and num_pred is None:
+        num_pred = check_vector(sc, n, "scores")
+    order = np.argsort(groups.codes, kind="stable")       # rows sorted by group: each group is a slice
+
+    def sort(v):
+        return None if v is None else np.asarray(v)[order]
+
+    inputs = Inputs(
+        n=n, codes=np.asarray(groups.codes)[order], n_groups=groups.n_groups,
+        y_true=sort(check_vector(yt, n, "y_true")) if any(m in ("mse", "mae") for m in names) else None,
+        y_pos=sort(binary(yt, pos_label, "y_true", n)) if yt_bin else None,
+        pred_pos=sort(binary(yp, pos_label, "y_pred", n)) if yp_bin else None,
+        y_pred=sort(num_pred), scores=sort(check_vector(sc, n, "scores")) if sc is not None else None)
+    second = yp if yp is not None else sc
+    custom = {k: (fn, sort(yt), sort(second)) for k, fn in custom.items()}
+    designs, kernels = build(inputs, names, custom)
+    a = Assessment(groups, level_names, [k.name for k in kernels], designs, kernels, inputs, w[order])
+    a.row_order = order
+    return a
+
+
+# ---------------------------------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------------------------------
+def _difference(by, overall, method):
+    if method == "between_groups":
+        return np.max(by, axis=-2) - np.min(by, axis=-2)
+    return np.max(np.abs(by - overall[..., None, :]), axis=-2)
+
+
+def _ratio(by, overall, method):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if method == "between_groups":
+            return np.min(by, axis=-2) / np.max(by, axis=-2)
+        o = overall[..., None, :]
+        return np.min(np.minimum(by / o, o / by), axis=-2)
+
+
+def _method(method):
+    if method not in METHODS:
+        raise OptionError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    return method
+
+
+class Assessment:
+    """The result of :func:`assess`: ``overall``, ``by_group`` (rows: groups, a MultiIndex for intersections;
+    columns: metrics), ``difference()``, ``ratio()``, ``group_min()``, ``group_max()``, ``ci()``,
+    ``to_markdown()``, ``plot()``. NaN marks a metric undefined in a group (a zero denominator)."""
+
+    def __init__(self, groups, level_names, metrics, designs, kernels, inputs, weights):
+        self.metrics = tuple(metrics)
+        self.groups = tuple(groups.names)
+        self.level_names = tuple(level_names)
+        self.sizes = np.asarray(groups.sizes)
+        self.n_samples = inputs.n
+        self._designs, self._kernels, self._inputs, self._w = designs, kernels, inputs, weights
+        by, overall = evaluate(kernels, designs, inputs, weights[:, None])
+        self._by, self._overall = by[0], overall[0]
+        self._ci = None
+        self.row_order = np.arange(self.n_samples)    # row i of the group-sorted inputs is row row_order[i]
+
+    # -- tables --------------------------------------------------------------------------------------
+    @property
+    def overall(self):
+        """The metrics on all rows (a pandas Series indexed by metric, or a dict)."""
+        return report.series(self._overall, self.metrics, "overall")
+
+    @property
+    def by_group(self):
+        """One row per group, one column per metric (a pandas DataFrame, or a :class:`report.Table`)."""
+        return report.frame(self._by, self.groups, self.metrics, self.level_names)
+
+    def difference(self, method: str = "between_groups"):
+        """Per metric, max - min over groups (``between_groups``) or the largest |group - overall|
+        (``to_overall``)."""
+        return report.series(_difference(self._by, self._overall, _method(method)), self.metrics, "difference")
+
+    def ratio(self, method: str = "between_groups"):
+        """Per metric, min / max over groups (``between_groups``) or the smallest of group / overall and
+        overall / group (``to_overall``); 1 means parity."""
+        return report.series(_ratio(self._by, self._overall, _method(method)), self.metrics, "ratio")
+
+    def group_min(self):
+        return report.series(np.min(self._by, axis=0), self.metrics, "group_min")
+
+    def group_max(self):
+        return report.series(np.max(self._by, axis=0), self.metrics, "group_max")
+
+    # -- intervals -----------------------------------------------------------------------------------
+    def bootstrap(self, n_boot: int = 1000, seed=0):
+        """Raw stratified bootstrap draws: (by group ``(n_boot, G, M)``, overall ``(n_boot, M)``)."""
+        n_boot = check_int(n_boot, "n_boot", minimum=2)
+        rng = as_generator(seed)
+        by, overall = [], []
+        for start in range(0, n_boot, CHUNK):
+            draws = min(CHUNK, n_boot - start)
+            W = bootstrap_counts(rng, self._inputs.rows, self.n_samples, draws)
+            W *= self._w[:, None]
+            b, o = evaluate(self._kernels, self._designs, self._inputs, W)
+            by.append(b)
+            overall.append(o)
+        return np.concatenate(by), np.concatenate(overall)
+
+    def ci(self, level: float = 0.95, n_boot: int = 1000, seed=0) -> "Intervals":
+        """Percentile intervals of the stratified bootstrap (seeded, reproducible) for every group's metric,
+        the overall metrics, and the differences and ratios. Kept for ``plot()`` and ``to_markdown()``."""
+        level = check_number(level, "level", low=0.0, high=1.0, strict=True)
+        if level >= 1:
+            raise OptionError(f"level must be < 1 (a 100% percentile interval is the range of the draws); got {level}")
+        by, overall = self.bootstrap(n_boot, seed)
+        self._ci = Intervals(self, level, by, overall, seed)
+        return self._ci
+
+    # -- renderings ----------------------------------------------------------------------------------
+    def to_markdown(self, digits: int = 4) -> str:
+        """The by-group table with the overall, difference and ratio rows, as Markdown (``|`` escaped)."""
+        n_levels = len(self.level_names)
+        extra = [("overall",) + ("",) * (n_levels - 1), ("difference",) + ("",) * (n_levels - 1),
+                 ("ratio",) + ("",) * (n_levels - 1)]
+        extra = [e if n_levels > 1 else e[0] for e in extra]
+        rows = [list(r) for r in self._by] + [list(self._overall),
+                                               list(_difference(self._by, self._overall, "between_groups")),
+                                               list(_ratio(self._by, self._overall, "between_groups"))]
+        text = report.markdown(list(self.groups) + extra, self.level_names, self.metrics, rows, digits)
+        if self._ci is not None:
+            text += "\n\n" + self._ci.to_markdown(digits)
+        return text
+
+    def _repr_html_(self) -> str:
+        rows = [list(r) for r in self._by] + [list(self._overall)]
+        n_levels = len(self.level_names)
+        overall = ("overall",) + ("",) * (n_levels - 1) if n_levels > 1 else "overall"
+        return report.html_table(list(self.groups) + [overall], self.level_names, self.metrics, rows,
+                                 caption=repr(self))
+
+    def __repr__(self) -> str:
+        by = " x ".join(self.level_names)
+        return (f"Assessment(n={self.n_samples}, {len(self.groups)} groups by {by}, "
+                f"metrics=[{', '.join(self.metrics)}])")
+
+    def plot(self, metrics=None, *, ci=None, ax=None):
+        """Per-group bars of each metric (``metrics``: a subset of names), with the intervals of ``ci`` (an
+        :class:`Intervals`, True to compute them with the defaults, or None to use the last ``ci()`` if any)
+        and a dashed line at the overall value. Returns a matplotlib Figure."""
+        names = list(self.metrics) if metrics is None else ([metrics] if isinstance(metrics, str) else list(metrics))
+        for m in names:
+            if m not in self.metrics:
+                raise OptionError(f"metric {m!r} is not in this assessment ({', '.join(self.metrics)})")
+        idx = [self.metrics.index(m) for m in names]
+        intervals = self.ci() if ci is True else (self._ci if ci is None else ci)
+        lower = upper = level = None
+        if intervals:
+            lower, upper, level = intervals._lo[:, idx], intervals._hi[:, idx], intervals.level
+        return report.plot_groups(names, list(self.groups), self._by[:, idx], self._overall[idx], lower, upper,
+                                  ax, level)
+
+
+class Intervals:
+    """Bootstrap intervals of an :class:`Assessment`: ``by_group`` (columns (metric, lower/upper)),
+    ``overall``, ``difference(method)``, ``ratio(method)`` (rows: metrics; columns: lower, upper), and the raw
+    draws ``draws_by_group`` ``(n_boot, G, M)`` and ``draws_overall`` ``(n_boot, M)``. Draws where a metric is
+    undefined (NaN) are left out of its interval; ``undefined`` counts them per group and metric."""
+
+    def __init__(self, assessment, level, by, overall, seed):
+        self.assessment, self.level, self.n_boot, self.seed = assessment, float(level), by.shape[0], seed
+        self.draws_by_group, self.draws_overall = by, overall
+        self.undefined = np.isnan(by).sum(axis=0)
+        self._q = ((1 - self.level) / 2, (1 + self.level) / 2)
+        self._lo, self._hi = self._bounds(by)
+
+    def _bounds(self, draws):
+        out = np.full((2,) + draws.shape[1:], np.nan)
+        ok = np.isfinite(draws).any(axis=0)
+        if ok.any():
+            with np.errstate(all="ignore"):
+                out[:, ok] = np.nanquantile(draws[:, ok], self._q, axis=0)
+        return out[0], out[1]
+
+    def _pairs(self, lo, hi, name):
+        a = self.assessment
+        return report.frame(np.column_stack([lo, hi]), list(a.metrics), ["lower", "upper"], (name,))
+
+    @property
+    def by_group(self):
+        a = self.assessment
+        vals = np.stack([self._lo, self._hi], axis=2).reshape(len(a.groups), -1)
+        cols = [(m, b) for m in a.metrics for b in ("lower", "upper")]
+        return report.frame(vals, list(a.groups), cols, a.level_names)
+
+    @property
+    def overall(self):
+        return self._pairs(*self._bounds(self.draws_overall), "metric")
+
+    def difference(self, method: str = "between_groups"):
+        d = _difference(self.draws_by_group, self.draws_overall, _method(method))
+        return self._pairs(*self._bounds(d), "metric")
+
+    def ratio(self, method: str = "between_groups"):
+        r = _ratio(self.draws_by_group, self.draws_overall, _method(method))
+        return self._pairs(*self._bounds(r), "metric")
+
+    def to_markdown(self, digits: int = 4) -> str:
+        """The intervals of every group's metrics, of the overall metrics and of the between-group differences
+        and ratios, as Markdown."""
+        a = self.assessment
+        n_levels = len(a.level_names)
+        lo = np.vstack([self._lo, self._bounds(self.draws_overall)[0]])
+        hi = np.vstack([self._hi, self._bounds(self.draws_overall)[1]])
+        for f in (_difference, _ratio):
+            b = self._bounds(f(self.draws_by_group, self.draws_overall, "between_groups"))
+            lo, hi = np.vstack([lo, b[0]]), np.vstack([hi, b[1]])
+        extra = [(name,) + ("",) * (n_levels - 1) if n_levels > 1 else name
+                 for name in ("overall", "difference", "ratio")]
+        rows = [[f"[{report.fmt(x, digits)}, {report.fmt(y, digits)}]" for x, y in zip(lr, hr)]
+                for lr, hr in zip(lo, hi)]
+        head = f"{self.level:.0%} stratified bootstrap intervals ({self.n_boot} draws, seed {self.seed}):\n\n"
+        return head + report.markdown(list(a.groups) + extra, a.level_names, a.metrics, rows, digits)
+
+    def __repr__(self) -> str:
+        return f"Intervals(level={self.level:g}, n_boot={self.n_boot}, seed={self.seed!r}, {self.assessment!r})"
