@@ -13,6 +13,7 @@ from . import datasets, metrics
 from ._threads import set_threads, thread_limit, threads
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
+from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResourceLimitError, ResultFileError, SolverError, UnsupportedProblemError)
@@ -51,7 +52,7 @@ def __getattr__(name):
 
 __all__ = [
     # data and results
-    "Batch", "Dataset", "datasets", "Groups", "load_result", "Result",
+    "Batch", "DaskDataset", "Dataset", "datasets", "Groups", "load_result", "Result",
     # the language: variables, losses, atoms, problems
     "abs", "Constant", "dc", "equal_opportunity_gap", "equalized_odds_gap", "group_mean", "group_optimal",
     "hinge_loss", "Inequality", "logistic_loss", "max", "mean", "min", "Minimize", "multiply", "norm", "Parameter",

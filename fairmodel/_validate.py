@@ -212,7 +212,12 @@ def check_scaling(X: np.ndarray, names: Sequence[str]) -> None:
     size = np.abs(X).max(axis=0)
     size[size == 0] = 1.0
     std = (X / size).std(axis=0) * size  # scaled first: no overflow for entries near the float limit
-    varying = np.flatnonzero(np.ptp(X, axis=0) > 0)  # constant columns can have a rounding-error std
+    check_scaling_stats(std, np.ptp(X, axis=0), names)
+
+
+def check_scaling_stats(std: np.ndarray, ptp: np.ndarray, names: Sequence[str], stacklevel: int = 4) -> None:
+    """:func:`check_scaling` from the column standard deviations and ranges (for data read in chunks)."""
+    varying = np.flatnonzero(ptp > 0)  # constant columns can have a rounding-error std
     s = std[varying]
     if s.size < 2 or s.max() <= SCALE_RATIO * s.min():
         return
@@ -223,4 +228,4 @@ def check_scaling(X: np.ndarray, names: Sequence[str]) -> None:
                   f"(ratio {s.max() / s.min():.2g} > {SCALE_RATIO:g}); furthest from the typical {median:.2g}: "
                   f"{listed}. Solvers may converge slowly or inaccurately: standardize the columns "
                   f"((X - X.mean(0)) / X.std(0)), load bundled data with standardize=True, or set standardize = true "
-                  f"in a problem file's [data]", UserWarning, stacklevel=3)
+                  f"in a problem file's [data]", UserWarning, stacklevel=stacklevel)

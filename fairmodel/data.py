@@ -16,7 +16,10 @@ Stochastic solvers never index a ``Dataset`` directly; they ask a *data source* 
   allocated to groups in proportion to their sizes).
 
 An out-of-core or distributed source (a memory-mapped file, a database cursor, shards on several
-machines) implements these four members and can be handed to the same solvers unchanged.
+machines) implements these four members and can be handed to the same solvers unchanged. Full passes go
+through ``map_chunks(fn, size, *per_row)`` (``fn`` applied to every chunk, results in row order: a local loop
+here, Dask tasks for :class:`fairmodel.data_dask.DaskDataset`), and the declarations read the features only
+through ``matvec``, ``rmatvec`` and ``rows``, so ``X`` need not be in memory.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from ._validate import (as_generator, check_complete, check_labels, check_matrix
 from .errors import DataError, ExpressionTypeError
 
 SAMPLER_KINDS = ("uniform", "per_group", "stratified")
+CHUNKED_SOURCES: dict = {}  # "dask" -> the Dask-backed Dataset class (registered by fairmodel.data_dask)
 
 
 class Groups:
@@ -170,6 +174,40 @@ class Dataset:
         self.X.setflags(write=False)
         if self.y is not None:
             self.y.setflags(write=False)
+
+    # -- chunked sources (Dask) ------------------------------------------------------------------------
+    is_chunked = False  # True for data whose features are read chunk by chunk (never all in memory)
+
+    @classmethod
+    def from_dask(cls, X, y=None, groups=None, **kwargs) -> "Dataset":
+        """A Dataset over Dask arrays (rows in chunks, never all in memory): see :mod:`fairmodel.data_dask`."""
+        return _chunked_source().from_arrays(X, y, groups, **kwargs)
+
+    @classmethod
+    def from_parquet(cls, path, target: str | None = None, sensitive: str | None = None,
+                     features: Sequence[str] | None = None, **kwargs) -> "Dataset":
+        """A Dask-backed Dataset read from Parquet file(s) through dask.dataframe (numeric features)."""
+        return _chunked_source().from_parquet(path, target, sensitive, features, **kwargs)
+
+    def in_memory_X(self, what: str) -> np.ndarray:
+        """The feature matrix in memory, for ``what`` (an exact program); chunked data refuse (see DaskDataset)."""
+        return self.X
+
+    def map_chunks(self, fn, size: int = 65536, *per_row) -> list:
+        """[fn(batch, *slices of per_row) for every chunk] in row order (a full pass)."""
+        return [fn(b, *(a[b.rows[0]:b.rows[-1] + 1] for a in per_row)) for b in self.chunks(size)]
+
+    def matvec(self, w) -> np.ndarray:
+        """X @ w (one pass)."""
+        return self.X @ w
+
+    def rmatvec(self, v) -> np.ndarray:
+        """X.T @ v (one pass)."""
+        return self.X.T @ v
+
+    def rows(self, rows) -> np.ndarray:
+        """The feature rows ``X[rows]`` as a NumPy array."""
+        return self.X[rows]
 
     # -- basic facts ------------------------------------------------------------------------------
     @property
@@ -328,6 +366,13 @@ class Dataset:
         """A minibatch sampler of the given ``kind`` (see the module docstring); ``groups`` overrides the
         data set's own groups for the ``per_group`` and ``stratified`` kinds."""
         return Sampler(self, kind, batch_size, seed, groups)
+
+
+def _chunked_source():
+    if "dask" not in CHUNKED_SOURCES:
+        raise DataError("Dask-backed data need the Dask extra: pip install 'fairmodel[dask]' "
+                        "(dask[distributed,dataframe] and pyarrow), then import fairmodel")
+    return CHUNKED_SOURCES["dask"]
 
 
 class Sampler:

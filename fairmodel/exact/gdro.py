@@ -113,6 +113,10 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
     When the Newton method's memory (:func:`fairmodel.exact.budget.newton`) exceeds the limit and the domain is a
     ball, the accelerated projected gradient method is used instead: its Frank-Wolfe gap certifies the same way.
     """
+    if risks.data.is_chunked:  # Dask-backed data: every Newton step is one pass over the chunks (d x d Hessian)
+        start = np.zeros(risks.shape) if theta0 is None else theta0
+        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), start, risks.radius, tol=tol)
+        return theta, value, gap, "projected-newton (chunked passes)"
     n_rows = int(np.count_nonzero(risks.sample_weights(q)))
     estimate = budget.newton(n_rows, risks.shape[0])
     if not budget.fits(estimate, max_memory_gb):

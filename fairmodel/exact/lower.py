@@ -103,7 +103,7 @@ def lower_loss(kernel: type, z, y):
 
 
 def _score(e: E.LinearScore, ctx):
-    return linear_score(e.data.X, ctx.variable(e.w), e.w.intercept)
+    return linear_score(e.data.in_memory_X("the exact (CVXPY) program"), ctx.variable(e.w), e.w.intercept)
 
 
 def _loss(e: E.Loss, ctx):

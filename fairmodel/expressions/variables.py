@@ -136,16 +136,15 @@ class LinearScore(SampleScore):
 
     def design(self, rows=None) -> np.ndarray:
         """The design matrix (X with a column of ones appended when the weights have an intercept)."""
-        return with_intercept(self.data.X if rows is None else self.data.X[rows], self.w.intercept)
+        X = self.data.in_memory_X("the design matrix of a linear score")
+        return with_intercept(X if rows is None else X[rows], self.w.intercept)
 
-    def _numeric(self, env):
-        X = self.data.X if env.rows is None else self.data.X[env.rows]
+    def _numeric(self, env):  # through the data source: X need not be in memory (Dask-backed data)
         w, b = self.w.split(env[self.w])
-        return X @ w + b
+        return (self.data.matvec(w) if env.rows is None else self.data.rows(env.rows) @ w) + b
 
     def backprop(self, env, upstream, grads):
-        X = self.data.X if env.rows is None else self.data.X[env.rows]
-        g = X.T @ upstream
+        g = self.data.rmatvec(upstream) if env.rows is None else self.data.rows(env.rows).T @ upstream
         if self.w.intercept:
             g = np.concatenate([g, np.atleast_1d(upstream.sum(axis=0))[None, ...].reshape((1,) + g.shape[1:])])
         self.w.backprop(env, g, grads)

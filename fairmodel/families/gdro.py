@@ -179,6 +179,7 @@ class GroupDRO(Reduction):
     # -- backends ------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
         check_options(options, ("max_memory_gb",), "the exact group-DRO backend")
+        self.risks.data.in_memory_X("the exact backend")  # Dask-backed data: the stochastic backend or subsample
         start = time.perf_counter()
         offsets = self.offsets(solver) if self.kind == "mero" else self.offsets()
         offsets_time = time.perf_counter() - start

@@ -6,10 +6,60 @@ gradient ``sum_i q_i grad R_i`` with one product ``X @ theta`` and one ``X.T @ v
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..data import Groups
+from ..errors import DataError
 from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, with_intercept
+
+
+class _RiskPass:
+    """One chunk's part of the operator (16): (sum of losses per group, its q-weighted gradient, the scores)."""
+
+    def __init__(self, kernel, intercept, theta, weight, m):
+        self.kernel, self.intercept, self.theta, self.weight, self.m = kernel, intercept, theta, weight, m
+
+    def __call__(self, batch, y, codes):
+        Xd = with_intercept(batch.X, self.intercept)
+        z = Xd @ self.theta
+        totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
+        return totals, Xd.T @ score_gradient(self.kernel, z, y, self.weight[codes]), z
+
+
+class _NewtonPass:
+    """One chunk's part of (f, grad f, Hessian f) for f = sum_j s_j phi(x_j . theta, y_j) (``value_only``: f)."""
+
+    def __init__(self, kernel, intercept, theta, weight, value_only):
+        self.kernel, self.intercept, self.theta, self.weight = kernel, intercept, theta, weight
+        self.value_only = value_only
+
+    def __call__(self, batch, y, codes):
+        Xd = with_intercept(batch.X, self.intercept)
+        z, s = Xd @ self.theta, self.weight[codes]
+        value = float(s @ self.kernel.phi(z, y))
+        if self.value_only:
+            return value
+        grad = Xd.T @ score_gradient(self.kernel, z, y, s)
+        return value, grad, (Xd * (s * self.kernel.d2phi(z, y))[:, None]).T @ Xd
+
+
+def _scores(intercept, theta, batch):
+    return with_intercept(batch.X, intercept) @ theta
+
+
+def _row_norms(intercept, batch):
+    Xd = with_intercept(batch.X, intercept)
+    return np.einsum("ij,ij->i", Xd, Xd)
+
+
+def _ordered_sum(parts):
+    """The sum of per-chunk results in chunk order (the same arithmetic whatever ran the chunks)."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = tuple(a + b for a, b in zip(out, p)) if isinstance(out, tuple) else out + p
+    return out
 
 
 class GroupRisks:
@@ -31,15 +81,23 @@ class GroupRisks:
         self.names = tuple(groups.names)
         self.m = len(self.names)
         self.sizes = groups.sizes.astype(float)
-        self.index = groups.indices()
+        self._index = None
         self._X = None
 
     @property
     def X(self) -> np.ndarray:
-        """The in-memory design matrix (X with a ones column for an intercept): for exact solvers and constants."""
+        """The in-memory design matrix (X with a ones column for an intercept): for exact solvers and constants.
+        Chunked (Dask-backed) data refuse, naming the stochastic backend and ``subsample``."""
         if self._X is None:
-            self._X = self.design(self.data.X)
+            self._X = self.design(self.data.in_memory_X("the exact group-DRO programs"))
         return self._X
+
+    @property
+    def index(self) -> list[np.ndarray]:
+        """Row indices of each group (computed on first use: n integers)."""
+        if self._index is None:
+            self._index = self.groups.indices()
+        return self._index
 
     @property
     def n_samples(self) -> int:
@@ -59,13 +117,16 @@ class GroupRisks:
 
     def single_group(self, i: int) -> "GroupRisks":
         """The risk of group i alone, as a one-group problem (MERO stage 1)."""
+        if self.data.is_chunked:
+            raise DataError("MERO (per-group optima) on Dask-backed data is not supported yet; use group DRO "
+                            "(fm.max(risks)) or an in-memory data.subsample(n, seed=0)")
         rows = self.index[i]
         out = object.__new__(GroupRisks)
         out.__dict__.update(self.__dict__)
         out.data, out.y = self.data.take(rows), self.y[rows]
         out.groups = Groups(np.zeros(rows.size, dtype=np.intp), names=(self.names[i],))
         out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
-        out.sizes, out.index = out.groups.sizes.astype(float), out.groups.indices()
+        out.sizes, out._index = out.groups.sizes.astype(float), None
         out._X = None if self._X is None else self._X[rows]
         return out
 
@@ -82,6 +143,10 @@ class GroupRisks:
 
     # -- full passes -------------------------------------------------------------------------------------
     def scores(self, theta, rows=None) -> np.ndarray:
+        if self.data.is_chunked:  # one pass over the chunks, or a gather of the rows
+            if rows is None:
+                return np.concatenate(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
+            return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
     def losses(self, theta, rows=None) -> np.ndarray:
@@ -98,16 +163,10 @@ class GroupRisks:
         """(R(theta), sum_i q_i grad R_i(theta), scores) in one pass over the data source's chunks (the
         operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps."""
         weight = np.asarray(q, dtype=float) / self.sizes
-        totals = np.zeros(self.m)
-        grad = np.zeros(self.shape)
-        z_all = np.empty((self.n_samples,) + self.shape[1:])
-        for batch in self.data.chunks(chunk):
-            Xd, y = self.batch(batch)
-            codes = self.codes[batch.rows]
-            z = Xd @ theta
-            z_all[batch.rows] = z
-            totals += np.bincount(codes, weights=np.atleast_1d(self.loss.phi(z, y)), minlength=self.m)
-            grad += Xd.T @ score_gradient(self.loss, z, y, weight[codes])
+        parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m), chunk,
+                                     self.y, self.codes)
+        totals, grad = _ordered_sum([p[:2] for p in parts])
+        z_all = np.concatenate([p[2] for p in parts])
         return totals / self.sizes, grad, z_all
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:
@@ -124,8 +183,17 @@ class GroupRisks:
         return LinearModelLoss(self.loss, self.X, self.y, sample_weight=self.sample_weights(q))
 
     def weighted_oracle(self, q):
-        """theta -> (f, grad f, Hessian of f) for f = sum_i q_i R_i (binary losses with d2phi), for Newton."""
-        return self.weighted_loss(q).newton_oracle()
+        """theta -> (f, grad f, Hessian of f) for f = sum_i q_i R_i (binary losses with d2phi), for Newton;
+        on chunked data every call is one pass over the chunks (a d x d Hessian per chunk, summed)."""
+        if not self.data.is_chunked:
+            return self.weighted_loss(q).newton_oracle()
+        weight = np.asarray(q, dtype=float) / self.sizes
+
+        def fun(theta, value_only=False):
+            parts = self.data.map_chunks(_NewtonPass(self.loss, self.w.intercept, theta, weight, value_only),
+                                         None, self.y, self.codes)
+            return float(sum(parts)) if value_only else _ordered_sum(parts)
+        return fun
 
     @property
     def has_hessian(self) -> bool:
@@ -133,11 +201,7 @@ class GroupRisks:
 
     def row_norms_squared(self) -> np.ndarray:
         """||x_j||^2 of every design row (one pass over the data source)."""
-        out = np.empty(self.n_samples)
-        for batch in self.data.chunks():
-            Xd = self.design(batch.X)
-            out[batch.rows] = np.einsum("ij,ij->i", Xd, Xd)
-        return out
+        return np.concatenate(self.data.map_chunks(partial(_row_norms, self.w.intercept)))
 
     # -- constants of the theory --------------------------------------------------------------------------
     def lipschitz_constants(self) -> tuple[float, float]:

@@ -1,0 +1,440 @@
+"""Dask-backed data: a :class:`~fairmodel.data.Dataset` whose features live in chunks (a Dask array, or
+Parquet files read through dask.dataframe) and are never all in memory.
+
+What is held where
+------------------
+* The features ``X`` (n x d) stay a Dask array, chunked by rows (one chunk across the columns). Every
+  full pass (``map_chunks``) runs one task per chunk on Dask's scheduler (threads by default, the workers
+  of a ``dask.distributed.Client`` when one is active) and brings back only each chunk's small result.
+* The labels ``y`` and the integer group codes are O(n) vectors held in memory (8 bytes a row each), so
+  the declarations validate and encode them exactly as for NumPy data; the tasks of a pass read them per
+  chunk. Group names come from a first pass (``unique`` over the chunks), codes from a second.
+* Minibatches (:class:`ChunkSampler`) gather only the sampled rows from the chunks they fall in.
+
+Dask is imported when a Dask method is first used (``pip install 'fairmodel[dask]'``), never by
+``import fairmodel``.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import itertools
+import numbers
+import os
+from fractions import Fraction
+
+import numpy as np
+
+from ._validate import as_generator, check_scaling_stats, check_unique_names
+from .data import CHUNKED_SOURCES, Batch, Dataset, Groups
+from .errors import DataError
+
+DEFAULT_CHUNK_ROWS = 1 << 16
+DEFAULT_BUFFER_BYTES = 128 << 20       # features of pre-drawn minibatch rows kept by a ChunkSampler
+_COUNTER = itertools.count()
+
+
+def _dask():
+    """(dask, dask.array), or a DataError that says how to install them."""
+    try:
+        return importlib.import_module("dask"), importlib.import_module("dask.array")
+    except ImportError:
+        raise DataError("Dask-backed data need the Dask extra: pip install 'fairmodel[dask]' "
+                        "(dask[distributed,dataframe] and pyarrow)") from None
+
+
+def _in_flight() -> int:
+    """Chunks computed together: twice the threads of the active scheduler (a distributed client's workers,
+    else this machine's cores), so that every thread is busy and only a few chunks are in memory at once."""
+    try:
+        client = importlib.import_module("distributed").get_client()
+        threads = sum(client.nthreads().values())
+    except (ImportError, ValueError):
+        threads = os.cpu_count() or 1
+    return max(2, 2 * threads)
+
+
+def _is_dask(a) -> bool:
+    return hasattr(a, "dask") and hasattr(a, "chunks")
+
+
+def _apply(fn, X, y, g, start, stop, *extra):
+    return fn(Batch(np.ascontiguousarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
+                    np.arange(start, stop)), *extra)
+
+
+def _frame_values(frame, columns):
+    # a copy, row-major as NumPy data: a view would keep the partition's whole pandas block alive in any
+    # result that holds it (e.g. the labels of a chunk)
+    return np.array(frame[columns].to_numpy(dtype=float), order="C", copy=True)
+
+
+def _frame_labels(frame, column, integer):
+    col = frame[column]
+    if col.isna().any():
+        raise DataError(f"the sensitive column {column!r} has missing values; drop or fill those rows first")
+    return col.to_numpy(dtype=np.int64) if integer else col.astype(str).to_numpy(dtype=object)
+
+
+def _chunk_stats(batch):
+    """(all finite, column min, max, count, mean, M2, labels, distinct group labels) of one chunk."""
+    X = batch.X
+    mean = X.mean(axis=0)
+    return (bool(np.isfinite(X).all()), X.min(axis=0), X.max(axis=0), X.shape[0], mean,
+            ((X - mean) ** 2).sum(axis=0), batch.y, None if batch.groups is None else np.unique(batch.groups))
+
+
+def _pooled_std(counts, means, m2s):
+    """Column standard deviations from per-chunk counts, means and sums of squared deviations (Chan et al.)."""
+    n, mean, m2 = counts[0], means[0], m2s[0]
+    for nb, mb, m2b in zip(counts[1:], means[1:], m2s[1:]):
+        delta, total = mb - mean, n + nb
+        mean, m2, n = mean + delta * nb / total, m2 + m2b + delta ** 2 * n * nb / total, total
+    return np.sqrt(m2 / n)
+
+
+def _encode_batch(names, batch):
+    return _encode(batch.groups, names)
+
+
+def _take(X, local):
+    return np.asarray(X, dtype=float)[local]
+
+
+def _matvec(w, batch):
+    return batch.X @ w
+
+
+def _rmatvec(batch, v):
+    return batch.X.T @ v
+
+
+def _encode(block, names):
+    """Group labels of one chunk to integer codes (``names`` sorted)."""
+    block = np.asarray(block)
+    codes = np.searchsorted(names, block.astype(str) if names.dtype.kind == "U" else block)
+    return codes.astype(np.intp)
+
+
+class DaskDataset(Dataset):
+    """A Dataset over Dask arrays; build it with :meth:`Dataset.from_dask` or :meth:`Dataset.from_parquet`.
+
+    Same facts and data-source members as :class:`Dataset` (``n_samples``, ``groups``, ``chunks``,
+    ``sampler``, ``map_chunks``, ``matvec``, ``rmatvec``, ``rows``); ``take``/``subsample``/``split`` return
+    in-memory Datasets of the selected rows (``subsample`` is how to hand a sample to the exact backend).
+    """
+
+    is_chunked = True
+
+    def __init__(self, *args, **kwargs):
+        raise DataError("build Dask-backed data with fm.Dataset.from_dask(X, y, groups) or "
+                        "fm.Dataset.from_parquet(path, target=..., sensitive=...)")
+
+    @classmethod
+    def from_arrays(cls, X, y=None, groups=None, *, feature_names=None, name: str = "data",
+                    target_name: str | None = None, sensitive_name: str | None = None,
+                    chunk_rows: int | None = None) -> "DaskDataset":
+        """Validate and wrap Dask (or NumPy) arrays: X (n, d) numeric, y (n,), groups (n,) labels.
+
+        NumPy inputs are cut into chunks of ``chunk_rows`` rows (default 65,536); Dask inputs keep their
+        row chunks (``chunk_rows`` rechunks them). Checks (finite numbers, shapes, scaling) and group names
+        come from one pass over the chunks, the group codes from a second pass over the group column.
+        """
+        _, da = _dask()
+        rows = chunk_rows or DEFAULT_CHUNK_ROWS
+        X = X if _is_dask(X) else da.from_array(np.asarray(X), chunks=(rows, -1))
+        if X.ndim != 2:
+            raise DataError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}")
+        if X.dtype.kind not in "biuf":
+            raise DataError(f"X has dtype {X.dtype}; features must be numeric (encode categorical columns first)")
+        X = X.rechunk({0: chunk_rows or X.chunks[0], 1: -1})
+        if any(np.isnan(c) for c in X.chunks[0]):
+            raise DataError("X has unknown chunk sizes; call X.compute_chunk_sizes() first")
+        n, d = (int(s) for s in X.shape)
+        if n == 0 or d == 0:
+            raise DataError(f"X must have at least one row and one column; got shape {X.shape}")
+
+        def aligned(v, what):
+            v = v if _is_dask(v) else da.from_array(np.asarray(v), chunks=(X.chunks[0],))
+            if v.ndim != 1 or int(v.shape[0]) != n:
+                raise DataError(f"{what} must be 1-D with one entry per row of X ({n}); got shape {v.shape}")
+            return v.rechunk((X.chunks[0],))
+
+        yd = None if y is None else aligned(y, "y")
+        gd = None if groups is None else aligned(groups, "groups")
+        if yd is not None and yd.dtype.kind not in "biuf":
+            raise DataError(f"y has dtype {yd.dtype}; labels must be numeric (map them to numbers first)")
+        self = object.__new__(cls)
+        self.X, self._yd, self._gd, self.y, self._groups = X, yd, gd, None, None
+        self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.intp)
+        # first pass, one task per chunk: finiteness and column statistics of X, the labels, the group names
+        parts = self.map_chunks(_chunk_stats)
+        if not all(p[0] for p in parts):
+            raise DataError("X contains NaN or infinite values; drop or impute them first")
+        lo, hi = np.min([p[1] for p in parts], axis=0), np.max([p[2] for p in parts], axis=0)
+        std = _pooled_std([p[3] for p in parts], [p[4] for p in parts], [p[5] for p in parts])
+        if yd is not None:
+            self.y = np.concatenate([p[6] for p in parts])
+            if not np.all(np.isfinite(self.y)):
+                raise DataError("y contains NaN or infinite values; drop or impute those rows first")
+        if gd is not None:
+            names = np.unique(np.concatenate([p[7] for p in parts]))
+            names = names.astype(str) if names.dtype == object else names
+            if names.dtype.kind == "f" and np.isnan(names).any():
+                raise DataError("group labels contain missing values; drop or fill those rows first")
+            codes = np.concatenate(self.map_chunks(functools.partial(_encode_batch, names)))  # second pass
+            self._gd = gd.map_blocks(_encode, names, dtype=np.intp)      # the codes, per chunk, in later passes
+            self._groups = Groups(codes, names=tuple(names.tolist()))
+            check_unique_names(self._groups.names, "distinct group labels read as the same text",
+                               "make the labels one type (e.g. strings)")
+        if feature_names is None:
+            feature_names = [f"x{j}" for j in range(d)]
+        if len(feature_names) != d:
+            raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
+        self.feature_names = tuple(str(f) for f in feature_names)
+        check_unique_names(self.feature_names, "duplicated feature name(s)", "give every column its own name")
+        check_scaling_stats(np.asarray(std), np.asarray(hi) - np.asarray(lo), self.feature_names, stacklevel=4)
+        self.name, self.target_name, self.sensitive_name = name, target_name, sensitive_name
+        if self.y is not None:
+            self.y.setflags(write=False)
+        return self
+
+    @classmethod
+    def from_parquet(cls, path, target=None, sensitive=None, features=None, *, name: str = "data",
+                     **read_options) -> "DaskDataset":
+        """Parquet file(s) through ``dask.dataframe.read_parquet`` (one chunk per partition, numeric features;
+        ``features`` defaults to every column except the target and the sensitive column)."""
+        _dask()
+        dd = importlib.import_module("dask.dataframe")
+        df = dd.read_parquet(path, **read_options)
+        columns = list(df.columns)
+        for label, col in (("target", target), ("sensitive", sensitive)):
+            if col is not None and col not in columns:
+                raise DataError(f"{label} column {col!r} is not in {path}; columns are {columns}")
+        features = [c for c in columns if c not in (target, sensitive)] if features is None else list(features)
+        unknown = [c for c in features if c not in columns]
+        if unknown:
+            raise DataError(f"feature column(s) {unknown} are not in {path}; columns are {columns}")
+        bad = [c for c in features if df[c].dtype.kind not in "biuf"]
+        if bad:
+            raise DataError(f"feature column(s) {bad} are not numeric; Parquet input must be encoded already "
+                            f"(one-hot or ordinal) before it is read in chunks")
+        # one collection of the needed columns, cut into pandas partitions once: X, y and the groups of a
+        # chunk are three views of the same partition read (computed once per pass)
+        dask, da = _dask()
+        parts = df[list(dict.fromkeys(features + [c for c in (target, sensitive) if c is not None]))].to_delayed()
+        counts, step = [dask.delayed(len)(p) for p in parts], _in_flight()
+        lengths = [n for k in range(0, len(counts), step) for n in dask.compute(*counts[k:k + step])]
+
+        def column(fn, *args, shape=(), dtype=float):
+            return da.concatenate([da.from_delayed(dask.delayed(fn)(p, *args), shape=(n,) + shape, dtype=dtype)
+                                   for p, n in zip(parts, lengths) if n])
+        X = column(_frame_values, features, shape=(len(features),))
+        y = None if target is None else column(_frame_values, target)
+        g = None
+        if sensitive is not None:
+            integer = df[sensitive].dtype.kind in "biu"
+            g = column(_frame_labels, sensitive, integer, dtype=np.int64 if integer else object)
+        return cls.from_arrays(X, y, g, feature_names=features, name=name, target_name=target,
+                               sensitive_name=sensitive, chunk_rows=None)
+
+    # -- facts ---------------------------------------------------------------------------------------
+    @property
+    def n_samples(self) -> int:
+        return int(self._bounds[-1])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self._bounds) - 1
+
+    def __repr__(self) -> str:
+        g = "" if self._groups is None else f", groups={dict(zip(self._groups.names, self._groups.sizes.tolist()))}"
+        return f"DaskDataset({self.name!r}, n={self.n_samples}, d={self.n_features}, chunks={self.n_chunks}{g})"
+
+    def in_memory_X(self, what: str):
+        raise DataError(f"{what} needs the features in memory, but this Dataset is backed by Dask "
+                        f"({self.n_samples} rows in {self.n_chunks} chunks). Solve it with the stochastic backend "
+                        f"(prob.solve(backend='stochastic')), or build the problem on an in-memory stratified "
+                        f"sample: data.subsample(n, seed=0)")
+
+    # -- full passes ---------------------------------------------------------------------------------
+    def _blocks(self):
+        k = self.n_chunks
+        Xb = self.X.to_delayed(optimize_graph=False).ravel()
+        yb = [None] * k if self._yd is None else self._yd.to_delayed(optimize_graph=False).ravel()
+        gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
+        return Xb, yb, gb
+
+    def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
+        """[fn(batch, *per-chunk slices of per_row) for every chunk], in row order, as one Dask computation
+        (one task per chunk; ``size`` is ignored: the chunks are the Dask array's)."""
+        dask, _ = _dask()
+        Xb, yb, gb = self._blocks()
+        tag, b = next(_COUNTER), self._bounds
+        tasks = [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
+                                                  *(a[b[i]:b[i + 1]] for a in per_row),
+                                                  dask_key_name=f"fairmodel-pass-{tag}-{i}")
+                 for i in range(self.n_chunks)]
+        step = _in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
+        out = []
+        for k in range(0, len(tasks), step):
+            out.extend(dask.compute(*tasks[k:k + step]))
+        return out
+
+    def chunks(self, size: int | None = None):
+        """The chunks one at a time as NumPy Batches (a streaming pass on the client)."""
+        dask, _ = _dask()
+        Xb, yb, gb = self._blocks()
+        for i in range(self.n_chunks):
+            X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+            yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
+                        np.arange(self._bounds[i], self._bounds[i + 1]))
+
+    def matvec(self, w) -> np.ndarray:
+        return np.concatenate(self.map_chunks(functools.partial(_matvec, np.asarray(w))))
+
+    def rmatvec(self, v) -> np.ndarray:
+        parts = self.map_chunks(_rmatvec, None, np.asarray(v))
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        return out
+
+    def rows(self, rows) -> np.ndarray:
+        """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read)."""
+        dask, _ = _dask()
+        rows = np.asarray(rows, dtype=np.intp).ravel()
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
+            raise DataError(f"row indices must lie in [0, {self.n_samples})")
+        chunk = np.searchsorted(self._bounds, rows, side="right") - 1
+        order = np.argsort(chunk, kind="stable")
+        used, starts = np.unique(chunk[order], return_index=True)
+        pieces = np.split(order, starts[1:])
+        Xb = self.X.to_delayed(optimize_graph=False).ravel()
+        out = np.empty((rows.size, self.n_features))
+        step = 4   # chunks gathered per computation: the transient copies stay a few chunks' worth of rows
+        for k in range(0, used.size, step):
+            got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c])
+                                 for c, p in zip(used[k:k + step], pieces[k:k + step])])
+            for p, block in zip(pieces[k:k + step], got):
+                out[p] = block
+        return out
+
+    def take(self, rows) -> Dataset:
+        """An in-memory Dataset of the given rows (group names kept)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        out = object.__new__(Dataset)
+        out.X = self.rows(rows)
+        out.y = None if self.y is None else self.y[rows]
+        out._groups = None if self._groups is None else self._groups.take(rows)
+        out.feature_names, out.name = self.feature_names, self.name
+        out.target_name, out.sensitive_name = self.target_name, self.sensitive_name
+        return out
+
+    def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None,
+                buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> "ChunkSampler":
+        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes)
+
+
+class ChunkSampler:
+    """Seeded minibatches from chunked data: rows uniform with replacement (``"uniform"``) or ``batch_size``
+    rows from every group, uniform within the group (``"per_group"``, eq. (20) of Yu et al. 2024).
+
+    Two-stage draw, exactly the law of i.i.d. uniform draws: for B draws from group g (all rows for
+    "uniform"), the counts per chunk are multinomial(B, n_gc / n_g), then each draw in chunk c is a row of g
+    in c uniformly (probability 1/n_gc), and the B draws are randomly permuted. A row j of g in chunk c is
+    drawn with probability (n_gc / n_g)(1 / n_gc) = 1 / n_g, the draws are independent (multinomial counts
+    with exchangeable order are what B i.i.d. chunk choices give), so estimators are unbiased exactly as
+    with in-memory sampling. B is large (a buffer of ``buffer_bytes`` of features), gathered in one Dask
+    computation that reads only the chunks holding drawn rows; draws are then served from the buffer.
+    """
+
+    def __init__(self, data: DaskDataset, kind: str, batch_size: int, seed=None, groups=None,
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES):
+        if kind not in ("uniform", "per_group"):
+            raise DataError(f"Dask-backed data support the 'uniform' and 'per_group' samplers; got {kind!r}")
+        if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
+            raise DataError(f"batch_size must be a positive integer; got {batch_size!r}")
+        self.data, self.kind, self.batch_size = data, kind, int(batch_size)
+        self.rng = as_generator(seed)
+        if kind == "uniform":
+            self.groups = None
+            codes, names = np.zeros(data.n_samples, dtype=np.intp), ("all",)
+        else:
+            self.groups = data.groups if groups is None else Groups(groups)
+            if len(self.groups) != data.n_samples:
+                raise DataError(f"the sampler's groups have {len(self.groups)} entries for {data.n_samples} rows")
+            self.groups.require_nonempty(f"the {kind!r} sampler")
+            codes, names = self.groups.codes, self.groups.names
+        m = len(names)
+        self._order = np.argsort(codes, kind="stable")      # rows of each group, ascending, group by group
+        sizes = np.bincount(codes, minlength=m)
+        self._starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        # rows of group g in chunk c: self._order[starts[g] + offsets[g, c] : ... + counts[g, c]]
+        self._offsets = np.stack([np.searchsorted(self._order[s:s + n], data._bounds) for s, n in
+                                  zip(self._starts, sizes)])
+        self.chunk_counts = np.diff(self._offsets, axis=1)     # n_gc
+        self.sizes = sizes
+        self.buffer_rows = max(1, int(buffer_bytes // (8 * data.n_features * m)))
+        self._rows = np.empty((m, 0), dtype=np.intp)
+        self._X = np.empty((m, 0, data.n_features))
+        self._pos = 0
+
+    def chunk_probabilities(self, g: int) -> list[Fraction]:
+        """P(chunk c) = n_gc / n_g of the first stage for group g (exact fractions)."""
+        return [Fraction(int(c), int(self.sizes[g])) for c in self.chunk_counts[g]]
+
+    def row_probabilities(self, g: int) -> dict[int, Fraction]:
+        """The exact probability of each row of group g in one draw: sum over chunks of P(c) P(row | c)."""
+        out: dict[int, Fraction] = {}
+        for c, pc in enumerate(self.chunk_probabilities(g)):
+            n_gc = int(self.chunk_counts[g, c])
+            for r in self._group_rows(g, c):
+                out[int(r)] = out.get(int(r), Fraction(0)) + pc * Fraction(1, n_gc)
+        return out
+
+    def _group_rows(self, g: int, c: int) -> np.ndarray:
+        s = self._starts[g]
+        return self._order[s + self._offsets[g, c]: s + self._offsets[g, c + 1]]
+
+    def _draw_group(self, g: int, B: int) -> np.ndarray:
+        counts = self.rng.multinomial(B, self.chunk_counts[g] / self.sizes[g])
+        picks = [self._order[self._starts[g] + self._offsets[g, c] + self.rng.integers(0, self.chunk_counts[g, c], k)]
+                 for c, k in enumerate(counts) if k]
+        return self.rng.permutation(np.concatenate(picks))
+
+    def _refill(self, need: int) -> None:
+        """Replace the buffer by B fresh i.i.d. draws per group. Unused draws of the old buffer are dropped:
+        a choice made by position only, never by value, so the draws served stay i.i.d. uniform."""
+        B = max(need, min(self.buffer_rows, self.data.n_samples))
+        m = self._rows.shape[0]
+        self._rows, self._X = self._rows[:, :0], self._X[:, :0]      # free the old buffer first
+        self._rows = np.stack([self._draw_group(g, B) for g in range(m)])
+        self._X = self.data.rows(self._rows.ravel()).reshape(m, B, -1)
+        self._pos = 0
+
+    def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
+        return self._next(batch_size)[0]
+
+    def _next(self, batch_size):
+        size = self.batch_size if batch_size is None else int(batch_size)
+        if self._pos + size > self._rows.shape[1]:
+            self._refill(size)
+        sl = slice(self._pos, self._pos + size)
+        self._pos += size
+        return self._rows[:, sl].ravel(), self._X[:, sl].reshape(-1, self._X.shape[2])
+
+    def draw(self, batch_size: int | None = None) -> Batch:
+        """A Batch of ``batch_size`` rows (per group, group by group, for "per_group")."""
+        rows, X = self._next(batch_size)
+        d = self.data
+        groups = (self.groups.codes[rows] if self.groups is not None
+                  else None if d._groups is None else d._groups.codes[rows])
+        return Batch(X, None if d.y is None else d.y[rows], groups, rows)
+
+
+CHUNKED_SOURCES["dask"] = DaskDataset
