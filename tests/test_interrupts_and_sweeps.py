@@ -154,3 +154,10 @@ def test_out_is_checked_before_solving(gdro_file, capsys, tmp_path, monkeypatch)
     assert "--force" in capsys.readouterr().err
     monkeypatch.undo()
     assert cli.main(["solve", str(gdro_file), "--out", str(out), "--force"]) in (0, 3)
+
+
+def test_crosscheck_out_prints_what_it_saved(gdro_file, capsys, tmp_path):
+    out = tmp_path / "cc"
+    cli.main(["crosscheck", str(gdro_file), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert f"saved: {out / 'exact.json'}" in printed and str(out / "crosscheck.md") in printed

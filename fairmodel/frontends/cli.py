@@ -72,6 +72,11 @@ def _backend(args, spec) -> str:
     return args.backend or problemfile.file_backend(spec)
 
 
+def _verbose(args):
+    """Progress bars: --verbose forces them, --json silences them, else shown on a terminal."""
+    return False if getattr(args, "json", False) else getattr(args, "verbose", None)
+
+
 def _outputs(args, names) -> list[Path]:
     """The result paths under --out, checked before any solving: existing results need --force."""
     paths = [Path(args.out) / name for name in names] if getattr(args, "out", None) else []
@@ -87,7 +92,7 @@ def _solve(args) -> int:
     prob, data, spec = _load(args)
     backend = _backend(args, spec)
     targets = _outputs(args, ["result"])
-    result = prob.solve(backend=backend, verbose=None if not args.json else False, **_solve_args(args, spec, backend))
+    result = prob.solve(backend=backend, verbose=_verbose(args), **_solve_args(args, spec, backend))
     saved = None
     if targets:
         saved = [str(p) for p in result.save(targets[0], overwrite=True)]
@@ -111,7 +116,7 @@ def _crosscheck(args) -> int:
     seed = stochastic.pop("seed")
     targets = _outputs(args, ["exact", "stochastic", "crosscheck.md"])
     report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
-                        **({"verbose": False} if args.json else {}))
+                        verbose=_verbose(args))
     saved = None
     if targets:
         saved = [str(p) for r, target in zip((report.exact, report.stochastic), targets)
@@ -123,6 +128,8 @@ def _crosscheck(args) -> int:
                                   "report": report.to_dict(), "saved": saved})
     else:
         print(report.to_markdown())
+        if saved:
+            print(f"saved: {', '.join(saved)}")
     _plot(args, {"exact": report.exact, "stochastic": report.stochastic}, optimum=report.exact.objective)
     return EXIT_OK if report.ok else EXIT_NOT_OK
 
@@ -168,7 +175,7 @@ def _sweep(args) -> int:
     def build(value):
         sub = spec_of(value)
         return problemfile.build_problem(sub, problemfile.load_data(sub))
-    frontier = sweep(build, values, param=args.param, backend=backend,
+    frontier = sweep(build, values, param=args.param, backend=backend, verbose=_verbose(args),
                      options_for=lambda value: _solve_args(args, spec_of(value), backend))
     saved = _save_frontier(frontier, targets)
     if args.json:
@@ -250,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                                               "else exact)")
         p.add_argument("--method", help="method of the backend (default: the file's, else the family's default)")
         p.add_argument("--seed", type=int, help="seed of the stochastic solver (default: [solve] seed, else 0)")
+        p.add_argument("--verbose", action="store_true", default=None, help="show progress bars (default: on a "
+                       "terminal)")
         if json_out:
             p.add_argument("--json", action="store_true", help="print one JSON document (schema 1, docs/json.md)")
         if out:
