@@ -125,6 +125,17 @@ def _as_label_array(labels) -> np.ndarray:
     return out
 
 
+def checked_feature_names(feature_names, d: int) -> tuple[str, ...]:
+    """The ``d`` column names as text (default ``x0, x1, ...``), refused when their count is wrong or one repeats."""
+    if feature_names is None:
+        feature_names = [f"x{j}" for j in range(d)]
+    if len(feature_names) != d:
+        raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
+    names = tuple(str(f) for f in feature_names)
+    check_unique_names(names, "duplicated feature name(s)", "give every column its own name")
+    return names
+
+
 @dataclass(frozen=True)
 class Batch:
     """Rows of a data source: features, labels (or None) and group codes (or None), with their row ids."""
@@ -161,12 +172,7 @@ class Dataset:
             if len(g) != n:
                 raise DataError(f"groups has {len(g)} entries but X has {n} rows; they must match")
             self._groups = g
-        if feature_names is None:
-            feature_names = [f"x{j}" for j in range(d)]
-        if len(feature_names) != d:
-            raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
-        self.feature_names = tuple(str(f) for f in feature_names)
-        check_unique_names(self.feature_names, "duplicated feature name(s)", "give every column its own name")
+        self.feature_names = checked_feature_names(feature_names, d)
         check_scaling(self.X, self.feature_names)
         self.name = name
         self.target_name = target_name

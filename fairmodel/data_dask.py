@@ -26,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 
 from ._validate import as_generator, check_scaling_stats, check_unique_names
-from .data import CHUNKED_SOURCES, Batch, Dataset, Groups
+from .data import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
 from .errors import DataError
 
 DEFAULT_CHUNK_ROWS = 1 << 16
@@ -187,12 +187,7 @@ class DaskDataset(Dataset):
             self._groups = Groups(codes, names=tuple(names.tolist()))
             check_unique_names(self._groups.names, "distinct group labels read as the same text",
                                "make the labels one type (e.g. strings)")
-        if feature_names is None:
-            feature_names = [f"x{j}" for j in range(d)]
-        if len(feature_names) != d:
-            raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
-        self.feature_names = tuple(str(f) for f in feature_names)
-        check_unique_names(self.feature_names, "duplicated feature name(s)", "give every column its own name")
+        self.feature_names = checked_feature_names(feature_names, d)
         check_scaling_stats(np.asarray(std), np.asarray(hi) - np.asarray(lo), self.feature_names, stacklevel=4)
         self.name, self.target_name, self.sensitive_name = name, target_name, sensitive_name
         if self.y is not None:
