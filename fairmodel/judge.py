@@ -39,9 +39,9 @@ def verdict(status: str, checks: list[Check], message: str = "") -> tuple[str, s
     return status, " ".join(notes)
 
 
-@few_threads
 def judge_solution(reduction, solution) -> Evaluation:
-    """The evaluation of a backend's :class:`Solution` (with the context the solve recorded for its judge)."""
+    """The evaluation of a backend's :class:`Solution` (with the context the solve recorded for its judge; called
+    inside ``Problem.solve``, which already chose the threads)."""
     return reduction.evaluate(dict(solution.variables), **solution.judge_context)
 
 

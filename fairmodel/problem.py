@@ -176,10 +176,11 @@ class Problem:
             _check_keywords(family.solve_stochastic, options, f"the stochastic method {method!r}")
             with interruptible() as stop:   # Ctrl-C: the method stops at its next epoch; its iterate is judged
                 solution = family.solve_stochastic(method=method, seed=seed, verbose=verbose, **options)
-                if stop.requested:
+                if stop.requested:   # the loops that stop early say where; others ran to their end
+                    where = (solution.message if solution.status == "interrupted"
+                             else f"interrupted by Ctrl-C {solution.message}".strip())
                     solution.status = "interrupted"
-                    solution.message = ("interrupted by Ctrl-C; the last iterate is returned, judged on the full "
-                                        "data. " + solution.message).strip()
+                    solution.message = f"{where}; the last iterate is returned, judged on the full data"
         solved = time.perf_counter()
         evaluation = judge_solution(family, solution)
         checks = family.acceptance(evaluation, backend)
@@ -221,7 +222,6 @@ class Problem:
         finally:
             node.value = original
 
-    @few_threads
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.
 

@@ -82,9 +82,10 @@ def _outputs(args, names) -> list[Path]:
     paths = [Path(args.out) / name for name in names] if getattr(args, "out", None) else []
     if not getattr(args, "force", False):
         for p in paths:
-            if p.suffix == ".md" and p.exists():
+            if p.suffix != ".md":
+                check_free(p)
+            elif p.exists():
                 raise OptionError(f"{p} already exists; choose another --out directory or pass --force")
-            check_free(p)
     return paths
 
 

@@ -12,6 +12,8 @@ group and draw instead.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -69,13 +71,14 @@ def _levels(values, inputs: Inputs):
     return levels, code, levels.size, local, local_levels
 
 
-class Kernel:
+class Kernel(ABC):
     """One metric: ``evaluate(W, cache)`` -> (by group ``(B, G)``, overall ``(B,)``) for weights ``W`` ``(n, B)``."""
 
     name = ""
 
+    @abstractmethod
     def evaluate(self, W, cache):
-        raise NotImplementedError
+        """(by group, overall) values of the metric for the weight columns ``W``."""
 
 
 class AdditiveKernel(Kernel):
