@@ -47,8 +47,10 @@ class HingeRows:
     f+_i(v) = (1/n) sum_r pos(y_ir(v))        for the constraints ``idx`` (global indices, one per row of y).
     """
 
-    def __init__(self, X: np.ndarray, wsl: slice, idx, j, cut):
-        self.X, self.wsl, self.n = np.asarray(X, dtype=float), wsl, X.shape[0]
+    def __init__(self, X: np.ndarray, wsl: slice, idx, j, cut, n: int | None = None):
+        # n: the divisor of f+_i (the group size); a working set keeps some of the n rows (dc_working_set.py)
+        self.X, self.wsl = np.asarray(X, dtype=float), wsl
+        self.n = X.shape[0] if n is None else int(n)
         self.idx = np.asarray(idx, dtype=int)
         self.j = np.asarray(j, dtype=int)
         self.cut = np.asarray(cut, dtype=float)
@@ -118,20 +120,21 @@ class SmoothObjective:
 class HingeProgram:
     """Subproblem (25) data that do not depend on the anchor: the smooth objective F and the hinge blocks.
 
-    ``objective(v) -> (F, ∇F, ∇²F)``; ``blocks``: :class:`HingeRows` covering each of the m constraints once.
+    ``objective(v) -> (F, ∇F, ∇²F)``; ``blocks``: :class:`HingeRows` covering each of the m constraints once
+    (at most once with ``complete=False``: a working set may leave a constraint without hinges).
     """
 
-    def __init__(self, objective, blocks: list, m: int, D: int):
+    def __init__(self, objective, blocks: list, m: int, D: int, complete: bool = True):
         self.objective, self.blocks, self.m, self.D = objective, blocks, m, D
-        covered = np.concatenate([b.idx for b in blocks]) if blocks else np.zeros(0, int)
-        if np.sort(covered).tolist() != list(range(m)):
+        covered = np.sort(np.concatenate([b.idx for b in blocks])) if blocks else np.zeros(0, int)
+        if (covered.tolist() != list(range(m))) if complete else np.any(np.diff(covered) == 0):
             raise ValueError("the hinge blocks must cover every constraint exactly once")
-        self.inv_n = np.empty(m)
+        self.inv_n = np.zeros(m)
         for b in blocks:
             self.inv_n[b.idx] = 1.0 / b.n
 
     def plus(self, v) -> np.ndarray:
-        out = np.empty(self.m)
+        out = np.zeros(self.m)
         for b in self.blocks:
             out[b.idx] = b.plus(v)
         return out
