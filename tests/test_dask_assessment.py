@@ -118,3 +118,22 @@ def test_intervals_and_row_metrics_are_refused(cols):
         fm.assess(dk(c["target"]), y_pred=dk(c["pred"]), sensitive_features=dk(c["g"]), metrics=["ks"])
     with pytest.raises(DataError, match="one entry per row"):
         fm.assess(dk(c["y"]), y_pred=dk(c["yp"][:-1]), sensitive_features=dk(c["g"]))
+
+
+def test_k_group_auc_fairness_presets_on_dask(cols):
+    c = cols
+    y = np.where(c["y"] == 1, 1, -1)
+    coarse = np.round(c["s"], 1)
+    for kind, mode in (("intra", "pairwise"), ("bpsn_bnsp", "pairwise"), ("inter", "one_vs_rest")):
+        ref = fm.metrics.auc_fairness_groups(coarse, y, c["g"], kind, mode=mode, sample_weight=c["w"])
+        got = fm.metrics.auc_fairness_groups(dk(coarse), dk(y), dk(c["g"]), kind, mode=mode,
+                                             sample_weight=dk(c["w"]))
+        assert got.worst == ref.worst and set(got.gaps) == set(ref.gaps)      # exact levels: same comparisons
+        for k in ref.gaps:
+            np.testing.assert_allclose(got.gaps[k], ref.gaps[k], rtol=1e-10, atol=1e-13)
+            assert got.error_bounds[k] == 0
+        ref = fm.metrics.auc_fairness_groups(c["s"], c["y"], c["g"], kind, mode=mode, positive=1)
+        got = fm.metrics.auc_fairness_groups(dk(c["s"]), dk(c["y"]), dk(c["g"]), kind, mode=mode, positive=1)
+        for k in ref.gaps:     # the sketch: within the reported bound (sum of the two AUCs' bounds)
+            assert abs(got.gaps[k] - ref.gaps[k]) <= got.error_bounds[k] + 1e-12
+            assert 0 < got.error_bounds[k] < 1e-3
