@@ -20,48 +20,114 @@ the same numbers as without a working set, from the exact full-data oracles.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
-from .dc_ipm import HingeProgram, HingeRows, duality_gap, solve_subproblem
+from .dc_ipm import HingeProgram, duality_gap, solve_subproblem
 
 MAX_ROUNDS = 8     # re-solves after sign changes before the full program is solved instead
 
 
+class HingePairs:
+    """Some hinges of many constraints as one flat block (the :class:`~fairmodel.oracles.dc_ipm.HingeRows`
+    interface with 1-d arrays over the pairs): pair p is the hinge of constraint ``idx[local[p]]`` on the row
+    ``X[p]`` (rows repeat when they belong to several constraints), y_p(v) = X_p . v[wsl] - v[j] - cut, and
+    f+_i sums its pairs over ``n_each[i]`` (the constraint's full row count)."""
+
+    def __init__(self, X, wsl: slice, idx, local, j, cut, n_each):
+        self.X, self.wsl = np.asarray(X, dtype=float), wsl
+        self.idx, self.local = np.asarray(idx, dtype=int), np.asarray(local, dtype=int)
+        self.j, self.cut, self.n_each = np.asarray(j, dtype=int), np.asarray(cut, float), np.asarray(n_each, float)
+        self.has_j = self.j[self.local] >= 0
+        self.j_pair = np.where(self.has_j, self.j[self.local], 0)
+        self.cut_pair = self.cut[self.local]
+        m_b, N = self.idx.size, self.local.size
+        self.sum_matrix = sparse.csr_matrix((np.ones(N), (self.local, np.arange(N))), shape=(m_b, N))
+
+    def expand(self, per_constraint) -> np.ndarray:
+        return np.asarray(per_constraint)[self.idx][self.local]
+
+    def per_constraint(self, V) -> np.ndarray:
+        return np.bincount(self.local, weights=V, minlength=self.idx.size)
+
+    def expand_cut(self) -> np.ndarray:
+        return self.cut_pair
+
+    def y(self, v) -> np.ndarray:
+        return self.X @ v[self.wsl] - np.where(self.has_j, v[self.j_pair], 0.0) - self.cut_pair
+
+    def apply(self, dv) -> np.ndarray:
+        return self.X @ dv[self.wsl] - np.where(self.has_j, dv[self.j_pair], 0.0)
+
+    def adjoint_each(self, V, D: int) -> np.ndarray:
+        out = np.zeros((self.idx.size, D))
+        out[:, self.wsl] = self.sum_matrix @ (V[:, None] * self.X)
+        rows = np.flatnonzero(self.j >= 0)
+        out[rows, self.j[rows]] -= self.per_constraint(V)[rows]
+        return out
+
+    def adjoint(self, V, D: int) -> np.ndarray:
+        out = np.zeros(D)
+        out[self.wsl] = self.X.T @ V
+        out -= np.bincount(self.j_pair[self.has_j], weights=V[self.has_j], minlength=D)
+        return out
+
+    def add_gram(self, Psi, K) -> None:
+        PX = Psi[:, None] * self.X
+        K[self.wsl, self.wsl] += self.X.T @ PX
+        C = self.sum_matrix @ PX
+        sums = self.per_constraint(Psi)
+        for i in np.flatnonzero(self.j >= 0):
+            j = self.j[i]
+            K[self.wsl, j] -= C[i]
+            K[j, self.wsl] -= C[i]
+            K[j, j] += sums[i]
+
+    def plus(self, v) -> np.ndarray:
+        return self.per_constraint(np.maximum(self.y(v), 0.0)) / self.n_each
+
+
 def _restrict(prog: HingeProgram, Y, keep, S, c):
-    """The working-set program: for each constraint the hinges ``keep`` (per block, (m_b, n) booleans); the
-    others replaced by y (where Y > 0) or 0 (where Y <= 0), folded into (S, c). Returns (program, S', c')."""
+    """The working-set program: the hinges ``keep`` (per block, (m_b, n) booleans) as one :class:`HingePairs`
+    block; the others replaced by y (where Y > 0) or 0 (where Y <= 0), folded into (S, c).
+    Returns (program, S', c')."""
     S, c = S.copy(), c.copy()
-    blocks = []
+    parts = {}
     for b, y, k in zip(prog.blocks, Y, keep):
         positive = (y > 0) & ~k
-        count = positive.sum(axis=1)
-        folded = b.adjoint_each(positive.astype(float), prog.D)          # sum over the rows of e_ir, per constraint
-        S[b.idx] -= folded / b.n
-        c[b.idx] += count * b.cut / b.n
-        for local, i in enumerate(b.idx):
-            rows = np.flatnonzero(k[local])
-            if rows.size:
-                blocks.append(HingeRows(b.X[rows], b.wsl, [i], [b.j[local]], [b.cut[local]], n=b.n))
+        S[b.idx] -= b.adjoint_each(positive.astype(float), prog.D) / b.n_each[:, None]
+        c[b.idx] += positive.sum(axis=1) * b.cut / b.n_each
+        local, rows = np.nonzero(k)
+        parts.setdefault((b.wsl.start, b.wsl.stop), []).append((b.X[rows], b.idx[local]))
+    j, cut, n_each = np.empty(prog.m, int), np.empty(prog.m), np.empty(prog.m)
+    for b in prog.blocks:
+        j[b.idx], cut[b.idx], n_each[b.idx] = b.j, b.cut, b.n_each
+    blocks = []
+    for (lo, hi), part in parts.items():         # one flat block per score (its weights' slice)
+        cons = np.concatenate([i for _, i in part])
+        if cons.size:
+            idx, local = np.unique(cons, return_inverse=True)
+            blocks.append(HingePairs(np.concatenate([x for x, _ in part]), slice(lo, hi), idx, local, j[idx],
+                                     cut[idx], n_each[idx]))
     return HingeProgram(prog.objective, blocks, prog.m, prog.D, complete=False), S, c
 
 
 def _expand(prog, Y, keep, reduced, u_reduced):
     """The hinge weights of the full program: the working set's u, 1 on hinges replaced by y, 0 elsewhere."""
     u = [((y > 0) & ~k).astype(float) for y, k in zip(Y, keep)]
-    where = {int(i): (bi, local) for bi, b in enumerate(prog.blocks) for local, i in enumerate(b.idx)}
-    for rb, ur in zip(reduced.blocks, u_reduced):
-        bi, local = where[int(rb.idx[0])]
-        u[bi][local, keep[bi][local]] = ur[0]
+    for pairs, flat in zip(reduced.blocks, u_reduced):
+        offset = 0
+        for b, ub, k in zip(prog.blocks, u, keep):
+            if b.wsl == pairs.wsl:
+                count = int(k.sum())
+                ub[k] = flat[offset:offset + count]
+                offset += count
     return u
 
 
 def _restrict_warm(prog, keep, reduced, warm):
     lam, u_full = warm
-    where = {int(i): (bi, local) for bi, b in enumerate(prog.blocks) for local, i in enumerate(b.idx)}
-    u = []
-    for rb in reduced.blocks:
-        bi, local = where[int(rb.idx[0])]
-        u.append(u_full[bi][local, keep[bi][local]][None, :])
-    return lam, u
+    return lam, [np.concatenate([ub[k] for b, ub, k in zip(prog.blocks, u_full, keep) if b.wsl == pairs.wsl])
+                 for pairs in reduced.blocks]
 
 
 def solve_with_working_set(prog: HingeProgram, anchor, S, c, mu: float, radius: float | None, *,
