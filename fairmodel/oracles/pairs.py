@@ -152,7 +152,7 @@ class LinearMoments:
             Xc, Mc, wc = X[start:start + chunk], masks[:, start:start + chunk], wts[start:start + chunk]
             for s in range(S):
                 D = Xc[Mc[s]] - self.means[s]
-                self.covs[s] += (D * wc[Mc[s], None]).T @ D
+                self.covs[s] += (D.T if weights is None else (D * wc[Mc[s], None]).T) @ D
         self.covs /= self.counts[:, None, None]
         self._factors = None
 

@@ -292,6 +292,9 @@ class GroupOptimal(Expr):
             raise ExpressionTypeError("group_optimal needs the group risks, fm.group_mean(loss, groups)")
         if not risks.is_convex() or len(risks.variables()) != 1:
             raise ModelError("group_optimal needs convex group risks of one Weights variable")
+        if isinstance(risks.expr, Multiply) and risks.expr.weighting:
+            raise ModelError("group_optimal of sample-weighted risks is not supported: the optima R*_g are computed by "
+                             "the group-DRO reduction, which takes unweighted group risks")
         self.risks = risks
         self.size = risks.size
         self._values: np.ndarray | None = None
