@@ -140,6 +140,25 @@ def check_vector(v, n: int | None, name: str) -> np.ndarray:
     return arr
 
 
+def check_sample_weight(sample_weight, n: int, what: str = "the data") -> np.ndarray:
+    """Sample weights as a read-only float64 array: 1-D, ``n`` entries (one per row of ``what``), finite,
+    non-negative and not all zero; a :class:`DataError` saying which rule failed otherwise."""
+    arr = np.asarray(sample_weight)
+    if arr.ndim != 1:
+        raise DataError(f"sample_weight must be a 1-D array with one weight per row; got shape {arr.shape}")
+    _numeric(arr, "sample_weight")
+    arr = arr.astype(float)
+    if arr.shape[0] != n:
+        raise DataError(f"sample_weight has {arr.shape[0]} entries but {what} has {n} rows; they must match")
+    check_finite(arr, "sample_weight")
+    if arr.size and arr.min() < 0:
+        raise DataError(f"sample_weight must be >= 0; entry {int(np.argmin(arr))} is {arr.min():g}")
+    if not arr.any():
+        raise DataError("sample_weight is zero everywhere: no row would count")
+    arr.setflags(write=False)
+    return arr
+
+
 def _is_missing(value, tokens) -> bool:
     if value is None:
         return True

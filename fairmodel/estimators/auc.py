@@ -9,20 +9,26 @@ from ..problem import Minimize, Problem
 
 from ..metrics.auc import PRESETS
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, solve_problem, two_groups
+from ..errors import DataError
+from ._base import BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, two_groups
 
 
-def accuracy_threshold(scores, signed) -> float:
-    """The threshold t maximizing the accuracy of ``score > t`` against labels coded +1/-1.
+def accuracy_threshold(scores, signed, sample_weight=None) -> float:
+    """The threshold t maximizing the (weighted) accuracy of ``score > t`` against labels coded +1/-1.
 
     Candidates are the midpoints between consecutive distinct scores and one point below the smallest and above
-    the largest score; among equally accurate thresholds the smallest wins. O(n log n).
+    the largest score; among equally accurate thresholds the smallest wins. Rows of zero weight are left out (as
+    if removed). O(n log n).
     """
+    scores, signed = np.asarray(scores, dtype=float), np.asarray(signed)
+    wts = np.ones(scores.size) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    keep = wts > 0
+    scores, signed, wts = scores[keep], signed[keep], wts[keep]
     order = np.argsort(scores, kind="stable")
-    s, pos = np.asarray(scores, dtype=float)[order], np.asarray(signed)[order] > 0
-    # k points at or below the threshold: correct = negatives among them + positives above them
-    neg_below = np.concatenate([[0], np.cumsum(~pos)])
-    pos_above = pos.sum() - np.concatenate([[0], np.cumsum(pos)])
+    s, pos, wts = scores[order], signed[order] > 0, wts[order]
+    # k points at or below the threshold: correct = negatives among them + positives above them (their weights)
+    neg_below = np.concatenate([[0.0], np.cumsum(np.where(pos, 0.0, wts))])
+    pos_above = wts[pos].sum() - np.concatenate([[0.0], np.cumsum(np.where(pos, wts, 0.0))])
     correct = neg_below + pos_above
     valid = np.ones(s.size + 1, dtype=bool)
     valid[1:-1] = s[1:] > s[:-1]            # a threshold can only fall between distinct scores
@@ -56,8 +62,10 @@ class FairAUCClassifier(FairLinearClassifier):
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"T": 500}`` SMD steps per oracle call;
         the library's default is 4000).
 
-    ``fit(X, y, sensitive_features=None)``: without sensitive features (or with ``kappa=None``) the model is
-    plain AUC maximization on the ball. Binary labels: ``classes_[1]`` is the positive class.
+    ``fit(X, y, sensitive_features=None, sample_weight=None)``: without sensitive features (or with
+    ``kappa=None``) the model is plain AUC maximization on the ball. Binary labels: ``classes_[1]`` is the
+    positive class. ``sample_weight`` weighs every pair (i, j) of the AUC loss and of the fairness gap by
+    w_i w_j (integer weights are repeated rows) and the accuracy that chooses ``threshold_``.
 
     Fitted attributes: ``coef_`` (the AUC score is ``X @ coef_[0]``; no intercept, the AUC ignores shifts),
     ``threshold_`` and ``intercept_ = -threshold_``, ``result_`` (the judged :class:`fairmodel.Result`, with
@@ -91,7 +99,7 @@ class FairAUCClassifier(FairLinearClassifier):
         check_number(self.c2, "c2", low=0.0, strict=True)
         check_choice(self.backend, "backend", BACKENDS)
 
-    def _problem(self, data):
+    def _problem(self, data, sw=None):
         w = dsl.Weights(data.n_features, radius=self.radius)
         s = data.score(w)
         constraints = []
@@ -105,16 +113,23 @@ class FairAUCClassifier(FairLinearClassifier):
                     raise ValueError(f"protected must name the protected group when sensitive_features has more "
                                      f"than two groups (every other group is gamma = -1); groups are {self.groups_}")
                 protected = self.groups_[0] if protected is None else protected
-                gap = auc_gap(s, data, kind=self.kind, protected=protected, c1=self.c1, c2=self.c2)
+                gap = auc_gap(s, data, kind=self.kind, protected=protected, c1=self.c1, c2=self.c2, sample_weight=sw)
                 constraints.append(gap <= self.kappa)
-        return Problem(Minimize(auc_loss(s, data.y, c1=self.c1, c2=self.c2)), constraints), w
+        return Problem(Minimize(auc_loss(s, data.y, c1=self.c1, c2=self.c2, sample_weight=sw)), constraints), w
 
-    def fit(self, X, y, sensitive_features=None):
+    def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()
         data = self._validate_fit(X, y, sensitive_features)
-        prob, w = self._problem(data)
+        sw = check_sample_weight(sample_weight, data.n_samples)
+        if sw is not None and not (sw[data.y > 0].sum() > 0 and sw[data.y < 0].sum() > 0):
+            raise ValueError("only one class has a positive total sample_weight; the AUC compares the two classes, "
+                             "so the classifier can't train on one class")
+        try:
+            prob, w = self._problem(data, sw)
+        except DataError as exc:          # e.g. a class or a group of zero total weight
+            raise ValueError(str(exc)) from None
         result = solve_problem(self, prob, self.backend, self.method)
         self._store(result, w)
-        self.threshold_ = accuracy_threshold(data.X @ self.coef_[0], data.y)
+        self.threshold_ = accuracy_threshold(data.X @ self.coef_[0], data.y, sw)
         self.intercept_ = np.array([-self.threshold_])
         return self

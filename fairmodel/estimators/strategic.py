@@ -11,7 +11,7 @@ from ..problem import Minimize, Problem
 from ..data import Dataset
 from ..oracles.strategic import strategic_mask
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, solve_problem
+from ._base import BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem
 
 
 class StrategicRobustClassifier(FairLinearClassifier):
@@ -44,8 +44,10 @@ class StrategicRobustClassifier(FairLinearClassifier):
     random_state : seed of the stochastic backend.
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"epochs": 50}``; default 200).
 
-    ``fit(X, y, sensitive_features=None)``: the model has no sensitive attribute; passing one raises a
-    ValueError rather than silently ignoring it. Fitted attributes: ``coef_``, ``intercept_``, ``center_``,
+    ``fit(X, y, sensitive_features=None, sample_weight=None)``: the model has no sensitive attribute; passing one
+    raises a ValueError rather than silently ignoring it. ``sample_weight`` centers the Wasserstein ball at the
+    weighted empirical distribution (mass w_i / sum w on row i; integer weights are repeated rows) and centers the
+    features by their weighted means. Fitted attributes: ``coef_``, ``intercept_``, ``center_``,
     ``strategic_mask_`` (boolean, per column), ``classes_``, ``result_`` (the judged :class:`fairmodel.Result`:
     ``result_.objective`` is the worst-case risk, ``result_.metrics`` holds the accuracy after the agents'
     response and the worst-case accuracy). ``predict_proba`` is the logistic link of ``decision_function`` on
@@ -90,18 +92,19 @@ class StrategicRobustClassifier(FairLinearClassifier):
         except ValueError as exc:
             raise ValueError(f"strategic_features: {exc}") from None
 
-    def fit(self, X, y, sensitive_features=None):
+    def fit(self, X, y, sensitive_features=None, sample_weight=None):
         if sensitive_features is not None:
             raise ValueError("StrategicRobustClassifier has no sensitive attribute (it is robust to strategic and "
                              "Wasserstein shifts, not constrained by group): fit it without sensitive_features")
         self._check_params()
         data = self._validate_fit(X, y, None)
+        sw = check_sample_weight(sample_weight, data.n_samples)
         self.strategic_mask_ = self._mask(data.n_features)
-        self.center_ = data.X.mean(axis=0) if self.center else np.zeros(data.n_features)
+        self.center_ = np.average(data.X, axis=0, weights=sw) if self.center else np.zeros(data.n_features)
         data = Dataset(data.X - self.center_, data.y)
         w = dsl.Weights(data.n_features)
         score = strategic_score(data, w, strategic_features=self.strategic_mask_, zeta=self.zeta)
-        risk = wasserstein_worst_case(dsl.logistic_loss(score, data.y), radius=self.radius,
+        risk = wasserstein_worst_case(dsl.logistic_loss(score, data.y, sample_weight=sw), radius=self.radius,
                                          label_cost=self.label_cost)
         extra = {"order": int(self.order)} if self.backend == "stochastic" else {}
         result = solve_problem(self, Problem(Minimize(risk)), self.backend, self.method, **extra)

@@ -12,7 +12,7 @@ equivalent lowerings (they agree to solver tolerance when the interval I is vali
   Delta_i = (mu_S - mu_S') . theta and v_S = ||R_S theta||^2 (R_S' R_S = population covariance of set S):
   O(p^2) program size whatever n;
 * ``pairwise``: the literal surrogate (6), (1/(|S||S'|)) sum over all pairs (i, j) in S x S' (i = j
-  included) of c1 (h_i - h_j - c2)^2. The scores h = X theta are lifted as variables so that each pair is
+  included) of c1 (h_i - h_j - c2)^2 (with sample weights, the pair weighs w_i w_j / (W_S W_S') instead). The scores h = X theta are lifted as variables so that each pair is
   one sparse row with two entries (memory O(#pairs), not O(#pairs x p)); refused above a memory limit;
 * ``lifted``: the x of (10): variables a_i, b_i in I and the closed-form maximum over alpha in I,
   max_alpha {2 c1 Delta alpha - q alpha^2} = q huber(c1 Delta / q, I); exact for any interval I.
@@ -58,7 +58,7 @@ class AUCPrograms:
     @property
     def moments(self) -> LinearMoments:
         if self._moments is None:
-            self._moments = LinearMoments(self.X, self.pairs.masks)
+            self._moments = self.pairs.linear_moments(self.X)
         return self._moments
 
     # -- pair risks as CVXPY expressions -------------------------------------------------------------------
@@ -116,9 +116,15 @@ class AUCPrograms:
             S, T = np.flatnonzero(pr.masks[pr.first[i]]), np.flatnonzero(pr.masks[pr.second[i]])
             k = S.size * T.size
             rows = np.arange(k)
-            scale = 1.0 / np.sqrt(k)  # rows scaled to keep the cone well conditioned (Clarabel stalls otherwise)
+            # row (i, j) scaled by sqrt of the pair's weight: 1/sqrt(k), or sqrt(w_i w_j / (W_S W_T)) with sample
+            # weights (the scaling also keeps the cone well conditioned: Clarabel stalls otherwise)
+            if pr.weights is None:
+                scale = np.full(k, 1.0 / np.sqrt(k))
+            else:
+                wS, wT = pr.weights[S], pr.weights[T]
+                scale = np.sqrt(np.outer(wS, wT).ravel() / (wS.sum() * wT.sum()))
             cols = np.concatenate([np.repeat(S, T.size), np.tile(T, S.size)])
-            E = sp.csr_matrix((np.concatenate([np.full(k, scale), np.full(k, -scale)]),
+            E = sp.csr_matrix((np.concatenate([scale, -scale]),
                                (np.concatenate([rows, rows]), cols)), shape=(k, n))
             risks.append(pr.c1[i] * cp.sum_squares(E @ h - pr.c2[i] * scale))
         return cp.hstack(risks)

@@ -51,17 +51,17 @@ def wdrsc_program(model: WDRSC, max_memory_gb=None):
         c_plus = s >= cp.logistic(zp) - 2.0 * model.kappa * alpha         # lambda^+ (gamma = +1 branch)
         pos_constraints = (c_minus, c_plus)
         constraints += [c_minus, c_plus]
-        objective = objective + cp.sum(s) / model.n
+        objective = objective + model.mass_pos @ s                       # (1/n) sum_i, or sum_i p_i (weights)
     if model.n_neg:
-        objective = objective + cp.sum(cp.logistic(zn)) / model.n
+        objective = objective + model.mass_neg @ cp.logistic(zn)
     return cp.Problem(cp.Minimize(objective), constraints), theta, alpha, pos_constraints
 
 
 def solve_wdrsc(model: WDRSC, solver=None, verbose=False, max_memory_gb=None):
     """Solve (E1); returns (theta*, alpha*, gamma*, OPT, record).
 
-    gamma*_i = n (lambda_i^+ - lambda_i^-) for y_i = +1 (stationarity in s_i gives lambda^+ + lambda^- = 1/n),
-    0 for y_i = -1 (those gamma_i do not enter L, so the saddle point is not unique in them). Raises SolverError
+    gamma*_i = (lambda_i^+ - lambda_i^-) / p_i for y_i = +1 (stationarity in s_i gives lambda^+ + lambda^- = p_i,
+    the row's mass, 1/n without weights; gamma_i = 0 for a row of mass 0, which does not enter L), 0 for y_i = -1 (those gamma_i do not enter L, so the saddle point is not unique in them). Raises SolverError
     when alpha* reaches alpha_max (the truncation would change the problem: raise alpha_max).
     """
     problem, theta, alpha, pos_constraints = wdrsc_program(model, max_memory_gb)
@@ -70,8 +70,12 @@ def solve_wdrsc(model: WDRSC, solver=None, verbose=False, max_memory_gb=None):
     if pos_constraints is not None:
         lam_minus = np.asarray(pos_constraints[0].dual_value, dtype=float)
         lam_plus = np.asarray(pos_constraints[1].dual_value, dtype=float)
-        gamma[model.pos] = np.clip(model.n * (lam_plus - lam_minus), -1.0, 1.0)
-        record["dual_sum_error"] = float(np.max(np.abs(model.n * (lam_plus + lam_minus) - 1.0)))
+        p = model.mass_pos
+        live = p > 0
+        g = np.zeros(p.size)
+        g[live] = np.clip((lam_plus - lam_minus)[live] / p[live], -1.0, 1.0)
+        gamma[model.pos] = g
+        record["dual_sum_error"] = float(np.max(np.abs((lam_plus + lam_minus)[live] / p[live] - 1.0), initial=0.0))
     a = float(alpha.value)
     if a >= model.alpha_max * (1 - 1e-6):
         raise SolverError(f"alpha* = {a:.6g} reached alpha_max = {model.alpha_max:.6g}: the truncated problem differs "
@@ -103,10 +107,11 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False, max_memory_gb=Non
     objective = a / slope * cp.norm(theta, 2) if a >= 0 else a * top
     if model.n_pos:
         gp = gamma[model.pos]
-        linear = model.X[model.pos].T @ (C_LABEL * (1.0 + gp) - 1.0)   # z affine for y = +1
-        objective = objective + (cp.sum(cp.logistic(zp)) + linear @ theta) / model.n
+        p = model.mass_pos
+        linear = model.X[model.pos].T @ (p * (C_LABEL * (1.0 + gp) - 1.0))   # z affine for y = +1
+        objective = objective + p @ cp.logistic(zp) + linear @ theta
     if model.n_neg:
-        objective = objective + cp.sum(cp.logistic(zn)) / model.n
+        objective = objective + model.mass_neg @ cp.logistic(zn)
     radius = slope * top if model.x_domain.radius is None else min(slope * top, model.x_domain.radius)
     problem = cp.Problem(cp.Minimize(objective), [cp.norm(theta, 2) <= radius])
     what = "the inner minimum of the duality gap (E3)"

@@ -146,7 +146,7 @@ def canonicalize(e: Expr) -> Expr:
 def rebuild(e: Expr, args: tuple) -> Expr:
     """``e`` with new (equivalent) children, for the atoms whose children may need canonicalizing."""
     if isinstance(e, Multiply):
-        return Multiply(e.a, args[0])
+        return Multiply(e.a, args[0], weighting=e.weighting)
     if isinstance(e, Abs):
         return Abs(args[0])
     if isinstance(e, Pos):

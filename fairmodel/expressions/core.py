@@ -324,9 +324,13 @@ class ScalarMul(Expr):
 
 class Multiply(Expr):
     """The elementwise product a ⊙ e of a fixed data vector a with a vector expression e (per sample or per
-    group), e.g. ``(z - z.mean()) * data.score(w)`` for the decision-boundary covariance of Zafar et al. 2017."""
+    group), e.g. ``(z - z.mean()) * data.score(w)`` for the decision-boundary covariance of Zafar et al. 2017.
 
-    def __init__(self, vector, expr: Expr):
+    ``weighting=True`` marks the product an aggregate builds from the sample weights of the losses below it
+    (:func:`sample_weights_of`): the weights are applied there, and an aggregate above does not apply them again.
+    """
+
+    def __init__(self, vector, expr: Expr, weighting: bool = False):
         reject_parameters(expr, "a product")
         if expr.kind not in VECTOR_KINDS:
             raise ExpressionTypeError(f"a data vector multiplies a per-sample or per-group expression; {expr} is "
@@ -343,6 +347,7 @@ class Multiply(Expr):
         self.a.setflags(write=False)
         self.expr, self.args = expr, (expr,)
         self.kind, self.size = expr.kind, expr.size
+        self.weighting = bool(weighting)
 
     @property
     def curvature(self):
@@ -367,7 +372,29 @@ class Multiply(Expr):
         self.expr.backprop(env, self.coefficients(env) * np.asarray(upstream), grads)
 
     def __str__(self):
-        return f"a ⊙ ({self.expr})"
+        return f"{'sw' if self.weighting else 'a'} ⊙ ({self.expr})"
+
+
+def sample_weights_of(expr: Expr):
+    """The sample weights (``sample_weight=`` of a loss) carried by a per-sample expression, or None.
+
+    The per-sample nodes below ``expr`` are searched, down to a product already marked ``weighting`` (its
+    weights are applied). Weights of one sample are the weights of every per-sample term in it: two different
+    weight vectors in one aggregate are refused.
+    """
+    found, stack = None, [expr]
+    while stack:
+        e = stack.pop()
+        if e.kind != "samples" or (isinstance(e, Multiply) and e.weighting):
+            continue
+        w = getattr(e, "sample_weight", None)
+        if w is not None:
+            if found is not None and found is not w and not np.array_equal(found, w):
+                raise ModelError(f"two different sample_weight vectors meet in one mean ({expr}): aggregate the "
+                                 f"differently weighted losses separately (one fm.mean each)")
+            found = w
+        stack.extend(e.args)
+    return found
 
 
 class Abs(Expr):

@@ -62,6 +62,10 @@ def _parse(problem):
         if getattr(other, "w", None) is not getattr(obj.score, "w", None) or \
                 getattr(other, "data", None) is not getattr(obj.score, "data", None):
             return "the AUC loss and every fairness gap must use the same score data.score(w)"
+    w0 = obj.sample_weight
+    if any((g.sample_weight is None) != (w0 is None) or (w0 is not None and not np.array_equal(g.sample_weight, w0))
+           for g in gaps):
+        return "the AUC loss and every fairness gap must have the same sample_weight"
     if not isinstance(obj.score, (LinearScore, MLPScore)):
         return f"the score {obj.score} must be data.score(w) (linear) or data.score(net) (fm.SigmoidMLP)"
     if canonical.options:
@@ -138,7 +142,8 @@ class AUCFairness(Reduction):
         if self.w.radius is None:
             return None
         X = self.model.X
-        means = np.vstack([X[m].mean(axis=0) for m in pr.masks])
+        w = pr.weights
+        means = np.vstack([np.average(X[m], axis=0, weights=None if w is None else w[m]) for m in pr.masks])
         mu_s, mu_t = means[pr.first], means[pr.second]
         need = np.maximum.reduce([np.linalg.norm(mu_s, axis=1), np.linalg.norm(mu_t, axis=1),
                                   pr.c1 / pr.q * np.linalg.norm(mu_s - mu_t, axis=1)])
@@ -289,11 +294,11 @@ class AUCFairness(Reduction):
         for j, (gap, kappa, c) in enumerate(zip(self.gaps, self.kappas, self.problem.canonical.constraints)):
             f1, f2 = f[2 * j + 1], f[2 * j + 2]
             constraints[c.name] = constraint_record(max(f1, f2) - 1.0, kappa)
-            terms = sets_terms(h, gap.sets)
+            terms = sets_terms(h, gap.sets, sample_weight=self.pairs.weights)
             metrics[f"{c.name}:{gap.preset}"] = {"true_gap": terms["gap"], "auc_1": terms["auc_1"],
                                                "auc_2": terms["auc_2"], "surrogate_gap": max(f1, f2) - 1.0,
                                                "f1": f1, "f2": f2, "protected": gap.sets.protected}
-        metrics["auc"] = auc_between(h, self.loss.y > 0, self.loss.y < 0)
+        metrics["auc"] = auc_between(h, self.loss.y > 0, self.loss.y < 0, sample_weight=self.pairs.weights)
         evaluation = Evaluation(objective=float(f[0]), constraints=constraints, metrics=metrics)
         if self.linear and self.w.radius is not None and self.interval_valid:
             evaluation.certificate = self._bracket(float(f[0]), evaluation.max_violation, variables.get("lambda"))

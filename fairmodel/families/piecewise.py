@@ -25,7 +25,6 @@ from .. import expressions as E
 from ..errors import UnsupportedProblemError
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
-from ..oracles.pairs import LinearMoments
 
 MAX_PIECES = 10_000     # a constraint's product expansion beyond this size is refused (state the sizes)
 
@@ -242,7 +241,7 @@ def _auc_blocks(builder: Builder, atom) -> list:
     if atom.surrogate.half_width is not None or atom.surrogate.alpha_quad_coef != "c1":
         builder._refuse(atom, "the quadratic (pairwise) form needs interval=None and alpha_quad_coef='c1'")
     pairs = atom.pairs
-    moments = LinearMoments(score.design(), pairs.masks)
+    moments = pairs.linear_moments(score.design())
     out = []
     for k in range(pairs.n_blocks):
         A, g, c = moments.quadratic(pairs, (pairs.block == k).astype(float))

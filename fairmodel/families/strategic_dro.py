@@ -164,12 +164,14 @@ class StrategicDRO(Reduction):
         objective, alpha_star = m.worst_case_risk(theta)
         data = (theta, m.X, m.y)
         kw = {"strategic_features": m.mask, "zeta": m.zeta}
-        metrics = {"strategic_risk": float(np.mean(m.losses(theta))),
-                   "nominal_risk": float(np.mean(m.losses(theta, zeta=0.0))),
-                   "accuracy": strategic_accuracy(*data, strategic_features=m.mask, zeta=0.0),
-                   "strategic_accuracy": strategic_accuracy(*data, **kw),
-                   "strategic_margin": strategic_margin(*data, **kw),
-                   "worst_case_accuracy": worst_case_accuracy(*data, radius=m.delta, label_cost=m.kappa, **kw),
+        sw = m.mass if m.weighted else None            # the weighted empirical distribution
+        metrics = {"strategic_risk": float(m.mass @ m.losses(theta)),
+                   "nominal_risk": float(m.mass @ m.losses(theta, zeta=0.0)),
+                   "accuracy": strategic_accuracy(*data, strategic_features=m.mask, zeta=0.0, sample_weight=sw),
+                   "strategic_accuracy": strategic_accuracy(*data, **kw, sample_weight=sw),
+                   "strategic_margin": strategic_margin(*data, **kw, sample_weight=sw),
+                   "worst_case_accuracy": worst_case_accuracy(*data, radius=m.delta, label_cost=m.kappa, **kw,
+                                                              sample_weight=sw),
                    "alpha_star": alpha_star, "w_norm": float(np.linalg.norm(theta))}
         certificate = {}
         if "alpha" in variables:

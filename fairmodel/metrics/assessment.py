@@ -18,12 +18,14 @@ from ..data import Dataset
 from ..errors import DataError, OptionError
 from . import report
 from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
+from .dp import _proba
 from .kernels import Inputs, bootstrap_counts, build, evaluate
 from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, weights_of
 
 DECISION_METRICS = ("selection_rate", "accuracy", "balanced_accuracy", "true_positive_rate", "false_positive_rate",
                     "false_negative_rate", "precision")
-METRICS = DECISION_METRICS + ("auc", "mse", "mae", "ks")
+METRICS = DECISION_METRICS + ("auc", "mse", "mae", "ks", "pmf")
+RANDOMIZED_METRICS = ("mse", "mae", "ks", "pmf")       # computed exactly from the distributions
 METHODS = ("between_groups", "to_overall")
 CHUNK = 100            # bootstrap draws evaluated together (fixed, so a seed gives the same draws everywhere)
 CHUNKED: dict = {}     # the Dask-input path ("applies", "assess"), registered by fairmodel.metrics.chunked
@@ -44,6 +46,8 @@ def _is_binary(values, pos_label) -> bool:
 
 def _metric_list(metrics, has, regression):
     """(built-in names, {name: callable}) from ``metrics=`` (None: the defaults for what was given)."""
+    if metrics is None and has["y_proba"]:
+        return (["mse", "mae"] if has["y_true"] else []) + ["ks", "pmf"], {}
     if metrics is None:
         names = []
         if has["y_pred"] and not regression:
@@ -74,6 +78,14 @@ def _metric_list(metrics, has, regression):
 
 
 def _check_needs(names, has, yt_binary, yp_binary):
+    if has["y_proba"]:
+        bad = [m for m in names if m not in RANDOMIZED_METRICS]
+        if bad:
+            raise DataError(f"{', '.join(bad)} cannot be computed from y_proba= (a randomized predictor); its metrics "
+                            f"are {', '.join(RANDOMIZED_METRICS)}")
+        if any(m in ("mse", "mae") for m in names) and not has["y_true"]:
+            raise DataError("mse and mae need numeric y_true=")
+        return
     for m in names:
         if m in FROM_CONFUSION:
             if not has["y_pred"] or not yp_binary:
@@ -86,10 +98,24 @@ def _check_needs(names, has, yt_binary, yp_binary):
             raise DataError(f"{m} needs numeric y_true= and y_pred=")
         elif m == "ks" and not (has["y_pred"] or has["scores"]):
             raise DataError("ks needs predictions y_pred= (or scores=)")
+        elif m == "pmf":
+            raise DataError("pmf needs a randomized predictor: y_proba= and levels=")
+
+
+def _randomized(y_proba, levels, n_rows):
+    """(probabilities with columns in ascending order of the levels, the sorted levels)."""
+    if levels is None:
+        raise DataError("y_proba= needs levels=: the output value of each column (e.g. the post-processor's grid_)")
+    P = _proba(y_proba)
+    lv = check_vector(levels, P.shape[1], "levels")
+    if n_rows is not None and P.shape[0] != n_rows:
+        raise DataError(f"y_proba has {P.shape[0]} rows but the other columns have {n_rows}")
+    order = np.argsort(lv, kind="stable")
+    return np.clip(P[:, order], 0.0, None), lv[order]
 
 
 def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, metrics=None, sample_weight=None,
-           pos_label=None, data=None, auc_bins=None) -> "Assessment":
+           pos_label=None, data=None, y_proba=None, levels=None, auc_bins=None) -> "Assessment":
     """Group metrics of a model's decisions ``y_pred``, scores ``scores`` or numeric predictions.
 
     sensitive_features : one column (array, list, Series, :class:`fairmodel.Groups`), several columns (a 2-D
@@ -105,11 +131,20 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     data : a DataFrame (or dict of columns) in which string arguments name columns; or a
         :class:`fairmodel.Dataset`, whose labels and groups are the defaults of ``y_true`` and
         ``sensitive_features`` (levels named after the data's sensitive attribute).
+    y_proba, levels : a randomized predictor's output instead of ``y_pred``: ``y_proba[i, l]`` the probability
+        that row i is predicted ``levels[l]`` (e.g. ``post.predict_proba(X)`` and ``post.grid_`` of
+        :class:`DemographicParityPostProcessor`). Its metrics (``mse``, ``mae``, ``ks``, ``pmf``; the default
+        all four, or ``ks`` and ``pmf`` without ``y_true``) are computed exactly from the distributions: expected
+        errors, and the gaps between each group's and everyone's CDF (``ks``) and pmf (``pmf``, the mean over
+        the levels of |pmf_g - pmf|) of the predictions, the randomization integrated out (no sampling).
     auc_bins : Dask-backed inputs only: the bins of the AUC histogram sketch (default 65,536; see
         docs/large_data.md). Dask arrays / Series as columns, or a Dask-backed ``data`` (whose model outputs
         may be given as callables), are assessed by sums over chunks (:mod:`fairmodel.metrics.chunked`).
     """
     if CHUNKED and CHUNKED["applies"](y_true, y_pred, scores, sensitive_features, sample_weight, data=data):
+        if y_proba is not None or levels is not None:
+            raise OptionError("y_proba= / levels= (randomized predictors) are assessed in memory; compute the "
+                              "Dask columns first (.compute()) or assess y_pred=")
         return CHUNKED["assess"](y_true, y_pred=y_pred, scores=scores, sensitive_features=sensitive_features,
                                  metrics=metrics, sample_weight=sample_weight, pos_label=pos_label, data=data,
                                  auc_bins=auc_bins)
@@ -123,25 +158,29 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     yt, yp = _column(y_true, data, "y_true"), _column(y_pred, data, "y_pred")
     sc = _column(scores, data, "scores")
     sw = _column(sample_weight, data, "sample_weight")
+    if y_proba is not None and (yp is not None or sc is not None):
+        raise DataError("give the predictions once: y_proba= (a randomized predictor) or y_pred= / scores=")
     given = [a for a in (yt, yp, sc) if a is not None]
-    if not given:
-        raise DataError("give y_pred= (decisions or predictions) or scores=")
-    n = np.shape(given[0])[0]
+    if not given and y_proba is None:
+        raise DataError("give y_pred= (decisions or predictions), scores= or y_proba=")
+    n = np.shape(given[0])[0] if given else np.shape(y_proba)[0]
+    proba, lv = (None, None) if y_proba is None else _randomized(y_proba, levels, n)
     cols, level_names = sensitive_columns(sensitive_features, data, n)
     groups = group_labels(cols, level_names, n)
     w = weights_of(sw, n)
-    has = {"y_true": yt is not None, "y_pred": yp is not None, "scores": sc is not None}
+    has = {"y_true": yt is not None, "y_pred": yp is not None, "scores": sc is not None, "y_proba": proba is not None}
     yt_bin, yp_bin = _is_binary(yt, pos_label), _is_binary(yp, pos_label)
     for values, is_bin, name in ((yt, yt_bin, "y_true"), (yp, yp_bin, "y_pred")):
         if values is not None and not is_bin and np.asarray(values).dtype.kind not in "iufb":
             binary(values, pos_label, name)        # text labels: say how to name the positive one
-    regression = has["y_pred"] and not yp_bin or (has["y_true"] and not yt_bin and not has["scores"])
+    regression = has["y_pred"] and not yp_bin or (has["y_true"] and not yt_bin and not has["scores"]) \
+        or has["y_proba"]
     names, custom = _metric_list(metrics, has, regression)
     _check_needs(names, has, yt_bin, yp_bin)
     num_pred = None
     if yp is not None and any(m in ("mse", "mae", "ks") for m in names):
         num_pred = check_vector(yp, n, "y_pred")
-    if "ks" in names and num_pred is None:
+    if "ks" in names and num_pred is None and proba is None:
         num_pred = check_vector(sc, n, "scores")
     order = np.argsort(groups.codes, kind="stable")       # rows sorted by group: each group is a slice
 
@@ -153,8 +192,12 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
         y_true=sort(check_vector(yt, n, "y_true")) if any(m in ("mse", "mae") for m in names) else None,
         y_pos=sort(binary(yt, pos_label, "y_true", n)) if yt_bin else None,
         pred_pos=sort(binary(yp, pos_label, "y_pred", n)) if yp_bin else None,
-        y_pred=sort(num_pred), scores=sort(check_vector(sc, n, "scores")) if sc is not None else None)
+        y_pred=sort(num_pred), scores=sort(check_vector(sc, n, "scores")) if sc is not None else None,
+        proba=sort(proba), levels=lv)
     second = yp if yp is not None else sc
+    if custom and proba is not None:
+        raise DataError("callable metrics take y_pred; with y_proba= use the built-in metrics "
+                        f"({', '.join(RANDOMIZED_METRICS)})")
     custom = {k: (fn, sort(yt), sort(second)) for k, fn in custom.items()}
     designs, kernels = build(inputs, names, custom)
     a = Assessment(groups, level_names, [k.name for k in kernels], designs, kernels, inputs, w[order])

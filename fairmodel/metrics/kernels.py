@@ -4,7 +4,9 @@ at once (the sample weights for the point estimate, the sample weights times boo
 Each built-in metric is a function of statistics that are *linear in the weights*: ``S = A.T @ W`` for a weight
 matrix ``W`` (rows x draws, one column per weight vector) and a fixed design ``A`` (rows x statistics): the
 weighted confusion counts (decision metrics), the weighted errors (MSE, MAE), the weights per distinct prediction
-(KS); the AUC cumulates the negatives' weights in score order. One sparse product per design and group evaluates
+(KS); the AUC cumulates the negatives' weights in score order. A randomized predictor (a distribution
+``pi(. | x_i)`` over output levels per row) is measured exactly, without sampling: its expected errors and its
+cumulated probabilities are per-row columns, so the group CDFs and pmfs are weighted means of them. One sparse product per design and group evaluates
 a metric on a hundred bootstrap draws; no Python runs per draw. (Sparse products and ``einsum`` rather than BLAS:
 single-threaded C loops stay fast on a loaded machine, where a multi-threaded BLAS call on a thin matrix was
 measured 100x slower.) A user's callable metric ``f(y_true, y_pred, sample_weight=...)`` is called once per
@@ -24,9 +26,11 @@ class Inputs:
     """The columns of an assessment, rows sorted by group (so each group is a slice): labels / decisions as
     booleans, scores, numeric targets and predictions, group codes."""
 
-    def __init__(self, *, n, codes, n_groups, y_true=None, y_pos=None, pred_pos=None, y_pred=None, scores=None):
+    def __init__(self, *, n, codes, n_groups, y_true=None, y_pos=None, pred_pos=None, y_pred=None, scores=None,
+                 proba=None, levels=None):
         self.n, self.codes, self.n_groups = n, codes, n_groups
         self.y_true, self.y_pos, self.pred_pos, self.y_pred, self.scores = y_true, y_pos, pred_pos, y_pred, scores
+        self.proba, self.levels = proba, levels       # a randomized predictor: (n, m) over ascending levels
         bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=n_groups))])
         if np.any(np.diff(codes) < 0):
             raise ValueError("Inputs needs rows sorted by group code")
@@ -151,6 +155,24 @@ class KSKernel(Kernel):
         return np.stack(by, axis=1), np.zeros(W.shape[1])
 
 
+class DistributionGapKernel(Kernel):
+    """Gaps between each group's and the overall distribution of a randomized predictor's outputs, from the
+    weighted means of per-row columns ``[1, c_i1, ..., c_ik]`` (design ``design_key``): ``ks`` compares the CDFs
+    (c = cumulated probabilities; the sup over t of two step functions with jumps at the levels is attained at a
+    level), ``pmf`` averages |pmf_g(l) - pmf(l)| over the levels (c = the probabilities; Chzhen, Hebiri, Taturyan
+    2024, eq. (2)). Overall it is 0 by definition."""
+
+    def __init__(self, name, design_key, reduce, inputs):
+        self.name, self.design_key, self.reduce, self.inputs = name, design_key, reduce, inputs
+
+    def evaluate(self, W, cache):
+        per = [cache.group_stats(self.design_key, W, g) for g in range(self.inputs.n_groups)]
+        tot = sum(per)
+        F = ratio(tot[:, 1:], tot[:, :1])
+        by = [self.reduce(np.abs(ratio(s[:, 1:], s[:, :1]) - F), axis=1) for s in per]
+        return np.stack(by, axis=1), np.zeros(W.shape[1])
+
+
 class CallableKernel(Kernel):
     """A user's metric ``f(y_true, y_pred, sample_weight=...)``, called per group and per draw (rows of zero
     weight left out, so a draw's call sees the rows drawn, weighted by their multiplicity)."""
@@ -204,13 +226,25 @@ def build(inputs: Inputs, names, custom: dict):
                 designs["confusion"] = Design(inputs, codes=2 * yt + yp, k=4)
             kernels.append(AdditiveKernel(name, "confusion", FROM_CONFUSION[name], inputs))
         elif name in ("mse", "mae"):
-            if "errors" not in designs:
+            if "errors" not in designs and inputs.proba is not None:      # expected errors, pi integrated out
+                e = inputs.levels[None, :] - inputs.y_true[:, None]
+                designs["errors"] = Design(inputs, dense=np.column_stack(
+                    [np.ones(inputs.n), np.einsum("il,il->i", inputs.proba, e * e),
+                     np.einsum("il,il->i", inputs.proba, np.abs(e))]))
+            elif "errors" not in designs:
                 e = inputs.y_pred - inputs.y_true
                 designs["errors"] = Design(inputs, dense=np.column_stack([np.ones(inputs.n), e * e, np.abs(e)]))
             col = 1 if name == "mse" else 2
             kernels.append(AdditiveKernel(name, "errors", lambda s, c=col: ratio(s[:, c], s[:, 0]), inputs))
         elif name == "auc":
             kernels.append(AUCKernel(inputs))
+        elif name == "ks" and inputs.proba is not None:
+            cdf = np.cumsum(inputs.proba, axis=1)                   # F(t) at every level
+            designs["proba_cdf"] = Design(inputs, dense=np.column_stack([np.ones(inputs.n), cdf]))
+            kernels.append(DistributionGapKernel("ks", "proba_cdf", np.max, inputs))
+        elif name == "pmf":
+            designs["proba"] = Design(inputs, dense=np.column_stack([np.ones(inputs.n), inputs.proba]))
+            kernels.append(DistributionGapKernel("pmf", "proba", np.mean, inputs))
         elif name == "ks":
             levels, codes, k, local, local_levels = _levels(inputs.y_pred, inputs)
             designs["pred_levels"] = Design(inputs, codes=codes, k=k, local=local)

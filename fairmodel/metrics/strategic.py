@@ -91,15 +91,18 @@ def _worst_case_inputs(theta, data, y, strategic_features, radius, label_cost):
 
 
 def worst_case_accuracy(theta, data, y=None, *, radius: float, label_cost: float | None = None, zeta=0.0,
-                        strategic_features=None, intercept: float = 0.0):
+                        strategic_features=None, intercept: float = 0.0, sample_weight=None):
     """The smallest 0-1 accuracy over the Wasserstein ball of ``radius`` around the shifted data.
 
-    Misclassifying a correctly classified point of mass 1/n costs min(margin_i / ||theta||, 2 kappa)
-    (moving it to the decision boundary, or flipping a +1 label); the adversary buys the cheapest ones
-    first, the last one fractionally (fractional knapsack with unit values: exact).
+    Misclassifying a correctly classified point costs min(margin_i / ||theta||, 2 kappa) per unit of its mass
+    (1/n, or w_i / sum w with ``sample_weight``: the weighted empirical distribution) (moving it to the decision
+    boundary, or flipping a +1 label); the adversary buys the cheapest ones first, the last one fractionally
+    (fractional knapsack with unit values: exact).
     """
     theta, X, y, mask, radius, norm = _worst_case_inputs(theta, data, y, strategic_features, radius, label_cost)
     n = X.shape[0]
+    w = weights_of(sample_weight, n)
+    mass = np.full(n, 1.0 / n) if w is None else w / w.sum()
 
     def one(z):
         m = _margins(theta, X, y, z, mask, intercept)
@@ -107,12 +110,15 @@ def worst_case_accuracy(theta, data, y=None, *, radius: float, label_cost: float
         cost = m[correct] / norm if norm > 0 else np.full(int(correct.sum()), np.inf)
         if label_cost is not None:
             cost = np.where(y[correct] > 0, np.minimum(cost, 2.0 * label_cost), cost)
-        cost = np.sort(cost)
-        spent = np.cumsum(cost) / n
+        order = np.argsort(cost, kind="stable")
+        cost, p = cost[order], mass[correct][order]
+        with np.errstate(invalid="ignore"):
+            spent = np.cumsum(np.where(p > 0, p * cost, 0.0))
         k = int(np.searchsorted(spent, radius, side="right"))       # points fully misclassified
-        lost = k + (min(1.0, (radius - (spent[k - 1] if k else 0.0)) * n / cost[k]) if k < cost.size
-                    and np.isfinite(cost[k]) and cost[k] > 0 else 0.0)
-        return (correct.sum() - lost) / n
+        lost = float(p[:k].sum())
+        if k < cost.size and np.isfinite(cost[k]) and cost[k] > 0:
+            lost += p[k] * min(1.0, (radius - (spent[k - 1] if k else 0.0)) / (p[k] * cost[k]))
+        return float(p.sum()) - lost
 
     return _over_zeta(one, zeta)
 

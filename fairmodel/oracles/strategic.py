@@ -156,10 +156,14 @@ class WDRSC:
     delta - kappa n_-/n (paper): the objective of (E1) is alpha delta_eff plus terms that are > 0, and its
     value at theta = 0, alpha = 0 is log 2, so every optimum has alpha* < log 2 / delta_eff and the bound
     never binds (the exact backend checks it). A tight bound matters: the duality gap grows with alpha_max.
+
+    ``sample_weight`` (w_i >= 0, not all zero): the reference measure of the ambiguity set is the weighted
+    empirical distribution, mass ``p_i = w_i / sum_j w_j`` on row i (default 1/n), so every (1/n) sum_i of the
+    theorem becomes sum_i p_i; integer weights are repeated rows, a zero weight removes the row.
     """
 
     def __init__(self, X, y, mask, zeta: float, delta: float, kappa: float, variant: str = "corrected",
-                 alpha_max: float | None = None, theta_radius: float | None = None):
+                 alpha_max: float | None = None, theta_radius: float | None = None, sample_weight=None):
         if variant not in VARIANTS:
             raise ModelError(f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
         self.X = np.asarray(X, dtype=float)
@@ -172,7 +176,14 @@ class WDRSC:
         self.variant = variant
         self.pos, self.neg = self.y > 0, self.y < 0
         self.n_pos, self.n_neg = int(self.pos.sum()), int(self.neg.sum())
-        self.paper_shift = self.kappa * self.n_neg / self.n if variant == "paper" else 0.0
+        if sample_weight is None:
+            self.mass = np.full(self.n, 1.0 / self.n)
+        else:
+            w = np.asarray(sample_weight, dtype=float)
+            self.mass = w / w.sum()
+        self.weighted = sample_weight is not None
+        self.mass_pos, self.mass_neg = self.mass[self.pos], self.mass[self.neg]
+        self.paper_shift = self.kappa * float(self.mass_neg.sum()) if variant == "paper" else 0.0
         delta_eff = self.delta - self.paper_shift
         if delta_eff <= 0:
             raise ModelError(
@@ -193,48 +204,51 @@ class WDRSC:
 
     def _parts(self, theta):
         z = self.scores(theta)
-        return z, float(np.sum(loss_neg(z[self.neg]))) / self.n
+        return z, float(self.mass_neg @ loss_neg(z[self.neg]))
 
     # -- the saddle function and its inner maximum ------------------------------------------------------
     def value(self, theta, alpha, gamma) -> float:
         """L(theta, alpha, gamma) (corrected; paper variant: minus kappa alpha n_-/n)."""
         z, neg_term = self._parts(theta)
         zp, gp = z[self.pos], np.asarray(gamma)[self.pos]
-        pos_term = np.sum(loss_pos(zp) + C_LABEL * zp - self.kappa * alpha + gp * (C_LABEL * zp - self.kappa * alpha))
-        return alpha * (self.delta - self.paper_shift) + float(pos_term) / self.n + neg_term
+        pos_term = self.mass_pos @ (loss_pos(zp) + C_LABEL * zp - self.kappa * alpha
+                                    + gp * (C_LABEL * zp - self.kappa * alpha))
+        return alpha * (self.delta - self.paper_shift) + float(pos_term) + neg_term
 
     def primal(self, theta, alpha) -> float:
         """max_gamma L(theta, alpha, gamma) in closed form (E2): gamma_i = sign(c z_i - kappa alpha)."""
         z, neg_term = self._parts(theta)
         zp = z[self.pos]
-        pos_term = np.sum(np.maximum(loss_pos(zp), loss_neg(zp) - 2.0 * self.kappa * alpha))
-        return alpha * (self.delta - self.paper_shift) + float(pos_term) / self.n + neg_term
+        pos_term = self.mass_pos @ np.maximum(loss_pos(zp), loss_neg(zp) - 2.0 * self.kappa * alpha)
+        return alpha * (self.delta - self.paper_shift) + float(pos_term) + neg_term
 
     def alpha_coefficient(self, gamma) -> float:
-        """The coefficient of alpha in L(., ., gamma): delta - kappa (n_+ + sum_{I+} gamma_i)/n (- paper shift)."""
-        flips = self.n_pos + float(np.sum(np.asarray(gamma)[self.pos]))
-        return self.delta - self.paper_shift - self.kappa * flips / self.n
+        """The coefficient of alpha in L(., ., gamma): delta - kappa sum_{I+} p_i (1 + gamma_i) (- paper shift)."""
+        flips = float(self.mass_pos @ (1.0 + np.asarray(gamma)[self.pos]))
+        return self.delta - self.paper_shift - self.kappa * flips
 
     def worst_case_risk(self, theta) -> tuple[float, float]:
         """(sup over the ambiguity set of the expected loss, the minimizing alpha) at theta (Theorem 5.3).
 
         min over alpha >= (L_phi + c)||theta|| of E2, a convex piecewise-linear function of alpha:
-        f(alpha) = A + s0 alpha + (kappa/n) sum_{I+} |alpha - b_i| with b_i = c z_i / kappa, minimized
+        f(alpha) = A + s0 alpha + kappa sum_{I+} p_i |alpha - b_i| with b_i = c z_i / kappa, minimized
         exactly over its breakpoints (sorting and prefix sums, O(n log n)). Corrected variant: no upper
         bound on alpha (alpha_max is an algorithmic device only); paper variant: capped at alpha_max.
         """
         z, neg_term = self._parts(theta)
         zp = z[self.pos]
         lo = float(np.linalg.norm(theta)) / self.slope
-        A = float(np.sum(loss_pos(zp) + C_LABEL * zp)) / self.n + neg_term
-        s0 = self.delta - self.paper_shift - self.kappa * self.n_pos / self.n
-        b = np.sort(C_LABEL * zp / self.kappa)
+        A = float(self.mass_pos @ (loss_pos(zp) + C_LABEL * zp)) + neg_term
+        s0 = self.delta - self.paper_shift - self.kappa * float(self.mass_pos.sum())
+        order = np.argsort(C_LABEL * zp / self.kappa, kind="stable")
+        b, pb = (C_LABEL * zp / self.kappa)[order], self.mass_pos[order]
         hi = self.alpha_max if self.variant == "paper" else np.inf
         cand = np.concatenate([[lo], b[(b > lo) & (b < hi)], [hi] if np.isfinite(hi) and hi > lo else []])
-        prefix = np.concatenate([[0.0], np.cumsum(b)])
+        mass = np.concatenate([[0.0], np.cumsum(pb)])            # weight of the b_i <= alpha
+        prefix = np.concatenate([[0.0], np.cumsum(pb * b)])      # and their weighted sum
         k = np.searchsorted(b, cand, side="right")
-        abs_sum = cand * k - prefix[k] + (prefix[-1] - prefix[k]) - cand * (b.size - k)
-        f = A + s0 * cand + self.kappa * abs_sum / self.n
+        abs_sum = cand * mass[k] - prefix[k] + (prefix[-1] - prefix[k]) - cand * (mass[-1] - mass[k])
+        f = A + s0 * cand + self.kappa * abs_sum
         j = int(np.argmin(f))
         return float(f[j]), float(cand[j])
 
@@ -246,6 +260,9 @@ class WDRSC:
 
 class WDRSCOracle(SaddleOracle):
     """The WDRSC saddle function as n components for the OGDA/SGDA methods (L = (1/n) sum_i L_i).
+
+    With sample weights L = sum_i p_i L_i = (1/n) sum_i (n p_i) L_i: component i is scaled by n p_i, so a
+    component drawn uniformly is still an unbiased estimate of L and of its gradient.
 
     u = (theta, alpha, gamma), d_x = p + 1, y-block gamma in [-1, 1]^n. ``L_i`` depends on gamma only
     through gamma_i. ``zo="theta"`` (the paper's experiments, §6): the estimator perturbs theta only,
@@ -269,8 +286,19 @@ class WDRSCOracle(SaddleOracle):
         self._a_neg = model.delta - (model.kappa if model.variant == "paper" else 0.0)
         self._zm = model.zeta * model.mask.astype(float)
         self.y_box = (np.full(self.n, -1.0), np.full(self.n, 1.0))
+        self._scale = (model.mass * model.n).tolist() if model.weighted else None
 
     def value(self, i, u, shift):
+        v = self._value(i, u, shift)
+        return v if self._scale is None else self._scale[i] * v
+
+    def gradient(self, i, u, exact_only):
+        g, idx, g_gamma = self._gradient(i, u, exact_only)
+        if self._scale is not None:
+            g, g_gamma = self._scale[i] * g, self._scale[i] * g_gamma
+        return g, idx, g_gamma
+
+    def _value(self, i, u, shift):
         p, m = self.p, self.m
         theta = u[:p] + shift[:p]
         alpha, gamma = u[p], u[p + 1 + i]
@@ -283,7 +311,7 @@ class WDRSCOracle(SaddleOracle):
                     + gamma * (C_LABEL * z - m.kappa * alpha))
         return alpha * self._a_neg + _softplus1(z)
 
-    def gradient(self, i, u, exact_only):
+    def _gradient(self, i, u, exact_only):
         """(grad_(theta, alpha) L_i, [i], [d L_i / d gamma_i]): L_i touches gamma_i only."""
         p, m = self.p, self.m
         g = np.zeros(self.d_x)

@@ -52,7 +52,9 @@ class AUCSaddle:
         (:mod:`fairmodel.models`); pairs : the pair table; bounds : the constants of the blocks' F entries
         (block 0 is replaced by the level r at each call, blocks k >= 1 hold 1 + kappa_k); half_width : I.
     The probabilities p_G are the training frequencies n_G / n (estimates of the paper's Pr(z in G)), so E over the
-    data of the per-sample F_i equals the closed form of :class:`PairRisks`.
+    data of the per-sample F_i equals the closed form of :class:`PairRisks`. With sample weights a row of G
+    enters with w_j / (W_G / n) instead of 1 / p_G (W_G the total weight of G): a row drawn uniformly still gives an
+    unbiased estimate of the weighted moments.
     """
 
     def __init__(self, model, pairs: PairRisks, bounds, half_width: float):
@@ -61,10 +63,11 @@ class AUCSaddle:
         self.n = self.X.shape[0]
         self.pairs = pairs
         self.P, self.K1 = pairs.n_pairs, pairs.n_blocks
-        freq = pairs.sizes / self.n
-        # W[j] = (1_S_i(z_j) / p_S_i for every pair i, then 1_S'_i(z_j) / p_S'_i): n x 2P
-        self.W = np.hstack([(pairs.masks[pairs.first] / freq[pairs.first][:, None]).T,
-                            (pairs.masks[pairs.second] / freq[pairs.second][:, None]).T])
+        freq = pairs.set_weights / self.n
+        rows = pairs.masks if pairs.weights is None else pairs.masks * pairs.weights[None, :]
+        # W[j] = (w_j 1_S_i(z_j) / p_S_i for every pair i, then w_j 1_S'_i(z_j) / p_S'_i): n x 2P (w_j = 1 unweighted)
+        self.W = np.hstack([(rows[pairs.first] / freq[pairs.first][:, None]).T,
+                            (rows[pairs.second] / freq[pairs.second][:, None]).T])
         self.bounds = np.asarray(bounds, dtype=float)
         self.I = float(half_width)
         self.C = bregman_constant(self.I)

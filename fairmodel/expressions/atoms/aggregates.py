@@ -4,6 +4,13 @@ max, min and pos.
 ``mean`` and ``group_mean`` take ``where=``, a boolean mask over the rows: ``fm.group_mean(data.score(w),
 data.groups, where=data.y > 0)`` is the vector of mean scores of the positives of every group (the linear
 surrogate of equal opportunity of Donini et al. 2018).
+
+Sample weights (``sample_weight=`` of a loss) are applied here, by the aggregate, because the normalization is
+the aggregate's: ``mean`` over the rows S of ``where`` is ``sum_{i in S} w_i e_i / sum_{i in S} w_i`` (the
+convention of scikit-learn and fairlearn), ``group_mean`` the same within each group, ``sum`` is
+``sum_i w_i e_i``. The aggregate wraps its argument in the product ``u ⊙ e`` with ``u_i = w_i |S| / sum_S w`` (the
+weight relative to the mean weight of the row's set), so its plain mean is the weighted mean and a minibatch
+mean of ``u_i e_i`` over rows drawn uniformly in S is an unbiased estimate of it.
 """
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ import numpy as np
 
 from ...data import Groups
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
-from ..core import Expr, as_expr, reject_parameters
+from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
 from ..evaluate import Env
 from ..rules import kind_text
 
@@ -38,12 +45,33 @@ def _per_sample(expr, what: str) -> Expr:
     return expr
 
 
+def _weighted(expr: Expr, codes: np.ndarray, what: str) -> Expr:
+    """``expr`` times ``u_i = w_i n_c / W_c`` (n_c rows and total weight W_c in row i's set c = codes[i] >= 0; u_i
+    = w_i on the rows of no set) when its losses carry sample weights; ``expr`` itself otherwise."""
+    w = sample_weights_of(expr)
+    if w is None:
+        return expr
+    inside = codes >= 0
+    count = np.bincount(codes[inside])
+    total = np.bincount(codes[inside], weights=w[inside], minlength=count.size)
+    if np.any((count > 0) & (total <= 0)):
+        raise DataError(f"{what}: the sample weights of {'a group' if count.size > 1 else 'its rows'} are all "
+                        f"zero, so its weighted mean is undefined; drop that {'group' if count.size > 1 else 'mask'} "
+                        f"or give its rows positive weights")
+    u = np.array(w, dtype=float)
+    u[inside] = w[inside] * count[codes[inside]] / total[codes[inside]]
+    return Multiply(u, expr, weighting=True)
+
+
 class Mean(Expr):
-    """The mean over samples (or over the rows where ``where`` holds) of a per-sample expression."""
+    """The mean over samples (or over the rows where ``where`` holds) of a per-sample expression; the weighted
+    mean ``sum w_i e_i / sum w_i`` when its losses carry ``sample_weight``."""
 
     def __init__(self, expr: Expr, where=None):
-        self.expr = _per_sample(expr, "mean")
+        expr = _per_sample(expr, "mean")
         self.where = _check_mask(where, expr.size, "mean")
+        codes = np.zeros(expr.size, dtype=np.intp) if self.where is None else np.where(self.where, 0, -1)
+        self.expr = expr = _weighted(expr, codes, "mean")
         self.count = expr.size if self.where is None else int(self.where.sum())
         self.args = (expr,)
 
@@ -76,7 +104,7 @@ class GroupMean(Expr):
     kind = "groups"
 
     def __init__(self, expr: Expr, groups, where=None):
-        self.expr = _per_sample(expr, "group_mean")
+        expr = _per_sample(expr, "group_mean")
         self.groups = Groups(groups)
         if len(self.groups) != expr.size:
             raise DataError(f"groups has {len(self.groups)} entries but the expression has {expr.size} samples")
@@ -87,6 +115,7 @@ class GroupMean(Expr):
         if np.any(self.sizes == 0):
             empty = [str(n) for n, s in zip(self.groups.names, self.sizes) if s == 0]
             raise DataError(f"group_mean: group(s) {', '.join(empty)} have no row where the mask holds")
+        self.expr = expr = _weighted(expr, self.codes, "group_mean")
         self.args = (expr,)
         self.size = self.groups.n_groups
 
@@ -128,6 +157,8 @@ class Sum(Expr):
         reject_parameters(expr, "fm.sum")
         if expr.kind == "scalar":
             raise ExpressionTypeError(f"fm.sum adds the entries of a vector; {expr} is already a scalar")
+        if expr.kind == "samples" and sample_weights_of(expr) is not None:     # sum_i w_i e_i
+            expr = Multiply(sample_weights_of(expr), expr, weighting=True)
         self.expr, self.args = expr, (expr,)
 
     @property
@@ -167,6 +198,9 @@ class _Extremum(Expr):
         else:
             raise ExpressionTypeError(f"fm.{self.name} takes one vector expression (e.g. group risks) or several "
                                       f"scalar expressions; got {[kind_text(e) for e in exprs]}")
+        if self.vector and exprs[0].kind == "samples" and sample_weights_of(exprs[0]) is not None:
+            raise ModelError(f"fm.{self.name} over the rows of a loss with sample_weight would ignore the weights; "
+                             f"aggregate it with fm.mean, fm.group_mean or fm.sum (which weigh the rows)")
         self.args = exprs
 
     def _stack(self, env):
@@ -258,6 +292,9 @@ class GroupOptimal(Expr):
             raise ExpressionTypeError("group_optimal needs the group risks, fm.group_mean(loss, groups)")
         if not risks.is_convex() or len(risks.variables()) != 1:
             raise ModelError("group_optimal needs convex group risks of one Weights variable")
+        if isinstance(risks.expr, Multiply) and risks.expr.weighting:
+            raise ModelError("group_optimal of sample-weighted risks is not supported: the optima R*_g are computed by "
+                             "the group-DRO reduction, which takes unweighted group risks")
         self.risks = risks
         self.size = risks.size
         self._values: np.ndarray | None = None

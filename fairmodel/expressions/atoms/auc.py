@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import check_number
+from ..._validate import check_number, check_sample_weight
 from ...data import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...metrics.auc import AUCSets, auc_sets, signed_labels
@@ -101,6 +101,18 @@ def _check_score(score) -> Expr:
     return score
 
 
+def _pair_weights(sample_weight, masks, n: int, what: str):
+    """Validated row weights (None when absent); every set of the pairs keeps a positive total weight."""
+    if sample_weight is None:
+        return None
+    w = check_sample_weight(sample_weight, n, "the score")
+    totals = np.asarray(masks, dtype=float) @ w
+    if np.any(totals <= 0):
+        raise DataError(f"{what}: the sample weights of a set of its pairs are all zero (set totals "
+                        f"{', '.join(f'{t:g}' for t in totals)}), so its weighted pair risk is undefined")
+    return w
+
+
 class _AUCAtom(Expr):
     """Common parts of the two atoms: a score, surrogate settings and a pair table."""
 
@@ -124,7 +136,8 @@ class _AUCAtom(Expr):
 class AUCLoss(_AUCAtom):
     """The square-surrogate AUC loss L(D+, D-) (eq. (3)), minimized for AUC maximization."""
 
-    def __init__(self, score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None):
+    def __init__(self, score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None,
+                 sample_weight=None):
         self.score = _check_score(score)
         self.args = (score,)
         self.surrogate = Surrogate(c1, c2, interval, alpha_quad_coef)
@@ -136,7 +149,8 @@ class AUCLoss(_AUCAtom):
             raise DataError(f"the AUC loss needs positive and negative samples; D+ has {sizes[0]} and D- has "
                             f"{sizes[1]} points")
         s = self.surrogate
-        self.pairs = PairRisks(masks, [0], [1], [0], s.c1, s.c2, s.q)
+        self.sample_weight = _pair_weights(sample_weight, masks, score.size, "auc_loss")
+        self.pairs = PairRisks(masks, [0], [1], [0], s.c1, s.c2, s.q, self.sample_weight)
 
     def _numeric(self, env):
         return float(self._block_values(env)[0])
@@ -162,7 +176,7 @@ class AUCGap(_AUCAtom):
     """
 
     def __init__(self, score, data: Dataset, kind="intra", *, protected=None, sets=None, positive=None,
-                 c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1"):
+                 c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", sample_weight=None):
         self.score = _check_score(score)
         if not isinstance(data, Dataset):
             raise ExpressionTypeError(f"auc_gap needs the fairmodel.Dataset of the score (labels and groups); "
@@ -180,7 +194,9 @@ class AUCGap(_AUCAtom):
         self.y = signed_labels(data.y, None, positive)
         self.preset = self.sets.kind
         s = self.surrogate
-        self.pairs = PairRisks(self.sets.masks[2:], _GAP_FIRST, _GAP_SECOND, _GAP_BLOCK, s.c1, s.c2, s.q)
+        self.sample_weight = _pair_weights(sample_weight, self.sets.masks[2:], score.size, "auc_gap")
+        self.pairs = PairRisks(self.sets.masks[2:], _GAP_FIRST, _GAP_SECOND, _GAP_BLOCK, s.c1, s.c2, s.q,
+                               self.sample_weight)
 
     def _numeric(self, env):
         return float(np.max(self._block_values(env)) - 1.0)
@@ -202,7 +218,8 @@ class AUCGap(_AUCAtom):
         return f"auc_gap[{self.preset}]({self.score}; {self.surrogate})"
 
 
-def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None) -> AUCLoss:
+def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None,
+             sample_weight=None) -> AUCLoss:
     """Square-surrogate AUC loss L(D+, D-) = mean over (positive, negative) pairs of c1 (h+ - h- - c2)^2.
 
     score : a per-sample score, ``data.score(w)`` (linear) or ``data.score(net)`` (a network).
@@ -210,18 +227,21 @@ def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", p
     c1, c2 : the surrogate ell(t) = c1 (t - c2)^2 (the paper uses c2 = 1, c1 in {0.5, 1}).
     interval : the half-width I of the interval [-I, I] of a, b, alpha in Lemma 1 (None: automatic).
     alpha_quad_coef : "c1" (exact, default) or "paper_literal" (the printed -alpha^2, exact only for c1 = 1).
+    sample_weight : row weights w_i >= 0; the pair (i, j) then weighs w_i w_j / (W_+ W_-) (integer weights are
+        repeated rows).
     """
-    return AUCLoss(score, y, c1=c1, c2=c2, interval=interval, alpha_quad_coef=alpha_quad_coef, positive=positive)
+    return AUCLoss(score, y, c1=c1, c2=c2, interval=interval, alpha_quad_coef=alpha_quad_coef, positive=positive,
+                   sample_weight=sample_weight)
 
 
 def auc_gap(score, data, kind="intra", *, protected=None, sets=None, positive=None, c1=0.5, c2=1.0,
-            interval=None, alpha_quad_coef="c1") -> AUCGap:
+            interval=None, alpha_quad_coef="c1", sample_weight=None) -> AUCGap:
     """Surrogate AUC-fairness gap of a preset; ``fm.auc_gap(...) <= kappa`` is the constraint pair (6).
 
     kind : "group", "inter" (xAUC), "intra", "pos_avg_eq", "neg_avg_eq", "bpsn_bnsp" (Appendix A), or give
         ``sets=(G1, G1', G2, G2')`` (boolean masks or callables (labels, gamma) -> mask).
     protected : the group with gamma = +1 (see :mod:`fairmodel.metrics.auc` for the default).
-    Other parameters as in :func:`auc_loss`.
+    Other parameters as in :func:`auc_loss` (give the loss and every gap of a problem the same ``sample_weight``).
     """
     return AUCGap(score, data, kind, protected=protected, sets=sets, positive=positive, c1=c1, c2=c2,
-                  interval=interval, alpha_quad_coef=alpha_quad_coef)
+                  interval=interval, alpha_quad_coef=alpha_quad_coef, sample_weight=sample_weight)

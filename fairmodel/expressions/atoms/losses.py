@@ -2,11 +2,20 @@
 
 Each atom holds a pointwise *kernel* of :mod:`fairmodel.oracles.losses` (the one copy of the formula, its
 derivatives and its label check) and the validated labels.
+
+``sample_weight=`` (survey or frequency weights w_i >= 0, not all zero) leaves the per-sample values unchanged and
+changes how the aggregates average them, as scikit-learn's and fairlearn's ``sample_weight`` do:
+``fm.mean(loss) = sum_i w_i l_i / sum_i w_i`` (over the rows of ``where=``), ``fm.group_mean`` the same within
+each group, ``fm.sum(loss) = sum_i w_i l_i``. Integer weights are repeated rows. The aggregate multiplies the
+per-sample expression by the data vector ``u_i = w_i |S| / sum_{j in S} w_j`` (S the rows it averages), so the
+exact lowering, the stochastic minibatch estimate (the weight multiplies the row's loss: unbiased) and the judge
+all see the weighted mean (:mod:`.aggregates`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..._validate import check_sample_weight
 from ...errors import ExpressionTypeError, ModelError
 from ...oracles import losses as K
 from ..core import Expr
@@ -19,7 +28,7 @@ class Loss(Expr):
     kind = "samples"
     kernel: type[K.Kernel] = K.Kernel
 
-    def __init__(self, score: Expr, y):
+    def __init__(self, score: Expr, y, sample_weight=None):
         if not isinstance(score, Expr) or score.kind != "samples":
             raise ExpressionTypeError(f"{type(self).__name__} needs a per-sample score such as data.score(w); "
                                       f"got {score!r}")
@@ -28,6 +37,8 @@ class Loss(Expr):
         self.size = score.size
         n_outputs = score.w.n_outputs if isinstance(score, LinearScore) else None
         self.y = self.kernel.check_labels(y, score.size, n_outputs)
+        self.sample_weight = None if sample_weight is None else \
+            check_sample_weight(sample_weight, score.size, "the score")
 
     # the kernel's facts, read by the oracles and the lowerings through the atom
     @property
@@ -54,7 +65,7 @@ class Loss(Expr):
         self.score.backprop(env, up, grads)
 
     def __str__(self):
-        return f"{self.symbol}({self.score}, y)"
+        return f"{self.symbol}({self.score}, y{'' if self.sample_weight is None else ', sw'})"
 
 
 class LogisticLoss(Loss):
@@ -80,27 +91,28 @@ class SoftmaxLoss(Loss):
 
     kernel = K.Softmax
 
-    def __init__(self, score, y):
+    def __init__(self, score, y, sample_weight=None):
         if isinstance(score, LinearScore) and score.w.n_outputs is None:
             raise ModelError("softmax_loss needs a matrix of weights: fm.Weights(d, n_outputs=C)")
-        super().__init__(score, y)
+        super().__init__(score, y, sample_weight)
 
 
-def logistic_loss(score: Expr, y) -> LogisticLoss:
-    """Per-sample logistic loss log(1 + exp(-y s)); labels in {-1, +1} or {0, 1}."""
-    return LogisticLoss(score, y)
+def logistic_loss(score: Expr, y, *, sample_weight=None) -> LogisticLoss:
+    """Per-sample logistic loss log(1 + exp(-y s)); labels in {-1, +1} or {0, 1}. ``sample_weight``:
+    weights of the rows in every mean, group mean and sum of the loss (see the module docstring)."""
+    return LogisticLoss(score, y, sample_weight)
 
 
-def hinge_loss(score: Expr, y) -> HingeLoss:
+def hinge_loss(score: Expr, y, *, sample_weight=None) -> HingeLoss:
     """Per-sample hinge loss max(0, 1 - y s); labels in {-1, +1} or {0, 1}."""
-    return HingeLoss(score, y)
+    return HingeLoss(score, y, sample_weight)
 
 
-def squared_loss(score: Expr, y) -> SquaredLoss:
+def squared_loss(score: Expr, y, *, sample_weight=None) -> SquaredLoss:
     """Per-sample squared loss (s - y)^2."""
-    return SquaredLoss(score, y)
+    return SquaredLoss(score, y, sample_weight)
 
 
-def softmax_loss(score: Expr, y) -> SoftmaxLoss:
+def softmax_loss(score: Expr, y, *, sample_weight=None) -> SoftmaxLoss:
     """Per-sample multiclass cross-entropy of a matrix score (Weights with n_outputs=C); labels 0..C-1."""
-    return SoftmaxLoss(score, y)
+    return SoftmaxLoss(score, y, sample_weight)

@@ -102,7 +102,7 @@ class WassersteinWorstCase(Expr):
             raise ModelError("the labels of the loss must be the data's labels (data.y): the strategic response "
                              "and the label flips of the ambiguity set depend on them")
         self.model = WDRSC(self.data.X, loss.y, mask, zeta, radius, label_cost, variant, alpha_max,
-                           theta_radius=self.w.radius)
+                           theta_radius=self.w.radius, sample_weight=loss.sample_weight)
         self.radius, self.label_cost, self.variant = self.model.delta, self.model.kappa, variant
 
     @property
@@ -125,7 +125,8 @@ def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *
     empirical distribution (Theorem 5.3, corrected).
 
     loss : ``fm.logistic_loss(score, data.y)`` with ``score = fm.strategic_score(...)`` or ``data.score(w)``
-        (non-strategic DRO). Only the logistic loss has the GLM form phi(z) - c y z with phi + c id
+        (non-strategic DRO). With ``fm.logistic_loss(..., sample_weight=sw)`` the ball is centered at the
+        weighted empirical distribution (mass sw_i / sum sw on row i). Only the logistic loss has the GLM form phi(z) - c y z with phi + c id
         non-decreasing that Theorem 5.3 needs.
     radius : delta > 0, the transport budget. label_cost : kappa > 0 (flipping a +1 label costs 2 kappa).
     variant : ``"corrected"`` (default) or ``"paper"``, the literal eq. (7), which is unbounded below when
