@@ -291,7 +291,7 @@ def assess_chunked(y_true=None, *, y_pred=None, scores=None, sensitive_features=
     cols.update({f"s{j}": c for j, (c, _) in enumerate(sens)})
     cols, n = _aligned(cols, data.X.chunks[0] if getattr(data, "is_chunked", False) else None)
     has = {"y_true": cols["y_true"] is not None, "y_pred": cols["y_pred"] is not None,
-           "scores": cols["scores"] is not None}
+           "scores": cols["scores"] is not None, "y_proba": False}
     if not any(has.values()):
         raise DataError("give y_pred= (decisions or predictions) or scores=")
     lev = _pass(_Levels(), {k: v for k, v in cols.items() if v is not None}, _merge_levels)
