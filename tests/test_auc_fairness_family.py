@@ -167,3 +167,18 @@ def test_kappa_as_a_parameter_and_sweeps(data):
     kappa.value = 0.0                                                    # 2 c1 c2^2 = 1 + kappa: refused at solve
     with pytest.raises(InfeasibleError):
         prob.solve("exact")
+
+
+def test_bracket_upper_end_accepts_rounding_only(data):
+    """f0(w) is the bracket's upper end for a feasible w, and for a violation at a conic solver's rounding
+    (1e-9); a real violation leaves the upper end undefined (the certificate then fails, it is not a bound)."""
+    w = fm.Weights(5, radius=3.0)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data) <= 0.1])
+    ex = prob.solve("exact")
+    family, f0 = prob.family, ex.objective
+    for violation in (0.0, 6e-12, 1e-9):
+        bracket = family._bracket(f0, violation, None)
+        assert bracket["f_star_upper"] == f0 and np.isfinite(bracket["suboptimality_bound"])
+    for violation in (2e-9, 1e-6):
+        assert np.isnan(family._bracket(f0, violation, None)["suboptimality_bound"])
