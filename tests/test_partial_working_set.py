@@ -71,3 +71,18 @@ def test_every_subproblem_of_an_idca_run_matches_the_full_solve():
         return x, info
     idca(prog, prog.start(), checked, outer=12, mu=MU)
     assert shares[0] == 1.0 and min(shares[1:]) < 0.5
+
+
+def test_judge_certificate_with_a_working_set_equals_the_full_solve():
+    """The judge sizes the working set of its Lemma C.1 solve by the run's last outer step; the certificate
+    must be the one of the full subproblem."""
+    prob = lawschool_problem(800)
+    res = prob.solve(backend="stochastic", outer=20, inner=100, certificate=True)
+    family, x = prob.family, prob.family.program.start(res.variables)
+    f = family.program.values(x)
+    sized = family._certificate(x, f, certificate=True, last_step=res.history[-1]["step"])
+    full = family._certificate(x, f, certificate=True)
+    assert sized["subproblem_gap"] <= 1e-8 and full["subproblem_gap"] <= 1e-8
+    assert abs(sized["subproblem_step"] - full["subproblem_step"]) <= 1e-5
+    assert abs(sized["nearly_kkt_eps"] - full["nearly_kkt_eps"]) <= 1e-4 * max(1.0, full["nearly_kkt_eps"])
+    assert res.certificate["subproblem_step"] == pytest.approx(sized["subproblem_step"], abs=1e-9)

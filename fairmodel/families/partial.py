@@ -34,7 +34,7 @@ from ..exact.solvers import check_solver
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
-from ..oracles.dc_ipm import solve_subproblem
+from ..oracles.dc_working_set import solve_with_working_set
 from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
 from .partial_program import (MU, constraint_kind, dc_program, hinge_program, nonneg,
@@ -50,6 +50,7 @@ CLARABEL_OPTIONS = {"max_step_fraction": 0.9}
 RELATIVE_STEP_TOL = 0.05           # ok needs the IDCA step at the result within 5% of max(1, ||x||)
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of Law School: 416,000 pieces)
+WORKING_SET_PIECES = 5_000_000     # ... and with its working set sized by the run's last step (n = 1e5: 2e6)
 PARTIAL_ALTERNATIVE = ("Use inner='ipm' where it applies (the certified interior-point solver of (25), no CVXPY), "
                        "backend='stochastic' (IDCA with switching-subgradient inner steps, memory O(n d)), fewer "
                        "levels=, or a subsample of the data")
@@ -250,6 +251,8 @@ class PartialFairness(Reduction):
         context = {"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")}
         if "subproblem" in best:
             context["subproblem"] = best["subproblem"]
+        elif best["history"] and "step" in best["history"][-1]:
+            context["last_step"] = float(best["history"][-1]["step"])
         x = best["x"]
         return Solution(variables=self.program.layout.split(x), status=best["status"], message=best["message"],
                         history=best["history"], solver=solver or {"name": method},
@@ -302,15 +305,18 @@ class PartialFairness(Reduction):
                 return float(np.mean(np.where(scores > 0, 1.0, -1.0) == node.y))
         return None
 
-    def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None):
+    def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None, last_step=None):
         """Lemma C.1: solve (25) at x (or reuse the path's own solve), then
         ε = ||x̂ - x|| / min{1, 1/(2M), 1/(2M max λ)}; plus the subproblem's primal feasibility and
         complementarity (and, with the interior-point solver, its duality gap). Computed when ``certificate`` is
         True, or (None) for programs up to AUTO_CERTIFICATE_PIECES ramp pieces (IPM_CERTIFICATE_PIECES when the
-        interior-point solver applies)."""
+        interior-point solver applies, WORKING_SET_PIECES when the run's last outer step ``last_step`` sizes
+        its working set: hinges within 2 (1 + max_r ||X_r||) last_step of their kinks, those that cross
+        added by the working set's check)."""
         pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
         kind = self._inner_method(None, mu)[0]
-        limit = IPM_CERTIFICATE_PIECES if kind == "ipm" else AUTO_CERTIFICATE_PIECES
+        limit = AUTO_CERTIFICATE_PIECES if kind != "ipm" else (
+            WORKING_SET_PIECES if last_step else IPM_CERTIFICATE_PIECES)
         if subproblem is None and not (certificate or (certificate is None and pieces <= limit)):
             return {}
         if certificate is False:
@@ -322,7 +328,10 @@ class PartialFairness(Reduction):
             x_hat, lam = subproblem
         elif kind == "ipm":
             vals, S = self.program.minus(x)
-            x_hat, lam, _, info = solve_subproblem(self.hinge(), x, S, vals - S @ x, mu)
+            hinge = self.hinge()
+            radius = None if not last_step else 2.0 * last_step * (1.0 + max(
+                float(np.max(np.linalg.norm(b.X, axis=1), initial=0.0)) for b in hinge.blocks))
+            x_hat, lam, _, info = solve_with_working_set(hinge, x, S, vals - S @ x, mu, radius)
             extra["subproblem_gap"] = info["gap"]
         else:
             try:
