@@ -297,8 +297,9 @@ class DaskDataset(Dataset):
             out = out + p
         return out
 
-    def rows(self, rows) -> np.ndarray:
-        """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read)."""
+    def rows(self, rows, cancel=None) -> np.ndarray | None:
+        """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read). ``cancel``: a
+        ``threading.Event`` checked between groups of chunks; once set, the gather stops and returns None."""
         dask, _ = _dask()
         rows = np.asarray(rows, dtype=np.intp).ravel()
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
@@ -311,6 +312,8 @@ class DaskDataset(Dataset):
         out = np.empty((rows.size, self.n_features))
         step = 4   # chunks gathered per computation: the transient copies stay a few chunks' worth of rows
         for k in range(0, used.size, step):
+            if cancel is not None and cancel.is_set():
+                return None
             got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c])
                                  for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
@@ -329,8 +332,10 @@ class DaskDataset(Dataset):
         return out
 
     def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None,
-                buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> "ChunkSampler":
-        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes)
+                buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True) -> ChunkSampler:
+        """A :class:`~fairmodel.data_dask_sampler.ChunkSampler`; ``prefetch`` gathers the next buffer of drawn
+        rows in a background thread while the current one is used (the rows drawn are the same either way)."""
+        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes, prefetch)
 
 
 CHUNKED_SOURCES["dask"] = DaskDataset

@@ -219,6 +219,8 @@ class GroupDRO(Reduction):
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
         out = fn(self.risks, seed=seed, verbose=verbose, **opts)
         metrics = {"grad_evals": out["grad_evals"], "epochs_run": out["epochs_run"], **out["steps"]}
+        if self.risks.data.is_chunked and "sampler_wait" in out:   # time the steps waited for sampled rows
+            metrics["sampler_wait_s"] = out["sampler_wait"]
         certificate = {}
         if self.kind == "mero":
             metrics["estimated_group_optimal"] = by_group(out["offsets"], self.risks.names)

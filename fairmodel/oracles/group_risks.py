@@ -16,16 +16,18 @@ from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, w
 
 
 class _RiskPass:
-    """One chunk's part of the operator (16): (sum of losses per group, its q-weighted gradient, the scores)."""
+    """One chunk's part of the operator (16): (sum of losses per group, its q-weighted gradient, the scores or
+    None when ``keep_scores`` is false)."""
 
-    def __init__(self, kernel, intercept, theta, weight, m):
+    def __init__(self, kernel, intercept, theta, weight, m, keep_scores=True):
         self.kernel, self.intercept, self.theta, self.weight, self.m = kernel, intercept, theta, weight, m
+        self.keep_scores = keep_scores
 
     def __call__(self, batch, y, codes):
         Xd = with_intercept(batch.X, self.intercept)
         z = Xd @ self.theta
         totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
-        return totals, Xd.T @ score_gradient(self.kernel, z, y, self.weight[codes]), z
+        return totals, Xd.T @ score_gradient(self.kernel, z, y, self.weight[codes]), z if self.keep_scores else None
 
 
 class _NewtonPass:
@@ -52,6 +54,17 @@ def _scores(intercept, theta, batch):
 def _row_norms(intercept, batch):
     Xd = with_intercept(batch.X, intercept)
     return np.einsum("ij,ij->i", Xd, Xd)
+
+
+def _concatenate_freeing(parts: list) -> np.ndarray:
+    """np.concatenate of parts along the rows, dropping each part once copied (peak: the result plus one part)."""
+    out = np.empty((sum(p.shape[0] for p in parts),) + parts[0].shape[1:], dtype=np.result_type(*parts))
+    start = 0
+    for i in range(len(parts)):
+        p, parts[i] = parts[i], None
+        out[start:start + p.shape[0]] = p
+        start += p.shape[0]
+    return out
 
 
 def _ordered_sum(parts):
@@ -106,9 +119,12 @@ class GroupRisks:
     def design(self, X: np.ndarray) -> np.ndarray:
         return with_intercept(X, self.w.intercept)
 
-    def sampler(self, batch_size: int, rng) -> "object":
+    def sampler(self, batch_size: int, rng, prefetch: bool = True) -> "object":
         """Per-group minibatches (eq. (20) of the group-DRO paper): ``batch_size`` rows from every group,
-        uniform within the group, with replacement, group by group, through the data source's sampler."""
+        uniform within the group, with replacement, group by group, through the data source's sampler
+        (on chunked data, ``prefetch`` gathers the next buffer of draws in the background)."""
+        if self.data.is_chunked:
+            return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, prefetch=prefetch)
         return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups)
 
     def batch(self, batch) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +161,7 @@ class GroupRisks:
     def scores(self, theta, rows=None) -> np.ndarray:
         if self.data.is_chunked:  # one pass over the chunks, or a gather of the rows
             if rows is None:
-                return np.concatenate(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
+                return _concatenate_freeing(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
             return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
@@ -154,24 +170,26 @@ class GroupRisks:
 
     def risks(self, theta) -> np.ndarray:
         """The vector of group risks R_i(theta) (eq. (2)), by one pass over the data source."""
-        return self.risks_and_grad(theta, np.zeros(self.m))[0]
+        return self.risks_and_grad(theta, np.zeros(self.m), keep_scores=False)[0]
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
         return np.bincount(self.codes, weights=per_sample, minlength=self.m) / self.sizes
 
-    def risks_and_grad(self, theta, q, chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def risks_and_grad(self, theta, q, chunk: int = 1 << 16,
+                       keep_scores: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(R(theta), sum_i q_i grad R_i(theta), scores) in one pass over the data source's chunks (the
-        operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps."""
+        operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps
+        (None with ``keep_scores=False``: on chunked data, 8 bytes a row less in memory)."""
         weight = np.asarray(q, dtype=float) / self.sizes
-        parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m), chunk,
-                                     self.y, self.codes)
+        parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m, keep_scores),
+                                     chunk, self.y, self.codes)
         totals, grad = _ordered_sum([p[:2] for p in parts])
-        z_all = np.concatenate([p[2] for p in parts])
+        z_all = _concatenate_freeing([p[2] for p in parts]) if keep_scores else None
         return totals / self.sizes, grad, z_all
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:
         """f(theta) = sum_i q_i R_i(theta) and its gradient."""
-        r, g, _ = self.risks_and_grad(theta, q)
+        r, g, _ = self.risks_and_grad(theta, q, keep_scores=False)
         return float(np.dot(q, r)), g
 
     def sample_weights(self, q) -> np.ndarray:
