@@ -21,7 +21,7 @@ from ._validate import as_generator
 from .data import Batch, Groups
 from .errors import DataError
 
-DEFAULT_BUFFER_BYTES = 128 << 20       # features of pre-drawn minibatch rows kept by a ChunkSampler
+DEFAULT_BUFFER_BYTES = 64 << 20   # features of pre-drawn rows per buffer (two buffers while one is prefetched)
 
 
 class ChunkSampler:

@@ -42,8 +42,12 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
 
 
 def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e-10,
-                     max_iter: int = 100) -> tuple[np.ndarray, float, float]:
+                     max_iter: int = 100, full_trial: bool = False) -> tuple[np.ndarray, float, float]:
     """Minimize ``fun`` (theta -> (value, grad, hessian)) over the ball; returns (theta, value, fw_gap).
+
+    ``full_trial``: evaluate the whole Newton step's (value, grad, hessian) at once, and reuse them when the
+    step is accepted (for oracles where one call is one pass over chunked data and the Hessian costs little
+    more than the value: one pass per accepted step instead of two).
 
     Raises :class:`SolverError` if the gap does not fall below ``tol * max(1, |f|)`` in ``max_iter`` steps.
     Without a radius the gap is ||grad|| (a stationarity measure, not a bound).
@@ -66,10 +70,11 @@ def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e
             theta = target
             value, grad, hess = fun(theta)
             continue
-        t = 1.0
+        t, trial = 1.0, None
         while True:
             cand = theta + t * direction
-            new_value = fun(cand, value_only=True)
+            trial = fun(cand) if full_trial and t == 1.0 else None
+            new_value = trial[0] if trial is not None else fun(cand, value_only=True)
             if new_value <= value + 1e-4 * t * slope:
                 break
             t *= 0.5
@@ -79,7 +84,7 @@ def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e
         if cand is None:
             break
         theta = cand
-        value, grad, hess = fun(theta)
+        value, grad, hess = trial if trial is not None else fun(theta)
     gap = _fw_gap(theta, grad, rho)
     if gap <= max(tol, 1e-7) * max(1.0, abs(value)):
         return theta, value, gap

@@ -11,6 +11,7 @@ from functools import partial
 import numpy as np
 
 from ..data import Groups
+from ..data_dask import concatenate_rows
 from ..errors import DataError
 from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, with_intercept
 
@@ -47,6 +48,20 @@ class _NewtonPass:
         return value, grad, (Xd * (s * self.kernel.d2phi(z, y))[:, None]).T @ Xd
 
 
+class _JudgePass:
+    """One chunk's (sum of losses per group, number of rows per group with sign(score) == label or None)."""
+
+    def __init__(self, kernel, intercept, theta, m, accuracy):
+        self.kernel, self.intercept, self.theta, self.m, self.accuracy = kernel, intercept, theta, m, accuracy
+
+    def __call__(self, batch, y, codes):
+        z = with_intercept(batch.X, self.intercept) @ self.theta
+        totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
+        if not self.accuracy:
+            return totals, None
+        return totals, np.bincount(codes, weights=(np.sign(z) == y).astype(float), minlength=self.m)
+
+
 def _scores(intercept, theta, batch):
     return with_intercept(batch.X, intercept) @ theta
 
@@ -54,17 +69,6 @@ def _scores(intercept, theta, batch):
 def _row_norms(intercept, batch):
     Xd = with_intercept(batch.X, intercept)
     return np.einsum("ij,ij->i", Xd, Xd)
-
-
-def _concatenate_freeing(parts: list) -> np.ndarray:
-    """np.concatenate of parts along the rows, dropping each part once copied (peak: the result plus one part)."""
-    out = np.empty((sum(p.shape[0] for p in parts),) + parts[0].shape[1:], dtype=np.result_type(*parts))
-    start = 0
-    for i in range(len(parts)):
-        p, parts[i] = parts[i], None
-        out[start:start + p.shape[0]] = p
-        start += p.shape[0]
-    return out
 
 
 def _ordered_sum(parts):
@@ -161,7 +165,7 @@ class GroupRisks:
     def scores(self, theta, rows=None) -> np.ndarray:
         if self.data.is_chunked:  # one pass over the chunks, or a gather of the rows
             if rows is None:
-                return _concatenate_freeing(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
+                return concatenate_rows(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
             return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
@@ -171,6 +175,15 @@ class GroupRisks:
     def risks(self, theta) -> np.ndarray:
         """The vector of group risks R_i(theta) (eq. (2)), by one pass over the data source."""
         return self.risks_and_grad(theta, np.zeros(self.m), keep_scores=False)[0]
+
+    def risks_and_accuracy(self, theta) -> tuple[np.ndarray, np.ndarray | None]:
+        """(R(theta), the group accuracies of sign(score) for binary losses, else None) in one pass over the
+        data source (counts of correct rows are integers: their chunk sums are exact)."""
+        binary = bool(self.loss.binary)
+        parts = self.data.map_chunks(_JudgePass(self.loss, self.w.intercept, theta, self.m, binary), 1 << 16,
+                                     self.y, self.codes)
+        totals = _ordered_sum([p[0] for p in parts])
+        return totals / self.sizes, _ordered_sum([p[1] for p in parts]) / self.sizes if binary else None
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
         return np.bincount(self.codes, weights=per_sample, minlength=self.m) / self.sizes
@@ -184,7 +197,7 @@ class GroupRisks:
         parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m, keep_scores),
                                      chunk, self.y, self.codes)
         totals, grad = _ordered_sum([p[:2] for p in parts])
-        z_all = _concatenate_freeing([p[2] for p in parts]) if keep_scores else None
+        z_all = concatenate_rows([p[2] for p in parts]) if keep_scores else None
         return totals / self.sizes, grad, z_all
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:
