@@ -57,7 +57,9 @@ def _is_dask(a) -> bool:
     return hasattr(a, "dask") and hasattr(a, "chunks")
 
 
-def _apply(fn, X, y, g, start, stop, *extra):
+def _apply(fn, X, y, g, start, stop, *extra, local=None):
+    if local is not None:   # a row subset: its rows of this chunk
+        X, y, g = (None if a is None else np.asarray(a)[local] for a in (X, y, g))
     return fn(Batch(np.ascontiguousarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                     np.arange(start, stop)), *extra)
 
@@ -184,6 +186,7 @@ class DaskDataset(Dataset):
         self = object.__new__(cls)
         self.X, self._yd, self._gd, self.y, self._groups = X, yd, gd, None, None
         self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.intp)
+        self._origin, self._sel = self._bounds, None   # chunk starts in the Dask arrays; the rows of a subset
         # first pass, one task per chunk: finiteness and column statistics of X, the labels, the group names
         parts = self.map_chunks(_chunk_stats)
         if not all(p[0] for p in parts):
@@ -289,9 +292,9 @@ class DaskDataset(Dataset):
         Xb, yb, gb = self._blocks()
         tag, b = next(_COUNTER), self._bounds
         tasks = [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
-                                                  *(a[b[i]:b[i + 1]] for a in per_row),
+                                                  *(a[b[i]:b[i + 1]] for a in per_row), local=self._local(i),
                                                   dask_key_name=f"fairmodel-pass-{tag}-{i}")
-                 for i in range(self.n_chunks)]
+                 for i in range(self.n_chunks) if b[i + 1] > b[i]]     # a subset skips chunks it has no rows in
         step = _in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
         out = []
         for k in range(0, len(tasks), step):
@@ -303,7 +306,11 @@ class DaskDataset(Dataset):
         dask, _ = _dask()
         Xb, yb, gb = self._blocks()
         for i in range(self.n_chunks):
+            if self._bounds[i + 1] == self._bounds[i]:
+                continue
             X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+            if self._sel is not None:
+                X, y, g = (None if a is None else np.asarray(a)[self._local(i)] for a in (X, y, g))
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                         np.arange(self._bounds[i], self._bounds[i + 1]))
 
@@ -325,6 +332,7 @@ class DaskDataset(Dataset):
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
             raise DataError(f"row indices must lie in [0, {self.n_samples})")
         chunk = np.searchsorted(self._bounds, rows, side="right") - 1
+        rows = rows if self._sel is None else self._sel[rows]       # rows of the Dask arrays
         order = np.argsort(chunk, kind="stable")
         used, starts = np.unique(chunk[order], return_index=True)
         pieces = np.split(order, starts[1:])
@@ -334,10 +342,33 @@ class DaskDataset(Dataset):
         for k in range(0, used.size, step):
             if cancel is not None and cancel.is_set():
                 return None
-            got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c])
+            got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
                                  for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
                 out[p] = block
+        return out
+
+    def _local(self, i: int):
+        """Positions, within chunk i of the Dask arrays, of this subset's rows (None: all rows)."""
+        if self._sel is None:
+            return None
+        return self._sel[self._bounds[i]:self._bounds[i + 1]] - self._origin[i]
+
+    def subset(self, rows) -> "DaskDataset":
+        """A Dask-backed Dataset of the given rows (sorted, duplicates dropped) over the same chunks: passes read
+        only the chunks holding some of its rows and compute on those rows; samplers draw among them (e.g. one
+        group's rows, for MERO's per-group problems). Labels and groups of the rows are kept in memory."""
+        rows = np.unique(np.asarray(rows, dtype=np.intp).ravel())
+        if rows.size == 0 or rows[0] < 0 or rows[-1] >= self.n_samples:
+            raise DataError(f"a subset needs at least one row index, all in [0, {self.n_samples})")
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._sel = rows if self._sel is None else self._sel[rows]
+        out._bounds = np.searchsorted(out._sel, self._origin).astype(np.intp)
+        out.y = None if self.y is None else self.y[rows]
+        if out.y is not None:
+            out.y.setflags(write=False)
+        out._groups = None if self._groups is None else self._groups.take(rows)
         return out
 
     def take(self, rows) -> Dataset:

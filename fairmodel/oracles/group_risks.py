@@ -12,7 +12,6 @@ import numpy as np
 
 from ..data import Groups
 from ..data_dask import concatenate_rows
-from ..errors import DataError
 from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, with_intercept
 
 
@@ -136,14 +135,13 @@ class GroupRisks:
         return self.design(batch.X), self.y[batch.rows]
 
     def single_group(self, i: int) -> "GroupRisks":
-        """The risk of group i alone, as a one-group problem (MERO stage 1)."""
-        if self.data.is_chunked:
-            raise DataError("MERO (per-group optima) on Dask-backed data is not supported yet; use group DRO "
-                            "(fm.max(risks)) or an in-memory data.subsample(n, seed=0)")
+        """The risk of group i alone, as a one-group problem (MERO stage 1): its rows in memory, or, on chunked
+        data, a chunked subset of the same chunks (passes and draws read only the group's rows)."""
         rows = self.index[i]
         out = object.__new__(GroupRisks)
         out.__dict__.update(self.__dict__)
-        out.data, out.y = self.data.take(rows), self.y[rows]
+        out.data = self.data.subset(rows) if self.data.is_chunked else self.data.take(rows)
+        out.y = self.y[rows]
         out.groups = Groups(np.zeros(rows.size, dtype=np.intp), names=(self.names[i],))
         out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
         out.sizes, out._index = out.groups.sizes.astype(float), None
