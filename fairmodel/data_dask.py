@@ -239,7 +239,9 @@ class DaskDataset(Dataset):
         # chunk are three views of the same partition read (computed once per pass)
         dask, da = _dask()
         parts = df[list(dict.fromkeys(features + [c for c in (target, sensitive) if c is not None]))].to_delayed()
-        counts, step = [dask.delayed(len)(p) for p in parts], _in_flight()
+        # partition lengths from one column (the same partitions): about 1/d of a read of every column
+        probe = df[[target if target is not None else features[0]]].to_delayed()
+        counts, step = [dask.delayed(len)(p) for p in probe], _in_flight()
         lengths = [n for k in range(0, len(counts), step) for n in dask.compute(*counts[k:k + step])]
 
         def column(fn, *args, shape=(), dtype=float):
