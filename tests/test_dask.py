@@ -220,3 +220,20 @@ def test_process_cluster_judge_and_aleg(arrays, numpy_run):
     # threaded run, bit for bit
     np.testing.assert_array_equal(res.variables["w"], prob_d.solve(backend="stochastic", seed=3).variables["w"])
     assert abs(res.objective - obj_n) <= res.certificate["duality_gap_bound"] + cert_n["duality_gap_bound"] + 1e-12
+
+
+def test_judged_objective_of_a_scaled_and_shifted_declaration(arrays, numpy_run):
+    """On Dask data the judge takes the objective from the group risks of its pass: a * max_g R_g + b as
+    declared (here a = 2, b = 1, and an ERM objective), the walk's value on NumPy data up to summation rounding."""
+    X, y, g = arrays
+    _, result = numpy_run
+    values = []
+    for data in (fm.Dataset(X, y, g), dask_data(X, y, g)):
+        w = fm.Weights(D, intercept=True, radius=5.0)
+        loss = fm.logistic_loss(data.score(w), data.y)
+        shifted = fm.Problem(fm.Minimize(2.0 * fm.max(fm.group_mean(loss, data.groups)) + 1.0))
+        erm = fm.Problem(fm.Minimize(fm.mean(loss)))
+        values.append([shifted.evaluate({"w": result.variables["w"]}).objective,
+                       erm.evaluate({"w": result.variables["w"]}).objective])
+    np.testing.assert_allclose(values[1], values[0], rtol=1e-13)
+    assert values[0][0] > 2.0 * values[0][1] + 1.0 - 1e-12      # 2 max_g R_g + 1 >= 2 mean R + 1: not a constant

@@ -137,3 +137,19 @@ def test_two_stage_mero_on_dask_data(arrays, numpy_mero):
     assert abs(res_d.objective - res_n.objective) <= bn + bd + 1e-9
     again = prob_d.solve(backend="stochastic", seed=1, epochs=10, prefetch=False)   # seeded, prefetch or not
     np.testing.assert_array_equal(again.variables["w"], res_d.variables["w"])
+
+
+@pytest.mark.slow
+def test_mero_on_a_process_cluster(arrays, numpy_mero):
+    """Two worker processes (the subset's per-chunk tasks are pickled): two-stage MERO reaches a certified gap and
+    the judge's group optima agree with NumPy's."""
+    distributed = pytest.importorskip("dask.distributed")
+    prob_n, result = numpy_mero
+    _, opt_n, _, _ = _judged(prob_n, result)
+    prob_d, _ = mero(dask_data(*arrays))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) \
+            as cluster, distributed.Client(cluster):
+        res = prob_d.solve(backend="stochastic", seed=1, epochs=10)
+        _, opt, _, _ = _judged(prob_d, result)
+    assert res.ok and res.certificate["duality_gap_bound"] <= 1e-2
+    np.testing.assert_allclose(opt, opt_n, rtol=0, atol=3e-10)
