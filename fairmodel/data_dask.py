@@ -20,6 +20,7 @@ import functools
 import importlib
 import itertools
 import os
+import threading
 
 import numpy as np
 
@@ -187,6 +188,9 @@ class DaskDataset(Dataset):
         self.X, self._yd, self._gd, self.y, self._groups = X, yd, gd, None, None
         self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.intp)
         self._origin, self._sel = self._bounds, None   # chunk starts in the Dask arrays; the rows of a subset
+        # one group of chunks read at a time by this data (and its subsets): a sampler's prefetch and a pass
+        # alternate their groups of chunks instead of holding both in memory
+        self._io_lock = threading.Lock()
         # first pass, one task per chunk: finiteness and column statistics of X, the labels, the group names
         parts = self.map_chunks(_chunk_stats)
         if not all(p[0] for p in parts):
@@ -300,7 +304,8 @@ class DaskDataset(Dataset):
         step = _in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
         out = []
         for k in range(0, len(tasks), step):
-            out.extend(dask.compute(*tasks[k:k + step]))
+            with self._io_lock:
+                out.extend(dask.compute(*tasks[k:k + step]))
         return out
 
     def chunks(self, size: int | None = None):
@@ -310,7 +315,8 @@ class DaskDataset(Dataset):
         for i in range(self.n_chunks):
             if self._bounds[i + 1] == self._bounds[i]:
                 continue
-            X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+            with self._io_lock:
+                X, y, g = dask.compute(Xb[i], yb[i], gb[i])
             if self._sel is not None:
                 X, y, g = (None if a is None else np.asarray(a)[self._local(i)] for a in (X, y, g))
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
@@ -344,8 +350,9 @@ class DaskDataset(Dataset):
         for k in range(0, used.size, step):
             if cancel is not None and cancel.is_set():
                 return None
-            got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
-                                 for c, p in zip(used[k:k + step], pieces[k:k + step])])
+            with self._io_lock:
+                got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
+                                     for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
                 out[p] = block
         return out
