@@ -153,3 +153,28 @@ def test_mero_on_a_process_cluster(arrays, numpy_mero):
         _, opt, _, _ = _judged(prob_d, result)
     assert res.ok and res.certificate["duality_gap_bound"] <= 1e-2
     np.testing.assert_allclose(opt, opt_n, rtol=0, atol=3e-10)
+
+
+def test_group_optima_in_lockstep_take_the_passes_of_one_solve(arrays):
+    """The m Newton solves of R*_g share their passes on chunked data: as many passes as the longest solve, each
+    solve the same iterates as alone (same numbers as the one-group oracle to the Newton tolerance)."""
+    X, y, g = arrays
+    _, rd = mero(dask_data(X, y, g))
+    R = group_risks_of(rd)
+    calls = {"n": 0}
+    inner = R.data.map_chunks
+
+    def counted(*args, **kwargs):
+        calls["n"] += 1
+        return inner(*args, **kwargs)
+    R.data.map_chunks = counted
+    together = exact_gdro.group_optimal_values(R)
+    lockstep = calls["n"]
+    calls["n"] = 0
+    alone = []
+    for i in range(R.m):
+        q = np.eye(R.m)[i]
+        theta, _ = exact_gdro.solve_weighted_erm(R, q)
+        alone.append(R.weighted_value_and_grad(theta, q)[0])
+    assert lockstep < calls["n"] / 2
+    np.testing.assert_allclose(together, alone, rtol=0, atol=3e-10)

@@ -47,6 +47,26 @@ class _NewtonPass:
         return value, grad, (Xd * (s * self.kernel.d2phi(z, y))[:, None]).T @ Xd
 
 
+class _GroupNewtonPass:
+    """One chunk's part of (f_g, grad f_g, Hessian f_g) (or f_g alone) for several groups g at once, each at its own
+    theta, f_g = R_g = (1/n_g) sum_{j in g} phi(x_j . theta_g, y_j): one read serves every group's Newton step."""
+
+    def __init__(self, kernel, intercept, requests, sizes):
+        self.kernel, self.intercept, self.requests, self.sizes = kernel, intercept, requests, sizes
+
+    def __call__(self, batch, y, codes):
+        Xd = with_intercept(batch.X, self.intercept)
+        out = {}
+        for g, (theta, value_only) in self.requests.items():
+            mask = codes == g
+            Xg, yg = Xd[mask], y[mask]
+            z, s = Xg @ theta, np.full(int(mask.sum()), 1.0 / self.sizes[g])
+            value = float(s @ self.kernel.phi(z, yg))
+            out[g] = value if value_only else (value, Xg.T @ score_gradient(self.kernel, z, yg, s),
+                                               (Xg * (s * self.kernel.d2phi(z, yg))[:, None]).T @ Xg)
+        return out
+
+
 class _JudgePass:
     """One chunk's (sum of losses per group, number of rows per group with sign(score) == label or None)."""
 
@@ -222,6 +242,16 @@ class GroupRisks:
             parts = self.data.map_chunks(_NewtonPass(self.loss, self.w.intercept, theta, weight, value_only),
                                          None, self.y, self.codes)
             return float(sum(parts)) if value_only else _ordered_sum(parts)
+        return fun
+
+    def group_newton_oracle(self):
+        """{g: (theta_g, value_only)} -> {g: R_g(theta_g) or (R_g, grad R_g, Hessian R_g)} for binary losses with
+        d2phi, every request answered by one pass over the data source (the lockstep Newton solves of the group
+        optima R*_g of MERO, eq. (4))."""
+        def fun(requests):
+            parts = self.data.map_chunks(_GroupNewtonPass(self.loss, self.w.intercept, dict(requests), self.sizes),
+                                         1 << 16, self.y, self.codes)
+            return {g: _ordered_sum([p[g] for p in parts]) for g in requests}
         return fun
 
     @property
