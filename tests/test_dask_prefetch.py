@@ -76,6 +76,8 @@ def test_aleg_identical_with_and_without_prefetch_and_no_thread_left(data):
     np.testing.assert_array_equal(on.variables["q"], off.variables["q"])
     assert on.metrics["sampler_wait_s"] >= 0 and off.metrics["sampler_wait_s"] > 0
     assert not _prefetch_threads()
+    prob.solve(backend="stochastic", method="smd", seed=2, epochs=2, batch_size=8)     # SMD closes its sampler too
+    assert not _prefetch_threads()
 
 
 def test_interrupted_solves_leave_no_thread(data):
