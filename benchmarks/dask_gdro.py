@@ -190,6 +190,16 @@ prefetching on (the default).
 | status | {r['status']} (ok = {r['ok']}; certified gap <= 1e-2: {r['gap_bound'] <= 1e-2}) |
 | peak resident memory of the process (`ru_maxrss`; threads, no worker processes) | {r['rss_peak_mib']:.0f} MiB (after imports: {r['rss_start_mib']:.0f} MiB) |
 | peak resident memory after each phase | {', '.join(f"{k} {v:.0f}" for k, v in r['peak_by_phase'].items())} MiB |
+
+An ALEG epoch costs its snapshot pass, the gathers of the sampled rows (a buffer of 64 MiB of features, i.e.
+{64 * 2 ** 20 // (8 * r['d'] * 4):,} rows per group, is gathered by reading every chunk that holds a drawn row: with
+i.i.d. draws, every chunk) and the Python loop of the inner steps; with prefetching the next buffer is gathered
+in a background thread while the steps run (on 2 shared cores the gather and the pass still compete for the
+CPU). The judge reads the data once for the group risks and accuracies, then once per accepted projected Newton
+step of the inner minimum of (13), started at the candidate; Newton passes compute a d x d Hessian per chunk
+and the logistic kernel three times, hence more than a plain pass each. The client holds the labels and group
+codes (16 bytes a row) and the sampler's index (4 bytes a row); the rest of the peak is the chunks being read
+(about 2.5 times their size while Parquet is converted) and the interpreter with Dask, pandas and Arrow.
 """
     if not args.no_write:
         from _report import write_section
