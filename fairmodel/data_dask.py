@@ -59,8 +59,8 @@ def _is_dask(a) -> bool:
 
 
 def _apply(fn, X, y, g, start, stop, *extra, local=None):
-    if local is not None:   # a row subset: its rows of this chunk
-        X, y, g = (None if a is None else np.asarray(a)[local] for a in (X, y, g))
+    if local is not None:   # a row subset: its rows of this chunk (its labels and codes come from the client)
+        X = np.asarray(X)[local]
     return fn(Batch(np.ascontiguousarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                     np.arange(start, stop)), *extra)
 
@@ -285,10 +285,19 @@ class DaskDataset(Dataset):
 
     # -- full passes ---------------------------------------------------------------------------------
     def _blocks(self):
-        k = self.n_chunks
+        """Per chunk: the Dask block of X, and the labels and group codes: slices of the validated vectors held
+        in the client once they exist (no label column decoded and encoded again in every pass), else the Dask
+        blocks (the passes of validation)."""
+        k, b = self.n_chunks, self._bounds
         Xb = self.X.to_delayed(optimize_graph=False).ravel()
-        yb = [None] * k if self._yd is None else self._yd.to_delayed(optimize_graph=False).ravel()
-        gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
+        if self.y is not None:
+            yb = [self.y[b[i]:b[i + 1]] for i in range(k)]
+        else:
+            yb = [None] * k if self._yd is None else self._yd.to_delayed(optimize_graph=False).ravel()
+        if self._groups is not None:
+            gb = [self._groups.codes[b[i]:b[i + 1]] for i in range(k)]
+        else:
+            gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
         return Xb, yb, gb
 
     def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
@@ -318,7 +327,7 @@ class DaskDataset(Dataset):
             with self._io_lock:
                 X, y, g = dask.compute(Xb[i], yb[i], gb[i])
             if self._sel is not None:
-                X, y, g = (None if a is None else np.asarray(a)[self._local(i)] for a in (X, y, g))
+                X = np.asarray(X)[self._local(i)]
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                         np.arange(self._bounds[i], self._bounds[i + 1]))
 
