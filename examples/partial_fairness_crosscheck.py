@@ -1,8 +1,8 @@
 """Worked example of docs/partial_fairness.md: partial demographic parity on Law School, both IDCA paths and
 the cross-check.
 
-    python examples/partial_fairness_crosscheck.py            # a 500-row stratified subsample (about 10 min)
-    python examples/partial_fairness_crosscheck.py --n 0 --starts 1   # all 20,800 rows, one start per path
+    python examples/partial_fairness_crosscheck.py            # a 500-row stratified subsample, 5 starts (about 1 min)
+    python examples/partial_fairness_crosscheck.py --n 0 --starts 1   # all 20,800 rows, one start (about 5 min)
 """
 import argparse
 import time

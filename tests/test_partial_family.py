@@ -199,7 +199,7 @@ def test_problem_file_builds_the_dsl_problem(tmp_path, kind):
     path.write_text(text if kind == "pdp" else text.replace("kind = \"pdp\"", "kind = \"weak_pdp\"\nthreshold = 0.3"))
     prob, _, _ = problemfile.load(path)
     law = fm.datasets.load_lawschool(target="bar1", sensitive="race")
-    data = fm.with_group_interactions(law.subsample(300, seed=0))
+    data = fm.with_group_interactions(law.subsample(1000, seed=0))
     w = fm.Weights(data.n_features, intercept=True)
     s = data.score(w)
     atom = (fm.partial_dp(s, data.groups, band=(0.70, 1.00)) if kind == "pdp"

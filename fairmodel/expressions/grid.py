@@ -10,6 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from .._validate import check_finite, is_int, is_real
+from ..data import Dataset
 from ..errors import DataError, ExpressionTypeError, ModelError, OptionError
 from .core import Expr
 
@@ -230,6 +231,14 @@ class GridPredictor:
             return self._arrays
         if data is None:
             raise OptionError("pass the unlabeled points: data=X_unlabeled (the base models are callables)")
+        if hasattr(data, "dask") and hasattr(data, "chunks"):       # a Dask array of unlabeled points
+            data = Dataset.from_dask(data)
+        if getattr(data, "is_chunked", False):
+            # Dask-backed points: the base models run chunk by chunk (one Dask task per chunk); only their
+            # values, (K + 1) numbers a row, come back
+            parts = data.map_chunks(_BaseValues(self.eta if self.kind == "regression" else self.cost, self.tau))
+            first, tau = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
+            return self._check_values(first, tau, self.K)
         X = getattr(data, "X", data) if type(data).__name__ == "Dataset" else data
         first = self.eta(X) if self.kind == "regression" else self.cost(X)
         return self._check_values(first, self.tau(X), self.K)
@@ -251,6 +260,16 @@ class GridPredictor:
         if self.p_spec.shape[0] != tau.shape[1]:
             raise DataError(f"p has {self.p_spec.shape[0]} entries but tau has {tau.shape[1]} columns")
         return self.p_spec
+
+
+class _BaseValues:
+    """The base models' values on one chunk of points (a picklable task for Dask workers)."""
+
+    def __init__(self, first, tau):
+        self.first, self.tau = first, tau
+
+    def __call__(self, batch):
+        return np.asarray(self.first(batch.X)), np.asarray(self.tau(batch.X))
 
 
 def check_p(p, K: int | None) -> np.ndarray:

@@ -23,12 +23,13 @@ from ..errors import DataError, OptionError, UnsupportedProblemError
 from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import DPConstraint, DPPredictor, GridRisk
 from ..expressions.grid import GridPredictor, t_values
+from ..oracles.dp_chunked import ChunkedDual, dual_stats
 from ..oracles.dp_dual import DualProblem, gradient_mapping, sigma2
 from ..progress import Progress
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, DualRun, Pool
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
-from .dp_runs import (JUDGE_SIZE, Prepared, StreamFit, check_T, run_solution, smoothness_constant, start_run,
-                      with_progress)
+from .dp_runs import (JUDGE_SIZE, Prepared, StreamFit, check_T, is_chunked, refuse_chunked, run_solution,
+                      smoothness_constant, start_run, with_progress)
 from .registry import register
 
 POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
@@ -131,6 +132,7 @@ class DPPostProcessing(Reduction):
 
     def to_cvxpy(self, data=None, sample_weight=None):
         """The primal CVXPY program (3) / (4) on ``data`` (default: the points of the most recent solve)."""
+        refuse_chunked(data, "the CVXPY program of DP post-processing")
         prep = self._points(data, sample_weight)
         if prep.eps is None:
             raise UnsupportedProblemError("without a fairness constraint the optimum is explicit (pi_(0,0), "
@@ -150,7 +152,7 @@ class DPPostProcessing(Reduction):
             weights = weights / weights.sum()
         p = self.post.resolve_p(tau, weights) if p is None else p
         eps = None if self.constraint is None else self.constraint.eps(tau.shape[1])
-        return Prepared(first, tau, p, t_values(tau, p), weights, eps)
+        return Prepared(first, tau, p, t_values(tau, p), weights, eps, is_chunked(data))
 
     def _points(self, data, sample_weight=None) -> Prepared:
         if data is None and self.post.callable:
@@ -158,7 +160,11 @@ class DPPostProcessing(Reduction):
                               "points are not part of the declaration)")
         return self._prepare(data, sample_weight)
 
-    def _dual(self, prep: Prepared, beta: float | None = None) -> DualProblem:
+    def _dual(self, prep: Prepared, beta: float | None = None) -> DualProblem | ChunkedDual:
+        """The dual (5) on the points: in memory, or by blocks of rows for Dask-backed points."""
+        if prep.chunked:
+            return ChunkedDual(self.post.costs, prep.first, prep.T, prep.eps, self.beta if beta is None else beta,
+                               prep.weights, m=self.post.m)
         return DualProblem(self.post.costs(prep.first), prep.T, prep.eps, self.beta if beta is None else beta,
                            prep.weights)
 
@@ -181,6 +187,7 @@ class DPPostProcessing(Reduction):
 
     # -- exact backend ---------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, data=None, sample_weight=None, z0=None, certify=None, **options):
+        refuse_chunked(data, "the exact DP post-processing programs (the (n, m) policy or dual in memory)")
         prep = self._prepare(data, sample_weight)
         dual = self._dual(prep)
         K = prep.T.shape[1]
@@ -289,46 +296,48 @@ class DPPostProcessing(Reduction):
                 raise OptionError(f"P must hold one probability vector over the {m} grid points per point, shape "
                                   f"({prep.n}, {m})")
         else:
-            P = dual.policy(z)
+            P = None
         names = self.post.group_names(K)
-        E = dual.moments(P)
-        U = np.abs(E)
-        objective = dual.regularized_risk(P)
+        # one pass over the points (by blocks of rows for Dask-backed points): the policy's moments and risks
+        stats = dual_stats(dual, z, P, self.post.grid if self.post.numeric_grid else None)
+        U = stats["U"]
+        objective = stats["regularized_risk"]
         constraints = {}
         if prep.eps is not None:
             cname = self.constraint.name
             for s in range(K):
                 constraints[f"{cname}[{names[s]}]"] = constraint_record(U[:, s].max(), prep.eps[s])
-        metrics = {"risk": dual.risk(P), "entropy_term": objective - dual.risk(P),
+        metrics = {"risk": stats["risk"], "entropy_term": objective - stats["risk"],
                    "dp_gap": by_group(U.max(axis=0), names), "unfairness": U, "grid": self.post.grid,
                    "grid_kind": self.post.kind, "L": self.post.L, "B": self.post.B, "beta": self.beta, "p": prep.p,
                    "n_points": prep.n, "sigma2": sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}
         if self.post.numeric_grid:
-            metrics["mean_prediction"] = float(dual.w @ (P @ self.post.grid))
+            metrics["mean_prediction"] = stats["mean_prediction"]
         certificate = {}
         if prep.eps is not None:
-            metrics["unfairness_excess"] = dual.unfairness_excess(P)
+            metrics["unfairness_excess"] = stats["unfairness_excess"]
             metrics["feasibility_margin"] = float(dual.feasibility_margins().min())
         if z is not None and prep.eps is not None:
-            certificate.update(self._certificate(dual, z, P if "P" in variables else None, prep, certify))
+            certificate.update(self._certificate(dual, z, P, stats if P is None else None, prep, certify))
         return Evaluation(objective=objective, constraints=constraints, metrics=metrics, certificate=certificate)
 
-    def _certificate(self, dual: DualProblem, z: np.ndarray, P, prep: Prepared, certify) -> dict:
+    def _certificate(self, dual, z: np.ndarray, P, stats_z, prep: Prepared, certify) -> dict:
         """Dual value, KKT residual, identity residual (R_beta(pi_z) + F(z) = <z, grad F(z)>: Lemma 3.5
         part II with the sign corrected, the paper prints -grad F), the primal-dual gap of
         a (P, z) pair, and the gap F(z) - F* against the exact dual (solved here by L-BFGS-B, cached)."""
         value, grad = dual.value_and_grad(z)
         out = {"dual_value": value}
         if P is not None:
-            out["duality_gap"] = dual.regularized_risk(P) + value  # >= 0 when P is feasible (weak duality)
+            # >= 0 when P is feasible (weak duality)
+            out["duality_gap"] = dual_stats(dual, None, P)["regularized_risk"] + value
         if math.isinf(self.beta):
             return out
-        Pz = dual.policy(z)
+        stats_z = dual_stats(dual, z) if stats_z is None else stats_z
         alpha = 1.0 / dual.smoothness()
         out["kkt_residual"] = float(np.linalg.norm(gradient_mapping(z, grad, alpha)))
         # = the unfairness excess of pi_z (Lemma 3.5 part I)
         out["dual_unfairness_excess"] = float(np.linalg.norm(np.maximum(-grad, 0.0)))
-        out["identity_residual"] = dual.regularized_risk(Pz) + value - float(np.sum(z * grad))
+        out["identity_residual"] = stats_z["regularized_risk"] + value - float(np.sum(z * grad))
         if certify is None:
             certify = dual.n * dual.m <= CERTIFY_MAX
         if certify:

@@ -33,10 +33,25 @@ class Prepared:
     T: np.ndarray              # t_hat (n, K)
     weights: np.ndarray | None  # (n,) summing to 1, or None (uniform)
     eps: np.ndarray | None     # (K,) or None (no fairness constraint)
+    chunked: bool = False      # the points are Dask-backed: the judge sums by blocks of rows (ChunkedDual)
 
     @property
     def n(self) -> int:
         return self.T.shape[0]
+
+
+def is_chunked(data) -> bool:
+    return getattr(data, "is_chunked", False) or (hasattr(data, "dask") and hasattr(data, "chunks"))
+
+
+def refuse_chunked(data, what: str) -> None:
+    """Dask-backed points are refused by the exact programs, as for group DRO (the message names the ways out)."""
+    if getattr(data, "is_chunked", False):
+        data.in_memory_X(what)
+    if is_chunked(data):
+        raise DataError(f"{what} needs the points in memory, but data= is a Dask array. Solve with the stochastic "
+                        f"backend (prob.solve(backend='stochastic', data=...)), or pass an in-memory sample: "
+                        f"fm.Dataset.from_dask(X).subsample(n, seed=0)")
 
 
 def check_T(T) -> int:

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from .. import expressions as E
-from .._validate import as_generator, check_options
+from .._validate import check_options
 from ..errors import OptionError, ResourceLimitError
 from ..exact import budget
 from ..exact.partial import Subproblem
@@ -35,12 +35,12 @@ from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_ipm import solve_subproblem
-from ..stochastic.idca import (certified_inner, check_feasible_start, exact_inner, idca, nearly_kkt_epsilon, theory_schedule)
-from ..stochastic.ssg import polyak_feasibility
+from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
-from .partial_program import (MU, constraint_kind, dc_program, hinge_program, max_constraint, nonneg,
+from .partial_program import (MU, constraint_kind, dc_program, hinge_program, nonneg,
                               positive_int, subproblem_g)
 from .partial_runs import solve_direct_ssg, solve_idca_ssg, solve_penalty
+from .partial_starts import feasible_starts, lipschitz_estimate, theory
 from .registry import register
 
 EXACT_DEFAULTS = {"outer": 100, "tol": 1e-6}
@@ -53,7 +53,6 @@ IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of 
 PARTIAL_ALTERNATIVE = ("Use inner='ipm' where it applies (the certified interior-point solver of (25), no CVXPY), "
                        "backend='stochastic' (IDCA with switching-subgradient inner steps, memory O(n d)), fewer "
                        "levels=, or a subsample of the data")
-STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 
 
 @register
@@ -146,40 +145,6 @@ class PartialFairness(Reduction):
             self._subproblems[key] = Subproblem(self.program, mu, solver)
         return self._subproblems[key]
 
-    # -- starting points -------------------------------------------------------------------------------
-    def _starts(self, start, starts, seed, allow_infeasible):
-        """Feasible starting points: the given (or default) start, then random feasible ones."""
-        program = self.program
-        x0 = program.start(start)
-        check_feasible_start(program, x0, allow_infeasible)
-        points, notes = [x0], []
-        rng = as_generator(seed)
-        for j in range(1, starts):
-            x = self._random_start(rng)
-            if x is None:
-                notes.append(f"random start {j}: no feasible point found by Polyak steps; skipped")
-                continue
-            points.append(x)
-        return points, notes
-
-    def _random_start(self, rng):
-        """A random direction with score spread STARTS_SCALE, thresholds set, then Polyak steps to f <= 0."""
-        program = self.program
-        x = np.zeros(program.D)
-        for w in program.layout.weights:
-            sl = program.layout.slices[w.name]
-            x[sl] = rng.standard_normal(w.size)
-        scores = [b.gs.X @ x[b.gs.wsl] for b in program.blocks if hasattr(b, "gs")]
-        spread = max((float(np.std(s)) for s in scores), default=1.0) or 1.0
-        for w in program.layout.weights:
-            x[program.layout.slices[w.name]] *= STARTS_SCALE / spread
-        x = program.project(x)
-        x = program.start({**program.layout.split(x), **{f"theta_{b.name}": b.best_thresholds(x)
-                                                         for b in program.blocks if isinstance(b, RampBandBlock)}})
-
-        out = polyak_feasibility(x, max_constraint(program), program.project, iterations=2000, target=-1e-4)
-        return out["x"] if out["status"] == "feasible" else None
-
     # -- backends --------------------------------------------------------------------------------------
     def hinge(self):
         """The data of the certified interior-point solver of (25), or a string saying why it does not apply."""
@@ -258,7 +223,7 @@ class PartialFairness(Reduction):
         lowest objective among feasible runs), so that two backends compare the same outer loop.
         """
         starts = positive_int(options.get("starts", 1), "starts")
-        points, notes = self._starts(options.get("start"), starts, seed if seed is not None else options.get("seed"),
+        points, notes = feasible_starts(self.program, options.get("start"), starts, seed if seed is not None else options.get("seed"),
                                      bool(options.get("allow_infeasible_start", False)))
         runs = []
         for j, x0 in enumerate(points):
@@ -291,29 +256,9 @@ class PartialFairness(Reduction):
                         timings={"compile": compile_time, "method": sum(r["time"] for r in runs)},
                         metrics=metrics, judge_context=context)
 
-    # -- theory ------------------------------------------------------------------------------------------
     def theory(self, eps: float, mu: float) -> dict:
-        """K, ε_k, T_k of eq. (28) with M estimated at the default start and ν = -max_i f_i(x0) (Theorem 6.5)."""
-        x0 = self.program.start()
-        nu = -self.program.max_violation(x0)
-        if nu <= 0:
-            raise OptionError("theory_eps= needs a strictly feasible default start (nu = -max_i f_i(x0) > 0)")
-        M = self.lipschitz_estimate([x0])
-        f0 = self.program.objective_value(x0)
-        return {**theory_schedule(M, mu, nu, f0, eps), "M": M, "nu": nu}
-
-    def lipschitz_estimate(self, points) -> float:
-        """Largest norm of the subgradients of f_0 and of every f_i+- observed at ``points`` (Assumption 6.3D)."""
-        program = self.program
-        M = 0.0
-        for x in points:
-            M = max(M, float(np.linalg.norm(program.objective_value_and_grad(x)[1])))
-            _, jac = program.minus(x)
-            M = max(M, float(np.max(np.linalg.norm(jac, axis=1), initial=0.0)))
-            _, caches = program.plus(x)
-            for i in range(program.m):
-                M = max(M, float(np.linalg.norm(program.plus_grad(x, i, caches))))
-        return M
+        """K, ε_k, T_k of eq. (28) (Theorem 6.5) at the default start (:func:`partial_starts.theory`)."""
+        return theory(self.program, eps, mu)
 
     # -- judge -------------------------------------------------------------------------------------------
     def _candidate(self, variables: dict) -> np.ndarray:
@@ -389,7 +334,7 @@ class PartialFairness(Reduction):
             x_hat, lam, _ = sub.solve(x, **opts)
         g = subproblem_g(self.program, x_hat, x, mu)
         step = float(np.linalg.norm(x_hat - x))
-        M = self.lipschitz_estimate([x, x_hat])
+        M = lipschitz_estimate(self.program, [x, x_hat])
         lam_max = float(np.max(lam, initial=0.0))
         return {"feasible": 1.0, "subproblem_step": step, "relative_step": step / max(1.0, float(np.linalg.norm(x))),
                 "max_dual": lam_max, "lipschitz_M": M,

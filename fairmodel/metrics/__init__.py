@@ -24,3 +24,9 @@ from .assessment import Assessment, Intervals, assess  # noqa: F401,E402
 from .auc_groups import GroupAUCFairness, auc_fairness_groups  # noqa: F401,E402
 from .summaries import (demographic_parity_difference, demographic_parity_ratio,  # noqa: F401,E402
                         equal_opportunity_difference, equalized_odds_difference, equalized_odds_ratio)
+
+from . import assessment as _assessment, auc_groups as _auc_groups, chunked as _chunked  # noqa: E402
+from . import chunked_auc as _chunked_auc  # noqa: E402
+
+_assessment.CHUNKED.update(_chunked.CHUNKED_ASSESS)   # fm.assess on Dask-backed inputs: sums over chunks
+_auc_groups.CHUNKED.update(_chunked_auc.CHUNKED_AUC_GROUPS)   # auc_fairness_groups on Dask inputs

@@ -26,6 +26,7 @@ DECISION_METRICS = ("selection_rate", "accuracy", "balanced_accuracy", "true_pos
 METRICS = DECISION_METRICS + ("auc", "mse", "mae", "ks")
 METHODS = ("between_groups", "to_overall")
 CHUNK = 100            # bootstrap draws evaluated together (fixed, so a seed gives the same draws everywhere)
+CHUNKED: dict = {}     # the Dask-input path ("applies", "assess"), registered by fairmodel.metrics.chunked
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -88,7 +89,7 @@ def _check_needs(names, has, yt_binary, yp_binary):
 
 
 def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, metrics=None, sample_weight=None,
-           pos_label=None, data=None) -> "Assessment":
+           pos_label=None, data=None, auc_bins=None) -> "Assessment":
     """Group metrics of a model's decisions ``y_pred``, scores ``scores`` or numeric predictions.
 
     sensitive_features : one column (array, list, Series, :class:`fairmodel.Groups`), several columns (a 2-D
@@ -104,7 +105,16 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     data : a DataFrame (or dict of columns) in which string arguments name columns; or a
         :class:`fairmodel.Dataset`, whose labels and groups are the defaults of ``y_true`` and
         ``sensitive_features`` (levels named after the data's sensitive attribute).
+    auc_bins : Dask-backed inputs only: the bins of the AUC histogram sketch (default 65,536; see
+        docs/large_data.md). Dask arrays / Series as columns, or a Dask-backed ``data`` (whose model outputs
+        may be given as callables), are assessed by sums over chunks (:mod:`fairmodel.metrics.chunked`).
     """
+    if CHUNKED and CHUNKED["applies"](y_true, y_pred, scores, sensitive_features, sample_weight, data=data):
+        return CHUNKED["assess"](y_true, y_pred=y_pred, scores=scores, sensitive_features=sensitive_features,
+                                 metrics=metrics, sample_weight=sample_weight, pos_label=pos_label, data=data,
+                                 auc_bins=auc_bins)
+    if auc_bins is not None:
+        raise OptionError("auc_bins= sets the AUC sketch of Dask-backed inputs; in-memory inputs get the exact AUC")
     if isinstance(data, Dataset):
         y_true = data.y if y_true is None else y_true
         if sensitive_features is None:

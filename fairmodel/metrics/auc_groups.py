@@ -27,6 +27,7 @@ from .auc import SYMMETRIC, auc_sets, canonical_kind, sets_terms
 from .rates import weights_of
 
 MODES = ("pairwise", "one_vs_rest")
+CHUNKED: dict = {}     # the Dask-input path ("applies", "auc_fairness_groups"), from fairmodel.metrics.chunked
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ def auc_fairness_groups(scores, y, groups, kind: str = "intra", *, mode: str = "
     ``groups``: any labels (K >= 2 distinct values); ``y``: labels +1/-1 (``positive=`` maps other codings).
     A comparison whose sets are not all non-empty raises a :class:`DataError` naming it.
     """
+    if CHUNKED and CHUNKED["applies"](scores, y, groups, sample_weight):     # Dask inputs: histogram sketch
+        return CHUNKED["auc_fairness_groups"](scores, y, groups, kind, mode=mode, positive=positive,
+                                              sample_weight=sample_weight, ties=ties)
     kind = canonical_kind(kind)
     mode = check_choice(mode, "mode", MODES, error=DataError)
     h = np.asarray(scores, dtype=float)

@@ -54,6 +54,16 @@ class HingeRows:
         self.cut = np.asarray(cut, dtype=float)
         self.has_j = self.j >= 0
         self.jj = np.where(self.has_j, self.j, 0)
+        self.n_each = np.full(self.idx.size, float(self.n))     # the divisor of each f+_i
+
+    def expand(self, per_constraint) -> np.ndarray:
+        """A vector over the m constraints, broadcast to the hinges of the block ((m_b, 1))."""
+        return np.asarray(per_constraint)[self.idx][:, None]
+
+    @staticmethod
+    def per_constraint(V) -> np.ndarray:
+        """(m_b,): the sum of V over the hinges of each constraint."""
+        return V.sum(axis=1)
 
     def y(self, v) -> np.ndarray:
         """(m_b, n): every hinge argument."""
@@ -92,6 +102,10 @@ class HingeRows:
         """(m_b,): f+_i(v) = (1/n) sum_r pos(y_ir(v))."""
         return np.maximum(self.y(v), 0.0).sum(axis=1) / self.n
 
+    def expand_cut(self) -> np.ndarray:
+        """The cut of every hinge's constraint, broadcast to the hinges."""
+        return self.cut[:, None]
+
 
 class SmoothObjective:
     """F(v) = sum_j L_j(v[slice_j]) + sum_j c_j ||v[slice_j][mask_j]||^2: linear-model losses (value, gradient,
@@ -118,20 +132,21 @@ class SmoothObjective:
 class HingeProgram:
     """Subproblem (25) data that do not depend on the anchor: the smooth objective F and the hinge blocks.
 
-    ``objective(v) -> (F, ∇F, ∇²F)``; ``blocks``: :class:`HingeRows` covering each of the m constraints once.
+    ``objective(v) -> (F, ∇F, ∇²F)``; ``blocks``: :class:`HingeRows` covering each of the m constraints once
+    (at most once with ``complete=False``: a working set may leave a constraint without hinges).
     """
 
-    def __init__(self, objective, blocks: list, m: int, D: int):
+    def __init__(self, objective, blocks: list, m: int, D: int, complete: bool = True):
         self.objective, self.blocks, self.m, self.D = objective, blocks, m, D
-        covered = np.concatenate([b.idx for b in blocks]) if blocks else np.zeros(0, int)
-        if np.sort(covered).tolist() != list(range(m)):
+        covered = np.sort(np.concatenate([b.idx for b in blocks])) if blocks else np.zeros(0, int)
+        if (covered.tolist() != list(range(m))) if complete else np.any(np.diff(covered) == 0):
             raise ValueError("the hinge blocks must cover every constraint exactly once")
-        self.inv_n = np.empty(m)
+        self.inv_n = np.zeros(m)
         for b in blocks:
-            self.inv_n[b.idx] = 1.0 / b.n
+            self.inv_n[b.idx] = 1.0 / b.n_each
 
     def plus(self, v) -> np.ndarray:
-        out = np.empty(self.m)
+        out = np.zeros(self.m)
         for b in self.blocks:
             out[b.idx] = b.plus(v)
         return out
@@ -181,23 +196,23 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
     if warm is None:
         T = [np.maximum(y, 0.0) + _INIT['t'] for y in Y]
         lam = np.full(m, _INIT['lam'])
-        Bm = [np.full(y.shape, 0.5) * (lam[b.idx] * inv_n[b.idx])[:, None] for b, y in zip(blocks, Y)]
+        Bm = [np.full(y.shape, 0.5) * b.expand(lam * inv_n) for b, y in zip(blocks, Y)]
         omega_floor = _INIT['omega']
     else:
         # warm start from the multipliers (λ, u) of the previous subproblem, moved into the interior
         lam_w, u_w = warm
         lam = np.maximum(np.asarray(lam_w, dtype=float), _INIT['warm_lam'] * max(1.0, float(np.max(lam_w))))
-        Bm = [np.clip(ub, _INIT['warm_u'], 1 - _INIT['warm_u']) * (lam[b.idx] * inv_n[b.idx])[:, None]
+        Bm = [np.clip(ub, _INIT['warm_u'], 1 - _INIT['warm_u']) * b.expand(lam * inv_n)
               for b, ub in zip(blocks, u_w)]
         T = [np.maximum(y, 0.0) + _INIT['warm_t'] for y in Y]
         omega_floor = _INIT['warm_t']
     Sg = [t - y for t, y in zip(T, Y)]
-    Am = [(lam[b.idx] * inv_n[b.idx])[:, None] - bm for b, bm in zip(blocks, Bm)]
+    Am = [b.expand(lam * inv_n) - bm for b, bm in zip(blocks, Bm)]
     G0 = _G(blocks, T, inv_n, x, a, S, c, mu)
     omega = np.maximum(-G0, omega_floor)
     # weighted central path: hinge pairs of constraint i target tau / n_i, constraint pairs tau (the hinge
     # multipliers live on the scale λ_i / n_i)
-    weights = [np.ones((b.idx.size, 1)) for b in blocks]
+    weights = [b.expand(np.ones(m)) for b in blocks]
     n_weight = 2.0 * sum(float(np.sum(wt * np.ones_like(t))) for wt, t in zip(weights, T)) + m
     status, it = "max_iter", 0
     res = {}
@@ -209,7 +224,7 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
         r_x = gF + mu * d + lam @ h
         for b, bm in zip(blocks, Bm):
             r_x += b.adjoint(bm, D)
-        r_t = [-am - bm + (lam[b.idx] * inv_n[b.idx])[:, None] for b, am, bm in zip(blocks, Am, Bm)]
+        r_t = [-am - bm + b.expand(lam * inv_n) for b, am, bm in zip(blocks, Am, Bm)]
         r_s = [sg - t + y for sg, t, y in zip(Sg, T, Y)]
         G = _G(blocks, T, inv_n, x, a, S, c, mu)
         r_w = omega + G
@@ -217,7 +232,8 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
             + float(lam @ omega)
         scale = 1.0 + abs(F + q)
         res = {"dual": float(np.max(np.abs(r_x))),
-               "hinge_dual": max((float(np.max(np.abs(rt)) * b.n) for rt, b in zip(r_t, blocks)), default=0.0),
+               "hinge_dual": max((float(np.max(np.abs(rt) / b.expand(inv_n), initial=0.0))
+                                  for rt, b in zip(r_t, blocks)), default=0.0),
                "primal": max([float(np.max(np.abs(r), initial=0.0)) for r in r_s] + [float(np.max(np.abs(r_w)))]),
                "complementarity": comp / scale}
         if max(res.values()) <= tol:
@@ -232,7 +248,7 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
         for b, dg, gm, am, t in zip(blocks, Dg, gam, Am, T):
             b.add_gram(gm * (am / t) / dg, K)
             U[b.idx] += b.adjoint_each(gm / dg, D) * inv_n[b.idx][:, None]
-            Dl[b.idx] += (1.0 / dg).sum(axis=1) * inv_n[b.idx] ** 2
+            Dl[b.idx] += b.per_constraint(1.0 / dg) * inv_n[b.idx] ** 2
         M = np.block([[K, U.T], [U, -np.diag(Dl)]])
         try:
             lu = _factor(M)
@@ -247,7 +263,7 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
             rhs_l = tau_l / lam - omega + r_w
             for b, rh, dg, gm, tb, sg, bm, rs in zip(blocks, rho, Dg, gam, tau_b, Sg, Bm, r_s):
                 rhs_x -= b.adjoint(tb / sg - bm + gm * rs - gm * rh / dg, D)
-                rhs_l[b.idx] += (rh / dg).sum(axis=1) * inv_n[b.idx]
+                rhs_l[b.idx] += b.per_constraint(rh / dg) * inv_n[b.idx]
             sol = _lu_solve(lu, np.concatenate([rhs_x, -rhs_l]))
             dx, dl = sol[:D], sol[D:]
             dT, dS, dA, dB = [], [], [], []
@@ -255,13 +271,13 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
             for b, rh, dg, gm, ta, tb, t, sg, am, bm, rs in zip(blocks, rho, Dg, gam, tau_a, tau_b, T, Sg, Am, Bm,
                                                                  r_s):
                 Edx = b.apply(dx)
-                dt = (rh + gm * Edx - (dl[b.idx] * inv_n[b.idx])[:, None]) / dg
+                dt = (rh + gm * Edx - b.expand(dl * inv_n)) / dg
                 ds = dt - Edx - rs
                 dT.append(dt)
                 dS.append(ds)
                 dA.append((ta - am * t - am * dt) / t)
                 dB.append((tb - bm * sg - bm * ds) / sg)
-                dW[b.idx] -= dt.sum(axis=1) * inv_n[b.idx]
+                dW[b.idx] -= b.per_constraint(dt) * inv_n[b.idx]
             return dx, dl, dT, dS, dA, dB, dW
 
         def step_lengths(dl, dT, dS, dA, dB, dW):
@@ -292,7 +308,7 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
         Am = [am + ad * da for am, da in zip(Am, dA)]
         Bm = [bm + ad * db for bm, db in zip(Bm, dB)]
         Y = [b.y(x) for b in blocks]
-    u = [np.clip(bm / np.maximum(lam[b.idx] * inv_n[b.idx], 1e-300)[:, None], 0.0, 1.0)
+    u = [np.clip(bm / np.maximum(b.expand(lam * inv_n), 1e-300), 0.0, 1.0)
          for b, bm in zip(blocks, Bm)]
     cert = duality_gap(prog, x, lam, u, a, S, c, mu)
     info = {"iterations": it, "status": status, **{f"residual_{k}": v for k, v in res.items()}, **cert}
@@ -303,7 +319,7 @@ def _G(blocks, T, inv_n, x, a, S, c, mu):
     d = x - a
     G = -(S @ x + c) + 0.5 * mu * float(d @ d)
     for b, t in zip(blocks, T):
-        G[b.idx] += t.sum(axis=1) * inv_n[b.idx]
+        G[b.idx] += b.per_constraint(t) * inv_n[b.idx]
     return G
 
 
@@ -330,9 +346,9 @@ def duality_gap(prog: HingeProgram, x, lam, u, anchor, S, c, mu, *, newton_tol: 
     lin = -(lam @ S)                                          # the linear part of sum_i λ_i [... - s_i . v]
     const = -float(lam @ c)
     for b, ub in zip(prog.blocks, u):
-        w = np.clip(ub, 0.0, 1.0) * (lam[b.idx] * prog.inv_n[b.idx])[:, None]
+        w = np.clip(ub, 0.0, 1.0) * b.expand(lam * prog.inv_n)
         lin = lin + b.adjoint(w, D)
-        const -= float(np.sum(w * b.cut[:, None]))
+        const -= float(np.sum(w * b.expand_cut()))
     scale_l = 1.0 + lam.sum()
 
     def lagrangian(v):

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
-from ..oracles.dc_ipm import solve_subproblem
+from ..oracles.dc_working_set import solve_with_working_set
 from ..progress import Progress
 from .ssg import ssg
 
@@ -104,25 +104,36 @@ def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
     return inner
 
 
-def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200):
+def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200, working_set: bool = True):
     """An inner solver ``(anchor, k) -> (x_hat, info)`` solving (25) by the certified interior-point method
     (:func:`fairmodel.oracles.dc_ipm.solve_subproblem`); ``info`` carries λ, the hinge weights u and the
-    duality gap of (25) at x_hat."""
-    warm = []
+    duality gap of (25) at x_hat.
+
+    With ``working_set`` (the default) the interior-point method sees only the hinges within the previous
+    outer iteration's largest change of a hinge argument (:mod:`fairmodel.oracles.dc_working_set`; the first
+    outer iteration sees all): the same minimizer and certificate, each iteration on a few percent of the hinges.
+    """
+    state = {"warm": None, "radius": None}
 
     def inner(anchor, k):
+        if k == 0:                      # a new start (multistart): no warm start, no working set
+            state.update(warm=None, radius=None)
         vals, S = program.minus(anchor)
         c = vals - S @ anchor
-        x_hat, lam, u, info = solve_subproblem(hinge, anchor, S, c, mu, tol=tol, max_iter=max_iter,
-                                               warm=warm[-1] if warm else None)
+        x_hat, lam, u, info = solve_with_working_set(hinge, anchor, S, c, mu, state["radius"], tol=tol,
+                                                     max_iter=max_iter, warm=state["warm"])
         if info["status"] != "optimal" or info["max_g"] > 1e-9:
             raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
                               f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
                               f"{k}; pass solver_options={{'max_iter': ...}} or inner='cvxpy'",
                               status=info["status"])
-        warm[:] = [(lam, u)]
+        state["warm"] = (lam, u)
+        if working_set:
+            state["radius"] = max(float(np.max(np.abs(b.y(x_hat) - b.y(anchor)), initial=0.0))
+                                  for b in hinge.blocks)
         return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
-                       "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"]}
+                       "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"],
+                       "working_set": info["working_set"], "working_set_rounds": info["rounds"]}
     return inner
 
 
