@@ -84,6 +84,9 @@ def test_full_passes_identical_when_chunks_coincide(arrays):
     for u, v in zip(a, b):
         np.testing.assert_array_equal(u, v)
     np.testing.assert_array_equal(rn.row_norms_squared(), rd.row_norms_squared())
+    mean, top = rd.row_norm_stats()            # chunk sums and maxima: no O(n) vector on Dask data
+    assert top == rn.row_norms_squared().max()
+    np.testing.assert_allclose(mean, rn.row_norms_squared().mean(), rtol=1e-13)
     f, gr, H = rd.weighted_oracle(q)(theta)
     f0, g0, H0 = rn.weighted_oracle(q)(theta)
     # one product vs a sum of five chunk products: equal up to summation rounding (n * eps relative)

@@ -90,6 +90,11 @@ def _row_norms(intercept, batch):
     return np.einsum("ij,ij->i", Xd, Xd)
 
 
+def _row_norm_summary(intercept, batch):
+    r = _row_norms(intercept, batch)
+    return float(r.sum()), float(r.max()), r.size
+
+
 def _ordered_sum(parts):
     """The sum of per-chunk results in chunk order (the same arithmetic whatever ran the chunks)."""
     out = parts[0]
@@ -262,6 +267,15 @@ class GroupRisks:
         """||x_j||^2 of every design row (one pass over the data source)."""
         return np.concatenate(self.data.map_chunks(partial(_row_norms, self.w.intercept)))
 
+    def row_norm_stats(self) -> tuple[float, float]:
+        """(mean, max) of ||x_j||^2 over the design rows, by one pass; on chunked data from per-chunk sums and
+        maxima (no O(n) vector in memory)."""
+        if not self.data.is_chunked:
+            r = self.row_norms_squared()
+            return float(r.mean()), float(r.max())
+        parts = self.data.map_chunks(partial(_row_norm_summary, self.w.intercept))
+        return sum(p[0] for p in parts) / sum(p[2] for p in parts), max(p[1] for p in parts)
+
     # -- constants of the theory --------------------------------------------------------------------------
     def lipschitz_constants(self) -> tuple[float, float]:
         """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4 of the group-DRO paper) from the data.
@@ -269,7 +283,7 @@ class GroupRisks:
         logistic: G = max ||x||, L = max ||x||^2 / 4; softmax: G = sqrt(2) max ||x||, L = max ||x||^2 / 2;
         squared: L = 2 max ||x||^2 (G depends on the domain); hinge: G = max ||x||, not smooth.
         """
-        xmax = float(np.sqrt(self.row_norms_squared().max()))
+        xmax = float(np.sqrt(self.row_norm_stats()[1]))
         G = {Softmax: np.sqrt(2.0) * xmax}.get(self.loss, xmax)
         if self.loss is Squared:
             G = 2.0 * xmax * (xmax * (self.radius or np.inf) + np.max(np.abs(self.y)))

@@ -55,7 +55,7 @@ def default_steps(risks: GroupRisks, batch_size: int) -> tuple[float, float]:
     gamma_q = 0.5 (risks are O(1) for the supported losses). For hinge (not smooth) L_bar uses curvature 1.
     """
     curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
-    mean_sq = risks.row_norms_squared().mean()
+    mean_sq = risks.row_norm_stats()[0]
     return 1.0 / (curvature * mean_sq), 0.5
 
 
