@@ -133,7 +133,9 @@ def check_vector(v, n: int | None, name: str) -> np.ndarray:
     if arr.ndim != 1:
         raise DataError(f"{name} must be 1-D; got shape {arr.shape}")
     _numeric(arr, name)
-    arr = arr.astype(float)
+    # a copy, unless v is already a read-only float vector (e.g. the labels of a Dataset): nothing can change it
+    # through this reference, and large data are not held twice
+    arr = arr.astype(float, copy=arr.dtype != np.float64 or arr.flags.writeable)
     if n is not None and arr.shape[0] != n:
         raise DataError(f"{name} has {arr.shape[0]} entries but X has {n} rows; they must match")
     check_finite(arr, name)

@@ -19,18 +19,17 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
-import numbers
 import os
-from fractions import Fraction
+import threading
 
 import numpy as np
 
-from ._validate import as_generator, check_scaling_stats, check_unique_names
+from ._validate import check_scaling_stats, check_unique_names
 from .data import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
+from .data_dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
 from .errors import DataError
 
 DEFAULT_CHUNK_ROWS = 1 << 16
-DEFAULT_BUFFER_BYTES = 128 << 20       # features of pre-drawn minibatch rows kept by a ChunkSampler
 _COUNTER = itertools.count()
 
 
@@ -44,21 +43,24 @@ def _dask():
 
 
 def _in_flight() -> int:
-    """Chunks computed together: twice the threads of the active scheduler (a distributed client's workers,
-    else this machine's cores), so that every thread is busy and only a few chunks are in memory at once."""
+    """Chunks computed together: the threads of the active scheduler (a distributed client's workers, else this
+    machine's cores; at least 2), so that every thread is busy and only a few chunks are in memory at once
+    (reading a Parquet chunk takes about 2.5 times its size in floats, measured at 250,000 x 22)."""
     try:
         client = importlib.import_module("distributed").get_client()
         threads = sum(client.nthreads().values())
     except (ImportError, ValueError):
         threads = os.cpu_count() or 1
-    return max(2, 2 * threads)
+    return max(2, threads)
 
 
 def _is_dask(a) -> bool:
     return hasattr(a, "dask") and hasattr(a, "chunks")
 
 
-def _apply(fn, X, y, g, start, stop, *extra):
+def _apply(fn, X, y, g, start, stop, *extra, local=None):
+    if local is not None:   # a row subset: its rows of this chunk (its labels and codes come from the client)
+        X = np.asarray(X)[local]
     return fn(Batch(np.ascontiguousarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                     np.arange(start, stop)), *extra)
 
@@ -94,7 +96,25 @@ def _pooled_std(counts, means, m2s):
 
 
 def _encode_batch(names, batch):
-    return _encode(batch.groups, names)
+    # the smallest integer type that holds the codes: the client concatenates these (1 byte a row below 256
+    # groups) before Groups makes the one intp copy it keeps
+    return _encode(batch.groups, names).astype(np.min_scalar_type(max(len(names) - 1, 0)))
+
+
+def concatenate_rows(parts: list, item=None) -> np.ndarray:
+    """np.concatenate of per-chunk arrays (or of entry ``item`` of per-chunk tuples) along the rows, dropping each
+    part once copied, so that the peak memory is the result plus one part, not twice the result."""
+    def get(p):
+        return p if item is None else p[item]
+    first = get(parts[0])
+    out = np.empty((sum(get(p).shape[0] for p in parts),) + first.shape[1:], dtype=first.dtype)
+    start = 0
+    for i in range(len(parts)):
+        part = get(parts[i])
+        out[start:start + part.shape[0]] = part
+        start += part.shape[0]
+        parts[i] = None if item is None else parts[i][:item] + (None,) + parts[i][item + 1:]
+    return out
 
 
 def _take(X, local):
@@ -167,6 +187,10 @@ class DaskDataset(Dataset):
         self = object.__new__(cls)
         self.X, self._yd, self._gd, self.y, self._groups = X, yd, gd, None, None
         self._bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.intp)
+        self._origin, self._sel = self._bounds, None   # chunk starts in the Dask arrays; the rows of a subset
+        # one group of chunks read at a time by this data (and its subsets): a sampler's prefetch and a pass
+        # alternate their groups of chunks instead of holding both in memory
+        self._io_lock = threading.Lock()
         # first pass, one task per chunk: finiteness and column statistics of X, the labels, the group names
         parts = self.map_chunks(_chunk_stats)
         if not all(p[0] for p in parts):
@@ -174,7 +198,7 @@ class DaskDataset(Dataset):
         lo, hi = np.min([p[1] for p in parts], axis=0), np.max([p[2] for p in parts], axis=0)
         std = _pooled_std([p[3] for p in parts], [p[4] for p in parts], [p[5] for p in parts])
         if yd is not None:
-            self.y = np.concatenate([p[6] for p in parts])
+            self.y = concatenate_rows(parts, 6).astype(float, copy=False)
             if not np.all(np.isfinite(self.y)):
                 raise DataError("y contains NaN or infinite values; drop or impute those rows first")
         if gd is not None:
@@ -182,7 +206,8 @@ class DaskDataset(Dataset):
             names = names.astype(str) if names.dtype == object else names
             if names.dtype.kind == "f" and np.isnan(names).any():
                 raise DataError("group labels contain missing values; drop or fill those rows first")
-            codes = np.concatenate(self.map_chunks(functools.partial(_encode_batch, names)))  # second pass
+            del parts
+            codes = concatenate_rows(self.map_chunks(functools.partial(_encode_batch, names)))  # second pass
             self._gd = gd.map_blocks(_encode, names, dtype=np.intp)      # the codes, per chunk, in later passes
             self._groups = Groups(codes, names=tuple(names.tolist()))
             check_unique_names(self._groups.names, "distinct group labels read as the same text",
@@ -218,7 +243,9 @@ class DaskDataset(Dataset):
         # chunk are three views of the same partition read (computed once per pass)
         dask, da = _dask()
         parts = df[list(dict.fromkeys(features + [c for c in (target, sensitive) if c is not None]))].to_delayed()
-        counts, step = [dask.delayed(len)(p) for p in parts], _in_flight()
+        # partition lengths from one column (the same partitions): about 1/d of a read of every column
+        probe = df[[target if target is not None else features[0]]].to_delayed()
+        counts, step = [dask.delayed(len)(p) for p in probe], _in_flight()
         lengths = [n for k in range(0, len(counts), step) for n in dask.compute(*counts[k:k + step])]
 
         def column(fn, *args, shape=(), dtype=float):
@@ -258,10 +285,19 @@ class DaskDataset(Dataset):
 
     # -- full passes ---------------------------------------------------------------------------------
     def _blocks(self):
-        k = self.n_chunks
+        """Per chunk: the Dask block of X, and the labels and group codes: slices of the validated vectors held
+        in the client once they exist (no label column decoded and encoded again in every pass), else the Dask
+        blocks (the passes of validation)."""
+        k, b = self.n_chunks, self._bounds
         Xb = self.X.to_delayed(optimize_graph=False).ravel()
-        yb = [None] * k if self._yd is None else self._yd.to_delayed(optimize_graph=False).ravel()
-        gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
+        if self.y is not None:
+            yb = [self.y[b[i]:b[i + 1]] for i in range(k)]
+        else:
+            yb = [None] * k if self._yd is None else self._yd.to_delayed(optimize_graph=False).ravel()
+        if self._groups is not None:
+            gb = [self._groups.codes[b[i]:b[i + 1]] for i in range(k)]
+        else:
+            gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
         return Xb, yb, gb
 
     def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
@@ -271,13 +307,14 @@ class DaskDataset(Dataset):
         Xb, yb, gb = self._blocks()
         tag, b = next(_COUNTER), self._bounds
         tasks = [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
-                                                  *(a[b[i]:b[i + 1]] for a in per_row),
+                                                  *(a[b[i]:b[i + 1]] for a in per_row), local=self._local(i),
                                                   dask_key_name=f"fairmodel-pass-{tag}-{i}")
-                 for i in range(self.n_chunks)]
+                 for i in range(self.n_chunks) if b[i + 1] > b[i]]     # a subset skips chunks it has no rows in
         step = _in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
         out = []
         for k in range(0, len(tasks), step):
-            out.extend(dask.compute(*tasks[k:k + step]))
+            with self._io_lock:
+                out.extend(dask.compute(*tasks[k:k + step]))
         return out
 
     def chunks(self, size: int | None = None):
@@ -285,12 +322,17 @@ class DaskDataset(Dataset):
         dask, _ = _dask()
         Xb, yb, gb = self._blocks()
         for i in range(self.n_chunks):
-            X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+            if self._bounds[i + 1] == self._bounds[i]:
+                continue
+            with self._io_lock:
+                X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+            if self._sel is not None:
+                X = np.asarray(X)[self._local(i)]
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
                         np.arange(self._bounds[i], self._bounds[i + 1]))
 
     def matvec(self, w) -> np.ndarray:
-        return np.concatenate(self.map_chunks(functools.partial(_matvec, np.asarray(w))))
+        return concatenate_rows(self.map_chunks(functools.partial(_matvec, np.asarray(w))))
 
     def rmatvec(self, v) -> np.ndarray:
         parts = self.map_chunks(_rmatvec, None, np.asarray(v))
@@ -299,24 +341,52 @@ class DaskDataset(Dataset):
             out = out + p
         return out
 
-    def rows(self, rows) -> np.ndarray:
-        """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read)."""
+    def rows(self, rows, cancel=None) -> np.ndarray | None:
+        """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read). ``cancel``: a
+        ``threading.Event`` checked between groups of chunks; once set, the gather stops and returns None."""
         dask, _ = _dask()
         rows = np.asarray(rows, dtype=np.intp).ravel()
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
             raise DataError(f"row indices must lie in [0, {self.n_samples})")
         chunk = np.searchsorted(self._bounds, rows, side="right") - 1
+        rows = rows if self._sel is None else self._sel[rows]       # rows of the Dask arrays
         order = np.argsort(chunk, kind="stable")
         used, starts = np.unique(chunk[order], return_index=True)
         pieces = np.split(order, starts[1:])
         Xb = self.X.to_delayed(optimize_graph=False).ravel()
         out = np.empty((rows.size, self.n_features))
-        step = 4   # chunks gathered per computation: the transient copies stay a few chunks' worth of rows
+        step = _in_flight()   # chunks gathered per computation: the transient copies stay a few chunks' worth
         for k in range(0, used.size, step):
-            got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._bounds[c])
-                                 for c, p in zip(used[k:k + step], pieces[k:k + step])])
+            if cancel is not None and cancel.is_set():
+                return None
+            with self._io_lock:
+                got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
+                                     for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
                 out[p] = block
+        return out
+
+    def _local(self, i: int):
+        """Positions, within chunk i of the Dask arrays, of this subset's rows (None: all rows)."""
+        if self._sel is None:
+            return None
+        return self._sel[self._bounds[i]:self._bounds[i + 1]] - self._origin[i]
+
+    def subset(self, rows) -> "DaskDataset":
+        """A Dask-backed Dataset of the given rows (sorted, duplicates dropped) over the same chunks: passes read
+        only the chunks holding some of its rows and compute on those rows; samplers draw among them (e.g. one
+        group's rows, for MERO's per-group problems). Labels and groups of the rows are kept in memory."""
+        rows = np.unique(np.asarray(rows, dtype=np.intp).ravel())
+        if rows.size == 0 or rows[0] < 0 or rows[-1] >= self.n_samples:
+            raise DataError(f"a subset needs at least one row index, all in [0, {self.n_samples})")
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._sel = rows if self._sel is None else self._sel[rows]
+        out._bounds = np.searchsorted(out._sel, self._origin).astype(np.intp)
+        out.y = None if self.y is None else self.y[rows]
+        if out.y is not None:
+            out.y.setflags(write=False)
+        out._groups = None if self._groups is None else self._groups.take(rows)
         return out
 
     def take(self, rows) -> Dataset:
@@ -331,105 +401,10 @@ class DaskDataset(Dataset):
         return out
 
     def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None,
-                buffer_bytes: int = DEFAULT_BUFFER_BYTES) -> "ChunkSampler":
-        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes)
-
-
-class ChunkSampler:
-    """Seeded minibatches from chunked data: rows uniform with replacement (``"uniform"``) or ``batch_size``
-    rows from every group, uniform within the group (``"per_group"``, eq. (20) of Yu et al. 2024).
-
-    Two-stage draw, exactly the law of i.i.d. uniform draws: for B draws from group g (all rows for
-    "uniform"), the counts per chunk are multinomial(B, n_gc / n_g), then each draw in chunk c is a row of g
-    in c uniformly (probability 1/n_gc), and the B draws are randomly permuted. A row j of g in chunk c is
-    drawn with probability (n_gc / n_g)(1 / n_gc) = 1 / n_g, the draws are independent (multinomial counts
-    with exchangeable order are what B i.i.d. chunk choices give), so estimators are unbiased exactly as
-    with in-memory sampling. B is large (a buffer of ``buffer_bytes`` of features), gathered in one Dask
-    computation that reads only the chunks holding drawn rows; draws are then served from the buffer.
-    """
-
-    def __init__(self, data: DaskDataset, kind: str, batch_size: int, seed=None, groups=None,
-                 buffer_bytes: int = DEFAULT_BUFFER_BYTES):
-        if kind not in ("uniform", "per_group"):
-            raise DataError(f"Dask-backed data support the 'uniform' and 'per_group' samplers; got {kind!r}")
-        if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
-            raise DataError(f"batch_size must be a positive integer; got {batch_size!r}")
-        self.data, self.kind, self.batch_size = data, kind, int(batch_size)
-        self.rng = as_generator(seed)
-        if kind == "uniform":
-            self.groups = None
-            codes, names = np.zeros(data.n_samples, dtype=np.intp), ("all",)
-        else:
-            self.groups = data.groups if groups is None else Groups(groups)
-            if len(self.groups) != data.n_samples:
-                raise DataError(f"the sampler's groups have {len(self.groups)} entries for {data.n_samples} rows")
-            self.groups.require_nonempty(f"the {kind!r} sampler")
-            codes, names = self.groups.codes, self.groups.names
-        m = len(names)
-        self._order = np.argsort(codes, kind="stable")      # rows of each group, ascending, group by group
-        sizes = np.bincount(codes, minlength=m)
-        self._starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        # rows of group g in chunk c: self._order[starts[g] + offsets[g, c] : ... + counts[g, c]]
-        self._offsets = np.stack([np.searchsorted(self._order[s:s + n], data._bounds) for s, n in
-                                  zip(self._starts, sizes)])
-        self.chunk_counts = np.diff(self._offsets, axis=1)     # n_gc
-        self.sizes = sizes
-        self.buffer_rows = max(1, int(buffer_bytes // (8 * data.n_features * m)))
-        self._rows = np.empty((m, 0), dtype=np.intp)
-        self._X = np.empty((m, 0, data.n_features))
-        self._pos = 0
-
-    def chunk_probabilities(self, g: int) -> list[Fraction]:
-        """P(chunk c) = n_gc / n_g of the first stage for group g (exact fractions)."""
-        return [Fraction(int(c), int(self.sizes[g])) for c in self.chunk_counts[g]]
-
-    def row_probabilities(self, g: int) -> dict[int, Fraction]:
-        """The exact probability of each row of group g in one draw: sum over chunks of P(c) P(row | c)."""
-        out: dict[int, Fraction] = {}
-        for c, pc in enumerate(self.chunk_probabilities(g)):
-            n_gc = int(self.chunk_counts[g, c])
-            for r in self._group_rows(g, c):
-                out[int(r)] = out.get(int(r), Fraction(0)) + pc * Fraction(1, n_gc)
-        return out
-
-    def _group_rows(self, g: int, c: int) -> np.ndarray:
-        s = self._starts[g]
-        return self._order[s + self._offsets[g, c]: s + self._offsets[g, c + 1]]
-
-    def _draw_group(self, g: int, B: int) -> np.ndarray:
-        counts = self.rng.multinomial(B, self.chunk_counts[g] / self.sizes[g])
-        picks = [self._order[self._starts[g] + self._offsets[g, c] + self.rng.integers(0, self.chunk_counts[g, c], k)]
-                 for c, k in enumerate(counts) if k]
-        return self.rng.permutation(np.concatenate(picks))
-
-    def _refill(self, need: int) -> None:
-        """Replace the buffer by B fresh i.i.d. draws per group. Unused draws of the old buffer are dropped:
-        a choice made by position only, never by value, so the draws served stay i.i.d. uniform."""
-        B = max(need, min(self.buffer_rows, self.data.n_samples))
-        m = self._rows.shape[0]
-        self._rows, self._X = self._rows[:, :0], self._X[:, :0]      # free the old buffer first
-        self._rows = np.stack([self._draw_group(g, B) for g in range(m)])
-        self._X = self.data.rows(self._rows.ravel()).reshape(m, B, -1)
-        self._pos = 0
-
-    def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
-        return self._next(batch_size)[0]
-
-    def _next(self, batch_size):
-        size = self.batch_size if batch_size is None else int(batch_size)
-        if self._pos + size > self._rows.shape[1]:
-            self._refill(size)
-        sl = slice(self._pos, self._pos + size)
-        self._pos += size
-        return self._rows[:, sl].ravel(), self._X[:, sl].reshape(-1, self._X.shape[2])
-
-    def draw(self, batch_size: int | None = None) -> Batch:
-        """A Batch of ``batch_size`` rows (per group, group by group, for "per_group")."""
-        rows, X = self._next(batch_size)
-        d = self.data
-        groups = (self.groups.codes[rows] if self.groups is not None
-                  else None if d._groups is None else d._groups.codes[rows])
-        return Batch(X, None if d.y is None else d.y[rows], groups, rows)
+                buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True) -> ChunkSampler:
+        """A :class:`~fairmodel.data_dask_sampler.ChunkSampler`; ``prefetch`` gathers the next buffer of drawn
+        rows in a background thread while the current one is used (the rows drawn are the same either way)."""
+        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes, prefetch)
 
 
 CHUNKED_SOURCES["dask"] = DaskDataset

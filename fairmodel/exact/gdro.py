@@ -20,7 +20,7 @@ from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
 from . import budget, solvers
 from .lower import group_average_matrix, lower_loss
-from .newton import minimize_on_ball, minimize_on_ball_first_order
+from .newton import minimize_many_on_ball, minimize_on_ball, minimize_on_ball_first_order
 
 
 def cvxpy_losses(risks: GroupRisks, theta: cp.Expression, rows=None):
@@ -79,15 +79,16 @@ def solve_epigraph(risks: GroupRisks, offsets=None, solver=None, verbose=False, 
 
 
 def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method: str = "auto", max_memory_gb=None,
-                       **options):
+                       theta0=None, **options):
     """(theta, record) of min_{theta in W} sum_i q_i R_i(theta) (the inner minimum of (13)).
 
     ``method="newton"`` (the default for logistic and squared losses of a vector of weights) uses the
-    certified projected Newton method of :mod:`fairmodel.exact.newton`; ``"cvxpy"`` the conic program.
+    certified projected Newton method of :mod:`fairmodel.exact.newton` (started at ``theta0``, e.g. the
+    candidate being judged); ``"cvxpy"`` the conic program.
     """
     if method == "newton" or (method == "auto" and risks.has_hessian and solver is None):
         start = time.perf_counter()
-        theta, value, gap, name = newton_weighted_erm(risks, q, max_memory_gb=max_memory_gb)
+        theta, value, gap, name = newton_weighted_erm(risks, q, theta0, max_memory_gb=max_memory_gb)
         return theta, {"name": name, "status": "optimal", "value": value, "fw_gap": gap,
                        "solve": time.perf_counter() - start, "compile": 0.0}
     keep = int(np.count_nonzero(risks.sample_weights(q)))
@@ -115,7 +116,8 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
     """
     if risks.data.is_chunked:  # Dask-backed data: every Newton step is one pass over the chunks (d x d Hessian)
         start = np.zeros(risks.shape) if theta0 is None else theta0
-        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), start, risks.radius, tol=tol)
+        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), start, risks.radius, tol=tol,
+                                             full_trial=True)   # a Hessian per chunk costs little more than a read
         return theta, value, gap, "projected-newton (chunked passes)"
     n_rows = int(np.count_nonzero(risks.sample_weights(q)))
     estimate = budget.newton(n_rows, risks.shape[0])
@@ -143,7 +145,13 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
 
 
 def group_optimal_values(risks: GroupRisks, solver=None, verbose=False) -> np.ndarray:
-    """R_i* = min_{w in W} R_i(w) for every group (one exact solve per group), eq. (4)."""
+    """R_i* = min_{w in W} R_i(w) for every group (one exact solve per group), eq. (4). On chunked data the m
+    projected Newton solves run in lockstep, every round one pass over the chunks for all groups; each solve is
+    certified by its Frank-Wolfe gap as alone."""
+    if risks.data.is_chunked and risks.has_hessian and solver is None:
+        found = minimize_many_on_ball(risks.group_newton_oracle(), [np.zeros(risks.shape)] * risks.m, risks.radius,
+                                      tol=1e-10, full_trial=True)
+        return np.array([value for _, value, _ in found])
     values = np.empty(risks.m)
     for i in range(risks.m):
         q = np.zeros(risks.m)
@@ -151,6 +159,16 @@ def group_optimal_values(risks: GroupRisks, solver=None, verbose=False) -> np.nd
         theta, _ = solve_weighted_erm(risks, q, solver, verbose)
         values[i] = risks.weighted_value_and_grad(theta, q)[0]
     return values
+
+
+def lower_bound_from_newton(risks: GroupRisks, record: dict) -> tuple[float, float] | None:
+    """(f(theta), lower bound on min_W f) from the Newton record of :func:`solve_weighted_erm` at its theta,
+    without another pass: the Frank-Wolfe gap <grad, theta> + rho ||grad|| (clipped at 0) is the bound of
+    :func:`lower_bound_on_ball`, f(theta) - gap, computed from the same value and gradient. None when the
+    record has no gap (the conic path) or the domain is unbounded (the gap is then not a bound)."""
+    if "fw_gap" not in record or risks.radius is None or not np.isfinite(record["fw_gap"]):
+        return None
+    return record["value"], record["value"] - record["fw_gap"]
 
 
 def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:

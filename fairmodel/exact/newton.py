@@ -42,14 +42,50 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
 
 
 def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e-10,
-                     max_iter: int = 100) -> tuple[np.ndarray, float, float]:
+                     max_iter: int = 100, full_trial: bool = False) -> tuple[np.ndarray, float, float]:
     """Minimize ``fun`` (theta -> (value, grad, hessian)) over the ball; returns (theta, value, fw_gap).
+
+    ``full_trial``: evaluate the whole Newton step's (value, grad, hessian) at once, and reuse them when the
+    step is accepted (for oracles where one call is one pass over chunked data and the Hessian costs little
+    more than the value: one pass per accepted step instead of two).
 
     Raises :class:`SolverError` if the gap does not fall below ``tol * max(1, |f|)`` in ``max_iter`` steps.
     Without a radius the gap is ||grad|| (a stationarity measure, not a bound).
     """
+    steps = newton_steps(theta0, rho, tol, max_iter, full_trial)
+    try:
+        theta, value_only = next(steps)
+        while True:
+            theta, value_only = steps.send(fun(theta, value_only=True) if value_only else fun(theta))
+    except StopIteration as done:
+        return done.value
+
+
+def minimize_many_on_ball(batch_fun, starts: list, rho: float | None, tol: float = 1e-10, max_iter: int = 100,
+                          full_trial: bool = False) -> list[tuple[np.ndarray, float, float]]:
+    """Several independent problems solved in lockstep, each exactly as :func:`minimize_on_ball` would: every
+    round, the oracle requests of the unfinished solves go to one call ``batch_fun({k: (theta, value_only)})``
+    that returns ``{k: result}`` (e.g. one pass over chunked data for the m group optima of MERO)."""
+    solves = [newton_steps(s, rho, tol, max_iter, full_trial) for s in starts]
+    out = [None] * len(solves)
+    pending = {k: next(g) for k, g in enumerate(solves)}
+    while pending:
+        answers, pending = batch_fun(pending), {}
+        for k, answer in answers.items():
+            try:
+                pending[k] = solves[k].send(answer)
+            except StopIteration as done:
+                out[k] = done.value
+    return out
+
+
+def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_iter: int = 100,
+                 full_trial: bool = False):
+    """The projected Newton method as a generator: it yields oracle requests ``(theta, value_only)`` and is sent
+    ``value`` (value_only) or ``(value, grad, hessian)``; it returns (theta, value, fw_gap) (see
+    :func:`minimize_on_ball`)."""
     theta = np.array(theta0, dtype=float)
-    value, grad, hess = fun(theta)
+    value, grad, hess = yield theta, False
     gap = np.inf
     for _ in range(max_iter):
         gap = _fw_gap(theta, grad, rho)
@@ -64,12 +100,13 @@ def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e
             # the decrease is below what function values resolve: Armijo cannot verify it, but the Newton
             # step is locally quadratically convergent; take it whole (the gradient-based gap test decides)
             theta = target
-            value, grad, hess = fun(theta)
+            value, grad, hess = yield theta, False
             continue
-        t = 1.0
+        t, trial = 1.0, None
         while True:
             cand = theta + t * direction
-            new_value = fun(cand, value_only=True)
+            trial = (yield cand, False) if full_trial and t == 1.0 else None
+            new_value = trial[0] if trial is not None else (yield cand, True)
             if new_value <= value + 1e-4 * t * slope:
                 break
             t *= 0.5
@@ -79,7 +116,7 @@ def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e
         if cand is None:
             break
         theta = cand
-        value, grad, hess = fun(theta)
+        value, grad, hess = trial if trial is not None else (yield theta, False)
     gap = _fw_gap(theta, grad, rho)
     if gap <= max(tol, 1e-7) * max(1.0, abs(value)):
         return theta, value, gap

@@ -219,6 +219,8 @@ class GroupDRO(Reduction):
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
         out = fn(self.risks, seed=seed, verbose=verbose, **opts)
         metrics = {"grad_evals": out["grad_evals"], "epochs_run": out["epochs_run"], **out["steps"]}
+        if self.risks.data.is_chunked and "sampler_wait" in out:   # time the steps waited for sampled rows
+            metrics["sampler_wait_s"] = out["sampler_wait"]
         certificate = {}
         if self.kind == "mero":
             metrics["estimated_group_optimal"] = by_group(out["offsets"], self.risks.names)
@@ -234,18 +236,21 @@ class GroupDRO(Reduction):
         return {"w0": self.risks.project(result.variables[self.risks.w.name]), "q0": q / q.sum()}
 
     # -- judge ---------------------------------------------------------------------------------------------
-    def _gap(self, theta, q, offsets) -> tuple[float, float, float]:
-        """(gap (13), rigorous upper bound on the gap, lower bound on OPT) for the candidate (theta, q)."""
-        r = self.risks.risks(theta) - offsets
+    def _gap(self, theta, q, offsets, risks=None) -> tuple[float, float, float]:
+        """(gap (13), rigorous upper bound on the gap, lower bound on OPT) for the candidate (theta, q); ``risks``:
+        R(theta) when already computed. The inner minimum of (13) starts at the candidate (at a saddle point it
+        is the minimizer), and its lower bound comes from the Newton method's last value and Frank-Wolfe gap."""
+        r = (self.risks.risks(theta) if risks is None else risks) - offsets
         try:
-            inner_theta, _ = exact_gdro.solve_weighted_erm(self.risks, q)
+            inner_theta, record = exact_gdro.solve_weighted_erm(self.risks, q, theta0=theta)
         except (SolverError, ResourceLimitError) as exc:
             hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
                     "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
             warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of (13) failed: "
                           f"{exc}.{hint}", stacklevel=3)
             return np.nan, np.nan, np.nan
-        value, bound = exact_gdro.lower_bound_on_ball(self.risks, q, inner_theta)
+        found = exact_gdro.lower_bound_from_newton(self.risks, record)
+        value, bound = found if found is not None else exact_gdro.lower_bound_on_ball(self.risks, q, inner_theta)
         shift = float(np.dot(q, offsets))
         top = float(np.max(r))
         return top - (value - shift), top - (bound - shift), bound - shift
@@ -257,7 +262,8 @@ class GroupDRO(Reduction):
             raise OptionError(f"a group-DRO candidate has variables {name!r} (required) and 'q' (optional, "
                               f"for the duality gap); got {sorted(variables)}")
         theta = self.risks.w.check_value(variables[name], "candidate")
-        risks = self.risks.risks(theta)
+        # one pass: the group risks and, for binary losses, the group accuracies of sign(score)
+        risks, accuracy = self.risks.risks_and_accuracy(theta)
         offsets = self.offsets() if self.kind != "erm" else np.zeros(1)
         excess = risks - offsets
         metrics = {"group_risks": by_group(risks, self.risks.names),
@@ -266,16 +272,20 @@ class GroupDRO(Reduction):
         if self.kind == "mero":
             metrics["group_optimal"] = by_group(offsets, self.risks.names)
             metrics["excess_risks"] = by_group(excess, self.risks.names)
-        if self.risks.loss.binary:
-            correct = (np.sign(self.risks.scores(theta)) == self.risks.y).astype(float)
-            metrics["group_accuracy"] = by_group(self.risks.group_means(correct), self.risks.names)
-        # the declared objective, walked on the full data (a * max_g (R_g - c_g) + b of the structure)
-        objective = float(self.problem.objective.expr.numeric(Env({self.risks.w: theta})))
+        if accuracy is not None:
+            metrics["group_accuracy"] = by_group(accuracy, self.risks.names)
+        if self.risks.data.is_chunked:
+            # a * max_g (R_g - c_g) + b of the canonical objective from the risks of the pass above: the walk of
+            # the declaration would hold per-row scores and losses (O(n) vectors) in memory
+            _, _, b = affine_parts(self.problem.canonical.objective)
+            objective = self.scale * float(np.max(excess)) + b
+        else:  # the declared objective, walked on the full data (a * max_g (R_g - c_g) + b of the structure)
+            objective = float(self.problem.objective.expr.numeric(Env({self.risks.w: theta})))
         certificate = {}
         q = variables.get("q")
         if q is not None:
             q = self._check_q(q)
-            gap, gap_bound, lower = self._gap(theta, q, offsets)
+            gap, gap_bound, lower = self._gap(theta, q, offsets, risks)
             shift = objective - self.scale * float(np.max(excess))        # b of a * core + b
             certificate = {"duality_gap": self.scale * gap, "duality_gap_bound": self.scale * gap_bound,
                            "lower_bound": self.scale * lower + shift}

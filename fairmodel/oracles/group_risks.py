@@ -11,21 +11,23 @@ from functools import partial
 import numpy as np
 
 from ..data import Groups
-from ..errors import DataError
+from ..data_dask import concatenate_rows
 from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, with_intercept
 
 
 class _RiskPass:
-    """One chunk's part of the operator (16): (sum of losses per group, its q-weighted gradient, the scores)."""
+    """One chunk's part of the operator (16): (sum of losses per group, its q-weighted gradient, the scores or
+    None when ``keep_scores`` is false)."""
 
-    def __init__(self, kernel, intercept, theta, weight, m):
+    def __init__(self, kernel, intercept, theta, weight, m, keep_scores=True):
         self.kernel, self.intercept, self.theta, self.weight, self.m = kernel, intercept, theta, weight, m
+        self.keep_scores = keep_scores
 
     def __call__(self, batch, y, codes):
         Xd = with_intercept(batch.X, self.intercept)
         z = Xd @ self.theta
         totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
-        return totals, Xd.T @ score_gradient(self.kernel, z, y, self.weight[codes]), z
+        return totals, Xd.T @ score_gradient(self.kernel, z, y, self.weight[codes]), z if self.keep_scores else None
 
 
 class _NewtonPass:
@@ -45,6 +47,40 @@ class _NewtonPass:
         return value, grad, (Xd * (s * self.kernel.d2phi(z, y))[:, None]).T @ Xd
 
 
+class _GroupNewtonPass:
+    """One chunk's part of (f_g, grad f_g, Hessian f_g) (or f_g alone) for several groups g at once, each at its own
+    theta, f_g = R_g = (1/n_g) sum_{j in g} phi(x_j . theta_g, y_j): one read serves every group's Newton step."""
+
+    def __init__(self, kernel, intercept, requests, sizes):
+        self.kernel, self.intercept, self.requests, self.sizes = kernel, intercept, requests, sizes
+
+    def __call__(self, batch, y, codes):
+        Xd = with_intercept(batch.X, self.intercept)
+        out = {}
+        for g, (theta, value_only) in self.requests.items():
+            mask = codes == g
+            Xg, yg = Xd[mask], y[mask]
+            z, s = Xg @ theta, np.full(int(mask.sum()), 1.0 / self.sizes[g])
+            value = float(s @ self.kernel.phi(z, yg))
+            out[g] = value if value_only else (value, Xg.T @ score_gradient(self.kernel, z, yg, s),
+                                               (Xg * (s * self.kernel.d2phi(z, yg))[:, None]).T @ Xg)
+        return out
+
+
+class _JudgePass:
+    """One chunk's (sum of losses per group, number of rows per group with sign(score) == label or None)."""
+
+    def __init__(self, kernel, intercept, theta, m, accuracy):
+        self.kernel, self.intercept, self.theta, self.m, self.accuracy = kernel, intercept, theta, m, accuracy
+
+    def __call__(self, batch, y, codes):
+        z = with_intercept(batch.X, self.intercept) @ self.theta
+        totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
+        if not self.accuracy:
+            return totals, None
+        return totals, np.bincount(codes, weights=(np.sign(z) == y).astype(float), minlength=self.m)
+
+
 def _scores(intercept, theta, batch):
     return with_intercept(batch.X, intercept) @ theta
 
@@ -52,6 +88,11 @@ def _scores(intercept, theta, batch):
 def _row_norms(intercept, batch):
     Xd = with_intercept(batch.X, intercept)
     return np.einsum("ij,ij->i", Xd, Xd)
+
+
+def _row_norm_summary(intercept, batch):
+    r = _row_norms(intercept, batch)
+    return float(r.sum()), float(r.max()), r.size
 
 
 def _ordered_sum(parts):
@@ -106,9 +147,12 @@ class GroupRisks:
     def design(self, X: np.ndarray) -> np.ndarray:
         return with_intercept(X, self.w.intercept)
 
-    def sampler(self, batch_size: int, rng) -> "object":
+    def sampler(self, batch_size: int, rng, prefetch: bool = True) -> "object":
         """Per-group minibatches (eq. (20) of the group-DRO paper): ``batch_size`` rows from every group,
-        uniform within the group, with replacement, group by group, through the data source's sampler."""
+        uniform within the group, with replacement, group by group, through the data source's sampler
+        (on chunked data, ``prefetch`` gathers the next buffer of draws in the background)."""
+        if self.data.is_chunked:
+            return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, prefetch=prefetch)
         return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups)
 
     def batch(self, batch) -> tuple[np.ndarray, np.ndarray]:
@@ -116,14 +160,13 @@ class GroupRisks:
         return self.design(batch.X), self.y[batch.rows]
 
     def single_group(self, i: int) -> "GroupRisks":
-        """The risk of group i alone, as a one-group problem (MERO stage 1)."""
-        if self.data.is_chunked:
-            raise DataError("MERO (per-group optima) on Dask-backed data is not supported yet; use group DRO "
-                            "(fm.max(risks)) or an in-memory data.subsample(n, seed=0)")
+        """The risk of group i alone, as a one-group problem (MERO stage 1): its rows in memory, or, on chunked
+        data, a chunked subset of the same chunks (passes and draws read only the group's rows)."""
         rows = self.index[i]
         out = object.__new__(GroupRisks)
         out.__dict__.update(self.__dict__)
-        out.data, out.y = self.data.take(rows), self.y[rows]
+        out.data = self.data.subset(rows) if self.data.is_chunked else self.data.take(rows)
+        out.y = self.y[rows]
         out.groups = Groups(np.zeros(rows.size, dtype=np.intp), names=(self.names[i],))
         out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
         out.sizes, out._index = out.groups.sizes.astype(float), None
@@ -145,7 +188,7 @@ class GroupRisks:
     def scores(self, theta, rows=None) -> np.ndarray:
         if self.data.is_chunked:  # one pass over the chunks, or a gather of the rows
             if rows is None:
-                return np.concatenate(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
+                return concatenate_rows(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
             return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
@@ -154,24 +197,35 @@ class GroupRisks:
 
     def risks(self, theta) -> np.ndarray:
         """The vector of group risks R_i(theta) (eq. (2)), by one pass over the data source."""
-        return self.risks_and_grad(theta, np.zeros(self.m))[0]
+        return self.risks_and_grad(theta, np.zeros(self.m), keep_scores=False)[0]
+
+    def risks_and_accuracy(self, theta) -> tuple[np.ndarray, np.ndarray | None]:
+        """(R(theta), the group accuracies of sign(score) for binary losses, else None) in one pass over the
+        data source (counts of correct rows are integers: their chunk sums are exact)."""
+        binary = bool(self.loss.binary)
+        parts = self.data.map_chunks(_JudgePass(self.loss, self.w.intercept, theta, self.m, binary), 1 << 16,
+                                     self.y, self.codes)
+        totals = _ordered_sum([p[0] for p in parts])
+        return totals / self.sizes, _ordered_sum([p[1] for p in parts]) / self.sizes if binary else None
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
         return np.bincount(self.codes, weights=per_sample, minlength=self.m) / self.sizes
 
-    def risks_and_grad(self, theta, q, chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def risks_and_grad(self, theta, q, chunk: int = 1 << 16,
+                       keep_scores: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(R(theta), sum_i q_i grad R_i(theta), scores) in one pass over the data source's chunks (the
-        operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps."""
+        operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps
+        (None with ``keep_scores=False``: on chunked data, 8 bytes a row less in memory)."""
         weight = np.asarray(q, dtype=float) / self.sizes
-        parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m), chunk,
-                                     self.y, self.codes)
+        parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m, keep_scores),
+                                     chunk, self.y, self.codes)
         totals, grad = _ordered_sum([p[:2] for p in parts])
-        z_all = np.concatenate([p[2] for p in parts])
+        z_all = concatenate_rows([p[2] for p in parts]) if keep_scores else None
         return totals / self.sizes, grad, z_all
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:
         """f(theta) = sum_i q_i R_i(theta) and its gradient."""
-        r, g, _ = self.risks_and_grad(theta, q)
+        r, g, _ = self.risks_and_grad(theta, q, keep_scores=False)
         return float(np.dot(q, r)), g
 
     def sample_weights(self, q) -> np.ndarray:
@@ -195,6 +249,16 @@ class GroupRisks:
             return float(sum(parts)) if value_only else _ordered_sum(parts)
         return fun
 
+    def group_newton_oracle(self):
+        """{g: (theta_g, value_only)} -> {g: R_g(theta_g) or (R_g, grad R_g, Hessian R_g)} for binary losses with
+        d2phi, every request answered by one pass over the data source (the lockstep Newton solves of the group
+        optima R*_g of MERO, eq. (4))."""
+        def fun(requests):
+            parts = self.data.map_chunks(_GroupNewtonPass(self.loss, self.w.intercept, dict(requests), self.sizes),
+                                         1 << 16, self.y, self.codes)
+            return {g: _ordered_sum([p[g] for p in parts]) for g in requests}
+        return fun
+
     @property
     def has_hessian(self) -> bool:
         return self.loss.d2phi is not None and self.w.n_outputs is None
@@ -203,6 +267,15 @@ class GroupRisks:
         """||x_j||^2 of every design row (one pass over the data source)."""
         return np.concatenate(self.data.map_chunks(partial(_row_norms, self.w.intercept)))
 
+    def row_norm_stats(self) -> tuple[float, float]:
+        """(mean, max) of ||x_j||^2 over the design rows, by one pass; on chunked data from per-chunk sums and
+        maxima (no O(n) vector in memory)."""
+        if not self.data.is_chunked:
+            r = self.row_norms_squared()
+            return float(r.mean()), float(r.max())
+        parts = self.data.map_chunks(partial(_row_norm_summary, self.w.intercept))
+        return sum(p[0] for p in parts) / sum(p[2] for p in parts), max(p[1] for p in parts)
+
     # -- constants of the theory --------------------------------------------------------------------------
     def lipschitz_constants(self) -> tuple[float, float]:
         """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4 of the group-DRO paper) from the data.
@@ -210,7 +283,7 @@ class GroupRisks:
         logistic: G = max ||x||, L = max ||x||^2 / 4; softmax: G = sqrt(2) max ||x||, L = max ||x||^2 / 2;
         squared: L = 2 max ||x||^2 (G depends on the domain); hinge: G = max ||x||, not smooth.
         """
-        xmax = float(np.sqrt(self.row_norms_squared().max()))
+        xmax = float(np.sqrt(self.row_norm_stats()[1]))
         G = {Softmax: np.sqrt(2.0) * xmax}.get(self.loss, xmax)
         if self.loss is Squared:
             G = 2.0 * xmax * (xmax * (self.radius or np.inf) + np.max(np.abs(self.y)))

@@ -24,11 +24,11 @@ def softplus(t):
 def binary_labels(y, n: int | None, who: str) -> np.ndarray:
     """Labels as a {-1, +1} float vector ({0, 1} is mapped to {-1, +1}); else a DataError naming ``who``."""
     y = check_vector(y, n, "y")
-    values = np.unique(y)
-    if np.all(np.isin(values, (-1.0, 1.0))):
+    if np.all((y == 1.0) | (y == -1.0)):      # elementwise tests: no sorted copy of a large label vector
         return y
-    if np.all(np.isin(values, (0.0, 1.0))):
+    if np.all((y == 0.0) | (y == 1.0)):
         return 2.0 * y - 1.0
+    values = np.unique(y)
     raise DataError(f"{who} needs binary labels in {{-1, +1}} (or {{0, 1}}); found values "
                     f"{values[:6].tolist()}{' ...' if values.size > 6 else ''}")
 

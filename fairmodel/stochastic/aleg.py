@@ -55,7 +55,7 @@ def default_steps(risks: GroupRisks, batch_size: int) -> tuple[float, float]:
     gamma_q = 0.5 (risks are O(1) for the supported losses). For hinge (not smooth) L_bar uses curvature 1.
     """
     curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
-    mean_sq = risks.row_norms_squared().mean()
+    mean_sq = risks.row_norm_stats()[0]
     return 1.0 / (curvature * mean_sq), 0.5
 
 
@@ -117,15 +117,16 @@ def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma
     return risks.project(anchor_w - gamma_w * v_w), normalize_log(anchor_logq - gamma_q * v_q)
 
 
-def snapshot_terms(risks: GroupRisks, batch, z_s):
+def snapshot_terms(risks: GroupRisks, batch, z_s, snap_w=None):
     """(design, labels, l(w^s; xi), l'(w^s; xi)) of a Batch: the snapshot's part of the estimator (22), which
-    depends only on the snapshot scores z_s = X w^s (cached from the full pass) and the samples."""
+    depends only on the snapshot scores z_s = X w^s (cached from the full pass) and the samples; with
+    ``z_s=None`` (chunked data: no O(n) vector kept) the sampled rows' scores are computed from ``snap_w``."""
     Xb, yb = risks.batch(batch)
-    zs = z_s[batch.rows]
+    zs = Xb @ snap_w if z_s is None else z_s[batch.rows]
     return Xb, yb, risks.loss.phi(zs, yb), risks.loss.dphi(zs, yb)
 
 
-def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s):
+def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s, snap_w=None):
     """The per-group samples of ``n_steps`` inner steps drawn at once (they do not depend on the iterates),
     with their snapshot terms: arrays whose first axis is the step, each step's rows group by group."""
     m = risks.m
@@ -134,7 +135,7 @@ def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s):
     def by_step(a):
         a = a.reshape((m, n_steps, batch_size) + a.shape[1:]).swapaxes(0, 1)
         return a.reshape((n_steps, m * batch_size) + a.shape[3:])
-    Xb, yb, phi_s, dphi_s = snapshot_terms(risks, batch, z_s)
+    Xb, yb, phi_s, dphi_s = snapshot_terms(risks, batch, z_s, snap_w)
     return by_step(Xb), by_step(yb), by_step(phi_s), by_step(dphi_s)
 
 
@@ -178,7 +179,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
          step_w=None, step_q=None, step_schedule="constant", schedule_mode: str = "practical", theta: float = 0.8,
          offsets=None, w0=None, q0=None, output: str = "average", seed=None, verbose=None, callback=None,
          max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False,
-         trace: list | None = None) -> dict:
+         trace: list | None = None, prefetch: bool = True) -> dict:
     """Run ALEG (Algorithm 1) on the group risks ``risks`` (minus per-group ``offsets``, eq. (6)).
 
     Parameters (the inputs of Algorithm 1)
@@ -192,6 +193,9 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
         the second half of the epochs) or "snapshot" (the last snapshot).
     callback : called after every epoch with a dict (epoch, w, q, grad_evals, time); return True to stop.
     trace : a list to which every inner step appends its iterates (for tests and teaching; costs memory).
+    prefetch : on chunked (Dask) data, gather the next buffer of sampled rows in a background thread while
+        the steps use the current one (the rows drawn are the same either way); the time spent waiting for
+        sampled rows is returned as ``sampler_wait``.
     m = 1 needs no special case: ln q = 0 is a fixed point of the normalised q-step (Delta_1 = {1}).
 
     Returns a dict with w, q (the output), status, message, history and counters. The gradient
@@ -213,7 +217,23 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
                    schedule_mode == "theory", theta, batch_size)
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
-    sampler = risks.sampler(batch_size, rng)
+    sampler = risks.sampler(batch_size, rng, prefetch=prefetch)
+    try:
+        out = _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, output, verbose, callback,
+                         max_grad_evals, max_time, track_output, trace, batch_size)
+    finally:
+        close = getattr(sampler, "close", None)       # a chunk sampler's prefetch thread ends here
+        if close is not None:
+            close()
+    out["sampler_wait"] = float(getattr(sampler, "wait_time", 0.0))
+    return out
+
+
+def _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, output, verbose, callback,
+               max_grad_evals, max_time, track_output, trace, batch_size) -> dict:
+    """The epochs of Algorithm 1 (see :func:`aleg`)."""
+    m, n = risks.m, risks.n_samples
+    keep_scores = not risks.data.is_chunked      # chunked data: the sampled rows' snapshot scores are recomputed
 
     # virtual epoch -1 (Algorithm 1, line 2): every iterate equals z_0, so the first snapshot is z_0
     snap_w, snap_q, snap_lam = w.copy(), np.exp(logq), logq.copy()
@@ -225,7 +245,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
     with Progress(epochs, "ALEG", verbose) as bar:
         for s in range(epochs):
             # line 4 (after lines 5-6): full operator at the snapshot, eq. (16)
-            r_s, g_s, z_s = risks.risks_and_grad(snap_w, snap_q)
+            r_s, g_s, z_s = risks.risks_and_grad(snap_w, snap_q, keep_scores=keep_scores)
             r_s = r_s - c
             evals += n
             if not (np.all(np.isfinite(r_s)) and np.all(np.isfinite(g_s))):
@@ -239,7 +259,7 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
                 out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
             for k in range(lengths[s]):
                 if k % BLOCK == 0:  # per-group sampling (20) for the next BLOCK steps at once
-                    block = draw_block(risks, sampler, batch_size, min(BLOCK, lengths[s] - k), z_s)
+                    block = draw_block(risks, sampler, batch_size, min(BLOCK, lengths[s] - k), z_s, snap_w)
                 a, gw, gq = alpha_f(s, k), steps.gw(s, k), steps.gq(s, k)
                 anchor_w, anchor_logq = a * snap_w + (1.0 - a) * w, a * snap_lam + (1.0 - a) * logq
                 # half step (19) with the full snapshot operator (g_s; -r_s)

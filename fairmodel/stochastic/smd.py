@@ -56,39 +56,44 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
     out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
     evals, t, history, status, message = 0, 0, [], "completed", ""
     start = time.perf_counter()
-    with Progress(epochs, "SMD", verbose) as bar:
-        for s in range(epochs):
-            for _ in range(per_epoch):
-                mult = 1.0 / math.sqrt(t + 1.0) if step_schedule == "decreasing" else 1.0
-                q = np.exp(logq)
-                out_w += mult * w
-                out_q += mult * q
-                out_weight += mult
-                batch = sampler.draw()
-                Xb, yb = risks.batch(batch)
-                z = Xb @ w
-                losses = phi(z, yb).reshape(m, batch_size).mean(axis=1) - c
-                coef = score_gradient(risks.loss, z, yb, q[batch_group] / batch_size)
-                w = risks.project(w - gw0 * mult * (Xb.T @ coef))
-                if m > 1:
-                    logq = normalize_log(logq + gq0 * mult * losses)
-                evals += m * batch_size
-                t += 1
-            elapsed = time.perf_counter() - start
-            if not (np.all(np.isfinite(w)) and np.all(np.isfinite(logq))):
-                status, message = "diverged", f"non-finite iterate in epoch {s}; try smaller step_w/step_q"
-                break
-            record = {"epoch": s, "grad_evals": evals, "time": elapsed}
-            if track_output:
-                record["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
-            history.append(record)
-            bar.update(1)
-            stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
-                                lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
-                                         "grad_evals": evals, "time": elapsed})
-            if stop:
-                status, message = stop
-                break
+    try:
+        with Progress(epochs, "SMD", verbose) as bar:
+            for s in range(epochs):
+                for _ in range(per_epoch):
+                    mult = 1.0 / math.sqrt(t + 1.0) if step_schedule == "decreasing" else 1.0
+                    q = np.exp(logq)
+                    out_w += mult * w
+                    out_q += mult * q
+                    out_weight += mult
+                    batch = sampler.draw()
+                    Xb, yb = risks.batch(batch)
+                    z = Xb @ w
+                    losses = phi(z, yb).reshape(m, batch_size).mean(axis=1) - c
+                    coef = score_gradient(risks.loss, z, yb, q[batch_group] / batch_size)
+                    w = risks.project(w - gw0 * mult * (Xb.T @ coef))
+                    if m > 1:
+                        logq = normalize_log(logq + gq0 * mult * losses)
+                    evals += m * batch_size
+                    t += 1
+                elapsed = time.perf_counter() - start
+                if not (np.all(np.isfinite(w)) and np.all(np.isfinite(logq))):
+                    status, message = "diverged", f"non-finite iterate in epoch {s}; try smaller step_w/step_q"
+                    break
+                record = {"epoch": s, "grad_evals": evals, "time": elapsed}
+                if track_output:
+                    record["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
+                history.append(record)
+                bar.update(1)
+                stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
+                                    lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                             "grad_evals": evals, "time": elapsed})
+                if stop:
+                    status, message = stop
+                    break
+    finally:
+        close = getattr(sampler, "close", None)       # a chunk sampler's prefetch thread ends here
+        if close is not None:
+            close()
     q_out = out_q / out_weight
     return {"w": out_w / out_weight, "q": q_out / q_out.sum(), "status": status, "message": message,
             "history": history, "grad_evals": evals, "epochs_run": len(history),

@@ -111,7 +111,8 @@ class GroupMean(Expr):
         self.groups.require_nonempty("group_mean")
         self.where = _check_mask(where, expr.size, "group_mean")
         self.codes = self.groups.codes if self.where is None else np.where(self.where, self.groups.codes, -1)
-        self.sizes = np.bincount(self.codes[self.codes >= 0], minlength=self.groups.n_groups)
+        self.sizes = self.groups.sizes if self.where is None else \
+            np.bincount(self.codes[self.codes >= 0], minlength=self.groups.n_groups)
         if np.any(self.sizes == 0):
             empty = [str(n) for n, s in zip(self.groups.names, self.sizes) if s == 0]
             raise DataError(f"group_mean: group(s) {', '.join(empty)} have no row where the mask holds")
