@@ -29,11 +29,12 @@ from .exact.newton import ball_qp_step
 from .judge import Evaluation
 from .results import Result
 from .oracles.protocols import SaddleOracle
-from .stochastic.ogda import METHODS, NonFiniteValue, auto_steps, ogda
+from .stochastic.ogda import METHODS, ogda
+from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
 
 # Defaults of SaddleProblem.solve: the paper's theory schedule with constants that suit O(1)-scaled
 # problems (the paper does not report its constants).
-# eta0 = R0 = "auto": from the domains' diameter and the estimator's size at the start (ogda.auto_steps), constant
+# eta0 = R0 = "auto": from the domains' diameter and the estimator's size at the start (ogda_estimator.auto_steps), constant
 # steps and the average of the second half of the epochs. The matrix game of 20 samples, 3 x 3, reaches a duality
 # gap <= 0.05 at this budget (tests/test_minmax_defaults.py); the paper's theory schedule stays one option away.
 SOLVE_DEFAULTS = {"epochs": 1000, "eta0": "auto", "R0": "auto", "chi": 0.05, "schedule": "constant",
