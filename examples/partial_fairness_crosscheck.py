@@ -2,7 +2,7 @@
 the cross-check.
 
     python examples/partial_fairness_crosscheck.py            # a 500-row stratified subsample, 5 starts (about 1 min)
-    python examples/partial_fairness_crosscheck.py --n 0 --starts 1   # all 20,800 rows, one start (about 5 min)
+    python examples/partial_fairness_crosscheck.py --n 0 --starts 1   # all 20,800 rows, one start (about 4 min)
 """
 import argparse
 import time
