@@ -84,3 +84,50 @@ def test_chunk_rows_must_be_a_positive_integer(arrays, rows):
     X, y, g = arrays
     with pytest.raises(DataError, match="chunk_rows must be a positive integer"):
         fm.Dataset.from_dask(X, y, g, chunk_rows=rows)
+
+
+# -- fm.assess on Dask columns -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def columns():
+    rng = np.random.default_rng(2)
+    y = rng.choice([-1.0, 1.0], N)
+    s = rng.normal(size=N) + y
+    return y, np.sign(s), s, rng.choice(["a", "b"], N)
+
+
+def chunked(v, rows=200):
+    return da.from_array(v, chunks=rows)
+
+
+@pytest.mark.parametrize("which", ["y_true", "y_pred"])
+def test_assess_nan_labels_or_decisions_are_named(columns, which):
+    # before: NaN labels read as non-binary, and the error spoke of the ks metric
+    y, yp, _, g = columns
+    v = {"y_true": y.copy(), "y_pred": yp.copy()}
+    v[which][N - 1] = np.nan
+    with pytest.raises(DataError, match=f"{which} contains NaN or infinite values"):
+        fm.assess(chunked(v["y_true"]), y_pred=chunked(v["y_pred"]), sensitive_features=chunked(g))
+
+
+def test_assess_regression_with_nan_prediction_is_refused(columns):
+    y, _, s, g = columns
+    pred = s.copy()
+    pred[7] = np.nan                       # before: mse and mae silently NaN
+    with pytest.raises(DataError, match="y_pred contains NaN"):
+        fm.assess(chunked(s + 1.0), y_pred=chunked(pred), sensitive_features=chunked(g), metrics=["mse"])
+
+
+def test_assess_column_with_unknown_chunk_sizes(columns):
+    y, yp, _, g = columns
+    unknown = chunked(yp)[chunked(np.ones(N, bool))]
+    with pytest.raises(DataError, match="y_pred has unknown chunk sizes"):
+        fm.assess(chunked(y), y_pred=unknown, sensitive_features=chunked(g))
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), 3])
+def test_assess_missing_or_mixed_sensitive_labels(columns, bad):
+    y, yp, _, g = columns
+    labels = g.astype(object)
+    labels[11] = bad
+    with pytest.raises(DataError, match="sensitive_features has missing values"):
+        fm.assess(chunked(y), y_pred=chunked(yp), sensitive_features=chunked(labels))
