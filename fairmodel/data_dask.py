@@ -16,6 +16,7 @@ Dask is imported when a Dask method is first used (``pip install 'fairmodel[dask
 """
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import importlib
 import itertools
@@ -52,6 +53,17 @@ def _in_flight() -> int:
     except (ImportError, ValueError):
         threads = os.cpu_count() or 1
     return max(2, threads)
+
+
+def _compute(dask, *tasks):
+    """dask.compute of the tasks; a computation cancelled under us (a distributed client or cluster closed during
+    the run) is a DataError saying so, not the scheduler's internal error."""
+    try:
+        return dask.compute(*tasks)
+    except concurrent.futures.CancelledError as exc:
+        raise DataError(f"a Dask computation over the chunks was cancelled ({type(exc).__name__}: {exc}); was the "
+                        f"dask.distributed client or cluster closed during the run? Keep it open until the solve or "
+                        f"evaluation returns") from exc
 
 
 def _is_dask(a) -> bool:
@@ -339,7 +351,7 @@ class DaskDataset(Dataset):
         out = []
         for k in range(0, len(tasks), step):
             with self._io_lock:
-                out.extend(dask.compute(*tasks[k:k + step]))
+                out.extend(_compute(dask, *tasks[k:k + step]))
         return out
 
     def chunks(self, size: int | None = None):
@@ -350,7 +362,7 @@ class DaskDataset(Dataset):
             if self._bounds[i + 1] == self._bounds[i]:
                 continue
             with self._io_lock:
-                X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+                X, y, g = _compute(dask, Xb[i], yb[i], gb[i])
             if self._sel is not None:
                 X = np.asarray(X)[self._local(i)]
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
@@ -385,7 +397,7 @@ class DaskDataset(Dataset):
             if cancel is not None and cancel.is_set():
                 return None
             with self._io_lock:
-                got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
+                got = _compute(dask, *[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
                                      for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
                 out[p] = block

@@ -1,5 +1,7 @@
 """Bad inputs to Dask-backed data give a fairmodel DataError naming the problem, never a raw Dask, pandas or
 NumPy traceback nor a silently wrong data set (review of the Dask paths)."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -131,3 +133,23 @@ def test_assess_missing_or_mixed_sensitive_labels(columns, bad):
     labels[11] = bad
     with pytest.raises(DataError, match="sensitive_features has missing values"):
         fm.assess(chunked(y), y_pred=chunked(yp), sensitive_features=chunked(labels))
+
+
+def test_cluster_closed_mid_run_is_a_data_error_and_leaves_no_prefetch_thread(arrays):
+    distributed = pytest.importorskip("distributed")
+    X, y, g = arrays
+    data = fm.Dataset.from_dask(da.from_array(X, chunks=(200, D)), y, g)
+    w = fm.Weights(D, intercept=True, radius=5.0)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))))
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        def close_after_first_epoch(info):
+            cluster.close()          # the client stays the default scheduler: its next computation is cancelled
+            return False
+        with pytest.raises(DataError, match="cancelled .* client or cluster closed during the run"):
+            prob.solve(backend="stochastic", seed=0, epochs=4, callback=close_after_first_epoch)
+    finally:
+        client.close()
+        cluster.close()
+    assert not [t for t in threading.enumerate() if t.name == "fairmodel-prefetch" and t.is_alive()]
