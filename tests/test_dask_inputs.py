@@ -153,3 +153,18 @@ def test_cluster_closed_mid_run_is_a_data_error_and_leaves_no_prefetch_thread(ar
         client.close()
         cluster.close()
     assert not [t for t in threading.enumerate() if t.name == "fairmodel-prefetch" and t.is_alive()]
+
+
+def test_seeded_draw_contract_same_chunking_same_rows(arrays):
+    # the documented contract (docs/large_data.md): same seed and chunk bounds -> same rows; other bounds -> other
+    # rows of the same law (so this test pins that the chunking is part of the contract, as documented)
+    X, y, g = arrays
+
+    def rows(chunks, prefetch):
+        d = fm.Dataset.from_dask(da.from_array(X, chunks=(chunks, (D,))), y, g)
+        with d.sampler("per_group", 8, seed=5, prefetch=prefetch) as s:
+            return np.concatenate([s.draw_rows() for _ in range(3)])
+    same = rows((300, 300), False)
+    np.testing.assert_array_equal(same, rows((300, 300), True))
+    np.testing.assert_array_equal(same, rows((300, 300), False))
+    assert not np.array_equal(same, rows((100, 500), False))
