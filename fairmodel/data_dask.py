@@ -16,6 +16,7 @@ Dask is imported when a Dask method is first used (``pip install 'fairmodel[dask
 """
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import importlib
 import itertools
@@ -54,6 +55,17 @@ def _in_flight() -> int:
     return max(2, threads)
 
 
+def _compute(dask, *tasks):
+    """dask.compute of the tasks; a computation cancelled under us (a distributed client or cluster closed during
+    the run) is a DataError saying so, not the scheduler's internal error."""
+    try:
+        return dask.compute(*tasks)
+    except concurrent.futures.CancelledError as exc:
+        raise DataError(f"a Dask computation over the chunks was cancelled ({type(exc).__name__}: {exc}); was the "
+                        f"dask.distributed client or cluster closed during the run? Keep it open until the solve or "
+                        f"evaluation returns") from exc
+
+
 def _is_dask(a) -> bool:
     return hasattr(a, "dask") and hasattr(a, "chunks")
 
@@ -83,7 +95,19 @@ def _chunk_stats(batch):
     X = batch.X
     mean = X.mean(axis=0)
     return (bool(np.isfinite(X).all()), X.min(axis=0), X.max(axis=0), X.shape[0], mean,
-            ((X - mean) ** 2).sum(axis=0), batch.y, None if batch.groups is None else np.unique(batch.groups))
+            ((X - mean) ** 2).sum(axis=0), batch.y, None if batch.groups is None else _distinct(batch.groups))
+
+
+def _distinct(labels):
+    """The sorted distinct group labels, or a DataError for labels that do not sort or are missing."""
+    try:
+        names = np.unique(labels)
+    except TypeError:       # object labels: None among strings, or numbers mixed with strings
+        names = None
+    if names is None or names.dtype == object and any(v is None or v != v for v in names):
+        raise DataError("group labels contain missing values (None, NaN) or mix types that do not sort (e.g. "
+                        "numbers and strings); drop or fill those rows, or make the labels one type")
+    return names
 
 
 def _pooled_std(counts, means, m2s):
@@ -161,6 +185,9 @@ class DaskDataset(Dataset):
         come from one pass over the chunks, the group codes from a second pass over the group column.
         """
         _, da = _dask()
+        if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer))
+                                       or chunk_rows < 1):
+            raise DataError(f"chunk_rows must be a positive integer (rows per chunk); got {chunk_rows!r}")
         rows = chunk_rows or DEFAULT_CHUNK_ROWS
         X = X if _is_dask(X) else da.from_array(np.asarray(X), chunks=(rows, -1))
         if X.ndim != 2:
@@ -176,6 +203,8 @@ class DaskDataset(Dataset):
 
         def aligned(v, what):
             v = v if _is_dask(v) else da.from_array(np.asarray(v), chunks=(X.chunks[0],))
+            if v.ndim == 1 and np.isnan(v.shape[0]):
+                raise DataError(f"{what} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
             if v.ndim != 1 or int(v.shape[0]) != n:
                 raise DataError(f"{what} must be 1-D with one entry per row of X ({n}); got shape {v.shape}")
             return v.rechunk((X.chunks[0],))
@@ -202,7 +231,7 @@ class DaskDataset(Dataset):
             if not np.all(np.isfinite(self.y)):
                 raise DataError("y contains NaN or infinite values; drop or impute those rows first")
         if gd is not None:
-            names = np.unique(np.concatenate([p[7] for p in parts]))
+            names = _distinct(np.concatenate([p[7] for p in parts]))
             names = names.astype(str) if names.dtype == object else names
             if names.dtype.kind == "f" and np.isnan(names).any():
                 raise DataError("group labels contain missing values; drop or fill those rows first")
@@ -226,7 +255,10 @@ class DaskDataset(Dataset):
         ``features`` defaults to every column except the target and the sensitive column)."""
         _dask()
         dd = importlib.import_module("dask.dataframe")
-        df = dd.read_parquet(path, **read_options)
+        try:
+            df = dd.read_parquet(path, **read_options)
+        except FileNotFoundError as exc:
+            raise DataError(f"no Parquet data at {path}: {str(exc).splitlines()[-1]}") from None
         columns = list(df.columns)
         for label, col in (("target", target), ("sensitive", sensitive)):
             if col is not None and col not in columns:
@@ -235,6 +267,11 @@ class DaskDataset(Dataset):
         unknown = [c for c in features if c not in columns]
         if unknown:
             raise DataError(f"feature column(s) {unknown} are not in {path}; columns are {columns}")
+        if target is not None and target in features:
+            raise DataError(f"target column {target!r} is listed among the features; remove it from features")
+        if target is not None and df[target].dtype.kind not in "biuf":
+            raise DataError(f"target column {target!r} has dtype {df[target].dtype}; labels must be numeric "
+                            f"(map them to numbers first)")
         bad = [c for c in features if df[c].dtype.kind not in "biuf"]
         if bad:
             raise DataError(f"feature column(s) {bad} are not numeric; Parquet input must be encoded already "
@@ -314,7 +351,7 @@ class DaskDataset(Dataset):
         out = []
         for k in range(0, len(tasks), step):
             with self._io_lock:
-                out.extend(dask.compute(*tasks[k:k + step]))
+                out.extend(_compute(dask, *tasks[k:k + step]))
         return out
 
     def chunks(self, size: int | None = None):
@@ -325,7 +362,7 @@ class DaskDataset(Dataset):
             if self._bounds[i + 1] == self._bounds[i]:
                 continue
             with self._io_lock:
-                X, y, g = dask.compute(Xb[i], yb[i], gb[i])
+                X, y, g = _compute(dask, Xb[i], yb[i], gb[i])
             if self._sel is not None:
                 X = np.asarray(X)[self._local(i)]
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
@@ -360,7 +397,7 @@ class DaskDataset(Dataset):
             if cancel is not None and cancel.is_set():
                 return None
             with self._io_lock:
-                got = dask.compute(*[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
+                got = _compute(dask, *[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
                                      for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
                 out[p] = block

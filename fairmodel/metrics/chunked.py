@@ -111,6 +111,8 @@ def _aligned(columns: dict, chunks=None):
         if v is None:
             out[key] = None
             continue
+        if is_dask(v) and any(np.isnan(c) for c in v.shape):
+            raise DataError(f"{key} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
         if v.ndim != 1 or int(v.shape[0]) != n:
             raise DataError(f"{key} must be 1-D with one entry per row ({n}); got shape {v.shape}")
         out[key] = (v if is_dask(v) else da.from_array(v, chunks=(chunks,))).rechunk((chunks,))
@@ -153,10 +155,25 @@ class _Levels:
                 out[k] = (u if u.size <= EXACT_LEVELS else None, float(v.min(initial=np.inf)),
                           float(v.max(initial=-np.inf)), bool(np.all(np.isfinite(v))))
             elif k.startswith("s"):                      # sensitive columns: every label
-                out[k] = np.unique(v)
+                out[k] = _labels(v)
             else:                                         # labels / decisions: enough to tell binary or not
-                out[k] = np.unique(v)[:3]
+                if v.dtype.kind == "f" and not np.all(np.isfinite(v)):
+                    raise DataError(f"{k} contains NaN or infinite values; drop or impute those rows first")
+                out[k] = _labels(v, k)[:3]
         return out
+
+
+def _labels(v, what="sensitive_features"):
+    """The sorted distinct values of a chunk's column; a DataError for missing (None, NaN) or unsortable ones."""
+    try:
+        u = np.unique(v)
+    except TypeError:                                 # object column: None among strings, or mixed types
+        u = None
+    if u is None or u.dtype == object and any(x is None or x != x for x in u) or u.dtype.kind == "f" and \
+            what == "sensitive_features" and np.isnan(u).any():
+        raise DataError(f"{what} has missing values (None, NaN) or labels of types that do not sort (e.g. numbers "
+                        f"and strings); drop or fill those rows, or make the labels one type")
+    return u
 
 
 def _merge_levels(a, b):
