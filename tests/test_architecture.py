@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent / "fairmodel"
 # bottom to top; a module may import modules of its own group (acyclically) or of groups below it
 LAYERS = [
     ("base", ["fairmodel.errors", "fairmodel._validate", "fairmodel.progress", "fairmodel._threads", "fairmodel._display"]),
-    ("data", ["fairmodel.groups", "fairmodel.data", "fairmodel.data_dask_sampler", "fairmodel.data_dask", "fairmodel.datasets"]),
+    ("data", ["fairmodel.groups", "fairmodel.data", "fairmodel.data_dask_sampler", "fairmodel.data_parquet", "fairmodel.data_dask", "fairmodel.datasets"]),
     ("oracles", ["fairmodel.oracles"]),
     ("metrics", ["fairmodel.metrics"]),
     ("declarations", ["fairmodel.expressions"]),
