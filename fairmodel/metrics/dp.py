@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_vector
+from .._validate import check_finite, check_vector
 from ..data import Groups
 from ..errors import DataError
 from .rates import weights_of
@@ -41,10 +41,26 @@ def _groups(groups, n: int, labels) -> tuple[np.ndarray, list]:
     return np.array(masks), names
 
 
-def _proba(proba, grid=None) -> np.ndarray:
-    P = np.asarray(proba, dtype=float)
-    if P.ndim != 2 or not np.all(np.isfinite(P)) or P.min() < -1e-9 or np.abs(P.sum(axis=1) - 1).max() > 1e-6:
-        raise DataError("proba must be an (n, m) array of probability rows (predict_proba over the grid)")
+def _proba(proba, grid=None, name: str = "proba") -> np.ndarray:
+    """``proba`` as an (n, m) float array of probability rows (entries >= 0 up to 1e-9, rows summing to 1 up to
+    1e-6), columns sorted by ``grid`` when given; a :class:`DataError` saying which rule failed otherwise."""
+    what = f"{name} must be a 2-D (n, m) array of probability rows (predict_proba over the grid)"
+    P = np.asarray(proba)
+    if P.ndim != 2:
+        raise DataError(f"{what}; got {'a string' if P.dtype.kind in 'US' and P.ndim == 0 else f'shape {P.shape}'}")
+    if P.dtype.kind not in "iufb":
+        raise DataError(f"{what}; it must be numeric, got dtype {P.dtype}")
+    P = P.astype(float)
+    if P.shape[0] == 0 or P.shape[1] == 0:
+        raise DataError(f"{what}; got shape {P.shape} (no rows or no columns)")
+    check_finite(P, name)
+    if P.min() < -1e-9:
+        i, j = np.unravel_index(np.argmin(P), P.shape)
+        raise DataError(f"{what}; entry ({i}, {j}) is negative ({P[i, j]:g})")
+    off = np.abs(P.sum(axis=1) - 1)
+    if off.max() > 1e-6:
+        i = int(np.argmax(off))
+        raise DataError(f"{what}; row {i} sums to {P[i].sum():.6g}, not 1")
     if grid is not None:
         grid = check_vector(grid, None, "grid")
         if grid.shape[0] != P.shape[1]:
