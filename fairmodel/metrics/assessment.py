@@ -18,7 +18,7 @@ from ..data import Dataset
 from ..errors import DataError, OptionError
 from . import report
 from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
-from .dp import _proba
+from .dp import _proba, merge_levels
 from .kernels import Inputs, bootstrap_counts, build, evaluate
 from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, weights_of
 
@@ -108,17 +108,9 @@ def _randomized(y_proba, levels, n_rows):
     if levels is None:
         raise DataError("y_proba= needs levels=: the output value of each column (e.g. the post-processor's grid_)")
     P = _proba(y_proba, name="y_proba")
-    lv = np.asarray(levels)
-    if lv.ndim != 1 or lv.shape[0] != P.shape[1]:
-        raise DataError(f"levels has {lv.shape[0] if lv.ndim == 1 else f'shape {lv.shape} and'} entries but "
-                        f"y_proba has {P.shape[1]} columns; give one level per column")
-    lv = check_vector(lv, P.shape[1], "levels")
     if n_rows is not None and P.shape[0] != n_rows:
         raise DataError(f"y_proba has {P.shape[0]} rows but the other columns have {n_rows}")
-    values, column = np.unique(lv, return_inverse=True)
-    merged = np.zeros((P.shape[0], values.size))
-    np.add.at(merged.T, column, np.clip(P, 0.0, None).T)
-    return merged, values
+    return merge_levels(P, levels, "y_proba", "levels")
 
 
 def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, metrics=None, sample_weight=None,

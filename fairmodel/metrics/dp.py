@@ -62,11 +62,21 @@ def _proba(proba, grid=None, name: str = "proba") -> np.ndarray:
         i = int(np.argmax(off))
         raise DataError(f"{what}; row {i} sums to {P[i].sum():.6g}, not 1")
     if grid is not None:
-        grid = check_vector(grid, None, "grid")
-        if grid.shape[0] != P.shape[1]:
-            raise DataError(f"grid has {grid.shape[0]} points but proba has {P.shape[1]} columns")
-        P = P[:, np.argsort(grid, kind="stable")]
+        P, _ = merge_levels(P, grid, name)
     return P
+
+
+def merge_levels(P: np.ndarray, grid, name: str = "proba", grid_name: str = "grid"):
+    """(the probabilities of the distinct grid values in ascending order, those values): columns of equal grid
+    values are one output value, so their probabilities add up (a CDF or a pmf is over values, not columns)."""
+    g = np.asarray(grid)
+    if g.ndim != 1 or g.shape[0] != P.shape[1]:
+        raise DataError(f"{grid_name} has {g.shape[0] if g.ndim == 1 else f'shape {g.shape} and'} entries but "
+                        f"{name} has {P.shape[1]} columns; give one value per column")
+    values, column = np.unique(check_vector(g, P.shape[1], grid_name), return_inverse=True)
+    merged = np.zeros((P.shape[0], values.size))
+    np.add.at(merged.T, column, np.clip(P, 0.0, None).T)
+    return merged, values
 
 
 def randomized_risk(y, proba, grid, *, sample_weight=None) -> float:
@@ -102,9 +112,9 @@ def _ecdf(values, weights, points):
 def ks_unfairness(groups, *, proba=None, grid=None, pred=None, labels=None, sample_weight=None) -> dict:
     """Kolmogorov-Smirnov unfairness per group: sup_t |P(Y_hat <= t | S = s) - P(Y_hat <= t)| (App. G).
 
-    Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, else taken as ascending) or
-    deterministic predictions ``pred`` (n,). Both are exact; ``sample_weight`` gives weighted CDFs. Returns
-    ``{group: value}``.
+    Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, columns of equal grid values added
+    up; else taken as ascending) or deterministic predictions ``pred`` (n,). Both are exact; ``sample_weight``
+    gives weighted CDFs. Returns ``{group: value}``.
     """
     if (proba is None) == (pred is None):
         raise DataError("give either proba= (randomized predictions over a grid) or pred= (deterministic ones)")
