@@ -90,3 +90,57 @@ def test_bad_randomized_inputs_are_refused():
         fm.assess(y_proba=P, levels=levels, sensitive_features=g, metrics=["mse"])
     with pytest.raises(fm.DataError, match="pmf needs a randomized"):
         fm.assess(y, y_pred=y + 0.1, sensitive_features=g, metrics=["pmf"])
+
+
+def test_duplicated_levels_are_one_output_value():
+    """Two columns with the same level are one output value: the pmf compares the probability of each distinct
+    value, and the KS distance is between CDFs (a CDF does not stop half-way through a value). Split every
+    column of a case into two columns of the same level, in proportions that vary by row: the metrics must not
+    change (before the fix the pmf averaged over columns and the KS read a CDF half-way through a level)."""
+    P, levels, g, y, sw = _case(11, groups=3)
+    a = fm.assess(y, y_proba=P, levels=levels, sensitive_features=g, sample_weight=sw)
+    split = np.random.default_rng(12).random(P.shape) ** 3 * (g[:, None] == 0)   # unequal, group-dependent
+    P2 = np.hstack([P * split, P * (1 - split)])
+    b = fm.assess(y, y_proba=P2, levels=np.r_[levels, levels], sensitive_features=g, sample_weight=sw)
+    for m in ("mse", "mae", "ks", "pmf"):
+        np.testing.assert_allclose(b.by_group[m].to_numpy(), a.by_group[m].to_numpy(), rtol=0, atol=1e-12)
+    # the KS against the expanded deterministic predictions (ties merged by construction there)
+    ye, pe, ge, we = _expanded(P2, np.r_[levels, levels], g, y, sw)
+    c = fm.assess(ye, y_pred=pe, sensitive_features=ge, sample_weight=we, metrics=["ks"])
+    np.testing.assert_allclose(b.by_group["ks"].to_numpy(), c.by_group["ks"].to_numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda P, lv: dict(y_proba=P * 0.9, levels=lv), r"row 0 sums to 0\.9"),
+    (lambda P, lv: dict(y_proba=np.hstack([P[:, :1] - 0.5, P[:, 1:], np.full((len(P), 1), 0.5)]),
+                        levels=np.r_[lv, 9.0]), "negative"),
+    (lambda P, lv: dict(y_proba=np.where(P > 0.5, np.nan, P), levels=lv), "NaN"),
+    (lambda P, lv: dict(y_proba=P[:, 0], levels=lv[:1]), "2-D"),
+    (lambda P, lv: dict(y_proba=P.astype(str), levels=lv), "numeric"),
+    (lambda P, lv: dict(y_proba=P, levels=lv[:-1]), "levels has 6 entries but y_proba has 7 columns"),
+    (lambda P, lv: dict(y_proba=P, levels=lv.astype(str)), "levels must be numeric"),
+])
+def test_bad_probabilities_and_levels_say_what_is_wrong(make, message):
+    P, levels, g, y, _ = _case(5)
+    with pytest.raises(fm.DataError, match=message):
+        fm.assess(y, sensitive_features=g, **make(P, levels))
+
+
+def test_levels_without_y_proba_is_refused_not_ignored():
+    P, levels, g, y, _ = _case(6)
+    with pytest.raises(fm.DataError, match="levels= without y_proba="):
+        fm.assess(y, y_pred=y + 0.1, levels=levels, sensitive_features=g)
+
+
+def test_y_proba_named_as_a_column_is_refused_clearly():
+    P, levels, g, y, _ = _case(6)
+    frame = pd.DataFrame({"y": y, "g": g})
+    with pytest.raises(fm.DataError, match="y_proba must be a 2-D"):
+        fm.assess("y", y_proba="p", levels=levels, sensitive_features="g", data=frame)
+
+
+def test_single_group_has_zero_gaps():
+    P, levels, g, y, sw = _case(8)
+    a = fm.assess(y, y_proba=P, levels=levels, sensitive_features=np.zeros(len(y)), sample_weight=sw)
+    assert a.by_group["ks"].iloc[0] == 0.0 and a.by_group["pmf"].iloc[0] == 0.0
+    assert a.by_group["mse"].iloc[0] == pytest.approx(a.overall["mse"], abs=1e-15)

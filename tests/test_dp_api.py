@@ -409,3 +409,17 @@ def test_loaders_follow_the_papers_preprocessing():
     assert adult.feature_names == ("fnlwgt", "education.num", "capital.gain", "capital.loss", "hours.per.week",
                                    "income")
     assert set(np.unique(adult.X[:, -1])) == {0.0, 1.0} and set(adult.groups.names) == {"Female", "Male"}
+
+
+def test_ks_unfairness_merges_columns_of_equal_grid_values():
+    """Two columns at the same grid value are one output value: splitting a column unevenly across rows leaves
+    the KS distance unchanged (before, the CDF was read half-way through the value and could exceed it)."""
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(4), size=200)
+    grid = np.array([0.0, 1.0, 2.0, 3.0])
+    g = rng.integers(0, 2, 200)
+    split = np.where(g == 0, 1.0, 0.0)[:, None] * np.ones((1, 4))     # group 0 in the first copy, group 1 in the second
+    P2 = np.hstack([P * split, P * (1 - split)])
+    a = fm.metrics.ks_unfairness(g, proba=P, grid=grid)
+    b = fm.metrics.ks_unfairness(g, proba=P2, grid=np.r_[grid, grid])
+    assert b == pytest.approx(a, abs=1e-12)

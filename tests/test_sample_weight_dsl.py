@@ -183,3 +183,26 @@ def test_weighted_aggregates_refuse_undefined_means(toy):
         fm.max(ls)
     with pytest.raises(fm.ModelError, match="sample-weighted risks"):
         fm.group_optimal(fm.group_mean(fm.logistic_loss(data.score(w), y, sample_weight=np.ones(y.size)), g))
+
+
+def test_weighted_and_unweighted_losses_in_one_mean_are_refused(toy):
+    """An unweighted loss has weight 1 on every row: in one aggregate with a weighted loss the two weightings
+    conflict (as two different weight vectors do). Before, the unweighted loss was silently weighted too, so
+    fm.mean(a + b) differed from fm.mean(a) + fm.mean(b)."""
+    X, y, g, k = toy
+    data = fm.Dataset(X, y, g)
+    w = fm.Weights(X.shape[1])
+    s = data.score(w)
+    weighted = fm.logistic_loss(s, y, sample_weight=k + 1.0)
+    plain = fm.squared_loss(s, y)
+    for aggregate in (fm.mean, fm.sum, lambda e: fm.group_mean(e, data.groups)):
+        with pytest.raises(fm.ModelError, match="weighted and unweighted"):
+            aggregate(weighted + 0.5 * plain)
+    # separate aggregates are fine, and a weighted loss plus a non-loss term (the row's score) is weighted as one row
+    theta = np.random.default_rng(7).normal(size=X.shape[1])
+    both = E.evaluate(fm.mean(weighted) + 0.5 * fm.mean(plain), {w: theta})
+    z = X @ theta
+    direct = (k + 1.0) @ np.log1p(np.exp(-y * z)) / (k + 1.0).sum() + 0.5 * np.mean((z - y) ** 2)
+    assert both == pytest.approx(direct, rel=1e-13)
+    row = E.evaluate(fm.mean(weighted + 0.1 * s), {w: theta})
+    assert row == pytest.approx((k + 1.0) @ (np.log1p(np.exp(-y * z)) + 0.1 * z) / (k + 1.0).sum(), rel=1e-13)

@@ -380,21 +380,31 @@ def sample_weights_of(expr: Expr):
 
     The per-sample nodes below ``expr`` are searched, down to a product already marked ``weighting`` (its
     weights are applied). Weights of one sample are the weights of every per-sample term in it: two different
-    weight vectors in one aggregate are refused.
+    weight vectors in one aggregate are refused, and so is a weighted loss next to an unweighted one (whose rows
+    weigh 1 each).
     """
-    found, stack = None, [expr]
+    found, unweighted, stack = None, None, [expr]
     while stack:
         e = stack.pop()
         if e.kind != "samples" or (isinstance(e, Multiply) and e.weighting):
             continue
-        w = getattr(e, "sample_weight", None)
-        if w is not None:
+        w = getattr(e, "sample_weight", _NO_WEIGHTS)
+        if w is None:
+            unweighted = e                      # a loss declared without sample_weight
+        elif w is not _NO_WEIGHTS:
             if found is not None and found is not w and not np.array_equal(found, w):
                 raise ModelError(f"two different sample_weight vectors meet in one mean ({expr}): aggregate the "
                                  f"differently weighted losses separately (one fm.mean each)")
             found = w
         stack.extend(e.args)
+    if found is not None and unweighted is not None:
+        raise ModelError(f"weighted and unweighted losses meet in one mean ({expr}): {unweighted} has no "
+                         f"sample_weight; give it the same sample_weight, or aggregate the two separately "
+                         f"(fm.mean(weighted) + fm.mean(unweighted))")
     return found
+
+
+_NO_WEIGHTS = object()      # a node that is not a loss (no sample_weight attribute)
 
 
 class Abs(Expr):

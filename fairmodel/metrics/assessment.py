@@ -18,7 +18,7 @@ from ..data import Dataset
 from ..errors import DataError, OptionError
 from . import report
 from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
-from .dp import _proba
+from .dp import _proba, merge_levels
 from .kernels import Inputs, bootstrap_counts, build, evaluate
 from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, weights_of
 
@@ -103,15 +103,14 @@ def _check_needs(names, has, yt_binary, yp_binary):
 
 
 def _randomized(y_proba, levels, n_rows):
-    """(probabilities with columns in ascending order of the levels, the sorted levels)."""
+    """(probabilities of the distinct levels in ascending order, those levels): columns of equal levels are one
+    output value, so their probabilities add up (the pmf and the CDF are over values, not over columns)."""
     if levels is None:
         raise DataError("y_proba= needs levels=: the output value of each column (e.g. the post-processor's grid_)")
-    P = _proba(y_proba)
-    lv = check_vector(levels, P.shape[1], "levels")
+    P = _proba(y_proba, name="y_proba")
     if n_rows is not None and P.shape[0] != n_rows:
         raise DataError(f"y_proba has {P.shape[0]} rows but the other columns have {n_rows}")
-    order = np.argsort(lv, kind="stable")
-    return np.clip(P[:, order], 0.0, None), lv[order]
+    return merge_levels(P, levels, "y_proba", "levels")
 
 
 def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, metrics=None, sample_weight=None,
@@ -158,6 +157,9 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     yt, yp = _column(y_true, data, "y_true"), _column(y_pred, data, "y_pred")
     sc = _column(scores, data, "scores")
     sw = _column(sample_weight, data, "sample_weight")
+    if levels is not None and y_proba is None:
+        raise DataError("levels= without y_proba=: levels name the output value of each column of y_proba= (a "
+                        "randomized predictor); deterministic predictions go in y_pred= alone")
     if y_proba is not None and (yp is not None or sc is not None):
         raise DataError("give the predictions once: y_proba= (a randomized predictor) or y_pred= / scores=")
     given = [a for a in (yt, yp, sc) if a is not None]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_vector
+from .._validate import check_finite, check_vector
 from ..data import Groups
 from ..errors import DataError
 from .rates import weights_of
@@ -41,16 +41,42 @@ def _groups(groups, n: int, labels) -> tuple[np.ndarray, list]:
     return np.array(masks), names
 
 
-def _proba(proba, grid=None) -> np.ndarray:
-    P = np.asarray(proba, dtype=float)
-    if P.ndim != 2 or not np.all(np.isfinite(P)) or P.min() < -1e-9 or np.abs(P.sum(axis=1) - 1).max() > 1e-6:
-        raise DataError("proba must be an (n, m) array of probability rows (predict_proba over the grid)")
+def _proba(proba, grid=None, name: str = "proba") -> np.ndarray:
+    """``proba`` as an (n, m) float array of probability rows (entries >= 0 up to 1e-9, rows summing to 1 up to
+    1e-6), columns sorted by ``grid`` when given; a :class:`DataError` saying which rule failed otherwise."""
+    what = f"{name} must be a 2-D (n, m) array of probability rows (predict_proba over the grid)"
+    P = np.asarray(proba)
+    if P.ndim != 2:
+        raise DataError(f"{what}; got {'a string' if P.dtype.kind in 'US' and P.ndim == 0 else f'shape {P.shape}'}")
+    if P.dtype.kind not in "iufb":
+        raise DataError(f"{what}; it must be numeric, got dtype {P.dtype}")
+    P = P.astype(float)
+    if P.shape[0] == 0 or P.shape[1] == 0:
+        raise DataError(f"{what}; got shape {P.shape} (no rows or no columns)")
+    check_finite(P, name)
+    if P.min() < -1e-9:
+        i, j = np.unravel_index(np.argmin(P), P.shape)
+        raise DataError(f"{what}; entry ({i}, {j}) is negative ({P[i, j]:g})")
+    off = np.abs(P.sum(axis=1) - 1)
+    if off.max() > 1e-6:
+        i = int(np.argmax(off))
+        raise DataError(f"{what}; row {i} sums to {P[i].sum():.6g}, not 1")
     if grid is not None:
-        grid = check_vector(grid, None, "grid")
-        if grid.shape[0] != P.shape[1]:
-            raise DataError(f"grid has {grid.shape[0]} points but proba has {P.shape[1]} columns")
-        P = P[:, np.argsort(grid, kind="stable")]
+        P, _ = merge_levels(P, grid, name)
     return P
+
+
+def merge_levels(P: np.ndarray, grid, name: str = "proba", grid_name: str = "grid"):
+    """(the probabilities of the distinct grid values in ascending order, those values): columns of equal grid
+    values are one output value, so their probabilities add up (a CDF or a pmf is over values, not columns)."""
+    g = np.asarray(grid)
+    if g.ndim != 1 or g.shape[0] != P.shape[1]:
+        raise DataError(f"{grid_name} has {g.shape[0] if g.ndim == 1 else f'shape {g.shape} and'} entries but "
+                        f"{name} has {P.shape[1]} columns; give one value per column")
+    values, column = np.unique(check_vector(g, P.shape[1], grid_name), return_inverse=True)
+    merged = np.zeros((P.shape[0], values.size))
+    np.add.at(merged.T, column, np.clip(P, 0.0, None).T)
+    return merged, values
 
 
 def randomized_risk(y, proba, grid, *, sample_weight=None) -> float:
@@ -86,9 +112,9 @@ def _ecdf(values, weights, points):
 def ks_unfairness(groups, *, proba=None, grid=None, pred=None, labels=None, sample_weight=None) -> dict:
     """Kolmogorov-Smirnov unfairness per group: sup_t |P(Y_hat <= t | S = s) - P(Y_hat <= t)| (App. G).
 
-    Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, else taken as ascending) or
-    deterministic predictions ``pred`` (n,). Both are exact; ``sample_weight`` gives weighted CDFs. Returns
-    ``{group: value}``.
+    Give ``proba`` (n, m) over a grid (columns sorted by ``grid`` when given, columns of equal grid values added
+    up; else taken as ascending) or deterministic predictions ``pred`` (n,). Both are exact; ``sample_weight``
+    gives weighted CDFs. Returns ``{group: value}``.
     """
     if (proba is None) == (pred is None):
         raise DataError("give either proba= (randomized predictions over a grid) or pred= (deterministic ones)")
