@@ -92,17 +92,30 @@ EXP_CONE_LOSSES = (E.LogisticLoss,)
 DPP_LIMIT = 2e8
 
 
+def loss_rows(term):
+    """(loss, per-row weights of the term's mean) when ``term`` is the mean of an exp-cone loss of a linear
+    score, possibly times non-negative sample weights (``sample_weight=`` or ``fm.multiply``); else None."""
+    if not isinstance(term, E.Mean) or term.where is not None:
+        return None
+    loss, weights = term.expr, None
+    if isinstance(loss, E.Multiply) and np.all(loss.a >= 0):
+        loss, weights = loss.expr, loss.a
+    if isinstance(loss, EXP_CONE_LOSSES) and isinstance(loss.score, E.LinearScore) and loss.score.w.n_outputs is None:
+        return loss, (np.ones(loss.size) if weights is None else weights) / loss.size
+    return None
+
+
 def split_objective(expr, coef: float = 1.0, out=None):
-    """``(modeled, exact)``: lists of (coefficient, term) of a sum; modeled terms are means of exp-cone losses
-    of a linear score (solved by Newton's method), every other term is lowered exactly."""
+    """``(modeled, exact)``: lists of (coefficient, term) of a sum; modeled terms are (weighted) means of
+    exp-cone losses of a linear score (:func:`loss_rows`; solved by Newton's method), every other term is
+    lowered exactly."""
     out = ([], []) if out is None else out
     if isinstance(expr, E.Add):
         for a in expr.args:
             split_objective(a, coef, out)
     elif isinstance(expr, E.ScalarMul):
         split_objective(expr.expr, coef * expr.c, out)
-    elif isinstance(expr, E.Mean) and expr.where is None and isinstance(expr.expr, EXP_CONE_LOSSES) \
-            and isinstance(expr.expr.score, E.LinearScore) and expr.expr.score.w.n_outputs is None:
+    elif loss_rows(expr) is not None:
         out[0].append((coef, expr))
     else:
         out[1].append((coef, expr))
@@ -110,13 +123,12 @@ def split_objective(expr, coef: float = 1.0, out=None):
 
 
 class _LossModel:
-    """Gradient and Hessian (in x-space) of c * mean_i phi(x_i . w, y_i): the linear-model loss of the term."""
+    """Gradient and Hessian (in x-space) of c * mean_i u_i phi(x_i . w, y_i): the linear-model loss of the term."""
 
     def __init__(self, coef, term: E.Mean, layout):
-        loss = term.expr
-        n = loss.size
+        loss, rows = loss_rows(term)
         self.loss = LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
-                                    sample_weight=np.full(n, coef / n))
+                                    sample_weight=coef * rows)
         self.sl = layout.slices[loss.score.w.name]
 
     def add_to(self, x, grad, hess):

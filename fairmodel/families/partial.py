@@ -29,7 +29,7 @@ from .. import expressions as E
 from .._validate import check_options
 from ..errors import OptionError, ResourceLimitError
 from ..exact import budget
-from ..exact.partial import Subproblem
+from ..exact.partial import Subproblem, loss_rows, split_objective
 from ..exact.solvers import check_solver
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
@@ -297,7 +297,13 @@ class PartialFairness(Reduction):
                           certificate=certificate)
 
     def _accuracy(self, x):
-        """Training accuracy of sign(score) (ŷ = +1 iff score > 0) for a binary loss of a linear score."""
+        """Training accuracy of sign(score) (ŷ = +1 iff score > 0) for a binary loss of a linear score,
+        weighted by the loss's sample weights when it has them."""
+        for _, term in split_objective(self.program.objective)[0]:
+            loss, rows = loss_rows(term)
+            if isinstance(loss, E.LogisticLoss):
+                scores = loss.score.design() @ x[self.program.layout.slices[loss.score.w.name]]
+                return float(np.average(np.where(scores > 0, 1.0, -1.0) == loss.y, weights=rows))
         for node in self.problem.objective.expr.nodes():
             if isinstance(node, (E.LogisticLoss, E.HingeLoss)) and isinstance(node.score, E.LinearScore):
                 theta = x[self.program.layout.slices[node.score.w.name]]

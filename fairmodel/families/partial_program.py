@@ -9,7 +9,7 @@ import numpy as np
 from .. import expressions as E
 from .._validate import check_int, check_number
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
-from ..exact.partial import split_objective
+from ..exact.partial import loss_rows, split_objective
 from ..oracles.dc import DCProgram, ExprBlock, Layout
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_ipm import HingeProgram, HingeRows, SmoothObjective
@@ -109,10 +109,9 @@ def smooth_objective(program):
     layout = program.layout
     losses, ridges, constant = [], [], 0.0
     for coef, term in modeled:
-        loss = term.expr
-        n = loss.size
+        loss, rows = loss_rows(term)
         losses.append((LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
-                                       sample_weight=np.full(n, coef / n)), layout.slices[loss.score.w.name]))
+                                       sample_weight=coef * rows), layout.slices[loss.score.w.name]))
     for coef, term in rest:
         if isinstance(term, E.SumSquares) and term.w.n_outputs is None and coef >= 0:
             mask = np.ones(term.w.size, dtype=bool)
