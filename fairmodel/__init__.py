@@ -26,7 +26,7 @@ from .expressions.atoms.partial import dc, partial_dp, weak_partial_dp, with_gro
 from .expressions.atoms.strategic import strategic_score, wasserstein_worst_case
 from .expressions.grid import GridPredictor
 from .expressions.models import SigmoidMLP
-from .families.dp import dp_parameters
+from .families.dp_runs import dp_parameters
 from .judge import judge
 from .metrics.assessment import Assessment, assess
 from .families.base import Evaluation

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from fairmodel.oracles.dp_dual import DualProblem, canonical, gradient_mapping, sigma2
-from fairmodel.families.dp import dp_parameters
+from fairmodel.families.dp_runs import dp_parameters
 from fairmodel.stochastic.dp_postprocessing import DualRun, Pool, make_optimizer
 
 pytestmark = pytest.mark.slow

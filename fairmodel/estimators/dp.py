@@ -20,7 +20,8 @@ from sklearn.base import BaseEstimator
 
 from .._validate import check_choice
 from ..errors import InfeasibleError, OptionError
-from ..families.dp import CERTIFY_MAX, dp_parameters
+from ..families.dp import CERTIFY_MAX
+from ..families.dp_runs import dp_parameters
 from ..families.dp_runs import StreamFit
 from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
 from ..expressions.grid import GridPredictor

@@ -22,7 +22,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from .. import datasets
 from ..data import Dataset
 from ..dp_sweep import dp_sweep
-from ..families.dp import dp_parameters
+from ..families.dp_runs import dp_parameters
 from ..expressions.atoms.dp import dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
 from ..metrics.dp import ks_unfairness, mse, randomized_risk

@@ -48,29 +48,6 @@ EXACT_ENTROPIC = {"lbfgs": "the dual (5) minimized by scipy L-BFGS-B under z >= 
                   "dual": "the log-sum-exp dual (5) (CVXPY, Clarabel); the policy is pi_z of eq. (7)"}
 
 
-def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | None = None) -> dict:
-    """(L, beta, entropy) of the paper's parameter rules (Thm 5.1, App. D and App. G).
-
-    ``"reference"`` (the experiments): L = floor(sqrt(N)), beta = 0.5 sqrt(N) log2(N) with N = ``n`` unlabeled
-    points (App. G prints beta = sqrt(N) log sqrt(N), the same number with log2; for Adult it prints
-    sqrt(T) / log sqrt(T), a misprint: the authors' code uses 0.5 sqrt(N) log2(N) for every data set).
-    ``"theory"`` (Thm 5.1): beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients.
-    """
-    if preset == "reference":
-        if n is None or n < 2:
-            raise OptionError("the 'reference' preset needs n >= 2, the number of unlabeled points")
-        beta = 0.5 * math.sqrt(n) * math.log2(n)
-        L = math.floor(math.sqrt(n))
-    elif preset == "theory":
-        if T is None or T < 3:
-            raise OptionError("the 'theory' preset needs T >= 3, the number of stochastic gradients")
-        beta = T / (8.0 * math.log2(T))
-        L = max(1, round(math.sqrt(T)))
-    else:
-        raise OptionError(f"preset must be 'reference' or 'theory'; got {preset!r}")
-    return {"L": int(L), "beta": float(beta), "entropy": 1.0 / beta}
-
-
 @register
 class DPPostProcessing(Reduction):
     name = "dp_postprocessing"

@@ -5,7 +5,7 @@ import numpy as np
 
 from ...expressions.atoms.dp import dp_gap, expected_cost, squared_risk
 from ...expressions.grid import GridPredictor
-from ...families.dp import dp_parameters
+from ...families.dp_runs import dp_parameters
 from ...problem import Minimize, Problem
 
 KEYS = {
