@@ -35,7 +35,7 @@ DEFAULT_CHUNK_ROWS = 1 << 16
 _COUNTER = itertools.count()
 
 
-def _dask():
+def dask_modules():
     """(dask, dask.array), or a DataError that says how to install them."""
     try:
         return importlib.import_module("dask"), importlib.import_module("dask.array")
@@ -44,7 +44,7 @@ def _dask():
                         "(dask[distributed,dataframe] and pyarrow)") from None
 
 
-def _in_flight() -> int:
+def chunks_in_flight() -> int:
     """Chunks computed together: the threads of the active scheduler (a distributed client's workers, else this
     machine's cores; at least 2), so that every thread is busy and only a few chunks are in memory at once
     (reading a Parquet chunk takes about 2.5 times its size in floats, measured at 250,000 x 22)."""
@@ -56,7 +56,7 @@ def _in_flight() -> int:
     return max(2, threads)
 
 
-def _compute(dask, *tasks):
+def compute_chunks(dask, *tasks):
     """dask.compute of the tasks; a computation cancelled under us (a distributed client or cluster closed during
     the run) is a DataError saying so, not the scheduler's internal error."""
     try:
@@ -67,7 +67,7 @@ def _compute(dask, *tasks):
                         f"evaluation returns") from exc
 
 
-def _is_dask(a) -> bool:
+def is_dask(a) -> bool:
     return hasattr(a, "dask") and hasattr(a, "chunks")
 
 
@@ -172,12 +172,12 @@ class DaskDataset(Dataset):
         row chunks (``chunk_rows`` rechunks them). Checks (finite numbers, shapes, scaling) and group names
         come from one pass over the chunks, the group codes from a second pass over the group column.
         """
-        _, da = _dask()
+        _, da = dask_modules()
         if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer))
                                        or chunk_rows < 1):
             raise DataError(f"chunk_rows must be a positive integer (rows per chunk); got {chunk_rows!r}")
         rows = chunk_rows or DEFAULT_CHUNK_ROWS
-        X = X if _is_dask(X) else da.from_array(np.asarray(X), chunks=(rows, -1))
+        X = X if is_dask(X) else da.from_array(np.asarray(X), chunks=(rows, -1))
         if X.ndim != 2:
             raise DataError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}")
         if X.dtype.kind not in "biuf":
@@ -190,7 +190,7 @@ class DaskDataset(Dataset):
             raise DataError(f"X must have at least one row and one column; got shape {X.shape}")
 
         def aligned(v, what):
-            v = v if _is_dask(v) else da.from_array(np.asarray(v), chunks=(X.chunks[0],))
+            v = v if is_dask(v) else da.from_array(np.asarray(v), chunks=(X.chunks[0],))
             if v.ndim == 1 and np.isnan(v.shape[0]):
                 raise DataError(f"{what} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
             if v.ndim != 1 or int(v.shape[0]) != n:
@@ -241,9 +241,9 @@ class DaskDataset(Dataset):
                      **read_options) -> "DaskDataset":
         """Parquet file(s) through ``dask.dataframe.read_parquet`` (one chunk per partition, numeric features;
         ``features`` defaults to every column except the target and the sensitive column)."""
-        dask, da = _dask()
+        dask, da = dask_modules()
         X, y, g, features = parquet_columns(path, target, sensitive, features, read_options, dask, da,
-                                            _in_flight())
+                                            chunks_in_flight())
         return cls.from_arrays(X, y, g, feature_names=features, name=name, target_name=target,
                                sensitive_name=sensitive, chunk_rows=None)
 
@@ -290,29 +290,29 @@ class DaskDataset(Dataset):
     def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
         """[fn(batch, *per-chunk slices of per_row) for every chunk], in row order, as one Dask computation
         (one task per chunk; ``size`` is ignored: the chunks are the Dask array's)."""
-        dask, _ = _dask()
+        dask, _ = dask_modules()
         Xb, yb, gb = self._blocks()
         tag, b = next(_COUNTER), self._bounds
         tasks = [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
                                                   *(a[b[i]:b[i + 1]] for a in per_row), local=self._local(i),
                                                   dask_key_name=f"fairmodel-pass-{tag}-{i}")
                  for i in range(self.n_chunks) if b[i + 1] > b[i]]     # a subset skips chunks it has no rows in
-        step = _in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
+        step = chunks_in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
         out = []
         for k in range(0, len(tasks), step):
             with self._io_lock:
-                out.extend(_compute(dask, *tasks[k:k + step]))
+                out.extend(compute_chunks(dask, *tasks[k:k + step]))
         return out
 
     def chunks(self, size: int | None = None):
         """The chunks one at a time as NumPy Batches (a streaming pass on the client)."""
-        dask, _ = _dask()
+        dask, _ = dask_modules()
         Xb, yb, gb = self._blocks()
         for i in range(self.n_chunks):
             if self._bounds[i + 1] == self._bounds[i]:
                 continue
             with self._io_lock:
-                X, y, g = _compute(dask, Xb[i], yb[i], gb[i])
+                X, y, g = compute_chunks(dask, Xb[i], yb[i], gb[i])
             if self._sel is not None:
                 X = np.asarray(X)[self._local(i)]
             yield Batch(np.asarray(X, dtype=float), None if y is None else np.asarray(y, dtype=float), g,
@@ -331,7 +331,7 @@ class DaskDataset(Dataset):
     def rows(self, rows, cancel=None) -> np.ndarray | None:
         """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read). ``cancel``: a
         ``threading.Event`` checked between groups of chunks; once set, the gather stops and returns None."""
-        dask, _ = _dask()
+        dask, _ = dask_modules()
         rows = np.asarray(rows, dtype=np.intp).ravel()
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
             raise DataError(f"row indices must lie in [0, {self.n_samples})")
@@ -342,12 +342,12 @@ class DaskDataset(Dataset):
         pieces = np.split(order, starts[1:])
         Xb = self.X.to_delayed(optimize_graph=False).ravel()
         out = np.empty((rows.size, self.n_features))
-        step = _in_flight()   # chunks gathered per computation: the transient copies stay a few chunks' worth
+        step = chunks_in_flight()   # chunks gathered per computation: the transient copies stay a few chunks' worth
         for k in range(0, used.size, step):
             if cancel is not None and cancel.is_set():
                 return None
             with self._io_lock:
-                got = _compute(dask, *[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
+                got = compute_chunks(dask, *[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
                                      for c, p in zip(used[k:k + step], pieces[k:k + step])])
             for p, block in zip(pieces[k:k + step], got):
                 out[p] = block

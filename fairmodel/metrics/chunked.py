@@ -19,13 +19,12 @@ The memory of a pass is a few chunks on the workers plus G x 2 x bins histogram 
 """
 from __future__ import annotations
 
-import importlib
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data import Groups
+from ..data_dask import chunks_in_flight, compute_chunks, dask_modules, is_dask
 from ..errors import DataError, OptionError
 from .assessment import Assessment, _check_needs, _metric_list
 from .rates import FROM_CONFUSION, binary, ratio
@@ -33,10 +32,6 @@ from .rates import FROM_CONFUSION, binary, ratio
 EXACT_LEVELS = 4096          # scores with at most this many distinct values: exact AUC from their counts
 DEFAULT_BINS = 1 << 16       # equal-width bins of the AUC sketch otherwise
 SUM_METRICS = tuple(FROM_CONFUSION) + ("mse", "mae")
-
-
-def is_dask(a) -> bool:
-    return hasattr(a, "__dask_graph__")
 
 
 def dask_input(*values, data=None) -> bool:
@@ -53,10 +48,6 @@ def dask_input(*values, data=None) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # Columns as Dask arrays with the same row chunks, and passes over them
 # ---------------------------------------------------------------------------------------------------
-def _da():
-    return importlib.import_module("dask"), importlib.import_module("dask.array")
-
-
 def _array(v):
     if hasattr(v, "to_dask_array"):
         return v.to_dask_array(lengths=True)
@@ -97,7 +88,7 @@ def _sensitive(sf, data):
 
 def _aligned(columns: dict, chunks=None):
     """The columns as 1-D Dask arrays cut at the same rows (``chunks``, else those of the first Dask column)."""
-    _, da = _da()
+    _, da = dask_modules()
     if chunks is None:
         ref = next((v for v in columns.values() if is_dask(v)), None)
         if ref is None:
@@ -119,23 +110,15 @@ def _aligned(columns: dict, chunks=None):
     return out, n
 
 
-def _in_flight() -> int:
-    try:
-        client = importlib.import_module("distributed").get_client()
-        return max(2, 2 * sum(client.nthreads().values()))
-    except (ImportError, ValueError):
-        return max(2, 2 * (os.cpu_count() or 1))
-
-
 def _pass(fn, columns: dict, combine):
     """combine(acc, fn(**chunk columns)) over the chunks in row order, a few chunks computed at once."""
-    dask, _ = _da()
+    dask, _ = dask_modules()
     keys = [k for k, v in columns.items() if v is not None]
     blocks = [columns[k].to_delayed(optimize_graph=False).ravel() for k in keys]
     tasks = [dask.delayed(fn)(**dict(zip(keys, parts))) for parts in zip(*blocks)]
-    acc, step = None, _in_flight()
+    acc, step = None, chunks_in_flight()
     for k in range(0, len(tasks), step):
-        for part in dask.compute(*tasks[k:k + step]):
+        for part in compute_chunks(dask, *tasks[k:k + step]):
             acc = part if acc is None else combine(acc, part)
     return acc
 
