@@ -136,13 +136,14 @@ def solve_with_working_set(prog: HingeProgram, anchor, S, c, mu: float, radius: 
     only the hinges with |y(anchor)| <= ``radius`` (all of them when ``radius`` is None).
 
     Returns ``(x, lam, u, info)`` as ``solve_subproblem`` (u over the full program), ``info`` with the working
-    set's size (``working_set``, a fraction of the hinges), ``rounds`` and the certificate of the full program.
+    set's size (``working_set``, a fraction of the hinges), ``rounds``, the certificate of the full program and
+    ``hinge_change``, the largest change of a hinge argument from the anchor to x.
     """
     a = np.asarray(anchor, dtype=float)
+    Y = [b.y(a) for b in prog.blocks]
     if radius is None:
         x, lam, u, info = solve_subproblem(prog, a, S, c, mu, tol=tol, max_iter=max_iter, warm=warm)
-        return x, lam, u, dict(info, working_set=1.0, rounds=1)
-    Y = [b.y(a) for b in prog.blocks]
+        return x, lam, u, dict(info, working_set=1.0, rounds=1, hinge_change=_largest_change(prog, Y, x))
     keep = [np.abs(y) <= radius for y in Y]
     total = sum(y.size for y in Y)
     iterations = 0
@@ -165,4 +166,10 @@ def solve_with_working_set(prog: HingeProgram, anchor, S, c, mu: float, radius: 
         keep = [np.ones_like(k) for k in keep]
     cert = duality_gap(prog, x, lam, u, a, S, c, mu)
     share = sum(int(k.sum()) for k in keep) / max(total, 1)
-    return x, lam, u, {**info, **cert, "iterations": iterations, "working_set": share, "rounds": rounds}
+    return x, lam, u, {**info, **cert, "iterations": iterations, "working_set": share, "rounds": rounds,
+                       "hinge_change": _largest_change(prog, Y, x)}
+
+
+def _largest_change(prog, Y, x) -> float:
+    """max over the hinges of |y(x) - y(anchor)| (``Y``: the arguments at the anchor): the next radius."""
+    return max((float(np.max(np.abs(b.y(x) - y), initial=0.0)) for b, y in zip(prog.blocks, Y)), default=0.0)

@@ -129,8 +129,7 @@ def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int
                               status=info["status"])
         state["warm"] = (lam, u)
         if working_set:
-            state["radius"] = max(float(np.max(np.abs(b.y(x_hat) - b.y(anchor)), initial=0.0))
-                                  for b in hinge.blocks)
+            state["radius"] = info["hinge_change"]
         return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
                        "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"],
                        "working_set": info["working_set"], "working_set_rounds": info["rounds"]}
