@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
+from tests.dask_helpers import as_dask_dataset
 from fairmodel.errors import DataError
-from fairmodel.oracles.group_risks import GroupRisks
 from fairmodel.families.gdro import group_risks_of
 
 da = pytest.importorskip("dask.array")
@@ -27,8 +27,7 @@ def arrays():
 
 
 def dask_data(X, y, g):
-    return fm.Dataset.from_dask(da.from_array(X, chunks=(CHUNK, D)), da.from_array(y, chunks=CHUNK),
-                                da.from_array(g, chunks=CHUNK))
+    return as_dask_dataset(X, y, g, CHUNK)
 
 
 def problem(data):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
+from tests.dask_helpers import as_dask_dataset
 from fairmodel.data import Batch
 from fairmodel.exact import gdro as exact_gdro
 from fairmodel.oracles.group_risks import _RiskPass, _ordered_sum
@@ -28,8 +29,7 @@ def arrays():
 
 
 def dask_data(X, y, g):
-    return fm.Dataset.from_dask(da.from_array(X, chunks=(CHUNK, D)), da.from_array(y, chunks=CHUNK),
-                                da.from_array(g, chunks=CHUNK))
+    return as_dask_dataset(X, y, g, CHUNK)
 
 
 def mero(data):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
+from tests.dask_helpers import as_dask_dataset
 
 da = pytest.importorskip("dask.array")
 
@@ -19,8 +20,7 @@ def data():
     X = rng.normal(size=(N, D))
     g = rng.choice(["a", "b", "c"], size=N, p=[0.6, 0.3, 0.1])
     y = np.sign(X @ rng.normal(size=D) + rng.normal(size=N))
-    return fm.Dataset.from_dask(da.from_array(X, chunks=(CHUNK, D)), da.from_array(y, chunks=CHUNK),
-                                da.from_array(g, chunks=CHUNK)), X
+    return as_dask_dataset(X, y, g, CHUNK), X
 
 
 def _prefetch_threads():
