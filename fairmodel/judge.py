@@ -11,15 +11,17 @@ from __future__ import annotations
 from ._threads import few_threads
 from .families.base import Check, Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
 
-ENDED_BADLY = ("diverged", "failed", "interrupted")      # the solver's own word; nothing to verify
+ENDED_BADLY = ("diverged", "failed", "interrupted", "unbounded")   # the solver's own word; nothing to verify
 
 
-def verdict(status: str, checks: list[Check], message: str = "") -> tuple[str, str]:
+def verdict(status: str, checks: list[Check], message: str = "", advice: str = "") -> tuple[str, str]:
     """The final (status, message) of a result from the solver's status and the judge's checks.
 
     A failed constraint check makes the result ``infeasible``, a failed certificate ``inaccurate``, whatever the
-    solver's loop said; an ``optimal_inaccurate`` exact solve stays ok only when a certificate confirms it.
-    Checks that could not be computed (NaN) neither pass nor fail: they are named in the message.
+    solver's loop said; an ``optimal_inaccurate`` exact solve stays ok only when a certificate confirms it; a
+    result without a single computed check is ``unverified`` (never ok: a loop that finished proves nothing).
+    Checks that could not be computed (NaN) neither pass nor fail: they are named in the message. ``advice``
+    (what usually fixes a failure, from the reduction) is appended when the result is not ok.
     """
     if status in ENDED_BADLY:
         return status, message
@@ -30,19 +32,38 @@ def verdict(status: str, checks: list[Check], message: str = "") -> tuple[str, s
         notes.append(f"not certified: {', '.join(missing)} could not be computed")
     if failed:
         worst = "infeasible" if any(c.kind == "constraint" for c in failed) else "inaccurate"
-        notes.insert(0, "the judge's checks failed: " + "; ".join(
-            f"{c.name} = {c.value:.3g} > {c.tolerance:.3g}" for c in failed))
-        return worst, " ".join(notes)
+        notes.insert(0, "the judge's checks failed: " + "; ".join(failure_text(c) for c in failed))
+        return worst, " ".join(notes + ([advice] if advice else []))
+    if not any(c.computed for c in checks):
+        notes.insert(0, "no check of the judge could be computed for this result (no constraint and no "
+                        "certificate), so nothing verifies it")
+        return "unverified", " ".join(notes + ([advice] if advice else []))
     if status == "optimal_inaccurate" and not any(c.kind == "certificate" and c.computed for c in checks):
         notes.insert(0, "the solver reported an inaccurate optimum and no certificate of the judge confirms it")
-        return "inaccurate", " ".join(notes)
+        return "inaccurate", " ".join(notes + ([advice] if advice else []))
     return status, " ".join(notes)
 
 
-def judge_solution(reduction, solution) -> Evaluation:
-    """The evaluation of a backend's :class:`Solution` (with the context the solve recorded for its judge; called
-    inside ``Problem.solve``, which already chose the threads)."""
-    return reduction.evaluate(dict(solution.variables), **solution.judge_context)
+def failure_text(check: Check) -> str:
+    """``name = value > tolerance (k x the tolerance)``: a failed check and by how much."""
+    ratio = check.value / check.tolerance if check.tolerance > 0 else float("inf")
+    return f"{check.name} = {check.value:.3g} > {check.tolerance:.3g} ({ratio:.3g}x the tolerance)"
+
+
+def judge_solution(reduction, solution, backend: str) -> tuple[Evaluation, list[Check]]:
+    """The judge's evaluation of a backend's :class:`Solution` and the checks that decide ``ok``; sets the
+    solution's final status and message (:func:`verdict`). The evaluation is computed on the full data, with the
+    context the solve recorded for its judge, unless the solve already judged exactly these variables at its
+    last checkpoint (``solution.evaluation``: a method that stops on the judge's checks). Called inside
+    ``Problem.solve``, which already chose the threads."""
+    evaluation = solution.evaluation
+    if evaluation is None:
+        evaluation = reduction.evaluate(dict(solution.variables), **solution.judge_context)
+    checks = reduction.acceptance(evaluation, backend)
+    failing = [c for c in checks if c.computed and not c.passed]
+    advice = reduction.advice(backend, solution, failing) if solution.status not in ENDED_BADLY else ""
+    solution.status, solution.message = verdict(solution.status, checks, solution.message, advice)
+    return evaluation, checks
 
 
 @few_threads

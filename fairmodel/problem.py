@@ -20,7 +20,7 @@ from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedPro
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
 from .families.registry import recognize
-from .judge import judge, judge_solution, verdict
+from .judge import judge, judge_solution
 from .progress import interruptible
 from .results import Result
 from .sweep import sweep as run_sweep
@@ -182,9 +182,7 @@ class Problem:
                     solution.status = "interrupted"
                     solution.message = f"{where}; the last iterate is returned, judged on the full data"
         solved = time.perf_counter()
-        evaluation = judge_solution(family, solution)
-        checks = family.acceptance(evaluation, backend)
-        solution.status, solution.message = verdict(solution.status, checks, solution.message)
+        evaluation, checks = judge_solution(family, solution, backend)
         judged = time.perf_counter()
         timings = {"total": judged - start, "solve": solved - start, "judge": judged - solved}
         timings.update(solution.timings)

@@ -29,7 +29,8 @@ from .result_schema import validate_fields
 FORMAT = "fairmodel.result"
 SCHEMA = 1
 OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
-STATUSES = OK_STATUSES + ("inaccurate", "infeasible", "diverged", "failed", "interrupted")
+STATUSES = OK_STATUSES + ("inaccurate", "infeasible", "unverified", "unbounded", "diverged", "failed",
+                          "interrupted")
 
 
 @dataclass
@@ -42,8 +43,9 @@ class Result:
     ``converged``, ``completed``, ``budget_exhausted`` (stochastic: the iteration budget ran out, which is the
     normal end of a fixed-budget run) when the judge's checks pass; ``infeasible`` (a judged constraint violation
     beyond its tolerance) or ``inaccurate`` (a certificate beyond its tolerance, or an inaccurate exact solve no
-    certificate confirms), whatever the solver's loop said; ``diverged``, ``failed`` or ``interrupted`` (with
-    ``message``).
+    certificate confirms), whatever the solver's loop said; ``unverified`` (no check of the judge could be
+    computed); ``unbounded`` (the objective has no finite minimum on the declared domain); ``diverged``,
+    ``failed`` or ``interrupted`` (with ``message``).
     """
 
     status: str
@@ -76,8 +78,10 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        """True when the solver ended normally and the judge's checks passed (see docs/ok.md)."""
-        return self.status in OK_STATUSES
+        """True when the solver ended normally, at least one check of the judge was computed and every computed
+        check passed (see docs/ok.md): a result without a computed check is never ok."""
+        computed = [c for c in self.checks if c["value"] == c["value"]]
+        return self.status in OK_STATUSES and bool(computed) and all(c["passed"] for c in computed)
 
     def failed_checks(self) -> list[dict]:
         return [c for c in self.checks if not c["passed"] and c["value"] == c["value"]]

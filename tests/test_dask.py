@@ -143,8 +143,10 @@ def test_aleg_on_dask_reaches_the_certified_gap(arrays, numpy_run):
 def test_smd_and_describe_run_on_dask_data(arrays):
     prob, _ = problem(dask_data(*arrays))
     assert "group DRO" in prob.describe()
-    res = prob.solve(backend="stochastic", method="smd", seed=0, epochs=3)
-    assert res.status == "completed" and np.isfinite(res.objective)
+    res = prob.solve(backend="stochastic", method="smd", seed=0, epochs=3, stop="budget")
+    # three epochs of the baseline are judged (their duality gap decides ok), not a solver failure
+    assert res.status in ("completed", "inaccurate") and np.isfinite(res.objective)
+    assert any(c["name"].startswith("duality gap") for c in res.checks)
 
 
 def test_exact_backend_refuses_dask_data(arrays):

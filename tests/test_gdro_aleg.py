@@ -172,7 +172,7 @@ def test_single_group_aleg_solves_erm(small):
     data, w, _ = small
     erm = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(data.score(w), data.y))))
     exact_value = erm.solve().objective
-    stoch = erm.solve(backend="stochastic", seed=0, epochs=30)
+    stoch = erm.solve(backend="stochastic", seed=0, epochs=30, stop="budget")
     assert stoch.objective - exact_value < 1e-6
 
 

@@ -70,4 +70,7 @@ def test_an_inaccurate_exact_solve_is_ok_only_with_a_passing_certificate():
     assert verdict("optimal_inaccurate", [constraint, wrong])[0] == "inaccurate"
     assert verdict("optimal_inaccurate", [constraint, certificate])[0] == "optimal_inaccurate"
     assert verdict("optimal", [Check("violation of c", 3.4e-3, 1e-3, "", "constraint")])[0] == "infeasible"
-    assert verdict("converged", [Check("gap", float("nan"), 1e-3, "", "certificate")])[1].startswith("not certified")
+    # a result whose only check could not be computed is not verified: never ok, and the message says why
+    status, message = verdict("converged", [Check("gap", float("nan"), 1e-3, "", "certificate")])
+    assert status == "unverified" and "not certified: gap" in message
+    assert verdict("completed", [])[0] == "unverified"

@@ -42,6 +42,7 @@ class Solution:
     metrics: dict = field(default_factory=dict)     # method-specific extras (e.g. gradient evaluations)
     certificate: dict = field(default_factory=dict)  # method-specific certificates
     judge_context: dict = field(default_factory=dict)  # extra keyword arguments for the reduction's evaluate
+    evaluation: "Evaluation | None" = None   # the judge's evaluation of exactly these variables, if the run made it
 
 
 @dataclass
@@ -233,6 +234,16 @@ class Reduction(abc.ABC):
     def certificate_checks(self, evaluation: Evaluation, backend: str) -> list[Check]:
         """Checks of the reduction's certificates (duality gaps, brackets) for ``ok``; none by default."""
         return []
+
+    def advice(self, backend: str, solution, failing: list[Check]) -> str:
+        """What usually fixes a result whose checks failed (appended to its message); families refine it."""
+        if backend == "exact":
+            others = [m for m in self.exact_methods if m != solution.solver.get("method")]
+            return ("What to try: another exact method" + (f" ({', '.join(others)})" if others else "")
+                    + " or another solver (solver=).")
+        return ("What to try: a larger cap (epochs=, or max_time=) lets the run continue until the checks pass; "
+                "if the values stall, smaller steps; the exact backend (backend='exact') where the data fit in "
+                "memory.")
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         """The checks ``fm.crosscheck`` applies to the two judged results (override per family); ``context``

@@ -30,9 +30,10 @@ from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
 from ..oracles.group_risks import GroupRisks
+from .averaging import TailAverage
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
-OUTPUTS = ("average", "suffix", "snapshot")
+OUTPUTS = ("average", "suffix", "tail", "snapshot")
 BLOCK = 256  # inner steps whose samples are drawn (and whose snapshot terms are computed) in one go
 
 
@@ -190,8 +191,11 @@ def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4
     ``step_schedule`` ("constant", "decreasing" = 1/sqrt(s+1), array or callable), or
     ``schedule_mode="theory"`` (eta = sqrt(alpha (1 - theta)) / L_z, L_z of eq. (25) from the data).
     output : "average" (eq. (24), the eta-weighted mean of all half iterates), "suffix" (the same mean over
-        the second half of the epochs) or "snapshot" (the last snapshot).
-    callback : called after every epoch with a dict (epoch, w, q, grad_evals, time); return True to stop.
+        the second half of the epochs), "tail" (the same mean over the last half to three quarters of the epochs
+        run so far, :class:`~fairmodel.stochastic.averaging.TailAverage`: for runs that stop on a certificate
+        before ``epochs``) or "snapshot" (the last snapshot).
+    callback : called after every epoch with a dict (epoch, w, q: the output the run would return now,
+        grad_evals, time); return True to stop.
     trace : a list to which every inner step appends its iterates (for tests and teaching; costs memory).
     prefetch : on chunked (Dask) data, gather the next buffer of sampled rows in a background thread while
         the steps use the current one (the rows drawn are the same either way); the time spent waiting for
@@ -237,10 +241,17 @@ def _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, outp
 
     # virtual epoch -1 (Algorithm 1, line 2): every iterate equals z_0, so the first snapshot is z_0
     snap_w, snap_q, snap_lam = w.copy(), np.exp(logq), logq.copy()
-    out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
+    average = TailAverage()          # output (24) over the chosen epochs: all, the second half, or the tail
     evals, history, status, message = 0, [], "completed", ""
     start = time.perf_counter()
     suffix_from = epochs // 2 if output == "suffix" else 0
+
+    def current_output():
+        """The output the run returns if it stops now: (w, q)."""
+        value = average.value() if output != "snapshot" else None
+        if value is None:
+            return snap_w, snap_q
+        return value[0], value[1] / value[1].sum()
 
     with Progress(epochs, "ALEG", verbose) as bar:
         for s in range(epochs):
@@ -255,8 +266,10 @@ def _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, outp
             history.append({"epoch": s, "max_risk": float(np.max(r_s)), "objective": float(np.max(r_s)),
                             "grad_evals": evals, "time": time.perf_counter() - start})
             acc_w, acc_logq, acc_q, acc_a = np.zeros_like(w), np.zeros(m), np.zeros(m), 0.0
-            if s == suffix_from and output == "suffix":
-                out_w, out_q, out_weight = np.zeros_like(w), np.zeros(m), 0.0
+            if output == "tail":
+                average.start_epoch(s)
+            elif s == suffix_from and output == "suffix":
+                average = TailAverage()
             for k in range(lengths[s]):
                 if k % BLOCK == 0:  # per-group sampling (20) for the next BLOCK steps at once
                     block = draw_block(risks, sampler, batch_size, min(BLOCK, lengths[s] - k), z_s, snap_w)
@@ -277,10 +290,7 @@ def _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, outp
                                   "alpha": a})
                 # output (24): eta-weighted half iterates; snapshot (17)/(18): z_{k+1} weighted by alpha_k
                 if s >= suffix_from:
-                    ew = steps.weight(s, k)
-                    out_w += ew * w_half
-                    out_q += ew * q_half
-                    out_weight += ew
+                    average.add(steps.weight(s, k), w_half, q_half)
                 acc_a += a
                 acc_w += a * w
                 acc_logq += a * logq
@@ -291,22 +301,17 @@ def _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, outp
             snap_q = acc_q / acc_a
             snap_q /= snap_q.sum()
             elapsed = time.perf_counter() - start
-            if track_output and out_weight > 0:
-                history[-1]["output_objective"] = float(np.max(risks.risks(out_w / out_weight) - c))
+            if track_output and average.weight > 0:
+                history[-1]["output_objective"] = float(np.max(risks.risks(current_output()[0]) - c))
             bar.update(1, max_risk=history[-1]["max_risk"])
             stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
-                                lambda: {"epoch": s, "w": out_w / out_weight if out_weight else snap_w,
-                                         "q": out_q / out_weight if out_weight else snap_q,
-                                         "grad_evals": evals, "time": elapsed})
+                                lambda: dict(zip(("w", "q"), current_output()), epoch=s, grad_evals=evals,
+                                             time=elapsed))
             if stop:
                 status, message = stop
                 break
 
-    if output == "snapshot" or out_weight == 0.0:
-        w_out, q_out = snap_w, snap_q
-    else:
-        w_out, q_out = out_w / out_weight, out_q / out_weight
-        q_out = q_out / q_out.sum()
+    w_out, q_out = current_output()
     if not np.all(np.isfinite(w_out)):
         status, message = "diverged", message or "the output contains non-finite values"
     return {"w": w_out, "q": q_out, "status": status, "message": message, "history": history,

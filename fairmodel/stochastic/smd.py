@@ -85,7 +85,7 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
                 history.append(record)
                 bar.update(1)
                 stop = check_budget(s, evals, elapsed, max_grad_evals, max_time, callback,
-                                    lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_weight,
+                                    lambda: {"epoch": s, "w": out_w / out_weight, "q": out_q / out_q.sum(),
                                              "grad_evals": evals, "time": elapsed})
                 if stop:
                     status, message = stop
@@ -94,7 +94,6 @@ def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None
         close = getattr(sampler, "close", None)       # a chunk sampler's prefetch thread ends here
         if close is not None:
             close()
-    q_out = out_q / out_weight
-    return {"w": out_w / out_weight, "q": q_out / q_out.sum(), "status": status, "message": message,
+    return {"w": out_w / out_weight, "q": out_q / out_q.sum(), "status": status, "message": message,
             "history": history, "grad_evals": evals, "epochs_run": len(history),
             "steps": {"step_w": gw0, "step_q": gq0}}
