@@ -16,7 +16,8 @@ from . import families  # noqa: F401  (registers the reductions)
 from . import _display
 from ._threads import few_threads
 from ._validate import check_options
-from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
+from .errors import (ExpressionTypeError, ModelError, OptionError, ResourceLimitError, SolverError,
+                     UnsupportedProblemError)
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
 from .families.registry import recognize
@@ -28,6 +29,10 @@ from .sweep import sweep as run_sweep
 BACKENDS = ("exact", "stochastic")
 
 __all__ = ["BACKENDS", "Inequality", "Minimize", "Problem"]
+
+
+def _first_line(exc) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _check_keywords(method, options: dict, where: str) -> None:
@@ -164,16 +169,25 @@ class Problem:
         programs; ``seed`` makes stochastic runs reproducible; other keyword options go to the method
         (unknown names raise an error listing the valid ones).
         """
+        default = method is None
         family, method = self.reduction_for(backend, method, solver)
-        start = time.perf_counter()
         if backend == "exact":
             _check_keywords(family.solve_exact, options, f"the exact method {method!r}")
+            if default:        # the default exact method falls back to the family's others when it fails
+                return self._exact_with_fallback(family, method, solver, verbose, options)
+        elif solver is not None:
+            raise OptionError("solver= chooses a CVXPY solver for the exact backend; the stochastic backend "
+                              "takes method= instead")
+        else:
+            _check_keywords(family.solve_stochastic, options, f"the stochastic method {method!r}")
+        return self._solve_with(family, backend, method, seed, solver, verbose, options)
+
+    def _solve_with(self, family, backend, method, seed, solver, verbose, options) -> Result:
+        """One solve by ``family``'s ``method``, judged on the full data."""
+        start = time.perf_counter()
+        if backend == "exact":
             solution = family.solve_exact(method=method, solver=solver, verbose=verbose, **options)
         else:
-            if solver is not None:
-                raise OptionError("solver= chooses a CVXPY solver for the exact backend; the stochastic backend "
-                                  "takes method= instead")
-            _check_keywords(family.solve_stochastic, options, f"the stochastic method {method!r}")
             with interruptible() as stop:   # Ctrl-C: the method stops at its next epoch; its iterate is judged
                 solution = family.solve_stochastic(method=method, seed=seed, verbose=verbose, **options)
                 if stop.requested:   # the loops that stop early say where; others ran to their end
@@ -189,6 +203,38 @@ class Problem:
         return Result.from_parts(backend=backend, method=method, family=family.name, seed=seed,
                                  solution=solution, evaluation=evaluation, timings=timings,
                                  problem_text=str(self), checks=[c.to_dict() for c in checks])
+
+    def _exact_with_fallback(self, family, method, solver, verbose, options) -> Result:
+        """The default exact method, and when it fails (a solver error, or a result the judge does not accept)
+        the family's other exact methods in order, until one gives an ok result; the result says what failed."""
+        others = [m for m in family.exact_methods if m != method
+                  and not (solver is not None and m in family.solverless_methods)]
+        failures, last, first_error = [], None, None
+        for m in [method] + others:
+            try:
+                result = self._solve_with(family, "exact", m, None, solver, verbose, options)
+            except (SolverError, ResourceLimitError) as exc:
+                if m == method and not others:
+                    raise
+                first_error = first_error or exc
+                failures.append(f"the exact method {m!r} failed ({_first_line(exc)})")
+                continue
+            except (OptionError, UnsupportedProblemError):
+                if m == method:
+                    raise
+                continue          # a method that does not apply to this problem
+            if result.ok or result.status in ("unbounded",):
+                break
+            failures.append(f"the exact method {m!r} gave a result the judge did not accept ({result.status})")
+            last = last or result
+        else:
+            if last is None:
+                raise first_error
+            result = last
+        if failures:
+            note = "; ".join(failures) + (f"; solved by {result.method!r} instead" if result.ok else "")
+            result.message = f"{note}. {result.message}".strip() if result.message else note
+        return result
 
     def parameters(self) -> dict:
         """The parameters of the problem, by name."""

@@ -10,6 +10,7 @@ documented schema (types, shapes, statuses; object arrays are never loaded).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -135,6 +136,7 @@ class Result:
         save_id = uuid.uuid4().hex
         arrays: dict[str, np.ndarray] = {}
         doc = {"format": FORMAT, "schema": SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
+        doc["digest"] = _digest(arrays)
         arrays[ID_KEY] = np.array(save_id)
         json_path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(doc, indent=1, allow_nan=True)
@@ -199,8 +201,14 @@ def _replace_atomically(path: Path, write) -> None:
         raise
 
 
-def load_result(path) -> Result:
-    """Read a result written by :meth:`Result.save` (give the name used to save, or the ``.json`` path)."""
+def load_result(path, problem=None) -> Result:
+    """Read a result written by :meth:`Result.save` (give the name used to save, or the ``.json`` path).
+
+    The pair is refused when the arrays changed after saving (their digest is in the JSON file), when a saved
+    check's verdict does not follow from its value and tolerance, or when the saved status contradicts the saved
+    checks (an ok status with a failing check); a result saved without any computed check loads as
+    ``unverified``. With ``problem=``, the declared variables must be in the file with the declared shapes.
+    """
     json_path, npz_path = result_paths(path)
     for p in (json_path, npz_path):
         if not p.exists():
@@ -227,14 +235,65 @@ def load_result(path) -> Result:
         if npz_id is None or str(npz_id) != doc.get("id"):
             raise ResultFileError(f"{json_path} and {npz_path} come from different saves (their ids differ); "
                                   f"the pair was mixed, e.g. by an interrupted or concurrent save")
+    if "digest" in doc and doc["digest"] != _digest(arrays):
+        raise ResultFileError(f"{npz_path} was changed after it was saved (its arrays do not match the digest in "
+                              f"{json_path}); re-run the solve or restore the file")
     try:
         fields = _restore(doc, arrays)
-        fields = {k: v for k, v in fields.items() if k not in ("format", "schema", "id")}
+        fields = {k: v for k, v in fields.items() if k not in ("format", "schema", "id", "digest")}
         validate_fields(fields, str(json_path), STATUSES)
         history = _history_records(fields.pop("history"))
-        return Result(history=history, **fields)
+        result = Result(history=history, **fields)
     except (KeyError, TypeError) as exc:
         raise ResultFileError(f"{json_path} is incomplete or inconsistent with {npz_path}: {exc}") from None
+    _check_status(result, str(json_path))
+    if problem is not None:
+        _check_declared(result, problem, str(json_path))
+    return result
+
+
+def _check_status(result: Result, where: str) -> None:
+    """Refuse checks whose verdict does not follow from their numbers and an ok status that the checks contradict;
+    a result with no computed check (saved by an older version) becomes ``unverified``."""
+    for c in result.checks:
+        if c["passed"] != bool(c["value"] <= c.get("tolerance", math.nan)):
+            raise ResultFileError(f"{where}: the check {c['name']!r} says passed={c['passed']} but its value "
+                                  f"{c['value']:.3g} and tolerance {c.get('tolerance', math.nan):.3g} say otherwise; "
+                                  f"the file was edited")
+    if result.status not in OK_STATUSES:
+        return
+    failed = [c for c in result.checks if c["value"] == c["value"] and not c["passed"]]
+    if failed:
+        raise ResultFileError(f"{where}: the status {result.status!r} says ok, but the saved checks failed ("
+                              + "; ".join(f"{c['name']} = {c['value']:.3g} > {c['tolerance']:.3g}" for c in failed)
+                              + "); the file was edited")
+    if not any(c["value"] == c["value"] for c in result.checks):
+        result.message = (f"saved as {result.status!r} without any computed check of the judge; "
+                          f"{result.message}").rstrip("; ")
+        result.status = "unverified"
+
+
+def _check_declared(result: Result, problem, where: str) -> None:
+    for w in problem.variables():
+        if getattr(w, "shape", None) is None:
+            continue
+        if w.name not in result.variables:
+            raise ResultFileError(f"{where} has no variable {w.name!r} of the problem; it holds "
+                                  f"{sorted(result.variables)}: it is a result of another problem")
+        shape = np.shape(result.variables[w.name])
+        if shape != tuple(w.shape):
+            raise ResultFileError(f"{where}: the variable {w.name!r} has shape {shape}; the problem declares "
+                                  f"{tuple(w.shape)}: it is a result of another problem")
+
+
+def _digest(arrays: dict) -> str:
+    """SHA-256 of the arrays (names, dtypes, shapes and bytes, in name order): detects an edited NPZ file."""
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        h.update(f"{key}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _base(path) -> Path:

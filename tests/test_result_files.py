@@ -87,6 +87,11 @@ def test_wrong_array_shapes_and_object_arrays_are_refused(solved, tmp_path):
     history_keys = [k for k in arrays if k.startswith("history/")]
     arrays[history_keys[0]] = arrays[history_keys[0]][:-1]             # one history column shorter
     np.savez_compressed(tmp_path / "run.npz", **arrays)
+    with pytest.raises(fm.ResultFileError, match="changed after it was saved"):   # the digest in the JSON file
+        fm.load_result(tmp_path / "run")
+    doc = json.loads((tmp_path / "run.json").read_text())
+    del doc["digest"]              # a file without a digest (older versions): the schema checks still refuse it
+    (tmp_path / "run.json").write_text(json.dumps(doc))
     with pytest.raises(fm.ResultFileError, match="history"):
         fm.load_result(tmp_path / "run")
     arrays = {k: (np.array([object()], dtype=object) if k.startswith("variables/") else v)
@@ -111,3 +116,32 @@ def test_files_saved_before_ids_still_load_and_half_an_id_is_refused(solved, tmp
         arrays = {k: npz[k] for k in npz.files if k != "__id__"}
     np.savez_compressed(tmp_path / "run.npz", **arrays)
     assert fm.load_result(tmp_path / "run").objective == solved[0].objective
+
+
+def test_an_edited_status_or_variable_is_refused(solved, tmp_path):
+    """A status edited from inaccurate to completed, a check's verdict edited, a variable replaced by an array of
+    another shape: each is refused, naming what does not match."""
+    result = solved[1]
+    result.save(tmp_path / "run")
+    doc = json.loads((tmp_path / "run.json").read_text())
+    failing = dict(doc["checks"][0], value=10.0 * doc["checks"][0]["tolerance"] + 1.0, passed=False)
+    for status, checks, message in [("completed", [failing], "the saved checks failed"),
+                                    (doc["status"], [dict(failing, passed=True)], "says passed=True")]:
+        (tmp_path / "run.json").write_text(json.dumps({**doc, "status": status, "checks": checks}))
+        with pytest.raises(fm.ResultFileError, match=message):
+            fm.load_result(tmp_path / "run")
+    (tmp_path / "run.json").write_text(json.dumps({**doc, "status": "completed", "checks": []}))   # unverified
+    assert fm.load_result(tmp_path / "run").status == "unverified"
+    result.save(tmp_path / "run", overwrite=True)
+    with np.load(tmp_path / "run.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    name = next(k for k in arrays if k.startswith("variables/"))
+    arrays[name] = np.zeros((2, 2))
+    np.savez_compressed(tmp_path / "run.npz", **arrays)
+    with pytest.raises(fm.ResultFileError, match="changed after it was saved"):
+        fm.load_result(tmp_path / "run")
+    result.save(tmp_path / "other", overwrite=True)
+    same, bigger = (fm.Problem(fm.Minimize(fm.sum_squares(fm.Weights(d, name="w")))) for d in (3, 4))
+    with pytest.raises(fm.ResultFileError, match="declares"):
+        fm.load_result(tmp_path / "other", problem=bigger)
+    assert fm.load_result(tmp_path / "other", problem=same).ok == result.ok
