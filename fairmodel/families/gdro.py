@@ -223,8 +223,11 @@ class GroupDRO(Reduction):
             # stage 1 draws as many samples per step from its one group as stage 2 draws from all m groups,
             # so both stages take the same number of (Python-level) steps per epoch
             batch = opts.get("batch_size", inspect.signature(aleg).parameters["batch_size"].default)
-            opts.setdefault("stage1", {"epochs": 2 * default_epochs(n_bar), "output": "suffix",
-                                       "batch_size": batch * self.risks.m})
+            stage1 = {"epochs": 2 * default_epochs(n_bar), "output": "suffix", "batch_size": batch * self.risks.m}
+            if stop == "checks":      # stage 1 stops on each group's suboptimality (a cap of 10x the old budget)
+                stage1.update(epochs=2 * default_epochs(n_bar) * CAP_FACTOR, output="tail")
+                opts.setdefault("stage1_callback", self._stage1_stops(default_epochs(n_bar)))
+            opts.setdefault("stage1", stage1)
         else:
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
         name = self.risks.w.name
@@ -246,6 +249,25 @@ class GroupDRO(Reduction):
                             solver={"name": method, "options": {k: v for k, v in opts.items() if _plain(v)}})
         stopper.finish(solution, cap=f"epochs={opts['epochs']}")
         return solution
+
+    def _stage1_stops(self, budget: int):
+        """Stage 1 of two-stage MERO (Algorithm 2): group i's run stops when its estimate R_i(w_bar_i) is within a
+        quarter of the accuracy of the exact R*_i (the judge's offsets): an error of the estimates enters stage 2's
+        objective one for one (eqs. (96)-(97)), so the four quarters leave room for stage 2's own gap."""
+        exact = self.offsets()
+        target = 0.25 * abs(self.scale) * RELATIVE * max(float(np.max(np.abs(exact))), FLOOR)
+        reason = "a quarter of the stochastic accuracy: the estimate's error enters stage 2 one for one"
+
+        def for_group(i):
+            single = self.risks.single_group(i)
+
+            def judge(variables):
+                excess = float(single.risks(variables["w"])[0] - exact[i])
+                return None, [Check(f"stage 1, group {self.risks.names[i]}: R_i(w_i) - R*_i", excess, target,
+                                    reason, "certificate")]
+            return CertifiedStop(None, lambda info: {"w": info["w"]}, every=max(1, 2 * budget // CHECKS_PER_BUDGET),
+                                 judge=judge)
+        return for_group
 
     def warm_start(self, result) -> dict:
         q = np.clip(np.asarray(result.variables["q"], dtype=float), 1e-12, None)

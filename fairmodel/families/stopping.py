@@ -32,12 +32,14 @@ class CertifiedStop:
 
     ``reduction``: the reduction whose ``evaluate`` and ``acceptance`` judge; ``to_variables(info)``: the
     candidate's variables (by name) from the method's per-epoch ``info``; ``context``: keyword arguments of the
-    reduction's ``evaluate`` (e.g. ``data=``); ``user_callback``: the user's own callback, called first (True stops).
+    reduction's ``evaluate`` (e.g. ``data=``); ``user_callback``: the user's own callback, called first (True stops);
+    ``judge``: ``variables -> (evaluation, checks)`` in place of the reduction's (the inner stage of a method).
     """
 
     def __init__(self, reduction, to_variables, *, every: int = 1, backend: str = "stochastic",
-                 context: dict | None = None, user_callback=None, enabled: bool = True):
+                 context: dict | None = None, user_callback=None, enabled: bool = True, judge=None):
         self.reduction, self.to_variables, self.backend = reduction, to_variables, backend
+        self.judge = judge or self._reduction_judge   # variables -> (evaluation, checks)
         self.context = dict(context or {})
         self.user_callback, self.enabled = user_callback, enabled
         self.every = max(1, int(every))
@@ -63,13 +65,16 @@ class CertifiedStop:
         start = time.perf_counter()
         with warnings.catch_warnings():       # a certificate that cannot be computed at a checkpoint is NaN: go on
             warnings.simplefilter("ignore")
-            evaluation = self.reduction.evaluate(variables, **self.context)
-        checks = self.reduction.acceptance(evaluation, self.backend)
+            evaluation, checks = self.judge(variables)
         self.last = (variables, evaluation, checks, epoch)
         self.passed = bool(checks) and all(c.computed and c.passed for c in checks)
         self.check_time += time.perf_counter() - start
         self.n_checks += 1
         return self.passed
+
+    def _reduction_judge(self, variables):
+        evaluation = self.reduction.evaluate(variables, **self.context)
+        return evaluation, self.reduction.acceptance(evaluation, self.backend)
 
     def finish(self, solution, cap: str = "") -> None:
         """Record the stop on ``solution`` (a :class:`~fairmodel.families.base.Solution`): status ``converged``
@@ -78,19 +83,21 @@ class CertifiedStop:
         run otherwise ran into (for the message)."""
         solution.metrics["checks_run"] = self.n_checks
         solution.metrics["check_time_s"] = self.check_time
-        if self.last is None or solution.status in ("diverged", "failed", "interrupted"):
+        if solution.status in ("diverged", "failed", "interrupted"):
             return
-        variables, evaluation, checks, epoch = self.last
-        same = set(variables) == set(solution.variables) and all(
-            np.array_equal(np.asarray(variables[k]), np.asarray(solution.variables[k])) for k in variables)
-        if same:
-            solution.evaluation = evaluation
-        if self.passed and same and not self.by_user:
-            where = f" after epoch {epoch}" if epoch is not None else ""
-            numbers = "; ".join(f"{c.name} = {c.value:.3g} <= {c.tolerance:.3g}" for c in checks)
-            solution.status = "converged"
-            solution.message = (f"stopped{where}: every check of the judge passed ({numbers}); {self.n_checks} "
-                                f"check(s) took {self.check_time:.3g} s")
-        elif not self.passed and cap and not self.by_user:
+        if self.last is not None:
+            variables, evaluation, checks, epoch = self.last
+            same = set(variables) == set(solution.variables) and all(
+                np.array_equal(np.asarray(variables[k]), np.asarray(solution.variables[k])) for k in variables)
+            if same and self.reduction is not None:
+                solution.evaluation = evaluation
+            if self.passed and same and not self.by_user:
+                where = f" after epoch {epoch}" if epoch is not None else ""
+                numbers = "; ".join(f"{c.name} = {c.value:.3g} <= {c.tolerance:.3g}" for c in checks)
+                solution.status = "converged"
+                solution.message = (f"stopped{where}: every check of the judge passed ({numbers}); {self.n_checks} "
+                                    f"check(s) took {self.check_time:.3g} s")
+                return
+        if cap and self.enabled and not self.by_user:
             solution.message = (f"{solution.message}; " if solution.message else "") + \
-                f"the run reached its cap ({cap}) before the judge's checks passed"
+                f"the run reached its cap ({cap}) before a checkpoint of the judge passed"

@@ -327,12 +327,13 @@ def _check_offsets(offsets, m: int) -> np.ndarray:
 
 
 def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: dict | None = None,
-                   seed=None, verbose=None, **stage2) -> dict:
+                   stage1_callback=None, seed=None, verbose=None, **stage2) -> dict:
     """Two-stage MERO (Algorithm 2, Section 5): per-group ALEG (m = 1) gives R_hat*_i = R_i(w_bar_i)
     by a full pass; then ALEG on the shifted risks R_i - R_hat*_i (eq. (6)).
 
     ``budget`` is T of Theorems 5.2/5.3: both stages run S = ceil(T / sqrt(n_bar)) epochs unless
-    ``epochs`` is given in ``stage1`` / ``stage2``. Returns the stage-2 output plus
+    ``epochs`` is given in ``stage1`` / ``stage2``. ``stage1_callback(i)``: the callback of group i's stage-1 run
+    (e.g. a stop on its suboptimality). Returns the stage-2 output plus
     ``offsets`` (R_hat*), ``group_w`` (the w_bar_i) and the total gradient count.
     """
     rng = as_generator(seed)
@@ -346,7 +347,8 @@ def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: di
     offsets, group_w, evals = np.empty(risks.m), [], 0
     for i in range(risks.m):
         single = risks.single_group(i)
-        res = aleg(single, seed=rng, verbose=False, **s1)
+        callback = stage1_callback(i) if stage1_callback is not None else s1.get("callback")
+        res = aleg(single, seed=rng, verbose=False, **{**s1, "callback": callback})
         if res["status"] == "diverged":
             res["message"] = f"stage 1 (group {risks.names[i]}): {res['message']}"
             return {**res, "offsets": offsets, "group_w": group_w, "grad_evals": evals + res["grad_evals"]}
