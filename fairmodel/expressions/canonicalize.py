@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .atoms.aggregates import GroupMean, Max, Mean, Min, Pos, Sum
-from .core import Abs, Add, Constant, Expr, Inequality, Multiply, Parameter, ScalarMul
+from .atoms.aggregates import Max, Min
+from .core import Abs, Add, Constant, Expr, Inequality, ScalarMul, same_data
 
 
 @dataclass
@@ -128,36 +128,23 @@ def _extremum(cls, args: tuple) -> Expr:
 
 
 def canonicalize(e: Expr) -> Expr:
-    """The canonical form of an expression (see the module docstring)."""
-    if isinstance(e, (Constant, Parameter)) or not e.args:
+    """The canonical form of an expression (see the module docstring): the arguments first, then the rewrite of
+    the node's type (sums, scalar multiples, max and min), else the same atom over the canonical arguments."""
+    if not e.args:
         return e
-    if isinstance(e, ScalarMul):
-        return _scale(e.c, canonicalize(e.expr))
-    if isinstance(e, Add):
-        return _sum([canonicalize(t) for t in e.args], e.kind, e.size)
-    if isinstance(e, (Max, Min)):
-        return _extremum(type(e), tuple(canonicalize(a) for a in e.args))
     args = tuple(canonicalize(a) for a in e.args)
-    if all(a is b for a, b in zip(args, e.args)):
-        return e
-    return rebuild(e, args)
+    rewrite = REWRITES.get(type(e))
+    if rewrite is not None:
+        return rewrite(e, args)
+    return e if all(a is b for a, b in zip(args, e.args)) else e.copy(args)
 
 
-def rebuild(e: Expr, args: tuple) -> Expr:
-    """``e`` with new (equivalent) children, for the atoms whose children may need canonicalizing."""
-    if isinstance(e, Multiply):
-        return Multiply(e.a, args[0], weighting=e.weighting)
-    if isinstance(e, Abs):
-        return Abs(args[0])
-    if isinstance(e, Pos):
-        return Pos(args[0])
-    if isinstance(e, Sum):
-        return Sum(args[0])
-    if isinstance(e, Mean):
-        return Mean(args[0], e.where)
-    if isinstance(e, GroupMean):
-        return GroupMean(args[0], e.groups, e.where)
-    return e     # family atoms keep their own children (their structure is what their reductions read)
+REWRITES = {
+    ScalarMul: lambda e, args: _scale(e.c, args[0]),
+    Add: lambda e, args: _sum(list(args), e.kind, e.size),
+    Max: lambda e, args: _extremum(Max, args),
+    Min: lambda e, args: _extremum(Min, args),
+}
 
 
 def canonical_constraint(c: Inequality) -> Inequality:
@@ -174,26 +161,22 @@ def canonical_constraint(c: Inequality) -> Inequality:
 
 
 def same_structure(a: Expr, b: Expr) -> bool:
-    """Whether two canonical trees are the same: same node types, same constants, same leaves (by identity)."""
-    if type(a) is not type(b) or len(a.args) != len(b.args):
+    """Whether two canonical trees are the same: same node types with the same data (constants by value, the
+    leaves that state no data by identity) over the same arguments."""
+    if type(a) is not type(b) or len(a.args) != len(b.args) or not same_data(a.get_data(), b.get_data()):
         return False
-    if isinstance(a, Constant):
-        return np.array_equal(a.constant_value(), b.constant_value())
-    if isinstance(a, ScalarMul) and a.c != b.c:
-        return False
-    if not a.args:
-        return a is b
-    if isinstance(a, (Mean, GroupMean, Multiply, Sum, Abs, Pos, Max, Min, Add, ScalarMul)):
-        return all(same_structure(x, y) for x, y in zip(a.args, b.args))
-    return a is b
+    return all(same_structure(x, y) for x, y in zip(a.args, b.args))
 
 
 def constraint_pieces(lhs: Expr) -> list:
     """Expressions whose every entry must be <= the right-hand side, equivalent to ``lhs <= rhs``:
     ``max(a, b) <= r`` is ``a <= r`` and ``b <= r``, ``max(v) <= r`` is ``v <= r`` entrywise and ``|E| <= r``
     is ``E <= r`` and ``-E <= r`` (two one-sided inequalities: solvers handle them more reliably)."""
-    if isinstance(lhs, Max):
-        return list(lhs.args) if lhs.vector else [p for a in lhs.args for p in constraint_pieces(a)]
-    if isinstance(lhs, Abs):
-        return [lhs.expr, _scale(-1.0, lhs.expr)]
-    return [lhs]
+    split = PIECES.get(type(lhs))
+    return split(lhs) if split is not None else [lhs]
+
+
+PIECES = {
+    Max: lambda e: list(e.args) if e.vector else [p for a in e.args for p in constraint_pieces(a)],
+    Abs: lambda e: [e.expr, _scale(-1.0, e.expr)],
+}

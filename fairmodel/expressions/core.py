@@ -2,9 +2,12 @@
 
 A node is a small class of facts, as CVXPY's atoms are: its *kind* (``"scalar"``; ``"samples"``, one value per
 data row; ``"groups"``, one value per group; ``"vector"``, a constant vector that takes the kind of what it is
-combined with; ``"parameters"``, a model's weights), its ``size``, its *curvature* (constant, affine, convex,
-concave or unknown, by the composition rules), its NumPy value (``numeric(env)``, computed by ``_numeric``) and
-the chain rule (``backprop``). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
+combined with; ``"parameters"``, a model's weights), its ``size``, its own curvature as a function of its arguments
+(``own_curvature``), its monotonicity in each argument (``monotonicity(i)``) and its ``sign``, from which its
+``curvature`` follows by the DCP rule (:func:`.rules.dcp_curvature`); its NumPy value (``numeric(env)``, computed
+by ``_numeric``), the chain rule (``backprop``), and ``copy(args)`` (the same atom over new arguments: generic tree
+rewrites such as canonicalization need no per-type code) with ``get_data()`` (what, besides the arguments, makes two
+atoms of a type the same). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
 
 No CVXPY and no solver here: lowerings live in tables of the backends (:mod:`fairmodel.exact.lower`), and
 recognition works on the canonical form of :mod:`fairmodel.expressions.canonicalize`.
@@ -19,7 +22,7 @@ import numpy as np
 from .._validate import is_real
 from ..errors import ExpressionTypeError, ModelError, UnsupportedProblemError
 from .evaluate import Env
-from .rules import VECTOR_KINDS, combine_kinds, flip, kind_text, sum_curvature
+from .rules import VECTOR_KINDS, combine_kinds, dcp_curvature, flip_sign, kind_text, monotone_in_sign, sum_sign
 
 class Expr:
     """Base class of all expression nodes."""
@@ -30,9 +33,34 @@ class Expr:
     __array_ufunc__ = None   # ``np_array + expr`` calls ``expr.__radd__`` instead of building an object array
 
     # -- facts ------------------------------------------------------------------------------------
+    own_curvature = "unknown"    # the atom's curvature as a function of its arguments (CVXPY's is_atom_convex ...)
+    dcp_rule = ""                # the composition rule in words, for the diagnosis of a non-convex expression
+
+    def monotonicity(self, i: int) -> str:
+        """``"increasing"``, ``"decreasing"`` or ``"none"``: how the atom varies with its argument ``i``."""
+        return "none"
+
+    @property
+    def sign(self) -> str:
+        """``"zero"``, ``"nonneg"``, ``"nonpos"`` or ``"unknown"``."""
+        return "unknown"
+
     @property
     def curvature(self) -> str:
-        return "unknown"
+        """Constant, affine, convex, concave or unknown, by the DCP rule from the facts above."""
+        return dcp_curvature(self)
+
+    def get_data(self) -> tuple:
+        """What besides the arguments makes two atoms of this type the same (compared by :func:`same_data`); an
+        atom that does not state it is the same only as itself."""
+        return (self,)
+
+    def copy(self, args: tuple) -> "Expr":
+        """The same atom over ``args`` (equivalent arguments, e.g. canonicalized ones)."""
+        if all(a is b for a, b in zip(args, self.args)):
+            return self
+        raise UnsupportedProblemError(f"{type(self).__name__} ({self}) cannot be rebuilt over new arguments; "
+                                      f"define its copy(args)")
 
     def is_convex(self) -> bool:
         return self.curvature in ("constant", "affine", "convex")
@@ -172,9 +200,15 @@ class Constant(Expr):
         self.size = 1 if arr.ndim == 0 else arr.shape[0]
         self.name = name
 
+    own_curvature = "constant"
+
     @property
-    def curvature(self):
-        return "constant"
+    def sign(self):
+        v = self._value_arr
+        return "zero" if not v.any() else "nonneg" if v.min() >= 0 else "nonpos" if v.max() <= 0 else "unknown"
+
+    def get_data(self):
+        return (self._value_arr, self.kind)
 
     def constant_value(self):
         return self._value_arr
@@ -220,9 +254,11 @@ class Parameter(Expr):
             raise ModelError(f"parameter {self.name!r} must be >= 0; got {v}")
         self._current = v
 
+    own_curvature = "constant"
+
     @property
-    def curvature(self):
-        return "constant"
+    def sign(self):
+        return "nonneg" if self.nonneg else "unknown"
 
     def constant_value(self):
         return np.asarray(self._current)
@@ -261,9 +297,21 @@ class Add(Expr):
         self.kind, self.size = combine_kinds(shaped, shaped)
         self.args = tuple(terms)
 
+    own_curvature = "affine"
+    dcp_rule = "a sum of a convex term and a concave term has no known curvature"
+
+    def monotonicity(self, i):
+        return "increasing"
+
     @property
-    def curvature(self):
-        return sum_curvature(a.curvature for a in self.args)
+    def sign(self):
+        return sum_sign(a.sign for a in self.args)
+
+    def get_data(self):
+        return ()
+
+    def copy(self, args):
+        return Add(*args)
 
     def constant_value(self):
         return sum(np.asarray(a.constant_value(), dtype=float) for a in self.args)
@@ -301,10 +349,21 @@ class ScalarMul(Expr):
         self.kind, self.size = expr.kind, expr.size
 
     @property
-    def curvature(self):
-        if self.c == 0:
-            return "constant"
-        return flip(self.expr.curvature) if self.c < 0 else self.expr.curvature
+    def own_curvature(self):
+        return "constant" if self.c == 0 else "affine"
+
+    def monotonicity(self, i):
+        return "increasing" if self.c > 0 else "decreasing" if self.c < 0 else "none"
+
+    @property
+    def sign(self):
+        return "zero" if self.c == 0 else self.expr.sign if self.c > 0 else flip_sign(self.expr.sign)
+
+    def get_data(self):
+        return (self.c,)
+
+    def copy(self, args):
+        return ScalarMul(self.c, args[0])
 
     def constant_value(self):
         return self.c * self.expr.constant_value()
@@ -349,16 +408,29 @@ class Multiply(Expr):
         self.kind, self.size = expr.kind, expr.size
         self.weighting = bool(weighting)
 
+    dcp_rule = ("a data vector with entries of both signs times a factor that is not affine has no known "
+                "curvature; only an affine factor may meet a vector of mixed signs")
+
     @property
-    def curvature(self):
-        cv = self.expr.curvature
-        if cv in ("constant", "affine") or not np.any(self.a):
-            return cv if np.any(self.a) else "constant"
-        if np.all(self.a >= 0):
-            return cv
-        if np.all(self.a <= 0):
-            return flip(cv)
-        return "unknown"
+    def own_curvature(self):
+        return "affine" if np.any(self.a) else "constant"
+
+    def monotonicity(self, i):
+        return "increasing" if np.all(self.a >= 0) else "decreasing" if np.all(self.a <= 0) else "none"
+
+    @property
+    def sign(self):
+        if not np.any(self.a):
+            return "zero"
+        mono = self.monotonicity(0)
+        return self.expr.sign if mono == "increasing" else flip_sign(self.expr.sign) if mono == "decreasing" \
+            else "unknown"
+
+    def get_data(self):
+        return (self.a, self.weighting)
+
+    def copy(self, args):
+        return Multiply(self.a, args[0], weighting=self.weighting)
 
     def coefficients(self, env: Env | None = None) -> np.ndarray:
         if env is None or env.rows is None or self.kind != "samples":
@@ -416,10 +488,18 @@ class Abs(Expr):
         self.expr, self.args = expr, (expr,)
         self.kind, self.size = expr.kind, expr.size
 
-    @property
-    def curvature(self):
-        cv = self.expr.curvature
-        return cv if cv == "constant" else ("convex" if cv == "affine" else "unknown")
+    own_curvature = "convex"
+    dcp_rule = "|x| is convex only for an affine x, a convex x >= 0 or a concave x <= 0"
+    sign = "nonneg"
+
+    def monotonicity(self, i):
+        return monotone_in_sign(self.expr.sign)
+
+    def get_data(self):
+        return ()
+
+    def copy(self, args):
+        return Abs(args[0])
 
     def _numeric(self, env):
         return np.abs(self.expr.numeric(env))
@@ -490,3 +570,18 @@ def multiply(vector, expr) -> Multiply:
 def abs(expr) -> Abs:  # noqa: A001  (the language's abs, used as fm.abs)
     """|expr| elementwise (convex when expr is affine)."""
     return Abs(expr)
+
+
+def same_data(a, b) -> bool:
+    """Whether two atoms' ``get_data()`` agree (arrays by value, everything else by equality or identity)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and np.array_equal(x, y)):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True

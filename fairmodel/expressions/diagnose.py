@@ -1,41 +1,32 @@
 """Why an expression is not convex: the deepest node whose composition rule fails, named with the rule.
 
-Curvature composes bottom-up (CVXPY's disciplined convex programming): a node's curvature is unknown when one of
-its rules fails even though its children are fine, or when a child's is. :func:`explain` walks down to the first
-node that breaks a rule and says which: ``|x|`` needs an affine x, ``max`` convex arguments, ``min`` concave ones,
-``pos`` a convex argument, a loss an affine score, a sum no convex and concave terms together, a product with a
-data vector of mixed signs an affine factor. Used in the errors of the reductions that need convexity.
+Curvature composes bottom-up by the DCP rule of :mod:`.rules` from each atom's facts (its own curvature, its
+monotonicity in each argument, the signs). :func:`explain` walks down to the first node whose rule fails although
+its arguments have a known curvature, and names the argument that breaks it with the atom's rule in words
+(``dcp_rule``): ``|x|`` needs an affine x (or one of known sign), ``max`` convex arguments, ``min`` concave ones,
+``pos`` a convex argument, a loss an affine score, a sum no convex and concave terms together, a product with a data
+vector of mixed signs an affine factor. Used in the errors of the reductions that need convexity.
 """
 from __future__ import annotations
 
-from .atoms.aggregates import Max, Min, Pos
-from .atoms.losses import Loss
-from .core import Abs, Add, Expr, Multiply, ScalarMul
+from .core import Expr
+from .rules import argument_fits
 
 
 def _rule(node: Expr) -> str | None:
-    """The rule ``node`` breaks given its children's curvatures, or None."""
-    curv = [a.curvature for a in node.args]
-    if isinstance(node, Abs) and not node.expr.is_affine():
-        return f"|x| is convex only for an affine x; x = {node.expr} is {curv[0]}"
-    if isinstance(node, Max) and not all(a.is_convex() for a in node.args):
-        bad = next(a for a in node.args if not a.is_convex())
-        return f"max is convex only of convex arguments; {bad} is {bad.curvature}"
-    if isinstance(node, Min) and not all(a.is_concave() for a in node.args):
-        bad = next(a for a in node.args if not a.is_concave())
-        return f"min is concave only of concave arguments; {bad} is {bad.curvature}"
-    if isinstance(node, Pos) and not node.expr.is_convex():
-        return f"pos(x) is convex only for a convex x; x = {node.expr} is {curv[0]}"
-    if isinstance(node, Loss) and not node.score.is_affine():
-        return f"a loss is convex in w only of an affine score; {node.score} is {curv[0]}"
-    if isinstance(node, Add) and {"convex", "concave"} <= set(curv):
-        vex = next(a for a in node.args if a.curvature == "convex")
-        cave = next(a for a in node.args if a.curvature == "concave")
-        return f"a sum of a convex term ({vex}) and a concave term ({cave}) has no known curvature"
-    if isinstance(node, Multiply) and node.curvature == "unknown":
-        return (f"a data vector with entries of both signs times {node.expr} ({curv[0]}) has no known curvature; "
-                f"only an affine factor may meet a vector of mixed signs")
-    return None
+    """The rule ``node`` breaks given its arguments' curvatures (naming the arguments that break it), or None."""
+    if node.own_curvature == "unknown":
+        return f"{type(node).__name__} has no known curvature in the weights"
+    wants = [w for w in ("convex", "concave") if node.own_curvature in (w, "affine")]
+    breaking = [next((a for i, a in enumerate(node.args) if not argument_fits(node, i, want)), None)
+                for want in wants]
+    breaking = list(dict.fromkeys(a for a in breaking if a is not None))
+    if not breaking:
+        return None
+    rule = node.dcp_rule or f"{type(node).__name__} is {node.own_curvature} in its arguments"
+    which = " and ".join(f"{a} is {a.curvature}" + ("" if a.sign == "unknown" or a.is_affine() else f" ({a.sign})")
+                         for a in breaking)
+    return f"{rule}; {which}"
 
 
 def explain(expr: Expr, want: str = "convex") -> str:
@@ -52,5 +43,6 @@ def explain(expr: Expr, want: str = "convex") -> str:
         return f"{node} has unknown curvature: {rule}{where}"
     if expr.curvature == "unknown":
         return f"{expr} has unknown curvature ({type(expr).__name__} of {[a.curvature for a in expr.args]})"
-    sign = " (a negative multiple flips the curvature)" if isinstance(expr, ScalarMul) and expr.c < 0 else ""
+    flips = any(expr.monotonicity(i) == "decreasing" for i in range(len(expr.args)))
+    sign = " (a decreasing atom, such as a negative multiple, flips the curvature)" if flips else ""
     return f"{expr} is {expr.curvature}, not {want}{sign}"

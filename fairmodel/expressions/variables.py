@@ -52,9 +52,7 @@ class Weights(Expr):
         self.shape = (rows,) if self.n_outputs is None else (rows, self.n_outputs)
         self.size = int(np.prod(self.shape))
 
-    @property
-    def curvature(self):
-        return "affine"
+    own_curvature = "affine"
 
     def variables(self):
         return [self]
@@ -129,10 +127,10 @@ class LinearScore(SampleScore):
 
     model_type = Weights
     constructor = "Weights"
+    own_curvature = "affine"
 
-    @property
-    def curvature(self):
-        return "affine"
+    def get_data(self):
+        return (self.data,)
 
     def design(self, rows=None) -> np.ndarray:
         """The design matrix (X with a column of ones appended when the weights have an intercept)."""

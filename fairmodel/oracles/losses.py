@@ -41,6 +41,7 @@ class Kernel:
     smoothness = np.inf
     d2phi = None
     binary = False
+    nonneg = True          # phi >= 0 (every loss here): the sign fact of the loss atoms
 
     @classmethod
     def check_labels(cls, y, n, n_outputs=None) -> np.ndarray:

@@ -20,7 +20,7 @@ from ...data import Groups
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
 from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
 from ..evaluate import Env
-from ..rules import kind_text
+from ..rules import is_nonneg, is_nonpos, kind_text, sum_sign
 
 
 def _check_mask(where, n: int, what: str) -> np.ndarray | None:
@@ -75,9 +75,20 @@ class Mean(Expr):
         self.count = expr.size if self.where is None else int(self.where.sum())
         self.args = (expr,)
 
+    own_curvature = "affine"
+
+    def monotonicity(self, i):
+        return "increasing"
+
     @property
-    def curvature(self):
-        return self.expr.curvature
+    def sign(self):
+        return self.expr.sign
+
+    def get_data(self):
+        return (self.where,)
+
+    def copy(self, args):
+        return Mean(args[0], self.where)
 
     def weights(self, env: Env) -> np.ndarray:
         """The weight of every evaluated row in the (estimated) mean: 1/count on the rows that count."""
@@ -120,9 +131,20 @@ class GroupMean(Expr):
         self.args = (expr,)
         self.size = self.groups.n_groups
 
+    own_curvature = "affine"
+
+    def monotonicity(self, i):
+        return "increasing"
+
     @property
-    def curvature(self):
-        return self.expr.curvature
+    def sign(self):
+        return self.expr.sign
+
+    def get_data(self):
+        return (self.groups.codes, self.where)
+
+    def copy(self, args):
+        return GroupMean(args[0], self.groups, self.where)
 
     def row_codes(self, env: Env) -> np.ndarray:
         """The group of every evaluated row (-1 for rows outside ``where``)."""
@@ -162,9 +184,20 @@ class Sum(Expr):
             expr = Multiply(sample_weights_of(expr), expr, weighting=True)
         self.expr, self.args = expr, (expr,)
 
+    own_curvature = "affine"
+
+    def monotonicity(self, i):
+        return "increasing"
+
     @property
-    def curvature(self):
-        return self.expr.curvature
+    def sign(self):
+        return self.expr.sign
+
+    def get_data(self):
+        return ()
+
+    def copy(self, args):
+        return Sum(args[0])
 
     def _scale(self, env) -> float:
         if self.expr.kind == "samples" and env.rows is not None:
@@ -204,6 +237,15 @@ class _Extremum(Expr):
                              f"aggregate it with fm.mean, fm.group_mean or fm.sum (which weigh the rows)")
         self.args = exprs
 
+    def monotonicity(self, i):
+        return "increasing"
+
+    def get_data(self):
+        return ()
+
+    def copy(self, args):
+        return type(self)(*args)
+
     def _stack(self, env):
         if self.vector:
             return np.asarray(self.args[0].numeric(env), dtype=float)
@@ -233,12 +275,14 @@ class Max(_Extremum):
     """The largest entry of a vector expression, or the largest of several scalar expressions (convex)."""
 
     name = "max"
+    own_curvature = "convex"
+    dcp_rule = "max is convex only of convex arguments"
 
     @property
-    def curvature(self):
-        if all(a.curvature == "constant" for a in self.args):
-            return "constant"
-        return "convex" if all(a.is_convex() for a in self.args) else "unknown"
+    def sign(self):
+        signs = [a.sign for a in self.args]
+        return "nonneg" if any(is_nonneg(s) for s in signs) and not all(s == "zero" for s in signs) \
+            else sum_sign(signs)
 
 
 class Min(_Extremum):
@@ -246,12 +290,14 @@ class Min(_Extremum):
 
     name = "min"
     pick = staticmethod(np.argmin)
+    own_curvature = "concave"
+    dcp_rule = "min is concave only of concave arguments"
 
     @property
-    def curvature(self):
-        if all(a.curvature == "constant" for a in self.args):
-            return "constant"
-        return "concave" if all(a.is_concave() for a in self.args) else "unknown"
+    def sign(self):
+        signs = [a.sign for a in self.args]
+        return "nonpos" if any(is_nonpos(s) for s in signs) and not all(s == "zero" for s in signs) \
+            else sum_sign(signs)
 
 
 class Pos(Expr):
@@ -263,10 +309,18 @@ class Pos(Expr):
         self.expr, self.args = expr, (expr,)
         self.kind, self.size = expr.kind, expr.size
 
-    @property
-    def curvature(self):
-        cv = self.expr.curvature
-        return cv if cv == "constant" else ("convex" if self.expr.is_convex() else "unknown")
+    own_curvature = "convex"
+    dcp_rule = "pos(x) is convex only for a convex x"
+    sign = "nonneg"
+
+    def monotonicity(self, i):
+        return "increasing"
+
+    def get_data(self):
+        return ()
+
+    def copy(self, args):
+        return Pos(args[0])
 
     def _numeric(self, env):
         return np.maximum(self.expr.numeric(env), 0.0)
@@ -300,9 +354,7 @@ class GroupOptimal(Expr):
         self.size = risks.size
         self._values: np.ndarray | None = None
 
-    @property
-    def curvature(self):
-        return "constant"
+    own_curvature = "constant"
 
     @property
     def resolved(self) -> bool:

@@ -49,9 +49,18 @@ class Loss(Expr):
     def smoothness(self) -> float:
         return self.kernel.smoothness
 
+    own_curvature = "convex"       # convex in the score, in no direction monotone: the score must be affine
+    dcp_rule = "a loss is convex in w only of an affine score"
+
     @property
-    def curvature(self):
-        return "convex" if self.score.curvature in ("affine", "constant") else "unknown"
+    def sign(self):
+        return "nonneg" if self.kernel.nonneg else "unknown"
+
+    def get_data(self):
+        return (self.kernel, self.y, self.sample_weight)
+
+    def copy(self, args):
+        return type(self)(args[0], self.y, self.sample_weight)
 
     def labels(self, env):
         return self.y if env.rows is None else self.y[env.rows]

@@ -17,9 +17,11 @@ class SumSquares(Expr):
         self.w, self.args = w, (w,)
         self.include_intercept = include_intercept
 
-    @property
-    def curvature(self):
-        return "convex"
+    own_curvature = "convex"
+    sign = "nonneg"
+
+    def get_data(self):
+        return (self.include_intercept,)
 
     def _mask(self):
         mask = np.ones(self.w.shape)
@@ -47,9 +49,11 @@ class Norm(Expr):
             raise ModelError(f"norm order p must be 1, 2 or inf; got {p!r}")
         self.w, self.args, self.p = w, (w,), (np.inf if p == "inf" else p)
 
-    @property
-    def curvature(self):
-        return "convex"
+    own_curvature = "convex"
+    sign = "nonneg"
+
+    def get_data(self):
+        return (self.p,)
 
     def _core(self, theta):
         return theta[:-1] if self.w.intercept else theta

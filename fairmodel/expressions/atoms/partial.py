@@ -207,6 +207,9 @@ class DC(Expr):
         self.g, self.h = parts
         self.args = (self.g, self.h)
 
+    def copy(self, args):
+        return DC(*args)
+
     @property
     def curvature(self):
         if self.h.curvature in ("constant", "affine"):
