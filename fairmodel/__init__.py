@@ -18,8 +18,9 @@ from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResourceLimitError, ResultFileError, SolverError, UnsupportedProblemError)
 from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean,
-                          group_optimal, hinge_loss, logistic_loss, max, mean, min, multiply, norm, parameter, pos,
-                          softmax_loss, squared_loss, sum, sum_squares)
+                          group_optimal, max, mean, min, multiply, norm, parameter, pos, sum, sum_squares)
+from .expressions.atoms import losses as _losses
+from .expressions.atoms.losses import *  # noqa: F401,F403  (every loss constructor: fm.logistic_loss, ...)
 from .expressions.atoms.auc import auc_gap, auc_loss
 from .expressions.atoms.dp import DPPredictor, dp_gap, expected_cost, squared_risk
 from .expressions.atoms.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
@@ -55,8 +56,8 @@ __all__ = [
     "Batch", "DaskDataset", "Dataset", "datasets", "Groups", "load_result", "Result",
     # the language: variables, losses, atoms, problems
     "abs", "Constant", "dc", "equal_opportunity_gap", "equalized_odds_gap", "group_mean", "group_optimal",
-    "hinge_loss", "Inequality", "logistic_loss", "max", "mean", "min", "Minimize", "multiply", "norm", "Parameter",
-    "parameter", "pos", "Problem", "SigmoidMLP", "softmax_loss", "squared_loss", "sum", "sum_squares", "Weights",
+    "Inequality", "max", "mean", "min", "Minimize", "multiply", "norm", "Parameter",
+    "parameter", "pos", "Problem", "SigmoidMLP", "sum", "sum_squares", "Weights", *_losses.__all__,
     # family atoms
     "auc_gap", "auc_loss", "DPPredictor", "dp_gap", "dp_parameters", "dp_sweep", "expected_cost", "GridPredictor",
     "partial_dp", "squared_risk", "strategic_score", "wasserstein_worst_case", "weak_partial_dp",

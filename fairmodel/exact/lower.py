@@ -48,7 +48,7 @@ def lower(expr: E.Expr, ctx: LoweringContext):
     """The CVXPY expression of a declared expression (raises, naming the node, when there is none)."""
     key = id(expr)
     if key not in ctx.memo:
-        rule = LOWERING.get(type(expr))
+        rule = rule_of(expr)
         if rule is None:
             raise UnsupportedProblemError(f"{type(expr).__name__} ({expr}) has no generic CVXPY lowering; "
                                           f"it is handled only by its own family's exact backend")
@@ -57,11 +57,19 @@ def lower(expr: E.Expr, ctx: LoweringContext):
     return ctx.memo[key]
 
 
+def rule_of(node: E.Expr):
+    """The lowering rule of a node: the table's entry for its type or the nearest base class (a loss's rule is the
+    one of :class:`Loss`, which lowers its kernel through ``LOSS_LOWERING``)."""
+    return next((LOWERING[cls] for cls in type(node).__mro__ if cls in LOWERING), None)
+
+
 def unlowerable(expr: E.Expr) -> str | None:
     """Why ``expr`` has no CVXPY form (its first node without a rule, or a rule's condition), or None."""
     for node in expr.nodes():
-        if type(node) not in LOWERING:
+        if rule_of(node) is None:
             return f"{type(node).__name__} ({node}) has no generic CVXPY lowering"
+        if isinstance(node, E.Loss) and lowering_of_loss(node.kernel) is None:
+            return f"the {node.kernel.name} loss has no CVXPY form"
         condition = LOWERING_CONDITIONS.get(type(node))
         reason = condition(node) if condition is not None else None
         if reason is not None:
@@ -89,17 +97,26 @@ def _onehot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return out
 
 
+# loss kernel -> its CVXPY form (kernel, score z, labels y) -> per-sample loss vector
 LOSS_LOWERING = {
-    K.Logistic: lambda z, y: cp.logistic(cp.multiply(-y, z)),
-    K.Hinge: lambda z, y: cp.pos(1 - cp.multiply(y, z)),
-    K.Squared: lambda z, y: cp.square(z - y),
-    K.Softmax: lambda z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
+    K.Logistic: lambda k, z, y: cp.logistic(cp.multiply(-y, z)),
+    K.Hinge: lambda k, z, y: cp.pos(1 - cp.multiply(y, z)),
+    K.Squared: lambda k, z, y: cp.square(z - y),
+    K.Softmax: lambda k, z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
 }
+
+
+def lowering_of_loss(kernel: type):
+    """The CVXPY form of a loss kernel (its entry in ``LOSS_LOWERING`` or its nearest base class's), or None."""
+    return next((LOSS_LOWERING[cls] for cls in kernel.__mro__ if cls in LOSS_LOWERING), None)
 
 
 def lower_loss(kernel: type, z, y):
     """The CVXPY per-sample loss vector of a pointwise loss kernel, a CVXPY score vector ``z`` and labels ``y``."""
-    return LOSS_LOWERING[kernel](z, y)
+    rule = lowering_of_loss(kernel)
+    if rule is None:
+        raise UnsupportedProblemError(f"the {kernel.name} loss has no CVXPY form; add it to LOSS_LOWERING")
+    return rule(kernel, z, y)
 
 
 def _score(e: E.LinearScore, ctx):
@@ -172,7 +189,7 @@ def _add(e: E.Add, ctx):
 # e.g. the moment form of the AUC atoms in fairmodel.exact.auc; fairmodel/exact/__init__.py imports them all
 LOWERING_CONDITIONS: dict = {}
 LOWERING = {
-    E.LinearScore: _score, **{cls: _loss for cls in (E.LogisticLoss, E.HingeLoss, E.SquaredLoss, E.SoftmaxLoss)},
+    E.LinearScore: _score, E.Loss: _loss,
     E.Mean: _mean, E.GroupMean: _group_mean, E.Sum: _sum, E.Max: _max, E.Min: _min, E.Constant: _constant,
     E.Parameter: _parameter, E.GroupOptimal: lambda e, ctx: e.constant_value(), E.SumSquares: _sum_squares,
     E.Norm: _norm, E.Add: _add, E.ScalarMul: lambda e, ctx: e.c * lower(e.expr, ctx),

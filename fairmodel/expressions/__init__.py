@@ -8,8 +8,9 @@ normal form on which problems are recognized.
 from .atoms.aggregates import (GroupMean, GroupOptimal, Max, Mean, Min, Pos, Sum, group_mean, group_optimal, max,
                                mean, min, pos, sum)
 from .atoms.fairness import equal_opportunity_gap, equalized_odds_gap
-from .atoms.losses import (HingeLoss, LogisticLoss, Loss, SoftmaxLoss, SquaredLoss, hinge_loss, logistic_loss,
-                           softmax_loss, squared_loss)
+from .atoms import losses as _losses
+from .atoms.losses import *  # noqa: F401,F403  (the loss constructors: losses.__all__)
+from .atoms.losses import HingeLoss, LogisticLoss, Loss, SoftmaxLoss, SquaredLoss
 from .atoms.norms import Norm, SumSquares, norm, sum_squares
 from .core import (Abs, Add, Constant, Expr, Inequality, Minimize, Multiply, Parameter, ScalarMul, abs, as_expr,
                    multiply, parameter)
@@ -19,8 +20,8 @@ from .variables import LinearScore, SampleScore, Weights
 __all__ = [
     "Abs", "abs", "Add", "as_expr", "Constant", "Env", "equal_opportunity_gap", "equalized_odds_gap", "evaluate",
     "Expr", "group_mean", "group_optimal",
-    "GroupMean", "GroupOptimal", "hinge_loss", "HingeLoss", "Inequality", "LinearScore", "logistic_loss",
+    "GroupMean", "GroupOptimal", "HingeLoss", "Inequality", "LinearScore",
     "LogisticLoss", "Loss", "max", "Max", "mean", "Mean", "min", "Min", "Minimize", "multiply", "Multiply", "norm",
-    "Norm", "parameter", "Parameter", "pos", "Pos", "SampleScore", "ScalarMul", "softmax_loss", "SoftmaxLoss",
-    "squared_loss", "SquaredLoss", "sum", "Sum", "sum_squares", "SumSquares", "value_and_grad", "Weights",
+    "Norm", "parameter", "Parameter", "pos", "Pos", "SampleScore", "ScalarMul", "SoftmaxLoss",
+    "SquaredLoss", "sum", "Sum", "sum_squares", "SumSquares", "value_and_grad", "Weights", *_losses.__all__,
 ]

@@ -305,7 +305,7 @@ class PartialFairness(Reduction):
                 scores = loss.score.design() @ x[self.program.layout.slices[loss.score.w.name]]
                 return float(np.average(np.where(scores > 0, 1.0, -1.0) == loss.y, weights=rows))
         for node in self.problem.objective.expr.nodes():
-            if isinstance(node, (E.LogisticLoss, E.HingeLoss)) and isinstance(node.score, E.LinearScore):
+            if isinstance(node, E.Loss) and node.kernel.binary and isinstance(node.score, E.LinearScore):
                 theta = x[self.program.layout.slices[node.score.w.name]]
                 scores = node.score.design() @ theta
                 return float(np.mean(np.where(scores > 0, 1.0, -1.0) == node.y))

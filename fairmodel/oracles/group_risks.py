@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data import Groups
 from ..data_dask import concatenate_rows
-from .losses import Kernel, LinearModelLoss, Squared, Softmax, score_gradient, with_intercept
+from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
 
 class _RiskPass:
@@ -278,13 +278,11 @@ class GroupRisks:
 
     # -- constants of the theory --------------------------------------------------------------------------
     def lipschitz_constants(self) -> tuple[float, float]:
-        """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4 of the group-DRO paper) from the data.
-
-        logistic: G = max ||x||, L = max ||x||^2 / 4; softmax: G = sqrt(2) max ||x||, L = max ||x||^2 / 2;
-        squared: L = 2 max ||x||^2 (G depends on the domain); hinge: G = max ||x||, not smooth.
-        """
+        """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4 of the group-DRO paper) from the data:
+        G = max ||x|| times the loss's bound on |phi'| over the scores the domain allows (|z| <= max ||x|| radius),
+        L = the loss's bound on phi'' times max ||x||^2 (e.g. logistic: G = max ||x||, L = max ||x||^2 / 4)."""
         xmax = float(np.sqrt(self.row_norm_stats()[1]))
-        G = {Softmax: np.sqrt(2.0) * xmax}.get(self.loss, xmax)
-        if self.loss is Squared:
-            G = 2.0 * xmax * (xmax * (self.radius or np.inf) + np.max(np.abs(self.y)))
+        z_bound = xmax * (self.radius if self.radius is not None else np.inf)
+        y_bound = float(np.max(np.abs(self.y)))
+        G = xmax * self.loss.dphi_bound(z_bound, y_bound)
         return G, float(self.loss.smoothness * xmax ** 2)

@@ -2,7 +2,8 @@
 
 A *kernel* (``Logistic``, ``Hinge``, ``Squared``, ``Softmax``) gives ``phi(z, y)``, its derivative ``dphi`` in z,
 its second derivative ``d2phi`` (``None`` when the loss has none, e.g. the hinge), a bound ``smoothness`` on
-d^2 phi / dz^2 (``inf`` when not smooth) and the check of its labels. :class:`LinearModelLoss` composes a kernel
+d^2 phi / dz^2 (``inf`` when not smooth), a bound ``dphi_bound`` on |d phi / dz| (the Lipschitz constant in the
+score), its sign and the check of its labels. Every subclass is registered in ``KERNELS`` by its ``name``. :class:`LinearModelLoss` composes a kernel
 with a design matrix (an intercept column appended when asked) and sample weights, as scikit-learn's
 ``LinearModelLoss`` does: value, gradient and Hessian of ``sum_i s_i phi(x_i . theta, y_i)``. Every exact
 solver, stochastic method and judge that needs the loss of a linear model calls these.
@@ -43,9 +44,21 @@ class Kernel:
     binary = False
     nonneg = True          # phi >= 0 (every loss here): the sign fact of the loss atoms
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        KERNELS.setdefault(cls.name, cls)     # the first class of a name (parametrized variants share it)
+
     @classmethod
     def check_labels(cls, y, n, n_outputs=None) -> np.ndarray:
         return check_vector(y, n, "y")
+
+    @classmethod
+    def dphi_bound(cls, z_bound: float, y_bound: float) -> float:
+        """sup |d phi / dz| over scores |z| <= z_bound and labels |y| <= y_bound (the Lipschitz constant in z)."""
+        return 1.0
+
+
+KERNELS: dict = {}
 
 
 class Logistic(Kernel):
@@ -94,6 +107,10 @@ class Squared(Kernel):
 
     name, symbol, smoothness = "squared", "squared", 2.0
 
+    @classmethod
+    def dphi_bound(cls, z_bound, y_bound):
+        return 2.0 * (z_bound + y_bound)
+
     @staticmethod
     def phi(z, y):
         return (z - y) ** 2
@@ -113,6 +130,10 @@ class Softmax(Kernel):
     name, symbol, smoothness = "softmax", "softmax_ce", 0.5
 
     @classmethod
+    def dphi_bound(cls, z_bound, y_bound):
+        return float(np.sqrt(2.0))       # || softmax(z) - e_y ||_2 <= sqrt(2)
+
+    @classmethod
     def check_labels(cls, y, n, n_outputs=None):
         y = check_vector(y, n, "y")
         C = n_outputs
@@ -130,9 +151,6 @@ class Softmax(Kernel):
         p = softmax(z, axis=1)
         p[np.arange(z.shape[0]), y] -= 1.0
         return p
-
-
-KERNELS = {k.name: k for k in (Logistic, Hinge, Squared, Softmax)}
 
 
 def score_gradient(kernel, z, y, weights) -> np.ndarray:

@@ -125,3 +125,8 @@ def squared_loss(score: Expr, y, *, sample_weight=None) -> SquaredLoss:
 def softmax_loss(score: Expr, y, *, sample_weight=None) -> SoftmaxLoss:
     """Per-sample multiclass cross-entropy of a matrix score (Weights with n_outputs=C); labels 0..C-1."""
     return SoftmaxLoss(score, y, sample_weight)
+
+
+# the public constructors, by the loss's name (``fm.<name>_loss``; problem files' ``loss = "<name>"``)
+LOSSES = {f.__name__[: -len("_loss")]: f for f in (logistic_loss, hinge_loss, squared_loss, softmax_loss)}
+__all__ = [f.__name__ for f in LOSSES.values()]

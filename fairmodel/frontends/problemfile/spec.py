@@ -41,7 +41,8 @@ from ... import datasets as D
 from ..._validate import check_complete, check_unique_names
 from ...data import Dataset, encode_columns, standardize_columns
 from ...errors import DataError, FairmodelError
-from ...expressions import Weights, hinge_loss, logistic_loss, squared_loss
+from ...expressions import Weights
+from ...expressions.atoms.losses import LOSSES as ALL_LOSSES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -286,7 +287,7 @@ def set_value(doc: dict, dotted: str, value):
     return out
 
 
-LOSSES = {"logistic": logistic_loss, "hinge": hinge_loss, "squared": squared_loss}
+LOSSES = {name: f for name, f in ALL_LOSSES.items() if name != "softmax"}   # of a vector of weights
 
 
 def build_loss(spec: Spec, t: dict, data: Dataset, w):
