@@ -124,6 +124,32 @@ class Squared(Kernel):
         return np.full_like(z, 2.0)
 
 
+class SquaredHinge(Kernel):
+    """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped): the smooth hinge of L2-SVMs."""
+
+    name, symbol, smoothness, binary = "squared_hinge", "squared_hinge", 2.0, True
+
+    @classmethod
+    def check_labels(cls, y, n, n_outputs=None):
+        return binary_labels(y, n, "squared_hinge_loss")
+
+    @classmethod
+    def dphi_bound(cls, z_bound, y_bound):
+        return 2.0 * (1.0 + z_bound)
+
+    @staticmethod
+    def phi(z, y):
+        return np.maximum(0.0, 1.0 - y * z) ** 2
+
+    @staticmethod
+    def dphi(z, y):
+        return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
+
+    @staticmethod
+    def d2phi(z, y):
+        return np.where(y * z < 1.0, 2.0, 0.0)
+
+
 class Softmax(Kernel):
     """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
 

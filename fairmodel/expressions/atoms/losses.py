@@ -95,6 +95,12 @@ class SquaredLoss(Loss):
     kernel = K.Squared
 
 
+class SquaredHingeLoss(Loss):
+    """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped)."""
+
+    kernel = K.SquaredHinge
+
+
 class SoftmaxLoss(Loss):
     """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
 
@@ -122,11 +128,17 @@ def squared_loss(score: Expr, y, *, sample_weight=None) -> SquaredLoss:
     return SquaredLoss(score, y, sample_weight)
 
 
+def squared_hinge_loss(score: Expr, y, *, sample_weight=None) -> SquaredHingeLoss:
+    """Per-sample squared hinge loss max(0, 1 - y s)^2 (smooth); labels in {-1, +1} or {0, 1}."""
+    return SquaredHingeLoss(score, y, sample_weight)
+
+
 def softmax_loss(score: Expr, y, *, sample_weight=None) -> SoftmaxLoss:
     """Per-sample multiclass cross-entropy of a matrix score (Weights with n_outputs=C); labels 0..C-1."""
     return SoftmaxLoss(score, y, sample_weight)
 
 
 # the public constructors, by the loss's name (``fm.<name>_loss``; problem files' ``loss = "<name>"``)
-LOSSES = {f.__name__[: -len("_loss")]: f for f in (logistic_loss, hinge_loss, squared_loss, softmax_loss)}
+LOSSES = {f.__name__[: -len("_loss")]: f for f in (logistic_loss, hinge_loss, squared_loss, squared_hinge_loss,
+                                                      softmax_loss)}
 __all__ = [f.__name__ for f in LOSSES.values()]
