@@ -103,6 +103,7 @@ LOSS_LOWERING = {
     K.Hinge: lambda k, z, y: cp.pos(1 - cp.multiply(y, z)),
     K.Squared: lambda k, z, y: cp.square(z - y),
     K.SquaredHinge: lambda k, z, y: cp.square(cp.pos(1 - cp.multiply(y, z))),
+    K.Huber: lambda k, z, y: cp.huber(z - y, M=k.delta),
     K.Softmax: lambda k, z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
 }
 

@@ -124,6 +124,44 @@ class Squared(Kernel):
         return np.full_like(z, 2.0)
 
 
+class Huber(Kernel):
+    """(z - y)^2 for |z - y| <= delta and 2 delta |z - y| - delta^2 beyond: the squared loss made robust to
+    outliers (Huber 1964; CVXPY's ``huber``). ``Huber.with_delta(delta)`` is the kernel of another delta."""
+
+    name, symbol, smoothness = "huber", "huber", 2.0
+    delta = 1.0
+
+    @classmethod
+    def with_delta(cls, delta: float) -> type:
+        delta = float(delta)
+        if not np.isfinite(delta) or delta <= 0:
+            raise DataError(f"the Huber loss needs a positive finite delta; got {delta}")
+        if delta == Huber.delta:
+            return Huber
+        return _HUBER_VARIANTS.setdefault(delta, type(f"Huber_{delta:g}", (Huber,),
+                                                      {"delta": delta, "symbol": f"huber_{delta:g}"}))
+
+    @classmethod
+    def dphi_bound(cls, z_bound, y_bound):
+        return 2.0 * cls.delta
+
+    @classmethod
+    def phi(cls, z, y):
+        r = np.abs(z - y)
+        return np.where(r <= cls.delta, r * r, 2.0 * cls.delta * r - cls.delta ** 2)
+
+    @classmethod
+    def dphi(cls, z, y):
+        return 2.0 * np.clip(z - y, -cls.delta, cls.delta)
+
+    @classmethod
+    def d2phi(cls, z, y):
+        return np.where(np.abs(z - y) <= cls.delta, 2.0, 0.0)
+
+
+_HUBER_VARIANTS: dict = {}
+
+
 class SquaredHinge(Kernel):
     """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped): the smooth hinge of L2-SVMs."""
 

@@ -95,6 +95,17 @@ class SquaredLoss(Loss):
     kernel = K.Squared
 
 
+class HuberLoss(Loss):
+    """(z - y)^2 for |z - y| <= delta, 2 delta |z - y| - delta^2 beyond, for real-valued targets."""
+
+    def __init__(self, score, y, sample_weight=None, delta: float = 1.0):
+        self.kernel = K.Huber.with_delta(delta)
+        super().__init__(score, y, sample_weight)
+
+    def copy(self, args):
+        return HuberLoss(args[0], self.y, self.sample_weight, self.kernel.delta)
+
+
 class SquaredHingeLoss(Loss):
     """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped)."""
 
@@ -128,6 +139,11 @@ def squared_loss(score: Expr, y, *, sample_weight=None) -> SquaredLoss:
     return SquaredLoss(score, y, sample_weight)
 
 
+def huber_loss(score: Expr, y, *, delta: float = 1.0, sample_weight=None) -> HuberLoss:
+    """Per-sample Huber loss of the residual s - y: quadratic up to ``delta``, linear beyond (robust regression)."""
+    return HuberLoss(score, y, sample_weight, delta)
+
+
 def squared_hinge_loss(score: Expr, y, *, sample_weight=None) -> SquaredHingeLoss:
     """Per-sample squared hinge loss max(0, 1 - y s)^2 (smooth); labels in {-1, +1} or {0, 1}."""
     return SquaredHingeLoss(score, y, sample_weight)
@@ -139,6 +155,6 @@ def softmax_loss(score: Expr, y, *, sample_weight=None) -> SoftmaxLoss:
 
 
 # the public constructors, by the loss's name (``fm.<name>_loss``; problem files' ``loss = "<name>"``)
-LOSSES = {f.__name__[: -len("_loss")]: f for f in (logistic_loss, hinge_loss, squared_loss, squared_hinge_loss,
+LOSSES = {f.__name__[: -len("_loss")]: f for f in (logistic_loss, hinge_loss, squared_loss, huber_loss, squared_hinge_loss,
                                                       softmax_loss)}
 __all__ = [f.__name__ for f in LOSSES.values()]
