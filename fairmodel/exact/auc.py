@@ -32,6 +32,7 @@ from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
 from ..oracles.pairs import LinearMoments, PairRisks
 from . import budget, solvers
+from .domains import ball_constraint
 from .lower import LOWERING, LOWERING_CONDITIONS
 from .newton import ball_qp_step
 
@@ -134,7 +135,7 @@ class AUCPrograms:
         return (np.asarray(pr.block)[None, :] == np.arange(pr.n_blocks)[:, None]).astype(float) @ T
 
     def _domain(self, theta) -> list:
-        return [] if self.radius is None else [cp.norm(theta, 2) <= self.radius]
+        return ball_constraint(theta, self.radius)
 
     def program(self, form: str = "moment"):
         """(problem, theta, constraint on the blocks, aux) of min f0 s.t. f_k <= 1 + kappa_k, ||theta|| <= R."""

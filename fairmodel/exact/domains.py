@@ -8,8 +8,17 @@ from ..errors import UnsupportedProblemError
 from ..oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 
 
+def ball_constraint(var, radius, center=None) -> list:
+    """``[||var - center|| <= radius]`` (the Frobenius norm for a matrix variable), or ``[]`` without a radius:
+    the one CVXPY form of every ball domain (weights, saddle-point blocks)."""
+    if radius is None or not np.isfinite(radius):
+        return []
+    shifted = var if center is None else var - center
+    return [cp.norm(shifted, "fro" if shifted.ndim == 2 else 2) <= radius]
+
+
 def _ball(d: Ball, var):
-    return [cp.norm(var - d.center_, 2) <= d.radius] if np.isfinite(d.radius) else []
+    return ball_constraint(var, d.radius, d.center_)
 
 
 def _box(d: Box, var):
@@ -28,10 +37,7 @@ def _simplex(d: Simplex, var):
 
 
 def _cone(d: TruncatedCone, var):
-    out = [cp.norm(var[:-1], 2) <= d.slope * var[-1], var[-1] <= d.alpha_max]
-    if d.radius is not None:
-        out.append(cp.norm(var[:-1], 2) <= d.radius)
-    return out
+    return [cp.norm(var[:-1], 2) <= d.slope * var[-1], var[-1] <= d.alpha_max] + ball_constraint(var[:-1], d.radius)
 
 
 def _product(d: Product, var):

@@ -19,6 +19,7 @@ from ..errors import OptionError, SolverError
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
 from . import budget, solvers
+from .domains import ball_constraint
 from .lower import group_average_matrix, lower_loss
 from .newton import minimize_many_on_ball, minimize_on_ball, minimize_on_ball_first_order
 
@@ -41,9 +42,7 @@ def cvxpy_weighted_risk(risks: GroupRisks, theta: cp.Expression, q):
 
 
 def cvxpy_domain(risks: GroupRisks, theta: cp.Variable) -> list:
-    if risks.radius is None:
-        return []
-    return [cp.norm(theta, "fro" if theta.ndim == 2 else 2) <= risks.radius]
+    return ball_constraint(theta, risks.radius)
 
 
 def epigraph_program(risks: GroupRisks, offsets=None, max_memory_gb=None):

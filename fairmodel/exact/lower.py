@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from .. import expressions as E
 from ..errors import UnsupportedProblemError
 from ..oracles import losses as K
+from .domains import ball_constraint
 
 
 class LoweringContext:
@@ -40,8 +41,7 @@ class LoweringContext:
         return [n for n in self.nodes if isinstance(n, E.Parameter)]
 
     def domain_constraints(self) -> list:
-        return [cp.norm(v, "fro" if v.ndim == 2 else 2) <= w.radius
-                for w, v in self.variables.items() if w.radius is not None]
+        return [c for w, v in self.variables.items() for c in ball_constraint(v, w.radius)]
 
 
 def lower(expr: E.Expr, ctx: LoweringContext):

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ModelError
 from . import solvers
-from .domains import domain_constraints
+from .domains import ball_constraint, domain_constraints
 
 
 def inner_by_cvxpy(cvxpy_value, fixed: np.ndarray, domain, which: str, solver=None) -> float:
@@ -58,7 +58,7 @@ def quadratic_game_program(A, b, B, e, mu: float, rho: float, solver=None):
     x = cp.Variable(d, name="x")
     fit = cp.sum_squares(A.reshape(n * A.shape[1], d) @ x - b.reshape(-1)) / (2.0 * n)
     Bm, em = B.mean(axis=0), e.mean(axis=0)
-    problem = cp.Problem(cp.Minimize(fit + cp.sum(cp.huber(Bm @ x - em, mu)) / (2.0 * mu)), [cp.norm(x, 2) <= rho])
+    problem = cp.Problem(cp.Minimize(fit + cp.sum(cp.huber(Bm @ x - em, mu)) / (2.0 * mu)), ball_constraint(x, rho))
     record = solvers.solve(problem, solver, what="the quadratic saddle problem (Huber primal)")
     xv = np.asarray(x.value, dtype=float)
     return float(problem.value), xv, np.clip((Bm @ xv - em) / mu, -1.0, 1.0), record

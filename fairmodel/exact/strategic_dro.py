@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import SolverError
 from ..oracles.strategic import C_LABEL, WDRSC
 from . import budget, solvers
-from .domains import domain_constraints
+from .domains import ball_constraint, domain_constraints
 
 
 def _scores(model: WDRSC, theta, zeta=None):
@@ -113,7 +113,7 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False, max_memory_gb=Non
     if model.n_neg:
         objective = objective + model.mass_neg @ cp.logistic(zn)
     radius = slope * top if model.x_domain.radius is None else min(slope * top, model.x_domain.radius)
-    problem = cp.Problem(cp.Minimize(objective), [cp.norm(theta, 2) <= radius])
+    problem = cp.Problem(cp.Minimize(objective), ball_constraint(theta, radius))
     what = "the inner minimum of the duality gap (E3)"
     try:
         solvers.solve(problem, solver, verbose, what=what)
@@ -145,7 +145,7 @@ def logistic_erm(X, y, mask=None, zeta: float = 0.0, ridge: float = 0.0, radius:
     objective = (cp.sum(cp.logistic(-z_pos)) + cp.sum(cp.logistic(z_neg))) / X.shape[0]
     if ridge > 0:
         objective = objective + ridge * cp.sum_squares(theta)
-    constraints = [cp.norm(theta, 2) <= radius] if radius is not None else []
+    constraints = ball_constraint(theta, radius)
     solvers.solve(cp.Problem(cp.Minimize(objective), constraints), solver, verbose,
                   what="the logistic ERM baseline (E4)")
     return np.asarray(theta.value, dtype=float)
