@@ -141,7 +141,7 @@ def test_estimator_weights_equal_repeated_rows_and_judge(toy):
 def test_estimator_refuses_bad_weights(toy):
     pytest.importorskip("sklearn")
     X, y, _, _ = toy
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="must be >= 0"):
         fm.StrategicRobustClassifier().fit(X, y, sample_weight=-np.ones(y.size))
     with pytest.raises(ValueError, match="zero everywhere"):
         fm.StrategicRobustClassifier().fit(X, y, sample_weight=np.zeros(y.size))

@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
     raise ImportError("fairmodel.estimators needs scikit-learn: pip install 'fairmodel[sklearn]'") from exc
 
 from .. import expressions as dsl
+from .._validate import check_sample_weight as validated_sample_weight
 from ..data import Dataset
 
 MAX_DENSE_BYTES = 2 ** 30      # a sparse X is densified (the solvers use dense NumPy) up to 1 GiB of float64
@@ -128,17 +129,12 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
 
 def check_sample_weight(sample_weight, n: int):
-    """Validated sample weights (finite, >= 0, not all zero) as a float array, or None when absent or constant
-    (constant weights leave every weighted mean unchanged, so the unweighted problem is solved)."""
+    """Validated sample weights (:func:`fairmodel._validate.check_sample_weight`: finite, >= 0, not all zero) as a
+    float array, or None when absent or constant (constant weights leave every weighted mean unchanged, so the
+    unweighted problem is solved)."""
     if sample_weight is None:
         return None
-    sw = np.asarray(sample_weight, dtype=np.float64)
-    if sw.ndim != 1 or sw.shape[0] != n:
-        raise ValueError(f"sample_weight.shape == {sw.shape}, expected ({n},)!")
-    if not np.all(np.isfinite(sw)) or sw.min() < 0:
-        raise ValueError("sample_weight must be finite and non-negative")
-    if not sw.any():
-        raise ValueError("sample_weight is zero everywhere")
+    sw = validated_sample_weight(sample_weight, n, "X")
     return None if np.all(sw == sw[0]) else sw
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_vector
+from .._validate import check_sample_weight, check_vector
 from ..errors import DataError
 
 CELLS = ("tn", "fp", "fn", "tp")      # code 2 * label + decision
@@ -34,14 +34,7 @@ CELLS = ("tn", "fp", "fn", "tp")      # code 2 * label + decision
 
 def weights_of(sample_weight, n: int) -> np.ndarray:
     """Validated sample weights (finite, >= 0, not all zero) as a float array; ones when None."""
-    if sample_weight is None:
-        return np.ones(n)
-    w = check_vector(sample_weight, n, "sample_weight")
-    if w.size and w.min() < 0:
-        raise DataError(f"sample_weight must be >= 0; row {int(np.argmin(w))} has {w.min():g}")
-    if n and not w.any():
-        raise DataError("sample_weight is zero everywhere: no metric is defined")
-    return w
+    return np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, "the labels")
 
 
 def binary(values, pos_label=None, name: str = "y_true", n: int | None = None) -> np.ndarray:

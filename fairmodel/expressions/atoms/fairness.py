@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import check_vector
+from ..._validate import check_sample_weight
 from ...data import Groups
 from ...errors import DataError
 from ..core import multiply
@@ -61,12 +61,7 @@ def _spread(score, groups, where, what, weights):
 
 
 def _weights(sample_weight, n):
-    if sample_weight is None:
-        return None
-    w = check_vector(sample_weight, n, "sample_weight")
-    if w.size and w.min() < 0:
-        raise DataError("sample_weight must be >= 0")
-    return w
+    return None if sample_weight is None else check_sample_weight(sample_weight, n, "the score")
 
 
 def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
