@@ -75,7 +75,7 @@ def test_bad_parameters(unfair, params, groups, match):
     sf = g if groups is True else np.zeros_like(g)
     with pytest.raises(ValueError, match=match):
         fm.FairLogisticRegression(**params).fit(X, y, sf)
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="sample_weight must be >= 0"):
         fm.FairLogisticRegression().fit(X, y, g, sample_weight=-np.ones(y.size))
 
 
