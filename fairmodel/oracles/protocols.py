@@ -3,15 +3,53 @@
 The algorithms in :mod:`fairmodel.stochastic` take objects of these shapes and never a family's own object:
 
 * :class:`SaddleOracle`: a finite-sum convex-concave function for the OGDA / SGDA methods;
-* a *group-risk oracle* for ALEG and SMD (:class:`fairmodel.oracles.group_risks.GroupRisks` is the
-  reference implementation, :class:`fairmodel.families.lagrangian.LagrangianOracle` the generic one):
-  ``m`` blocks of values whose weighted sum is minimized, full passes and variance-reduced minibatch steps.
+* :class:`GroupRiskOracle`: m group risks of a linear model for ALEG, SMD and two-stage MERO
+  (:class:`fairmodel.oracles.group_risks.GroupRisks` implements it).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Protocol
 
 import numpy as np
+
+
+class GroupRiskOracle(Protocol):
+    """What ALEG (Yu, Cai, Jiang, Zhang 2024, Algorithm 1), SMD and two-stage MERO need from the group risks
+    R_i(w) = mean over group i of phi(x_j . w, y_j), i = 1..m."""
+
+    m: int                     # number of groups
+    n_samples: int
+    names: list                # group names (for messages)
+    loss: object               # the pointwise loss kernel: phi, dphi, smoothness (fairmodel.oracles.losses)
+    data: object               # the data source (``is_chunked``)
+    w: object                  # the declared weights (``check_value``)
+    radius: float | None
+    shape: tuple
+
+    def project(self, theta: np.ndarray) -> np.ndarray:
+        """Projection onto the domain of the weights."""
+
+    def risks(self, theta: np.ndarray) -> np.ndarray:
+        """R(theta): the m group risks, one full pass."""
+
+    def risks_and_grad(self, theta: np.ndarray, q: np.ndarray, keep_scores: bool = True):
+        """(R(theta), sum_i q_i grad R_i(theta), the scores X theta or None): one full pass."""
+
+    def sampler(self, batch_size: int, rng, prefetch: bool = True):
+        """A sampler whose ``draw(k)`` returns a Batch of k rows per group, group by group."""
+
+    def batch(self, batch) -> tuple:
+        """(design rows, labels) of a Batch."""
+
+    def single_group(self, i: int) -> "GroupRiskOracle":
+        """The oracle of group i alone (m = 1)."""
+
+    def row_norm_stats(self) -> tuple:
+        """(mean, max) of the squared norms of the design rows."""
+
+    def lipschitz_constants(self) -> tuple:
+        """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4)."""
 
 
 class SaddleOracle(ABC):

@@ -29,7 +29,7 @@ import numpy as np
 from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
-from ..oracles.group_risks import GroupRisks
+from ..oracles.protocols import GroupRiskOracle
 from .averaging import TailAverage
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
@@ -48,7 +48,7 @@ def theory_band(L_z: float, K: int) -> tuple[float, float]:
     return 1.0 / (10.0 * L_z * math.sqrt(K)), 1.0 / (L_z * math.sqrt(5.0 * K))
 
 
-def default_steps(risks: GroupRisks, batch_size: int) -> tuple[float, float]:
+def default_steps(risks: GroupRiskOracle, batch_size: int) -> tuple[float, float]:
     """Practical effective steps (gamma_w, gamma_q) when none are given.
 
     gamma_w = 1 / L_bar with L_bar the loss curvature bound times the mean squared row norm (the
@@ -110,7 +110,7 @@ def normalize_log(logq: np.ndarray) -> np.ndarray:
     return logq - (top + np.log(np.exp(logq - top).sum()))
 
 
-def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma_q):
+def prox_step(risks: GroupRiskOracle, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma_q):
     """Closed form of the mirror steps (19)/(23) under the block-separable DGF (11):
     argmin_z { eta <v, z> + alpha B(z, z_bar^s) + (1 - alpha) B(z, z_k) } with the anchors
     alpha w^s + (1 - alpha) w_k (Euclidean block, then projection) and alpha lambda^s + (1 - alpha) ln q_k
@@ -118,7 +118,7 @@ def prox_step(risks: GroupRisks, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma
     return risks.project(anchor_w - gamma_w * v_w), normalize_log(anchor_logq - gamma_q * v_q)
 
 
-def snapshot_terms(risks: GroupRisks, batch, z_s, snap_w=None):
+def snapshot_terms(risks: GroupRiskOracle, batch, z_s, snap_w=None):
     """(design, labels, l(w^s; xi), l'(w^s; xi)) of a Batch: the snapshot's part of the estimator (22), which
     depends only on the snapshot scores z_s = X w^s (cached from the full pass) and the samples; with
     ``z_s=None`` (chunked data: no O(n) vector kept) the sampled rows' scores are computed from ``snap_w``."""
@@ -127,7 +127,7 @@ def snapshot_terms(risks: GroupRisks, batch, z_s, snap_w=None):
     return Xb, yb, risks.loss.phi(zs, yb), risks.loss.dphi(zs, yb)
 
 
-def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s, snap_w=None):
+def draw_block(risks: GroupRiskOracle, sampler, batch_size: int, n_steps: int, z_s, snap_w=None):
     """The per-group samples of ``n_steps`` inner steps drawn at once (they do not depend on the iterates),
     with their snapshot terms: arrays whose first axis is the step, each step's rows group by group."""
     m = risks.m
@@ -140,7 +140,7 @@ def draw_block(risks: GroupRisks, sampler, batch_size: int, n_steps: int, z_s, s
     return by_step(Xb), by_step(yb), by_step(phi_s), by_step(dphi_s)
 
 
-def vr_operator(risks: GroupRisks, Xb, yb, phi_s, dphi_s, batch_size: int, w_half, q_half, snap_q, r_s, g_s):
+def vr_operator(risks: GroupRiskOracle, Xb, yb, phi_s, dphi_s, batch_size: int, w_half, q_half, snap_q, r_s, g_s):
     """The variance-reduced estimator g of eq. (22) at z_half = (w_half, q_half), as (v_w, v_q).
 
     g = grad F(z_half; xi) - grad F(z^s; xi) + grad F(z^s) with the stochastic operator (21)
@@ -162,7 +162,7 @@ def vr_operator(risks: GroupRisks, Xb, yb, phi_s, dphi_s, batch_size: int, w_hal
     return Xb.T @ coef + g_s, -(diff + r_s)
 
 
-def check_initial(risks: GroupRisks, w0, q0):
+def check_initial(risks: GroupRiskOracle, w0, q0):
     """Validated (w0, ln q0): w0 in the domain, q0 strictly inside the simplex."""
     w = risks.project(np.zeros(risks.shape)) if w0 is None else risks.w.check_value(w0, "w0")
     if q0 is None:
@@ -176,7 +176,7 @@ def check_initial(risks: GroupRisks, w0, q0):
     return w, np.log(q)
 
 
-def aleg(risks: GroupRisks, *, epochs: int = 50, inner=None, batch_size: int = 4, alpha=None, eta=None,
+def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: int = 4, alpha=None, eta=None,
          step_w=None, step_q=None, step_schedule="constant", schedule_mode: str = "practical", theta: float = 0.8,
          offsets=None, w0=None, q0=None, output: str = "average", seed=None, verbose=None, callback=None,
          max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False,
@@ -326,7 +326,7 @@ def _check_offsets(offsets, m: int) -> np.ndarray:
     return c
 
 
-def mero_two_stage(risks: GroupRisks, *, budget: float | None = None, stage1: dict | None = None,
+def mero_two_stage(risks: GroupRiskOracle, *, budget: float | None = None, stage1: dict | None = None,
                    stage1_callback=None, seed=None, verbose=None, **stage2) -> dict:
     """Two-stage MERO (Algorithm 2, Section 5): per-group ALEG (m = 1) gives R_hat*_i = R_i(w_bar_i)
     by a full pass; then ALEG on the shifted risks R_i - R_hat*_i (eq. (6)).

@@ -18,13 +18,13 @@ import numpy as np
 from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
-from ..oracles.group_risks import GroupRisks
+from ..oracles.protocols import GroupRiskOracle
 from ..oracles.losses import score_gradient
 from .aleg import _check_offsets, check_initial, default_steps, normalize_log
 from .schedules import check_budget
 
 
-def smd(risks: GroupRisks, *, epochs: int = 50, batch_size: int = 1, step_w=None, step_q=None,
+def smd(risks: GroupRiskOracle, *, epochs: int = 50, batch_size: int = 1, step_w=None, step_q=None,
         step_schedule: str = "decreasing", offsets=None, w0=None, q0=None, seed=None, verbose=None,
         callback=None, max_grad_evals: int | None = None, max_time: float | None = None,
         track_output: bool = False) -> dict:
