@@ -141,7 +141,7 @@ def check_array_input(X, name: str = "X") -> None:
                         f"use scikit-learn's OneHotEncoder")
 
 
-def check_rows(rows, n: int) -> np.ndarray:
+def check_rows(rows, n: int, what: str = "row indices") -> np.ndarray:
     """Row indices as an intp array: integers in [0, n), or a boolean mask of length n (its True rows)."""
     arr = np.asarray(rows)
     if arr.dtype == bool:
@@ -151,11 +151,11 @@ def check_rows(rows, n: int) -> np.ndarray:
     if arr.size and arr.dtype.kind not in "iu":
         if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise DataError(f"rows must be integer row indices (or a boolean mask over the {n} rows); got dtype "
-                            f"{arr.dtype}{', e.g. ' + repr(arr.ravel()[0]) if arr.size else ''}")
+                            f"{arr.dtype}{', e.g. ' + repr(arr.ravel()[0].item()) if arr.size else ''}")
     arr = arr.astype(np.intp).ravel()
     if arr.size and (arr.min() < 0 or arr.max() >= n):
         bad = arr[(arr < 0) | (arr >= n)][0]
-        raise DataError(f"row indices must lie in [0, {n}); got {int(bad)}")
+        raise DataError(f"{what} must lie in [0, {n}); got {int(bad)}")
     return arr
 
 
