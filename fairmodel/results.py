@@ -197,7 +197,8 @@ def check_free(path) -> None:
                               f"overwrite=True (command line: --force)")
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's umask (new files get mode 0o666 & ~umask, new directories 0o777 & ~umask)."""
     mask = os.umask(0o022)    # the only way to read it; set back at once
     os.umask(mask)
     return mask
@@ -208,7 +209,7 @@ def _replace_atomically(path: Path, write) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
-        os.chmod(tmp, 0o666 & ~_umask())      # mkstemp makes 0600; a saved result gets the mode of any new file
+        os.chmod(tmp, 0o666 & ~umask())      # mkstemp makes 0600; a saved result gets the mode of any new file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -114,8 +114,9 @@ class Spec:
               "str list": isinstance(v, list) and all(isinstance(x, str) for x in v),
               "number list": isinstance(v, list) and all(map(_number, v))}[kind]
         if not ok:
-            what = {"str list": "list of strings", "number list": "list of numbers"}.get(kind, kind)
-            raise self.error(f"{where} {key}", f"must be a {what}; got {v!r}")
+            what = {"str list": "list of strings", "number list": "list of numbers", "int": "integer",
+                    "str": "string (text in quotes)"}.get(kind, kind)
+            raise self.error(f"{where} {key}", f"must be {'an' if what[0] in 'aeiou' else 'a'} {what}; got {v!r}")
         if choices is not None and v not in choices:
             raise self.error(f"{where} {key}", f"{v!r} is not allowed; allowed values are "
                                                f"{', '.join(map(str, choices))}")
@@ -134,6 +135,7 @@ def read(path) -> Spec:
         raise ProblemFileError(f"{path.name}: not valid TOML: {exc}") from None
     spec = Spec(doc, path)
     spec.check_keys(doc, TOP_KEYS, "top level")
+    spec.get(doc, "title", "top level", "str")
     return spec
 
 
@@ -161,8 +163,13 @@ def load_data(spec: Spec) -> Dataset:
                                                   "to one-hot encode in [data] categorical")
         data = _read_csv(spec, t)
     seed = t.get("seed", 0)
+    if seed < 0:
+        raise spec.error("[data] seed", f"must be a non-negative integer; got {seed}")
     if "subsample" in t:
-        data = data.subsample(spec.get(t, "subsample", "[data]", "int", positive=True), seed=seed)
+        try:
+            data = data.subsample(spec.get(t, "subsample", "[data]", "int", positive=True), seed=seed)
+        except DataError as exc:
+            raise spec.error("[data] subsample", str(exc)) from None
     if "split" in t:
         try:
             data = data.split(t["split"], seed=seed)[0]
@@ -243,10 +250,11 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
 
 def build_weights(spec: Spec, data: Dataset, **extra):
     t = spec.table("model", MODEL_KEYS, required=False)
+    radius = spec.get(t, "radius", "[model]", "number", positive=True)
+    intercept = spec.get(t, "intercept", "[model]", "bool", default=False)
+    name = spec.get(t, "name", "[model]", "str", default="w")
     try:
-        return Weights(data.n_features, radius=spec.get(t, "radius", "[model]", "number", positive=True),
-                       intercept=spec.get(t, "intercept", "[model]", "bool", default=False),
-                       name=spec.get(t, "name", "[model]", "str", default="w"), **extra)
+        return Weights(data.n_features, radius=radius, intercept=intercept, name=name, **extra)
     except FairmodelError as exc:
         raise spec.error("[model]", str(exc)) from None
 
