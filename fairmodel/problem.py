@@ -182,6 +182,9 @@ class Problem:
         (unknown names raise an error listing the valid ones).
         """
         family, method = self.reduction_for(backend, method, solver)
+        if options.get("callback") is not None and not callable(options["callback"]):
+            raise OptionError(f"callback must be a callable f(info) or None; got "
+                              f"{type(options['callback']).__name__}")
         start = time.perf_counter()
         if backend == "exact":
             _check_keywords(family.solve_exact, options, f"the exact method {method!r}")

@@ -217,6 +217,8 @@ class SaddleProblem:
             raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)} "
                               f"(and 'exact' for the built-in problems)")
         check_options(options, OGDA_OPTIONS, f"the stochastic method {method!r}")
+        if options.get("callback") is not None and not callable(options["callback"]):
+            raise OptionError(f"callback must be a callable f(info) or None; got {type(options['callback']).__name__}")
         self.x_domain.require_bounded("x_domain")
         self.y_domain.require_bounded("y_domain")
         if order == 1 and self.grad_fn is None:

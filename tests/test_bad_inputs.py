@@ -350,3 +350,36 @@ def test_save_into_a_directory_path_or_under_a_file(saved, tmp_path):
         res.save(tmp_path / "f" / "r")
     with pytest.raises(FairmodelError, match="overwrite must be True or False"):
         res.save(tmp_path / "r", overwrite="no")
+
+
+# -- solving, judging, sweeping -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def gdro(small):
+    data, w, l1, _ = small
+    return fm.Problem(fm.Minimize(fm.max(fm.group_mean(l1, data.groups)))), w
+
+
+def test_solve_and_judge_arguments_of_the_wrong_kind(gdro):
+    prob, w = gdro
+    with pytest.raises(OptionError, match="callback must be a callable"):
+        prob.solve("stochastic", epochs=2, callback=3)
+    with pytest.raises(ModelError, match="candidate for 'w' must be an array of numbers"):
+        prob.evaluate(w="a")
+    with pytest.raises(OptionError, match="judge needs a fm.Problem"):
+        fm.judge(None, {"w": np.zeros(3)})
+    with pytest.raises(OptionError, match="exact_options must be a dict"):
+        fm.crosscheck(prob, exact_options=3)
+    with pytest.raises(ModelError, match="intercept must be True or False"):
+        fm.Weights(3, intercept="no")
+
+
+@pytest.mark.parametrize("values", ["abc", None, 3])
+def test_sweep_values_that_are_not_a_list(gdro, values):
+    prob, _ = gdro
+    with pytest.raises(ModelError, match="values must be a list"):
+        fm.sweep(lambda v: prob, values)
+
+
+def test_sweep_build_that_is_not_callable():
+    with pytest.raises(OptionError, match="build must be a callable"):
+        fm.sweep(3, [1, 2])
