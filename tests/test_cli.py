@@ -325,14 +325,21 @@ def test_sweep_force_refuses_a_directory_with_other_files(small_file, capsys, tm
 
 
 def test_ctrl_c_while_the_command_line_imports_exits_130_without_traceback(small_file):
-    """The signal is sent while Python imports CVXPY (seen in -X importtime's lines on standard error), i.e. before
-    any fairmodel code ran: the entry point installed its handler first."""
+    """The console script declared in pyproject.toml, run as pip's launcher runs it; the signal is sent while Python
+    imports CVXPY (seen in -X importtime's lines on standard error), i.e. before any command-line code ran: the entry
+    point installed its handler first."""
     import signal
     import subprocess
     import sys
     import time
-    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-c", "import sys, fairmodel_cli; "
-                             "sys.exit(fairmodel_cli.main())", "describe", str(small_file)],
+    try:
+        import tomllib
+    except ImportError:         # Python 3.10
+        import tomli as tomllib
+    root = Path(__file__).resolve().parent.parent
+    module, func = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["fairmodel"].split(":")
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-c", f"import sys; from {module} import {func}; "
+                             f"sys.exit({func}())", "describe", str(small_file)], cwd=root,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines, start = [], time.time()
     for line in proc.stderr:
