@@ -383,3 +383,11 @@ def test_sweep_values_that_are_not_a_list(gdro, values):
 def test_sweep_build_that_is_not_callable():
     with pytest.raises(OptionError, match="build must be a callable"):
         fm.sweep(3, [1, 2])
+
+
+def test_error_rate_gaps_with_one_group_are_refused(small):
+    data, w, _, _ = small
+    one = fm.Dataset(data.X, data.y, ["a"] * data.n_samples)
+    for gap in (fm.equal_opportunity_gap, fm.equalized_odds_gap):
+        with pytest.raises(DataError, match="the gap compares groups, but the sensitive attribute has 1 group"):
+            gap(one.score(w), one)

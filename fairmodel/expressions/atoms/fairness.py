@@ -47,6 +47,9 @@ def _spread(score, groups, where, what, weights):
     if not where.any():
         raise DataError(f"no row has {what}: the constraint on that stratum is undefined")
     g = Groups(groups)
+    if g.n_groups < 2:
+        raise DataError(f"the gap compares groups, but the sensitive attribute has {g.n_groups} group "
+                        f"({g.names[0]!r}); with one group the constraint always holds. Give two or more groups")
     empty = [n for n, c in zip(g.names, np.bincount(np.asarray(g.codes)[where], minlength=g.n_groups)) if c == 0]
     if empty:
         raise DataError(f"group(s) {', '.join(map(repr, empty))} have no row with {what}: the gap compares the "
