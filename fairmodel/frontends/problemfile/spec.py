@@ -184,15 +184,29 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
     path = Path(t["csv"])
     path = path if path.is_absolute() else spec.path.parent / path
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise spec.error("[data] csv", f"cannot read {path}: it is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                                       f"save it as UTF-8") from None
+    except (OSError, csv.Error) as exc:
         raise spec.error("[data] csv", f"cannot read {path}: {exc}") from None
+    while rows and not rows[-1]:        # blank lines at the end of the file
+        rows.pop()
     if len(rows) < 2:
         raise spec.error("[data] csv", f"{path} has no data rows")
     header, body = rows[0], rows[1:]
-    if any(len(r) != len(header) for r in body):
-        raise spec.error("[data] csv", f"{path}: every row must have {len(header)} fields")
+    if len(header) == 1 and any(sep in header[0] for sep in (";", "\t", "|")):
+        sep = next(s for s in (";", "\t", "|") if s in header[0])
+        raise spec.error("[data] csv", f"{path} has one column {header[0]!r}: it seems to be separated by {sep!r}; "
+                                       f"fairmodel reads comma-separated files (write it with sep=',')")
+    blank = [j + 1 for j, h in enumerate(header) if not h.strip()]
+    if blank:
+        raise spec.error("[data] csv", f"{path}: column(s) {blank} of the header have no name; name every column")
+    bad = next((i for i, r in enumerate(body) if len(r) != len(header)), None)
+    if bad is not None:
+        raise spec.error("[data] csv", f"{path}: line {bad + 2} has {len(body[bad])} fields; every row must have "
+                                       f"{len(header)} fields (the header's)")
     try:
         check_unique_names(header, f"{path.name} has duplicated column name(s)", "rename the duplicates")
     except DataError as exc:
