@@ -282,3 +282,12 @@ def test_rows_and_sampler_options(arrays):
     for bad in (0, "a", 1.5):
         with pytest.raises(DataError, match="buffer_bytes .* must be a positive integer"):
             data.sampler("uniform", 2, buffer_bytes=bad)
+
+
+def test_assess_chunked_pos_label_not_among_the_labels(columns):
+    y, yp, _, g = columns
+    with pytest.raises(DataError, match=r"pos_label=7 is not among the values of y_true and y_pred"):
+        fm.assess(chunked(y), y_pred=chunked(yp), sensitive_features=chunked(g), pos_label=7)
+    ok = fm.assess(chunked(y), y_pred=chunked(yp), sensitive_features=chunked(g), pos_label=1.0)
+    mem = fm.assess(y, y_pred=yp, sensitive_features=g, pos_label=1.0)
+    assert np.allclose(ok.overall.to_numpy(), mem.overall.to_numpy())

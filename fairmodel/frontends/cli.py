@@ -6,12 +6,15 @@ result that is not ok, 130 interrupted by Ctrl-C (what was finished is printed a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -232,6 +235,18 @@ def _check_replaceable(out: Path) -> None:
                           f"so give a sweep's directory or a new one")
 
 
+@contextlib.contextmanager
+def _ctrl_c_held():
+    """Ctrl-C is delivered after the block, not inside it (the two renames of a swap happen both or neither)."""
+    block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
+    try:
+        yield
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _save_frontier(frontier, targets, replace: bool = False) -> list[str] | None:
     """Write the frontier and the results; with ``replace`` (--force) into a new directory beside --out that then
     takes its place, so no file of an earlier sweep (e.g. value5 of a longer one) stays next to the new ones."""
@@ -250,8 +265,9 @@ def _save_frontier(frontier, targets, replace: bool = False) -> list[str] | None
         if replace:
             os.chmod(where, 0o777 & ~umask())
             old = Path(tempfile.mkdtemp(prefix=f".{real.name}.old.", dir=real.parent))
-            os.replace(real, old / real.name)        # the swap: the old sweep aside, the new one in its place
-            os.replace(where, real)
+            with _ctrl_c_held():
+                os.replace(real, old / real.name)    # the swap: the old sweep aside, the new one in its place
+                os.replace(where, real)
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         if replace:
