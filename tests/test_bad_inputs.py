@@ -391,3 +391,13 @@ def test_error_rate_gaps_with_one_group_are_refused(small):
     for gap in (fm.equal_opportunity_gap, fm.equalized_odds_gap):
         with pytest.raises(DataError, match="the gap compares groups, but the sensitive attribute has 1 group"):
             gap(one.score(w), one)
+
+
+def test_constructors_with_operands_of_the_wrong_kind(small):
+    data, _, _, _ = small
+    with pytest.raises(ModelError, match="Box bounds must be numbers"):
+        fm.Box("a", 1, size=2)
+    with pytest.raises(ExpressionTypeError, match="with_group_interactions needs a fairmodel.Dataset"):
+        fm.with_group_interactions(data.X)
+    with pytest.raises(ModelError, match="for several classes use fm.softmax_loss"):
+        fm.logistic_loss(data.score(fm.Weights(3, n_outputs=3)), data.y)

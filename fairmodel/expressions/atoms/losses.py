@@ -36,6 +36,9 @@ class Loss(Expr):
         self.args = (score,)
         self.size = score.size
         n_outputs = score.w.n_outputs if isinstance(score, LinearScore) else None
+        if n_outputs is not None and self.kernel is not K.Softmax:
+            raise ModelError(f"{type(self).__name__} takes the score of a vector of weights; {score.w.name} is a "
+                             f"matrix (n_outputs={n_outputs}): for several classes use fm.softmax_loss")
         if y is None:
             raise DataError(f"{type(self).__name__} needs labels y, got None: the data set has no labels (build it "
                             f"with a target: fm.Dataset(X, y, groups), from_frame(..., target=...), or [data] target "
