@@ -401,3 +401,8 @@ def test_constructors_with_operands_of_the_wrong_kind(small):
         fm.with_group_interactions(data.X)
     with pytest.raises(ModelError, match="for several classes use fm.softmax_loss"):
         fm.logistic_loss(data.score(fm.Weights(3, n_outputs=3)), data.y)
+
+
+def test_assess_without_rows():
+    with pytest.raises(DataError, match="no rows to assess"):
+        fm.assess(np.array([], int), y_pred=np.array([], int), sensitive_features=np.array([], str))

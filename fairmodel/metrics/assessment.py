@@ -180,6 +180,8 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     if not given and y_proba is None:
         raise DataError("give y_pred= (decisions or predictions), scores= or y_proba=")
     n = np.shape(given[0])[0] if given else np.shape(y_proba)[0]
+    if n == 0:
+        raise DataError("no rows to assess: the columns given are empty")
     proba, lv = (None, None) if y_proba is None else _randomized(y_proba, levels, n)
     cols, level_names = sensitive_columns(sensitive_features, data, n)
     groups = group_labels(cols, level_names, n)
