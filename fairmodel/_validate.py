@@ -81,9 +81,11 @@ def check_options(options: dict, allowed: Sequence[str], where: str) -> None:
 
 
 def as_generator(seed) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from ``None``, an integer seed, or a generator (returned as is)."""
+    """A ``numpy.random.Generator`` from ``None``, a non-negative integer seed, or a generator (returned as is)."""
     if isinstance(seed, np.random.Generator):
         return seed
+    if is_int(seed) and seed < 0:
+        raise OptionError(f"seed must be a non-negative integer, None or a numpy Generator; got {seed}")
     if seed is None or is_int(seed):
         return np.random.default_rng(seed)
     raise ExpressionTypeError(f"seed must be an integer, None or a numpy Generator, not {type(seed).__name__}")
@@ -112,8 +114,54 @@ def check_bool(value, name: str, error=OptionError) -> bool:
     return bool(value)
 
 
+def non_numeric_columns(frame) -> list:
+    """The names of the columns of a data frame (pandas or Dask) whose dtype is not numeric or boolean; ``[]`` for
+    anything that is not a frame."""
+    if not (hasattr(frame, "columns") and hasattr(frame, "dtypes")):
+        return []
+    return [c for c, t in zip(frame.columns, frame.dtypes) if getattr(t, "kind", "O") not in "biuf"]
+
+
+def check_array_input(X, name: str = "X") -> None:
+    """Refuse, with what to do, the inputs that are not arrays of numbers: None, text, mappings, scalars, scipy
+    sparse matrices (fairmodel's data sets are dense) and data frames with non-numeric columns (named)."""
+    if X is None or isinstance(X, (str, bytes, dict, set)) or is_real(X):
+        raise DataError(f"{name} must be a 2-D array (n_samples, n_features); got a {type(X).__name__}"
+                        + (". For a table of columns use fm.Dataset.from_frame(pd.DataFrame(...), target=...)"
+                           if isinstance(X, dict) else ""))
+    if hasattr(X, "toarray") and hasattr(X, "nnz"):
+        rows, cols = X.shape
+        raise DataError(f"{name} is a scipy sparse {rows} x {cols} matrix; fairmodel's data sets hold dense arrays. "
+                        f"Pass {name}.toarray() (it needs {rows * cols * 8 / 2 ** 20:.1f} MiB), or reduce the columns "
+                        f"first (the scikit-learn estimators densify sparse input after a memory check)")
+    text = non_numeric_columns(X)
+    if text:
+        raise DataError(f"{name} has non-numeric column(s) {', '.join(map(repr, text))}; encode them first: "
+                        f"fm.Dataset.from_frame(frame, target=..., sensitive=...) one-hot encodes text columns, or "
+                        f"use scikit-learn's OneHotEncoder")
+
+
+def check_rows(rows, n: int, what: str = "row indices") -> np.ndarray:
+    """Row indices as an intp array: integers in [0, n), or a boolean mask of length n (its True rows)."""
+    arr = np.asarray(rows)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise DataError(f"a boolean row mask needs one entry per row ({n}); got shape {arr.shape}")
+        return np.flatnonzero(arr)
+    if arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise DataError(f"rows must be integer row indices (or a boolean mask over the {n} rows); got dtype "
+                            f"{arr.dtype}{', e.g. ' + repr(arr.ravel()[0].item()) if arr.size else ''}")
+    arr = arr.astype(np.intp).ravel()
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        bad = arr[(arr < 0) | (arr >= n)][0]
+        raise DataError(f"{what} must lie in [0, {n}); got {int(bad)}")
+    return arr
+
+
 def check_matrix(X, name: str = "X") -> np.ndarray:
     """``X`` as a finite float64 2-D array, or a :class:`DataError` that says what is wrong."""
+    check_array_input(X, name)
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like

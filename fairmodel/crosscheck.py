@@ -5,6 +5,7 @@ import json
 from dataclasses import dataclass, field
 
 from . import _display
+from .errors import OptionError
 from .families.base import Check
 from .results import Result, _jsonable
 
@@ -120,6 +121,10 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
     to both. The checks and their tolerances come from the reduction that produced the stochastic result (the
     problem's family, or the generic convex reduction when a method of it was asked for), each with its reason.
     """
+    for name, given in (("exact_options", exact_options), ("stochastic_options", stochastic_options)):
+        if given is not None and not isinstance(given, dict):
+            raise OptionError(f"{name} must be a dict of keyword options for problem.solve (e.g. {{'method': ...}}) "
+                              f"or None; got {type(given).__name__}")
     exact = problem.solve(backend="exact", **{**common, **(exact_options or {})})
     stochastic = problem.solve(backend="stochastic", seed=seed, **{**common, **(stochastic_options or {})})
     reduction = problem.reduction(stochastic.family)

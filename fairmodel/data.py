@@ -29,8 +29,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ._validate import (as_generator, check_complete, check_matrix, check_scaling, check_unique_names,
-                        check_vector)
+from ._validate import (as_generator, check_bool, check_complete, check_matrix, check_rows, check_scaling,
+                        check_unique_names, check_vector, is_real)
 from .errors import DataError, ExpressionTypeError
 from .groups import Groups
 
@@ -42,6 +42,8 @@ def checked_feature_names(feature_names, d: int) -> tuple[str, ...]:
     """The ``d`` column names as text (default ``x0, x1, ...``), refused when their count is wrong or one repeats."""
     if feature_names is None:
         feature_names = [f"x{j}" for j in range(d)]
+    if isinstance(feature_names, (str, bytes)) or not hasattr(feature_names, "__len__"):
+        raise DataError(f"feature_names must be a list of {d} column names; got {feature_names!r}")
     if len(feature_names) != d:
         raise DataError(f"feature_names has {len(feature_names)} names for {d} columns")
     names = tuple(str(f) for f in feature_names)
@@ -186,6 +188,10 @@ class Dataset:
         ``drop_sensitive``); listing the target, or the sensitive column while ``drop_sensitive``, is an error.
         Rows with missing values raise an error that names the column: drop or impute them first.
         """
+        if not (hasattr(df, "columns") and hasattr(df, "dtypes") and hasattr(df, "iloc")):
+            raise DataError(f"from_frame expects a pandas DataFrame; got a {type(df).__name__}. Build one first "
+                            f"(pd.DataFrame(columns)), or pass arrays: fm.Dataset(X, y, groups)")
+        drop_sensitive = check_bool(drop_sensitive, "drop_sensitive", error=DataError)
         columns = list(df.columns)
         check_unique_names(columns, "duplicated column name(s) in the frame", "rename or drop the duplicates")
         for label, col in (("target", target), ("sensitive", sensitive)):
@@ -194,6 +200,7 @@ class Dataset:
         if features is None:
             skip = {target} | ({sensitive} if drop_sensitive else set())
             features = [c for c in columns if c not in skip]
+        features = column_list(features, "features")
         unknown = [c for c in features if c not in columns]
         if unknown:
             raise DataError(f"feature column(s) {unknown} are not in the frame; columns are {columns}")
@@ -219,8 +226,8 @@ class Dataset:
 
     # -- row selection -------------------------------------------------------------------------------
     def take(self, rows) -> "Dataset":
-        """A new dataset holding the given rows (group names are kept)."""
-        rows = np.asarray(rows, dtype=np.intp)
+        """A new dataset holding the given rows (integer indices or a boolean mask; group names are kept)."""
+        rows = check_rows(rows, self.n_samples)
         out = object.__new__(Dataset)
         out.X = self.X[rows]
         out.y = None if self.y is None else self.y[rows]
@@ -254,6 +261,10 @@ class Dataset:
 
     def split(self, fractions: Sequence[float], seed=None) -> tuple["Dataset", ...]:
         """Seeded, group-stratified split into parts with the given fractions (they must sum to 1)."""
+        if isinstance(fractions, (str, bytes)) or not hasattr(fractions, "__len__") or \
+                not all(is_real(f) for f in fractions):
+            raise DataError(f"fractions must be a list of at least two positive numbers summing to 1, e.g. [0.7, "
+                            f"0.3]; got {fractions!r}")
         fr = np.asarray(fractions, dtype=float)
         if fr.ndim != 1 or fr.size < 2 or np.any(fr <= 0) or not np.isclose(fr.sum(), 1.0):
             raise DataError(f"fractions must be at least two positive numbers summing to 1; got {list(fractions)}")
@@ -366,11 +377,23 @@ def _allocate(total: int, weights: np.ndarray, exact: bool = False, at_least_one
 MAX_CATEGORIES = 1000
 
 
+def column_list(names, what: str) -> list:
+    """Column names as a list: one name (a string) or a sequence of names."""
+    if isinstance(names, str):
+        return [names]
+    if not hasattr(names, "__iter__"):
+        raise DataError(f"{what} must be a column name or a list of column names; got {names!r}")
+    return list(names)
+
+
 def encode_columns(table: dict, columns: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Numeric columns as they are, other columns one-hot (``name=value``); returns (X, names).
 
     A column with more than ``MAX_CATEGORIES`` distinct values, or (over 100 rows) more distinct values than
     half the rows, is refused: it is an ID or free text, and its one-hot matrix would be huge."""
+    if not columns:
+        raise DataError("no feature column: the features would be an empty matrix; give features=[...] (columns "
+                        "other than the target and the sensitive attribute)")
     blocks, names = [], []
     for col in columns:
         values = np.asarray(table[col])
@@ -378,6 +401,13 @@ def encode_columns(table: dict, columns: Sequence[str]) -> tuple[np.ndarray, lis
             blocks.append(check_vector(values, None, f"column {col!r}")[:, None])
             names.append(col)
             continue
+        if values.dtype.kind in "mM" or (values.dtype == object and values.size > 0 and
+                                         (hasattr(values[0], "total_seconds") or hasattr(values[0], "year"))):
+            raise DataError(f"column {col!r} holds dates or times; features must be numbers or categories: convert "
+                            f"it first (e.g. df[{col!r}].dt.year, or the days since a reference date)")
+        if values.dtype == object and any(isinstance(v, (list, tuple, dict, set, np.ndarray)) for v in values):
+            raise DataError(f"column {col!r} holds lists or arrays in its cells; each cell must be one number or one "
+                            f"category (expand the lists into columns first)")
         cats, codes = np.unique(values.astype(str), return_inverse=True)
         n = values.shape[0]
         if cats.size > MAX_CATEGORIES or (n > 100 and cats.size > n / 2):

@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from ._validate import check_scaling_stats, check_unique_names
+from ._validate import check_array_input, check_rows, check_scaling_stats, check_unique_names
 from .data import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
 from .data_dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
 from .data_parquet import parquet_columns
@@ -65,6 +65,11 @@ def compute_chunks(dask, *tasks):
         raise DataError(f"a Dask computation over the chunks was cancelled ({type(exc).__name__}: {exc}); was the "
                         f"dask.distributed client or cluster closed during the run? Keep it open until the solve or "
                         f"evaluation returns") from exc
+    except Exception as exc:    # a chunk that cannot be read (a file changed or damaged since it was opened)
+        if not (isinstance(exc, OSError) or type(exc).__module__.startswith("pyarrow")):
+            raise
+        raise DataError(f"a chunk of the data could not be read ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+                        f"were its files changed or damaged after the data set was built? Rebuild it") from exc
 
 
 def is_dask(a) -> bool:
@@ -177,6 +182,8 @@ class DaskDataset(Dataset):
                                        or chunk_rows < 1):
             raise DataError(f"chunk_rows must be a positive integer (rows per chunk); got {chunk_rows!r}")
         rows = chunk_rows or DEFAULT_CHUNK_ROWS
+        if not is_dask(X):
+            check_array_input(X, "X")
         X = X if is_dask(X) else da.from_array(np.asarray(X), chunks=(rows, -1))
         if X.ndim != 2:
             raise DataError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}")
@@ -190,11 +197,16 @@ class DaskDataset(Dataset):
             raise DataError(f"X must have at least one row and one column; got shape {X.shape}")
 
         def aligned(v, what):
-            v = v if is_dask(v) else da.from_array(np.asarray(v), chunks=(X.chunks[0],))
+            if not is_dask(v):
+                v = np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v)
             if v.ndim == 1 and np.isnan(v.shape[0]):
                 raise DataError(f"{what} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
-            if v.ndim != 1 or int(v.shape[0]) != n:
+            if v.ndim != 1:
                 raise DataError(f"{what} must be 1-D with one entry per row of X ({n}); got shape {v.shape}")
+            if int(v.shape[0]) != n:
+                raise DataError(f"the lengths differ: X has {n} rows but {what} has {int(v.shape[0])} entries; "
+                                f"{what} needs one entry per row of X")
+            v = v if is_dask(v) else da.from_array(v, chunks=(X.chunks[0],))
             return v.rechunk((X.chunks[0],))
 
         yd = None if y is None else aligned(y, "y")
@@ -221,8 +233,9 @@ class DaskDataset(Dataset):
         if gd is not None:
             names = _distinct(np.concatenate([p[7] for p in parts]))
             names = names.astype(str) if names.dtype == object else names
-            if names.dtype.kind == "f" and np.isnan(names).any():
-                raise DataError("group labels contain missing values; drop or fill those rows first")
+            if names.dtype.kind == "c" or names.dtype.kind == "f" and not np.all(np.isfinite(names)):
+                raise DataError(f"group labels contain {'complex' if names.dtype.kind == 'c' else 'NaN or infinite'} "
+                                f"values; use integer or text labels, and drop or fill the rows without one")
             del parts
             codes = concatenate_rows(self.map_chunks(functools.partial(_encode_batch, names)))  # second pass
             self._gd = gd.map_blocks(_encode, names, dtype=np.intp)      # the codes, per chunk, in later passes
@@ -332,9 +345,7 @@ class DaskDataset(Dataset):
         """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read). ``cancel``: a
         ``threading.Event`` checked between groups of chunks; once set, the gather stops and returns None."""
         dask, _ = dask_modules()
-        rows = np.asarray(rows, dtype=np.intp).ravel()
-        if rows.size and (rows.min() < 0 or rows.max() >= self.n_samples):
-            raise DataError(f"row indices must lie in [0, {self.n_samples})")
+        rows = check_rows(rows, self.n_samples)
         chunk = np.searchsorted(self._bounds, rows, side="right") - 1
         rows = rows if self._sel is None else self._sel[rows]       # rows of the Dask arrays
         order = np.argsort(chunk, kind="stable")
@@ -363,8 +374,8 @@ class DaskDataset(Dataset):
         """A Dask-backed Dataset of the given rows (sorted, duplicates dropped) over the same chunks: passes read
         only the chunks holding some of its rows and compute on those rows; samplers draw among them (e.g. one
         group's rows, for MERO's per-group problems). Labels and groups of the rows are kept in memory."""
-        rows = np.unique(np.asarray(rows, dtype=np.intp).ravel())
-        if rows.size == 0 or rows[0] < 0 or rows[-1] >= self.n_samples:
+        rows = np.unique(check_rows(rows, self.n_samples, "the row indices of a subset"))
+        if rows.size == 0:
             raise DataError(f"a subset needs at least one row index, all in [0, {self.n_samples})")
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
@@ -377,8 +388,8 @@ class DaskDataset(Dataset):
         return out
 
     def take(self, rows) -> Dataset:
-        """An in-memory Dataset of the given rows (group names kept)."""
-        rows = np.asarray(rows, dtype=np.intp)
+        """An in-memory Dataset of the given rows (integer indices or a boolean mask; group names kept)."""
+        rows = check_rows(rows, self.n_samples)
         out = object.__new__(Dataset)
         out.X = self.rows(rows)
         out.y = None if self.y is None else self.y[rows]

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._validate import as_generator
+from ._validate import as_generator, check_int
 from .data import Batch, Groups
 from .errors import DataError
 
@@ -51,6 +51,7 @@ class ChunkSampler:
             raise DataError(f"Dask-backed data support the 'uniform' and 'per_group' samplers; got {kind!r}")
         if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
             raise DataError(f"batch_size must be a positive integer; got {batch_size!r}")
+        check_int(buffer_bytes, "buffer_bytes (the bytes of pre-drawn features per buffer)", error=DataError)
         self.data, self.kind, self.batch_size, self.prefetch = data, kind, int(batch_size), bool(prefetch)
         self.rng = np.random.default_rng(as_generator(seed).integers(0, 2 ** 63))
         if kind == "uniform":

@@ -85,6 +85,11 @@ class Groups:
 
 def _as_label_array(labels) -> np.ndarray:
     """A 1-D array of labels; a list of tuples becomes an object array of tuples (not a 2-D array)."""
+    if labels is None:
+        raise DataError("group labels are None: give one label per row (e.g. data.groups or the sensitive column)")
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
+        raise DataError(f"group labels must be one label per row (an array, a list or a column); got the single "
+                        f"value {labels!r}")
     if isinstance(labels, np.ndarray):
         return labels
     labels = list(labels) if not hasattr(labels, "to_numpy") else labels.to_numpy()

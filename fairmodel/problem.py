@@ -42,6 +42,22 @@ def _check_keywords(method, options: dict, where: str) -> None:
         check_options(options, [n for n in params if n not in ("method", "seed", "solver", "verbose")], where)
 
 
+def _check_distinct_names(exprs) -> None:
+    """Two different parameters (or variables) with one name would share one value in the exact program, in
+    ``parameters()``, in sweeps and in results (which key them by name): refuse them."""
+    seen: dict = {}
+    for e in exprs:
+        for node in e.nodes():
+            if isinstance(node, Parameter) or node in e.variables():
+                kind = "parameters" if isinstance(node, Parameter) else "variables"
+                other = seen.setdefault((kind, node.name), node)
+                if other is not node:
+                    what = (f"(values {other.value:g} and {node.value:g})" if kind == "parameters" else
+                            f"({other!r} and {node!r})")
+                    raise ModelError(f"two different {kind} are named {node.name!r} {what}; give each its own name "
+                                     f"(name=...), or use the same object in both places")
+
+
 class Problem:
     """A fair-learning problem: ``Problem(Minimize(expr), [constraints], **family_options)``.
 
@@ -62,6 +78,7 @@ class Problem:
         names = [c.name or f"c{i}" for i, c in enumerate(constraints)]
         if len(set(names)) != len(names):
             raise ModelError(f"constraint names must be unique; got {names}")
+        _check_distinct_names([objective.expr] + [c.expr for c in constraints])
         self.objective = objective
         self.constraints = tuple(c if c.name else c.named(n) for c, n in zip(constraints, names))
         self.options = dict(options)
@@ -171,6 +188,9 @@ class Problem:
         """
         default = method is None
         family, method = self.reduction_for(backend, method, solver)
+        if options.get("callback") is not None and not callable(options["callback"]):
+            raise OptionError(f"callback must be a callable f(info) or None; got "
+                              f"{type(options['callback']).__name__}")
         if backend == "exact":
             _check_keywords(family.solve_exact, options, f"the exact method {method!r}")
             if default:        # the default exact method falls back to the family's others when it fails

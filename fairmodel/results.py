@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _display
+from ._validate import check_bool
 from .errors import ResultFileError
 from .families.registry import by_name
 from .result_schema import validate_fields
@@ -131,14 +132,14 @@ class Result:
         Refuses to replace an existing result unless ``overwrite=True``.
         """
         json_path, npz_path = result_paths(path)
-        if not overwrite:
+        if not check_bool(overwrite, "overwrite", error=ResultFileError):
             check_free(path)
         save_id = uuid.uuid4().hex
         arrays: dict[str, np.ndarray] = {}
         doc = {"format": FORMAT, "schema": SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
         doc["digest"] = _digest(arrays)
         arrays[ID_KEY] = np.array(save_id)
-        json_path.parent.mkdir(parents=True, exist_ok=True)
+        make_directory(json_path.parent)
         text = json.dumps(doc, indent=1, allow_nan=True)
         _replace_atomically(npz_path, lambda f: np.savez_compressed(f, **arrays))
         _replace_atomically(json_path, lambda f: f.write(text.encode()))
@@ -182,6 +183,18 @@ def result_paths(path) -> tuple[Path, Path]:
     return base.with_name(base.name + ".json"), base.with_name(base.name + ".npz")
 
 
+def make_directory(directory: Path) -> None:
+    """Create ``directory`` (and its parents) for saved results, or a :class:`ResultFileError` saying why not."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ResultFileError(f"cannot save into {directory}: it (or a parent) is a file, not a directory; choose "
+                              f"another path") from None
+    except OSError as exc:
+        raise ResultFileError(f"cannot create the directory {directory}: {exc.strerror or exc}; choose a path you "
+                              f"can write to") from None
+
+
 def check_free(path) -> None:
     """Raise :class:`ResultFileError` if a result is already saved under ``path`` (checked before long work)."""
     existing = [str(p) for p in result_paths(path) if p.exists()]
@@ -190,11 +203,19 @@ def check_free(path) -> None:
                               f"overwrite=True (command line: --force)")
 
 
+def umask() -> int:
+    """The process's umask (new files get mode 0o666 & ~umask, new directories 0o777 & ~umask)."""
+    mask = os.umask(0o022)    # the only way to read it; set back at once
+    os.umask(mask)
+    return mask
+
+
 def _replace_atomically(path: Path, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+        os.chmod(tmp, 0o666 & ~umask())      # mkstemp makes 0600; a saved result gets the mode of any new file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -213,11 +234,15 @@ def load_result(path, problem=None) -> Result:
     for p in (json_path, npz_path):
         if not p.exists():
             raise ResultFileError(f"{p} does not exist; a saved result is a .json file and a .npz file side by side")
+        if not p.is_file():
+            raise ResultFileError(f"{p} is not a file; a saved result is a .json file and a .npz file side by side")
     try:
         with open(json_path) as f:
             doc = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ResultFileError(f"{json_path} is not valid JSON ({exc}); the file is corrupt") from None
+    except OSError as exc:
+        raise ResultFileError(f"{json_path} could not be read: {exc.strerror or exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResultFileError(f"{json_path} was not written by fairmodel (no format tag {FORMAT!r})")
     if doc.get("schema") != SCHEMA:
@@ -228,8 +253,9 @@ def load_result(path, problem=None) -> Result:
     except ValueError as exc:
         raise ResultFileError(f"{npz_path} holds object arrays or is corrupt ({exc}); fairmodel never loads "
                               f"pickled data") from None
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise ResultFileError(f"{npz_path} could not be read ({exc}); the file is corrupt") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ResultFileError(f"{npz_path} could not be read ({exc or type(exc).__name__}); the file is corrupt or "
+                              f"empty") from None
     npz_id = arrays.pop(ID_KEY, None)
     if "id" in doc or npz_id is not None:   # files saved before ids existed have neither
         if npz_id is None or str(npz_id) != doc.get("id"):
@@ -244,7 +270,7 @@ def load_result(path, problem=None) -> Result:
         validate_fields(fields, str(json_path), STATUSES)
         history = _history_records(fields.pop("history"))
         result = Result(history=history, **fields)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise ResultFileError(f"{json_path} is incomplete or inconsistent with {npz_path}: {exc}") from None
     _check_status(result, str(json_path))
     if problem is not None:
@@ -297,7 +323,13 @@ def _digest(arrays: dict) -> str:
 
 
 def _base(path) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ResultFileError(f"the path of a result must be a str or a pathlib.Path (the name used to save it); got "
+                              f"{type(path).__name__}")
     p = Path(os.fspath(path))
+    if p.is_dir():
+        raise ResultFileError(f"{p} is a directory; name the result inside it, e.g. {p / 'result'} (saved as "
+                              f"result.json and result.npz)")
     return p.with_suffix("") if p.suffix in (".json", ".npz") else p
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ._threads import few_threads
 from .oracles.domains import Ball, Box, Simplex, as_domain
-from ._validate import as_generator, check_options
+from ._validate import as_generator, check_options, is_real
 from .errors import ModelError, OptionError
 from .exact import saddle as exact_saddle
 from .exact.newton import ball_qp_step
@@ -54,7 +54,11 @@ class _CallableOracle(SaddleOracle):
     def value(self, i, u, shift):
         up = u.copy()
         up[self.zo] += shift
-        return float(self.sp.value_fn(up[:self.d_x], up[self.d_x:], i))
+        out = self.sp.value_fn(up[:self.d_x], up[self.d_x:], i)
+        if not is_real(out) and not (isinstance(out, np.ndarray) and out.shape == () and out.dtype.kind in "biuf"):
+            raise ModelError(f"value(x, y, i) must return one number (the component L_i); got "
+                             f"{type(out).__name__} {np.shape(out) if hasattr(out, 'shape') else ''}".rstrip())
+        return float(out)
 
     def gradient(self, i, u, exact_only):
         gx, gy = self.sp.grad_fn(u[:self.d_x], u[self.d_x:], i)
@@ -213,6 +217,8 @@ class SaddleProblem:
             raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)} "
                               f"(and 'exact' for the built-in problems)")
         check_options(options, OGDA_OPTIONS, f"the stochastic method {method!r}")
+        if options.get("callback") is not None and not callable(options["callback"]):
+            raise OptionError(f"callback must be a callable f(info) or None; got {type(options['callback']).__name__}")
         self.x_domain.require_bounded("x_domain")
         self.y_domain.require_bounded("y_domain")
         if order == 1 and self.grad_fn is None:
@@ -227,15 +233,23 @@ class SaddleProblem:
         certify = self._certify(solver)
         if certify is None and options.get("check_every") is not None:
             raise OptionError("check_every needs the duality gap: give SaddleProblem cvxpy_value= or max_y= and min_x=")
-        auto = {}
+        auto, out = {}, None
         if "auto" in (str(opts["eta0"]), str(opts["R0"])):
             probe_rng = (np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
                          if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else as_generator(seed))
-            auto = auto_steps(self.oracle(), order, opts.get("estimator", "one-point"), method=method, epochs=opts["epochs"],
-                              diameter=np.hypot(self.x_domain.diameter, self.y_domain.diameter), rng=probe_rng)
-            opts = {**opts, **{k: auto[k] for k in ("eta0", "R0") if str(opts[k]) == "auto"}}
-        out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0, certify=certify,
-                   **opts)
+            try:
+                auto = auto_steps(self.oracle(), order, opts.get("estimator", "one-point"), method=method,
+                                  epochs=opts["epochs"], diameter=np.hypot(self.x_domain.diameter,
+                                                                           self.y_domain.diameter), rng=probe_rng)
+                opts = {**opts, **{k: auto[k] for k in ("eta0", "R0") if str(opts[k]) == "auto"}}
+            except NonFiniteValue as exc:     # the probe of the automatic steps met it: failed, as in the run
+                u = np.concatenate([self.x_domain.center(), self.y_domain.center()]) if u0 is None else u0
+                out = {"u": u, "u_last": u, "status": "failed", "history": [], "queries": 0, "gradients": 0,
+                       "epochs_run": 0, "steps": {}, "message": f"stopped before the first epoch, while probing the "
+                                                                f"automatic steps (eta0, R0): {exc}"}
+        if out is None:
+            out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0, certify=certify,
+                       **opts)
 
         solved = time.perf_counter()
         x, y = out["u"][:self.d_x], out["u"][self.d_x:]

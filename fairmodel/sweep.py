@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from ._display import frontier_repr, rows_html, rows_markdown
-from .errors import ModelError
+from .errors import ModelError, OptionError
 from .plotting import plot_frontier
 from .progress import Progress, logger
 
@@ -79,6 +79,13 @@ def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_s
     the value being solved is kept as ``interrupted`` (stochastic: its judged iterate) and the finished values
     are returned (``frontier.interrupted`` is True).
     """
+    if not callable(build):
+        raise OptionError(f"build must be a callable value -> Problem; got {type(build).__name__}")
+    if options_for is not None and not callable(options_for):
+        raise OptionError(f"options_for must be a callable value -> dict of solve options; got "
+                          f"{type(options_for).__name__}")
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise ModelError(f"values must be a list (or array) of the values to sweep; got {values!r}")
     values = list(values)
     if not values:
         raise ModelError("sweep needs at least one value")

@@ -60,7 +60,7 @@ def test_invalid_declarations(data):
         fm.auc_gap(s, other)
     with pytest.raises(ExpressionTypeError, match="Dataset"):
         fm.auc_gap(s, data.X)
-    w2 = fm.Weights(5, radius=3.0)
+    w2 = fm.Weights(5, radius=3.0, name="v")    # its own name: two variables named "w" are refused
     # two different scores: not the AUC family's structure, but still a convex program (the generic reduction)
     two = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(data.score(w2), data) <= 0.1])
     assert two.family.name == "convex"

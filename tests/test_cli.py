@@ -251,3 +251,103 @@ def test_bad_data_in_problem_files_exit_2_with_one_line(small_file, capsys, toml
     assert code == 2
     assert message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("radius = 3.0", "radius = \"3\""), "p.toml: [model] radius: must be a number; got '3'"),
+    (("title = \"small\"", "title = 5"), "p.toml: top level title: must be a string"),
+    (("target = \"label\"\n", ""), "needs labels y, got None"),
+    (("categorical = [\"job\"]", "categorical = [\"job\"]\nseed = -1"), "[data] seed: must be a non-negative integer"),
+    (("categorical = [\"job\"]", "categorical = [\"job\"]\nfeatures = []"), "[data] features: no feature column"),
+    (("categorical = [\"job\"]", "categorical = [\"job\"]\nsubsample = 1\nseed = 0"),
+     "[data] subsample: subsample of 1 rows cannot keep all 3 groups"),
+    (("family = \"gdro\"\nloss = \"logistic\"", "family = \"dp_postprocessing\"\nbeta = -1"),
+     "[problem] beta: must be >= 0"),
+])
+def test_more_bad_problem_files_name_the_key(small_file, capsys, edit, message):
+    small_file.write_text(small_file.read_text().replace(*edit))
+    code, out, err = run(capsys, "describe", small_file)
+    assert code == 2 and message in err and err.count("p.toml") == 1 and "Traceback" not in err
+
+
+def test_dp_classification_on_a_continuous_target(small_file, capsys):
+    pytest.importorskip("sklearn")
+    text = small_file.read_text().replace('target = "label"', 'target = "f1"').replace(
+        'family = "gdro"\nloss = "logistic"', 'family = "dp_postprocessing"\ntask = "classification"')
+    small_file.write_text(text)
+    code, _, err = run(capsys, "describe", small_file)
+    assert code == 2 and "[problem] task: classification needs a target of a few classes" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "-1", "--backend", "stochastic"], "seed must be a non-negative integer"),
+    (["--out", "FILE"], "is a file; --out names a directory"),
+    (["--out", "FILE/sub"], "cannot create the directory"),
+])
+def test_solve_arguments_refused_before_solving(small_file, capsys, monkeypatch, tmp_path, argv, message):
+    from fairmodel import problem as problem_module
+    (tmp_path / "FILE").write_text("x")
+    argv = [str(tmp_path / a) if a.startswith("FILE") else a for a in argv]
+    if "--seed" not in argv:
+        monkeypatch.setattr(problem_module.Problem, "solve", lambda *a, **k: pytest.fail("solved before the check"))
+    code, _, err = run(capsys, "solve", small_file, *argv)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_sweep_values_with_an_empty_item(small_file, capsys):
+    code, _, err = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "1,,2")
+    assert code == 2 and "item 2 is empty" in err
+
+
+def test_sweep_force_replaces_the_old_sweep_as_a_whole(small_file, capsys, tmp_path):
+    out = tmp_path / "o"
+    assert run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "1,2,3", "--out", out)[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["frontier.json", "frontier.md"] + [
+        f"value{i}.{e}" for i in range(3) for e in ("json", "npz")]
+    code, _, err = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "4", "--out", out)
+    assert code == 2 and "--force" in err                       # without --force nothing is replaced
+    code, out_text, _ = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "4", "--out", out,
+                            "--force")
+    assert code == 0 and f"saved: {out / 'frontier.md'}" in out_text
+    assert sorted(p.name for p in out.iterdir()) == ["frontier.json", "frontier.md", "value0.json", "value0.npz"]
+    assert [r["model.radius"] for r in json.loads((out / "frontier.json").read_text())["rows"]] == [4]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o")]      # no directory left aside
+
+
+def test_sweep_force_refuses_a_directory_with_other_files(small_file, capsys, tmp_path, monkeypatch):
+    from fairmodel import problem as problem_module
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    monkeypatch.setattr(problem_module.Problem, "solve", lambda *a, **k: pytest.fail("solved before the check"))
+    code, _, err = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "4", "--out", out, "--force")
+    assert code == 2 and "notes.txt" in err and (out / "notes.txt").read_text() == "mine"
+
+
+def test_ctrl_c_while_the_command_line_imports_exits_130_without_traceback(small_file):
+    """The console script declared in pyproject.toml, run as pip's launcher runs it; the signal is sent while Python
+    imports CVXPY (seen in -X importtime's lines on standard error), i.e. before any command-line code ran: the entry
+    point installed its handler first."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    try:
+        import tomllib
+    except ImportError:         # Python 3.10
+        import tomli as tomllib
+    root = Path(__file__).resolve().parent.parent
+    module, func = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["fairmodel"].split(":")
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-c", f"import sys; from {module} import {func}; "
+                             f"sys.exit({func}())", "describe", str(small_file)], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines, start = [], time.time()
+    for line in proc.stderr:
+        lines.append(line)
+        if "cvxpy" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+        assert time.time() - start < 120
+    err = "".join(lines) + proc.stderr.read()
+    assert proc.wait(60) == 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "fairmodel: interrupted (Ctrl-C)" in err

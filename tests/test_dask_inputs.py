@@ -168,3 +168,126 @@ def test_seeded_draw_contract_same_chunking_same_rows(arrays):
     np.testing.assert_array_equal(same, rows((300, 300), True))
     np.testing.assert_array_equal(same, rows((300, 300), False))
     assert not np.array_equal(same, rows((100, 500), False))
+
+
+# -- Parquet: what the files hold, not only the happy path ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def files(arrays, tmp_path_factory):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    X, y, g = arrays
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)]).assign(label=y, group=g)
+    root = tmp_path_factory.mktemp("pqfiles")
+    frame.to_parquet(root / "ok.parquet")
+    good = (root / "ok.parquet").read_bytes()
+    (root / "truncated.parquet").write_bytes(good[:len(good) // 2])
+    (root / "empty_file.parquet").write_bytes(b"")
+    (root / "text.parquet").write_text("x0,label\n1,2\n")
+    for name, second in (("mixed", None), ("schemas", frame.iloc[300:].rename(columns={"x0": "X0"})),
+                         ("types", frame.iloc[300:].assign(x0=lambda d: d.x0.astype(str)))):
+        (root / name).mkdir()
+        frame.iloc[:300].to_parquet(root / name / "part0.parquet")
+        if second is None:
+            (root / name / "part1.parquet").write_bytes(good[:len(good) // 3])
+        else:
+            second.to_parquet(root / name / "part1.parquet")
+    (root / "nothing").mkdir()
+    frame.iloc[:0].to_parquet(root / "no_rows.parquet")
+    return root
+
+
+@pytest.mark.parametrize("path, message", [
+    ([], "path is an empty list"), ("nothing/*.parquet", "no Parquet file matched .*nothing"),
+    ("nothing", "no Parquet file matched .*nothing.* files ending with .parq"),
+    ("truncated.parquet", "truncated.parquet is not a readable Parquet file"),
+    ("empty_file.parquet", "empty_file.parquet is not a readable Parquet file .*0 bytes"),
+    ("text.parquet", "text.parquet is not a readable Parquet file"),
+    ("mixed", "part1.parquet is not a readable Parquet file"),
+    ("schemas", "column 'x0' is in .*part0.parquet but not in .*part1.parquet"),
+    ("types", "column 'x0' has type .*string in .*part1.parquet; features and labels must be numeric"),
+    ("no_rows.parquet", "hold no rows"), (3, "path must be a Parquet file"), (None, "path must be a Parquet file"),
+])
+def test_parquet_files_are_checked_before_reading(files, path, message):
+    full = [str(files / p) for p in path] if isinstance(path, list) else \
+        str(files / path) if isinstance(path, str) else path
+    with pytest.raises(DataError, match=message):
+        fm.Dataset.from_parquet(full, target="label", sensitive="group")
+
+
+def test_parquet_columns_and_read_options(files):
+    path = str(files / "ok.parquet")
+    with pytest.raises(DataError, match="sensitive column 'group' is listed among the features"):
+        fm.Dataset.from_parquet(path, target="label", sensitive="group", features=["x0", "group"])
+    with pytest.raises(fm.OptionError, match="unknown option.*'foo'"):
+        fm.Dataset.from_parquet(path, target="label", foo=1)          # dask would ignore it silently
+    with pytest.raises(fm.OptionError, match="drop columns="):
+        fm.Dataset.from_parquet(path, target="label", columns=["x0"])
+    one = fm.Dataset.from_parquet(path, target="label", features="x1")    # one feature named by a string
+    assert one.feature_names == ("x1",)
+
+
+def test_a_file_damaged_after_reading_is_a_data_error(files, tmp_path):
+    import shutil
+    target = tmp_path / "later.parquet"
+    shutil.copy(files / "ok.parquet", target)
+    data = fm.Dataset.from_parquet(str(target), target="label", sensitive="group")
+    target.write_bytes(b"not parquet any more")
+    with pytest.raises(DataError, match="could not be read"):
+        data.matvec(np.ones(D))
+
+
+# -- Dask arrays: lengths, shapes and labels as the in-memory rules ---------------------------------------------------
+@pytest.mark.parametrize("which, dask_input", [("y", False), ("groups", False), ("y", True), ("groups", True)])
+def test_lengths_that_differ_are_named(arrays, which, dask_input):
+    X, y, g = arrays
+    short = {"y": y, "groups": g}[which][:450]
+    short = da.from_array(short, chunks=150) if dask_input else short
+    args = {"y": y, "groups": g, which: short}
+    with pytest.raises(DataError, match=f"the lengths differ: X has {N} rows but {which} has 450"):
+        fm.Dataset.from_dask(da.from_array(X, chunks=(200, D)), args["y"], args["groups"])
+
+
+@pytest.mark.parametrize("labels, message", [("complex", "complex"), ("inf", "infinite"),
+                                             ("2d", "must be 1-D")])
+def test_group_labels_refused_as_in_memory(arrays, labels, message):
+    X, y, g = arrays
+    bad = {"complex": np.arange(N) % 2 + 0j, "inf": np.where(np.arange(N) % 2, np.inf, 1.0),
+           "2d": np.column_stack([g, g])}[labels]
+    with pytest.raises(DataError, match=message):
+        fm.Dataset.from_dask(da.from_array(X, chunks=(200, D)), y, bad)
+    if labels != "2d":
+        with pytest.raises(DataError, match=message):
+            fm.Dataset(X, y, bad)
+
+
+@pytest.mark.parametrize("X, message", [(None, "2-D array"), ("sparse", "sparse"), ("frame", r"column\(s\) 'job'")])
+def test_non_array_X_is_named(X, message):
+    if X == "sparse":
+        X = pytest.importorskip("scipy.sparse").csr_matrix(np.eye(4))
+    elif X == "frame":
+        pd = pytest.importorskip("pandas")
+        X = pd.DataFrame({"a": [1.0, 2.0], "job": ["p", "q"]})
+    with pytest.raises(DataError, match=message):
+        fm.Dataset.from_dask(X)
+
+
+def test_rows_and_sampler_options(arrays):
+    X, y, g = arrays
+    data = fm.Dataset.from_dask(da.from_array(X, chunks=(200, D)), y, g)
+    with pytest.raises(DataError, match="integer row indices"):
+        data.rows([0.5])
+    mask = np.zeros(N, bool)
+    mask[[5, 250]] = True
+    assert np.array_equal(data.take(mask).X, X[[5, 250]])
+    for bad in (0, "a", 1.5):
+        with pytest.raises(DataError, match="buffer_bytes .* must be a positive integer"):
+            data.sampler("uniform", 2, buffer_bytes=bad)
+
+
+def test_assess_chunked_pos_label_not_among_the_labels(columns):
+    y, yp, _, g = columns
+    with pytest.raises(DataError, match=r"pos_label=7 is not among the values of y_true and y_pred"):
+        fm.assess(chunked(y), y_pred=chunked(yp), sensitive_features=chunked(g), pos_label=7)
+    ok = fm.assess(chunked(y), y_pred=chunked(yp), sensitive_features=chunked(g), pos_label=1.0)
+    mem = fm.assess(y, y_pred=yp, sensitive_features=g, pos_label=1.0)
+    assert np.allclose(ok.overall.to_numpy(), mem.overall.to_numpy())

@@ -212,3 +212,27 @@ def test_bundled_data_and_generators_do_not_warn():
         fm.datasets.make_strategic_synthetic(seed=0)
         for path in sorted((ROOT / "examples" / "problems").glob("*.toml")):
             load(path)
+
+
+@pytest.mark.parametrize("header, rows, message", [
+    ("f1;f2;group;label", ["0.1;0.2;a;1"], "it seems to be separated by ';'"),
+    ("f1,,group,label", None, r"column\(s\) \[2\] of the header have no name"),
+    ("f1,f2,group,label", ["0.1,0.2,a,1", "0.3,0.1,b"], "line 3 has 3 fields; every row must have 4"),
+    ("f1,f2,group,label", [], "has no data rows"),
+])
+def test_problem_file_csv_layout_errors_name_the_line_or_column(tmp_path, header, rows, message):
+    with pytest.raises(ProblemFileError, match=message):
+        load(write_problem(tmp_path, BASE, header=header, rows=rows))
+
+
+def test_problem_file_csv_blank_last_lines_bom_and_encoding(tmp_path):
+    path = write_problem(tmp_path, BASE)
+    csv_file = tmp_path / "d.csv"
+    text = csv_file.read_text()
+    csv_file.write_text(text + "\n\n")                       # blank lines at the end are not rows
+    assert load(path).n_samples == 40
+    csv_file.write_bytes(("\ufeff" + text).encode("utf-8"))  # a byte-order mark is not part of the first name
+    assert load(path).feature_names[0] == "f1"
+    csv_file.write_bytes(text.replace("a,", "\xe9,", 1).encode("latin-1"))
+    with pytest.raises(ProblemFileError, match="not UTF-8 text .*save it as UTF-8"):
+        load(path)

@@ -22,7 +22,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
 
 from .. import expressions as dsl
 from .._validate import check_sample_weight as validated_sample_weight
+from .._validate import non_numeric_columns
 from ..data import Dataset
+from ..errors import DataError
 
 MAX_DENSE_BYTES = 2 ** 30      # a sparse X is densified (the solvers use dense NumPy) up to 1 GiB of float64
 
@@ -49,6 +51,9 @@ def split_sensitive(est, X, sensitive_features, fitting: bool):
     names = sensitive_features if fitting else getattr(est, "sensitive_columns_", None)
     by_name = isinstance(names, str) or (isinstance(names, (list, tuple)) and names
                                          and all(isinstance(n, str) for n in names))
+    if by_name and fitting and not isinstance(names, str) and len(names) == _n_rows(X) and not (
+            hasattr(X, "columns") and all(n in X.columns for n in names)):
+        by_name = False        # one text label per row (e.g. ["a", "b", ...]), not column names
     if fitting and not by_name:
         est.sensitive_columns_ = None
         return X, sensitive_features
@@ -72,6 +77,25 @@ def split_sensitive(est, X, sensitive_features, fitting: bool):
     return X.drop(columns=columns), groups
 
 
+def _n_rows(X):
+    shape = getattr(X, "shape", None)
+    return shape[0] if shape is not None and len(shape) else (len(X) if hasattr(X, "__len__") else None)
+
+
+def check_features(X, est):
+    """Refuse text features before scikit-learn's float conversion ("could not convert string to float"), naming
+    the columns of a DataFrame (or saying the array holds text) and how to encode them."""
+    text = non_numeric_columns(X)
+    if text:
+        raise DataError(f"X has non-numeric column(s) {', '.join(map(repr, text))}; {type(est).__name__} needs "
+                        f"numbers: encode them first (e.g. a Pipeline with OneHotEncoder on those columns, or "
+                        f"fm.Dataset.from_frame), or drop them")
+    if isinstance(X, np.ndarray) and X.dtype.kind in "USO" and X.size and any(
+            isinstance(v, str) for v in X.ravel()[:1000]):
+        raise DataError(f"X holds text (dtype {X.dtype}, e.g. {next(v for v in X.ravel() if isinstance(v, str))!r});"
+                        f" {type(est).__name__} needs numbers: encode the text columns first (e.g. OneHotEncoder)")
+
+
 class FairLinearClassifier(ClassifierMixin, BaseEstimator):
     """Base of the binary linear classifiers: input validation, label mapping, groups, the fitted weights.
 
@@ -88,6 +112,7 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
     def _validate_fit(self, X, y, sensitive_features):
         X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
         X = densify(X)
+        check_features(X, self)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -121,7 +146,9 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         check_is_fitted(self, "coef_")
         X, _ = split_sensitive(self, X, None, fitting=False)
-        X = validate_data(self, densify(X), dtype=np.float64, reset=False)
+        X = densify(X)
+        check_features(X, self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         return X @ self.coef_[0] + self.intercept_[0]
 
     def predict(self, X):

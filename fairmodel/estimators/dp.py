@@ -18,15 +18,15 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validate import check_choice
-from ..errors import InfeasibleError, OptionError
+from .._validate import check_array_input, check_choice
+from ..errors import DataError, InfeasibleError, OptionError
 from ..families.dp import CERTIFY_MAX
 from ..families.dp_runs import dp_parameters
 from ..families.dp_runs import StreamFit
 from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
 from ..problem import Minimize, Problem
-from ._base import warn_if_not_ok
+from ._base import densify, warn_if_not_ok
 
 
 class DemographicParityPostProcessor(BaseEstimator):
@@ -102,10 +102,11 @@ class DemographicParityPostProcessor(BaseEstimator):
         ``backend``. A result the judge does not accept (violation or certificate beyond its tolerance) gives a
         ``ConvergenceWarning`` with the numbers; ``status_`` says which."""
         check_choice(self.backend, "backend", ("auto", "exact", "stochastic"))
-        problem = self._problem(X, len(X))
+        X, n = _points(X)
+        problem = self._problem(X, n)
         backend = self.backend
         if backend == "auto":
-            backend = "exact" if len(X) * len(self.grid_) <= CERTIFY_MAX else "stochastic"
+            backend = "exact" if n * len(self.grid_) <= CERTIFY_MAX else "stochastic"
         options = {"method": "lbfgs"} if backend == "exact" else \
             {"seed": self.random_state, "T": self.T, "oracle": self.oracle, **self._options()}
         try:
@@ -122,6 +123,7 @@ class DemographicParityPostProcessor(BaseEstimator):
 
     def partial_fit(self, X, y=None):
         """Feed one batch of a stream of unlabeled points (in order); the duals are updated in place."""
+        X, _ = _points(X)
         if getattr(self, "_stream", None) is None:
             if self.T is None:
                 raise OptionError("partial_fit needs T= (the total number of stream points to use): SGD3 and AC-SA^2 "
@@ -154,9 +156,24 @@ class DemographicParityPostProcessor(BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """pi(. | x) over the grid ``grid_`` for every row of X: shape (n, 2L + 1) (eq. (7))."""
         self._check_fitted()
-        return self.predictor_.predict_proba(X)
+        return self.predictor_.predict_proba(_points(X)[0])
 
     def predict(self, X, mode: str = "mean", seed=None) -> np.ndarray:
         """The mean (default), mode or a sample (seeded by ``seed``, default ``random_state``) of pi(. | x)."""
         self._check_fitted()
-        return self.predictor_.predict(X, mode=mode, seed=self.random_state if seed is None else seed)
+        return self.predictor_.predict(_points(X)[0], mode=mode, seed=self.random_state if seed is None else seed)
+
+
+def _points(X):
+    """(X, number of rows) of unlabeled points: a scipy sparse matrix (e.g. a OneHotEncoder's output) is densified
+    after the estimators' memory check; anything that is not a table of points is refused naming X."""
+    X = densify(X)
+    if hasattr(X, "dask") and hasattr(X, "chunks"):       # Dask-backed points: validated by Dataset.from_dask
+        return X, int(X.shape[0])
+    check_array_input(X, "X")
+    shape = np.shape(X)
+    if len(shape) != 2 or shape[0] == 0:
+        raise DataError(f"X must be a 2-D array of unlabeled points (n_points, n_features) with at least one row; "
+                        f"got shape {shape}" + (". Use X.reshape(-1, 1) for a single feature" if len(shape) == 1
+                                                else ""))
+    return X, shape[0]

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .._threads import few_threads
-from ..oracles.dp_dual import DualProblem, gradient_mapping
+from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha
 from ..errors import InfeasibleError, SolverError
 from . import budget, solvers
 
@@ -151,7 +151,7 @@ def solve_lbfgs(dual: DualProblem, z0=None, *, tol: float = 1e-7, maxiter: int =
     """
     shape = dual.shape
     x = np.zeros(int(np.prod(shape))) if z0 is None else np.maximum(np.asarray(z0, dtype=float).ravel(), 0.0)
-    alpha = 1.0 / max(dual.smoothness(), 1e-300)
+    alpha = mapping_alpha(dual)
 
     def fun(v):
         value, grad = dual.value_and_grad(v.reshape(shape))

@@ -30,7 +30,6 @@ class Expr:
     kind = "scalar"
     size = 1
     args: tuple = ()
-    __array_ufunc__ = None   # ``np_array + expr`` calls ``expr.__radd__`` instead of building an object array
 
     # -- facts ------------------------------------------------------------------------------------
     own_curvature = "unknown"    # the atom's curvature as a function of its arguments (CVXPY's is_atom_convex ...)
@@ -161,6 +160,77 @@ class Expr:
         raise ExpressionTypeError(f"an expression is not a Python sequence: for the largest, smallest or total of "
                                   f"{self} use fm.max(...), fm.min(...) or fm.sum(...), not Python's max/min/sum")
 
+    # -- what Python and NumPy must not do with an expression (each says what to write instead) ------------------
+    def _no_order(self, other):
+        raise ExpressionTypeError(f"'<' and '>' do not compare fairmodel expressions: a constraint is written with <= "
+                                  f"or >= (e.g. {self} <= 0.1), and the largest or smallest of expressions is "
+                                  f"fm.max(a, b) or fm.min(a, b) (Python's max, min and sorted compare with < and >)")
+
+    __lt__ = __gt__ = _no_order
+
+    def __len__(self):
+        raise ExpressionTypeError(f"an expression has no len(); its number of entries is expr.size ({self.size} for "
+                                  f"{self})")
+
+    def _no_number(self, *args):
+        raise ExpressionTypeError(f"{self} has no number before it is evaluated: after a solve read result.objective "
+                                  f"and result.variables, or evaluate it at weights theta with "
+                                  f"fm.expressions.evaluate(expr, {{w: theta}})")
+
+    __float__ = __int__ = __index__ = __complex__ = __round__ = _no_number
+
+    def __getitem__(self, key):
+        raise ExpressionTypeError(f"expressions cannot be indexed ({self}[{key!r}]): select rows with a boolean mask, "
+                                  f"fm.mean(e, where=mask) or fm.group_mean(e, groups, where=mask)")
+
+    def __pow__(self, other):
+        raise ExpressionTypeError(f"({self}) ** {other!r} is not an atom: the squared norm of weights is "
+                                  f"fm.sum_squares(w), squared errors are fm.squared_loss(score, y)")
+
+    __rpow__ = __pow__
+
+    def __rtruediv__(self, other):
+        raise ExpressionTypeError(f"{other!r} / ({self}): fairmodel cannot divide by an expression (it is not convex "
+                                  f"in general); divide an expression by a number instead")
+
+    # NumPy: ``array + expr`` and the like build expressions through the Python operators; other ufuncs and NumPy
+    # functions (np.max, np.abs, ...) on an expression name the fm atom to use
+    _UFUNC_OPERATORS = {"add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
+                        "multiply": ("__mul__", "__rmul__"), "true_divide": ("__truediv__", "__rtruediv__"),
+                        "less_equal": ("__le__", "__ge__"), "greater_equal": ("__ge__", "__le__"),
+                        "less": ("__lt__", "__gt__"), "greater": ("__gt__", "__lt__"),
+                        "power": ("__pow__", "__rpow__"), "equal": ("__eq__", "__eq__"),
+                        "not_equal": ("__ne__", "__ne__")}
+    _NUMPY_HINTS = {"max": "fm.max", "amax": "fm.max", "maximum": "fm.max", "fmax": "fm.max", "min": "fm.min",
+                    "amin": "fm.min", "minimum": "fm.min", "fmin": "fm.min", "sum": "fm.sum", "mean": "fm.mean",
+                    "average": "fm.mean", "abs": "fm.abs", "absolute": "fm.abs", "square": "fm.sum_squares",
+                    "linalg.norm": "fm.norm", "norm": "fm.norm"}
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            if ufunc.__name__ in self._UFUNC_OPERATORS and len(inputs) == 2:
+                direct, reflected = self._UFUNC_OPERATORS[ufunc.__name__]
+                if inputs[0] is self:
+                    return getattr(self, direct)(inputs[1])
+                return getattr(self, reflected)(inputs[0])
+            if ufunc.__name__ == "negative":
+                return -self
+            if ufunc.__name__ == "absolute":
+                return Abs(self)
+        self._numpy_refusal(f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"),
+                            ufunc.__name__)
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._numpy_refusal(f"numpy.{func.__name__}", func.__name__)
+
+    def _numpy_refusal(self, what: str, name: str):
+        hint = self._NUMPY_HINTS.get(name)
+        raise ExpressionTypeError(f"{what} does not apply to a fairmodel expression ({self}): "
+                                  + (f"use {hint}(...)" if hint else
+                                     "it is not an atom of fairmodel; the atoms are the losses, norms and aggregates "
+                                     "of fm (fm.max, fm.min, fm.sum, fm.mean, fm.abs, fm.pos, fm.norm, ...; see "
+                                     "docs/modeling.md)"))
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self}>"
 
@@ -186,6 +256,9 @@ class Constant(Expr):
     """A constant number, or a constant vector (kind ``"vector"``: it takes the kind of what it meets)."""
 
     def __init__(self, value, kind: str | None = None, name: str | None = None):
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Expr) for v in value):
+            raise ExpressionTypeError(f"a list of expressions is not an expression ({value!r}): combine them with "
+                                      f"fm.max(a, b), fm.min(a, b) or a + b")
         try:
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_int, is_int, is_real
+from .._validate import check_bool, check_int, is_int, is_real
 from ..data import Dataset
 from ..errors import ExpressionTypeError, ModelError
 from ..oracles.domains import project_ball
@@ -45,7 +45,7 @@ class Weights(Expr):
             raise ModelError(f"name must be an identifier-like string; got {name!r}")
         self.n_features = int(n_features)
         self.radius = None if radius is None else float(radius)
-        self.intercept = bool(intercept)
+        self.intercept = check_bool(intercept, "intercept", error=ModelError)
         self.n_outputs = None if n_outputs is None else int(n_outputs)
         self.name = name
         rows = self.n_features + self.intercept
@@ -75,7 +75,11 @@ class Weights(Expr):
         return LinearScore(data, self)
 
     def check_value(self, theta, what: str = "value") -> np.ndarray:
-        theta = np.asarray(theta, dtype=float)
+        try:
+            theta = np.asarray(theta, dtype=float)
+        except (TypeError, ValueError):
+            raise ModelError(f"{what} for {self.name!r} must be an array of numbers of shape {self.shape}; got "
+                             f"{theta!r:.80}") from None
         if theta.shape != self.shape:
             raise ModelError(f"{what} for {self.name!r} must have shape {self.shape}; got {theta.shape}")
         if not np.all(np.isfinite(theta)):

@@ -24,7 +24,7 @@ from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import DPConstraint, DPPredictor, GridRisk
 from ..expressions.grid import GridPredictor, t_values
 from ..oracles.dp_chunked import ChunkedDual, dual_stats
-from ..oracles.dp_dual import DualProblem, gradient_mapping, sigma2
+from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha, sigma2
 from ..progress import Progress
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, DualRun, Pool
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
@@ -310,7 +310,7 @@ class DPPostProcessing(Reduction):
         if math.isinf(self.beta):
             return out
         stats_z = dual_stats(dual, z) if stats_z is None else stats_z
-        alpha = 1.0 / dual.smoothness()
+        alpha = mapping_alpha(dual)
         out["kkt_residual"] = float(np.linalg.norm(gradient_mapping(z, grad, alpha)))
         # = the unfairness excess of pi_z (Lemma 3.5 part I)
         out["dual_unfairness_excess"] = float(np.linalg.norm(np.maximum(-grad, 0.0)))

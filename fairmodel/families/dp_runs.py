@@ -81,6 +81,11 @@ def start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, beta
         mu_v = float(mu)
     else:
         raise OptionError(f"mu must be None (M / T), 'theory' (2 sigma^2 / beta) or a positive number; got {mu!r}")
+    if method == "sgd3" and mu is None and steps < (1 if variant == "reference" else 2):
+        need = (1 if variant == "reference" else 2) * batch_size
+        raise OptionError(f"T = {T} is too small for SGD3: with batch_size = {batch_size} it makes {steps} gradient "
+                          f"step(s), and SGD3's J = floor(log2(T / batch_size)) stages (mu = M / T) need at least one; "
+                          f"pass T >= {need} (the default is 20,000), or method='acsa2'")
     optimizer, info = make_optimizer(method, z0, M=M, mu=mu_v, steps=steps, inner=inner,
                                      reference=variant == "reference", step=step, tail=tail)
     if method == "sgd3" and mu == "theory":

@@ -6,8 +6,15 @@ result that is not ok, 130 interrupted by Ctrl-C (what was finished is printed a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import re
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +24,7 @@ from ..errors import FairmodelError, OptionError, SolverError
 from .. import expressions as dsl
 from ..plotting import default_frontier_y, plot_results
 from ..problem import Minimize, Problem
-from ..results import _jsonable, check_free
+from ..results import _jsonable, check_free, umask
 from ..sweep import sweep
 from . import problemfile
 
@@ -78,8 +85,21 @@ def _verbose(args):
 
 
 def _outputs(args, names) -> list[Path]:
-    """The result paths under --out, checked before any solving: existing results need --force."""
-    paths = [Path(args.out) / name for name in names] if getattr(args, "out", None) else []
+    """The result paths under --out, checked before any solving: the directory can be created and written to,
+    and existing results need --force."""
+    if not getattr(args, "out", None):
+        return []
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"--out {out} is a file; --out names a directory to save the results in")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OptionError(f"--out {out}: cannot create the directory ({exc.strerror or exc}); choose a directory "
+                          f"you can write to") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise OptionError(f"--out {out}: the directory is not writable; choose another one")
+    paths = [out / name for name in names]
     if not getattr(args, "force", False):
         for p in paths:
             if p.suffix != ".md":
@@ -149,8 +169,11 @@ def _plot(args, results: dict, optimum=None) -> None:
 
 def _parse_values(text: str) -> list:
     values = []
-    for item in text.split(","):
+    for k, item in enumerate(text.split(",")):
         item = item.strip()
+        if not item:
+            raise OptionError(f"--values {text!r}: item {k + 1} is empty; give comma-separated values, e.g. "
+                              f"0.01,0.05,0.1")
         try:
             values.append(int(item) if item.lstrip("-").isdigit() else float(item))
         except ValueError:
@@ -169,6 +192,8 @@ def _sweep(args) -> int:
                           f"override it in every solve; drop the flag")
     values = _parse_values(args.values)
     targets = _outputs(args, ["frontier.md", "frontier.json"] + [f"value{i}" for i in range(len(values))])
+    if targets and args.force:
+        _check_replaceable(Path(args.out))
 
     def spec_of(value):
         return problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
@@ -178,7 +203,7 @@ def _sweep(args) -> int:
         return problemfile.build_problem(sub, problemfile.load_data(sub))
     frontier = sweep(build, values, param=args.param, backend=backend, verbose=_verbose(args),
                      options_for=lambda value: _solve_args(args, spec_of(value), backend))
-    saved = _save_frontier(frontier, targets)
+    saved = _save_frontier(frontier, targets, replace=bool(args.force))
     if args.json:
         _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot,
                              "saved": saved})
@@ -198,18 +223,59 @@ def _sweep(args) -> int:
     return EXIT_OK if not frontier.errors else EXIT_SOLVER
 
 
-def _save_frontier(frontier, targets) -> list[str] | None:
+SWEEP_FILE = re.compile(r"(frontier\.(md|json)|value\d+\.(json|npz))")
+
+
+def _check_replaceable(out: Path) -> None:
+    """--force replaces a sweep's directory as a whole: refuse (before solving) one that holds other files."""
+    other = sorted(p.name for p in out.iterdir() if not SWEEP_FILE.fullmatch(p.name))
+    if other:
+        raise OptionError(f"--out {out} holds files a sweep did not write ({', '.join(other[:5])}"
+                          f"{', ...' if len(other) > 5 else ''}); --force replaces the directory's sweep as a whole, "
+                          f"so give a sweep's directory or a new one")
+
+
+@contextlib.contextmanager
+def _ctrl_c_held():
+    """Ctrl-C is delivered after the block, not inside it (the two renames of a swap happen both or neither)."""
+    block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
+    try:
+        yield
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _save_frontier(frontier, targets, replace: bool = False) -> list[str] | None:
+    """Write the frontier and the results; with ``replace`` (--force) into a new directory beside --out that then
+    takes its place, so no file of an earlier sweep (e.g. value5 of a longer one) stays next to the new ones."""
     if not targets:
         return None
-    md, js, per_value = targets[0], targets[1], targets[2:]
-    md.parent.mkdir(parents=True, exist_ok=True)
-    md.write_text(frontier.to_markdown() + "\n")
-    js.write_text(json.dumps(_jsonable(frontier.to_dict(), None), indent=1))
-    saved = [str(md), str(js)]
-    for result, target in zip(frontier.results, per_value):
-        if result is not None:
-            saved += [str(p) for p in result.save(target, overwrite=True)]
-    return saved
+    out = targets[0].parent
+    real = out.resolve()
+    where = Path(tempfile.mkdtemp(prefix=f".{real.name}.", dir=real.parent)) if replace else out
+    try:
+        md, js = where / targets[0].name, where / targets[1].name
+        md.write_text(frontier.to_markdown() + "\n")
+        js.write_text(json.dumps(_jsonable(frontier.to_dict(), None), indent=1))
+        for result, target in zip(frontier.results, targets[2:]):
+            if result is not None:
+                result.save(where / target.name, overwrite=True)
+        if replace:
+            os.chmod(where, 0o777 & ~umask())
+            old = Path(tempfile.mkdtemp(prefix=f".{real.name}.old.", dir=real.parent))
+            with _ctrl_c_held():
+                os.replace(real, old / real.name)    # the swap: the old sweep aside, the new one in its place
+                os.replace(where, real)
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        if replace:
+            shutil.rmtree(where, ignore_errors=True)
+        raise
+    return [str(out / p.name) for p in targets[:2]] + [
+        str(out / name) for result, target in zip(frontier.results, targets[2:]) if result is not None
+        for name in (target.name + ".json", target.name + ".npz")]
 
 
 def _describe(args) -> int:

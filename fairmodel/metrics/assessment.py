@@ -11,6 +11,8 @@ draw is one row of a weight matrix and a thousand draws are a few matrix product
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._validate import as_generator, check_int, check_number, check_vector
@@ -20,7 +22,7 @@ from . import report
 from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
 from .dp import _proba, merge_levels
 from .kernels import Inputs, bootstrap_counts, build, evaluate
-from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, weights_of
+from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, check_pos_label, weights_of
 
 DECISION_METRICS = ("selection_rate", "accuracy", "balanced_accuracy", "true_positive_rate", "false_positive_rate",
                     "false_negative_rate", "precision")
@@ -61,6 +63,9 @@ def _metric_list(metrics, has, regression):
         return names, {}
     if isinstance(metrics, str) or callable(metrics):
         metrics = [metrics]
+    if not isinstance(metrics, (dict, list, tuple)):
+        raise OptionError(f"metrics must be a metric name, a list of names or callables, or a dict {{name: metric}}; "
+                          f"got {metrics!r}")
     items = list(metrics.items()) if isinstance(metrics, dict) else [
         (m if isinstance(m, str) else getattr(m, "__name__", f"metric_{j}"), m) for j, m in enumerate(metrics)]
     names, custom = [], {}
@@ -154,9 +159,18 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
         if sensitive_features is None:
             sensitive_features = dataset_groups(data)
         data = None
+    if data is not None and not (hasattr(data, "columns") or isinstance(data, dict)):
+        raise DataError(f"data= must be a pandas DataFrame, a dict of columns or a fm.Dataset (in which string "
+                        f"arguments name columns); got a {type(data).__name__}")
     yt, yp = _column(y_true, data, "y_true"), _column(y_pred, data, "y_pred")
     sc = _column(scores, data, "scores")
     sw = _column(sample_weight, data, "sample_weight")
+    lengths = {k: np.shape(v)[0] for k, v in (("y_true", yt), ("y_pred", yp), ("scores", sc)) if v is not None
+               and np.ndim(v) >= 1}
+    if len(set(lengths.values())) > 1:
+        (a, na), (b, nb) = [(k, v) for k, v in lengths.items() if v != max(lengths.values())][:1] + \
+            [(k, v) for k, v in lengths.items() if v == max(lengths.values())][:1]
+        raise DataError(f"{a} has {na} entries but {b} has {nb}; every column needs one entry per row")
     if levels is not None and y_proba is None:
         raise DataError("levels= without y_proba=: levels name the output value of each column of y_proba= (a "
                         "randomized predictor); deterministic predictions go in y_pred= alone")
@@ -166,11 +180,15 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
     if not given and y_proba is None:
         raise DataError("give y_pred= (decisions or predictions), scores= or y_proba=")
     n = np.shape(given[0])[0] if given else np.shape(y_proba)[0]
+    if n == 0:
+        raise DataError("no rows to assess: the columns given are empty")
     proba, lv = (None, None) if y_proba is None else _randomized(y_proba, levels, n)
     cols, level_names = sensitive_columns(sensitive_features, data, n)
     groups = group_labels(cols, level_names, n)
     w = weights_of(sw, n)
     has = {"y_true": yt is not None, "y_pred": yp is not None, "scores": sc is not None, "y_proba": proba is not None}
+    check_pos_label(pos_label, {k: np.unique(v) for k, v in (("y_true", yt), ("y_pred", yp))
+                                if v is not None and np.ndim(v) == 1 and np.asarray(v).dtype.kind != "c"})
     yt_bin, yp_bin = _is_binary(yt, pos_label), _is_binary(yp, pos_label)
     for values, is_bin, name in ((yt, yt_bin, "y_true"), (yp, yp_bin, "y_pred")):
         if values is not None and not is_bin and np.asarray(values).dtype.kind not in "iufb":
@@ -210,18 +228,26 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
 # ---------------------------------------------------------------------------------------------------
 # The report
 # ---------------------------------------------------------------------------------------------------
+def _extreme(values, fn, axis=-2):
+    """``fn`` (np.max or np.min) over the groups, skipping the groups where a metric is undefined (NaN); NaN where
+    it is undefined in every group (fairlearn's MetricFrame skips them the same way)."""
+    missing = np.isnan(values)
+    out = fn(np.where(missing, -np.inf if fn is np.max else np.inf, values), axis=axis)
+    return np.where(missing.all(axis=axis), np.nan, out)
+
+
 def _difference(by, overall, method):
     if method == "between_groups":
-        return np.max(by, axis=-2) - np.min(by, axis=-2)
-    return np.max(np.abs(by - overall[..., None, :]), axis=-2)
+        return _extreme(by, np.max) - _extreme(by, np.min)
+    return _extreme(np.abs(by - overall[..., None, :]), np.max)
 
 
 def _ratio(by, overall, method):
     with np.errstate(divide="ignore", invalid="ignore"):
         if method == "between_groups":
-            return np.min(by, axis=-2) / np.max(by, axis=-2)
+            return _extreme(by, np.min) / _extreme(by, np.max)
         o = overall[..., None, :]
-        return np.min(np.minimum(by / o, o / by), axis=-2)
+        return _extreme(np.minimum(by / o, o / by), np.min)
 
 
 def _method(method):
@@ -260,19 +286,36 @@ class Assessment:
 
     def difference(self, method: str = "between_groups"):
         """Per metric, max - min over groups (``between_groups``) or the largest |group - overall|
-        (``to_overall``)."""
+        (``to_overall``). Groups where a metric is undefined (NaN) are skipped, with a warning naming them."""
+        self._warn_undefined("difference")
         return report.series(_difference(self._by, self._overall, _method(method)), self.metrics, "difference")
 
     def ratio(self, method: str = "between_groups"):
         """Per metric, min / max over groups (``between_groups``) or the smallest of group / overall and
-        overall / group (``to_overall``); 1 means parity."""
+        overall / group (``to_overall``); 1 means parity. Groups where a metric is undefined are skipped (warned)."""
+        self._warn_undefined("ratio")
         return report.series(_ratio(self._by, self._overall, _method(method)), self.metrics, "ratio")
 
     def group_min(self):
-        return report.series(np.min(self._by, axis=0), self.metrics, "group_min")
+        self._warn_undefined("group minimum")
+        return report.series(_extreme(self._by, np.min, 0), self.metrics, "group_min")
 
     def group_max(self):
-        return report.series(np.max(self._by, axis=0), self.metrics, "group_max")
+        self._warn_undefined("group maximum")
+        return report.series(_extreme(self._by, np.max, 0), self.metrics, "group_max")
+
+    def _warn_undefined(self, what: str) -> None:
+        """A UserWarning per metric that is undefined (NaN: a zero denominator) in some groups, naming them."""
+        undefined = np.isnan(self._by)
+        for j in np.flatnonzero(undefined.any(axis=0)):
+            names = [g for g, u in zip(self.groups, undefined[:, j]) if u]
+            if len(names) == len(self.groups):
+                text = f"{self.metrics[j]} is undefined in every group (a zero denominator): its {what} is NaN"
+            else:
+                text = (f"{self.metrics[j]} is undefined (a zero denominator, e.g. precision without predicted "
+                        f"positives) in group(s) {', '.join(map(repr, names))}; the {what} is over the other groups, "
+                        f"as fairlearn's MetricFrame computes it")
+            warnings.warn(text, UserWarning, stacklevel=3)
 
     # -- intervals -----------------------------------------------------------------------------------
     def bootstrap(self, n_boot: int = 1000, seed=0):

@@ -153,7 +153,9 @@ def signed_groups(groups, n: int | None = None, protected=None, kind: str | None
     """(gamma in {+1, -1}^n, name of the protected group) from group labels (see the module docstring)."""
     if isinstance(groups, Groups):
         names, codes = groups.names, groups.codes
-        values = np.asarray(names, dtype=object)[codes] if groups.n_groups else np.array([], dtype=object)
+        table = np.empty(len(names), dtype=object)   # one entry per name, also for tuple names (intersections)
+        table[:] = list(names)
+        values = table[codes]
     else:
         values = np.asarray(groups)
         if values.ndim != 1:
@@ -164,7 +166,8 @@ def signed_groups(groups, n: int | None = None, protected=None, kind: str | None
     if protected is not None:
         if protected not in set(names):
             raise DataError(f"protected={protected!r} is not a group; groups are {list(names)}")
-        return np.where(values == protected, 1.0, -1.0), str(protected)
+        is_protected = codes == names.index(protected) if isinstance(groups, Groups) else values == protected
+        return np.where(is_protected, 1.0, -1.0), str(protected)
     numeric = all(isinstance(v, (numbers.Real, np.number)) and not isinstance(v, bool) for v in names)
     if numeric and set(float(v) for v in names) <= {-1.0, 1.0}:
         return np.asarray(values, dtype=float), "+1"

@@ -27,7 +27,7 @@ from ..data import Groups
 from ..data_dask import chunks_in_flight, compute_chunks, dask_modules, is_dask
 from ..errors import DataError, OptionError
 from .assessment import Assessment, _check_needs, _metric_list
-from .rates import FROM_CONFUSION, binary, ratio
+from .rates import FROM_CONFUSION, binary, check_pos_label, ratio
 
 EXACT_LEVELS = 4096          # scores with at most this many distinct values: exact AUC from their counts
 DEFAULT_BINS = 1 << 16       # equal-width bins of the AUC sketch otherwise
@@ -295,6 +295,7 @@ def assess_chunked(y_true=None, *, y_pred=None, scores=None, sensitive_features=
     if not any(has.values()):
         raise DataError("give y_pred= (decisions or predictions) or scores=")
     lev = _pass(_Levels(), {k: v for k, v in cols.items() if v is not None}, _merge_levels)
+    check_pos_label(pos_label, {k: lev[k] for k in ("y_true", "y_pred") if has[k] and lev[k] is not None})
     yt_bin, yp_bin = (has[k] and _binary_levels(lev[k], pos_label) for k in ("y_true", "y_pred"))
     regression = has["y_pred"] and not yp_bin or (has["y_true"] and not yt_bin and not has["scores"])
     names, custom = _metric_list(metrics, has, regression)

@@ -37,6 +37,9 @@ def sensitive_columns(sf, data, n: int | None) -> tuple[list[np.ndarray], list[s
         values = np.empty(len(sf), dtype=object)
         values[:] = [sf.names[c] for c in sf.codes]
         sf = values
+    if (isinstance(sf, dict) or hasattr(sf, "columns")) and len(sf.keys() if isinstance(sf, dict) else sf.columns) == 0:
+        raise DataError("sensitive_features has no column (an empty dict or DataFrame); give at least one column of "
+                        "group labels")
     if hasattr(sf, "columns"):                       # a DataFrame
         return [sf[c].to_numpy() for c in sf.columns], [str(c) for c in sf.columns]
     if isinstance(sf, dict):

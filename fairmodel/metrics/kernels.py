@@ -19,6 +19,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
+from .._validate import is_real
+from ..errors import OptionError
 from .rates import FROM_CONFUSION, ratio
 
 
@@ -183,7 +185,16 @@ class CallableKernel(Kernel):
     def _call(self, rows, w):
         keep = rows[w > 0]
         a = None if self.first is None else self.first[keep]
-        return float(self.fn(a, self.second[keep], sample_weight=w[w > 0]))
+        protocol = ("a metric is called as f(y_true, y_pred, sample_weight=w) and returns one number (scikit-learn's "
+                    "metrics do)")
+        try:
+            value = self.fn(a, self.second[keep], sample_weight=w[w > 0])
+        except TypeError as exc:
+            raise OptionError(f"the metric {self.name!r} could not be called: {exc}; {protocol}") from exc
+        if not (is_real(value) or isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "biuf"):
+            raise OptionError(f"the metric {self.name!r} returned {type(value).__name__} "
+                              f"{np.shape(value) if np.ndim(value) else repr(value)}, not one number; {protocol}")
+        return float(value)
 
     def evaluate(self, W, cache):
         B, G = W.shape[1], self.inputs.n_groups

@@ -59,7 +59,30 @@ def binary(values, pos_label=None, name: str = "y_true", n: int | None = None) -
     if uniques.size > 2:
         raise DataError(f"{name} must be binary for decision metrics; found {uniques.size} distinct values "
                         f"{uniques[:6].tolist()}{' ...' if uniques.size > 6 else ''}")
+    if uniques.size == 2:
+        check_pos_label(pos_label, {name: uniques})
     return arr == pos_label
+
+
+def check_pos_label(pos_label, columns: dict) -> None:
+    """Refuse a ``pos_label`` that is none of the values of the given columns (name -> distinct values): every row
+    would count as negative, with no error (a selection rate of 0, an undefined precision)."""
+    if pos_label is None:
+        return
+    values = [v for u in columns.values() if u is not None for v in np.asarray(u).tolist()]
+    if not values or any(_same(v, pos_label) for v in values):
+        return
+    shown = sorted(set(map(repr, values)))
+    raise DataError(f"pos_label={pos_label!r} is not among the values of {' and '.join(columns)} "
+                    f"({', '.join(shown[:6])}{' ...' if len(shown) > 6 else ''}); name one of them (the type matters: "
+                    f"1 and '1' differ)")
+
+
+def _same(value, pos_label) -> bool:
+    try:
+        return bool(value == pos_label)
+    except (TypeError, ValueError):
+        return False
 
 
 def confusion(y_true, y_pred, *, pos_label=None, sample_weight=None) -> np.ndarray:

@@ -121,7 +121,10 @@ class Box(Domain):
     """The box ``{z : lo <= z <= hi}`` (bounds are numbers or vectors; ``+-inf`` allowed but not compact)."""
 
     def __init__(self, lo, hi, size: int | None = None):
-        lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+        try:
+            lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+        except (TypeError, ValueError):
+            raise ModelError(f"Box bounds must be numbers or vectors of numbers; got lo={lo!r}, hi={hi!r}") from None
         if size is None:
             if lo_a.ndim == 0 and hi_a.ndim == 0:
                 raise ModelError("Box needs size= when both bounds are numbers, e.g. fm.Box(-1, 1, size=n)")

@@ -56,6 +56,12 @@ def gradient_mapping(z: np.ndarray, grad: np.ndarray, alpha: float) -> np.ndarra
     return np.minimum(z / alpha, grad)
 
 
+def mapping_alpha(dual) -> float:
+    """alpha = 1 / M_hat, the gradient-mapping parameter of the KKT residual; a flat dual (M_hat = 0: t_hat = 0 on
+    every point, e.g. one point with calibrated marginals) gets the largest finite step instead of a division by 0."""
+    return 1.0 / max(dual.smoothness(), 1e-300)
+
+
 def canonical(z: np.ndarray) -> np.ndarray:
     """(max(D, 0), max(-D, 0)) with D = Lambda - V (z of shape (..., 2, m, K)): the same policy (only D enters
     eq. (7)) with F lower by 2 sum_js min(Lambda, V)_js eps_s (adding C >= 0 to both leaves D unchanged), so never a

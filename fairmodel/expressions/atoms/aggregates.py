@@ -176,6 +176,9 @@ class Sum(Expr):
     """The sum of the entries of a vector expression (for a per-sample expression: n times its mean)."""
 
     def __init__(self, expr):
+        if isinstance(expr, (list, tuple)) and any(isinstance(e, Expr) for e in expr):
+            raise ExpressionTypeError("fm.sum adds the entries of one vector expression; to add several expressions "
+                                      "write a + b (or Python's sum([a, b]))")
         expr = as_expr(expr)
         reject_parameters(expr, "fm.sum")
         if expr.kind == "scalar":
@@ -222,6 +225,8 @@ class _Extremum(Expr):
     pick = staticmethod(np.argmax)
 
     def __init__(self, *exprs):
+        if len(exprs) == 1 and isinstance(exprs[0], (list, tuple)) and any(isinstance(e, Expr) for e in exprs[0]):
+            exprs = tuple(exprs[0])      # fm.max([a, b]) is fm.max(a, b)
         exprs = tuple(as_expr(e) for e in exprs)
         for e in exprs:
             reject_parameters(e, f"fm.{self.name}")

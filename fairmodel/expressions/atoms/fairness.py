@@ -46,6 +46,15 @@ def _labels_groups(data, y, groups, positive):
 def _spread(score, groups, where, what, weights):
     if not where.any():
         raise DataError(f"no row has {what}: the constraint on that stratum is undefined")
+    g = Groups(groups)
+    if g.n_groups < 2:
+        raise DataError(f"the gap compares groups, but the sensitive attribute has {g.n_groups} group "
+                        f"({g.names[0]!r}); with one group the constraint always holds. Give two or more groups")
+    empty = [n for n, c in zip(g.names, np.bincount(np.asarray(g.codes)[where], minlength=g.n_groups)) if c == 0]
+    if empty:
+        raise DataError(f"group(s) {', '.join(map(repr, empty))} have no row with {what}: the gap compares the "
+                        f"groups' mean scores on the rows with {what}, so every group needs some; merge or drop "
+                        f"those groups, or use more data")
     if weights is not None:
         codes = np.asarray(Groups(groups).codes)
         cell = codes[where]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._validate import check_sample_weight
-from ...errors import ExpressionTypeError, ModelError
+from ...errors import DataError, ExpressionTypeError, ModelError
 from ...oracles import losses as K
 from ..core import Expr
 from ..variables import LinearScore
@@ -36,6 +36,13 @@ class Loss(Expr):
         self.args = (score,)
         self.size = score.size
         n_outputs = score.w.n_outputs if isinstance(score, LinearScore) else None
+        if n_outputs is not None and self.kernel is not K.Softmax:
+            raise ModelError(f"{type(self).__name__} takes the score of a vector of weights; {score.w.name} is a "
+                             f"matrix (n_outputs={n_outputs}): for several classes use fm.softmax_loss")
+        if y is None:
+            raise DataError(f"{type(self).__name__} needs labels y, got None: the data set has no labels (build it "
+                            f"with a target: fm.Dataset(X, y, groups), from_frame(..., target=...), or [data] target "
+                            f"in a problem file)")
         self.y = self.kernel.check_labels(y, score.size, n_outputs)
         self.sample_weight = None if sample_weight is None else \
             check_sample_weight(sample_weight, score.size, "the score")

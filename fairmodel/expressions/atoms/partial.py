@@ -261,6 +261,9 @@ def with_group_interactions(data: Dataset) -> Dataset:
     recoding of the paper's γ in {1, 2}, so the model class is the same); add the constant with
     ``fm.Weights(..., intercept=True)``.
     """
+    if not isinstance(data, Dataset):
+        raise ExpressionTypeError(f"with_group_interactions needs a fairmodel.Dataset with groups; got "
+                                  f"{type(data).__name__}")
     g = data.groups
     if g.n_groups != 2:
         raise DataError(f"with_group_interactions needs two groups; got {g.n_groups}")

@@ -38,6 +38,8 @@ def build(spec, t, data):
     names = [train.groups.names[c] for c in clf.classes_]
     rule = dp_parameters("reference", n=unl.n_samples)
     beta = spec.get(t, "beta", "[problem]", "number", default=rule["beta"])
+    if beta < 0:
+        raise spec.error("[problem] beta", f"must be >= 0 (0: no entropic term, the LP (3)); got {beta!r}")
     p_rule = spec.get(t, "p", "[problem]", "str", default="calibrated", choices=["calibrated", "train"])
     p = "calibrated" if p_rule == "calibrated" else {name: float(np.mean(s_train == c))
                                                       for name, c in zip(names, clf.classes_)}
@@ -52,6 +54,12 @@ def build(spec, t, data):
                              B=B, p=p, groups=names)
         objective = squared_risk(post)
     else:
+        classes = np.unique(train.y)
+        if classes.size > 100 or np.any(classes != np.round(classes)):
+            raise spec.error("[problem] task", f"classification needs a target of a few classes; "
+                                               f"{data.target_name or 'the target'!r} has {classes.size} distinct "
+                                               f"values{' (not integers)' if np.any(classes != np.round(classes)) else ''}"
+                                               f": use task = \"regression\" for a continuous target")
         clf_y = LogisticRegression(max_iter=1000).fit(train.X, train.y)
         post = GridPredictor(cost=1.0 - clf_y.predict_proba(unl.X), tau=tau, grid=clf_y.classes_, p=p,
                              groups=names)

@@ -115,8 +115,9 @@ class Spec:
               "str list": isinstance(v, list) and all(isinstance(x, str) for x in v),
               "number list": isinstance(v, list) and all(map(_number, v))}[kind]
         if not ok:
-            what = {"str list": "list of strings", "number list": "list of numbers"}.get(kind, kind)
-            raise self.error(f"{where} {key}", f"must be a {what}; got {v!r}")
+            what = {"str list": "list of strings", "number list": "list of numbers", "int": "integer",
+                    "str": "string (text in quotes)"}.get(kind, kind)
+            raise self.error(f"{where} {key}", f"must be {'an' if what[0] in 'aeiou' else 'a'} {what}; got {v!r}")
         if choices is not None and v not in choices:
             raise self.error(f"{where} {key}", f"{v!r} is not allowed; allowed values are "
                                                f"{', '.join(map(str, choices))}")
@@ -135,6 +136,7 @@ def read(path) -> Spec:
         raise ProblemFileError(f"{path.name}: not valid TOML: {exc}") from None
     spec = Spec(doc, path)
     spec.check_keys(doc, TOP_KEYS, "top level")
+    spec.get(doc, "title", "top level", "str")
     return spec
 
 
@@ -162,8 +164,13 @@ def load_data(spec: Spec) -> Dataset:
                                                   "to one-hot encode in [data] categorical")
         data = _read_csv(spec, t)
     seed = t.get("seed", 0)
+    if seed < 0:
+        raise spec.error("[data] seed", f"must be a non-negative integer; got {seed}")
     if "subsample" in t:
-        data = data.subsample(spec.get(t, "subsample", "[data]", "int", positive=True), seed=seed)
+        try:
+            data = data.subsample(spec.get(t, "subsample", "[data]", "int", positive=True), seed=seed)
+        except DataError as exc:
+            raise spec.error("[data] subsample", str(exc)) from None
     if "split" in t:
         try:
             data = data.split(t["split"], seed=seed)[0]
@@ -178,15 +185,29 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
     path = Path(t["csv"])
     path = path if path.is_absolute() else spec.path.parent / path
     try:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise spec.error("[data] csv", f"cannot read {path}: it is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                                       f"save it as UTF-8") from None
+    except (OSError, csv.Error) as exc:
         raise spec.error("[data] csv", f"cannot read {path}: {exc}") from None
+    while rows and not rows[-1]:        # blank lines at the end of the file
+        rows.pop()
     if len(rows) < 2:
         raise spec.error("[data] csv", f"{path} has no data rows")
     header, body = rows[0], rows[1:]
-    if any(len(r) != len(header) for r in body):
-        raise spec.error("[data] csv", f"{path}: every row must have {len(header)} fields")
+    if len(header) == 1 and any(sep in header[0] for sep in (";", "\t", "|")):
+        sep = next(s for s in (";", "\t", "|") if s in header[0])
+        raise spec.error("[data] csv", f"{path} has one column {header[0]!r}: it seems to be separated by {sep!r}; "
+                                       f"fairmodel reads comma-separated files (write it with sep=',')")
+    blank = [j + 1 for j, h in enumerate(header) if not h.strip()]
+    if blank:
+        raise spec.error("[data] csv", f"{path}: column(s) {blank} of the header have no name; name every column")
+    bad = next((i for i, r in enumerate(body) if len(r) != len(header)), None)
+    if bad is not None:
+        raise spec.error("[data] csv", f"{path}: line {bad + 2} has {len(body[bad])} fields; every row must have "
+                                       f"{len(header)} fields (the header's)")
     try:
         check_unique_names(header, f"{path.name} has duplicated column name(s)", "rename the duplicates")
     except DataError as exc:
@@ -244,10 +265,11 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
 
 def build_weights(spec: Spec, data: Dataset, **extra):
     t = spec.table("model", MODEL_KEYS, required=False)
+    radius = spec.get(t, "radius", "[model]", "number", positive=True)
+    intercept = spec.get(t, "intercept", "[model]", "bool", default=False)
+    name = spec.get(t, "name", "[model]", "str", default="w")
     try:
-        return Weights(data.n_features, radius=spec.get(t, "radius", "[model]", "number", positive=True),
-                       intercept=spec.get(t, "intercept", "[model]", "bool", default=False),
-                       name=spec.get(t, "name", "[model]", "str", default="w"), **extra)
+        return Weights(data.n_features, radius=radius, intercept=intercept, name=name, **extra)
     except FairmodelError as exc:
         raise spec.error("[model]", str(exc)) from None
 
