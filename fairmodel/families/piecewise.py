@@ -122,112 +122,138 @@ class Builder:
             self.leaves.append(leaf)
         return Affine({self._index[key]: 1.0})
 
-    # -- scalars ---------------------------------------------------------------------------------------
+    # -- the walk: one rule per node type, in the tables SCALAR_RULES and VECTOR_RULES below -------------------
     def scalar(self, e: E.Expr, s: float) -> PL:
         """The piecewise form of s * e (which must be convex)."""
         if s == 0:
             return PL()
-        if isinstance(e, (E.Constant, E.Parameter)):
-            return PL(Affine({}, s * float(e.constant_value())))
-        if isinstance(e, E.Add):
-            out = PL()
-            for t in e.args:
-                out = out.plus(self.scalar(t, s))
-            return out
-        if isinstance(e, E.ScalarMul):
-            return self.scalar(e.expr, s * e.c)
-        if isinstance(e, (E.Max, E.Min)):
-            convex_side = isinstance(e, E.Max) == (s > 0)
-            if not convex_side:
-                return self._refuse(e, f"{'-' if s < 0 else ''}{type(e).__name__.lower()} is concave here")
-            entries = self.vector(e.args[0], s) if e.vector else [self.scalar(a, s) for a in e.args]
-            return PL(Affine(), [[p for entry in entries for p in entry.pieces()]])
-        if isinstance(e, E.Pos):
-            if s < 0:
-                return self._refuse(e, "-pos(x) is concave")
-            return PL(Affine(), [self.scalar(e.expr, s).pieces() + [Affine()]])
-        if isinstance(e, E.Abs):
-            if s < 0:
-                return self._refuse(e, "-|x| is concave")
-            return PL(Affine(), [self.scalar(e.expr, s).pieces() + self.scalar(e.expr, -s).pieces()])
-        if isinstance(e, E.Sum):
-            if e.expr.kind == "samples":
-                return self._mean_leaf(E.Mean(e.expr), s * e.expr.size)
-            out = PL()
-            for entry in self.vector(e.expr, s):
-                out = out.plus(entry)
-            return out
-        if isinstance(e, E.Mean):
-            return self._mean_leaf(e, s)
-        if isinstance(e, (E.SumSquares, E.Norm)):
-            return self._exact_node(e, s)
-        rule = FAMILY_ATOMS.get(type(e))
-        if rule is not None:
-            return rule(self, e, s)
-        return self._refuse(e, "it has no stochastic lowering")
+        rule = _rule(SCALAR_RULES, e)
+        if rule is None:
+            return self._refuse(e, "it has no stochastic lowering")
+        return rule(self, e, s)
 
-    def _check_sign(self, e, s):
+    def vector(self, e: E.Expr, s: float) -> list:
+        """One piecewise form per entry of s * e (a per-group or constant vector)."""
+        rule = _rule(VECTOR_RULES, e)
+        if rule is None:
+            return self._refuse(e, "it has no stochastic lowering as a vector")
+        return rule(self, e, s)
+
+    def check_sign(self, e, s):
         if (s > 0 and not e.is_convex()) or (s < 0 and not e.is_concave()):
             self._refuse(e, f"{'-' if s < 0 else ''}({e}) is not convex (curvature {e.curvature})")
 
-    def _mean_leaf(self, e: E.Mean, s: float) -> PL:
-        self._check_sign(e.expr, s)
+    def mean_leaf(self, e: E.Mean, s: float) -> PL:
+        self.check_sign(e.expr, s)
         label = f"mean {e.expr}" + ("" if e.where is None else " [where]")
         return PL(self.leaf(SampleLeaf(e.expr, e.where, e.count, label)).scaled(s))
-
-    def _exact_node(self, e, s: float) -> PL:
-        self._check_sign(e, s)
-        if e.w is not self.w:
-            self._refuse(e, "it is a function of another variable")
-
-        def value_grad(theta, node=e, w=self.w):
-            value, grads = E.value_and_grad(node, {w: theta})
-            return float(value), grads[w]
-        # norms are Lipschitz but not smooth: ||.||_1 is sqrt(size)-Lipschitz in l2, ||.||_2 and ||.||_inf 1-Lipschitz
-        lipschitz = None if isinstance(e, E.SumSquares) else (np.sqrt(e.w.size) if e.p == 1 else 1.0)
-        return PL(self.leaf(DeterministicLeaf(value_grad, str(e), node=e, lipschitz=lipschitz)).scaled(s))
-
-    # -- vectors ---------------------------------------------------------------------------------------
-    def vector(self, e: E.Expr, s: float) -> list:
-        """One piecewise form per entry of s * e (a per-group or constant vector)."""
-        if isinstance(e, E.GroupOptimal) and not e.resolved:
-            if not self.structure_only:
-                self._refuse(e, "its values R*_g are not computed yet")
-            return [PL() for _ in range(e.size)]
-        if isinstance(e, (E.Constant, E.GroupOptimal)):
-            return [PL(Affine({}, s * float(v))) for v in np.asarray(e.constant_value(), dtype=float)]
-        if isinstance(e, E.GroupMean):
-            self._check_sign(e.expr, s)
-            out = []
-            for g, name in enumerate(e.groups.names):
-                rows = e.codes == g
-                leaf = SampleLeaf(e.expr, rows, int(rows.sum()), f"mean {e.expr} [group {name}]")
-                out.append(PL(self.leaf(leaf).scaled(s)))
-            return out
-        if isinstance(e, E.Add):
-            out = [PL() for _ in range(e.size)]
-            for t in e.args:
-                parts = [self.scalar(t, s)] * e.size if t.kind == "scalar" else self.vector(t, s)
-                out = [a.plus(b) for a, b in zip(out, parts)]
-            return out
-        if isinstance(e, E.ScalarMul):
-            return self.vector(e.expr, s * e.c)
-        if isinstance(e, E.Multiply):      # a data vector times a per-group vector: entry g scaled by s a_g
-            signed = {}
-            for sign in {1.0 if s * a >= 0 else -1.0 for a in e.a}:
-                signed[sign] = self.vector(e.expr, sign)
-            return [signed[1.0 if s * a >= 0 else -1.0][g].scaled(abs(s * a)) for g, a in enumerate(e.a)]
-        if isinstance(e, (E.Pos, E.Abs)):
-            inner = [self.vector(e.expr, s), self.vector(e.expr, -s)] if isinstance(e, E.Abs) else \
-                [self.vector(e.expr, s), [PL() for _ in range(e.size)]]
-            if s < 0:
-                return self._refuse(e, "a negative multiple of pos / abs is concave")
-            return [PL(Affine(), [a.pieces() + b.pieces()]) for a, b in zip(*inner)]
-        return self._refuse(e, "it has no stochastic lowering as a vector")
 
     def _refuse(self, e, why: str):
         raise NotPiecewise(f"{type(e).__name__} ({e}) cannot be lowered to the stochastic primal-dual method: "
                            f"{why}")
+
+
+def _rule(table: dict, e):
+    """The rule of ``e``'s type or of its nearest base class in ``table``."""
+    return next((table[cls] for cls in type(e).__mro__ if cls in table), None)
+
+
+# -- scalar rules: (builder, e, s) -> PL of s * e ----------------------------------------------------------------
+def _constant(b: Builder, e, s):
+    return PL(Affine({}, s * float(e.constant_value())))
+
+
+def _add(b: Builder, e, s):
+    out = PL()
+    for t in e.args:
+        out = out.plus(b.scalar(t, s))
+    return out
+
+
+def _extremum(b: Builder, e, s):
+    if (e.own_curvature == "convex") != (s > 0):      # max of s > 0, or min of s < 0: a max of pieces
+        return b._refuse(e, f"{'-' if s < 0 else ''}{type(e).__name__.lower()} is concave here")
+    entries = b.vector(e.args[0], s) if e.vector else [b.scalar(a, s) for a in e.args]
+    return PL(Affine(), [[p for entry in entries for p in entry.pieces()]])
+
+
+def _pos(b: Builder, e, s):
+    if s < 0:
+        return b._refuse(e, "-pos(x) is concave")
+    return PL(Affine(), [b.scalar(e.expr, s).pieces() + [Affine()]])
+
+
+def _abs(b: Builder, e, s):
+    if s < 0:
+        return b._refuse(e, "-|x| is concave")
+    return PL(Affine(), [b.scalar(e.expr, s).pieces() + b.scalar(e.expr, -s).pieces()])
+
+
+def _sum(b: Builder, e, s):
+    if e.expr.kind == "samples":
+        return b.mean_leaf(E.Mean(e.expr), s * e.expr.size)
+    out = PL()
+    for entry in b.vector(e.expr, s):
+        out = out.plus(entry)
+    return out
+
+
+def _exact_node(b: Builder, e, s):
+    """A norm of the weights: a deterministic leaf, exact at every step."""
+    b.check_sign(e, s)
+    if e.w is not b.w:
+        b._refuse(e, "it is a function of another variable")
+
+    def value_grad(theta, node=e, w=b.w):
+        value, grads = E.value_and_grad(node, {w: theta})
+        return float(value), grads[w]
+    return PL(b.leaf(DeterministicLeaf(value_grad, str(e), node=e, lipschitz=e.lipschitz)).scaled(s))
+
+
+# -- vector rules: (builder, e, s) -> one PL per entry of s * e ----------------------------------------------------
+def _constant_vector(b: Builder, e, s):
+    return [PL(Affine({}, s * float(v))) for v in np.asarray(e.constant_value(), dtype=float)]
+
+
+def _group_optimal(b: Builder, e, s):
+    if e.resolved:
+        return _constant_vector(b, e, s)
+    if not b.structure_only:
+        b._refuse(e, "its values R*_g are not computed yet")
+    return [PL() for _ in range(e.size)]
+
+
+def _group_mean(b: Builder, e, s):
+    b.check_sign(e.expr, s)
+    out = []
+    for g, name in enumerate(e.groups.names):
+        rows = e.codes == g
+        leaf = SampleLeaf(e.expr, rows, int(rows.sum()), f"mean {e.expr} [group {name}]")
+        out.append(PL(b.leaf(leaf).scaled(s)))
+    return out
+
+
+def _add_vector(b: Builder, e, s):
+    out = [PL() for _ in range(e.size)]
+    for t in e.args:
+        parts = [b.scalar(t, s)] * e.size if t.kind == "scalar" else b.vector(t, s)
+        out = [x.plus(y) for x, y in zip(out, parts)]
+    return out
+
+
+def _multiply_vector(b: Builder, e, s):
+    """A data vector times a per-group vector: entry g scaled by s a_g."""
+    signed = {}
+    for sign in {1.0 if s * a >= 0 else -1.0 for a in e.a}:
+        signed[sign] = b.vector(e.expr, sign)
+    return [signed[1.0 if s * a >= 0 else -1.0][g].scaled(abs(s * a)) for g, a in enumerate(e.a)]
+
+
+def _max_of_two(b: Builder, e, s, other: list):
+    """max(s e_g, other_g) per entry: pos (other 0) and abs (other -s e_g) of a vector."""
+    if s < 0:
+        return b._refuse(e, "a negative multiple of pos / abs is concave")
+    return [PL(Affine(), [x.pieces() + y.pieces()]) for x, y in zip(b.vector(e.expr, s), other)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -267,7 +293,20 @@ def _auc_loss(builder: Builder, atom: AUCLoss, s: float) -> PL:
     return PL(_auc_blocks(builder, atom)[0].scaled(s))
 
 
-FAMILY_ATOMS = {AUCGap: _auc_gap, AUCLoss: _auc_loss}
+SCALAR_RULES = {
+    E.Constant: _constant, E.Parameter: _constant, E.Add: _add,
+    E.ScalarMul: lambda b, e, s: b.scalar(e.expr, s * e.c),
+    E.Max: _extremum, E.Min: _extremum, E.Pos: _pos, E.Abs: _abs, E.Sum: _sum,
+    E.Mean: lambda b, e, s: b.mean_leaf(e, s), E.SumSquares: _exact_node, E.Norm: _exact_node,
+    AUCGap: _auc_gap, AUCLoss: _auc_loss,
+}
+VECTOR_RULES = {
+    E.Constant: _constant_vector, E.GroupMean: _group_mean, E.Add: _add_vector,
+    E.ScalarMul: lambda b, e, s: b.vector(e.expr, s * e.c), E.Multiply: _multiply_vector,
+    E.GroupOptimal: _group_optimal,
+    E.Pos: lambda b, e, s: _max_of_two(b, e, s, [PL() for _ in range(e.size)]),
+    E.Abs: lambda b, e, s: _max_of_two(b, e, s, b.vector(e.expr, -s)),
+}
 
 
 @dataclass
@@ -289,9 +328,7 @@ def saddle_form(canonical, weights, structure_only: bool = False) -> SaddleForm:
     objective = b.scalar(canonical.objective, 1.0)
     pieces, labels = [], []
     for c in canonical.constraints:
-        form = b.scalar(c.lhs, 1.0).plus(b.scalar(c.rhs, -1.0)) if not isinstance(c.rhs, (E.Constant,
-                                                                                          E.Parameter)) \
-            else b.scalar(c.lhs, 1.0).plus(PL(Affine({}, -float(c.rhs.constant_value()))))
+        form = b.scalar(c.lhs, 1.0).plus(b.scalar(c.rhs, -1.0))
         expanded = form.pieces()
         pieces += expanded
         labels += [c.name if len(expanded) == 1 else f"{c.name}[{j}]" for j in range(len(expanded))]

@@ -19,6 +19,7 @@ class SumSquares(Expr):
 
     own_curvature = "convex"
     sign = "nonneg"
+    lipschitz = None          # smooth: no Lipschitz constant needed by the stochastic lowering
 
     def get_data(self):
         return (self.include_intercept,)
@@ -54,6 +55,11 @@ class Norm(Expr):
 
     def get_data(self):
         return (self.p,)
+
+    @property
+    def lipschitz(self) -> float:
+        """Its Lipschitz constant in the l2 norm of the weights: sqrt(size) for ||.||_1, 1 for ||.||_2 and ||.||_inf."""
+        return float(np.sqrt(self.w.size)) if self.p == 1 else 1.0
 
     def _core(self, theta):
         return theta[:-1] if self.w.intercept else theta
