@@ -1,0 +1,80 @@
+"""MkDocs hooks of the documentation site (mkdocs.yml: ``hooks: [docs/hooks.py]``).
+
+* The course notebooks are jupytext percent-format scripts, ``docs/notebooks/{exercises,solutions}/*.py``: each
+  becomes a page (Markdown cells as they are, code cells as Python blocks, solution cells in a collapsed
+  "Solution" box) and an ``.ipynb`` download next to it (written by jupytext, without outputs).
+* MathJax 3 is served from the installed ``django-static-mathjax`` wheel (the ``docs`` extra), so the math of the
+  site renders with no network access.
+* ``FAIRMODEL_DOCS_WITHOUT_SOLUTIONS=1`` builds the site without the worked solutions (for a course whose
+  students read the site).
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import textwrap
+from importlib.resources import files as package_files
+
+import jupytext
+from mkdocs.structure.files import File, Files
+
+NOTEBOOK_DIRS = ("notebooks/exercises/", "notebooks/solutions/")
+MATHJAX = "assets/mathjax/tex-svg-full.js"
+
+
+def _without_solutions() -> bool:
+    return os.environ.get("FAIRMODEL_DOCS_WITHOUT_SOLUTIONS", "") not in ("", "0")
+
+
+def on_config(config):
+    if _without_solutions():
+        config["nav"] = _drop_nav_section(config["nav"], "Solutions")
+    return config
+
+
+def _drop_nav_section(nav, title):
+    out = []
+    for item in nav:
+        if isinstance(item, dict):
+            (key, value), = item.items()
+            if key == title:
+                continue
+            item = {key: _drop_nav_section(value, title) if isinstance(value, list) else value}
+        out.append(item)
+    return out
+
+
+def _is_notebook(file: File) -> bool:
+    return file.src_uri.startswith(NOTEBOOK_DIRS) and file.src_uri.endswith(".py")
+
+
+def on_files(files: Files, config) -> Files:
+    for file in list(files):
+        if not _is_notebook(file):
+            continue
+        if _without_solutions() and file.src_uri.startswith("notebooks/solutions/"):
+            files.remove(file)
+            continue
+        notebook = jupytext.read(file.abs_src_path, fmt="py:percent")
+        stem = file.src_uri[:-len(".py")]
+        files.append(File.generated(config, stem + ".md", content=notebook_page(notebook, posixpath.basename(stem))))
+        files.append(File.generated(config, stem + ".ipynb", content=jupytext.writes(notebook, fmt="ipynb")))
+    source = package_files("mathjax").joinpath("static", "mathjax", "es5", "tex-svg-full.js")
+    files.append(File.generated(config, MATHJAX, abs_src_path=str(source)))
+    return files
+
+
+def notebook_page(notebook, stem: str) -> str:
+    """The Markdown page of a notebook: its cells in order, solution cells collapsed under "Solution"."""
+    parts = []
+    for i, cell in enumerate(notebook.cells):
+        text = cell.source.strip("\n")
+        if cell.cell_type == "code":
+            text = f"```python\n{text}\n```"
+        if "solution" in cell.metadata.get("tags", ()):
+            text = '??? success "Solution"\n\n' + textwrap.indent(text, "    ")
+        parts.append(text)
+        if i == 0:   # after the title: how to get and run it
+            parts.append(f"*Download:* [notebook]({stem}.ipynb) · [jupytext script]({stem}.py) "
+                         f"(see [the notebooks page](../index.md) for how to run them).")
+    return "\n\n".join(parts) + "\n"
