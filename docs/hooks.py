@@ -3,6 +3,8 @@
 * The course notebooks are jupytext percent-format scripts, ``docs/notebooks/{exercises,solutions}/*.py``: each
   becomes a page (Markdown cells as they are, code cells as Python blocks, solution cells in a collapsed
   "Solution" box) and an ``.ipynb`` download next to it (written by jupytext, without outputs).
+* The problem files of ``examples/problems/`` are copied into the site (``problems/``) and listed with their
+  text on a generated page, ``problem-files.md``, so that the command-line exercises can be done from the site.
 * MathJax 3 is served from the installed ``django-static-mathjax`` wheel (the ``docs`` extra), so the math of the
   site renders with no network access.
 * ``FAIRMODEL_DOCS_WITHOUT_SOLUTIONS=1`` builds the site without the worked solutions (for a course whose
@@ -14,6 +16,7 @@ import os
 import posixpath
 import textwrap
 from importlib.resources import files as package_files
+from pathlib import Path
 
 import jupytext
 from mkdocs.structure.files import File, Files
@@ -59,6 +62,10 @@ def on_files(files: Files, config) -> Files:
         stem = file.src_uri[:-len(".py")]
         files.append(File.generated(config, stem + ".md", content=notebook_page(notebook, posixpath.basename(stem))))
         files.append(File.generated(config, stem + ".ipynb", content=jupytext.writes(notebook, fmt="ipynb")))
+    problems = sorted((Path(config["config_file_path"]).parent / "examples" / "problems").glob("*.*"))
+    for path in problems:
+        files.append(File.generated(config, f"problems/{path.name}", abs_src_path=str(path)))
+    files.append(File.generated(config, "problem-files.md", content=problem_files_page(problems)))
     source = package_files("mathjax").joinpath("static", "mathjax", "es5", "tex-svg-full.js")
     files.append(File.generated(config, MATHJAX, abs_src_path=str(source)))
     return files
@@ -77,4 +84,18 @@ def notebook_page(notebook, stem: str) -> str:
         if i == 0:   # after the title: how to get and run it
             parts.append(f"*Download:* [notebook]({stem}.ipynb) · [jupytext script]({stem}.py) "
                          f"(see [the notebooks page](../index.md) for how to run them).")
+    return "\n\n".join(parts) + "\n"
+
+
+def problem_files_page(paths) -> str:
+    """The page that lists the bundled problem files: a download link and the text of each TOML file."""
+    parts = ["# Problem files",
+             "The problem files of the course sessions and the examples, as shipped in `examples/problems/` of the "
+             "source. Download one, edit it, and run `fairmodel describe FILE`, `fairmodel solve FILE`, `fairmodel "
+             "crosscheck FILE` or `fairmodel sweep FILE --param KEY --values ...`; the format is on the "
+             "[Command line](cli.md) page."]
+    for path in paths:
+        parts.append(f"## {path.name}\n\n[Download](problems/{path.name})")
+        if path.suffix == ".toml":
+            parts.append(f"```toml\n{path.read_text().strip()}\n```")
     return "\n\n".join(parts) + "\n"
