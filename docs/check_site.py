@@ -22,6 +22,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,8 @@ class Browser:
         # the browser reads commands on fd 3 and writes replies on fd 4
         self.proc = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     pass_fds=(3, 4), preexec_fn=lambda: _dup_pipes(to_browser_r, from_browser_w))
+                                     pass_fds=(3, 4), preexec_fn=lambda: _dup_pipes(to_browser_r, from_browser_w),
+                                     start_new_session=True)   # its own process group: close() ends all of it
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer, self._next, self.events = b"", 0, []
@@ -113,8 +115,12 @@ class Browser:
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)   # whatever is left of the browser's processes
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
         os.close(self._in)
         os.close(self._out)
 
@@ -175,7 +181,8 @@ def check(site: Path, chromium: str, screenshots: Path | None) -> list[tuple[boo
             state = browser.evaluate(MATH_STATE)
             if state["spans"]:
                 math_pages += 1
-                browser.wait_for("window.MathJax && MathJax.startup && MathJax.startup.promise.then(() => true)")
+                if browser.wait_for("!!(window.MathJax && MathJax.startup)", timeout=5):   # the script loaded
+                    browser.wait_for("MathJax.startup.promise.then(() => true)")
                 state = browser.evaluate(MATH_STATE)
                 ok = ok and state["mathjax"] and not state["raw"] and state["typeset"] >= state["spans"]
                 detail += f"; math {state['typeset']}/{state['spans']} typeset"
@@ -197,7 +204,7 @@ def check(site: Path, chromium: str, screenshots: Path | None) -> list[tuple[boo
             screenshots.mkdir(parents=True, exist_ok=True)
             for page in SCREENSHOTS:
                 browser.goto(base + page)
-                browser.wait_for("!window.MathJax || !MathJax.startup || MathJax.startup.promise.then(() => true)")
+                browser.wait_for("!(window.MathJax && MathJax.startup) || MathJax.startup.promise.then(() => true)")
                 png = browser.call("Page.captureScreenshot", session=True, format="png")["data"]
                 target = screenshots / ((page.strip("/").replace("/", "_") or "index") + ".png")
                 target.write_bytes(base64.b64decode(png))
@@ -224,6 +231,7 @@ def main(argv=None) -> int:
         print(f"check_site: no Chromium at {args.chromium}; `apt-get install chromium` or pass --chromium",
               file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # so that the browser is closed on a kill
     start = time.perf_counter()
     results = check(site, args.chromium, Path(args.screenshot) if args.screenshot else None)
     for ok, detail in results:

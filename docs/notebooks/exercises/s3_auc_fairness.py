@@ -53,6 +53,13 @@ Path("auc.toml").write_text(AUC)
 prob, data, _ = load_problem_file("auc.toml")
 print(data)
 
+
+def auc_problem(radius, kappa=0.05, c1=0.5, c2=1.0):
+    """The file's problem declared in Python on the same data (its [problem] table is this declaration)."""
+    s = data.score(fm.Weights(data.n_features, radius=radius))
+    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, c1=c1, c2=c2)),
+                      [fm.auc_gap(s, data, kind="intra", c1=c1, c2=c2) <= kappa])
+
 # %% [markdown]
 # ## Question 1
 #

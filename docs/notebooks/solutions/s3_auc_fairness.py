@@ -53,6 +53,13 @@ Path("auc.toml").write_text(AUC)
 prob, data, _ = load_problem_file("auc.toml")
 print(data)
 
+
+def auc_problem(radius, kappa=0.05, c1=0.5, c2=1.0):
+    """The file's problem declared in Python on the same data (its [problem] table is this declaration)."""
+    s = data.score(fm.Weights(data.n_features, radius=radius))
+    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, c1=c1, c2=c2)),
+                      [fm.auc_gap(s, data, kind="intra", c1=c1, c2=c2) <= kappa])
+
 # %% [markdown]
 # ## Question 1
 #
@@ -121,8 +128,7 @@ assert not np.isclose(pair_mean(hinge, positives, negatives_a), pair_mean(hinge,
 # $|m - m'| \le R \|\mu_S - \mu_{S'}\|$, so
 # $I = R \max_{(S, S')} \max(\|\mu_S\|, \|\mu_{S'}\|, (c_1/q)\|\mu_S - \mu_{S'}\|)$ over the pairs of the
 # objective and the constraints contains every such value for every $w$ in the ball (eq. (9)). It is linear in
-# $R$. Below, the problem at $R = 20$ is declared in Python on the same data (the file's `[problem]` table is
-# this declaration).
+# $R$. Below, the problem at $R = 20$ is `auc_problem(20.0)`.
 
 # %% tags=["solution"]
 female = data.groups.codes == list(data.groups.names).index("Female")   # the protected group (gamma = +1)
@@ -135,12 +141,6 @@ pairs = [("D+", "D-"), ("G1'", "G1"), ("G2", "G2'"), ("G2'", "G2"), ("G1", "G1'"
 def interval(radius):
     return radius * max(max(np.linalg.norm(mu[s]), np.linalg.norm(mu[t]), np.linalg.norm(mu[s] - mu[t]))
                         for s, t in pairs)
-
-
-def auc_problem(radius, kappa=0.05, c1=0.5, c2=1.0):
-    s = data.score(fm.Weights(data.n_features, radius=radius))
-    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y, c1=c1, c2=c2)),
-                      [fm.auc_gap(s, data, kind="intra", c1=c1, c2=c2) <= kappa])
 
 
 for radius, problem in ((10.0, prob), (20.0, auc_problem(20.0))):
