@@ -7,6 +7,7 @@
   text on a generated page, ``problem-files.md``, so that the command-line exercises can be done from the site.
 * MathJax 3 is served from the installed ``django-static-mathjax`` wheel (the ``docs`` extra), so the math of the
   site renders with no network access.
+* The docstrings' reStructuredText roles (``:class:`Result```) are shown as code, without the role.
 * ``FAIRMODEL_DOCS_WITHOUT_SOLUTIONS=1`` builds the site without the worked solutions (for a course whose
   students read the site).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import textwrap
 from importlib.resources import files as package_files
 from pathlib import Path
@@ -23,6 +25,7 @@ from mkdocs.structure.files import File, Files
 
 NOTEBOOK_DIRS = ("notebooks/exercises/", "notebooks/solutions/")
 MATHJAX = "assets/mathjax/tex-svg-full.js"
+ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|obj):(?=<code>)")
 
 
 def _without_solutions() -> bool:
@@ -69,6 +72,11 @@ def on_files(files: Files, config) -> Files:
     source = package_files("mathjax").joinpath("static", "mathjax", "es5", "tex-svg-full.js")
     files.append(File.generated(config, MATHJAX, abs_src_path=str(source)))
     return files
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    """Docstrings rendered by mkdocstrings keep reST roles as text before the code span: drop the role."""
+    return ROLE.sub("", html)
 
 
 def notebook_page(notebook, stem: str) -> str:
