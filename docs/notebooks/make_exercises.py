@@ -1,10 +1,10 @@
 """Write the exercise notebooks from the worked solutions: ``python docs/notebooks/make_exercises.py``.
 
 The notebooks are jupytext percent-format scripts (``# %%`` starts a code cell, ``# %% [markdown]`` a Markdown
-cell). A cell whose header carries ``tags=["solution"]`` is part of the worked solution: in
-``exercises/`` it is replaced by an empty cell of the same kind for the student's answer. Every other cell is
-copied unchanged, so the exercise set is the solution set with the answers withheld
-(``tests/test_notebooks.py`` checks that the committed exercises are up to date).
+cell). A cell whose header carries ``tags=["solution"]`` is part of the worked solution: in ``exercises/`` each run
+of consecutive solution cells is replaced by empty cells for the student's answer (one for text, one for code, as
+the run had). Every other cell is copied unchanged, so the exercise set is the solution set with the answers
+withheld (``tests/test_notebooks.py`` checks that the committed exercises are up to date).
 """
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ PLACEHOLDER = {"markdown": "# %% [markdown]\n# *Your answer:*\n\n", "code": "# %
 
 def exercise_text(solution: str) -> str:
     """The exercise version of a solution notebook (its text)."""
-    out = []
-    for cell in CELL.split(solution):
+    out, run = [], set()          # run: the kinds of cell in the current run of solution cells
+    for cell in CELL.split(solution) + [""]:
         header = cell.split("\n", 1)[0]
         if cell.startswith("# %%") and SOLUTION_TAG.search(header):
-            out.append(PLACEHOLDER["markdown" if "[markdown]" in header else "code"])
-        else:
-            out.append(cell)
+            run.add("markdown" if "[markdown]" in header else "code")
+            continue
+        out.extend(PLACEHOLDER[kind] for kind in ("markdown", "code") if kind in run)
+        run = set()
+        out.append(cell)
     return "".join(out).rstrip("\n") + "\n"
 
 

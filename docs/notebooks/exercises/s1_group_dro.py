@@ -91,11 +91,11 @@ erm_problem, _, _ = load_problem_file("erm.toml")
 erm = erm_problem.solve(backend="exact")
 print(erm.summary())
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 4
@@ -126,8 +126,8 @@ print(frontier.to_markdown())
 # Set `family = "mero"`. Which group now has the largest risk, and why does MERO not protect it? (Look at
 # `metrics.group_optimal`: its own best risk is already high.)
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:

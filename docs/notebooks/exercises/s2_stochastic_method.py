@@ -31,11 +31,11 @@ fig.savefig("convergence.png")
 # Which method reaches a max-risk gap of $10^{-3}$ with fewer gradient evaluations? Relate the answer to the
 # variance of the two gradient estimators (ALEG's estimate is exact at the snapshot).
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 7
@@ -43,11 +43,11 @@ fig.savefig("convergence.png")
 # Run ALEG with `batch_size=1` and with `batch_size=64` at the same number of gradient evaluations. Which is
 # cheaper in wall time, and why (see the Benchmarks page, "Group DRO and MERO")?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 8
@@ -55,8 +55,8 @@ fig.savefig("convergence.png")
 # Run ALEG with `schedule_mode="theory"`. How large is the theoretical step compared with the default one, and what
 # does that say about worst-case constants?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:

@@ -77,12 +77,6 @@ print(prob.describe())
 # Your code:
 
 # %% [markdown]
-# *Your answer:*
-
-# %%
-# Your code:
-
-# %% [markdown]
 # ## Question 2
 #
 # The printed interval $I$ bounds the auxiliary variables $a, b, \alpha$. Derive the bound from $\|w\| \le R$ and
@@ -129,11 +123,11 @@ frontier = swept.sweep("kappa", kappas)
 frontier.plot().savefig("kappa.png")
 print(frontier.to_markdown())
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 5

@@ -68,19 +68,16 @@ print(prob.describe())
 # Your code:
 
 # %% [markdown]
-# *Your answer:*
-
-# %% [markdown]
 # ## Question 2
 #
 # Set `beta = 0` (the LP (3)) and solve with `--backend exact`. Then set `beta = 100` again: how far apart are the
 # two risks, and why does the entropic term make the prediction randomized but smooth in $x$?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 3
@@ -125,8 +122,8 @@ for row in frontier.rows():
 # Set `task = "classification"` (copy `dp_postprocessing_multiclass.toml`): the same machinery with a cost
 # matrix. Which line of the formulation changed?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:

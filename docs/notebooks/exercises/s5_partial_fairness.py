@@ -32,12 +32,6 @@ print(fm.metrics.partial_dp(scores, groups, band=(0.7, 1.0)))
 # Your code:
 
 # %% [markdown]
-# *Your answer:*
-
-# %%
-# Your code:
-
-# %% [markdown]
 # ## Question 2
 #
 # Write the indicator of "score above the band's threshold" as a difference of two convex ramps. Which part is
@@ -81,8 +75,8 @@ print(report.to_markdown())
 # `fm.dc(fm.sum_squares(w), fm.norm(w)) <= 1.0`, and solve it on both backends. Then pass `-fm.sum_squares(w)` as
 # $h$ and read the error message: which part does it name, with which curvature?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:

@@ -91,8 +91,8 @@ print({radius: (round(r.objective, 4), round(norm, 3)) for radius, r, norm in zi
 # robust model with that of plain logistic regression (see `examples/strategic_dro.py`; here on the 800 held-out
 # points, `fm.metrics.strategic_accuracy`).
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:

@@ -60,11 +60,11 @@ print(report.to_markdown())
 # Equivalent declarations: solve `fm.max(risks)` and `2 * fm.max(risks) + 1` with the stochastic backend. Which
 # family recognizes each, and how are the two optima related?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 4
@@ -72,11 +72,11 @@ print(report.to_markdown())
 # Bounded group loss (Agarwal, Dudik, Wu 2019): minimize the mean loss subject to `fm.max(risks) <= r`. What is the
 # smallest bound $r$ for which the problem is feasible? Check it with the group-DRO optimum.
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 5
@@ -84,8 +84,8 @@ print(report.to_markdown())
 # Declare `fm.Problem(fm.Minimize(fm.mean(loss)), [fm.min(risks) >= 0.5])` and read the error. Which rule does the
 # declaration break, and why is the feasible set not convex?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:

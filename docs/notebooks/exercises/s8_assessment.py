@@ -30,11 +30,11 @@ print(before.to_markdown())
 # selection rates) and the true-positive rates by hand from `decisions`, `test.y` and `sex_test`, and compare with
 # `before.by_group` and `before.difference()`.
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 2
@@ -42,11 +42,11 @@ print(before.to_markdown())
 # `before.ci(n_boot=500, seed=0)`: are the differences of the true-positive and false-positive rates distinguishable
 # from zero at 95%? Run it twice with the same seed: are the intervals the same?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 3
@@ -54,11 +54,11 @@ print(before.to_markdown())
 # Audit by sex x race: `fm.assess(data=test, y_pred=..., scores=...)` takes the intersectional groups from the data.
 # Which group has the widest 95% interval of its selection rate, and why?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 4
@@ -67,11 +67,11 @@ print(before.to_markdown())
 # the sexes' mean scores on the positives and on the negatives). Audit again: how did the differences of the true-
 # and false-positive rates change, at what cost in accuracy? Is the rate gap at most 0.1?
 
-# %%
-# Your code:
-
 # %% [markdown]
 # *Your answer:*
+
+# %%
+# Your code:
 
 # %% [markdown]
 # ## Question 5
