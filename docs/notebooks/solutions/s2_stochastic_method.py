@@ -60,16 +60,17 @@ assert reach["aleg"] < np.inf and evals_to_reach(smd_long) == np.inf
 # cheaper in wall time, and why (see the Benchmarks page, "Group DRO and MERO")?
 
 # %% tags=["solution"]
-wall, steps, gaps = {}, {}, {}
+wall, cpu, steps, gaps = {}, {}, {}, {}
 for b in (1, 64):
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     r = prob.solve(backend="stochastic", method="aleg", seed=0, batch_size=b, max_grad_evals=200_000)
-    wall[b] = time.perf_counter() - start
+    wall[b], cpu[b] = time.perf_counter() - start, time.process_time() - start_cpu
     steps[b] = (r.metrics["grad_evals"] - data.n_samples * r.metrics["epochs_run"]) / (2 * b * data.groups.n_groups)
     gaps[b] = r.objective - opt
     print(f"batch_size={b:>2}: {r.metrics['grad_evals']} gradient evaluations, {steps[b]:.0f} inner steps, "
-          f"{wall[b]:.2f} s, gap {r.objective - opt:.1e}")
-assert steps[64] < steps[1] / 10 and wall[64] < wall[1] and gaps[64] > gaps[1]
+          f"{wall[b]:.2f} s ({cpu[b]:.2f} s of CPU), gap {r.objective - opt:.1e}")
+# CPU time: the cost of the run itself, whatever else the machine is doing
+assert steps[64] < steps[1] / 10 and cpu[64] < cpu[1] and gaps[64] > gaps[1]
 
 # %% [markdown] tags=["solution"]
 # `batch_size=64` is cheaper in wall time: the evaluations are the same, but it takes 64 times fewer inner steps,

@@ -160,15 +160,19 @@ for row in frontier.rows():
     print({key: row[key] for key in ("eps", "status", "objective", "metric:risk", "max_violation")})
 
 # %% [markdown] tags=["solution"]
-# The feasible sets grow with $\varepsilon$, so the optimal value never increases as the budget loosens: the curve
-# is decreasing and flattens as the constraint stops binding, steep for small $\varepsilon$ (each unit of parity
-# costs most where the groups' predictions must be pulled together the most). At $\varepsilon = 1$ no constraint
+# The feasible sets grow with $\varepsilon$, so the optimal value never increases as the budget loosens; and it
+# is a convex function of $\varepsilon$ (the value function of a convex program whose constraints' right-hand
+# side moves): steep for small $\varepsilon$, flat once the constraint stops binding. At $\varepsilon = 1$ no constraint
 # binds: the duals are zero and the prediction is $\mathrm{softmax}_\ell(-\beta(\hat\eta(x) - y_\ell)^2)$, the most
 # accurate and most unfair one (Remark 3.2).
 
 # %% tags=["solution"]
 objectives = frontier.column("objective")
 assert all(a <= b + 1e-9 for a, b in zip(objectives, objectives[1:]))   # tighter budget, larger optimum
+eps_up, values_up = budgets[::-1], objectives[::-1]                       # increasing eps
+slopes = [(v1 - v0) / (e1 - e0) for e0, e1, v0, v1 in zip(eps_up, eps_up[1:], values_up, values_up[1:])]
+print("slopes of the optimal value between consecutive budgets:", np.round(slopes, 5))
+assert all(s0 <= s1 + 1e-5 for s0, s1 in zip(slopes, slopes[1:]))       # convex in eps (solver accuracy)
 loose = frontier.results[0]
 unconstrained = fm.Problem(fm.Minimize(fm.squared_risk(post)), entropy=1 / 100).solve(backend="exact")
 print(f"eps = 1: R_beta {loose.objective:.6f}, without the constraint {unconstrained.objective:.6f}; "
