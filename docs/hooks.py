@@ -25,6 +25,7 @@ from mkdocs.structure.files import File, Files
 
 NOTEBOOK_DIRS = ("notebooks/exercises/", "notebooks/solutions/")
 MATHJAX = "assets/mathjax/tex-svg-full.js"
+KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}   # the .ipynb downloads' kernel
 ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|obj):(?=<code>)")
 
 
@@ -62,6 +63,7 @@ def on_files(files: Files, config) -> Files:
             files.remove(file)
             continue
         notebook = jupytext.read(file.abs_src_path, fmt="py:percent")
+        notebook.metadata["kernelspec"] = KERNEL
         stem = file.src_uri[:-len(".py")]
         files.append(File.generated(config, stem + ".md", content=notebook_page(notebook, posixpath.basename(stem))))
         files.append(File.generated(config, stem + ".ipynb", content=jupytext.writes(notebook, fmt="ipynb")))
