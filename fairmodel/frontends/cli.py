@@ -317,7 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     ds.set_defaults(func=_datasets)
 
     def problem_command(name, func, help_text, backend=True, json_out=True, out=True):
-        p = sub.add_parser(name, help=help_text, description=help_text + " (see docs/cli.md for problem files)")
+        p = sub.add_parser(name, help=help_text, description=help_text + " (problem files: see the 'Command line' "
+                           "page of the documentation, or docs/cli.md in the source)")
         p.add_argument("problem_file", metavar="PROBLEM.toml", help="the problem file")
         if backend:
             p.add_argument("--backend", choices=("exact", "stochastic"), help="backend (default: [solve] backend, "
@@ -327,7 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--verbose", action="store_true", default=None, help="show progress bars (default: on a "
                        "terminal)")
         if json_out:
-            p.add_argument("--json", action="store_true", help="print one JSON document (schema 1, docs/json.md)")
+            p.add_argument("--json", action="store_true", help="print one JSON document (schema 1: see the 'JSON "
+                           "output' page of the documentation, or docs/json.md in the source)")
         if out:
             p.add_argument("--out", metavar="DIR", help="save results (JSON + NPZ) into this directory")
             p.add_argument("--force", action="store_true", help="overwrite results already saved in --out")
