@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy.special import expit
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
@@ -153,6 +154,16 @@ class FairLinearClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return np.where(self.decision_function(X) > 0, self.classes_[1], self.classes_[0])
+
+
+class LogisticProbabilities:
+    """``predict_proba`` of a linear classifier fitted with a logistic (or logistic-based) loss: the sigmoid of
+    the decision function, as scikit-learn's LogisticRegression (mixed into the estimators whose scores are
+    log-odds; the AUC estimator's scores are rankings, not log-odds, so it has none)."""
+
+    def predict_proba(self, X):
+        p = expit(self.decision_function(X))
+        return np.column_stack([1 - p, p])
 
 
 def check_sample_weight(sample_weight, n: int):

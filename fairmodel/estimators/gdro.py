@@ -1,18 +1,16 @@
 """scikit-learn estimator for group DRO and MERO (logistic loss, linear model)."""
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import expit
 
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
 
 from .._validate import check_choice
-from ._base import (BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, weighted_group_risks,
-                    weighted_mean_loss)
+from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, check_sample_weight, solve_problem,
+                    weighted_group_risks, weighted_mean_loss)
 
 
-class GroupDROClassifier(FairLinearClassifier):
+class GroupDROClassifier(LogisticProbabilities, FairLinearClassifier):
     """Linear logistic classifier minimizing the largest group risk (group DRO) or the largest excess risk
     over each group's own optimum (``objective="mero"``).
 
@@ -65,6 +63,3 @@ class GroupDROClassifier(FairLinearClassifier):
         self._store(solve_problem(self, prob, self.backend, self.method), w)
         return self
 
-    def predict_proba(self, X):
-        p = expit(self.decision_function(X))
-        return np.column_stack([1 - p, p])

@@ -2,18 +2,17 @@
 equalized odds, the linear-loss surrogate of Donini et al. 2018), with sample weights."""
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import expit
 
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, regularized_logistic, solve_problem, two_groups
+from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, regularized_logistic, solve_problem,
+                    two_groups)
 
 CONSTRAINTS = ("equalized_odds", "equal_opportunity", "none")
 
 
-class FairLogisticRegression(FairLinearClassifier):
+class FairLogisticRegression(LogisticProbabilities, FairLinearClassifier):
     """Weighted logistic regression ``sum_i w_i logistic(y_i s_i) / sum_i w_i + alpha ||(coef, b)||^2`` under the
     equal-opportunity or equalized-odds surrogate of Donini, Oneto, Ben-David, Shawe-Taylor, Pontil (2018):
     the groups' (weighted) mean scores on the positives (and, for equalized odds, on the negatives) differ by at
@@ -67,6 +66,3 @@ class FairLogisticRegression(FairLinearClassifier):
         self._store(result, w)
         return self
 
-    def predict_proba(self, X):
-        p = expit(self.decision_function(X))
-        return np.column_stack([1 - p, p])

@@ -1,20 +1,19 @@
 """scikit-learn estimator for logistic regression under partial (weak) demographic parity in a rank band."""
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import expit
 
 from ..expressions.atoms.partial import partial_dp, weak_partial_dp
 from ..problem import Minimize, Problem
 
 from ..metrics.partial import check_band
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, regularized_logistic, solve_problem, two_groups
+from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, regularized_logistic, solve_problem,
+                    two_groups)
 
 CONSTRAINTS = ("pdp", "weak_pdp")
 
 
-class PartialFairnessClassifier(FairLinearClassifier):
+class PartialFairnessClassifier(LogisticProbabilities, FairLinearClassifier):
     """Linear logistic classifier, ``mean(logistic_loss) + alpha ||(w, b)||^2``, under partial demographic parity
     ``partial_dp(s, groups, band=band) <= kappa`` or weak partial parity ``weak_partial_dp(s, groups,
     band=band, threshold=threshold) <= kappa`` (He, Huang, Yao, Lin; see ``docs/partial_fairness.md``).
@@ -93,6 +92,3 @@ class PartialFairnessClassifier(FairLinearClassifier):
         self._store(result, w)
         return self
 
-    def predict_proba(self, X):
-        p = expit(self.decision_function(X))
-        return np.column_stack([1 - p, p])

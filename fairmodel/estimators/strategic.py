@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from .. import expressions as dsl
 from ..expressions.atoms.strategic import strategic_score, wasserstein_worst_case
@@ -11,10 +10,11 @@ from ..problem import Minimize, Problem
 from ..data import Dataset
 from ..oracles.strategic import strategic_mask
 from .._validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem
+from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, check_sample_weight,
+                    solve_problem)
 
 
-class StrategicRobustClassifier(FairLinearClassifier):
+class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
     """Linear logistic classifier minimizing the worst-case logistic loss over a type-1 Wasserstein ball around
     the data after the agents' strategic response (``wasserstein_worst_case`` of ``strategic_score``;
     Maheshwari et al.; see ``docs/minmax.md`` section 3).
@@ -112,6 +112,3 @@ class StrategicRobustClassifier(FairLinearClassifier):
         self.intercept_ = np.array([-float(self.center_ @ self.coef_[0])])
         return self
 
-    def predict_proba(self, X):
-        p = expit(self.decision_function(X))
-        return np.column_stack([1 - p, p])
