@@ -16,7 +16,7 @@ from .data import Batch, Dataset, Groups
 from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
-                     ResourceLimitError, ResultFileError, SolverError, UnsupportedProblemError)
+                     ResourceLimitError, ResultFileError, SlowSolveWarning, SolverError, UnsupportedProblemError)
 from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean,
                           group_optimal, hinge_loss, logistic_loss, max, mean, min, multiply, norm, parameter, pos,
                           softmax_loss, squared_loss, sum, sum_squares)
@@ -71,7 +71,7 @@ __all__ = [
     "set_threads", "thread_limit", "threads",
     # errors
     "DataError", "ExpressionTypeError", "FairmodelError", "InfeasibleError", "ModelError", "OptionError",
-    "ResourceLimitError", "ResultFileError", "SolverError", "UnsupportedProblemError",
+    "ResourceLimitError", "ResultFileError", "SlowSolveWarning", "SolverError", "UnsupportedProblemError",
     # scikit-learn estimators (optional extra, imported lazily)
     *_ESTIMATORS,
 ]

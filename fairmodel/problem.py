@@ -19,6 +19,7 @@ from ._validate import check_options
 from .errors import ExpressionTypeError, ModelError, OptionError, UnsupportedProblemError
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
+from .expressions.notation import Notation, layout, render_wide
 from .families.registry import recognize
 from .judge import judge, judge_solution, verdict
 from .progress import interruptible
@@ -26,6 +27,12 @@ from .results import Result
 from .sweep import sweep as run_sweep
 
 BACKENDS = ("exact", "stochastic")
+
+
+def _render_constraint(c: Inequality, n: Notation) -> str:
+    if type(c) is not Inequality:           # a family's constraint (e.g. the DP constraint) writes itself
+        return c.render(n)
+    return f"{render_wide(c.lhs, n)} {n.le()} {c.rhs.render(n)}"
 
 __all__ = ["BACKENDS", "Inequality", "Minimize", "Problem"]
 
@@ -80,15 +87,26 @@ class Problem:
                     out.append(v)
         return out
 
+    def formulation(self, format: str = "text") -> str:
+        """The problem as math: the objective, the domain of the weights, the constraints and what every symbol
+        means (the "where" lines), as ``"text"``, ``"markdown"`` (display math) or ``"latex"`` (an ``align*``
+        environment and a list; it needs the amsmath and amssymb packages)."""
+        n = Notation(latex=format != "text")
+        objective = render_wide(self.objective.expr, n)
+        domain = [v.domain(n) for v in self.variables() if hasattr(v, "domain")]
+        constraints = [(c.name, _render_constraint(c, n)) for c in self.constraints]
+        return layout("minimize", objective, domain, constraints, n.where(), format)
+
     def describe(self, format: str = "text", program: bool = True) -> str:
-        """The problem in math notation, what each backend will do, the exact program's structure (variables and
-        constraint blocks with their sizes; ``program=False`` skips building it) and which reductions accept it.
-        ``format``: ``"text"``, ``"markdown"`` or ``"latex"``."""
+        """The problem in math notation (:meth:`formulation`), what each backend will do, the exact program's
+        structure (variables and constraint blocks with their sizes; ``program=False`` skips building it) and which
+        reductions accept it. ``format``: ``"text"``, ``"markdown"`` or ``"latex"`` (a document fragment for
+        the amsmath and amssymb packages; ``fairmodel describe --format latex`` prints a whole document)."""
         head = self.family.describe(format=format, program=program)
         explain = self.recognition.explain()
         if format == "latex":
             return head + "\n\\paragraph{Reductions} (tried in order of priority)\n\\begin{itemize}\n" + "\n".join(
-                f"  \\item {_display.latex_text(line.strip())}" for line in explain) + "\n\\end{itemize}"
+                f"  \\item {_display.latex_prose(line.strip())}" for line in explain) + "\n\\end{itemize}"
         if format == "markdown":
             return head + "\n\n**Reductions** (tried in order of priority):\n\n" + "\n".join(
                 f"- {line.strip()}" for line in explain)
@@ -99,15 +117,11 @@ class Problem:
         return self.family.to_cvxpy()
 
     def __str__(self):
-        lines = [str(self.objective)]
-        if self.constraints:
-            lines.append("subject to")
-            lines += [f"  {c.name}: {c}" for c in self.constraints]
-        return "\n".join(lines)
+        return self.formulation()
 
     def __repr__(self):
         n = len(self.constraints)
-        return _display.short(f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}"
+        return _display.short(f"<fairmodel.Problem ({self.family.title}): minimize {self.objective.expr}"
                               + (f" s.t. {n} constraint{'s' * (n != 1)}" if n else "")
                               + "; .describe() for the math and the programs>")
 

@@ -21,7 +21,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from ..errors import OptionError, ResourceLimitError
+from ..errors import OptionError, ResourceLimitError, SlowSolveWarning
 
 GiB = float(2 ** 30)
 MiB = float(2 ** 20)
@@ -112,7 +112,7 @@ def check(estimate: Estimate, alternative: str, max_memory_gb: float | None = No
         raise ResourceLimitError(refusal(estimate, alternative, max_memory_gb, option), estimate=estimate.bytes)
     if estimate.seconds is not None and estimate.seconds > WARN_SECONDS:
         warnings.warn(f"{estimate.what} may take {_duration(estimate.seconds)} (estimate: {estimate.describe()}); "
-                      f"{alternative[0].lower() + alternative[1:]}", UserWarning, stacklevel=4)
+                      f"{alternative[0].lower() + alternative[1:]}", SlowSolveWarning, stacklevel=4)
     return estimate
 
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _display
-from ..errors import FairmodelError, OptionError, UnsupportedProblemError
+from ..errors import FairmodelError, OptionError, SlowSolveWarning, UnsupportedProblemError
 from ..exact.structure import structure_lines
 from ..expressions.evaluate import Env
 
@@ -124,6 +125,7 @@ class Reduction(abc.ABC):
     exact_methods: dict = {}     # method name -> description (the first is the default)
     solverless_methods: tuple = ()   # exact methods that use no CVXPY solver (skipped by default when solver= is given)
     stochastic_methods: dict = {}
+    program_method: str | None = None   # the exact method that solves the program of to_cvxpy(), when not all do
 
     def __init__(self, problem, structure=None):
         self.problem = problem
@@ -135,54 +137,61 @@ class Reduction(abc.ABC):
 
     # -- lowering --------------------------------------------------------------------------------------
     def describe(self, format: str = "text", program: bool = True) -> str:
-        """The problem for a reader: the declaration in notation, the backends' methods, the structure the
-        reduction recognized and (``program=True``) the exact program's variables and constraint blocks.
-        ``format``: ``"text"``, ``"markdown"`` (math as ``$$...$$``) or ``"latex"`` (a document fragment)."""
+        """The problem for a reader: the formulation (objective, domain, constraints, notation), the backends'
+        methods, the structure the reduction recognized and (``program=True``) the exact program's variables and
+        constraint blocks. ``format``: ``"text"``, ``"markdown"`` (math as ``$$...$$``) or ``"latex"`` (a document
+        fragment)."""
         if format not in DESCRIBE_FORMATS:
             raise OptionError(f"format must be one of {', '.join(DESCRIBE_FORMATS)}; got {format!r}")
         title = f"{self.title}" + (f" ({self.paper})" if self.paper else "")
-        math_lines = str(self.problem).splitlines()
+        formulation = self.problem.formulation(format)
         methods = [("Exact backend", self.exact_methods), ("Stochastic backend", self.stochastic_methods)]
         notes = [line for line in self.describe_extra() if line.strip()]
         structure = self.program_lines() if program else []
         if format == "text":
-            lines = [f"Problem family: {title}", ""] + math_lines + [""]
+            lines = [f"Problem family: {title}", "", formulation, ""]
             for head, table in methods:
                 lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
             return "\n".join(lines + ([""] + notes if notes else []) + ([""] + structure if structure else []))
         if format == "markdown":
-            lines = [f"**Problem family:** {title}", "", "$$", "\\begin{aligned}"]
-            lines += [" \\\\\n".join("&" + _display.latex_math(line.strip()) for line in math_lines)]
-            lines += ["\\end{aligned}", "$$", ""]
+            lines = [f"**Problem family:** {title}", "", formulation, ""]
             for head, table in methods:
                 lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
             lines += [f"- {n}" for n in notes] + ([""] if notes else [])
             if structure:
                 lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
             return "\n".join(lines)
-        esc = _display.latex_text
-        lines = [f"\\paragraph{{Problem family}} {esc(title)}", "\\begin{align*}"]
-        lines += [" \\\\\n".join("  &" + _display.latex_math(line.strip()) for line in math_lines)]
-        lines += ["\\end{align*}"]
+        prose = _display.latex_prose
+        lines = [f"\\paragraph{{Problem family}} {prose(title)}", formulation]
         for head, table in methods:
             lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
-            lines += [f"  \\item \\texttt{{{esc(m)}}}: {esc(d)}" for m, d in table.items()] or ["  \\item (none)"]
+            lines += [f"  \\item \\texttt{{{_display.latex_text(m)}}}: {prose(d)}" for m, d in table.items()] \
+                or ["  \\item (none)"]
             lines += ["\\end{itemize}"]
         if notes:
-            lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {esc(n.strip())}" for n in notes]
+            lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {prose(n.strip())}" for n in notes]
             lines += ["\\end{itemize}"]
         if structure:
-            lines += [f"\\paragraph{{Exact program}} {esc(structure[0][len('Exact program '):])}",
-                      "\\begin{itemize}"] + [f"  \\item {esc(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
+            lines += [f"\\paragraph{{Exact program}} {prose(structure[0][len('Exact program '):])}",
+                      "\\begin{itemize}"] + [f"  \\item {prose(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
         return "\n".join(lines)
 
     def program_lines(self) -> list[str]:
-        """The exact program's variables and constraint blocks (sizes, kinds, functions), or why there is none."""
-        try:
-            program = self.to_cvxpy()
-        except FairmodelError as exc:
-            return [f"Exact program: not shown ({exc})"]
-        return structure_lines(program)
+        """The exact program's variables and constraint blocks (sizes, kinds, functions), or why there is none; the
+        method that solves it when the default method does not, and the time estimate of its solve when long."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SlowSolveWarning)
+            try:
+                program = self.to_cvxpy()
+            except FairmodelError as exc:
+                return [f"Exact program: not shown ({exc})"]
+        lines = structure_lines(program)
+        default = next(iter(self.exact_methods), None)
+        if self.program_method and default != self.program_method:
+            lines[0] = lines[0].replace("Exact program", f"Exact program of method {self.program_method!r} (the "
+                                                         f"default method {default!r} solves without building it)", 1)
+        lines += [f"  solving it: {w.message}" for w in caught if issubclass(w.category, SlowSolveWarning)]
+        return lines
 
     def describe_extra(self) -> list[str]:
         return []

@@ -110,6 +110,7 @@ class GroupDRO(Reduction):
     supported = ("fm.max(fm.group_mean(loss, groups)) [- offsets or - fm.group_optimal(risks)], "
                  "or fm.mean(loss), of a linear score, without constraints")
     priority = 10
+    program_method = "epigraph"
 
     def __init__(self, problem, structure):
         super().__init__(problem)

@@ -11,9 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from .. import datasets
+from .. import _display, datasets
 from ..crosscheck import crosscheck
 from ..errors import FairmodelError, OptionError, SolverError
+from ..families.base import DESCRIBE_FORMATS
 from .. import expressions as dsl
 from ..plotting import default_frontier_y, plot_results
 from ..problem import Minimize, Problem
@@ -214,9 +215,12 @@ def _save_frontier(frontier, targets) -> list[str] | None:
 
 def _describe(args) -> int:
     prob, data, spec = _load(args)
-    print(f"# {spec.doc.get('title', spec.path.name)}\n")
-    print(f"Data: {data!r}\n")
-    print(prob.describe())   # the math, the methods, the exact program's variables and constraint blocks
+    title = spec.doc.get("title", spec.path.name)
+    body = prob.describe(format=args.format)   # the math, the methods, the exact program's structure
+    if args.format == "latex":                 # a whole document: pdflatex compiles it as printed
+        print(_display.latex_document(f"\\paragraph{{Data}} {_display.latex_text(repr(data))}\n\n{body}", title))
+    else:
+        print(f"# {title}\n\nData: {data!r}\n\n{body}")
     return EXIT_OK
 
 
@@ -284,8 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--y", default=None, help="column to plot against the parameter (default: the judged risk "
                     "when the objective adds a regularizer to it, as DP post-processing's entropy term; else the "
                     "objective); an unknown column is refused with the list of columns")
-    problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
-                    "problem file", backend=False, json_out=False, out=False)
+    desc = problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
+                           "problem file", backend=False, json_out=False, out=False)
+    desc.add_argument("--format", choices=DESCRIBE_FORMATS, default="text",
+                      help="text (default), markdown (math as $$...$$) or latex (a whole document for pdflatex)")
     return parser
 
 
