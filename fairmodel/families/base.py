@@ -182,7 +182,7 @@ class Reduction(abc.ABC):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SlowSolveWarning)
             try:
-                program = self.to_cvxpy()
+                program = self.structure_program()
             except FairmodelError as exc:
                 return [f"Exact program: not shown ({exc})"]
         lines = structure_lines(program)
@@ -195,6 +195,11 @@ class Reduction(abc.ABC):
 
     def describe_extra(self) -> list[str]:
         return []
+
+    def structure_program(self):
+        """The program whose structure ``describe`` shows: :meth:`to_cvxpy`, or one of the same structure that is
+        cheaper to build (override)."""
+        return self.to_cvxpy()
 
     def to_cvxpy(self):
         raise UnsupportedProblemError(f"the {self.title} family has no single CVXPY program to show")

@@ -177,6 +177,11 @@ class GroupDRO(Reduction):
         offsets = self.offsets() if self.kind != "erm" else None
         return exact_gdro.epigraph_program(self.risks, offsets)[0]
 
+    def structure_program(self):
+        """The epigraph program with zero offsets: the structure of MERO's program does not depend on the values
+        R*_g, which would take per-group exact solves."""
+        return exact_gdro.epigraph_program(self.risks, None)[0]
+
     # -- backends ------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
         check_options(options, ("max_memory_gb",), "the exact group-DRO backend")

@@ -26,6 +26,7 @@ from ...metrics.partial import check_band, check_band_groups, partial_dp as _pdp
 from ...metrics.partial import weak_partial_dp as _wpdp_metric
 from ... import _display
 from ..core import Expr, as_expr
+from ..notation import wrap
 from ..variables import LinearScore
 
 GRIDS = ("default", "in_I", "linspace")
@@ -247,7 +248,7 @@ class DC(Expr):
         self.h.backprop(env, -upstream, grads)
 
     def render(self, n):
-        return self.g.render(n) + " - " + n.paren(self.h.render(n))
+        return self.g.render(n) + " - " + wrap(self.h.render(n), n, self.h)
 
 
 # ---------------------------------------------------------------------------------------------------
