@@ -49,10 +49,12 @@ class Problem:
 
     Family options are forwarded to the reduction that accepts the problem (e.g. ``entropy=1/beta`` for
     DP post-processing). The chosen reduction is ``problem.family``; ``problem.canonical`` is the canonical
-    form it recognized.
+    form it recognized. ``title`` (optional) names the problem in results, cross-check headings and plots
+    (``problem.label``: the title and the kind of problem declared, e.g. "Adult by race (MERO)").
     """
 
-    def __init__(self, objective: Minimize, constraints: Sequence[Inequality] = (), **options):
+    def __init__(self, objective: Minimize, constraints: Sequence[Inequality] = (), *, title: str | None = None,
+                 **options):
         if not isinstance(objective, Minimize):
             raise ExpressionTypeError(f"Problem needs fm.Minimize(expr) as objective; got {type(objective).__name__}")
         if isinstance(constraints, Inequality):
@@ -65,6 +67,7 @@ class Problem:
         if len(set(names)) != len(names):
             raise ModelError(f"constraint names must be unique; got {names}")
         self.objective = objective
+        self.title = None if title is None else str(title)
         self.constraints = tuple(c if c.name else c.named(n) for c, n in zip(constraints, names))
         self.options = dict(options)
         self.canonical = canonical_problem(objective.expr, self.constraints, self.options)
@@ -76,7 +79,14 @@ class Problem:
     def replace(self, *, objective: Minimize | None = None, constraints=None, **options) -> "Problem":
         """A new problem with some parts replaced (the options are merged)."""
         return Problem(objective or self.objective, self.constraints if constraints is None else constraints,
-                       **{**self.options, **options})
+                       title=self.title, **{**self.options, **options})
+
+    @property
+    def label(self) -> str:
+        """What the user declared, for results, cross-check headings and plots: the kind of problem ("group DRO",
+        "MERO", "ERM", "composition", ...) after the title when there is one."""
+        kind = self.family.display_name
+        return f"{self.title} ({kind})" if self.title else kind
 
     # -- introspection -------------------------------------------------------------------------------
     def variables(self):
@@ -204,7 +214,7 @@ class Problem:
         timings.update(solution.timings)
         return Result.from_parts(backend=backend, method=method, family=family.name, seed=seed,
                                  solution=solution, evaluation=evaluation, timings=timings,
-                                 problem_text=str(self), checks=[c.to_dict() for c in checks])
+                                 problem_text=str(self), checks=[c.to_dict() for c in checks], name=self.label)
 
     def parameters(self) -> dict:
         """The parameters of the problem, by name."""
@@ -235,6 +245,13 @@ class Problem:
                              **options)
         finally:
             node.value = original
+
+    def crosscheck_checks(self, exact: Result, stochastic: Result, **common) -> tuple[list, str]:
+        """The checks ``fm.crosscheck`` applies, from the reduction that produced the stochastic result, and that
+        reduction's name; ``common`` holds the cross-check's shared options (those the judge takes, e.g. ``data=``)."""
+        reduction = self.reduction(stochastic.family)
+        context = {k: v for k, v in common.items() if k in getattr(reduction, "judge_options", ())}
+        return reduction.crosscheck_checks(exact, stochastic, **context), reduction.name
 
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.

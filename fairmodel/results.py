@@ -62,22 +62,28 @@ class Result:
     message: str = ""
     problem: str = ""
     checks: list = field(default_factory=list)
+    name: str = ""
 
     @classmethod
     def from_parts(cls, *, backend, method, family, seed, solution, evaluation, timings, problem_text,
-                   checks=()):
+                   checks=(), name: str = ""):
         metrics = {**solution.metrics, **evaluation.metrics}
         certificate = {**solution.certificate, **evaluation.certificate}
         return cls(status=solution.status, objective=float(evaluation.objective),
                    variables=dict(solution.variables), constraints=evaluation.constraints, metrics=metrics,
                    certificate=certificate, history=list(solution.history), timings=timings,
                    solver=dict(solution.solver), seed=_seed_value(seed), backend=backend, method=method,
-                   family=family, message=solution.message, problem=problem_text, checks=list(checks))
+                   family=family, message=solution.message, problem=problem_text, checks=list(checks), name=name)
 
     @property
     def ok(self) -> bool:
         """True when the solver ended normally and the judge's checks passed (see docs/ok.md)."""
         return self.status in OK_STATUSES
+
+    @property
+    def label(self) -> str:
+        """What the result is of, for headings: the problem's ``name`` (its title and kind), else the family."""
+        return self.name or self.family
 
     def failed_checks(self) -> list[dict]:
         return [c for c in self.checks if not c["passed"] and c["value"] == c["value"]]
@@ -95,7 +101,7 @@ class Result:
         return by_name(self.family).predictor(self)
 
     def summary(self) -> str:
-        lines = [f"{self.family} / {self.backend} / {self.method}: status {self.status}",
+        lines = [f"{self.label} / {self.backend} / {self.method}: status {self.status}",
                  f"  objective      {self.objective:.6g}"]
         for name, c in self.constraints.items():
             lines.append(f"  {name:<14} {c['value']:.6g} <= {c['bound']:.6g} (violation {c['violation']:.2g})")
@@ -118,7 +124,7 @@ class Result:
                 "constraints": self.constraints, "metrics": self.metrics, "certificate": self.certificate,
                 "history": _history_columns(self.history), "timings": self.timings, "solver": self.solver,
                 "seed": self.seed, "backend": self.backend, "method": self.method, "family": self.family,
-                "message": self.message, "problem": self.problem, "checks": self.checks}
+                "message": self.message, "problem": self.problem, "checks": self.checks, "name": self.name}
 
     def save(self, path, overwrite: bool = False) -> tuple[Path, Path]:
         """Write ``<path>.json`` and ``<path>.npz`` (suffixes appended); returns both paths.
@@ -141,7 +147,7 @@ class Result:
     # -- notebook display ---------------------------------------------------------------------------------
     def __repr__(self):
         ok = "ok" if self.ok else "NOT ok"
-        return _display.short(f"<fairmodel.Result {self.family}/{self.backend}/{self.method}: {self.status} ({ok}), "
+        return _display.short(f"<fairmodel.Result {self.label} / {self.backend} / {self.method}: {self.status} ({ok}), "
                               f"objective {_display.fmt(self.objective, 6)}, max violation "
                               f"{_display.fmt(self.max_violation, 2)}; .summary() / .to_markdown() for the rest>")
 
@@ -156,7 +162,7 @@ class Result:
 
     def to_markdown(self) -> str:
         """The result as a Markdown table (status, objective, constraints, certificates, time)."""
-        return (f"**{self.family}** / {self.backend} / {self.method}\n\n"
+        return (f"**{self.label}** / {self.backend} / {self.method}\n\n"
                 + _display.md_table(["", "value"], self._table_rows()))
 
     def _repr_markdown_(self):
@@ -164,7 +170,7 @@ class Result:
 
     def _repr_html_(self):
         return _display.html_table(["", "value"], self._table_rows(),
-                                   caption=f"{self.family} / {self.backend} / {self.method}")
+                                   caption=f"{self.label} / {self.backend} / {self.method}")
 
 
 ID_KEY = "__id__"

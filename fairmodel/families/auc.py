@@ -73,6 +73,7 @@ def _parse(problem):
 class AUCFairness(Reduction):
     name = "auc_fairness"
     title = "AUC maximization under AUC-based fairness constraints"
+    display_name = "AUC fairness"
     paper = "Yao, Lin, Yang: stochastic methods for AUC optimization subject to AUC-based fairness constraints"
     supported = ("fm.Minimize(fm.auc_loss(s, y)) with constraints fm.auc_gap(s, data, kind=...) <= kappa, "
                  "for s = data.score(w) (linear) or data.score(fm.SigmoidMLP(...))")

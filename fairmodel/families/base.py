@@ -130,6 +130,12 @@ class Reduction(abc.ABC):
     def __init__(self, problem, structure=None):
         self.problem = problem
 
+    @property
+    def display_name(self) -> str:
+        """What the user declared, for headings and plot titles (e.g. "MERO", "ERM", "composition");
+        ``name`` stays the stable identifier that results store in ``family``."""
+        return self.title
+
     @classmethod
     @abc.abstractmethod
     def accepts(cls, problem):
@@ -143,38 +149,11 @@ class Reduction(abc.ABC):
         fragment)."""
         if format not in DESCRIBE_FORMATS:
             raise OptionError(f"format must be one of {', '.join(DESCRIBE_FORMATS)}; got {format!r}")
-        title = f"{self.title}" + (f" ({self.paper})" if self.paper else "")
-        formulation = self.problem.formulation(format)
+        title = f"Problem family: {self.title}" + (f" ({self.paper})" if self.paper else "")
         methods = [("Exact backend", self.exact_methods), ("Stochastic backend", self.stochastic_methods)]
         notes = [line for line in self.describe_extra() if line.strip()]
-        structure = self.program_lines() if program else []
-        if format == "text":
-            lines = [f"Problem family: {title}", "", formulation, ""]
-            for head, table in methods:
-                lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
-            return "\n".join(lines + ([""] + notes if notes else []) + ([""] + structure if structure else []))
-        if format == "markdown":
-            lines = [f"**Problem family:** {title}", "", formulation, ""]
-            for head, table in methods:
-                lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
-            lines += [f"- {n}" for n in notes] + ([""] if notes else [])
-            if structure:
-                lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
-            return "\n".join(lines)
-        prose = _display.latex_prose
-        lines = [f"\\paragraph{{Problem family}} {prose(title)}", formulation]
-        for head, table in methods:
-            lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
-            lines += [f"  \\item \\texttt{{{_display.latex_text(m)}}}: {prose(d)}" for m, d in table.items()] \
-                or ["  \\item (none)"]
-            lines += ["\\end{itemize}"]
-        if notes:
-            lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {prose(n.strip())}" for n in notes]
-            lines += ["\\end{itemize}"]
-        if structure:
-            lines += [f"\\paragraph{{Exact program}} {prose(structure[0][len('Exact program '):])}",
-                      "\\begin{itemize}"] + [f"  \\item {prose(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
-        return "\n".join(lines)
+        return describe_sections(title, self.problem.formulation(format), methods, notes, format,
+                                 self.program_lines() if program else [])
 
     def program_lines(self) -> list[str]:
         """The exact program's variables and constraint blocks (sizes, kinds, functions), or why there is none; the
@@ -264,6 +243,41 @@ class Reduction(abc.ABC):
 
 Family = Reduction   # the name used before reductions were made explicit
 DESCRIBE_FORMATS = ("text", "markdown", "latex")
+
+
+def describe_sections(title: str, formulation: str, methods: list, notes: list, format: str,
+                      structure: list = ()) -> str:
+    """The sections of ``describe()``: the title ("Problem family: ..."), the formulation, the methods of each
+    backend (``[(heading, {method: description})]``), notes and the exact program's structure, in ``format``."""
+    if format == "text":
+        lines = [title, "", formulation, ""]
+        for head, table in methods:
+            lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
+        return "\n".join(lines + ([""] + notes if notes else []) + ([""] + list(structure) if structure else []))
+    if format == "markdown":
+        head, _, rest = title.partition(": ")
+        lines = [f"**{head}:** {rest}" if rest else f"**{title}**", "", formulation, ""]
+        for head, table in methods:
+            lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
+        lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+        if structure:
+            lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
+        return "\n".join(lines)
+    prose = _display.latex_prose
+    head, _, rest = title.partition(": ")
+    lines = [f"\\paragraph{{{prose(head)}}} {prose(rest)}", formulation]
+    for head, table in methods:
+        lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
+        lines += [f"  \\item \\texttt{{{_display.latex_text(m)}}}: {prose(d)}" for m, d in table.items()] \
+            or ["  \\item (none)"]
+        lines += ["\\end{itemize}"]
+    if notes:
+        lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {prose(n.strip())}" for n in notes]
+        lines += ["\\end{itemize}"]
+    if structure:
+        lines += [f"\\paragraph{{Exact program}} {prose(structure[0][len('Exact program '):])}",
+                  "\\begin{itemize}"] + [f"  \\item {prose(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
+    return "\n".join(lines)
 
 
 def default_checks(exact, stochastic, objective_tol: float = 1e-3, violation_tol: float = 1e-6,

@@ -91,6 +91,10 @@ class DPPostProcessing(Reduction):
             return "the objective and fm.dp_gap(...) must use the same fm.GridPredictor"
         return expr, (cons[0] if cons else None)
 
+    @property
+    def display_name(self) -> str:
+        return "DP post-processing" + (" (classification)" if self.post.kind != "regression" else "")
+
     # -- description -------------------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
         post = self.post

@@ -163,6 +163,10 @@ class GroupDRO(Reduction):
             return self.offsets_spec.constant_value()
         return np.asarray(self.offsets_spec, dtype=float)
 
+    @property
+    def display_name(self) -> str:
+        return {"gdro": "group DRO", "mero": "MERO", "erm": "ERM"}[self.kind]
+
     def describe_extra(self) -> list[str]:
         r = self.risks
         kind = {"gdro": "group DRO, eq. (2)", "mero": "minimax excess risk (MERO), eq. (4)",

@@ -109,6 +109,12 @@ class PartialFairness(Reduction):
         reasons = [k for k in kinds if isinstance(k, str)]
         return reasons[0] if reasons else kinds
 
+    @property
+    def display_name(self) -> str:
+        partial = any(isinstance(n, (PartialDP, WeakPartialDP)) for c in self.problem.canonical.constraints
+                      for n in c.lhs.nodes())
+        return "partial fairness" if partial else "DC constraints"
+
     # -- description -----------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
         lines = ["", f"DC program (21): {self.program.m} constraint(s) f_i = f_i+ - f_i- <= 0 in "
