@@ -19,6 +19,11 @@ def _plt():
     return plt
 
 
+def _label(result) -> str:
+    """What a result is of, for a title: the problem's title and kind (``result.label``), else its family."""
+    return getattr(result, "label", "") or getattr(result, "family", "")
+
+
 def _axes(ax, figsize=(6, 4)):
     plt = _plt()
     if ax is None:
@@ -171,7 +176,7 @@ def plot_values(results: dict, ax=None):
     ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2)
     ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("judged value")
-    ax.set_title(f"{first.family}: judged objective and constraints")
+    ax.set_title(f"{_label(first)}: judged objective and constraints")
     ax.legend()
     fig.tight_layout()
     return fig
@@ -200,16 +205,18 @@ def plot_results(results: dict, optimum: float | None = None):
     DP post-processing) or the judged objective and constraint values (:func:`plot_values`)."""
     first = next(iter(results.values()))
     if isinstance(first.metrics.get("group_risks"), dict):
-        return plot_group_risks(results)
+        fig = plot_group_risks(results)
+        fig.axes[0].set_title(f"{_label(first)}: group risks")
+        return fig
     runs = {name: r for name, r in results.items() if r.history}
     x, y = _history_axes(runs)
     if x is not None:
         fig = plot_convergence(runs, x=x, y=y, optimum=optimum if y in ("objective", "output_objective",
                                                                           "max_risk", "level") else None, log=False)
-        fig.axes[0].set_title(f"{first.family}: {y} against {x}")
+        fig.axes[0].set_title(f"{_label(first)}: {y} against {x}")
         return fig
     if all(isinstance(r.metrics.get("dp_gap"), dict) for r in results.values()):
         fig = plot_group_risks(results, key="dp_gap")
-        fig.axes[0].set_title(f"{first.family}: demographic-parity gap by group")
+        fig.axes[0].set_title(f"{_label(first)}: demographic-parity gap by group")
         return fig
     return plot_values(results)

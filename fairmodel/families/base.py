@@ -27,6 +27,8 @@ import numpy as np
 from .. import _display
 from ..errors import FairmodelError, OptionError, SlowSolveWarning, UnsupportedProblemError
 from ..exact.structure import structure_lines
+from ..expressions.atoms.aggregates import GroupMean
+from ..expressions.atoms.losses import Loss
 from ..expressions.evaluate import Env
 
 
@@ -103,6 +105,22 @@ def evaluate_constraints(constraints, env: Env) -> dict:
         else:
             out[c.name] = constraint_record(c.lhs.numeric(env) - c.rhs.numeric(env), 0.0)
     return out
+
+
+def group_risk_metrics(problem, env: Env) -> dict:
+    """``group_risks`` (and ``worst_group``) of a declaration: the mean of the objective's per-sample loss over
+    each group, the groups being those of the declaration's first ``fm.group_mean`` (else the sensitive groups
+    of the loss's data); empty when the declaration has no loss or no groups."""
+    exprs = [problem.objective.expr] + [e for c in problem.constraints for e in (c.lhs, c.rhs)]
+    loss = next((n for n in problem.objective.expr.nodes() if isinstance(n, Loss)), None)
+    groups = next((n.groups for e in exprs for n in e.nodes() if isinstance(n, GroupMean)), None)
+    data = getattr(getattr(loss, "score", None), "data", None)
+    if groups is None and data is not None and data.has_groups:
+        groups = data.groups
+    if loss is None or groups is None or len(groups) != loss.size or groups.n_groups < 2:
+        return {}
+    risks = np.asarray(GroupMean(loss, groups).numeric(env), dtype=float)   # weighted when the loss is
+    return {"group_risks": by_group(risks, groups.names), "worst_group": _name(groups.names[int(np.argmax(risks))])}
 
 
 def by_group(values, names) -> dict:
@@ -198,11 +216,12 @@ class Reduction(abc.ABC):
         return Env({w: w.check_value(variables[name], "candidate") for name, w in ws.items()})
 
     def evaluate(self, variables: dict, **context) -> Evaluation:
-        """The judge of this reduction: the declaration walked on the full data (override to add metrics and
-        the certificate of the structure)."""
+        """The judge of this reduction: the declaration walked on the full data, with the per-group risks of its
+        loss when it has groups (override to add metrics and the certificate of the structure)."""
         env = self.environment(variables)
         return Evaluation(objective=float(self.problem.objective.expr.numeric(env)),
-                          constraints=evaluate_constraints(self.problem.constraints, env))
+                          constraints=evaluate_constraints(self.problem.constraints, env),
+                          metrics=group_risk_metrics(self.problem, env))
 
     # -- what "ok" means ---------------------------------------------------------------------------------
     def acceptance(self, evaluation: Evaluation, backend: str) -> list[Check]:

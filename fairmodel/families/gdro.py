@@ -123,6 +123,11 @@ class GroupDRO(Reduction):
         self.offsets_spec = offsets
         self.scale = scale          # the declared objective is scale * (this structure) + a constant
         self.risks = group_risks_of(risk_expr)
+        # ERM has one group ("all"): the per-group metrics use the data's sensitive groups when it has them
+        self.metric_risks, data = self.risks, self.risks.data
+        if kind == "erm" and data.has_groups and data.n_groups > 1:
+            loss = risk_expr.expr
+            self.metric_risks = GroupRisks(loss.kernel, data, loss.y, data.groups, loss.score.w)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
@@ -279,11 +284,15 @@ class GroupDRO(Reduction):
         metrics = {"group_risks": by_group(risks, self.risks.names),
                    "worst_group": str(self.risks.names[int(np.argmax(excess))]),
                    "mean_risk": float(np.dot(risks, self.risks.sizes) / self.risks.sizes.sum())}
+        if self.metric_risks is not self.risks:          # ERM: the risks of the sensitive groups
+            by_sensitive, accuracy = self.metric_risks.risks_and_accuracy(theta)
+            metrics.update(group_risks=by_group(by_sensitive, self.metric_risks.names),
+                           worst_group=str(self.metric_risks.names[int(np.argmax(by_sensitive))]))
         if self.kind == "mero":
             metrics["group_optimal"] = by_group(offsets, self.risks.names)
             metrics["excess_risks"] = by_group(excess, self.risks.names)
         if accuracy is not None:
-            metrics["group_accuracy"] = by_group(accuracy, self.risks.names)
+            metrics["group_accuracy"] = by_group(accuracy, self.metric_risks.names)
         if self.risks.data.is_chunked:
             # a * max_g (R_g - c_g) + b of the canonical objective from the risks of the pass above: the walk of
             # the declaration would hold per-row scores and losses (O(n) vectors) in memory

@@ -175,8 +175,7 @@ def _sweep(args) -> int:
         return problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
 
     def build(value):
-        sub = spec_of(value)
-        return problemfile.build_problem(sub, problemfile.load_data(sub))
+        return problemfile.load_spec(spec_of(value))[0]
     frontier = sweep(build, values, param=args.param, backend=backend, verbose=_verbose(args),
                      options_for=lambda value: _solve_args(args, spec_of(value), backend))
     saved = _save_frontier(frontier, targets)
@@ -217,10 +216,11 @@ def _describe(args) -> int:
     prob, data, spec = _load(args)
     title = spec.doc.get("title", spec.path.name)
     body = prob.describe(format=args.format)   # the math, the methods, the exact program's structure
+    shown = repr(data) if data is not None else "none (the game is given in [problem])"
     if args.format == "latex":                 # a whole document: pdflatex compiles it as printed
-        print(_display.latex_document(f"\\paragraph{{Data}} {_display.latex_text(repr(data))}\n\n{body}", title))
+        print(_display.latex_document(f"\\paragraph{{Data}} {_display.latex_text(shown)}\n\n{body}", title))
     else:
-        print(f"# {title}\n\nData: {data!r}\n\n{body}")
+        print(f"# {title}\n\nData: {shown}\n\n{body}")
     return EXIT_OK
 
 
