@@ -44,7 +44,7 @@ DATASETS = {
         "lam": {"pdp": [0.2, 0.3, 0.37, 1.0], "weak": [0.13, 0.17, 0.2, 0.23, 1.0]},
     },
 }
-MODELS = {"pdp": "pDP (13)", "weak": "weak pDP (17)"}
+MODELS = {"pdp": "pDP, model (13) of He et al. 2025", "weak": "weak pDP, model (17) of He et al. 2025"}
 
 
 def auc(scores, y) -> float:
@@ -179,13 +179,15 @@ def plot(summary, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["lawschool", "adult"], choices=list(DATASETS))
-    parser.add_argument("--splits", type=int, default=2)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", default=["lawschool", "adult"], choices=list(DATASETS),
+                        help="data sets to run (default: lawschool adult)")
+    parser.add_argument("--splits", type=int, default=2, help="random train/validation/test splits (default 2)")
     parser.add_argument("--outer", type=int, default=60, help="IDCA outer iterations K")
     parser.add_argument("--inner", type=int, default=100, help="SSG iterations per outer iteration T")
     parser.add_argument("--ssg-eps", type=float, default=1e-3, help="tolerance of direct SSG (Algorithm 3)")
-    parser.add_argument("--penalty-step", type=float, default=2e-3)
+    parser.add_argument("--penalty-step", type=float, default=2e-3,
+                        help="subgradient step of the penalty baseline (default 2e-3)")
     parser.add_argument("--max-train", type=int, default=6000, help="subsample the training split (0: all rows)")
     parser.add_argument("--idca-inner", choices=["ssg", "exact"], default="ssg",
                         help="IDCA subproblems of model (13): SSG (the paper's Algorithm 2) or exact (certified "

@@ -119,8 +119,8 @@ def fit_models(train, radius, features, epochs):
     exact = prob.solve()
     zo = prob.solve(backend="stochastic", method="ogda-rr", order=0, seed=0, epochs=epochs)
     return prob, exact, zo, {
-        f"WDRSC radius {radius} (exact)": exact.variables["w"],
-        f"WDRSC radius {radius} (ZO OGDA-RR)": zo.variables["w"],
+        f"robust, radius {radius} (exact)": exact.variables["w"],
+        f"robust, radius {radius} (ZO OGDA-RR)": zo.variables["w"],
         "ERM (logistic)": logistic_erm(train.X, train.y),
         f"LogReg SC (strategic ERM, zeta={ZETA})": logistic_erm(train.X, train.y, mask=mask, zeta=ZETA),
     }
@@ -160,7 +160,7 @@ def part5_adult(epochs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fast", action="store_true", help="fewer epochs (a quicker, noisier run)")
     parser.add_argument("--out", default="fairmodel-output", help="folder for the figure (created if missing)")
     args = parser.parse_args()

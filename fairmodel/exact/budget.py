@@ -167,7 +167,7 @@ def newton(n: int, d: int) -> Estimate:
     """The projected Newton method of the group-DRO certificate: the weighted design (n x d, twice) and, in the
     row space when n < d, r x r Hessians with r = min(n, d) (three: H, its eigenvectors, a product)."""
     r = min(n, d)
-    return Estimate("the projected Newton solve of the duality gap (13)", float(n) * d,
+    return Estimate("the projected Newton solve of the duality gap (eq. (13) of Yu et al. 2024)", float(n) * d,
                     f"8 B per entry of 3 n d + 4 r^2, n = {n:,}, d = {d:,}, r = min(n, d)", 8.0 * (3.0 * n * d + 4.0 * r * r))
 
 

@@ -291,7 +291,7 @@ class AUCFairness(Reduction):
             return [Check("level-set bracket width", width, 1e-5 * scale, "the weak-duality lower bound meets the "
                           "exact optimum up to the solver's tolerance", "certificate")]
         return [Check("level-set bracket width", width, 5e-2 * scale, "f0(w) - a weak-duality lower bound on f*: "
-                      "SFLS targets eps = 0.02 by default (Algorithm 1); 5e-2 leaves room for the lower bound's "
+                      "SFLS targets eps = 0.02 by default (Algorithm 1 of Yao, Lin, Yang 2023); 5e-2 leaves room for the lower bound's "
                       "slack", "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
@@ -301,7 +301,8 @@ class AUCFairness(Reduction):
                   "SFLS within 1e-2 of the exact optimum, relative to max(1, |optimum|): the accuracy the default "
                   "budget reaches (measured, docs/benchmarks.md)"),
             Check("stochastic constraint violation", stochastic.max_violation, 1e-9,
-                  "SFLS iterates are feasible w.p. >= 1 - delta (Proposition 1); only rounding is tolerated"),
+                  "SFLS iterates are feasible w.p. >= 1 - delta (Proposition 1 of Yao, Lin, Yang 2023); only "
+                  "rounding is tolerated"),
             Check("exact constraint violation", exact.max_violation, 1e-6,
                   "conic interior-point feasibility tolerance (1e-8, scaled)"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6,

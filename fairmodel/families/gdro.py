@@ -34,6 +34,9 @@ from .base import Check, Evaluation, Reduction, Solution, by_group
 from .registry import register
 
 
+GAP_CHECK = "duality gap, eq. (13) of Yu et al. 2024"
+
+
 def default_epochs(n_bar: float) -> int:
     """Default number of epochs S: ceil(60,000 / n_bar) clipped to [20, 200].
 
@@ -132,7 +135,7 @@ class GroupDRO(Reduction):
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
                                   "dual": "per-group ERM values R*_g, then the dual method on R_g - R*_g"}
-            self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2): per-group ALEG estimates R*_g, "
+            self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2 of Yu et al. 2024): per-group ALEG estimates R*_g, "
                                                "then ALEG on R_g - R_hat*_g"}
         else:
             self.exact_methods = {"epigraph": "min t s.t. R_g(w) - c_g <= t, w in W (CVXPY); the constraint "
@@ -144,7 +147,7 @@ class GroupDRO(Reduction):
             self.exact_methods = {"dual": self.exact_methods["dual"], **self.exact_methods}
         if kind != "mero":
             self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox with per-group "
-                                               "sampling (Algorithm 1; b samples per group per step, b = 4 by "
+                                               "sampling (Algorithm 1 of Yu et al. 2024; b samples per group per step, b = 4 by "
                                                "default, the paper's b = 1 with batch_size=1)",
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
 
@@ -174,12 +177,13 @@ class GroupDRO(Reduction):
 
     def describe_extra(self) -> list[str]:
         r = self.risks
-        kind = {"gdro": "group DRO, eq. (2)", "mero": "minimax excess risk (MERO), eq. (4)",
+        kind = {"gdro": "group DRO, eq. (2) of Yu et al. 2024", "mero": "minimax excess risk (MERO), eq. (4) of Yu et al. 2024",
                 "erm": "empirical risk minimization (one group)"}[self.kind]
         lines = ["", f"Structure: {kind}; loss {r.loss.symbol}; {r.m} group(s) of sizes "
                      f"{r.sizes.astype(int).tolist()}; {self.risks.w.describe_domain()}",
-                 "Saddle form (3): min_w max_(q in simplex) sum_g q_g (R_g(w) - c_g)",
-                 "Judge certificate: duality gap (13) max_g (R_g(w) - c_g) - min_(w' in W) sum_g q_g (R_g(w') - c_g)"]
+                 "Saddle form, eq. (3) of Yu et al. 2024: min_w max_(q in simplex) sum_g q_g (R_g(w) - c_g)",
+                 "Judge certificate: the duality gap, eq. (13) of Yu et al. 2024: max_g (R_g(w) - c_g) - "
+                 "min_(w' in W) sum_g q_g (R_g(w') - c_g)"]
         return lines
 
     def to_cvxpy(self):
@@ -261,7 +265,7 @@ class GroupDRO(Reduction):
         except (SolverError, ResourceLimitError) as exc:
             hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
                     "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
-            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of (13) failed: "
+            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of the duality gap (eq. (13) of Yu et al. 2024) failed: "
                           f"{exc}.{hint}", stacklevel=3)
             return np.nan, np.nan, np.nan
         found = exact_gdro.lower_bound_from_newton(self.risks, record)
@@ -322,9 +326,10 @@ class GroupDRO(Reduction):
             return []
         scale = self.scale * max(1.0, abs(evaluation.objective))
         if backend == "exact":
-            return [Check("duality gap (13)", gap, 1e-5 * scale, "an exact saddle point has gap 0 up to the "
+            return [Check(GAP_CHECK, gap, 1e-5 * scale, "an exact saddle point has gap 0 up to the "
                           "solver's tolerance (1e-8), with a margin", "certificate")]
-        return [Check("duality gap (13)", gap, 1e-2 * scale, "it bounds the max-risk suboptimality (14); ALEG's "
+        return [Check(GAP_CHECK, gap, 1e-2 * scale, "it bounds the max-risk suboptimality (eq. (14) of Yu et al. "
+                      "2024); ALEG's "
                       "default budget reaches 1e-3 on the bundled data (docs/benchmarks.md)", "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
@@ -337,7 +342,8 @@ class GroupDRO(Reduction):
                   "no point beats the exact optimum by more than the exact method's tolerance (1e-8 relative)"),
             Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
                   1e-2 * self.scale,
-                  "certificate (13) of the stochastic (w, q): it bounds max-risk suboptimality by (14)"),
+                  "the certificate of the stochastic (w, q) (eq. (13) of Yu et al. 2024): it bounds the max-risk "
+                  "suboptimality by eq. (14)"),
             Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-5,
                   "the exact saddle point (w*, q* from the duals) has gap ~0 up to solver tolerance"),
         ]
