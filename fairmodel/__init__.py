@@ -11,6 +11,7 @@ This module only re-exports the public names; docs/architecture.md shows the lay
 """
 from . import datasets, metrics
 from ._threads import set_threads, thread_limit, threads
+from ._version import __version__
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
@@ -36,7 +37,6 @@ from .results import Result, load_result
 from .saddle import SaddleProblem
 from .sweep import Frontier, sweep
 
-__version__ = "0.1.0"
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")

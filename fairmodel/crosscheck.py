@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from . import _display
 from .families.base import Check
-from .results import Result, _jsonable
+from .results import HEADLINE_METRICS, Result, _jsonable
 
 
 @dataclass
@@ -57,6 +58,9 @@ class CrossCheckReport:
                  f"| method | {e.method} | {s.method} |",
                  f"| status | {e.status} | {s.status} |",
                  f"| objective | {e.objective:.6g} | {s.objective:.6g} |"]
+        for name in HEADLINE_METRICS:
+            if name in e.metrics or name in s.metrics:
+                lines.append(f"| {name.replace('_', ' ')} | {_fmt(e.metrics.get(name))} | {_fmt(s.metrics.get(name))} |")
         for name in dict.fromkeys(list(e.constraints) + list(s.constraints)):
             ev = e.constraints.get(name, {}).get("value", float("nan"))
             sv = s.constraints.get(name, {}).get("value", float("nan"))
@@ -67,8 +71,8 @@ class CrossCheckReport:
                      f"{s.timings.get('solve', float('nan')):.3g} |")
         lines += ["", "| check | value | tolerance | verdict | why this tolerance |", "|---|---|---|---|---|"]
         for c in self.checks:
-            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {c.tolerance:.3g} | {'pass' if c.passed else 'FAIL'} "
-                         f"| {_cell(c.reason)} |")
+            tolerance = "– (not checked)" if math.isinf(c.tolerance) else f"{c.tolerance:.3g}"
+            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {tolerance} | {c.verdict} | {_cell(c.reason)} |")
         for r in (e, s):
             if not r.ok:
                 lines.append(f"\n{r.backend} backend ended with status {r.status}: {r.message}")
@@ -95,8 +99,8 @@ class CrossCheckReport:
         rows += [[f"constraint {k}", _display.fmt(e.constraints.get(k, {}).get("value"), 6),
                   _display.fmt(s.constraints.get(k, {}).get("value"), 6)]
                  for k in dict.fromkeys(list(e.constraints) + list(s.constraints))]
-        checks = [[c.name, _display.fmt(c.value, 3), _display.fmt(c.tolerance, 3), "pass" if c.passed else "FAIL",
-                   c.reason] for c in self.checks]
+        checks = [[c.name, _display.fmt(c.value, 3), "–" if math.isinf(c.tolerance) else _display.fmt(c.tolerance, 3),
+                   c.verdict, c.reason] for c in self.checks]
         return (_display.html_table(["", "exact", "stochastic"], rows,
                                     caption=f"Cross-check: {self.label} — {'OK' if self.ok else 'NOT OK'}")
                 + _display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks))

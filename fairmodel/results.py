@@ -28,6 +28,7 @@ from .result_schema import validate_fields
 
 FORMAT = "fairmodel.result"
 SCHEMA = 1
+HEADLINE_METRICS = ("risk", "entropy_term")   # shown by summary() and the cross-check table when a family has them
 OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
 STATUSES = OK_STATUSES + ("inaccurate", "infeasible", "diverged", "failed", "interrupted")
 
@@ -101,8 +102,16 @@ class Result:
         return by_name(self.family).predictor(self)
 
     def summary(self) -> str:
+        """The status, the objective (and what it is, when the family says), the headline metrics (the risk next
+        to a regularized objective, the group risks), constraints, certificates and the time."""
+        kind = self.metrics.get("objective_kind")
         lines = [f"{self.label} / {self.backend} / {self.method}: status {self.status}",
-                 f"  objective      {self.objective:.6g}"]
+                 f"  objective      {self.objective:.6g}" + (f"   ({kind})" if isinstance(kind, str) else "")]
+        lines += [f"  {name.replace('_', ' '):<14} {self.metrics[name]:.6g}" for name in HEADLINE_METRICS
+                  if isinstance(self.metrics.get(name), (int, float))]
+        groups = self.metrics.get("group_risks")
+        if isinstance(groups, dict):
+            lines.append("  group risks    " + ", ".join(f"{g}: {v:.4g}" for g, v in groups.items()))
         for name, c in self.constraints.items():
             lines.append(f"  {name:<14} {c['value']:.6g} <= {c['bound']:.6g} (violation {c['violation']:.2g})")
         for name, v in self.certificate.items():
@@ -154,6 +163,8 @@ class Result:
     def _table_rows(self) -> list:
         rows = [["status", self.status + ("" if self.ok else f" ({self.message})" if self.message else "")],
                 ["objective", _display.fmt(self.objective, 6)]]
+        rows += [[name.replace("_", " "), _display.fmt(self.metrics[name], 6)] for name in HEADLINE_METRICS
+                 if isinstance(self.metrics.get(name), (int, float))]
         rows += [[f"constraint {k}", f"{_display.fmt(c['value'], 6)} <= {_display.fmt(c['bound'], 6)}"]
                  for k, c in self.constraints.items()]
         rows += [[k, _display.fmt(v, 4)] for k, v in self.certificate.items() if np.ndim(v) == 0]

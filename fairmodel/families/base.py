@@ -70,6 +70,16 @@ class Check:
     def computed(self) -> bool:
         return not math.isnan(float(self.value))
 
+    @property
+    def verdict(self) -> str:
+        """``pass`` / ``FAIL``; ``reported`` for a number shown without a bound (tolerance inf), ``not computed``
+        for NaN."""
+        if not self.computed:
+            return "not computed"
+        if math.isinf(self.tolerance):
+            return "reported"
+        return "pass" if self.passed else "FAIL"
+
     def to_dict(self) -> dict:
         return {"name": self.name, "value": float(self.value), "tolerance": float(self.tolerance),
                 "passed": self.passed, "kind": self.kind, "reason": self.reason}

@@ -288,7 +288,10 @@ class DPPostProcessing(Reduction):
             cname = self.constraint.name
             for s in range(K):
                 constraints[f"{cname}[{names[s]}]"] = constraint_record(U[:, s].max(), prep.eps[s])
-        metrics = {"risk": stats["risk"], "entropy_term": objective - stats["risk"],
+        risk = "the squared risk" if self.post.kind == "regression" else "the expected cost"
+        kind = (f"R_beta = {risk} + the entropy term (the entropic problem (4) of Chzhen, Hebiri, Taturyan 2024; it "
+                f"can be negative): compare the risk" if not math.isinf(self.beta) else f"{risk} (the LP (3))")
+        metrics = {"objective_kind": kind, "risk": stats["risk"], "entropy_term": objective - stats["risk"],
                    "dp_gap": by_group(U.max(axis=0), names), "unfairness": U, "grid": self.post.grid,
                    "grid_kind": self.post.kind, "L": self.post.L, "B": self.post.B, "beta": self.beta, "p": prep.p,
                    "n_points": prep.n, "sigma2": sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}

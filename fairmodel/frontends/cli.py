@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from .. import _display, datasets
+from .._version import __version__
 from ..crosscheck import crosscheck
 from ..errors import FairmodelError, OptionError, SolverError
 from ..families.base import DESCRIBE_FORMATS
@@ -238,6 +239,7 @@ def _datasets(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairmodel", description="Fair and robust learning: exact and stochastic "
                                      "solvers with a shared judge.")
+    parser.add_argument("--version", action="version", version=f"fairmodel {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact dual method vs ALEG)",
                           description="Solve group DRO (or MERO) on the bundled Adult data with the exact backend "
