@@ -63,7 +63,7 @@ def main(argv=None):
         by_sex.ci(n_boot=args.n_boot, seed=0)
         lines += [f"## {name}", "", "### By sex", "", by_sex.to_markdown(), "", "### By sex x race", "",
                   inter.to_markdown(), ""]
-        print(f"\n{name}\n{by_sex.by_group.round(4)}\n{by_sex.difference().round(4)}")
+        print(f"\n{name}\n{by_sex}")        # every column: groups, overall, difference and ratio
         try:
             fig = inter.plot()
             fig.savefig(out / ("before.png" if k == 0 else "after.png"), dpi=110)

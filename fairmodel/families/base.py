@@ -195,8 +195,8 @@ class Reduction(abc.ABC):
         lines = structure_lines(program)
         default = next(iter(self.exact_methods), None)
         if self.program_method and default != self.program_method:
-            lines[0] = lines[0].replace("Exact program", f"Exact program of method {self.program_method!r} (the "
-                                                         f"default method {default!r} solves without building it)", 1)
+            lines[0] = lines[0].replace("Exact program (", f"Exact program of method {self.program_method!r} (not "
+                                                           f"built by the default method {default!r}; ", 1)
         lines += [f"  solving it: {w.message}" for w in caught if issubclass(w.category, SlowSolveWarning)]
         return lines
 
