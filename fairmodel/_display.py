@@ -60,7 +60,8 @@ _TEXT_SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", 
 # symbols of the library's text output, written in LaTeX (text mode); other letters by their Unicode names
 _UNICODE = {"·": "$\\cdot$", "²": "$^2$", "⊙": "$\\odot$", "∩": "$\\cap$", "≤": "$\\le$", "≥": "$\\ge$",
             "∈": "$\\in$", "±": "$\\pm$", "×": "$\\times$", "→": "$\\to$", "—": "---", "–": "--", "’": "'",
-            "‘": "`", "“": "``", "”": "''", "…": "\\dots{}", "√": "$\\surd$", "∞": "$\\infty$", "Î": "$\\hat I$"}
+            "‘": "`", "“": "``", "”": "''", "…": "\\dots{}", "√": "$\\surd$", "∞": "$\\infty$",
+            "Î": "$\\hat I$"}
 
 
 def _unicode_latex(ch: str) -> str:

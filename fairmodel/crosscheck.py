@@ -60,7 +60,8 @@ class CrossCheckReport:
                  f"| objective | {e.objective:.6g} | {s.objective:.6g} |"]
         for name in HEADLINE_METRICS:
             if name in e.metrics or name in s.metrics:
-                lines.append(f"| {name.replace('_', ' ')} | {_fmt(e.metrics.get(name))} | {_fmt(s.metrics.get(name))} |")
+                lines.append(f"| {name.replace('_', ' ')} | {_fmt(e.metrics.get(name))} | "
+                             f"{_fmt(s.metrics.get(name))} |")
         for name in dict.fromkeys(list(e.constraints) + list(s.constraints)):
             ev = e.constraints.get(name, {}).get("value", float("nan"))
             sv = s.constraints.get(name, {}).get("value", float("nan"))

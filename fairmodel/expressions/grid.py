@@ -219,11 +219,12 @@ class GridPredictor:
                      f"($L = {self.L}$, $B = {self.B:g}$), at a point $x$; $\\hat\\eta(x)$ the base regressor's "
                      f"prediction")
         else:
-            n.define("pi", f"pi(l|x): the probability of predicting the class y_l (m = {self.m} classes) at x; r(x, y_l) "
-                           f"the cost of that prediction (Remark 2.2 of Chzhen, Hebiri, Taturyan 2024)",
+            n.define("pi", f"pi(l|x): the probability of predicting the class y_l (m = {self.m} classes) at x; "
+                           f"r(x, y_l) the cost of that prediction (Remark 2.2 of Chzhen, Hebiri, Taturyan 2024)",
                      f"$\\pi(l \\mid x)$: the probability of predicting the class $y_l$ ($m = {self.m}$ classes) at "
                      f"$x$; $r(x, y_l)$ the cost of that prediction (Remark 2.2 of Chzhen, Hebiri, Taturyan 2024)")
-        n.define("E", "E: the mean over the unlabeled points X", "$\\mathbb{E}$: the mean over the unlabeled points $X$")
+        n.define("E", "E: the mean over the unlabeled points X",
+                 "$\\mathbb{E}$: the mean over the unlabeled points $X$")
 
     # -- base model values ---------------------------------------------------------------------------------------
     def _check_values(self, first, tau, K: int | None = None):

@@ -291,8 +291,8 @@ class AUCFairness(Reduction):
             return [Check("level-set bracket width", width, 1e-5 * scale, "the weak-duality lower bound meets the "
                           "exact optimum up to the solver's tolerance", "certificate")]
         return [Check("level-set bracket width", width, 5e-2 * scale, "f0(w) - a weak-duality lower bound on f*: "
-                      "SFLS targets eps = 0.02 by default (Algorithm 1 of Yao, Lin, Yang 2023); 5e-2 leaves room for the lower bound's "
-                      "slack", "certificate")]
+                      "SFLS targets eps = 0.02 by default (Algorithm 1 of Yao, Lin, Yang 2023); 5e-2 leaves room "
+                      "for the lower bound's slack", "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective

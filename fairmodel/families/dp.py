@@ -341,8 +341,9 @@ class DPPostProcessing(Reduction):
         if backend == "exact":
             return super().violation_tolerance(bound, backend)
         return 0.2 * bound + 1e-6, ("20% of eps: pi_z of an approximate dual is feasible up to the dual's "
-                                    "optimization error (Theorem 5.1 of Chzhen, Hebiri, Taturyan 2024); the default budget measured on the bundled "
-                                    "examples at eps = 0.01: 8% (Law School), 19% (multiclass, Adult)")
+                                    "optimization error (Theorem 5.1 of Chzhen, Hebiri, Taturyan 2024); the default "
+                                    "budget measured on the bundled examples at eps = 0.01: 8% (Law School), 19% "
+                                    "(multiclass, Adult)")
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
         cert = evaluation.certificate

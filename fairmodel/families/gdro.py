@@ -135,8 +135,8 @@ class GroupDRO(Reduction):
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
                                   "dual": "per-group ERM values R*_g, then the dual method on R_g - R*_g"}
-            self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2 of Yu et al. 2024): per-group ALEG estimates R*_g, "
-                                               "then ALEG on R_g - R_hat*_g"}
+            self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2 of Yu et al. 2024): per-group ALEG "
+                                               "estimates R*_g, then ALEG on R_g - R_hat*_g"}
         else:
             self.exact_methods = {"epigraph": "min t s.t. R_g(w) - c_g <= t, w in W (CVXPY); the constraint "
                                               "duals are the optimal group weights q*",
@@ -147,8 +147,8 @@ class GroupDRO(Reduction):
             self.exact_methods = {"dual": self.exact_methods["dual"], **self.exact_methods}
         if kind != "mero":
             self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox with per-group "
-                                               "sampling (Algorithm 1 of Yu et al. 2024; b samples per group per step, b = 4 by "
-                                               "default, the paper's b = 1 with batch_size=1)",
+                                               "sampling (Algorithm 1 of Yu et al. 2024; b samples per group per "
+                                               "step, b = 4 by default, the paper's b = 1 with batch_size=1)",
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
 
     @classmethod
@@ -177,7 +177,8 @@ class GroupDRO(Reduction):
 
     def describe_extra(self) -> list[str]:
         r = self.risks
-        kind = {"gdro": "group DRO, eq. (2) of Yu et al. 2024", "mero": "minimax excess risk (MERO), eq. (4) of Yu et al. 2024",
+        kind = {"gdro": "group DRO, eq. (2) of Yu et al. 2024",
+                "mero": "minimax excess risk (MERO), eq. (4) of Yu et al. 2024",
                 "erm": "empirical risk minimization (one group)"}[self.kind]
         lines = ["", f"Structure: {kind}; loss {r.loss.symbol}; {r.m} group(s) of sizes "
                      f"{r.sizes.astype(int).tolist()}; {self.risks.w.describe_domain()}",
@@ -265,8 +266,8 @@ class GroupDRO(Reduction):
         except (SolverError, ResourceLimitError) as exc:
             hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
                     "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
-            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of the duality gap (eq. (13) of Yu et al. 2024) failed: "
-                          f"{exc}.{hint}", stacklevel=3)
+            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of the duality gap "
+                          f"(eq. (13) of Yu et al. 2024) failed: {exc}.{hint}", stacklevel=3)
             return np.nan, np.nan, np.nan
         found = exact_gdro.lower_bound_from_newton(self.risks, record)
         value, bound = found if found is not None else exact_gdro.lower_bound_on_ball(self.risks, q, inner_theta)

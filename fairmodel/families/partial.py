@@ -350,8 +350,8 @@ class PartialFairness(Reduction):
             try:
                 sub = self.subproblem(mu, solver)
             except ResourceLimitError as exc:      # the candidate is kept and judged; the certificate is missing
-                warnings.warn(f"the Lemma C.1 certificate (He, Huang, Yao, Lin 2025) is not computed: {exc}", UserWarning,
-                              stacklevel=3)
+                warnings.warn(f"the Lemma C.1 certificate (He, Huang, Yao, Lin 2025) is not computed: {exc}",
+                              UserWarning, stacklevel=3)
                 return {}
             opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
             x_hat, lam, _ = sub.solve(x, **opts)

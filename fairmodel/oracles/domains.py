@@ -272,8 +272,8 @@ class TruncatedCone(Domain):
 
     def describe(self, z="z", latex=False):
         if latex:
-            return (f"\\{{(\\theta, \\alpha) \\in \\mathbb{{R}}^{{{self.p}}} \\times \\mathbb{{R}} : \\|\\theta\\|_2 \\le "
-                    f"{self.slope:g}\\,\\alpha,\\ \\alpha \\le {self.alpha_max:g}\\}}")
+            return (f"\\{{(\\theta, \\alpha) \\in \\mathbb{{R}}^{{{self.p}}} \\times \\mathbb{{R}} : "
+                    f"\\|\\theta\\|_2 \\le {self.slope:g}\\,\\alpha,\\ \\alpha \\le {self.alpha_max:g}\\}}")
         return f"{{(theta, alpha) in R^{self.p} x R : ||theta||_2 <= {self.slope:g} alpha, alpha <= {self.alpha_max:g}}}"
 
     def __repr__(self):

@@ -120,7 +120,8 @@ class DPConstraint(Inequality):
             n.define("eps_s", "eps_s: the budget of group s, " + ", ".join(f"{v:g}" for v in np.ravel(self.eps_spec)),
                      "$\\epsilon_s$: the budget of group $s$, $" + ",\\ ".join(n.number(v) for v in
                                                                     np.ravel(self.eps_spec)) + "$")
-        return f"{self.gap.render(n)} {n.le()} {bound}" + n.pick("  for every group s", "\\quad \\text{for every group } s")
+        every = n.pick("  for every group s", "\\quad \\text{for every group } s")
+        return f"{self.gap.render(n)} {n.le()} {bound}{every}"
 
 
 def squared_risk(post: GridPredictor) -> GridRisk:

@@ -57,8 +57,8 @@ class StrategicScore(Expr):
     def render(self, n):
         define_rows(n, self.data)
         w = self.w.render(n)
-        n.define("b_i", f"b_i({self.w.name}) = x_i + zeta M {self.w.name} for y_i = -1, x_i for y_i = +1: the agent's best "
-                        f"response (Lemma 5.2 of Maheshwari et al. 2022), zeta = {self.zeta:g}, M the diagonal mask of "
+        n.define("b_i", f"b_i({self.w.name}) = x_i + zeta M {self.w.name} for y_i = -1, x_i for y_i = +1: the "
+                        f"agent's best response (Lemma 5.2 of Maheshwari et al. 2022), zeta = {self.zeta:g}, M the diagonal mask of "
                         f"the {int(self.mask.sum())} strategic features",
                  f"$b_i({w}) = x_i + \\zeta M {w}$ for $y_i = -1$, $x_i$ for $y_i = +1$: the agent's best response "
                  f"(Lemma~5.2 of Maheshwari et al. 2022), $\\zeta = {n.number(self.zeta)}$, $M$ the diagonal mask of "
@@ -127,8 +127,8 @@ class WassersteinWorstCase(Expr):
         w = self.w.render(n)
         variant = " (the paper's literal eq. (7))" if self.variant == "paper" else " (Theorem 5.3, corrected)"
         n.define("W(P, Q)", f"W(P, Q): the type-1 Wasserstein distance with the transport cost ||x - x'|| + 2 kappa "
-                            f"1[y != y'] (a label flip costs 2 kappa = {2 * self.label_cost:g}); P_n({self.w.name}) the "
-                            f"empirical distribution after the agents' response{variant}",
+                            f"1[y != y'] (a label flip costs 2 kappa = {2 * self.label_cost:g}); "
+                            f"P_n({self.w.name}) the empirical distribution after the agents' response{variant}",
                  f"$W(P, Q)$: the type-1 Wasserstein distance with the transport cost $\\|x - x'\\| + 2\\kappa\\, "
                  f"1[y \\ne y']$ (a label flip costs $2\\kappa = {n.number(2 * self.label_cost)}$); $\\hat P_n({w})$ "
                  f"the empirical distribution after the agents' response{_display.latex_text(variant)}")
