@@ -213,8 +213,8 @@ def _history_axes(runs: dict):
 def plot_results(results: dict, optimum: float | None = None):
     """The default figure of the command line's ``--plot``, for every family: the group risks of each result
     when the judge reports them (group DRO, MERO, ERM, compositions with groups); otherwise the convergence of the
-    results' histories (the first value column of ``VALUE_COLUMNS`` against the first progress column of ``PROGRESS_COLUMNS``) with the
-    exact optimum as reference; otherwise the family's per-group fairness metric (the DP gap of each group for
+    results' histories (the first value column of ``VALUE_COLUMNS`` against the first progress column of
+    ``PROGRESS_COLUMNS``) with the exact optimum as reference; otherwise the family's per-group fairness metric (the DP gap of each group for
     DP post-processing) or the judged objective and constraint values (:func:`plot_values`)."""
     first = next(iter(results.values()))
     if isinstance(first.metrics.get("group_risks"), dict):

@@ -274,7 +274,8 @@ class TruncatedCone(Domain):
         if latex:
             return (f"\\{{(\\theta, \\alpha) \\in \\mathbb{{R}}^{{{self.p}}} \\times \\mathbb{{R}} : "
                     f"\\|\\theta\\|_2 \\le {self.slope:g}\\,\\alpha,\\ \\alpha \\le {self.alpha_max:g}\\}}")
-        return f"{{(theta, alpha) in R^{self.p} x R : ||theta||_2 <= {self.slope:g} alpha, alpha <= {self.alpha_max:g}}}"
+        return (f"{{(theta, alpha) in R^{self.p} x R : ||theta||_2 <= {self.slope:g} alpha, "
+                f"alpha <= {self.alpha_max:g}}}")
 
     def __repr__(self):
         return f"TruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"

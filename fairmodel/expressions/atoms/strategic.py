@@ -58,8 +58,8 @@ class StrategicScore(Expr):
         define_rows(n, self.data)
         w = self.w.render(n)
         n.define("b_i", f"b_i({self.w.name}) = x_i + zeta M {self.w.name} for y_i = -1, x_i for y_i = +1: the "
-                        f"agent's best response (Lemma 5.2 of Maheshwari et al. 2022), zeta = {self.zeta:g}, M the diagonal mask of "
-                        f"the {int(self.mask.sum())} strategic features",
+                        f"agent's best response (Lemma 5.2 of Maheshwari et al. 2022), zeta = {self.zeta:g}, M the "
+                        f"diagonal mask of the {int(self.mask.sum())} strategic features",
                  f"$b_i({w}) = x_i + \\zeta M {w}$ for $y_i = -1$, $x_i$ for $y_i = +1$: the agent's best response "
                  f"(Lemma~5.2 of Maheshwari et al. 2022), $\\zeta = {n.number(self.zeta)}$, $M$ the diagonal mask of "
                  f"the {int(self.mask.sum())} strategic features")
