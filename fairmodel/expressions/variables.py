@@ -177,6 +177,20 @@ class LinearScore(SampleScore):
         return n.pick("x_i·", "x_i^\\top ") + self.w.render(n) + (" + b" if self.w.intercept else "")
 
 
+def binary_values(y) -> tuple | None:
+    """The two values of binary labels (low, high), or None (two O(n) passes, no sort: large data stay cheap)."""
+    y = np.asarray(y)
+    if y.size == 0:
+        return None
+    lo, hi = float(np.min(y)), float(np.max(y))
+    return (lo, hi) if lo < hi and bool(np.all((y == lo) | (y == hi))) else None
+
+
+def label_text(v: float, values: tuple) -> str:
+    """A label as written in the notation: +1 / -1 for signed labels, else as is."""
+    return f"{v:+g}" if min(values) < 0 else f"{v:g}"
+
+
 def define_rows(n: Notation, data: Dataset) -> None:
     """Define x_i (and y_i) of the rows of ``data`` in the notation ``n``."""
     rows = f"{data.n_samples:,}"
@@ -184,10 +198,8 @@ def define_rows(n: Notation, data: Dataset) -> None:
              f"$x_i \\in \\mathbb{{R}}^{{{data.n_features}}}$: the features of row $i = 1, \\dots, {data.n_samples}$ "
              f"of {_display.latex_text(repr(data.name))}", order=0)
     if data.y is not None:
-        values = np.unique(data.y) if data.y.size else np.array([])
-        binary = values.size == 2
-        shown = " in {" + ", ".join(f"{v:+g}" if values.min() < 0 else f"{v:g}" for v in values) + "}" \
-            if binary else ""
+        values = binary_values(data.y)
+        shown = "" if values is None else " in {" + ", ".join(label_text(v, values) for v in values) + "}"
         target = f" ({data.target_name})" if data.target_name else ""
         tex_values = _display.latex_text(shown).replace(" in ", " \\in ")
         n.define("y", f"y_i{shown}: the label of row i{target}",

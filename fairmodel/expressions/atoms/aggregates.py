@@ -22,6 +22,7 @@ from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedPro
 from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
 from ..evaluate import Env
 from ..notation import wrap
+from ..variables import binary_values, label_text
 from ..rules import kind_text
 
 
@@ -54,12 +55,11 @@ def _row_set(n, where: np.ndarray, expr: Expr):
     """(text condition, LaTeX superscript of a labelled set, LaTeX name of another set) of the rows of a where=
     mask: named by the label when the mask selects one label (``y_i = +1``), else a numbered set S1, S2, ..."""
     y = _labels(expr)
-    values = np.unique(y) if y is not None else np.array([])
-    if values.size == 2:
-        for v in values:
-            if np.array_equal(where, y == v):
-                value = f"{v:+g}" if values.min() < 0 else f"{v:g}"
-                return f"y_i = {value}", {"+1": "+", "-1": "-"}.get(value, value), None
+    values = binary_values(y) if y is not None else None
+    for v in values or ():
+        if np.array_equal(where, y == v):
+            value = label_text(v, values)
+            return f"y_i = {value}", {"+1": "+", "-1": "-"}.get(value, value), None
     k = n.number_of("row set", hash(where.tobytes()))
     text, tex = f"S{k}", f"S_{{{k}}}"
     n.define(("row set", text), f"{text}: the rows selected by a where= mask ({int(where.sum()):,} rows)",
