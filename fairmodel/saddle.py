@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from . import _display
 from ._threads import few_threads
 from .oracles.domains import Ball, Box, Simplex, as_domain
 from ._validate import as_generator, check_choice, check_options
@@ -172,7 +173,8 @@ class SaddleProblem:
         objective = (f"\\max_{{y \\in Y}} \\frac{{1}}{{{self.n}}}\\sum_{{i=1}}^{{{self.n}}} L_i(x, y)" if tex
                      else f"max_(y in Y) (1/{self.n}) sum_i L_i(x, y)")
         over = ["x \\in X" if tex else "x in X"]
-        formula = self._formula or ("L_i(x, y): the value callable given to SaddleProblem, i = 1..n",) * 2
+        user = f"L_i(x, y): the value callable given to SaddleProblem, i = 1..{self.n}"
+        formula = self._formula or (user, _display.latex_prose(user))
         where = [f"X = {self.x_domain.describe('x', False)}, Y = {self.y_domain.describe('y', False)}", formula[0]]
         if tex:
             where = [f"$X = {self.x_domain.describe('x', True)}$, $Y = {self.y_domain.describe('y', True)}$",

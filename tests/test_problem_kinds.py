@@ -110,6 +110,7 @@ def test_saddle_problem_describes_itself_in_three_formats(game):
     assert "$$" in game.describe("markdown")
     user = fm.SaddleProblem(lambda x, y, i: float(x @ y), 4, fm.Ball(2, 1.0), fm.Box(-1, 1, size=2))
     assert "the value callable" in user.describe() and "no duality gap" in user.describe()
+    check_latex(_display.latex_document(user.describe("latex")))
     with pytest.raises(fm.OptionError, match="format"):
         game.describe("html")
 
