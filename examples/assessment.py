@@ -24,10 +24,10 @@ METRICS = ["selection_rate", "true_positive_rate", "false_positive_rate", "accur
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: a fresh temporary folder)")
     ap.add_argument("--eps", type=float, default=0.1, help="bound on the equalized-odds surrogate gap")
-    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap draws of the intervals (default 1000)")
     args = ap.parse_args(argv)
     out = Path(tempfile.mkdtemp(prefix="fairmodel-audit-")) if args.out is None else args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -63,7 +63,7 @@ def main(argv=None):
         by_sex.ci(n_boot=args.n_boot, seed=0)
         lines += [f"## {name}", "", "### By sex", "", by_sex.to_markdown(), "", "### By sex x race", "",
                   inter.to_markdown(), ""]
-        print(f"\n{name}\n{by_sex.by_group.round(4)}\n{by_sex.difference().round(4)}")
+        print(f"\n{name}\n{by_sex}")        # every column: groups, overall, difference and ratio
         try:
             fig = inter.plot()
             fig.savefig(out / ("before.png" if k == 0 else "after.png"), dpi=110)

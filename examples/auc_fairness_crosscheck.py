@@ -4,9 +4,14 @@ The cross-check of the AUC-fairness family on real data (Yao, Lin, Yang, AISTATS
 subsample, intra-group preset, kappa = 0.05, c1 = 0.5, c2 = 1, ||w|| <= 10. Run
 ``python examples/auc_fairness_crosscheck.py``.
 """
+import argparse
+
 import numpy as np
 
 import fairmodel as fm
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.parse_args()   # --help prints the docstring; the example takes no options
 
 data = fm.datasets.load_adult(target="income", sensitive="sex").subsample(5000, seed=0)
 w = fm.Weights(data.n_features, radius=10.0)

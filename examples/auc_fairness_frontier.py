@@ -170,10 +170,11 @@ def plot(agg, path: Path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="3 seeds, 4 kappas, T = 1000 (about a quarter of the time)")
-    parser.add_argument("--datasets", nargs="+", default=["adult", "lawschool"])
+    parser.add_argument("--datasets", nargs="+", default=["adult", "lawschool"],
+                        help="data sets to run (default: adult lawschool)")
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5, --quick 3)")
     parser.add_argument("--out", default="fairmodel-output", help="folder for the figure and the tables")
     parser.add_argument("--no-write", action="store_true", help="print the tables without writing files")

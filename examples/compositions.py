@@ -12,6 +12,7 @@ full bundled data.
 
 The problem-file twins are examples/problems/compositions_*.toml (``fairmodel crosscheck <file>``).
 """
+import argparse
 import sys
 import time
 
@@ -55,11 +56,14 @@ EXAMPLES = {"equal_opportunity": equal_opportunity, "auc_gap": auc_gap, "covaria
             "group_loss": group_loss}
 
 
-def main(names) -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"the compositions to run: {', '.join(EXAMPLES)} (default: all four)")
+    names = parser.parse_args(argv).names
     unknown = [n for n in names if n not in EXAMPLES]
     if unknown:
-        print(f"unknown example(s) {unknown}; choose from {', '.join(EXAMPLES)}")
-        return 2
+        parser.error(f"unknown composition(s) {', '.join(unknown)}; choose from {', '.join(EXAMPLES)}")
     ok = True
     for name in names or EXAMPLES:
         start = time.perf_counter()

@@ -4,10 +4,15 @@ expected 0-1 loss 1 - P(Y = c | x), estimated by any probabilistic classifier.
 
     PYTHONPATH=. python examples/dp_postprocessing_multiclass.py
 """
+import argparse
+
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 import fairmodel as fm
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.parse_args()   # --help prints the docstring; the example takes no options
 
 rng = np.random.default_rng(0)
 n = 6000

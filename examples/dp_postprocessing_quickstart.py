@@ -3,10 +3,15 @@ predict, and sweep eps (docs/dp_postprocessing.md walks through this output).
 
     PYTHONPATH=. python examples/dp_postprocessing_quickstart.py
 """
+import argparse
+
 import numpy as np
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import fairmodel as fm
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.parse_args()   # --help prints the docstring; the example takes no options
 
 # data: GPA in [0, 4] mapped to [-1, 1] (so B = 1), S = race (white / non-white); 2,000 training points for the
 # base models, 2,000 unlabeled points for the post-processing, 2,000 test points

@@ -23,6 +23,11 @@ from fairmodel.estimators.dp_reproduction import SETTINGS, run_split, summarize
 PAPER_STD = {"communities": 0.005, "lawschool": 0.0009, "adult": 0.0012}
 
 
+def pm(mean: float, std: float, n: int) -> str:
+    """``mean +- std`` over the splits, or the mean alone for one split (no spread to show)."""
+    return f"{mean:.4f}" + (f" +- {std:.4f}" if n > 1 else "")
+
+
 def report(name: str, runs: dict) -> str:
     cfg = SETTINGS[name]
     variants = list(runs)
@@ -32,8 +37,8 @@ def report(name: str, runs: dict) -> str:
     acc = np.mean([r["tau_accuracy"] for r in first])
     lines = [f"### {name} ({len(first)} splits, N = {first[0]['n_unlabeled']} unlabeled points, L = {first[0]['L']}, "
              f"beta = {first[0]['beta']:.1f}, T = {first[0]['T']})", "",
-             f"Base model: risk {base.mean():.4f} +- {base.std():.4f} (paper {cfg['paper_base'][0]:.4f}), "
-             f"U_0 {base_u.mean():.4f} +- {base_u.std():.4f} (paper {cfg['paper_base'][1]:.4f}); "
+             f"Base model: risk {pm(base.mean(), base.std(), base.size)} (paper {cfg['paper_base'][0]:.4f}), "
+             f"U_0 {pm(base_u.mean(), base_u.std(), base.size)} (paper {cfg['paper_base'][1]:.4f}); "
              f"tau_hat test accuracy {acc:.3f}.", ""]
     label = {"reference": "ours, ref. code", "paper": "ours, as printed"}
     head = "| i (eps = 2^-i) | " + " | ".join(f"risk, {label[v]}" for v in variants) + " | risk, published | " + \
@@ -41,8 +46,8 @@ def report(name: str, runs: dict) -> str:
     lines += [head, "|" + "---|" * (2 * len(variants) + 4)]
     sums = {v: summarize(name, runs[v]) for v in variants}
     for k, row in enumerate(sums[variants[0]]):
-        risks = " | ".join(f"{sums[v][k]['risk']:.4f} +- {sums[v][k]['risk_std']:.4f}" for v in variants)
-        us = " | ".join(f"{sums[v][k]['U0']:.4f} +- {sums[v][k]['U0_std']:.4f}" for v in variants)
+        risks = " | ".join(pm(sums[v][k]["risk"], sums[v][k]["risk_std"], len(first)) for v in variants)
+        us = " | ".join(pm(sums[v][k]["U0"], sums[v][k]["U0_std"], len(first)) for v in variants)
         times = " / ".join(f"{sums[v][k]['time']:.3f}" for v in variants)  # grid run time / number of eps
         lines.append(f"| {row['i']} | {risks} | {row['paper_risk']:.4f} | {us} | {row['paper_U0']:.4f} | {times} |")
     tight = sums[variants[0]][-1]
@@ -54,10 +59,12 @@ def report(name: str, runs: dict) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--splits", type=int, default=10)
-    parser.add_argument("--datasets", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--variants", nargs="+", default=["reference", "paper"], choices=["reference", "paper"])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--splits", type=int, default=10, help="random 0.4/0.4/0.2 splits per data set (default 10)")
+    parser.add_argument("--datasets", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
+                        help="data sets to run (default: all three)")
+    parser.add_argument("--variants", nargs="+", default=["reference", "paper"], choices=["reference", "paper"],
+                        help="SGD3 + AC-SA^2 as in the authors' code (reference) and/or as printed (paper)")
     args = parser.parse_args()
     for name in args.datasets:
         start = time.perf_counter()

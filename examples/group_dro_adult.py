@@ -6,9 +6,13 @@ largest excess risk over each group's own optimum). Runs in well under a minute.
 
     python examples/group_dro_adult.py
 """
+import argparse
 import time
 
 import fairmodel as fm
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.parse_args()   # --help prints the docstring; the example takes no options
 
 start = time.perf_counter()
 data = fm.datasets.load_adult(sensitive="race")

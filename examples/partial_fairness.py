@@ -44,7 +44,7 @@ DATASETS = {
         "lam": {"pdp": [0.2, 0.3, 0.37, 1.0], "weak": [0.13, 0.17, 0.2, 0.23, 1.0]},
     },
 }
-MODELS = {"pdp": "pDP (13)", "weak": "weak pDP (17)"}
+MODELS = {"pdp": "pDP, model (13) of He et al. 2025", "weak": "weak pDP, model (17) of He et al. 2025"}
 
 
 def auc(scores, y) -> float:
@@ -142,14 +142,22 @@ def summarize(rows) -> list[dict]:
     return out
 
 
+def pm(mean: float, half: float, digits: int) -> str:
+    """``mean ± half`` (the 95% confidence half-width over the splits), or the mean alone for one split."""
+    return f"{mean:.{digits}f}" + (f" ± {half:.{digits}f}" if np.isfinite(half) else "")
+
+
 def markdown(summary) -> str:
-    lines = ["| data | model | method | kappa / lambda | 1 - gap (test) | accuracy | AUC | feasible on train |",
-             "|---|---|---|---|---|---|---|---|"]
+    one = all(r["splits"] == 1 for r in summary)
+    lines = (["One split: means without confidence intervals (use --splits 2 or more for ± 95% intervals).", ""]
+             if one else [])
+    lines += ["| data | model | method | kappa / lambda | 1 - gap (test) | accuracy | AUC | feasible on train |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in summary:
         feas = f"{r['feasible_runs']}/{r['splits']}" if "feasible_runs" in r else "-"
         lines.append(f"| {r['dataset']} | {MODELS[r['model']]} | {r['method']} | {r['param']} | "
-                     f"{r['fairness']:.3f} ± {r['fairness_ci']:.3f} | {r['accuracy']:.4f} ± {r['accuracy_ci']:.4f} | "
-                     f"{r['auc']:.4f} ± {r['auc_ci']:.4f} | {feas} |")
+                     f"{pm(r['fairness'], r['fairness_ci'], 3)} | {pm(r['accuracy'], r['accuracy_ci'], 4)} | "
+                     f"{pm(r['auc'], r['auc_ci'], 4)} | {feas} |")
     return "\n".join(lines)
 
 
@@ -168,7 +176,8 @@ def plot(summary, path):
                              key=lambda r: r["fairness"])
                 if pts:
                     ax.errorbar([r["fairness"] for r in pts], [r["accuracy"] for r in pts],
-                                xerr=[r["fairness_ci"] for r in pts], yerr=[r["accuracy_ci"] for r in pts],
+                                xerr=[np.nan_to_num(r["fairness_ci"]) for r in pts],
+                                yerr=[np.nan_to_num(r["accuracy_ci"]) for r in pts],
                                 fmt=marker, color=color, label=method, markersize=5, capsize=2)
             ax.set_title(f"{ds}: {MODELS[model]}")
             ax.set_xlabel("1 - max gap (test)")
@@ -179,13 +188,15 @@ def plot(summary, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["lawschool", "adult"], choices=list(DATASETS))
-    parser.add_argument("--splits", type=int, default=2)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", default=["lawschool", "adult"], choices=list(DATASETS),
+                        help="data sets to run (default: lawschool adult)")
+    parser.add_argument("--splits", type=int, default=2, help="random train/validation/test splits (default 2)")
     parser.add_argument("--outer", type=int, default=60, help="IDCA outer iterations K")
     parser.add_argument("--inner", type=int, default=100, help="SSG iterations per outer iteration T")
     parser.add_argument("--ssg-eps", type=float, default=1e-3, help="tolerance of direct SSG (Algorithm 3)")
-    parser.add_argument("--penalty-step", type=float, default=2e-3)
+    parser.add_argument("--penalty-step", type=float, default=2e-3,
+                        help="subgradient step of the penalty baseline (default 2e-3)")
     parser.add_argument("--max-train", type=int, default=6000, help="subsample the training split (0: all rows)")
     parser.add_argument("--idca-inner", choices=["ssg", "exact"], default="ssg",
                         help="IDCA subproblems of model (13): SSG (the paper's Algorithm 2) or exact (certified "

@@ -9,7 +9,7 @@ import time
 
 import fairmodel as fm
 
-parser = argparse.ArgumentParser()
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--n", type=int, default=500, help="stratified subsample size (0: all rows)")
 parser.add_argument("--starts", type=int, default=5, help="starting points of the stochastic path")
 args = parser.parse_args()

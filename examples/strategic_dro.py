@@ -66,6 +66,28 @@ def part2_crosscheck():
     print(f"\n(cross-check wall time {time.perf_counter() - start:.1f} s)\n")
 
 
+def plot_gap_vs_queries(curves: dict):
+    """Duality gap against queries, one line per (method, order), on log axes whose tick labels are 2k, 5k, 10k,
+    ... (no overlapping minor labels), the legend beside the axes (it covers no line)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for (method, order), pts in curves.items():
+        q, g = zip(*pts)
+        ax.loglog(q, g, ("-" if order == 0 else "--"), marker="o", ms=3, label=f"{method}, order {order}")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("queries (values for order 0, gradients for order 1)")
+    ax.set_ylabel("duality gap of the output")
+    ax.set_title("Strategic DRO, synthetic n = 500, radius 0.1")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.tight_layout()
+    return fig
+
+
 def part3_gap_vs_queries(epochs, folder: Path):
     print(f"## 3. Duality gap against queries (n = 500, radius 0.1, {epochs} epochs, seed 0)\n")
     prob = wdrsc(fm.datasets.make_strategic_synthetic(n=500, seed=0), 0.1)
@@ -81,22 +103,11 @@ def part3_gap_vs_queries(epochs, folder: Path):
             curves[(method, order)] = pts
             print(f"| {method} | {order} | " + " | ".join(f"{g:.3g}" for _, g in pts) + " |")
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        fig = plot_gap_vs_queries(curves)
     except ImportError:
         return
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for (method, order), pts in curves.items():
-        q, g = zip(*pts)
-        ax.loglog(q, g, ("-" if order == 0 else "--"), marker="o", ms=3, label=f"{method}, order {order}")
-    ax.set_xlabel("queries (values for order 0, gradients for order 1)")
-    ax.set_ylabel("duality gap of the output")
-    ax.set_title("Strategic DRO, synthetic n = 500, radius 0.1")
-    ax.legend(fontsize=7)
     out = folder / "minmax_gap_vs_queries.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"\nsaved: {out}\n")
 
@@ -119,8 +130,8 @@ def fit_models(train, radius, features, epochs):
     exact = prob.solve()
     zo = prob.solve(backend="stochastic", method="ogda-rr", order=0, seed=0, epochs=epochs)
     return prob, exact, zo, {
-        f"WDRSC radius {radius} (exact)": exact.variables["w"],
-        f"WDRSC radius {radius} (ZO OGDA-RR)": zo.variables["w"],
+        f"robust, radius {radius} (exact)": exact.variables["w"],
+        f"robust, radius {radius} (ZO OGDA-RR)": zo.variables["w"],
         "ERM (logistic)": logistic_erm(train.X, train.y),
         f"LogReg SC (strategic ERM, zeta={ZETA})": logistic_erm(train.X, train.y, mask=mask, zeta=ZETA),
     }
@@ -160,7 +171,7 @@ def part5_adult(epochs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fast", action="store_true", help="fewer epochs (a quicker, noisier run)")
     parser.add_argument("--out", default="fairmodel-output", help="folder for the figure (created if missing)")
     args = parser.parse_args()

@@ -11,12 +11,13 @@ This module only re-exports the public names; docs/architecture.md shows the lay
 """
 from . import datasets, metrics
 from ._threads import set_threads, thread_limit, threads
+from ._version import __version__
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
 from .dp_sweep import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
-                     ResourceLimitError, ResultFileError, SolverError, UnsupportedProblemError)
+                     ResourceLimitError, ResultFileError, SlowSolveWarning, SolverError, UnsupportedProblemError)
 from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean,
                           group_optimal, max, mean, min, multiply, norm, parameter, pos, sum, sum_squares)
 from .expressions.atoms import losses as _losses
@@ -37,7 +38,6 @@ from .results import Result, load_result
 from .saddle import SaddleProblem
 from .sweep import Frontier, sweep
 
-__version__ = "0.1.0"
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")
@@ -72,7 +72,7 @@ __all__ = [
     "set_threads", "thread_limit", "threads",
     # errors
     "DataError", "ExpressionTypeError", "FairmodelError", "InfeasibleError", "ModelError", "OptionError",
-    "ResourceLimitError", "ResultFileError", "SolverError", "UnsupportedProblemError",
+    "ResourceLimitError", "ResultFileError", "SlowSolveWarning", "SolverError", "UnsupportedProblemError",
     # scikit-learn estimators (optional extra, imported lazily)
     *_ESTIMATORS,
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import unicodedata
 
 REPR_MAX = 300
 
@@ -50,55 +51,153 @@ def short(text: str, limit: int = REPR_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "eps", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu",
-         "xi", "rho", "sigma", "tau", "phi", "psi", "omega")
-_TOKEN = re.compile(r"(?P<agg>\b(?:max|min)_(?P<sub>\([^()]*\)|\w+))|(?P<mean>\bmean_\((?P<msub>[^()]*)\))"
-                    r"|(?P<sub2>_\((?P<s2>[^()]*)\))|(?P<func>\b[A-Za-z][A-Za-z0-9_]*(?=\())"
-                    r"|(?P<word>\b[A-Za-z][A-Za-z0-9_]*\b)|(?P<op><=|>=|\|\||·|\[|\]|%)")
+GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu", "xi",
+         "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi",
+         "Omega")
+_TEXT_SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{",
+                 "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "<": "\\textless{}",
+                 ">": "\\textgreater{}", "|": "\\textbar{}"}
+# symbols of the library's text output, written in LaTeX (text mode); other letters by their Unicode names
+_UNICODE = {"·": "$\\cdot$", "²": "$^2$", "⊙": "$\\odot$", "∩": "$\\cap$", "≤": "$\\le$", "≥": "$\\ge$",
+            "∈": "$\\in$", "±": "$\\pm$", "×": "$\\times$", "→": "$\\to$", "—": "---", "–": "--", "’": "'",
+            "‘": "`", "“": "``", "”": "''", "…": "\\dots{}", "√": "$\\surd$", "∞": "$\\infty$",
+            "Î": "$\\hat I$"}
 
 
-def latex_math(text: str) -> str:
-    """A declaration as printed by the library (``minimize max_g [mean_(i in g) logistic(x·w, y)]``) in LaTeX
-    notation (``\\max_{g} \\left[\\frac{1}{|g|}\\sum_{i \\in g} \\operatorname{logistic}(x \\cdot w, y)\\right]``)."""
-    def sub(inner: str) -> str:
-        return latex_math(inner.strip("()")).replace(" in ", " \\in ")
-
-    def repl(m):
-        if m.group("agg"):
-            return f"\\{m.group('agg')[:3]}_{{{sub(m.group('sub'))}}}"
-        if m.group("mean"):
-            inner = m.group("msub")
-            group = inner.split(" in ")[-1].strip() if " in " in inner else "n"
-            return f"\\frac{{1}}{{|{group}|}}\\sum_{{{sub(inner)}}}"
-        if m.group("sub2"):
-            return f"_{{{sub(m.group('s2'))}}}"
-        if m.group("func"):
-            name = m.group("func")
-            if name in ("max", "min", "log", "exp"):
-                return f"\\{name}"
-            return f"\\operatorname{{{name.replace('_', chr(92) + '_')}}}"
-        if m.group("word"):
-            word = m.group("word")
-            if word in ("minimize", "maximize", "subject", "to", "in", "for", "all"):
-                return {"in": "\\in", "minimize": "\\text{minimize}\\;", "maximize": "\\text{maximize}\\;"}.get(
-                    word, f"\\text{{{word}}}")
-            if word in GREEK:
-                return "\\epsilon" if word == "eps" else f"\\{word}"
-            return word if len(word) == 1 else f"\\mathrm{{{word.replace('_', chr(92) + '_')}}}"
-        return {"<=": "\\le", ">=": "\\ge", "||": "\\|", "·": "\\cdot ", "[": "\\left[", "]": "\\right]",
-                "%": "\\%"}[m.group("op")]
-    if text.strip() == "subject to":
-        return "\\text{subject to}"
-    return _TOKEN.sub(repl, text)
+def _unicode_latex(ch: str) -> str:
+    """A non-ASCII character in LaTeX text mode: a symbol, a Greek letter, or its ASCII base letter (é -> e)."""
+    if ch in _UNICODE:
+        return _UNICODE[ch]
+    if unicodedata.combining(ch):     # an accent on the previous letter (θ̂): the letter stays, the accent goes
+        return ""
+    name = unicodedata.name(ch, "")
+    if name.startswith("GREEK SMALL LETTER ") or name.startswith("GREEK CAPITAL LETTER "):
+        word = name.split()[-1].lower()
+        word = word.capitalize() if "CAPITAL" in name else word
+        if word in GREEK or word.lower() in GREEK:
+            return f"$\\{word}$"
+    base = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+    return base or "?"
 
 
 def latex_text(text: str) -> str:
-    """Prose for a LaTeX document (special characters escaped)."""
+    """Prose for a LaTeX document: special characters escaped, only ASCII in the output (symbols and Greek
+    letters as LaTeX, accented letters by their base letter)."""
     out = []
     for ch in str(text):
-        out.append({"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
-                    "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\^{}"}.get(ch, ch))
+        if ch in _TEXT_SPECIAL:
+            out.append(_TEXT_SPECIAL[ch])
+        elif ord(ch) < 128:
+            out.append(ch)
+        else:
+            out.append(_unicode_latex(ch))
     return "".join(out)
+
+
+def latex_ident(name: str) -> str:
+    """A user's name (a variable, a parameter) in LaTeX math: Greek names as letters (``kappa`` -> ``\\kappa``,
+    ``eps`` -> ``\\epsilon``), one letter as itself, a letter and digits with the digits as subscript, anything
+    else upright."""
+    name = str(name)
+    if name in GREEK or name == "eps":
+        return "\\epsilon" if name in ("eps", "epsilon") else f"\\{name}"
+    if re.fullmatch(r"[A-Za-z]", name):
+        return name
+    m = re.fullmatch(r"([A-Za-z])_?(\d+)", name)
+    if m:
+        return f"{m.group(1)}_{{{m.group(2)}}}"
+    m = re.fullmatch(r"([A-Za-z]+)_([A-Za-z0-9]+)", name)
+    if m and (m.group(1) in GREEK or len(m.group(1)) == 1):
+        return f"{latex_ident(m.group(1))}_{{\\mathrm{{{m.group(2)}}}}}"
+    return f"\\mathrm{{{latex_text(name)}}}"
+
+
+def latex_number(v: float) -> str:
+    """A number in LaTeX math (``1e-05`` -> ``10^{-5}``, ``2.5e-06`` -> ``2.5 \\cdot 10^{-6}``)."""
+    text = fmt(v, 6) if not isinstance(v, str) else v
+    if text in ("nan", "inf", "-inf"):
+        return {"nan": "\\mathrm{nan}", "inf": "\\infty", "-inf": "-\\infty"}[text]
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        power = f"10^{{{int(exponent)}}}"
+        return power if mantissa in ("1", "1.0") else f"{mantissa} \\cdot {power}"
+    return text
+
+
+# In prose (method descriptions, notes): a norm ||w||_2, or a name with sub/superscripts (R_g, R*_g, x_(k+1),
+# R^99, max_(q in simplex)), is set as math; the rest is escaped text.
+_SCRIPT = r"(?:\((?:[^()]|\([^()]*\))*\)|[A-Za-z0-9*+']+)"
+_PROSE_MATH = re.compile(r"(?P<norm>\|\|(?P<nv>[^|]+?)\|\|(?P<np>_\w+)?(?P<nq>\^\w+)?)"
+                         r"|(?P<op><=|>=)|(?P<pow>(?<=\))\^\w+)"
+                         rf"|(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})+))")
+_OPERATORS = {"min": "\\min", "max": "\\max", "sum": "\\sum", "sup": "\\sup", "inf": "\\inf", "log": "\\log",
+              "exp": "\\exp", "in": "\\in", "mean": "\\operatorname*{mean}"}
+_MATH_TOKEN = re.compile(rf"(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})*))"
+                         r"|(?P<op><=|>=)|(?P<special>[{}%&#$~\\|])")
+
+
+def _math_word(m) -> str:
+    base = m.group("base")
+    out = _OPERATORS.get(base) or latex_ident(base)
+    out += "^{*}" if m.group("star") else ""
+    for kind, body in re.findall(rf"([_^])({_SCRIPT})", m.group("scripts") or ""):
+        body = body[1:-1] if body.startswith("(") and body.endswith(")") else body
+        out += f"{kind}{{{_ascii_math(body)}}}"
+    return out + (" " if out.startswith("\\") else "")
+
+
+def _ascii_math(text: str) -> str:
+    """A snippet of the library's ASCII math (``x_(k+1) - x_k``, ``q in simplex``) as LaTeX math."""
+    def repl(m):
+        if m.group("op"):
+            return "\\le " if m.group("op") == "<=" else "\\ge "
+        if m.group("special"):
+            return {"|": "|", "{": "\\{", "}": "\\}"}.get(m.group("special"), "\\" + m.group("special"))
+        return _math_word(m)
+    return _MATH_TOKEN.sub(repl, text).replace("*", "^{*}").strip()
+
+
+def _prose_math(m) -> str:
+    if m.group("op"):
+        return "$\\le$" if m.group("op") == "<=" else "$\\ge$"
+    if m.group("pow"):
+        return f"$^{{{_ascii_math(m.group('pow')[1:])}}}$"
+    if m.group("norm"):
+        sub = f"_{{{_ascii_math(m.group('np')[1:])}}}" if m.group("np") else ""
+        sup = f"^{{{_ascii_math(m.group('nq')[1:])}}}" if m.group("nq") else ""
+        return f"$\\|{_ascii_math(m.group('nv'))}\\|{sub}{sup}$"
+    scripts = re.findall(rf"([_^])({_SCRIPT})", m.group("scripts"))
+    base = m.group("base")
+    if len(scripts) > 1 or (len(base) > 1 and base not in GREEK and base not in _OPERATORS
+                            and re.fullmatch(r"_[A-Za-z]{2,}", m.group("scripts") or "")
+                            and scripts[0][1] not in GREEK):
+        return f"\\texttt{{{latex_text(m.group(0))}}}"     # a name in code (weak_partial_dp, mean_risk)
+    return f"${_math_word(m).strip()}$"
+
+
+def latex_prose(text: str) -> str:
+    """Prose with the library's ASCII math (``R_g(w) - c_g``, ``||w||_2 <= 5``, ``R^99``) for a LaTeX document:
+    the math tokens in inline math, the rest escaped (ASCII only)."""
+    out, last = [], 0
+    text = str(text)
+    for m in _PROSE_MATH.finditer(text):
+        out += [latex_text(text[last:m.start()]), _prose_math(m)]
+        last = m.end()
+    out.append(latex_text(text[last:]))
+    return "".join(out)
+
+
+LATEX_PACKAGES = ("amsmath", "amssymb")
+
+
+def latex_document(body: str, title: str = "") -> str:
+    """A complete LaTeX document around a ``describe(format="latex")`` fragment (pdflatex compiles it as is)."""
+    head = ["\\documentclass[11pt]{article}", "\\usepackage[margin=2cm]{geometry}",
+            "\\usepackage{" + ",".join(LATEX_PACKAGES) + "}", "\\allowdisplaybreaks", "\\sloppy",
+            "\\begin{document}"]
+    if title:
+        head.append(f"\\section*{{{latex_text(title)}}}")
+    return "\n".join(head + [body, "\\end{document}", ""])
 
 
 # -- sweeps (fairmodel.sweep.Frontier wires these in: __repr__, _repr_markdown_, _repr_html_) -------------------

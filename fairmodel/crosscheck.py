@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from . import _display
 from .errors import OptionError
 from .families.base import Check
-from .results import Result, _jsonable
+from .results import HEADLINE_METRICS, Result, _jsonable
 
 
 @dataclass
@@ -19,6 +20,11 @@ class CrossCheckReport:
     checks: list = field(default_factory=list)
     family: str = ""
     problem: str = ""
+    name: str = ""          # what the problem is (its title and kind, e.g. "Adult by race (MERO)")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.family
 
     @property
     def ok(self) -> bool:
@@ -37,7 +43,7 @@ class CrossCheckReport:
                     "constraints": r.constraints, "certificate": r.certificate, "metrics": r.metrics,
                     "timings": r.timings, "solver": r.solver, "seed": r.seed, "message": r.message}
         return _jsonable({
-            "ok": self.ok, "family": self.family, "problem": self.problem,
+            "ok": self.ok, "family": self.family, "name": self.name, "problem": self.problem,
             "objective_gap": self.objective_gap,
             "checks": [{"name": c.name, "value": c.value, "tolerance": c.tolerance, "passed": c.passed,
                         "reason": c.reason} for c in self.checks],
@@ -48,11 +54,15 @@ class CrossCheckReport:
 
     def to_markdown(self) -> str:
         e, s = self.exact, self.stochastic
-        lines = [f"### Cross-check: {self.family} — {'OK' if self.ok else 'NOT OK'}", "",
+        lines = [f"### Cross-check: {self.label} — {'OK' if self.ok else 'NOT OK'}", "",
                  "| | exact | stochastic |", "|---|---|---|",
                  f"| method | {e.method} | {s.method} |",
                  f"| status | {e.status} | {s.status} |",
                  f"| objective | {e.objective:.6g} | {s.objective:.6g} |"]
+        for name in HEADLINE_METRICS:
+            if name in e.metrics or name in s.metrics:
+                lines.append(f"| {name.replace('_', ' ')} | {_fmt(e.metrics.get(name))} | "
+                             f"{_fmt(s.metrics.get(name))} |")
         for name in dict.fromkeys(list(e.constraints) + list(s.constraints)):
             ev = e.constraints.get(name, {}).get("value", float("nan"))
             sv = s.constraints.get(name, {}).get("value", float("nan"))
@@ -63,8 +73,8 @@ class CrossCheckReport:
                      f"{s.timings.get('solve', float('nan')):.3g} |")
         lines += ["", "| check | value | tolerance | verdict | why this tolerance |", "|---|---|---|---|---|"]
         for c in self.checks:
-            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {c.tolerance:.3g} | {'pass' if c.passed else 'FAIL'} "
-                         f"| {_cell(c.reason)} |")
+            tolerance = "– (not checked)" if math.isinf(c.tolerance) else f"{c.tolerance:.3g}"
+            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {tolerance} | {c.verdict} | {_cell(c.reason)} |")
         for r in (e, s):
             if not r.ok:
                 lines.append(f"\n{r.backend} backend ended with status {r.status}: {r.message}")
@@ -75,7 +85,7 @@ class CrossCheckReport:
 
     def __repr__(self):
         failed = ", ".join(c.name for c in self.failed())
-        return _display.short(f"<fairmodel.CrossCheckReport {self.family}: {'OK' if self.ok else 'NOT OK'}; exact "
+        return _display.short(f"<fairmodel.CrossCheckReport {self.label}: {'OK' if self.ok else 'NOT OK'}; exact "
                               f"{self.exact.status} {_display.fmt(self.exact.objective, 6)}, stochastic "
                               f"{self.stochastic.status} {_display.fmt(self.stochastic.objective, 6)}; "
                               f"{len(self.checks)} checks" + (f", failed: {failed}" if failed else "") + "; "
@@ -91,10 +101,10 @@ class CrossCheckReport:
         rows += [[f"constraint {k}", _display.fmt(e.constraints.get(k, {}).get("value"), 6),
                   _display.fmt(s.constraints.get(k, {}).get("value"), 6)]
                  for k in dict.fromkeys(list(e.constraints) + list(s.constraints))]
-        checks = [[c.name, _display.fmt(c.value, 3), _display.fmt(c.tolerance, 3), "pass" if c.passed else "FAIL",
-                   c.reason] for c in self.checks]
+        checks = [[c.name, _display.fmt(c.value, 3), "–" if math.isinf(c.tolerance) else _display.fmt(c.tolerance, 3),
+                   c.verdict, c.reason] for c in self.checks]
         return (_display.html_table(["", "exact", "stochastic"], rows,
-                                    caption=f"Cross-check: {self.family} — {'OK' if self.ok else 'NOT OK'}")
+                                    caption=f"Cross-check: {self.label} — {'OK' if self.ok else 'NOT OK'}")
                 + _display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks))
 
 
@@ -114,7 +124,8 @@ def _fmt(v) -> str:
 
 def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_options: dict | None = None,
                **common) -> CrossCheckReport:
-    """Solve ``problem`` with both backends and compare the judged results.
+    """Solve ``problem`` (a :class:`fairmodel.Problem` or a :class:`fairmodel.SaddleProblem`) with both backends and
+    compare the judged results.
 
     ``exact_options`` / ``stochastic_options`` are keyword arguments for ``problem.solve`` on each path
     (``method``, ``solver``, and method options); ``common`` options (e.g. ``data=`` or ``verbose=``) go
@@ -127,8 +138,6 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
                               f"or None; got {type(given).__name__}")
     exact = problem.solve(backend="exact", **{**common, **(exact_options or {})})
     stochastic = problem.solve(backend="stochastic", seed=seed, **{**common, **(stochastic_options or {})})
-    reduction = problem.reduction(stochastic.family)
-    context = {k: v for k, v in common.items() if k in getattr(reduction, "judge_options", ())}
-    checks = reduction.crosscheck_checks(exact, stochastic, **context)
-    return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=reduction.name,
-                            problem=str(problem))
+    checks, family = problem.crosscheck_checks(exact, stochastic, **common)
+    return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=family, problem=str(problem),
+                            name=problem.label)

@@ -82,5 +82,5 @@ def _parallel_sweep(problems, options) -> list:
         timings = {"total": elapsed / len(preps), "solve": elapsed / len(preps), "grid_solve": elapsed}
         results.append(Result.from_parts(backend="stochastic", method=method, family=fam.name, seed=seed,
                                          solution=solution, evaluation=evaluation, timings=timings,
-                                         problem_text=str(prob)))
+                                         problem_text=str(prob), name=prob.label))
     return results

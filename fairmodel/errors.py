@@ -46,6 +46,11 @@ class ResultFileError(FairmodelError, ValueError):
     """A saved result could not be read: missing, corrupt, or not written by fairmodel."""
 
 
+class SlowSolveWarning(UserWarning):
+    """An exact program fits in memory but its solve is estimated to take long; the message says how long and
+    names the faster alternative."""
+
+
 class ResourceLimitError(OptionError):
     """A program would need more memory than this machine has (estimated before anything is allocated); the message
     states the estimate and names the scalable alternative. ``estimate`` holds the estimated bytes."""

@@ -4,6 +4,7 @@ exactly the numbers held by the results it is given (tests compare the drawn dat
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 
@@ -17,6 +18,23 @@ def _plt():
     except ImportError:
         raise OptionError("plotting needs matplotlib: pip install 'fairmodel[plot]'") from None
     return plt
+
+
+TITLE_WIDTH = 60    # characters per line of a title (a long problem title wraps instead of leaving the figure)
+
+
+def _title(ax, text: str) -> None:
+    ax.set_title("\n".join(textwrap.wrap(text, TITLE_WIDTH)), fontsize=10)
+
+
+def _legend(ax) -> None:
+    """The legend beside the axes, where it covers no bar, line or bound."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+
+
+def _label(result) -> str:
+    """What a result is of, for a title: the problem's title and kind (``result.label``), else its family."""
+    return getattr(result, "label", "") or getattr(result, "family", "")
 
 
 def _axes(ax, figsize=(6, 4)):
@@ -94,7 +112,7 @@ def plot_convergence(results, x: str = "grad_evals", y: str = "objective", optim
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} - exact optimum" if (log and optimum is not None) else y)
     ax.set_title(f"convergence: {y} against {x}")
-    ax.legend()
+    _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -111,8 +129,8 @@ def plot_group_risks(results: dict, key: str = "group_risks", ax=None):
     ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2)
     ax.set_xticklabels(groups, rotation=20, ha="right")
     ax.set_ylabel(key.replace("_", " "))
-    ax.set_title(f"{key.replace('_', ' ')} by group")
-    ax.legend()
+    _title(ax, f"{key.replace('_', ' ')} by group")
+    _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -166,13 +184,13 @@ def plot_values(results: dict, ax=None):
     first = next(iter(results.values()))
     for j, k in enumerate(names[1:], start=1):
         bound = first.constraints.get(k, {}).get("bound")
-        if bound is not None:
-            ax.hlines(bound, j - 0.1, j + 0.8 - 0.1, color="k", label="bound" if j == 1 else None)
+        if bound is not None:   # across the group of bars of constraint j: [j - width/2, j - width/2 + 0.8]
+            ax.hlines(bound, j - width / 2, j - width / 2 + 0.8, color="k", label="bound" if j == 1 else None)
     ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2)
     ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("judged value")
-    ax.set_title(f"{first.family}: judged objective and constraints")
-    ax.legend()
+    _title(ax, f"{_label(first)}: judged objective and constraints")
+    _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -194,22 +212,27 @@ def _history_axes(runs: dict):
 
 def plot_results(results: dict, optimum: float | None = None):
     """The default figure of the command line's ``--plot``, for every family: the group risks of each result
-    when the family reports them (group DRO, MERO); otherwise the convergence of the results' histories (the
-    first value column of ``VALUE_COLUMNS`` against the first progress column of ``PROGRESS_COLUMNS``) with the
-    exact optimum as reference; otherwise the family's per-group fairness metric (the DP gap of each group for
+    when the judge reports them (group DRO, MERO, ERM, compositions with groups); otherwise the convergence of the
+    results' histories (the first value column of ``VALUE_COLUMNS`` against the first progress column of
+    ``PROGRESS_COLUMNS``) with the exact optimum as reference; otherwise the family's per-group fairness metric (the DP gap of each group for
     DP post-processing) or the judged objective and constraint values (:func:`plot_values`)."""
     first = next(iter(results.values()))
     if isinstance(first.metrics.get("group_risks"), dict):
-        return plot_group_risks(results)
+        fig = plot_group_risks(results)
+        _title(fig.axes[0], f"{_label(first)}: group risks")
+        fig.tight_layout()
+        return fig
     runs = {name: r for name, r in results.items() if r.history}
     x, y = _history_axes(runs)
     if x is not None:
         fig = plot_convergence(runs, x=x, y=y, optimum=optimum if y in ("objective", "output_objective",
                                                                           "max_risk", "level") else None, log=False)
-        fig.axes[0].set_title(f"{first.family}: {y} against {x}")
+        _title(fig.axes[0], f"{_label(first)}: {y} against {x}")
+        fig.tight_layout()
         return fig
     if all(isinstance(r.metrics.get("dp_gap"), dict) for r in results.values()):
         fig = plot_group_risks(results, key="dp_gap")
-        fig.axes[0].set_title(f"{first.family}: demographic-parity gap by group")
+        _title(fig.axes[0], f"{_label(first)}: demographic-parity gap by group")
+        fig.tight_layout()
         return fig
     return plot_values(results)

@@ -20,6 +20,7 @@ from .errors import (ExpressionTypeError, ModelError, OptionError, ResourceLimit
                      UnsupportedProblemError)
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
+from .expressions.notation import Notation, layout, render_wide
 from .families.registry import recognize
 from .judge import judge, judge_solution
 from .progress import interruptible
@@ -27,6 +28,12 @@ from .results import Result
 from .sweep import sweep as run_sweep
 
 BACKENDS = ("exact", "stochastic")
+
+
+def _render_constraint(c: Inequality, n: Notation) -> str:
+    if type(c) is not Inequality:           # a family's constraint (e.g. the DP constraint) writes itself
+        return c.render(n)
+    return f"{render_wide(c.lhs, n)} {n.le()} {c.rhs.render(n)}"
 
 __all__ = ["BACKENDS", "Inequality", "Minimize", "Problem"]
 
@@ -63,10 +70,12 @@ class Problem:
 
     Family options are forwarded to the reduction that accepts the problem (e.g. ``entropy=1/beta`` for
     DP post-processing). The chosen reduction is ``problem.family``; ``problem.canonical`` is the canonical
-    form it recognized.
+    form it recognized. ``title`` (optional) names the problem in results, cross-check headings and plots
+    (``problem.label``: the title and the kind of problem declared, e.g. "Adult by race (MERO)").
     """
 
-    def __init__(self, objective: Minimize, constraints: Sequence[Inequality] = (), **options):
+    def __init__(self, objective: Minimize, constraints: Sequence[Inequality] = (), *, title: str | None = None,
+                 **options):
         if not isinstance(objective, Minimize):
             raise ExpressionTypeError(f"Problem needs fm.Minimize(expr) as objective; got {type(objective).__name__}")
         if isinstance(constraints, Inequality):
@@ -80,6 +89,7 @@ class Problem:
             raise ModelError(f"constraint names must be unique; got {names}")
         _check_distinct_names([objective.expr] + [c.expr for c in constraints])
         self.objective = objective
+        self.title = None if title is None else str(title)
         self.constraints = tuple(c if c.name else c.named(n) for c, n in zip(constraints, names))
         self.options = dict(options)
         self.canonical = canonical_problem(objective.expr, self.constraints, self.options)
@@ -91,7 +101,14 @@ class Problem:
     def replace(self, *, objective: Minimize | None = None, constraints=None, **options) -> "Problem":
         """A new problem with some parts replaced (the options are merged)."""
         return Problem(objective or self.objective, self.constraints if constraints is None else constraints,
-                       **{**self.options, **options})
+                       title=self.title, **{**self.options, **options})
+
+    @property
+    def label(self) -> str:
+        """What the user declared, for results, cross-check headings and plots: the kind of problem ("group DRO",
+        "MERO", "ERM", "composition", ...) after the title when there is one."""
+        kind = self.family.display_name
+        return f"{self.title} ({kind})" if self.title else kind
 
     # -- introspection -------------------------------------------------------------------------------
     def variables(self):
@@ -102,15 +119,26 @@ class Problem:
                     out.append(v)
         return out
 
+    def formulation(self, format: str = "text") -> str:
+        """The problem as math: the objective, the domain of the weights, the constraints and what every symbol
+        means (the "where" lines), as ``"text"``, ``"markdown"`` (display math) or ``"latex"`` (an ``align*``
+        environment and a list; it needs the amsmath and amssymb packages)."""
+        n = Notation(latex=format != "text")
+        objective = render_wide(self.objective.expr, n)
+        domain = [v.domain(n) for v in self.variables() if hasattr(v, "domain")]
+        constraints = [(c.name, _render_constraint(c, n)) for c in self.constraints]
+        return layout("minimize", objective, domain, constraints, n.where(), format)
+
     def describe(self, format: str = "text", program: bool = True) -> str:
-        """The problem in math notation, what each backend will do, the exact program's structure (variables and
-        constraint blocks with their sizes; ``program=False`` skips building it) and which reductions accept it.
-        ``format``: ``"text"``, ``"markdown"`` or ``"latex"``."""
+        """The problem in math notation (:meth:`formulation`), what each backend will do, the exact program's
+        structure (variables and constraint blocks with their sizes; ``program=False`` skips building it) and which
+        reductions accept it. ``format``: ``"text"``, ``"markdown"`` or ``"latex"`` (a document fragment for
+        the amsmath and amssymb packages; ``fairmodel describe --format latex`` prints a whole document)."""
         head = self.family.describe(format=format, program=program)
         explain = self.recognition.explain()
         if format == "latex":
             return head + "\n\\paragraph{Reductions} (tried in order of priority)\n\\begin{itemize}\n" + "\n".join(
-                f"  \\item {_display.latex_text(line.strip())}" for line in explain) + "\n\\end{itemize}"
+                f"  \\item {_display.latex_prose(line.strip())}" for line in explain) + "\n\\end{itemize}"
         if format == "markdown":
             return head + "\n\n**Reductions** (tried in order of priority):\n\n" + "\n".join(
                 f"- {line.strip()}" for line in explain)
@@ -121,15 +149,11 @@ class Problem:
         return self.family.to_cvxpy()
 
     def __str__(self):
-        lines = [str(self.objective)]
-        if self.constraints:
-            lines.append("subject to")
-            lines += [f"  {c.name}: {c}" for c in self.constraints]
-        return "\n".join(lines)
+        return self.formulation()
 
     def __repr__(self):
         n = len(self.constraints)
-        return _display.short(f"<fairmodel.Problem ({self.family.title}): {str(self).splitlines()[0]}"
+        return _display.short(f"<fairmodel.Problem ({self.family.title}): minimize {self.objective.expr}"
                               + (f" s.t. {n} constraint{'s' * (n != 1)}" if n else "")
                               + "; .describe() for the math and the programs>")
 
@@ -222,7 +246,7 @@ class Problem:
         timings.update(solution.timings)
         return Result.from_parts(backend=backend, method=method, family=family.name, seed=seed,
                                  solution=solution, evaluation=evaluation, timings=timings,
-                                 problem_text=str(self), checks=[c.to_dict() for c in checks])
+                                 problem_text=str(self), checks=[c.to_dict() for c in checks], name=self.label)
 
     def _exact_with_fallback(self, family, method, solver, verbose, options) -> Result:
         """The default exact method, and when it fails (a solver error, or a result the judge does not accept)
@@ -285,6 +309,13 @@ class Problem:
                              **options)
         finally:
             node.value = original
+
+    def crosscheck_checks(self, exact: Result, stochastic: Result, **common) -> tuple[list, str]:
+        """The checks ``fm.crosscheck`` applies, from the reduction that produced the stochastic result, and that
+        reduction's name; ``common`` holds the cross-check's shared options (those the judge takes, e.g. ``data=``)."""
+        reduction = self.reduction(stochastic.family)
+        context = {k: v for k, v in common.items() if k in getattr(reduction, "judge_options", ())}
+        return reduction.crosscheck_checks(exact, stochastic, **context), reduction.name
 
     def evaluate(self, candidate: dict | None = None, **variables):
         """Judge any candidate (from either backend or your own): an :class:`Evaluation`.

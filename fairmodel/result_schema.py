@@ -13,6 +13,7 @@ import numpy as np
 from .errors import ResultFileError
 
 BACKENDS = ("exact", "stochastic")
+OPTIONAL = ("checks", "name")    # fields that results saved by earlier versions do not have
 
 
 def _is_number(v) -> bool:
@@ -80,8 +81,9 @@ def validate_fields(fields: dict, where: str, statuses) -> None:
         "message": (lambda v: isinstance(v, str), "text"),
         "problem": (lambda v: isinstance(v, str), "text"),
         "checks": (lambda v: isinstance(v, list) and all(map(_check, v)), "a list of checks"),
+        "name": (lambda v: isinstance(v, str), "text"),
     }
-    missing = [k for k in rules if k not in fields and k != "checks"]
+    missing = [k for k in rules if k not in fields and k not in OPTIONAL]
     unknown = [k for k in fields if k not in rules]
     if missing or unknown:
         raise ResultFileError(f"{where}: " + (f"missing fields {', '.join(missing)}" if missing else

@@ -30,6 +30,7 @@ from .result_schema import validate_fields
 
 FORMAT = "fairmodel.result"
 SCHEMA = 1
+HEADLINE_METRICS = ("risk", "entropy_term")   # shown by summary() and the cross-check table when a family has them
 OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
 STATUSES = OK_STATUSES + ("inaccurate", "infeasible", "unverified", "unbounded", "diverged", "failed",
                           "interrupted")
@@ -66,17 +67,18 @@ class Result:
     message: str = ""
     problem: str = ""
     checks: list = field(default_factory=list)
+    name: str = ""
 
     @classmethod
     def from_parts(cls, *, backend, method, family, seed, solution, evaluation, timings, problem_text,
-                   checks=()):
+                   checks=(), name: str = ""):
         metrics = {**solution.metrics, **evaluation.metrics}
         certificate = {**solution.certificate, **evaluation.certificate}
         return cls(status=solution.status, objective=float(evaluation.objective),
                    variables=dict(solution.variables), constraints=evaluation.constraints, metrics=metrics,
                    certificate=certificate, history=list(solution.history), timings=timings,
                    solver=dict(solution.solver), seed=_seed_value(seed), backend=backend, method=method,
-                   family=family, message=solution.message, problem=problem_text, checks=list(checks))
+                   family=family, message=solution.message, problem=problem_text, checks=list(checks), name=name)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +86,11 @@ class Result:
         check passed (see docs/ok.md): a result without a computed check is never ok."""
         computed = [c for c in self.checks if c["value"] == c["value"]]
         return self.status in OK_STATUSES and bool(computed) and all(c["passed"] for c in computed)
+
+    @property
+    def label(self) -> str:
+        """What the result is of, for headings: the problem's ``name`` (its title and kind), else the family."""
+        return self.name or self.family
 
     def failed_checks(self) -> list[dict]:
         return [c for c in self.checks if not c["passed"] and c["value"] == c["value"]]
@@ -101,8 +108,16 @@ class Result:
         return by_name(self.family).predictor(self)
 
     def summary(self) -> str:
-        lines = [f"{self.family} / {self.backend} / {self.method}: status {self.status}",
-                 f"  objective      {self.objective:.6g}"]
+        """The status, the objective (and what it is, when the family says), the headline metrics (the risk next
+        to a regularized objective, the group risks), constraints, certificates and the time."""
+        kind = self.metrics.get("objective_kind")
+        lines = [f"{self.label} / {self.backend} / {self.method}: status {self.status}",
+                 f"  objective      {self.objective:.6g}" + (f"   ({kind})" if isinstance(kind, str) else "")]
+        lines += [f"  {name.replace('_', ' '):<14} {self.metrics[name]:.6g}" for name in HEADLINE_METRICS
+                  if isinstance(self.metrics.get(name), (int, float))]
+        groups = self.metrics.get("group_risks")
+        if isinstance(groups, dict):
+            lines.append("  group risks    " + ", ".join(f"{g}: {v:.4g}" for g, v in groups.items()))
         for name, c in self.constraints.items():
             lines.append(f"  {name:<14} {c['value']:.6g} <= {c['bound']:.6g} (violation {c['violation']:.2g})")
         for name, v in self.certificate.items():
@@ -124,7 +139,7 @@ class Result:
                 "constraints": self.constraints, "metrics": self.metrics, "certificate": self.certificate,
                 "history": _history_columns(self.history), "timings": self.timings, "solver": self.solver,
                 "seed": self.seed, "backend": self.backend, "method": self.method, "family": self.family,
-                "message": self.message, "problem": self.problem, "checks": self.checks}
+                "message": self.message, "problem": self.problem, "checks": self.checks, "name": self.name}
 
     def save(self, path, overwrite: bool = False) -> tuple[Path, Path]:
         """Write ``<path>.json`` and ``<path>.npz`` (suffixes appended); returns both paths.
@@ -148,13 +163,15 @@ class Result:
     # -- notebook display ---------------------------------------------------------------------------------
     def __repr__(self):
         ok = "ok" if self.ok else "NOT ok"
-        return _display.short(f"<fairmodel.Result {self.family}/{self.backend}/{self.method}: {self.status} ({ok}), "
+        return _display.short(f"<fairmodel.Result {self.label} / {self.backend} / {self.method}: {self.status} ({ok}), "
                               f"objective {_display.fmt(self.objective, 6)}, max violation "
                               f"{_display.fmt(self.max_violation, 2)}; .summary() / .to_markdown() for the rest>")
 
     def _table_rows(self) -> list:
         rows = [["status", self.status + ("" if self.ok else f" ({self.message})" if self.message else "")],
                 ["objective", _display.fmt(self.objective, 6)]]
+        rows += [[name.replace("_", " "), _display.fmt(self.metrics[name], 6)] for name in HEADLINE_METRICS
+                 if isinstance(self.metrics.get(name), (int, float))]
         rows += [[f"constraint {k}", f"{_display.fmt(c['value'], 6)} <= {_display.fmt(c['bound'], 6)}"]
                  for k, c in self.constraints.items()]
         rows += [[k, _display.fmt(v, 4)] for k, v in self.certificate.items() if np.ndim(v) == 0]
@@ -163,7 +180,7 @@ class Result:
 
     def to_markdown(self) -> str:
         """The result as a Markdown table (status, objective, constraints, certificates, time)."""
-        return (f"**{self.family}** / {self.backend} / {self.method}\n\n"
+        return (f"**{self.label}** / {self.backend} / {self.method}\n\n"
                 + _display.md_table(["", "value"], self._table_rows()))
 
     def _repr_markdown_(self):
@@ -171,7 +188,7 @@ class Result:
 
     def _repr_html_(self):
         return _display.html_table(["", "value"], self._table_rows(),
-                                   caption=f"{self.family} / {self.backend} / {self.method}")
+                                   caption=f"{self.label} / {self.backend} / {self.method}")
 
 
 ID_KEY = "__id__"

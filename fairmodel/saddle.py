@@ -20,12 +20,15 @@ import time
 
 import numpy as np
 
+from . import _display
 from ._threads import few_threads
 from .oracles.domains import Ball, Box, Simplex, as_domain
-from ._validate import as_generator, check_options, is_real
+from ._validate import as_generator, check_choice, check_options, is_real
 from .errors import ModelError, OptionError
 from .exact import saddle as exact_saddle
 from .exact.newton import ball_qp_step
+from .expressions.notation import layout
+from .families.base import DESCRIBE_FORMATS, Check, describe_sections
 from .judge import Evaluation
 from .results import Result
 from .oracles.protocols import SaddleOracle
@@ -37,10 +40,23 @@ from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
 # eta0 = R0 = "auto": from the domains' diameter and the estimator's size at the start (ogda_estimator.auto_steps), constant
 # steps and the average of the second half of the epochs. The matrix game of 20 samples, 3 x 3, reaches a duality
 # gap <= 0.05 at this budget (tests/test_minmax_defaults.py); the paper's theory schedule stays one option away.
+CROSSCHECK_GAP = 0.05   # the stochastic duality gap fm.crosscheck accepts, relative to max(1, |saddle value|)
 SOLVE_DEFAULTS = {"epochs": 1000, "eta0": "auto", "R0": "auto", "chi": 0.05, "schedule": "constant",
                   "output": "suffix"}
 OGDA_OPTIONS = [p for p in inspect.signature(ogda).parameters if p not in ("oracle", "method", "order", "seed",
                                                                              "verbose", "u0", "certify")]
+
+
+def _method_for_backend(method, backend) -> str:
+    """The method of a ``backend=`` choice, as ``Problem.solve`` takes it: ``"exact"`` or an OGDA/SGDA method."""
+    if backend is None:
+        return method or "ogda-rr"
+    check_choice(backend, "backend", ("exact", "stochastic"))
+    if backend == "exact" and method not in (None, "exact"):
+        raise OptionError(f"the exact backend of a saddle problem has one method, 'exact'; got {method!r}")
+    if backend == "stochastic" and method == "exact":
+        raise OptionError(f"method='exact' is the exact backend; the stochastic methods are {', '.join(METHODS)}")
+    return "exact" if backend == "exact" else method or "ogda-rr"
 
 
 class _CallableOracle(SaddleOracle):
@@ -137,6 +153,8 @@ class SaddleProblem:
                                  self.y_domain.check_point(ys, "saddle_point y"))
         self._mean_value = None   # vectorized mean of L (built-in problems)
         self._exact = None        # exact saddle solver (built-in problems): solver -> (value, x, y, record)
+        self._formula = None      # L_i in text and LaTeX (built-in problems)
+        self.title = None         # names results, cross-checks and plots (problem files set it)
 
     def __repr__(self):
         return f"SaddleProblem({self.name!r}, n={self.n}, X={self.x_domain!r}, Y={self.y_domain!r})"
@@ -144,6 +162,37 @@ class SaddleProblem:
     def __str__(self):
         return (f"min_(x in {self.x_domain!r}) max_(y in {self.y_domain!r}) (1/{self.n}) sum_i L_i(x, y)"
                 f"  [{self.name}]")
+
+    @property
+    def label(self) -> str:
+        """What the problem is, for results, cross-check headings and plots."""
+        kind = f"min-max: {self.name}"
+        return f"{self.title} ({kind})" if self.title else kind
+
+    def describe(self, format: str = "text") -> str:
+        """The problem in math notation (the domains, the components L_i when known), the methods of both backends
+        and how the judge certifies a candidate; ``format``: ``"text"``, ``"markdown"`` or ``"latex"``."""
+        check_choice(format, "format", DESCRIBE_FORMATS)
+        tex = format != "text"
+        objective = (f"\\max_{{y \\in Y}} \\frac{{1}}{{{self.n}}}\\sum_{{i=1}}^{{{self.n}}} L_i(x, y)" if tex
+                     else f"max_(y in Y) (1/{self.n}) sum_i L_i(x, y)")
+        over = ["x \\in X" if tex else "x in X"]
+        user = f"L_i(x, y): the value callable given to SaddleProblem, i = 1..{self.n}"
+        formula = self._formula or (user, _display.latex_prose(user))
+        where = [f"X = {self.x_domain.describe('x', False)}, Y = {self.y_domain.describe('y', False)}", formula[0]]
+        if tex:
+            where = [f"$X = {self.x_domain.describe('x', True)}$, $Y = {self.y_domain.describe('y', True)}$",
+                     formula[1]]
+        body = layout("minimize", objective, over, [], where, format)
+        gap = ("duality gap max_y L(x, .) - min_x L(., y), both from closed forms" if
+               self.max_y is not None and self.min_x is not None else "duality gap max_y L(x, .) - min_x L(., y) by "
+               "two exact CVXPY solves of cvxpy_value" if self.cvxpy_value is not None else "no duality gap (give "
+               "max_y= and min_x=, or cvxpy_value=): the judge reports L(x, y)")
+        methods = [("Exact backend", {"exact": "the exact saddle point (an LP for the matrix game, a Huber program "
+                                               "for the quadratic game)"} if self._exact else {}),
+                   ("Stochastic backend", METHODS)]
+        head = f"Min-max problem: {self.title or self.name} (Maheshwari, Chiu, Mazumdar, Sastry, Ratliff 2022)"
+        return describe_sections(head, body, methods, [f"Judge certificate: {gap}"], format)
 
     # -- values and the judge ---------------------------------------------------------------------------
     def value(self, x, y) -> float:
@@ -200,16 +249,18 @@ class SaddleProblem:
         return _CallableOracle(self)
 
     @few_threads
-    def solve(self, method: str = "ogda-rr", order: int = 0, seed=0, *, verbose=None, solver=None, x0=None, y0=None,
-              **options) -> Result:
+    def solve(self, method: str | None = None, order: int = 0, seed=0, *, backend: str | None = None, verbose=None,
+              solver=None, x0=None, y0=None, **options) -> Result:
         """Solve with ``method`` in ``ogda-rr`` (default), ``ogda-wr``, ``sgda-rr``, ``sgda-wr`` (``order`` 0:
         values only, 1: gradients), or ``"exact"`` for the built-in problems; returns a judged ``fm.Result``.
+        ``backend="exact"`` is ``method="exact"``, ``backend="stochastic"`` one of the others (as ``Problem.solve``).
 
         Options of the stochastic methods (see :func:`fairmodel.stochastic.ogda.ogda`): epochs, eta0, R0,
         chi, schedule, estimator, y_step_scale, output, first_step, boundary, ell, callback, check_every,
         target_gap (when the gap is computable), max_queries, max_time, store_iterates. ``solver`` is the
         CVXPY solver of the exact program and of the judge.
         """
+        method = _method_for_backend(method, backend)
         if method == "exact":
             check_options(options, (), "the exact method of a saddle problem")
             return self._solve_exact(solver)
@@ -268,7 +319,21 @@ class SaddleProblem:
                       solver={"name": method, "order": order,
                               "options": {k: v for k, v in opts.items() if isinstance(v, (int, float, str))}},
                       seed=seed if isinstance(seed, (int, type(None))) else None, backend="stochastic",
-                      method=method, family="minmax", message=out["message"], problem=str(self))
+                      method=method, family="minmax", message=out["message"], problem=str(self), name=self.label)
+
+    def crosscheck_checks(self, exact: Result, stochastic: Result, **common) -> tuple[list, str]:
+        """The checks of ``fm.crosscheck`` on the two judged results, and the family name."""
+        scale = max(1.0, abs(exact.objective))
+        gap = stochastic.objective - exact.objective
+        return [Check("primal value: |stochastic - exact|", abs(gap), CROSSCHECK_GAP * scale,
+                      "within the duality-gap tolerance below: the gap bounds the primal suboptimality"),
+                Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6 * scale,
+                      "no x has a primal value below the saddle value by more than the exact solver's tolerance"),
+                Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
+                      CROSSCHECK_GAP * scale, "the default budget reaches a gap <= 0.05 on the built-in games "
+                      "(measured, docs/minmax.md)"),
+                Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-6 * scale,
+                      "an exact saddle point has gap 0 up to the LP / conic solver's tolerance")], "minmax"
 
     def _certify(self, solver):
         """u -> duality gap (for check_every=), or None when the problem has no way to compute it."""
@@ -287,7 +352,7 @@ class SaddleProblem:
         return Result(status=record["status"], objective=float(evaluation.objective), variables={"x": x, "y": y},
                       metrics={**evaluation.metrics, "solver_optimum": value}, certificate=evaluation.certificate,
                       timings={"solve": solved - start, "judge": time.perf_counter() - solved}, solver=record,
-                      backend="exact", method="exact", family="minmax", problem=str(self))
+                      backend="exact", method="exact", family="minmax", problem=str(self), name=self.label)
 
     # -- built-in test problems (not from the paper) --------------------------------------------------------
     @classmethod
@@ -307,6 +372,9 @@ class SaddleProblem:
                  max_y=lambda x: float(np.max(Abar.T @ x)), min_x=lambda y: float(np.min(Abar @ y)),
                  name="matrix game")
         sp._mean_value = lambda x, y: x @ Abar @ y
+        sp._formula = (f"L_i(x, y) = x^T A_i y, i = 1..{A.shape[0]}, A_i in R^({A.shape[1]} x {A.shape[2]}): a matrix "
+                       f"game (G2)", f"$L_i(x, y) = x^\\top A_i y$, $i = 1, \\dots, {A.shape[0]}$, $A_i \\in "
+                       f"\\mathbb{{R}}^{{{A.shape[1]} \\times {A.shape[2]}}}$: a matrix game (G2)")
         sp._exact = lambda solver: exact_saddle.matrix_game_lp(Abar, solver)
         return sp
 
@@ -347,5 +415,9 @@ class SaddleProblem:
                  grad=lambda x, y, i: (A[i].T @ (A[i] @ x - b[i]) + B[i].T @ y, B[i] @ x - e[i] - mu * y),
                  max_y=lambda x: float(fit(x) + np.sum(huber(Bm @ x - em))), min_x=min_x, name="quadratic game")
         sp._mean_value = lambda x, y: fit(x) + y @ (Bm @ x - em) - mu / 2 * y @ y
+        sp._formula = (f"L_i(x, y) = ||A_i x - b_i||^2 / 2 + y^T (B_i x - e_i) - mu ||y||^2 / 2, mu = {mu:g}, "
+                       f"i = 1..{n}: the quadratic game (G1)",
+                       f"$L_i(x, y) = \\|A_i x - b_i\\|^2 / 2 + y^\\top (B_i x - e_i) - \\mu \\|y\\|^2 / 2$, "
+                       f"$\\mu = {mu:g}$, $i = 1, \\dots, {n}$: the quadratic game (G1)")
         sp._exact = lambda solver: exact_saddle.quadratic_game_program(A, b, B, e, mu, rho, solver)
         return sp

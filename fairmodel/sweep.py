@@ -96,7 +96,7 @@ def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_s
             try:
                 prob = build(v)
                 options = {**solve_options, **(options_for(v) if options_for is not None else {})}
-                if warm_start and previous is not None and backend == "stochastic":
+                if warm_start and previous is not None and backend == "stochastic" and hasattr(prob, "family"):
                     options = {**prob.family.warm_start(previous), **options}
                 res = prob.solve(backend=backend, verbose=False, **options)
                 results.append(res)

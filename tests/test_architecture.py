@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent / "fairmodel"
 
 # bottom to top; a module may import modules of its own group (acyclically) or of groups below it
 LAYERS = [
-    ("base", ["fairmodel.errors", "fairmodel._validate", "fairmodel.progress", "fairmodel._threads", "fairmodel._display"]),
+    ("base", ["fairmodel.errors", "fairmodel._validate", "fairmodel.progress", "fairmodel._threads",
+              "fairmodel._display", "fairmodel._version"]),
     ("data", ["fairmodel.groups", "fairmodel.data", "fairmodel.data_dask_sampler", "fairmodel.data_parquet", "fairmodel.data_dask", "fairmodel.datasets"]),
     ("oracles", ["fairmodel.oracles"]),
     ("metrics", ["fairmodel.metrics"]),

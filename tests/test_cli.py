@@ -156,9 +156,7 @@ def test_example_problem_files_parse():
     files = sorted((ROOT / "examples" / "problems").glob("*.toml"))
     assert files
     for path in files:
-        spec = problemfile.read(path)
-        data = problemfile.load_data(spec)
-        problemfile.build_problem(spec, data)
+        problemfile.load(path)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples" / "problems").glob("*.toml")), ids=lambda p: p.stem)

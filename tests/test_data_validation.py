@@ -211,7 +211,7 @@ def test_bundled_data_and_generators_do_not_warn():
         fm.datasets.make_auc_synthetic()
         fm.datasets.make_strategic_synthetic(seed=0)
         for path in sorted((ROOT / "examples" / "problems").glob("*.toml")):
-            load(path)
+            problemfile.load(path)
 
 
 @pytest.mark.parametrize("header, rows, message", [

@@ -65,7 +65,8 @@ def test_md_table_escapes_pipes_and_newlines():
 def test_describe_formats_show_the_program_structure(gdro):
     prob, _ = gdro
     text = prob.describe()
-    assert "Exact program (" in text and "variables: t (scalar); w (4)" in text
+    assert "Exact program of method 'epigraph' (not built by the default method 'dual'; " in text
+    assert "variables: t (scalar); w (4)" in text
     assert "inequalities: 3 rows in (t, w); logistic loss" in text
     for internal in ("PnormApprox", "PowerApprox", "[[", "..."):
         assert internal not in text
@@ -74,16 +75,21 @@ def test_describe_formats_show_the_program_structure(gdro):
     latex = prob.describe(format="latex")
     assert "\\begin{align*}" in latex and "\\end{align*}" in latex and latex.count("\\begin{itemize}") == \
         latex.count("\\end{itemize}")
-    assert "\\max_{g}" in latex and "\\operatorname{logistic}" in latex
+    assert "\\max_{g}" in latex and "\\operatorname{logistic}" in latex and "epigraph" in latex
     with pytest.raises(fm.OptionError, match="format must be one of text, markdown, latex"):
         prob.describe(format="html")
 
 
-def test_latex_math_of_a_declaration():
-    assert _display.latex_math("minimize max_g [mean_(i in g) logistic(x·w, y)]") == (
-        "\\text{minimize}\\; \\max_{g} \\left[\\frac{1}{|g|}\\sum_{i \\in g} \\operatorname{logistic}(x\\cdot w, y)"
-        "\\right]")
-    assert _display.latex_math("auc_gap(s) <= kappa") == "\\operatorname{auc\\_gap}(s) \\le \\kappa"
+def test_latex_of_a_declaration():
+    data = fm.datasets.make_gdro_synthetic(m=2, d=3, n_per_group=30, seed=0)
+    w = fm.Weights(3, radius=2.0)
+    kappa = fm.parameter(0.1, "kappa")
+    risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+    prob = fm.Problem(fm.Minimize(fm.max(risks)), [fm.norm(w) <= kappa])
+    latex = prob.formulation("latex")
+    assert "\\text{minimize}\\quad & \\max_{g} \\frac{1}{|G_g|}\\sum_{i \\in G_g} \\operatorname{logistic}" \
+           "\\left(x_i^\\top w, y_i\\right)" in latex
+    assert "\\|w\\|_{2} \\le \\kappa && \\text{(c0)}" in latex
 
 
 def test_frontier_views_are_short_and_well_formed():

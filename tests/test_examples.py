@@ -1,7 +1,10 @@
 """Every example runs to exit 0 from a fresh folder and writes only where it is told (``--out``), never into the
 source tree: each runs in a subprocess with a temporary working directory, and ``git status`` of the repository
 is the same before and after. Examples that take more than about 20 s here are marked slow (reduced sizes)."""
+import ast
 import os
+import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -57,3 +60,32 @@ def test_example_runs_and_writes_only_to_its_folder(name, tmp_path):
     assert _git_status() == before, f"{name} changed the source tree"
     if "--out" in args:
         assert any(out.iterdir()), f"{name} wrote nothing into --out"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_example_help_prints_its_whole_description_and_runs_nothing(name, capsys, monkeypatch):
+    """`--help` exits 0 at once (run in this process: SystemExit comes from argparse before any work) with the
+    example's docstring in full (no sentence cut at a line end) and a help text for every option."""
+    pytest.importorskip("sklearn")
+    monkeypatch.setattr(sys, "argv", [name, "--help"])
+    with pytest.raises(SystemExit) as info:
+        runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    out = capsys.readouterr().out
+    assert info.value.code == 0 and out.startswith("usage: ")
+    doc = ast.get_docstring(ast.parse((EXAMPLES / name).read_text()))
+    flat = " ".join(out.split())
+    for paragraph in doc.split("\n\n"):
+        assert " ".join(paragraph.split()) in flat, f"{name}: --help lacks {paragraph[:60]!r}"
+    lines = out.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("  -") and "show this help" not in line:
+            inline = re.search(r"\S\s{2,}\S", line.strip())
+            below = k + 1 < len(lines) and lines[k + 1].startswith(" " * 8) and not lines[k + 1].strip().startswith("-")
+            assert inline or below, f"{name}: the option {line.split()[0]} has no help text"
+
+
+def test_compositions_example_refuses_an_unknown_name(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["compositions.py", "nonsense"])
+    with pytest.raises(SystemExit) as info:
+        runpy.run_path(str(EXAMPLES / "compositions.py"), run_name="__main__")
+    assert info.value.code == 2 and "choose from equal_opportunity" in capsys.readouterr().err

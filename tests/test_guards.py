@@ -228,7 +228,8 @@ def test_partial_exact_guard(monkeypatch):
     assert np.isfinite(res.objective)
     assert res.max_violation <= 1e-7
     fresh = _partial(weak=True)                         # its judge must build (25) itself for the Lemma C.1 certificate
-    with pytest.warns(UserWarning, match="Lemma C.1 certificate is not computed.*would need"):
+    with pytest.warns(UserWarning, match=r"Lemma C.1 certificate \(He, Huang, Yao, Lin 2025\) is not computed.*"
+                                         r"would need"):
         judged = fresh.evaluate(res)
     assert judged.objective == pytest.approx(res.objective) and "nearly_kkt_eps" not in judged.certificate
 

@@ -120,7 +120,7 @@ def test_canonical_form_weighs_once(toy):
     X, y, g, k = toy
     w, prob = _problem(fm.Dataset(X, y, g), k + 1.0)
     text = str(prob.canonical.objective)
-    assert text.count("sw ⊙") == 3           # one weighting per aggregate, none applied twice
+    assert text.count("u_i·") == 3           # one weighting per aggregate, none applied twice
     theta = np.zeros(X.shape[1] + 1)
     assert E.evaluate(prob.canonical.objective, {w: theta}) == pytest.approx(
         E.evaluate(prob.objective.expr, {w: theta}), rel=1e-14)

@@ -21,7 +21,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from ..errors import OptionError, ResourceLimitError
+from ..errors import OptionError, ResourceLimitError, SlowSolveWarning
 
 GiB = float(2 ** 30)
 MiB = float(2 ** 20)
@@ -112,7 +112,7 @@ def check(estimate: Estimate, alternative: str, max_memory_gb: float | None = No
         raise ResourceLimitError(refusal(estimate, alternative, max_memory_gb, option), estimate=estimate.bytes)
     if estimate.seconds is not None and estimate.seconds > WARN_SECONDS:
         warnings.warn(f"{estimate.what} may take {_duration(estimate.seconds)} (estimate: {estimate.describe()}); "
-                      f"{alternative[0].lower() + alternative[1:]}", UserWarning, stacklevel=4)
+                      f"{alternative[0].lower() + alternative[1:]}", SlowSolveWarning, stacklevel=4)
     return estimate
 
 
@@ -167,7 +167,7 @@ def newton(n: int, d: int) -> Estimate:
     """The projected Newton method of the group-DRO certificate: the weighted design (n x d, twice) and, in the
     row space when n < d, r x r Hessians with r = min(n, d) (three: H, its eigenvectors, a product)."""
     r = min(n, d)
-    return Estimate("the projected Newton solve of the duality gap (13)", float(n) * d,
+    return Estimate("the projected Newton solve of the duality gap (eq. (13) of Yu et al. 2024)", float(n) * d,
                     f"8 B per entry of 3 n d + 4 r^2, n = {n:,}, d = {d:,}, r = min(n, d)", 8.0 * (3.0 * n * d + 4.0 * r * r))
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from .._validate import is_real
 from ..errors import ExpressionTypeError, ModelError, UnsupportedProblemError
 from .evaluate import Env
+from .notation import Notation, wrap
 from .rules import VECTOR_KINDS, combine_kinds, dcp_curvature, flip_sign, kind_text, monotone_in_sign, sum_sign
 
 class Expr:
@@ -30,6 +31,7 @@ class Expr:
     kind = "scalar"
     size = 1
     args: tuple = ()
+    is_sum = False           # written as a sum: parenthesized inside products and aggregates
 
     # -- facts ------------------------------------------------------------------------------------
     own_curvature = "unknown"    # the atom's curvature as a function of its arguments (CVXPY's is_atom_convex ...)
@@ -231,6 +233,18 @@ class Expr:
                                      "of fm (fm.max, fm.min, fm.sum, fm.mean, fm.abs, fm.pos, fm.norm, ...; see "
                                      "docs/modeling.md)"))
 
+    # -- notation ------------------------------------------------------------------------------------
+    def render(self, n: Notation) -> str:
+        """The node in the notation ``n`` (text or LaTeX), defining the symbols it uses (:mod:`.notation`)."""
+        return type(self).__name__
+
+    def index(self) -> str:
+        """The index of the entries of a vector node: i for rows, g for groups."""
+        return "i" if self.kind == "samples" else "g"
+
+    def __str__(self):
+        return self.render(Notation())
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self}>"
 
@@ -295,12 +309,12 @@ class Constant(Expr):
     def backprop(self, env, upstream, grads):
         pass
 
-    def __str__(self):
+    def render(self, n):
         if self.name:
-            return self.name
+            return n.ident(self.name)
         if self.kind == "scalar":
-            return f"{float(self._value_arr):g}"
-        return "[" + ", ".join(f"{v:g}" for v in self._value_arr[:4]) + (", ...]" if self.size > 4 else "]")
+            return n.number(self._value_arr)
+        return n.vector(self._value_arr) + (n.pick("_", "_") + self.index() if self.kind != "vector" else "")
 
 
 class Parameter(Expr):
@@ -345,8 +359,8 @@ class Parameter(Expr):
     def backprop(self, env, upstream, grads):
         pass
 
-    def __str__(self):
-        return self.name
+    def render(self, n):
+        return n.ident(self.name)
 
 
 def reject_parameters(e: Expr, where: str) -> None:
@@ -402,14 +416,32 @@ class Add(Expr):
             else:
                 a.backprop(env, upstream, grads)
 
-    def __str__(self):
-        text = str(self.args[0])
+    is_sum = True
+
+    def render(self, n):
+        gap = n.breaks() if n.take_split() else " "
+        text = self.args[0].render(n)
         for b in self.args[1:]:
             if isinstance(b, ScalarMul) and b.c < 0:
-                text += f" - {ScalarMul(-b.c, b.expr) if b.c != -1 else b.expr}"
+                text += gap + "- " + (ScalarMul(-b.c, b.expr) if b.c != -1 else wrap_term(b.expr)).render(n)
             else:
-                text += f" + {b}"
+                text += gap + "+ " + b.render(n)
         return text
+
+
+def wrap_term(e: Expr) -> Expr:
+    """``e`` as the subtracted term of a sum: a sum in parentheses (a - (b + c))."""
+    return _Paren(e) if e.is_sum else e
+
+
+class _Paren(Expr):
+    """Parentheses around a node, for printing only."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+    def render(self, n):
+        return n.paren(self.expr.render(n))
 
 
 class ScalarMul(Expr):
@@ -447,11 +479,9 @@ class ScalarMul(Expr):
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, self.c * np.asarray(upstream), grads)
 
-    def __str__(self):
-        inner = str(self.expr)
-        if isinstance(self.expr, Add):
-            inner = f"({inner})"
-        return f"-{inner}" if self.c == -1 else f"{self.c:g}·{inner}"
+    def render(self, n):
+        inner = wrap(self.expr.render(n), n, self.expr)
+        return f"-{inner}" if self.c == -1 else n.number(self.c) + n.pick("·", "\\,") + inner
 
 
 class Multiply(Expr):
@@ -516,8 +546,25 @@ class Multiply(Expr):
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, self.coefficients(env) * np.asarray(upstream), grads)
 
-    def __str__(self):
-        return f"{'sw' if self.weighting else 'a'} ⊙ ({self.expr})"
+    def render(self, n):
+        i = self.index()
+        if self.weighting:
+            n.define("u", "u_i = w_i / (the mean sample weight of the rows of i's set): a mean of u_i e_i is the "
+                          "sample-weighted mean of e", "$u_i = w_i / \\bar w_{S(i)}$: the sample weight of row $i$ "
+                          "relative to the mean weight of its set, so that a mean of $u_i e_i$ is the sample-weighted "
+                          "mean of $e$")
+            name = "u"
+        else:
+            text_name, tex_name = n.numbered("data vector", hash(self.a.tobytes()), "a")
+            name = n.pick(text_name, tex_name)
+            values = np.unique(self.a)
+            shown = (" and ".join(_fmt_g(v) for v in values) if values.size <= 3
+                     else f"in [{_fmt_g(values[0])}, {_fmt_g(values[-1])}]")
+            what = "row" if i == "i" else "group"
+            n.define(("vector", text_name), f"{text_name}_{i}: a fixed data vector, one entry per {what} (values "
+                                            f"{shown})",
+                     f"${tex_name}_{i}$: a fixed data vector, one entry per {what} (values {shown})")
+        return f"{name}_{i}" + n.pick("·", "\\,") + wrap(self.expr.render(n), n, self.expr)
 
 
 def sample_weights_of(expr: Expr):
@@ -580,8 +627,8 @@ class Abs(Expr):
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, np.sign(self.expr.numeric(env)) * np.asarray(upstream), grads)
 
-    def __str__(self):
-        return f"|{self.expr}|"
+    def render(self, n):
+        return n.abs(self.expr.render(n))
 
 
 class Inequality:
@@ -611,8 +658,11 @@ class Inequality:
     def __bool__(self):
         raise ExpressionTypeError("a constraint has no truth value; pass it to Problem(objective, [constraints])")
 
+    def render(self, n: Notation) -> str:
+        return f"{self.lhs.render(n)} {n.le()} {self.rhs.render(n)}"
+
     def __str__(self):
-        return f"{self.lhs} <= {self.rhs}"
+        return self.render(Notation())
 
 
 class Minimize:
@@ -628,6 +678,10 @@ class Minimize:
 
     def __str__(self):
         return f"minimize {self.expr}"
+
+
+def _fmt_g(v) -> str:
+    return f"{float(v):.4g}"
 
 
 def parameter(value: float, name: str, nonneg: bool = False) -> Parameter:

@@ -210,6 +210,22 @@ class GridPredictor:
     def __str__(self):
         return f"pi_L={self.L}" if self.kind == "regression" else f"pi_m={self.m}"
 
+    def define(self, n) -> None:
+        """Define the prediction pi, its grid and the base model in the notation ``n``."""
+        if self.kind == "regression":
+            n.define("pi", f"pi(l|x): the probability of predicting y_l = l B / L, l = -L..L (L = {self.L}, B = "
+                           f"{self.B:g}), at a point x; eta(x) the base regressor's prediction",
+                     f"$\\pi(l \\mid x)$: the probability of predicting $y_l = l B / L$, $l = -L, \\dots, L$ "
+                     f"($L = {self.L}$, $B = {self.B:g}$), at a point $x$; $\\hat\\eta(x)$ the base regressor's "
+                     f"prediction")
+        else:
+            n.define("pi", f"pi(l|x): the probability of predicting the class y_l (m = {self.m} classes) at x; "
+                           f"r(x, y_l) the cost of that prediction (Remark 2.2 of Chzhen, Hebiri, Taturyan 2024)",
+                     f"$\\pi(l \\mid x)$: the probability of predicting the class $y_l$ ($m = {self.m}$ classes) at "
+                     f"$x$; $r(x, y_l)$ the cost of that prediction (Remark 2.2 of Chzhen, Hebiri, Taturyan 2024)")
+        n.define("E", "E: the mean over the unlabeled points X",
+                 "$\\mathbb{E}$: the mean over the unlabeled points $X$")
+
     # -- base model values ---------------------------------------------------------------------------------------
     def _check_values(self, first, tau, K: int | None = None):
         if self.kind == "regression":

@@ -19,7 +19,7 @@ from .._validate import as_generator, check_int
 from ..data import Dataset
 from ..errors import ExpressionTypeError, ModelError
 from .core import Expr
-from .variables import LinearScore, SampleScore, Weights
+from .variables import LinearScore, SampleScore, Weights, define_rows
 
 OUTPUTS = ("sigmoid", "linear")
 
@@ -53,10 +53,11 @@ class SigmoidMLP(Weights):
         """The network's score on a dataset (what ``data.score(net)`` returns)."""
         return MLPScore(data, self)
 
-    def describe_domain(self) -> str:
-        dom = "" if self.radius is None else f", ||theta||_2 <= {self.radius:g}"
-        return (f"theta in R^{self.size} (two-layer sigmoid network, {self.hidden} hidden units, "
-                f"{self.output} output){dom}")
+    def domain(self, n) -> str:
+        name = n.ident(self.name)
+        ball = "" if self.radius is None else n.pick(f", ||{name}||_2 <= {self.radius:g}",
+                                                     f",\\ \\|{name}\\|_2 \\le {n.number(self.radius)}")
+        return n.pick(f"{name} in R^{self.size}", f"{name} \\in \\mathbb{{R}}^{{{self.size}}}") + ball
 
     # -- numerics ----------------------------------------------------------------------------------------
     def unpack(self, theta: np.ndarray):
@@ -119,8 +120,17 @@ class MLPScore(SampleScore):
         _, cache = self.w.forward(theta, X)
         self.w.backprop(env, self.w.backward(theta, cache, np.asarray(upstream, dtype=float)), grads)
 
-    def __str__(self):
-        return f"mlp_{self.w.name}(x)"
+    def render(self, n):
+        define_rows(n, self.data)
+        name = self.w.render(n)
+        sig = self.w.output == "sigmoid"
+        text = f"v·sigmoid(W x + b) + c"
+        tex = "v^\\top \\sigma(W x + b) + c"
+        text, tex = (f"sigmoid({text})", f"\\sigma({tex})") if sig else (text, tex)
+        what = f"a two-layer network with {self.w.hidden} sigmoid units"
+        n.define(("mlp", self.w.name), f"h_{self.w.name}(x) = {text}: {what}, parameters {self.w.name} = (W, b, v, c)",
+                 f"$h_{{{name}}}(x) = {tex}$: {what}, parameters ${name} = (W, b, v, c)$")
+        return n.pick(f"h_{name}(x_i)", f"h_{{{name}}}(x_i)")
 
 
 # ---------------------------------------------------------------------------------------------------

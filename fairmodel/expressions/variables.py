@@ -8,7 +8,9 @@ from ..data import Dataset
 from ..errors import ExpressionTypeError, ModelError
 from ..oracles.domains import project_ball
 from ..oracles.losses import with_intercept
+from .. import _display
 from .core import Expr
+from .notation import Notation
 
 
 class Weights(Expr):
@@ -96,12 +98,26 @@ class Weights(Expr):
         return theta, (0.0 if self.n_outputs is None else np.zeros(self.n_outputs))
 
     def describe_domain(self) -> str:
-        what = "(w, b)" if self.intercept else "w"
-        shape = "x".join(map(str, self.shape))
-        return f"{what} in R^{shape}" + ("" if self.radius is None else f", ||{what}||_2 <= {self.radius:g}")
+        return self.domain(Notation())
 
-    def __str__(self):
-        return self.name
+    def domain(self, n: Notation) -> str:
+        """The set the weights range over, in the notation ``n``: ``w in R^99, ||w||_2 <= 5`` (with an intercept
+        ``(w, b) in R^99 x R, ||(w, b)||_2 <= 5``)."""
+        name = n.ident(self.name)
+        d = "x".join(map(str, (self.n_features,) + self.shape[1:]))
+        if n.latex:
+            space = "\\mathbb{R}^{" + d.replace("x", " \\times ") + "}"
+            what, space = (f"({name}, b)", space + " \\times \\mathbb{R}" + (
+                f"^{{{self.n_outputs}}}" if self.n_outputs else "")) if self.intercept else (name, space)
+            ball = "" if self.radius is None else f",\\ {n.norm(what)} \\le {n.number(self.radius)}"
+            return f"{what} \\in {space}{ball}"
+        space = f"R^{d}"
+        what, space = (f"({name}, b)", space + " x R" + (f"^{self.n_outputs}" if self.n_outputs else "")) \
+            if self.intercept else (name, space)
+        return f"{what} in {space}" + ("" if self.radius is None else f", {n.norm(what)} <= {self.radius:g}")
+
+    def render(self, n):
+        return n.ident(self.name)
 
 
 class SampleScore(Expr):
@@ -151,5 +167,42 @@ class LinearScore(SampleScore):
             g = np.concatenate([g, np.atleast_1d(upstream.sum(axis=0))[None, ...].reshape((1,) + g.shape[1:])])
         self.w.backprop(env, g, grads)
 
-    def __str__(self):
-        return f"x·{self.w}" + (" + b" if self.w.intercept else "")
+    @property
+    def is_sum(self):
+        return self.w.intercept
+
+    def render(self, n):
+        define_rows(n, self.data)
+        if self.w.intercept:
+            n.define("b", "b: the intercept (the last entry of the weights)", "$b$: the intercept (the last entry of "
+                          "the weights)", order=3)
+        return n.pick("x_i·", "x_i^\\top ") + self.w.render(n) + (" + b" if self.w.intercept else "")
+
+
+def binary_values(y) -> tuple | None:
+    """The two values of binary labels (low, high), or None (two O(n) passes, no sort: large data stay cheap)."""
+    y = np.asarray(y)
+    if y.size == 0:
+        return None
+    lo, hi = float(np.min(y)), float(np.max(y))
+    return (lo, hi) if lo < hi and bool(np.all((y == lo) | (y == hi))) else None
+
+
+def label_text(v: float, values: tuple) -> str:
+    """A label as written in the notation: +1 / -1 for signed labels, else as is."""
+    return f"{v:+g}" if min(values) < 0 else f"{v:g}"
+
+
+def define_rows(n: Notation, data: Dataset) -> None:
+    """Define x_i (and y_i) of the rows of ``data`` in the notation ``n``."""
+    rows = f"{data.n_samples:,}"
+    n.define("x", f"x_i in R^{data.n_features}: the features of row i = 1..{rows} of {data.name!r}",
+             f"$x_i \\in \\mathbb{{R}}^{{{data.n_features}}}$: the features of row $i = 1, \\dots, {data.n_samples}$ "
+             f"of {_display.latex_text(repr(data.name))}", order=0)
+    if data.y is not None:
+        values = binary_values(data.y)
+        shown = "" if values is None else " in {" + ", ".join(label_text(v, values) for v in values) + "}"
+        target = f" ({data.target_name})" if data.target_name else ""
+        tex_values = _display.latex_text(shown).replace(" in ", " \\in ")
+        n.define("y", f"y_i{shown}: the label of row i{target}",
+                 f"$y_i{tex_values}$: the label of row $i${_display.latex_text(target)}", order=1)

@@ -73,6 +73,7 @@ def _parse(problem):
 class AUCFairness(Reduction):
     name = "auc_fairness"
     title = "AUC maximization under AUC-based fairness constraints"
+    display_name = "AUC fairness"
     paper = "Yao, Lin, Yang: stochastic methods for AUC optimization subject to AUC-based fairness constraints"
     supported = ("fm.Minimize(fm.auc_loss(s, y)) with constraints fm.auc_gap(s, data, kind=...) <= kappa, "
                  "for s = data.score(w) (linear) or data.score(fm.SigmoidMLP(...))")
@@ -290,8 +291,8 @@ class AUCFairness(Reduction):
             return [Check("level-set bracket width", width, 1e-5 * scale, "the weak-duality lower bound meets the "
                           "exact optimum up to the solver's tolerance", "certificate")]
         return [Check("level-set bracket width", width, 5e-2 * scale, "f0(w) - a weak-duality lower bound on f*: "
-                      "SFLS targets eps = 0.02 by default (Algorithm 1); 5e-2 leaves room for the lower bound's "
-                      "slack", "certificate")]
+                      "SFLS targets eps = 0.02 by default (Algorithm 1 of Yao, Lin, Yang 2023); 5e-2 leaves room "
+                      "for the lower bound's slack", "certificate")]
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
@@ -300,7 +301,8 @@ class AUCFairness(Reduction):
                   "SFLS within 1e-2 of the exact optimum, relative to max(1, |optimum|): the accuracy the default "
                   "budget reaches (measured, docs/benchmarks.md)"),
             Check("stochastic constraint violation", stochastic.max_violation, 1e-9,
-                  "SFLS iterates are feasible w.p. >= 1 - delta (Proposition 1); only rounding is tolerated"),
+                  "SFLS iterates are feasible w.p. >= 1 - delta (Proposition 1 of Yao, Lin, Yang 2023); only "
+                  "rounding is tolerated"),
             Check("exact constraint violation", exact.max_violation, 1e-6,
                   "conic interior-point feasibility tolerance (1e-8, scaled)"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6,

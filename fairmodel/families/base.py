@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _display
-from ..errors import FairmodelError, OptionError, UnsupportedProblemError
+from ..errors import FairmodelError, OptionError, SlowSolveWarning, UnsupportedProblemError
 from ..exact.structure import structure_lines
+from ..expressions.atoms.aggregates import GroupMean
+from ..expressions.atoms.losses import Loss
 from ..expressions.evaluate import Env
 
 
@@ -68,6 +71,16 @@ class Check:
     def computed(self) -> bool:
         return not math.isnan(float(self.value))
 
+    @property
+    def verdict(self) -> str:
+        """``pass`` / ``FAIL``; ``reported`` for a number shown without a bound (tolerance inf), ``not computed``
+        for NaN."""
+        if not self.computed:
+            return "not computed"
+        if math.isinf(self.tolerance):
+            return "reported"
+        return "pass" if self.passed else "FAIL"
+
     def to_dict(self) -> dict:
         return {"name": self.name, "value": float(self.value), "tolerance": float(self.tolerance),
                 "passed": self.passed, "kind": self.kind, "reason": self.reason}
@@ -105,6 +118,22 @@ def evaluate_constraints(constraints, env: Env) -> dict:
     return out
 
 
+def group_risk_metrics(problem, env: Env) -> dict:
+    """``group_risks`` (and ``worst_group``) of a declaration: the mean of the objective's per-sample loss over
+    each group, the groups being those of the declaration's first ``fm.group_mean`` (else the sensitive groups
+    of the loss's data); empty when the declaration has no loss or no groups."""
+    exprs = [problem.objective.expr] + [e for c in problem.constraints for e in (c.lhs, c.rhs)]
+    loss = next((n for n in problem.objective.expr.nodes() if isinstance(n, Loss)), None)
+    groups = next((n.groups for e in exprs for n in e.nodes() if isinstance(n, GroupMean)), None)
+    data = getattr(getattr(loss, "score", None), "data", None)
+    if groups is None and data is not None and data.has_groups:
+        groups = data.groups
+    if loss is None or groups is None or len(groups) != loss.size or groups.n_groups < 2:
+        return {}
+    risks = np.asarray(GroupMean(loss, groups).numeric(env), dtype=float)   # weighted when the loss is
+    return {"group_risks": by_group(risks, groups.names), "worst_group": _name(groups.names[int(np.argmax(risks))])}
+
+
 def by_group(values, names) -> dict:
     """A ``{group name: value}`` dict (names turned into strings, for JSON)."""
     return {_name(n): float(v) for n, v in zip(names, np.asarray(values, dtype=float))}
@@ -125,9 +154,16 @@ class Reduction(abc.ABC):
     exact_methods: dict = {}     # method name -> description (the first is the default)
     solverless_methods: tuple = ()   # exact methods that use no CVXPY solver (skipped by default when solver= is given)
     stochastic_methods: dict = {}
+    program_method: str | None = None   # the exact method that solves the program of to_cvxpy(), when not all do
 
     def __init__(self, problem, structure=None):
         self.problem = problem
+
+    @property
+    def display_name(self) -> str:
+        """What the user declared, for headings and plot titles (e.g. "MERO", "ERM", "composition");
+        ``name`` stays the stable identifier that results store in ``family``."""
+        return self.title
 
     @classmethod
     @abc.abstractmethod
@@ -136,57 +172,42 @@ class Reduction(abc.ABC):
 
     # -- lowering --------------------------------------------------------------------------------------
     def describe(self, format: str = "text", program: bool = True) -> str:
-        """The problem for a reader: the declaration in notation, the backends' methods, the structure the
-        reduction recognized and (``program=True``) the exact program's variables and constraint blocks.
-        ``format``: ``"text"``, ``"markdown"`` (math as ``$$...$$``) or ``"latex"`` (a document fragment)."""
+        """The problem for a reader: the formulation (objective, domain, constraints, notation), the backends'
+        methods, the structure the reduction recognized and (``program=True``) the exact program's variables and
+        constraint blocks. ``format``: ``"text"``, ``"markdown"`` (math as ``$$...$$``) or ``"latex"`` (a document
+        fragment)."""
         if format not in DESCRIBE_FORMATS:
             raise OptionError(f"format must be one of {', '.join(DESCRIBE_FORMATS)}; got {format!r}")
-        title = f"{self.title}" + (f" ({self.paper})" if self.paper else "")
-        math_lines = str(self.problem).splitlines()
+        title = f"Problem family: {self.title}" + (f" ({self.paper})" if self.paper else "")
         methods = [("Exact backend", self.exact_methods), ("Stochastic backend", self.stochastic_methods)]
         notes = [line for line in self.describe_extra() if line.strip()]
-        structure = self.program_lines() if program else []
-        if format == "text":
-            lines = [f"Problem family: {title}", ""] + math_lines + [""]
-            for head, table in methods:
-                lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
-            return "\n".join(lines + ([""] + notes if notes else []) + ([""] + structure if structure else []))
-        if format == "markdown":
-            lines = [f"**Problem family:** {title}", "", "$$", "\\begin{aligned}"]
-            lines += [" \\\\\n".join("&" + _display.latex_math(line.strip()) for line in math_lines)]
-            lines += ["\\end{aligned}", "$$", ""]
-            for head, table in methods:
-                lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
-            lines += [f"- {n}" for n in notes] + ([""] if notes else [])
-            if structure:
-                lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
-            return "\n".join(lines)
-        esc = _display.latex_text
-        lines = [f"\\paragraph{{Problem family}} {esc(title)}", "\\begin{align*}"]
-        lines += [" \\\\\n".join("  &" + _display.latex_math(line.strip()) for line in math_lines)]
-        lines += ["\\end{align*}"]
-        for head, table in methods:
-            lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
-            lines += [f"  \\item \\texttt{{{esc(m)}}}: {esc(d)}" for m, d in table.items()] or ["  \\item (none)"]
-            lines += ["\\end{itemize}"]
-        if notes:
-            lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {esc(n.strip())}" for n in notes]
-            lines += ["\\end{itemize}"]
-        if structure:
-            lines += [f"\\paragraph{{Exact program}} {esc(structure[0][len('Exact program '):])}",
-                      "\\begin{itemize}"] + [f"  \\item {esc(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
-        return "\n".join(lines)
+        return describe_sections(title, self.problem.formulation(format), methods, notes, format,
+                                 self.program_lines() if program else [])
 
     def program_lines(self) -> list[str]:
-        """The exact program's variables and constraint blocks (sizes, kinds, functions), or why there is none."""
-        try:
-            program = self.to_cvxpy()
-        except FairmodelError as exc:
-            return [f"Exact program: not shown ({exc})"]
-        return structure_lines(program)
+        """The exact program's variables and constraint blocks (sizes, kinds, functions), or why there is none; the
+        method that solves it when the default method does not, and the time estimate of its solve when long."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SlowSolveWarning)
+            try:
+                program = self.structure_program()
+            except FairmodelError as exc:
+                return [f"Exact program: not shown ({exc})"]
+        lines = structure_lines(program)
+        default = next(iter(self.exact_methods), None)
+        if self.program_method and default != self.program_method:
+            lines[0] = lines[0].replace("Exact program (", f"Exact program of method {self.program_method!r} (not "
+                                                           f"built by the default method {default!r}; ", 1)
+        lines += [f"  solving it: {w.message}" for w in caught if issubclass(w.category, SlowSolveWarning)]
+        return lines
 
     def describe_extra(self) -> list[str]:
         return []
+
+    def structure_program(self):
+        """The program whose structure ``describe`` shows: :meth:`to_cvxpy`, or one of the same structure that is
+        cheaper to build (override)."""
+        return self.to_cvxpy()
 
     def to_cvxpy(self):
         raise UnsupportedProblemError(f"the {self.title} family has no single CVXPY program to show")
@@ -206,11 +227,12 @@ class Reduction(abc.ABC):
         return Env({w: w.check_value(variables[name], "candidate") for name, w in ws.items()})
 
     def evaluate(self, variables: dict, **context) -> Evaluation:
-        """The judge of this reduction: the declaration walked on the full data (override to add metrics and
-        the certificate of the structure)."""
+        """The judge of this reduction: the declaration walked on the full data, with the per-group risks of its
+        loss when it has groups (override to add metrics and the certificate of the structure)."""
         env = self.environment(variables)
         return Evaluation(objective=float(self.problem.objective.expr.numeric(env)),
-                          constraints=evaluate_constraints(self.problem.constraints, env))
+                          constraints=evaluate_constraints(self.problem.constraints, env),
+                          metrics=group_risk_metrics(self.problem, env))
 
     # -- what "ok" means ---------------------------------------------------------------------------------
     def acceptance(self, evaluation: Evaluation, backend: str) -> list[Check]:
@@ -261,6 +283,41 @@ class Reduction(abc.ABC):
 
 Family = Reduction   # the name used before reductions were made explicit
 DESCRIBE_FORMATS = ("text", "markdown", "latex")
+
+
+def describe_sections(title: str, formulation: str, methods: list, notes: list, format: str,
+                      structure: list = ()) -> str:
+    """The sections of ``describe()``: the title ("Problem family: ..."), the formulation, the methods of each
+    backend (``[(heading, {method: description})]``), notes and the exact program's structure, in ``format``."""
+    if format == "text":
+        lines = [title, "", formulation, ""]
+        for head, table in methods:
+            lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
+        return "\n".join(lines + ([""] + notes if notes else []) + ([""] + list(structure) if structure else []))
+    if format == "markdown":
+        head, _, rest = title.partition(": ")
+        lines = [f"**{head}:** {rest}" if rest else f"**{title}**", "", formulation, ""]
+        for head, table in methods:
+            lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
+        lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+        if structure:
+            lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
+        return "\n".join(lines)
+    prose = _display.latex_prose
+    head, _, rest = title.partition(": ")
+    lines = [f"\\paragraph{{{prose(head)}}} {prose(rest)}", formulation]
+    for head, table in methods:
+        lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
+        lines += [f"  \\item \\texttt{{{_display.latex_text(m)}}}: {prose(d)}" for m, d in table.items()] \
+            or ["  \\item (none)"]
+        lines += ["\\end{itemize}"]
+    if notes:
+        lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {prose(n.strip())}" for n in notes]
+        lines += ["\\end{itemize}"]
+    if structure:
+        lines += [f"\\paragraph{{Exact program}} {prose(structure[0][len('Exact program '):])}",
+                  "\\begin{itemize}"] + [f"  \\item {prose(s.strip())}" for s in structure[1:]] + ["\\end{itemize}"]
+    return "\n".join(lines)
 
 
 def default_checks(exact, stochastic, objective_tol: float = 1e-3, violation_tol: float = 1e-6,

@@ -80,6 +80,10 @@ class Convex(Reduction):
             self.stochastic_methods = {}
             self.unavailable["stochastic"] = str(exc)
 
+    @property
+    def display_name(self) -> str:
+        return "composition"
+
     def form(self):
         """The saddle form with the current values of the declared parameters (R*_g computed if needed)."""
         for node in self.problem.canonical.objective.nodes():

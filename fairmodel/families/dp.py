@@ -91,6 +91,10 @@ class DPPostProcessing(Reduction):
             return "the objective and fm.dp_gap(...) must use the same fm.GridPredictor"
         return expr, (cons[0] if cons else None)
 
+    @property
+    def display_name(self) -> str:
+        return "DP post-processing" + (" (classification)" if self.post.kind != "regression" else "")
+
     # -- description -------------------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
         post = self.post
@@ -284,7 +288,10 @@ class DPPostProcessing(Reduction):
             cname = self.constraint.name
             for s in range(K):
                 constraints[f"{cname}[{names[s]}]"] = constraint_record(U[:, s].max(), prep.eps[s])
-        metrics = {"risk": stats["risk"], "entropy_term": objective - stats["risk"],
+        risk = "the squared risk" if self.post.kind == "regression" else "the expected cost"
+        kind = (f"R_beta = {risk} + the entropy term (the entropic problem (4) of Chzhen, Hebiri, Taturyan 2024; it "
+                f"can be negative): compare the risk" if not math.isinf(self.beta) else f"{risk} (the LP (3))")
+        metrics = {"objective_kind": kind, "risk": stats["risk"], "entropy_term": objective - stats["risk"],
                    "dp_gap": by_group(U.max(axis=0), names), "unfairness": U, "grid": self.post.grid,
                    "grid_kind": self.post.kind, "L": self.post.L, "B": self.post.B, "beta": self.beta, "p": prep.p,
                    "n_points": prep.n, "sigma2": sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}
@@ -334,8 +341,9 @@ class DPPostProcessing(Reduction):
         if backend == "exact":
             return super().violation_tolerance(bound, backend)
         return 0.2 * bound + 1e-6, ("20% of eps: pi_z of an approximate dual is feasible up to the dual's "
-                                    "optimization error (Thm 5.1); the default budget measured on the bundled "
-                                    "examples at eps = 0.01: 8% (Law School), 19% (multiclass, Adult)")
+                                    "optimization error (Theorem 5.1 of Chzhen, Hebiri, Taturyan 2024); the default "
+                                    "budget measured on the bundled examples at eps = 0.01: 8% (Law School), 19% "
+                                    "(multiclass, Adult)")
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
         cert = evaluation.certificate
@@ -343,8 +351,9 @@ class DPPostProcessing(Reduction):
             key = "duality_gap" if "duality_gap" in cert else "kkt_residual"
             if key not in cert:
                 return []
-            return [Check(f"{key} of the exact solution", abs(cert[key]), 1e-6, "strong duality (17) / the KKT "
-                          "conditions (8) hold at the optimum up to the solver's tolerance", "certificate")]
+            return [Check(f"{key} of the exact solution", abs(cert[key]), 1e-6, "strong duality (eq. (17) of Chzhen, "
+                          "Hebiri, Taturyan 2024) / the KKT conditions (their eq. (8)) hold at the optimum up to the "
+                          "solver's tolerance", "certificate")]
         if "dual_suboptimality" not in cert:
             return []
         scale = max(abs(evaluation.objective), 1e-3)
@@ -361,16 +370,19 @@ class DPPostProcessing(Reduction):
                   "5% on the bundled data (measured 6.3e-4 at |R_beta| = 1.2e-2 on Law School)"),
             Check("max constraint violation (stochastic)", stochastic.max_violation, violation_budget + 1e-6,
                   "20% of eps, as for a stochastic result alone: pi_z of an approximate dual is feasible up to the "
-                  "dual's optimization error (Thm 5.1)"),
+                  "dual's optimization error (Theorem 5.1 of Chzhen, Hebiri, Taturyan 2024)"),
             Check("max constraint violation (exact)", exact.max_violation, 1e-6,
-                  "the exact optimum is feasible (Lemma 3.2) up to the solver tolerance"),
+                  "the exact optimum is feasible (Lemma 3.2 of Chzhen, Hebiri, Taturyan 2024) up to the solver "
+                  "tolerance"),
         ]
         if "duality_gap" in exact.certificate:
             checks.append(Check("primal-dual gap of the exact (P, z)", abs(exact.certificate["duality_gap"]), 1e-6,
-                                "strong duality (17): the solver's primal and dual values agree to its tolerance"))
+                                "strong duality (eq. (17) of Chzhen, Hebiri, Taturyan 2024): the solver's primal and "
+                                "dual values agree to its tolerance"))
         elif "kkt_residual" in exact.certificate:
             checks.append(Check("KKT residual of the exact dual", exact.certificate["kkt_residual"], 1e-6,
-                                "G_alpha(z*) = 0 at a minimizer of (5) (eq. (8)); method 'lbfgs' stops at 1e-7"))
+                                "G_alpha(z*) = 0 at a minimizer of the dual (eqs. (5) and (8) of Chzhen, Hebiri, "
+                                "Taturyan 2024); method 'lbfgs' stops at 1e-7"))
         if self.post.numeric_grid and (data is not None or not self.post.callable):
             dual = self._dual(self._points(data, sample_weight))
             pe, ps = (self._policy_of(r, dual) for r in (exact, stochastic))

@@ -103,7 +103,8 @@ def warn_theory_condition(M, mu, T, J, inner):
     need = const * math.sqrt(M / mu) * J
     if T <= need:
         warnings.warn(f"T = {T} steps does not satisfy the condition T > {const:.3g} sqrt(M/mu) J = {need:.4g} of "
-                      f"Thm {'C.2' if inner == 'acsa2' else 'C.3'}; the guarantee does not apply (the run proceeds)",
+                      f"Theorem {'C.2' if inner == 'acsa2' else 'C.3'} of Chzhen, Hebiri, Taturyan 2024; the "
+                      f"guarantee does not apply (the run proceeds)",
                       UserWarning, stacklevel=5)
 
 

@@ -35,6 +35,9 @@ from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
 
+GAP_CHECK = "duality gap, eq. (13) of Yu et al. 2024"
+
+
 def default_epochs(n_bar: float) -> int:
     """Default number of epochs S: ceil(60,000 / n_bar) clipped to [20, 200].
 
@@ -45,8 +48,8 @@ def default_epochs(n_bar: float) -> int:
 
 
 RELATIVE, FLOOR = 2e-3, 1e-2   # accuracy of a stochastic result: 0.2 % of the largest group risk, at least 2e-5
-ACCURACY_REASON = ("it bounds the max-risk suboptimality (14); the tolerance is 0.2 % of the largest group risk (at "
-                   "least 2e-5 in loss units): below the statistical error of an empirical risk (1/sqrt(n) > 2e-3 "
+ACCURACY_REASON = ("it bounds the max-risk suboptimality (eq. (14) of Yu et al. 2024); the tolerance is 0.2 % of "
+                   "the largest group risk (at least 2e-5 in loss units): below the statistical error of an empirical risk (1/sqrt(n) > 2e-3 "
                    "for n < 250,000 rows), so the answer is as good as the exact one for learning")
 CHECKS_PER_BUDGET = 4   # the judge's checks run every quarter of the old fixed budget (then every 25 % of the run)
 CAP_FACTOR = 10    # stopping on the judge's checks, the default budget times this is the cap (a safety limit)
@@ -119,6 +122,7 @@ class GroupDRO(Reduction):
     supported = ("fm.max(fm.group_mean(loss, groups)) [- offsets or - fm.group_optimal(risks)], "
                  "or fm.mean(loss), of a linear score, without constraints")
     priority = 10
+    program_method = "epigraph"
 
     def __init__(self, problem, structure):
         super().__init__(problem)
@@ -131,12 +135,17 @@ class GroupDRO(Reduction):
         self.offsets_spec = offsets
         self.scale = scale          # the declared objective is scale * (this structure) + a constant
         self.risks = group_risks_of(risk_expr)
+        # ERM has one group ("all"): the per-group metrics use the data's sensitive groups when it has them
+        self.metric_risks, data = self.risks, self.risks.data
+        if kind == "erm" and data.has_groups and data.n_groups > 1:
+            loss = risk_expr.expr
+            self.metric_risks = GroupRisks(loss.kernel, data, loss.y, data.groups, loss.score.w)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
                                   "dual": "per-group ERM values R*_g, then the dual method on R_g - R*_g"}
-            self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2): per-group ALEG estimates R*_g, "
-                                               "then ALEG on R_g - R_hat*_g"}
+            self.stochastic_methods = {"aleg": "two-stage MERO (Algorithm 2 of Yu et al. 2024): per-group ALEG "
+                                               "estimates R*_g, then ALEG on R_g - R_hat*_g"}
         else:
             self.exact_methods = {"epigraph": "min t s.t. R_g(w) - c_g <= t, w in W (CVXPY); the constraint "
                                               "duals are the optimal group weights q*",
@@ -147,8 +156,8 @@ class GroupDRO(Reduction):
             self.exact_methods = {"dual": self.exact_methods["dual"], **self.exact_methods}
         if kind != "mero":
             self.stochastic_methods = {"aleg": "ALEG: variance-reduced stochastic mirror-prox with per-group "
-                                               "sampling (Algorithm 1; b samples per group per step, b = 4 by "
-                                               "default, the paper's b = 1 with batch_size=1)",
+                                               "sampling (Algorithm 1 of Yu et al. 2024; b samples per group per "
+                                               "step, b = 4 by default, the paper's b = 1 with batch_size=1)",
                                        "smd": "stochastic mirror descent with entropic q-steps (baseline)"}
 
     @classmethod
@@ -171,19 +180,30 @@ class GroupDRO(Reduction):
             return self.offsets_spec.constant_value()
         return np.asarray(self.offsets_spec, dtype=float)
 
+    @property
+    def display_name(self) -> str:
+        return {"gdro": "group DRO", "mero": "MERO", "erm": "ERM"}[self.kind]
+
     def describe_extra(self) -> list[str]:
         r = self.risks
-        kind = {"gdro": "group DRO, eq. (2)", "mero": "minimax excess risk (MERO), eq. (4)",
+        kind = {"gdro": "group DRO, eq. (2) of Yu et al. 2024",
+                "mero": "minimax excess risk (MERO), eq. (4) of Yu et al. 2024",
                 "erm": "empirical risk minimization (one group)"}[self.kind]
         lines = ["", f"Structure: {kind}; loss {r.loss.symbol}; {r.m} group(s) of sizes "
                      f"{r.sizes.astype(int).tolist()}; {self.risks.w.describe_domain()}",
-                 "Saddle form (3): min_w max_(q in simplex) sum_g q_g (R_g(w) - c_g)",
-                 "Judge certificate: duality gap (13) max_g (R_g(w) - c_g) - min_(w' in W) sum_g q_g (R_g(w') - c_g)"]
+                 "Saddle form, eq. (3) of Yu et al. 2024: min_w max_(q in simplex) sum_g q_g (R_g(w) - c_g)",
+                 "Judge certificate: the duality gap, eq. (13) of Yu et al. 2024: max_g (R_g(w) - c_g) - "
+                 "min_(w' in W) sum_g q_g (R_g(w') - c_g)"]
         return lines
 
     def to_cvxpy(self):
         offsets = self.offsets() if self.kind != "erm" else None
         return exact_gdro.epigraph_program(self.risks, offsets)[0]
+
+    def structure_program(self):
+        """The epigraph program with zero offsets: the structure of MERO's program does not depend on the values
+        R*_g, which would take per-group exact solves."""
+        return exact_gdro.epigraph_program(self.risks, None)[0]
 
     # -- backends ------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
@@ -284,8 +304,8 @@ class GroupDRO(Reduction):
         except (SolverError, ResourceLimitError) as exc:
             hint = (" Without a radius the infimum need not be attained (e.g. separable data, where the weights "
                     "grow without bound): give the Weights a radius." if self.risks.radius is None else "")
-            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of (13) failed: "
-                          f"{exc}.{hint}", stacklevel=3)
+            warnings.warn(f"the duality gap is not certified (reported as nan): the inner minimum of the duality gap "
+                          f"(eq. (13) of Yu et al. 2024) failed: {exc}.{hint}", stacklevel=3)
             return np.nan, np.nan, np.nan
         found = exact_gdro.lower_bound_from_newton(self.risks, record)
         value, bound = found if found is not None else exact_gdro.lower_bound_on_ball(self.risks, q, inner_theta)
@@ -307,11 +327,15 @@ class GroupDRO(Reduction):
         metrics = {"group_risks": by_group(risks, self.risks.names),
                    "worst_group": str(self.risks.names[int(np.argmax(excess))]),
                    "mean_risk": float(np.dot(risks, self.risks.sizes) / self.risks.sizes.sum())}
+        if self.metric_risks is not self.risks:          # ERM: the risks of the sensitive groups
+            by_sensitive, accuracy = self.metric_risks.risks_and_accuracy(theta)
+            metrics.update(group_risks=by_group(by_sensitive, self.metric_risks.names),
+                           worst_group=str(self.metric_risks.names[int(np.argmax(by_sensitive))]))
         if self.kind == "mero":
             metrics["group_optimal"] = by_group(offsets, self.risks.names)
             metrics["excess_risks"] = by_group(excess, self.risks.names)
         if accuracy is not None:
-            metrics["group_accuracy"] = by_group(accuracy, self.risks.names)
+            metrics["group_accuracy"] = by_group(accuracy, self.metric_risks.names)
         if self.risks.data.is_chunked:
             # a * max_g (R_g - c_g) + b of the canonical objective from the risks of the pass above: the walk of
             # the declaration would hold per-row scores and losses (O(n) vectors) in memory
@@ -347,9 +371,9 @@ class GroupDRO(Reduction):
             return []
         if backend == "exact":
             scale = self.scale * max(1.0, abs(evaluation.objective))
-            return [Check("duality gap (13)", gap, 1e-5 * scale, "an exact saddle point has gap 0 up to the "
+            return [Check(GAP_CHECK, gap, 1e-5 * scale, "an exact saddle point has gap 0 up to the "
                           "solver's tolerance (1e-8), with a margin", "certificate")]
-        return [Check("duality gap (13)", gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate")]
+        return [Check(GAP_CHECK, gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate")]
 
     def advice(self, backend, solution, failing) -> str:
         if backend == "exact":
@@ -363,13 +387,15 @@ class GroupDRO(Reduction):
         exact_eval = Evaluation(objective=exact.objective, metrics=exact.metrics)
         return [
             Check("max group risk: stochastic - exact", abs(gap), self.accuracy(exact_eval),
-                  "the duality gap (13) of an ok stochastic result bounds its max-risk suboptimality (14) by "
+                  "the duality gap (eq. (13) of Yu et al. 2024) of an ok stochastic result bounds its max-risk "
+                  "suboptimality (eq. (14)) by "
                   + ACCURACY_REASON.split(": ", 1)[1]),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6 * max(1.0, abs(exact.objective)),
                   "no point beats the exact optimum by more than the exact method's tolerance (1e-8 relative)"),
             Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
                   self.accuracy(exact_eval),
-                  "certificate (13) of the stochastic (w, q): it bounds max-risk suboptimality by (14)"),
+                  "the certificate of the stochastic (w, q) (eq. (13) of Yu et al. 2024): it bounds the max-risk "
+                  "suboptimality by eq. (14)"),
             Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf),
                   1e-5 * self.scale * max(1.0, abs(exact.objective)),
                   "the exact saddle point (w*, q* from the duals) has gap ~0 up to solver tolerance"),

@@ -109,6 +109,12 @@ class PartialFairness(Reduction):
         reasons = [k for k in kinds if isinstance(k, str)]
         return reasons[0] if reasons else kinds
 
+    @property
+    def display_name(self) -> str:
+        partial = any(isinstance(n, (PartialDP, WeakPartialDP)) for c in self.problem.canonical.constraints
+                      for n in c.lhs.nodes())
+        return "partial fairness" if partial else "DC constraints"
+
     # -- description -----------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
         lines = ["", f"DC program (21): {self.program.m} constraint(s) f_i = f_i+ - f_i- <= 0 in "
@@ -127,7 +133,8 @@ class PartialFairness(Reduction):
         lines += ["IDCA: at x_k linearize every f_i-, solve (25) with the proximal term (mu/2)||v - x_k||^2 in the "
                   f"objective and every constraint (default mu = {MU:g}); stop when ||x_(k+1) - x_k|| <= tol",
                   "Judge: objective, every constraint's level (<= bound iff its DC constraints hold), the true "
-                  "empirical DP^I / WDP^I, and the Lemma C.1 certificate from one exact subproblem solve"]
+                  "empirical DP^I / WDP^I, and the nearly-KKT certificate of Lemma C.1 of He, Huang, Yao, Lin 2025 "
+                  "from one exact subproblem solve"]
         return lines
 
     def to_cvxpy(self):
@@ -343,7 +350,8 @@ class PartialFairness(Reduction):
             try:
                 sub = self.subproblem(mu, solver)
             except ResourceLimitError as exc:      # the candidate is kept and judged; the certificate is missing
-                warnings.warn(f"the Lemma C.1 certificate is not computed: {exc}", UserWarning, stacklevel=3)
+                warnings.warn(f"the Lemma C.1 certificate (He, Huang, Yao, Lin 2025) is not computed: {exc}",
+                              UserWarning, stacklevel=3)
                 return {}
             opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
             x_hat, lam, _ = sub.solve(x, **opts)
@@ -362,7 +370,8 @@ class PartialFairness(Reduction):
         if step is None:
             return []
         return [Check("IDCA step at the result / max(1, ||x||)", step, RELATIVE_STEP_TOL,
-                      "the subproblem (25) anchored at a DC critical point returns that point (Lemma C.1: the step "
+                      "the subproblem (25) of He, Huang, Yao, Lin 2025 anchored at a DC critical point returns that "
+                      "point (their Lemma C.1: the step "
                       "bounds its nearly-KKT epsilon); the default budgets end at 0.2-0.3% on the bundled data, "
                       "a single outer iteration at about 50%", "certificate")]
 
@@ -374,7 +383,8 @@ class PartialFairness(Reduction):
                   "relative to max(1, |objective|): "
                   "the agreement the defaults reach (measured, docs/benchmarks.md)"),
             Check("constraint violation (stochastic)", stochastic.max_violation, 1e-6,
-                  "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by (25)'s majorization"),
+                  "every IDCA iterate with SSG subproblems (margin on) is exactly feasible by the majorization of "
+                  "subproblem (25) of He, Huang, Yao, Lin 2025"),
             Check("constraint violation (exact)", exact.max_violation, 1e-6,
                   "the exact inner solver's feasibility tolerance (interior point: g_i <= 1e-9; conic: 1e-8) scaled by "
                   "1/(beta - alpha)"),
@@ -382,9 +392,10 @@ class PartialFairness(Reduction):
         for res, label in ((exact, "exact"), (stochastic, "stochastic")):
             eps = res.certificate.get("nearly_kkt_eps")
             if eps is not None:
-                checks.append(Check(f"Lemma C.1: {label} result is nearly eps-KKT for eps =", eps, math.inf,
-                                    "reported, not enforced: ||x_hat - x|| of the subproblem anchored at the result, "
-                                    "scaled by Lemma C.1; it goes to 0 as IDCA converges (linearly, so slowly)"))
+                checks.append(Check(f"nearly eps-KKT ({label}; Lemma C.1 of He, Huang, Yao, Lin 2025): eps =", eps,
+                                    math.inf, "reported, not enforced: ||x_hat - x|| of the subproblem anchored at the "
+                                    "result, scaled by the lemma; it goes to 0 as IDCA converges (linearly, so "
+                                    "slowly)"))
         for res, label in ((stochastic, "stochastic"), (exact, "exact")):
             spread = res.metrics.get("local_spread")
             if spread is not None:

@@ -38,7 +38,8 @@ class Recognition:
     def explain(self) -> list[str]:
         lines = []
         for i, (cls, _) in enumerate(self.accepted):
-            lines.append(f"  {cls.title}: accepts" + (" (chosen: the lowest priority)" if i == 0 else ""))
+            lines.append(f"  {cls.title}: accepts" + (" (chosen: it comes first in the order of priority)" if i == 0
+                                                     else ""))
         lines += [f"  {cls.title}: declines: {reason}" for cls, reason in self.declined]
         return lines
 

@@ -73,6 +73,7 @@ def saddle_certificate(model, u, max_memory_gb=None) -> dict:
 class StrategicDRO(Reduction):
     name = "strategic_dro"
     title = "strategic Wasserstein DRO (zeroth-order min-max)"
+    display_name = "strategic DRO"
     paper = "Maheshwari et al., zeroth-order OGDA with random reshuffling for decision-dependent risk"
     supported = ("fm.wasserstein_worst_case(fm.logistic_loss(fm.strategic_score(data, w, ...) or data.score(w), "
                  "data.y), radius, label_cost), without constraints")

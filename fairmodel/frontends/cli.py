@@ -18,9 +18,11 @@ import threading
 import time
 from pathlib import Path
 
-from .. import datasets
+from .. import _display, datasets
+from .._version import __version__
 from ..crosscheck import crosscheck
 from ..errors import FairmodelError, OptionError, SolverError
+from ..families.base import DESCRIBE_FORMATS
 from .. import expressions as dsl
 from ..plotting import default_frontier_y, plot_results
 from ..problem import Minimize, Problem
@@ -199,8 +201,7 @@ def _sweep(args) -> int:
         return problemfile.Spec(problemfile.set_value(spec.doc, args.param, value), spec.path)
 
     def build(value):
-        sub = spec_of(value)
-        return problemfile.build_problem(sub, problemfile.load_data(sub))
+        return problemfile.load_spec(spec_of(value))[0]
     frontier = sweep(build, values, param=args.param, backend=backend, verbose=_verbose(args),
                      options_for=lambda value: _solve_args(args, spec_of(value), backend))
     saved = _save_frontier(frontier, targets, replace=bool(args.force))
@@ -280,9 +281,13 @@ def _save_frontier(frontier, targets, replace: bool = False) -> list[str] | None
 
 def _describe(args) -> int:
     prob, data, spec = _load(args)
-    print(f"# {spec.doc.get('title', spec.path.name)}\n")
-    print(f"Data: {data!r}\n")
-    print(prob.describe())   # the math, the methods, the exact program's variables and constraint blocks
+    title = spec.doc.get("title", spec.path.name)
+    body = prob.describe(format=args.format)   # the math, the methods, the exact program's structure
+    shown = repr(data) if data is not None else "none (the game is given in [problem])"
+    if args.format == "latex":                 # a whole document: pdflatex compiles it as printed
+        print(_display.latex_document(f"\\paragraph{{Data}} {_display.latex_text(shown)}\n\n{body}", title))
+    else:
+        print(f"# {title}\n\nData: {shown}\n\n{body}")
     return EXIT_OK
 
 
@@ -300,6 +305,7 @@ def _datasets(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairmodel", description="Fair and robust learning: exact and stochastic "
                                      "solvers with a shared judge.")
+    parser.add_argument("--version", action="version", version=f"fairmodel {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact dual method vs ALEG)",
                           description="Solve group DRO (or MERO) on the bundled Adult data with the exact backend "
@@ -352,8 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--y", default=None, help="column to plot against the parameter (default: the judged risk "
                     "when the objective adds a regularizer to it, as DP post-processing's entropy term; else the "
                     "objective); an unknown column is refused with the list of columns")
-    problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
-                    "problem file", backend=False, json_out=False, out=False)
+    desc = problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
+                           "problem file", backend=False, json_out=False, out=False)
+    desc.add_argument("--format", choices=DESCRIBE_FORMATS, default="text",
+                      help="text (default), markdown (math as $$...$$) or latex (a whole document for pdflatex)")
     return parser
 
 

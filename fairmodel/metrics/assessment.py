@@ -343,8 +343,8 @@ class Assessment:
         return self._ci
 
     # -- renderings ----------------------------------------------------------------------------------
-    def to_markdown(self, digits: int = 4) -> str:
-        """The by-group table with the overall, difference and ratio rows, as Markdown (``|`` escaped)."""
+    def _table(self):
+        """(labels, rows): the groups, then the overall, difference and ratio rows."""
         n_levels = len(self.level_names)
         extra = [("overall",) + ("",) * (n_levels - 1), ("difference",) + ("",) * (n_levels - 1),
                  ("ratio",) + ("",) * (n_levels - 1)]
@@ -352,10 +352,21 @@ class Assessment:
         rows = [list(r) for r in self._by] + [list(self._overall),
                                                list(_difference(self._by, self._overall, "between_groups")),
                                                list(_ratio(self._by, self._overall, "between_groups"))]
-        text = report.markdown(list(self.groups) + extra, self.level_names, self.metrics, rows, digits)
+        return list(self.groups) + extra, rows
+
+    def to_markdown(self, digits: int = 4) -> str:
+        """The by-group table with the overall, difference and ratio rows, as Markdown (``|`` escaped)."""
+        labels, rows = self._table()
+        text = report.markdown(labels, self.level_names, self.metrics, rows, digits)
         if self._ci is not None:
             text += "\n\n" + self._ci.to_markdown(digits)
         return text
+
+    def __str__(self) -> str:
+        """The whole table as text, every column shown (``print(a)``; printing ``a.by_group``, a pandas
+        DataFrame, may elide columns)."""
+        labels, rows = self._table()
+        return report.text_table(labels, self.level_names, self.metrics, rows)
 
     def _repr_html_(self) -> str:
         rows = [list(r) for r in self._by] + [list(self._overall)]

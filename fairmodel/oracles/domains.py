@@ -87,6 +87,10 @@ class Domain(ABC):
         """A feasible starting point (the projection of 0)."""
         return self.project(np.zeros(self.dim))
 
+    def describe(self, z: str = "z", latex: bool = False) -> str:
+        """The set in math notation, with ``z`` its point (text, or LaTeX math with ``latex=True``)."""
+        return repr(self)
+
     def __mul__(self, other: "Domain") -> "Product":
         return Product(self, other)
 
@@ -112,6 +116,12 @@ class Ball(Domain):
 
     def unbounded_reason(self):
         return None if np.isfinite(self.radius) else "the Ball has an infinite radius; give a finite radius"
+
+    def describe(self, z="z", latex=False):
+        shifted = z if not np.any(self.center_) else f"{z} - c"
+        if latex:
+            return f"\\{{{z} \\in \\mathbb{{R}}^{{{self.dim}}} : \\|{shifted}\\|_2 \\le {self.radius:g}\\}}"
+        return f"{{{z} in R^{self.dim} : ||{shifted}||_2 <= {self.radius:g}}}"
 
     def __repr__(self):
         return f"Ball({self.dim}, {self.radius:g})"
@@ -156,6 +166,14 @@ class Box(Domain):
                     f"give finite lo and hi")
         return None
 
+    def describe(self, z="z", latex=False):
+        same = np.all(self.lo == self.lo[0]) and np.all(self.hi == self.hi[0])
+        lo, hi = (f"{self.lo[0]:g}", f"{self.hi[0]:g}") if same else ("lo", "hi")
+        each = "" if same else " (bounds per coordinate)"
+        if latex:
+            return f"[{lo}, {hi}]^{{{self.dim}}}" + ("" if same else "\\text{" + each + "}")
+        return f"[{lo}, {hi}]^{self.dim}{each}"
+
     def __repr__(self):
         return f"Box(size={self.dim})"
 
@@ -185,6 +203,11 @@ class Simplex(Domain):
 
     def center(self):
         return np.full(self.dim, 1.0 / self.dim)
+
+    def describe(self, z="z", latex=False):
+        if latex:
+            return f"\\{{{z} \\in \\mathbb{{R}}^{{{self.dim}}} : {z} \\ge 0,\\ \\textstyle\\sum_j {z}_j = 1\\}}"
+        return f"{{{z} in R^{self.dim} : {z} >= 0, sum_j {z}_j = 1}}"
 
     def __repr__(self):
         return f"Simplex({self.dim})"
@@ -250,6 +273,13 @@ class TruncatedCone(Domain):
         v = self._verts
         return float(np.max(np.linalg.norm(v[:, None, :] - v[None, :, :], axis=2)))
 
+    def describe(self, z="z", latex=False):
+        if latex:
+            return (f"\\{{(\\theta, \\alpha) \\in \\mathbb{{R}}^{{{self.p}}} \\times \\mathbb{{R}} : "
+                    f"\\|\\theta\\|_2 \\le {self.slope:g}\\,\\alpha,\\ \\alpha \\le {self.alpha_max:g}\\}}")
+        return (f"{{(theta, alpha) in R^{self.p} x R : ||theta||_2 <= {self.slope:g} alpha, "
+                f"alpha <= {self.alpha_max:g}}}")
+
     def __repr__(self):
         return f"TruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
 
@@ -290,6 +320,9 @@ class Product(Domain):
 
     def center(self):
         return np.concatenate([p.center() for p in self.parts])
+
+    def describe(self, z="z", latex=False):
+        return (" \\times " if latex else " x ").join(p.describe("z", latex) for p in self.parts)   # z bound in each
 
     def __repr__(self):
         return " x ".join(map(repr, self.parts))

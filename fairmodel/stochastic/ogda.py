@@ -49,10 +49,10 @@ from .ogda_estimator import Estimator, NonFiniteValue, sphere_directions
 from .schedules import epoch_lengths, schedule
 
 METHODS = {
-    "ogda-rr": "zeroth-order OGDA with random reshuffling (Algorithm 1 of the zeroth-order min-max paper)",
-    "ogda-wr": "zeroth-order OGDA, components drawn with replacement (Algorithm 2)",
-    "sgda-rr": "zeroth-order SGDA with random reshuffling (eq. (43))",
-    "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44))",
+    "ogda-rr": "zeroth-order OGDA with random reshuffling (Algorithm 1 of Maheshwari et al. 2022)",
+    "ogda-wr": "zeroth-order OGDA, components drawn with replacement (Algorithm 2 of Maheshwari et al. 2022)",
+    "sgda-rr": "zeroth-order SGDA with random reshuffling (eq. (43) of Maheshwari et al. 2022)",
+    "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44) of Maheshwari et al. 2022)",
 }
 ESTIMATORS = ("one-point", "two-point")
 
@@ -65,12 +65,13 @@ def step_schedules(kind, eta0, R0, chi, epochs: int):
     """(eta(t), R(t)) from ``kind`` ("theory" or "constant") and eta0/R0 (numbers, arrays, callables)."""
     lengths = epoch_lengths(1, epochs)
     if kind not in ("theory", "constant"):
-        raise OptionError(f"schedule must be 'theory' (eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4); Thm 4.1) or "
-                          f"'constant'; got {kind!r}")
+        raise OptionError(f"schedule must be 'theory' (eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4); Theorem 4.1 of "
+                          f"Maheshwari et al. 2022) or 'constant'; got {kind!r}")
     if kind == "theory":
         chi = float(chi)
         if not 0.0 < chi < 0.25:
-            raise OptionError(f"chi must lie in (0, 1/4) for the theory schedule (Theorem 4.1); got {chi}")
+            raise OptionError(f"chi must lie in (0, 1/4) for the theory schedule (Theorem 4.1 of Maheshwari et al. "
+                              f"2022); got {chi}")
     funcs = []
     for value, name, power in ((eta0, "eta0", -0.75 - chi if kind == "theory" else 0.0),
                                (R0, "R0", -0.25 if kind == "theory" else 0.0)):
@@ -148,8 +149,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     y_scale = _positive(y_step_scale, "y_step_scale")
     eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs)
     if ell is not None and eta_f(0) >= 1.0 / (2.0 * _positive(ell, "ell")):
-        warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 "
-                      f"fails, convergence is not guaranteed", stacklevel=2)
+        warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 of "
+                      f"Maheshwari et al. 2022 fails, convergence is not guaranteed", stacklevel=2)
     rng = as_generator(seed)
     n, dim, d_x = oracle.n, oracle.dim, oracle.d_x
     u = oracle.project(np.zeros(dim)) if u0 is None else np.array(u0, dtype=float)

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._display import latex_text as _latex_text
 from ...data import Groups
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
 from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
 from ..evaluate import Env
+from ..notation import wrap
+from ..variables import binary_values, label_text
 from ..rules import is_nonneg, is_nonpos, kind_text, sum_sign
 
 
@@ -37,6 +40,39 @@ def _check_mask(where, n: int, what: str) -> np.ndarray | None:
     mask = mask.copy()
     mask.setflags(write=False)
     return mask
+
+
+def _labels(expr: Expr):
+    """The labels of the rows of a per-sample expression (from the data of a score below it), or None."""
+    for node in expr.nodes():
+        y = getattr(getattr(node, "data", None), "y", None)
+        if y is not None and np.size(y) == expr.size:
+            return np.asarray(y)
+    return None
+
+
+def _row_set(n, where: np.ndarray, expr: Expr):
+    """(text condition, LaTeX superscript of a labelled set, LaTeX name of another set) of the rows of a where=
+    mask: named by the label when the mask selects one label (``y_i = +1``), else a numbered set S1, S2, ..."""
+    y = _labels(expr)
+    values = binary_values(y) if y is not None else None
+    for v in values or ():
+        if np.array_equal(where, y == v):
+            value = label_text(v, values)
+            return f"y_i = {value}", {"+1": "+", "-1": "-"}.get(value, value), None
+    k = n.number_of("row set", hash(where.tobytes()))
+    text, tex = f"S{k}", f"S_{{{k}}}"
+    n.define(("row set", text), f"{text}: the rows selected by a where= mask ({int(where.sum()):,} rows)",
+             f"${tex}$: the rows selected by a where= mask ({int(where.sum())} rows)", order=15)
+    return f"i in {text}", None, tex
+
+
+def _mean_text(sub: str, expr: Expr, n) -> str:
+    return f"mean_{sub} " + wrap(expr.render(n), n, expr)
+
+
+def _sum_tex(size: str, over: str, expr: Expr, n) -> str:
+    return f"\\frac{{1}}{{{size}}}\\sum_{{{over}}} " + wrap(expr.render(n), n, expr)
 
 
 def _per_sample(expr, what: str) -> Expr:
@@ -104,8 +140,22 @@ class Mean(Expr):
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, upstream * self.weights(env), grads)
 
-    def __str__(self):
-        return f"mean_i {self.expr}" + ("" if self.where is None else " [i in where]")
+    def render(self, n):
+        if self.where is None:
+            if not n.latex:
+                return _mean_text("i", self.expr, n)
+            n.define("n", f"n = {self.expr.size}: the number of rows", f"$n = {self.expr.size}$: the number of rows",
+                     order=2)
+            return _sum_tex("n", "i=1}^{n", self.expr, n)
+        cond, sign, other = _row_set(n, self.where, self.expr)
+        if not n.latex:
+            return _mean_text(f"(i: {cond})" if sign else f"(i in {cond[5:]})", self.expr, n)
+        if sign:
+            name = f"I^{{{sign}}}"
+            n.define(("labelled rows", sign), "", f"${name} = \\{{i : {cond}\\}}$: the rows with ${cond}$", order=15)
+        else:
+            name = other
+        return _sum_tex(f"|{name}|", f"i \\in {name}", self.expr, n)
 
 
 class GroupMean(Expr):
@@ -168,8 +218,38 @@ class GroupMean(Expr):
         per_group = np.asarray(upstream) / np.maximum(self._counts(env), 1)
         self.expr.backprop(env, np.where(codes >= 0, per_group[np.maximum(codes, 0)], 0.0), grads)
 
-    def __str__(self):
-        return f"mean_(i in g) {self.expr}" + ("" if self.where is None else " [i in where]")
+    def render(self, n):
+        group = _define_groups(n, self.groups, self.expr)
+        if self.where is None:
+            return n.pick(_mean_text(f"(i in {group})", self.expr, n),
+                          _sum_tex(f"|{group}|", f"i \\in {group}", self.expr, n))
+        cond, sign, other = _row_set(n, self.where, self.expr)
+        if not n.latex:
+            return _mean_text(f"(i in {group}, {cond})", self.expr, n)
+        if sign:
+            name = f"{group}^{{{sign}}}"
+            n.define(("labelled group rows", group, sign), "", f"${name} = \\{{i \\in {group} : {cond}\\}}$: "
+                                                                f"the rows of group $g$ with ${cond}$", order=15)
+        else:
+            name = f"{group} \\cap {other}"
+        return _sum_tex(f"|{name}|", f"i \\in {name}", self.expr, n)
+
+
+def _define_groups(n, groups: Groups, expr: Expr) -> str:
+    """The name of the row sets of the groups (G_g; G2_g for a second grouping), defined in ``n``."""
+    k = n.number_of("groups", (tuple(map(str, groups.names)), hash(groups.codes.tobytes())))
+    text, tex = ("G", "G") if k == 1 else (f"G{k}", f"G^{{({k})}}")
+    attribute = ""
+    for node in expr.nodes():
+        data = getattr(node, "data", None)
+        if getattr(data, "has_groups", False) and np.array_equal(data.groups.codes, groups.codes):
+            attribute = f" of {data.sensitive_name}" if data.sensitive_name else ""
+            break
+    listed = ", ".join(f"{name} ({size:,} rows)" for name, size in zip(groups.names, groups.sizes))
+    n.define(("groups", text), f"{text}_g: the rows of group g, for the groups{attribute}: {listed}",
+             f"${tex}_g$: the rows of group $g$, for the groups{_latex_text(attribute)}: {_latex_text(listed)}",
+             order=10)
+    return n.pick(f"{text}_g", f"{tex}_g")
 
 
 class Sum(Expr):
@@ -214,8 +294,12 @@ class Sum(Expr):
         v = self.expr.numeric(env)
         self.expr.backprop(env, np.full(np.shape(v)[0], upstream * self._scale(env)), grads)
 
-    def __str__(self):
-        return f"sum [{self.expr}]"
+    def render(self, n):
+        body = wrap(self.expr.render(n), n, self.expr)
+        i = self.expr.index()
+        if not n.latex:
+            return f"sum_{i} {body}"
+        return (f"\\sum_{{i=1}}^{{n}} " if i == "i" else f"\\sum_{{{i}}} ") + body
 
 
 class _Extremum(Expr):
@@ -270,10 +354,20 @@ class _Extremum(Expr):
         else:
             self.args[i].backprop(env, upstream, grads)
 
-    def __str__(self):
+    def render(self, n):
+        split = n.take_split()
         if self.vector:
-            return f"{self.name}_g [{self.args[0]}]"
-        return f"{self.name}(" + ", ".join(map(str, self.args)) + ")"
+            arg = self.args[0]
+            i = arg.index()
+            if not n.latex:
+                return f"{self.name}_{i} [{arg.render(n)}]"
+            body = arg.render(n)
+            return f"\\{self.name}_{{{i}}} " + (n.bracket(body) if arg.is_sum else body)
+        args = [a.render(n) for a in self.args]
+        if split:
+            return f"\\{self.name}\\Big\\{{" + ("," + n.breaks()).join(args) + "\\Big\\}"
+        return n.pick(f"{self.name}(" + ", ".join(args) + ")",
+                      f"\\{self.name}\\left\\{{" + ",\\ ".join(args) + "\\right\\}")
 
 
 class Max(_Extremum):
@@ -334,8 +428,9 @@ class Pos(Expr):
         active = (np.asarray(self.expr.numeric(env)) > 0).astype(float)
         self.expr.backprop(env, active * np.asarray(upstream), grads)
 
-    def __str__(self):
-        return f"pos({self.expr})"
+    def render(self, n):
+        body = self.expr.render(n)
+        return n.pick(f"max({body}, 0)", f"\\max\\left\\{{{body},\\ 0\\right\\}}")
 
 
 class GroupOptimal(Expr):
@@ -388,8 +483,12 @@ class GroupOptimal(Expr):
     def backprop(self, env, upstream, grads):
         pass
 
-    def __str__(self):
-        return "R*_g"
+    def render(self, n):
+        n.define("R*", "R*_g = min over the weights' domain of the risk of group g alone (MERO, eq. (4) of Yu et al. "
+                       "2024; computed by exact per-group solves)",
+                 "$R^*_g = \\min_{w \\in W} R_g(w)$: the smallest risk of group $g$ alone (MERO, eq.~(4) of Yu et al. "
+                 "2024; computed by exact per-group solves)")
+        return n.pick("R*_g", "R^{*}_{g}")
 
 
 # The public constructors. max, min and sum shadow Python's built-ins from here on: code of this module above

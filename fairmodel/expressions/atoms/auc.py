@@ -31,6 +31,7 @@ from ...data import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...metrics.auc import AUCSets, auc_sets, signed_labels
 from ...oracles.pairs import PairRisks
+from ... import _display
 from ..core import Expr, as_expr
 
 Q_MODES = ("c1", "paper_literal")
@@ -87,6 +88,10 @@ class Surrogate:
     def __str__(self):
         extra = "" if self.alpha_quad_coef == "c1" else ", q=1"
         return f"c1={self.c1:g}, c2={self.c2:g}{extra}"
+
+    def words(self) -> str:
+        return (f"c1 = {self.c1:g}, c2 = {self.c2:g}" + ("" if self.alpha_quad_coef == "c1" else
+                                                         "; the paper's literal alpha^2 coefficient q = 1"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -160,8 +165,15 @@ class AUCLoss(_AUCAtom):
         g = self._pairs(env).grad_h(h, np.ones(1), self.surrogate.half_width)
         self.score.backprop(env, upstream * g, grads)
 
-    def __str__(self):
-        return f"auc_loss({self.score}, y; {self.surrogate})"
+    def render(self, n):
+        words = self.surrogate.words()
+        n.define(("auc_loss", words),
+                 f"auc_loss(h) = mean over the pairs (i, j) with y_i = +1, y_j = -1 of c1 (h_i - h_j - c2)^2, {words}: "
+                 f"the square-surrogate AUC loss (eq. (3) of Yao, Lin, Yang 2023)",
+                 "$\\operatorname{auc\\_loss}(h) = \\frac{1}{|I^{+}|\\,|I^{-}|}\\sum_{i \\in I^{+},\\, j \\in I^{-}} "
+                 "c_1 (h_i - h_j - c_2)^2$ over the rows $I^{\\pm}$ labelled $\\pm 1$, "
+                 + _display.latex_prose(words) + ": the square-surrogate AUC loss (eq.~(3) of Yao, Lin, Yang 2023)")
+        return n.call("auc_loss", self.score.render(n))
 
 
 # pairs of a constraint (reformulation (10)-(17), App. D pairing), as indices into (G1, G1', G2, G2'), and their block
@@ -214,8 +226,16 @@ class AUCGap(_AUCAtom):
             raise ModelError(f"the fairness budget kappa must be >= 0; got {float(kappa.constant_value()):g}")
         return super().__le__(other)
 
-    def __str__(self):
-        return f"auc_gap[{self.preset}]({self.score}; {self.surrogate})"
+    def render(self, n):
+        name = f"auc_gap_{self.preset}"
+        sets = ", ".join(f"{k} ({v:,} rows)" for k, v in self.sets.sizes.items() if k not in ("D+", "D-"))
+        n.define(("auc_gap", self.preset, self.surrogate.words()),
+                 f"{name}(h) = max(f1, f2) - 1 with f1 = L(G1', G1) + L(G2, G2'), f2 = L(G2', G2) + L(G1, G1'), "
+                 f"L(S, S') the mean of c1 (h_i - h_j - c2)^2 over the pairs (i in S, j in S'), "
+                 f"{self.surrogate.words()}; the sets of the preset {self.preset} (protected group "
+                 f"{self.sets.protected}): {sets}: the surrogate AUC-fairness gap (constraint pair (6) of Yao, Lin, "
+                 f"Yang 2023)")
+        return n.call(name, self.score.render(n))
 
 
 def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", positive=None,

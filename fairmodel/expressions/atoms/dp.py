@@ -46,8 +46,12 @@ class GridRisk(Expr):
     def variables(self):
         return []
 
-    def __str__(self):
-        return "E[(Y_pi - eta(X))^2]" if self.squared else "E[r(X, Y_pi)]"
+    def render(self, n):
+        self.post.define(n)
+        if self.squared:
+            return n.pick("E[sum_l pi(l|X) (eta(X) - y_l)^2]",
+                          "\\mathbb{E}\\left[\\sum_{l} \\pi(l \\mid X)\\,(\\hat\\eta(X) - y_l)^2\\right]")
+        return n.pick("E[sum_l pi(l|X) r(X, y_l)]", "\\mathbb{E}\\left[\\sum_{l} \\pi(l \\mid X)\\, r(X, y_l)\\right]")
 
 
 class DPGap(Expr):
@@ -76,8 +80,14 @@ class DPGap(Expr):
     def __ge__(self, other):
         raise ExpressionTypeError("dp_gap(post) can only be bounded above: write fm.dp_gap(post) <= eps")
 
-    def __str__(self):
-        return "max_j |E[pi(j|X) t(X)]|"
+    def render(self, n):
+        self.post.define(n)
+        n.define("t_s", "t_s(x) = 1 - tau_s(x) / p_s: tau_s(x) the estimated probability of group s given x, p_s "
+                        "its marginal (eq. (15) of Chzhen, Hebiri, Taturyan 2024)",
+                 "$t_s(x) = 1 - \\hat\\tau_s(x) / p_s$: $\\hat\\tau_s(x)$ the estimated probability of group $s$ "
+                 "given $x$, $p_s$ its marginal (eq.~(15) of Chzhen, Hebiri, Taturyan 2024)")
+        return n.pick("max_l |E[pi(l|X) t_s(X)]|",
+                      "\\max_{l} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_s(X)\\right]\\right|")
 
 
 class DPConstraint(Inequality):
@@ -100,10 +110,18 @@ class DPConstraint(Inequality):
         value = self.eps_spec.value if isinstance(self.eps_spec, Parameter) else self.eps_spec
         return np.broadcast_to(check_eps(value, K), (K,)).astype(float)
 
-    def __str__(self):
-        bound = self.eps_spec.name if isinstance(self.eps_spec, Parameter) else \
-            np.array2string(np.asarray(self.eps_spec), precision=6)
-        return f"{self.gap} <= {bound}"
+    def render(self, n):
+        if isinstance(self.eps_spec, Parameter):
+            bound = n.ident(self.eps_spec.name)
+        elif np.ndim(self.eps_spec) == 0:
+            bound = n.number(self.eps_spec)
+        else:
+            bound = n.pick("eps_s", "\\epsilon_s")
+            n.define("eps_s", "eps_s: the budget of group s, " + ", ".join(f"{v:g}" for v in np.ravel(self.eps_spec)),
+                     "$\\epsilon_s$: the budget of group $s$, $" + ",\\ ".join(n.number(v) for v in
+                                                                    np.ravel(self.eps_spec)) + "$")
+        every = n.pick("  for every group s", "\\quad \\text{for every group } s")
+        return f"{self.gap.render(n)} {n.le()} {bound}{every}"
 
 
 def squared_risk(post: GridPredictor) -> GridRisk:

@@ -80,8 +80,23 @@ class Loss(Expr):
         up = upstream[:, None] * d if d.ndim == 2 and np.ndim(upstream) == 1 else upstream * d
         self.score.backprop(env, up, grads)
 
-    def __str__(self):
-        return f"{self.symbol}({self.score}, y{'' if self.sample_weight is None else ', sw'})"
+    def render(self, n):
+        text, tex = DEFINITIONS[self.symbol]
+        n.define(("loss", self.symbol), text, tex)
+        return n.call(self.symbol, self.score.render(n), "y_i")
+
+
+DEFINITIONS = {   # the formula of each loss symbol, as text and as a LaTeX line
+    "logistic": ("logistic(z, y) = log(1 + exp(-y z)): the logistic loss",
+                 "$\\operatorname{logistic}(z, y) = \\log(1 + e^{-yz})$: the logistic loss"),
+    "hinge": ("hinge(z, y) = max(0, 1 - y z): the hinge loss",
+              "$\\operatorname{hinge}(z, y) = \\max(0, 1 - yz)$: the hinge loss"),
+    "squared": ("squared(z, y) = (z - y)^2: the squared loss",
+                "$\\operatorname{squared}(z, y) = (z - y)^2$: the squared loss"),
+    "softmax_ce": ("softmax_ce(z, y) = log sum_c exp(z_c) - z_y: the multiclass cross-entropy of the scores z in "
+                   "R^C", "$\\operatorname{softmax\\_ce}(z, y) = \\log \\sum_c e^{z_c} - z_y$: the multiclass "
+                          "cross-entropy of the scores $z \\in \\mathbb{R}^C$"),
+}
 
 
 class LogisticLoss(Loss):

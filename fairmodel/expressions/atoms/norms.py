@@ -36,8 +36,9 @@ class SumSquares(Expr):
     def backprop(self, env, upstream, grads):
         self.w.backprop(env, 2.0 * upstream * env[self.w] * self._mask(), grads)
 
-    def __str__(self):
-        return f"||{self.w}||²"
+    def render(self, n):
+        name = self.w.render(n)
+        return n.norm(f"({name}, b)" if self.w.intercept and self.include_intercept else name, squared=True)
 
 
 class Norm(Expr):
@@ -83,8 +84,8 @@ class Norm(Expr):
         full[: core.shape[0]] = g
         self.w.backprop(env, upstream * full, grads)
 
-    def __str__(self):
-        return f"||{self.w}||_{'inf' if self.p == np.inf else self.p}"
+    def render(self, n):
+        return n.norm(self.w.render(n), self.p)
 
 
 def sum_squares(w: Weights, include_intercept: bool = False) -> SumSquares:

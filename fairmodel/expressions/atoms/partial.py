@@ -24,7 +24,9 @@ from ...data import Dataset, Groups
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...metrics.partial import check_band, check_band_groups, partial_dp as _pdp_metric
 from ...metrics.partial import weak_partial_dp as _wpdp_metric
+from ... import _display
 from ..core import Expr, as_expr
+from ..notation import wrap
 from ..variables import LinearScore
 
 GRIDS = ("default", "in_I", "linspace")
@@ -156,8 +158,13 @@ class PartialDP(_PartialAtom):
         codes = self.groups.codes if codes is None else codes
         return _pdp_metric(scores, Groups(codes, names=self.groups.names), self.band)
 
-    def __str__(self):
-        return f"pDP_[{self.band[0]:g},{self.band[1]:g})({self.score})"
+    def render(self, n):
+        _define_band(n, self)
+        n.define("pDP", "pDP_I(h) = max over groups k, k' and thresholds theta of |G_k(theta) - G_k'(theta)|: "
+                        "partial demographic parity in the rank band I (eq. (6) of He, Huang, Yao, Lin 2025)",
+                 "$\\mathrm{pDP}_I(h) = \\max_{k, k'} \\max_\\theta |G_k(\\theta) - G_{k'}(\\theta)|$: partial "
+                 "demographic parity in the rank band $I$ (eq.~(6) of He, Huang, Yao, Lin 2025)")
+        return _band_call(n, "pDP", self.band, self.score.render(n))
 
 
 class WeakPartialDP(_PartialAtom):
@@ -185,8 +192,28 @@ class WeakPartialDP(_PartialAtom):
         codes = self.groups.codes if codes is None else codes
         return _wpdp_metric(scores, Groups(codes, names=self.groups.names), self.band, threshold=self.threshold)
 
-    def __str__(self):
-        return f"wpDP_[{self.band[0]:g},{self.band[1]:g})({self.score} > {self.threshold:g})"
+    def render(self, n):
+        _define_band(n, self)
+        t = n.number(self.threshold)
+        n.define(("wpDP", t), f"wpDP_I(h > {t}) = max over groups k, k' of |G_k({t}) - G_k'({t})|: weak partial "
+                              f"parity at the decision threshold {t} (eq. (9) of He, Huang, Yao, Lin 2025)",
+                 f"$\\mathrm{{wpDP}}_I(h > {t}) = \\max_{{k, k'}} |G_k({t}) - G_{{k'}}({t})|$: weak partial parity at "
+                 f"the decision threshold ${t}$ (eq.~(9) of He, Huang, Yao, Lin 2025)")
+        return _band_call(n, "wpDP", self.band, self.score.render(n) + n.pick(" > ", " > ") + t)
+
+
+def _define_band(n, atom) -> None:
+    names = ", ".join(map(str, atom.groups.names))
+    n.define("G_k(theta)", f"G_k(theta) = (clip(F_k(theta), a, b) - a) / (b - a) for the band I = [a, b), F_k(theta) "
+                           f"the share of group k's scores above theta (identity (29)); groups k: {names}",
+             "$G_k(\\theta) = (\\mathrm{clip}(\\bar F_k(\\theta), a, b) - a) / (b - a)$ for the band $I = [a, b)$, "
+             "$\\bar F_k(\\theta)$ the share of group $k$'s scores above $\\theta$ (identity (29)); groups $k$: "
+             + _display.latex_text(names))
+
+
+def _band_call(n, name: str, band, body: str) -> str:
+    a, b = (n.number(v) for v in band)
+    return n.pick(f"{name}_[{a},{b})({body})", f"\\mathrm{{{name}}}_{{[{a},\\, {b})}}\\left({body}\\right)")
 
 
 class DC(Expr):
@@ -223,8 +250,8 @@ class DC(Expr):
         self.g.backprop(env, upstream, grads)
         self.h.backprop(env, -upstream, grads)
 
-    def __str__(self):
-        return f"dc({self.g}, {self.h})"
+    def render(self, n):
+        return self.g.render(n) + " - " + wrap(self.h.render(n), n, self.h)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ from ...data import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...oracles.strategic import (WDRSC, _check_nonneg, binary_labels, strategic_mask, strategic_scores,
                                   strategic_scores_vjp)
+from ... import _display
 from ..core import Expr
-from ..variables import LinearScore, Weights
+from ..variables import LinearScore, Weights, define_rows
 from .losses import Loss, LogisticLoss
 
 # ---------------------------------------------------------------------------------------------------
@@ -53,8 +54,16 @@ class StrategicScore(Expr):
         X, negative = self._rows(env)
         self.w.backprop(env, strategic_scores_vjp(env[self.w], X, negative, self.zeta, self.mask, upstream), grads)
 
-    def __str__(self):
-        return f"<b(x; {self.w}), {self.w}>"
+    def render(self, n):
+        define_rows(n, self.data)
+        w = self.w.render(n)
+        n.define("b_i", f"b_i({self.w.name}) = x_i + zeta M {self.w.name} for y_i = -1, x_i for y_i = +1: the "
+                        f"agent's best response (Lemma 5.2 of Maheshwari et al. 2022), zeta = {self.zeta:g}, M the "
+                        f"diagonal mask of the {int(self.mask.sum())} strategic features",
+                 f"$b_i({w}) = x_i + \\zeta M {w}$ for $y_i = -1$, $x_i$ for $y_i = +1$: the agent's best response "
+                 f"(Lemma~5.2 of Maheshwari et al. 2022), $\\zeta = {n.number(self.zeta)}$, $M$ the diagonal mask of "
+                 f"the {int(self.mask.sum())} strategic features")
+        return n.pick(f"<b_i({w}), {w}>", f"\\langle b_i({w}), {w}\\rangle")
 
 
 def strategic_score(data: Dataset, w: Weights, strategic_features=None, zeta: float = 0.05) -> StrategicScore:
@@ -114,9 +123,19 @@ class WassersteinWorstCase(Expr):
             raise ModelError("the worst-case risk is defined on the full data only (no minibatch value)")
         return self.model.worst_case_risk(env[self.w])[0]
 
-    def __str__(self):
-        return (f"sup_(W(P, D(w)) <= {self.radius:g}, flip cost {2 * self.label_cost:g}) E_P[{self.loss}]"
-                + (" [paper's literal eq. (7)]" if self.variant == "paper" else ""))
+    def render(self, n):
+        w = self.w.render(n)
+        variant = " (the paper's literal eq. (7))" if self.variant == "paper" else " (Theorem 5.3, corrected)"
+        n.define("W(P, Q)", f"W(P, Q): the type-1 Wasserstein distance with the transport cost ||x - x'|| + 2 kappa "
+                            f"1[y != y'] (a label flip costs 2 kappa = {2 * self.label_cost:g}); "
+                            f"P_n({self.w.name}) the empirical distribution after the agents' response{variant}",
+                 f"$W(P, Q)$: the type-1 Wasserstein distance with the transport cost $\\|x - x'\\| + 2\\kappa\\, "
+                 f"1[y \\ne y']$ (a label flip costs $2\\kappa = {n.number(2 * self.label_cost)}$); $\\hat P_n({w})$ "
+                 f"the empirical distribution after the agents' response{_display.latex_text(variant)}")
+        radius = n.number(self.radius)
+        body = self.loss.render(n)
+        return n.pick(f"sup_(P: W(P, P_n({w})) <= {radius}) E_P[{body}]",
+                      f"\\sup_{{P:\\, W(P, \\hat P_n({w})) \\le {radius}}} \\mathbb{{E}}_{{P}}\\left[{body}\\right]")
 
 
 def wasserstein_worst_case(loss, radius: float = 0.1, label_cost: float = 0.5, *, variant: str = "corrected",

@@ -6,12 +6,12 @@ allowed keys of [problem] with their meaning, one-line description)``; one modul
 from __future__ import annotations
 
 from ...errors import FairmodelError
-from . import auc, composite, dp, group_risk, partial, strategic
+from . import auc, composite, dp, group_risk, partial, saddle, strategic
 from .spec import (DATA_KEYS, MODEL_KEYS, ProblemFileError, Spec, build_loss, build_weights,  # noqa: F401
                    file_backend, load_data, read, set_value, solve_options)
 
 FAMILIES = {**group_risk.FAMILIES, **composite.FAMILIES, **dp.FAMILIES, **auc.FAMILIES, **partial.FAMILIES,
-            **strategic.FAMILIES}
+            **strategic.FAMILIES, **saddle.FAMILIES}
 
 
 def build_problem(spec: Spec, data):
@@ -23,18 +23,26 @@ def build_problem(spec: Spec, data):
     builder, allowed, _ = FAMILIES[family]
     spec.check_keys(t, {"family": "", **allowed}, f"[problem] (family {family})")
     try:
-        return builder(spec, t, data)
+        problem = builder(spec, t, data)
     except ProblemFileError:
         raise
     except FairmodelError as exc:
         raise spec.error("[problem]", str(exc)) from None
+    title = spec.doc.get("title")
+    problem.title = str(title) if title else None        # names its results, cross-checks and plots
+    return problem
+
+
+def _family(spec: Spec):
+    return spec.doc.get("problem", {}).get("family") if isinstance(spec.doc.get("problem"), dict) else None
 
 
 def sweepable_keys(spec: Spec, backend: str) -> list[str]:
     """The dotted keys a sweep of this file may vary with ``backend`` (each takes effect in every solve)."""
-    family = spec.doc.get("problem", {}).get("family") if isinstance(spec.doc.get("problem"), dict) else None
+    family = _family(spec)
     keys = [f"problem.{k}" for k in FAMILIES[family][1]] if family in FAMILIES else []
-    keys += [f"data.{k}" for k in DATA_KEYS] + [f"model.{k}" for k in MODEL_KEYS]
+    if family not in saddle.DATALESS:
+        keys += [f"data.{k}" for k in DATA_KEYS] + [f"model.{k}" for k in MODEL_KEYS]
     keys += ["solve.method"] if backend == file_backend(spec) else []
     keys += ["solve.seed"] if backend == "stochastic" else []
     return keys + [f"solve.{backend}.<option>"]
@@ -50,8 +58,18 @@ def check_sweepable(spec: Spec, key: str, backend: str) -> None:
                                f"change the solve); sweepable keys are {', '.join(keys)}")
 
 
+def load_spec(spec: Spec):
+    """(problem, data) of a read problem file; data is None for a family that needs none (a min-max game)."""
+    if _family(spec) in saddle.DATALESS:
+        if "data" in spec.doc or "model" in spec.doc:
+            raise spec.error("[data]" if "data" in spec.doc else "[model]", f"the {_family(spec)} family takes no "
+                             f"data and no model; remove the table")
+        return build_problem(spec, None), None
+    data = load_data(spec)
+    return build_problem(spec, data), data
+
+
 def load(path):
     """(problem, data, spec) of a problem file."""
     spec = read(path)
-    data = load_data(spec)
-    return build_problem(spec, data), data, spec
+    return (*load_spec(spec), spec)
