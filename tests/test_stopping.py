@@ -69,7 +69,7 @@ def test_aleg_stops_on_the_duality_gap_and_is_reproducible():
 def test_a_run_that_hits_its_cap_is_not_ok_and_says_what_to_try():
     res = _gdro(n=600).solve(backend="stochastic", seed=0, epochs=1, step_w=1e-4)
     assert not res.ok and res.status == "inaccurate"
-    assert "duality gap (13)" in res.message and "x the tolerance" in res.message
+    assert "duality gap, eq. (13)" in res.message and "x the tolerance" in res.message
     assert "cap (epochs=1)" in res.message and "What to try" in res.message
 
 

@@ -138,8 +138,7 @@ class Huber(Kernel):
             raise DataError(f"the Huber loss needs a positive finite delta; got {delta}")
         if delta == Huber.delta:
             return Huber
-        return _HUBER_VARIANTS.setdefault(delta, type(f"Huber_{delta:g}", (Huber,),
-                                                      {"delta": delta, "symbol": f"huber_{delta:g}"}))
+        return _HUBER_VARIANTS.setdefault(delta, type(f"Huber_{delta:g}", (Huber,), {"delta": delta}))
 
     @classmethod
     def dphi_bound(cls, z_bound, y_bound):

@@ -80,41 +80,36 @@ class Loss(Expr):
         up = upstream[:, None] * d if d.ndim == 2 and np.ndim(upstream) == 1 else upstream * d
         self.score.backprop(env, up, grads)
 
+    definition = ("loss(z, y): a loss", "$\\operatorname{loss}(z, y)$: a loss")   # (text, LaTeX) of the formula
+
     def render(self, n):
-        text, tex = DEFINITIONS[self.symbol]
-        n.define(("loss", self.symbol), text, tex)
+        text, tex = self.definition
+        n.define(("loss", text), text, tex)
         return n.call(self.symbol, self.score.render(n), "y_i")
-
-
-DEFINITIONS = {   # the formula of each loss symbol, as text and as a LaTeX line
-    "logistic": ("logistic(z, y) = log(1 + exp(-y z)): the logistic loss",
-                 "$\\operatorname{logistic}(z, y) = \\log(1 + e^{-yz})$: the logistic loss"),
-    "hinge": ("hinge(z, y) = max(0, 1 - y z): the hinge loss",
-              "$\\operatorname{hinge}(z, y) = \\max(0, 1 - yz)$: the hinge loss"),
-    "squared": ("squared(z, y) = (z - y)^2: the squared loss",
-                "$\\operatorname{squared}(z, y) = (z - y)^2$: the squared loss"),
-    "softmax_ce": ("softmax_ce(z, y) = log sum_c exp(z_c) - z_y: the multiclass cross-entropy of the scores z in "
-                   "R^C", "$\\operatorname{softmax\\_ce}(z, y) = \\log \\sum_c e^{z_c} - z_y$: the multiclass "
-                          "cross-entropy of the scores $z \\in \\mathbb{R}^C$"),
-}
 
 
 class LogisticLoss(Loss):
     """log(1 + exp(-y z)) with labels in {-1, +1} ({0, 1} is mapped to {-1, +1})."""
 
     kernel = K.Logistic
+    definition = ("logistic(z, y) = log(1 + exp(-y z)): the logistic loss",
+                  "$\\operatorname{logistic}(z, y) = \\log(1 + e^{-yz})$: the logistic loss")
 
 
 class HingeLoss(Loss):
     """max(0, 1 - y z) with labels in {-1, +1} ({0, 1} is mapped)."""
 
     kernel = K.Hinge
+    definition = ("hinge(z, y) = max(0, 1 - y z): the hinge loss",
+                  "$\\operatorname{hinge}(z, y) = \\max(0, 1 - yz)$: the hinge loss")
 
 
 class SquaredLoss(Loss):
     """(z - y)^2 for real-valued targets."""
 
     kernel = K.Squared
+    definition = ("squared(z, y) = (z - y)^2: the squared loss",
+                  "$\\operatorname{squared}(z, y) = (z - y)^2$: the squared loss")
 
 
 class HuberLoss(Loss):
@@ -127,17 +122,29 @@ class HuberLoss(Loss):
     def copy(self, args):
         return HuberLoss(args[0], self.y, self.sample_weight, self.kernel.delta)
 
+    @property
+    def definition(self):
+        d = f"{self.kernel.delta:g}"
+        return (f"{self.symbol}(z, y) = (z - y)^2 if |z - y| <= {d}, else 2 {d} |z - y| - {d}^2: the Huber loss",
+                f"$\\operatorname{{huber}}(z, y) = (z - y)^2$ if $|z - y| \\le {d}$, "
+                f"else $2 \\cdot {d}\\,|z - y| - {d}^2$: the Huber loss")
+
 
 class SquaredHingeLoss(Loss):
     """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped)."""
 
     kernel = K.SquaredHinge
+    definition = ("squared_hinge(z, y) = max(0, 1 - y z)^2: the squared hinge loss",
+                  "$\\operatorname{squared\\_hinge}(z, y) = \\max(0, 1 - yz)^2$: the squared hinge loss")
 
 
 class SoftmaxLoss(Loss):
     """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
 
     kernel = K.Softmax
+    definition = ("softmax_ce(z, y) = log sum_c exp(z_c) - z_y: the multiclass cross-entropy of the scores z in R^C",
+                  "$\\operatorname{softmax\\_ce}(z, y) = \\log \\sum_c e^{z_c} - z_y$: the multiclass "
+                  "cross-entropy of the scores $z \\in \\mathbb{R}^C$")
 
     def __init__(self, score, y, sample_weight=None):
         if isinstance(score, LinearScore) and score.w.n_outputs is None:
