@@ -24,10 +24,11 @@ class _RiskPass:
         self.keep_scores = keep_scores
 
     def __call__(self, batch, y, codes):
-        Xd = with_intercept(batch.X, self.intercept)
-        z = Xd @ self.theta
+        model = LinearModelLoss(self.kernel, batch.X, y, self.intercept, drop_zero_weights=False)
+        z = model.scores(self.theta)
         totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
-        return totals, Xd.T @ score_gradient(self.kernel, z, y, self.weight[codes]), z if self.keep_scores else None
+        grad = model.pullback(score_gradient(self.kernel, z, y, self.weight[codes]))
+        return totals, grad, z if self.keep_scores else None
 
 
 class _NewtonPass:
@@ -38,13 +39,8 @@ class _NewtonPass:
         self.value_only = value_only
 
     def __call__(self, batch, y, codes):
-        Xd = with_intercept(batch.X, self.intercept)
-        z, s = Xd @ self.theta, self.weight[codes]
-        value = float(s @ self.kernel.phi(z, y))
-        if self.value_only:
-            return value
-        grad = Xd.T @ score_gradient(self.kernel, z, y, s)
-        return value, grad, (Xd * (s * self.kernel.d2phi(z, y))[:, None]).T @ Xd
+        model = LinearModelLoss(self.kernel, batch.X, y, self.intercept, sample_weight=self.weight[codes])
+        return model.value(self.theta) if self.value_only else model.value_gradient_hessian(self.theta)
 
 
 class _GroupNewtonPass:
@@ -55,15 +51,12 @@ class _GroupNewtonPass:
         self.kernel, self.intercept, self.requests, self.sizes = kernel, intercept, requests, sizes
 
     def __call__(self, batch, y, codes):
-        Xd = with_intercept(batch.X, self.intercept)
         out = {}
         for g, (theta, value_only) in self.requests.items():
             mask = codes == g
-            Xg, yg = Xd[mask], y[mask]
-            z, s = Xg @ theta, np.full(int(mask.sum()), 1.0 / self.sizes[g])
-            value = float(s @ self.kernel.phi(z, yg))
-            out[g] = value if value_only else (value, Xg.T @ score_gradient(self.kernel, z, yg, s),
-                                               (Xg * (s * self.kernel.d2phi(z, yg))[:, None]).T @ Xg)
+            model = LinearModelLoss(self.kernel, batch.X[mask], y[mask], self.intercept,
+                                    sample_weight=np.full(int(mask.sum()), 1.0 / self.sizes[g]))
+            out[g] = model.value(theta) if value_only else model.value_gradient_hessian(theta)
         return out
 
 
@@ -74,7 +67,7 @@ class _JudgePass:
         self.kernel, self.intercept, self.theta, self.m, self.accuracy = kernel, intercept, theta, m, accuracy
 
     def __call__(self, batch, y, codes):
-        z = with_intercept(batch.X, self.intercept) @ self.theta
+        z = _scores(self.intercept, self.theta, batch)
         totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
         if not self.accuracy:
             return totals, None
@@ -82,12 +75,12 @@ class _JudgePass:
 
 
 def _scores(intercept, theta, batch):
-    return with_intercept(batch.X, intercept) @ theta
+    return batch.X @ theta[:-1] + theta[-1] if intercept else batch.X @ theta
 
 
 def _row_norms(intercept, batch):
-    Xd = with_intercept(batch.X, intercept)
-    return np.einsum("ij,ij->i", Xd, Xd)
+    """||x_j||^2 of the design rows (plus 1 for the intercept's column of ones)."""
+    return np.einsum("ij,ij->i", batch.X, batch.X) + (1.0 if intercept else 0.0)
 
 
 def _row_norm_summary(intercept, batch):

@@ -229,35 +229,57 @@ def with_intercept(X: np.ndarray, intercept: bool) -> np.ndarray:
 
 
 class LinearModelLoss:
-    """f(theta) = sum_i s_i phi(x_i . theta, y_i) of a linear model on a design matrix (intercept included).
+    """f(theta) = sum_i s_i phi(x_i . w + b, y_i) of a linear model: the one copy of the loss of a linear model, its
+    gradient and Hessian, used by every exact solver, stochastic pass and judge (as scikit-learn's
+    ``LinearModelLoss``).
 
-    ``kernel`` is a pointwise loss, ``X`` the features (the intercept column is appended when
-    ``intercept``), ``sample_weight`` the weights s_i (default 1/n: the mean loss). Rows with zero weight are
-    dropped once. Value, gradient and Hessian cost one product with the design each.
+    ``kernel`` is a pointwise loss, ``X`` the features, ``intercept`` whether theta ends with an intercept b (added
+    to the scores, never appended to X: no copy of the data), ``sample_weight`` the weights s_i (default 1/n: the
+    mean loss). Rows with zero weight are dropped once unless ``drop_zero_weights=False`` (chunk passes that keep
+    every row's score). Value, gradient and Hessian cost one product with X each.
     """
 
-    def __init__(self, kernel, X: np.ndarray, y: np.ndarray, intercept: bool = False, sample_weight=None):
+    def __init__(self, kernel, X: np.ndarray, y: np.ndarray, intercept: bool = False, sample_weight=None,
+                 drop_zero_weights: bool = True):
         n = X.shape[0]
         s = np.full(n, 1.0 / n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        keep = np.flatnonzero(s != 0)
-        if keep.size < n:
-            X, y, s = X[keep], y[keep], s[keep]
-        self.kernel, self.X, self.y, self.s = kernel, with_intercept(X, intercept), y, s
+        if drop_zero_weights:
+            keep = np.flatnonzero(s != 0)
+            if keep.size < n:
+                X, y, s = X[keep], y[keep], s[keep]
+        self.kernel, self.X, self.y, self.s, self.intercept = kernel, X, y, s, bool(intercept)
+
+    def scores(self, theta) -> np.ndarray:
+        """x_i . w + b for every row (a matrix of scores for a matrix theta)."""
+        return self.X @ theta[:-1] + theta[-1] if self.intercept else self.X @ theta
+
+    def pullback(self, coef) -> np.ndarray:
+        """design' coef: the gradient in theta of sum_i coef_i . z_i (the chain rule through the scores)."""
+        g = self.X.T @ coef
+        return np.concatenate([g, np.sum(coef, axis=0, keepdims=True)]) if self.intercept else g
+
+    def curvature(self, d) -> np.ndarray:
+        """design' diag(d) design: the Hessian in theta of sum_i phi_i when d_i = s_i phi''(z_i, y_i)."""
+        XtD = (self.X * d[:, None]).T
+        H = XtD @ self.X
+        if not self.intercept:
+            return H
+        b = XtD.sum(axis=1)
+        return np.block([[H, b[:, None]], [b[None, :], np.array([[d.sum()]])]])
 
     def value(self, theta) -> float:
-        return float(self.s @ self.kernel.phi(self.X @ theta, self.y))
+        return float(self.s @ self.kernel.phi(self.scores(theta), self.y))
 
     def value_and_gradient(self, theta):
-        z = self.X @ theta
-        return float(self.s @ self.kernel.phi(z, self.y)), self.X.T @ score_gradient(self.kernel, z, self.y, self.s)
+        z = self.scores(theta)
+        return float(self.s @ self.kernel.phi(z, self.y)), self.pullback(score_gradient(self.kernel, z, self.y, self.s))
 
     def value_gradient_hessian(self, theta):
         """(f, grad f, Hessian of f): binary and squared losses of a vector of weights (``d2phi``)."""
-        z = self.X @ theta
+        z = self.scores(theta)
         value = float(self.s @ self.kernel.phi(z, self.y))
-        grad = self.X.T @ score_gradient(self.kernel, z, self.y, self.s)
-        hess = (self.X * (self.s * self.kernel.d2phi(z, self.y))[:, None]).T @ self.X
-        return value, grad, hess
+        grad = self.pullback(score_gradient(self.kernel, z, self.y, self.s))
+        return value, grad, self.curvature(self.s * self.kernel.d2phi(z, self.y))
 
     def newton_oracle(self):
         """theta -> (f, grad, Hessian), or f alone with ``value_only=True`` (the projected Newton protocol)."""
