@@ -83,6 +83,16 @@ class Groups:
         return f"Groups({{{pairs}}})"
 
 
+def group_means(values, codes: np.ndarray, m: int, counts=None) -> np.ndarray:
+    """The mean of ``values`` over the rows of each of the m groups (rows with code -1 are in no group); ``counts``:
+    the rows per group when known. The one copy of a group mean (the group-mean atom and the group risks)."""
+    keep = codes >= 0
+    if counts is None:
+        counts = np.bincount(codes[keep], minlength=m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(codes[keep], weights=np.asarray(values)[keep], minlength=m) / counts
+
+
 def _as_label_array(labels) -> np.ndarray:
     """A 1-D array of labels; a list of tuples becomes an object array of tuples (not a 2-D array)."""
     if labels is None:

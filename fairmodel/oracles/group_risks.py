@@ -11,6 +11,7 @@ from functools import partial
 import numpy as np
 
 from ..data import Groups
+from ..groups import group_means
 from ..data_dask import concatenate_rows
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
@@ -202,7 +203,7 @@ class GroupRisks:
         return totals / self.sizes, _ordered_sum([p[1] for p in parts]) / self.sizes if binary else None
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
-        return np.bincount(self.codes, weights=per_sample, minlength=self.m) / self.sizes
+        return group_means(per_sample, self.codes, self.m, self.sizes)
 
     def risks_and_grad(self, theta, q, chunk: int = 1 << 16,
                        keep_scores: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..._display import latex_text as _latex_text
 from ...data import Groups
+from ...groups import group_means
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
 from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
 from ..evaluate import Env
@@ -207,11 +208,7 @@ class GroupMean(Expr):
         return np.bincount(codes[codes >= 0], minlength=self.size)
 
     def _numeric(self, env):
-        v = self.expr.numeric(env)
-        codes = self.row_codes(env)
-        keep = codes >= 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.bincount(codes[keep], weights=v[keep], minlength=self.size) / self._counts(env)
+        return group_means(self.expr.numeric(env), self.row_codes(env), self.size, self._counts(env))
 
     def backprop(self, env, upstream, grads):
         codes = self.row_codes(env)
