@@ -44,7 +44,7 @@ import numpy as np
 from .._validate import check_vector
 from ..data import Groups
 from ..errors import DataError, ModelError
-from .rates import weights_of
+from .rates import mann_whitney, weights_of
 
 # (zeta, gamma) of each of the four sets G1, G1', G2, G2'; None means "any".
 PRESETS = {
@@ -90,22 +90,14 @@ def auc_between(scores, first, second, *, ties: float = 0.5, sample_weight=None)
 
 def _auc_values(a: np.ndarray, b: np.ndarray, t: float, wa=None, wb=None) -> float:
     """AUC(S, S') of the scores ``a`` of S and ``b`` of S'; with weights, each pair counts w_i w_j and the sum
-    is divided by W_S W_S' (the weighted Definition 1)."""
-    if wa is None and wb is None:
-        b = np.sort(b)
-        below = np.searchsorted(b, a, side="left")
-        upto = np.searchsorted(b, a, side="right")
-        wins = below.sum(dtype=np.float64) + t * (upto - below).sum(dtype=np.float64)
-        return float(wins / (a.size * float(b.size)))
+    is divided by W_S W_S' (the weighted Definition 1): the Mann-Whitney statistic with S as the positives."""
     wa = np.ones(a.size) if wa is None else wa
     wb = np.ones(b.size) if wb is None else wb
     order = np.argsort(b, kind="stable")
     b, cum = b[order], np.concatenate([[0.0], np.cumsum(wb[order])])
     below = cum[np.searchsorted(b, a, side="left")]
-    upto = cum[np.searchsorted(b, a, side="right")]
-    wins = np.dot(wa, below + t * (upto - below))
-    den = wa.sum() * cum[-1]
-    return float(wins / den) if den > 0 else float("nan")
+    tied = cum[np.searchsorted(b, a, side="right")] - below
+    return float(mann_whitney(wa, below, tied, cum[-1], t))
 
 
 def _rows(mask, n: int, name: str) -> np.ndarray:

@@ -27,7 +27,7 @@ from ..data import Groups
 from ..data_dask import chunks_in_flight, compute_chunks, dask_modules, is_dask
 from ..errors import DataError, OptionError
 from .assessment import Assessment, _check_needs, _metric_list
-from .rates import FROM_CONFUSION, binary, check_pos_label, ratio
+from .rates import FROM_CONFUSION, auc_from_levels, binary, check_pos_label, ratio
 
 EXACT_LEVELS = 4096          # scores with at most this many distinct values: exact AUC from their counts
 DEFAULT_BINS = 1 << 16       # equal-width bins of the AUC sketch otherwise
@@ -233,14 +233,11 @@ def hist_auc(pos: np.ndarray, neg: np.ndarray, ties: float = 0.5, exact: bool = 
     """(AUC, error bound) from the positive and negative weight per ordered bin: a positive wins the negative
     weight of lower bins and ``ties`` (exact levels) or 1/2 (sketch bins) of its own bin's. The bound is 0 for
     exact levels, else (1/2) sum_b P_b N_b / (P N) (a same-bin pair counts 1/2 for a true value in [0, 1])."""
-    below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
     den = float(pos.sum()) * float(neg.sum())
     if den <= 0:
         return float("nan"), float("nan")
-    t = ties if exact else 0.5
-    wins = float(pos @ (below + t * neg))
-    bound = 0.0 if exact else 0.5 * float(pos @ neg) / den
-    return wins / den, bound
+    value = float(auc_from_levels(neg, pos, ties if exact else 0.5))
+    return value, 0.0 if exact else 0.5 * float(pos @ neg) / den
 
 
 # ---------------------------------------------------------------------------------------------------

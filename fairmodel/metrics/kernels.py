@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from .._validate import is_real
 from ..errors import OptionError
-from .rates import FROM_CONFUSION, ratio
+from .rates import FROM_CONFUSION, mann_whitney, ratio
 
 
 class Inputs:
@@ -124,10 +124,8 @@ class AUCKernel(Kernel):
         Wp = W[pos_rows]
         C = np.zeros((neg_rows.size + 1, W.shape[1]))
         np.cumsum(W[neg_rows], axis=0, out=C[1:])
-        wins = np.einsum("ij,ij->j", Wp, C[below])
-        if not no_ties:
-            wins = 0.5 * (wins + np.einsum("ij,ij->j", Wp, C[upto]))
-        return ratio(wins, Wp.sum(axis=0) * C[-1])
+        tied = 0.0 if no_ties else C[upto] - C[below]
+        return mann_whitney(Wp, C[below], tied, C[-1], 0.5, axis=0)
 
     def evaluate(self, W, cache):
         by = np.stack([self._auc(W, p) for p in self.sets], axis=1)

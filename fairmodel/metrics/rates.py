@@ -181,12 +181,20 @@ def precision(y_true, y_pred, *, pos_label=None, sample_weight=None) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Scores and regression
 # ---------------------------------------------------------------------------------------------------
+def mann_whitney(pos, below, tied, negatives, ties: float = 0.5, axis: int = -1):
+    """The weighted Mann-Whitney statistic sum_k pos_k (below_k + t tied_k) / (P N): ``pos`` the weights of the
+    positives (or of the positive rows of each score level), ``below`` and ``tied`` the negative weight with a lower
+    and with the same score, ``negatives`` the total negative weight N (broadcast against the sums over ``axis``),
+    P = sum pos. NaN when P N = 0. The one copy of the formula behind every AUC of fairmodel (the per-level form,
+    the bootstrap's, the histogram sketch's and the pairwise AUC of two sets)."""
+    wins = np.sum(pos * (below + ties * tied), axis=axis)
+    return ratio(wins, np.sum(pos, axis=axis) * negatives)
+
+
 def auc_from_levels(neg, pos, ties: float = 0.5):
     """AUC from weights per distinct score level (ascending) of negatives ``neg`` and positives ``pos``
     (arrays ``(..., m)``): sum_l pos_l (N_{<l} + t neg_l) / (P N), the weighted Mann-Whitney statistic."""
-    below = np.cumsum(neg, axis=-1) - neg
-    wins = np.sum(pos * (below + ties * neg), axis=-1)
-    return ratio(wins, pos.sum(axis=-1) * neg.sum(axis=-1))
+    return mann_whitney(pos, np.cumsum(neg, axis=-1) - neg, neg, neg.sum(axis=-1), ties)
 
 
 def roc_auc(y_true, scores, *, pos_label=None, sample_weight=None) -> float:
