@@ -836,7 +836,8 @@ def _saddle(sp) -> dict:
     checks = []
     for res, tol, who in ((exact, EXACT_GAP_TOL, "exact"), (stochastic, SADDLE_GAP_TOL, "stochastic")):
         gap = res.certificate.get("duality_gap", float("nan"))
-        checks.append({"name": f"duality gap ({who})", "value": gap, "tolerance": tol, "passed": bool(gap <= tol)})
+        checks.append({"name": f"duality gap ({who}; the result's own ok: {res.ok})", "value": gap, "tolerance": tol,
+                       "passed": bool(gap <= tol)})
     ok = exact.ok and stochastic.ok and all(c["passed"] for c in checks)
     return {"ok": bool(ok), "reduction": "saddle", "exact": _result_record(exact),
             "stochastic": _result_record(stochastic), "checks": checks}
@@ -909,7 +910,7 @@ def run_isolated(name: str, timeout: float) -> dict:
     """run_case in a fresh Python process, killed (with its process group) after ``timeout`` seconds."""
     c = CASES[name]
     base = {"case": name, "family": c.family, "loss": c.loss, "n": c.n, "groups": c.groups, "source": c.source}
-    start = time.perf_counter()
+    start, load = time.perf_counter(), os.getloadavg()[0]
     proc = subprocess.Popen([sys.executable, __file__, "--child", name], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -918,22 +919,29 @@ def run_isolated(name: str, timeout: float) -> dict:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return {**base, "ok": False, "error": f"timeout: over {timeout:.0f} s", "timeout": True,
-                "wall_seconds": time.perf_counter() - start}
+                "wall_seconds": time.perf_counter() - start, "load_average": load}
     marker = [line for line in stdout.splitlines() if line.startswith("CASE-RESULT ")]
     if proc.returncode != 0 or not marker:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return {**base, "ok": False, "error": f"crashed (exit {proc.returncode}): {tail}",
-                "wall_seconds": time.perf_counter() - start}
-    return json.loads(marker[-1][len("CASE-RESULT "):])
+                "wall_seconds": time.perf_counter() - start, "load_average": load}
+    return {**json.loads(marker[-1][len("CASE-RESULT "):]), "load_average": load}
 
 
 def _seconds(rec, side):
     r = rec.get(side)
-    return f"{r['seconds']:.1f}" if r else "-"
+    return f"{r['seconds']:.3g}" if r else "-"
 
 
-def markdown(records: list[dict]) -> str:
+def markdown(records: list[dict], note: str = "") -> str:
     ok = sum(r["ok"] for r in records)
+    families = {}
+    for r in records:
+        families.setdefault(r["family"], []).append(r["ok"])
+    per_family = ", ".join(f"{f} {sum(v)}/{len(v)}" for f, v in families.items())
+    loads = [r["load_average"] for r in records if "load_average" in r]
+    if loads:
+        note = f"{note} Load average (1 min) at the start of the cases: {min(loads):.1f} to {max(loads):.1f}.".strip()
     rows = []
     for r in records:
         what = "; ".join(failures(r)) if not r["ok"] else ""
@@ -942,9 +950,12 @@ def markdown(records: list[dict]) -> str:
                      what.replace("|", "/").replace("\n", " ")[:400]])
     return (f"**Defaults only** (no epochs, budgets, steps or methods), `fm.crosscheck(problem, seed=0)` on "
             f"problem x data combinations the defaults were not tuned on (the registry and what each case covers: "
-            f"`python benchmarks/defaults.py --list`). **{ok} / {len(records)} ok.** Times are solve + judge "
-            f"per backend; a case that raises or exceeds its time limit is NOT OK.\n\n"
+            f"`python benchmarks/defaults.py --list`). **{ok} / {len(records)} ok** ({per_family}). Times are "
+            f"solve + judge per backend; a case that raises or exceeds its time limit is NOT OK. {note}\n\n"
             + table(["case", "family", "n", "groups", "ok", "exact s", "stochastic s", "what failed"], rows))
+
+
+SECTION = "## The defaults suite (`benchmarks/defaults.py`)\n\n"
 
 
 def select(names=None, tags=None, quick=False) -> list[str]:
@@ -970,10 +981,15 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per case (3x for 'large' cases)")
     parser.add_argument("--doc", action="store_true", help="write the docs/benchmarks.md section for any selection")
     parser.add_argument("--list", action="store_true", help="print the registry and exit")
+    parser.add_argument("--from-json", help="rewrite the docs/benchmarks.md section from a saved --json run")
+    parser.add_argument("--note", default="", help="a sentence for the section (e.g. what else ran on the machine)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print("CASE-RESULT " + json.dumps(run_case(args.child), default=float))
+        return 0
+    if args.from_json:
+        write_section("defaults", SECTION + markdown(json.loads(Path(args.from_json).read_text()), args.note))
         return 0
     names = select(args.cases.split(",") if args.cases else None, args.tags.split(",") if args.tags else None,
                    args.quick)
@@ -995,7 +1011,7 @@ def main(argv=None) -> int:
             Path(args.json).write_text(json.dumps(records, indent=1, default=float))
     print(f"\n{sum(r['ok'] for r in records)} / {len(records)} ok")
     if args.doc or not (args.quick or args.cases or args.tags):
-        write_section("defaults", "## The defaults suite (`benchmarks/defaults.py`)\n\n" + markdown(records))
+        write_section("defaults", SECTION + markdown(records, args.note))
     return 0
 
 

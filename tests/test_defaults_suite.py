@@ -18,7 +18,20 @@ sys.modules[_spec.name] = suite
 _spec.loader.exec_module(suite)
 
 # What fails today (the judge's numbers of the baseline run, docs/benchmarks.md section "defaults").
-XFAIL = {}
+XFAIL = {
+    "gdro_law_lsat_racesex_squared_r5_6172":
+        "the default exact method 'dual' raises SolverError: duality gap 4.3e-4 > 1e-4, an absolute threshold at an "
+        "objective of about 1.4e3 (the epigraph method certifies the same problem)",
+    "gdro_synth_badscale_logistic_r5":
+        "ALEG's default budget on columns scaled 1e-3..1e3: duality gap (13) 0.17 > 1e-2, max group risk 0.118 above "
+        "the exact optimum",
+    "dp_law_ugpa_race_L10_eps0.01":
+        "SGD3's default budget at L = 10, beta = 100, eps = 0.01: dual suboptimality 5.7e-4 > 3.4e-4",
+    "saddle_matrix_game_4x4":
+        "OGDA-RR's default solve of a 4 x 4 matrix game ends with duality gap 0.46 > 0.05 (and the result says ok)",
+    "comp_bgl_communities_squared_0.025":
+        "the generic primal-dual lowering: violation 3.5e-3 > 2.6e-4 and Lagrangian gap 2.09 > 0.02",
+}
 
 
 def _params():
