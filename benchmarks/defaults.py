@@ -822,8 +822,7 @@ def _():
 # -- evaluation -------------------------------------------------------------------------------------------------
 def _result_record(res) -> dict:
     return {"status": res.status, "ok": bool(res.ok), "method": res.method,
-            "objective": res.objective, "seconds": float(sum(v for k, v in res.timings.items()
-                                                             if k in ("solve", "judge"))),
+            "objective": res.objective, "seconds": res.timings.get("solve", 0.0) + res.timings.get("judge", 0.0),
             "solve_seconds": res.timings.get("solve"), "message": res.message,
             "failed_checks": [{"name": c["name"], "value": c["value"], "tolerance": c["tolerance"]}
                               for c in res.failed_checks()],
