@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import _display
-from .errors import OptionError
+from .errors import InfeasibleError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from .families.base import Check
 from .results import HEADLINE_METRICS, Result, _jsonable
 
@@ -136,8 +136,24 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
         if given is not None and not isinstance(given, dict):
             raise OptionError(f"{name} must be a dict of keyword options for problem.solve (e.g. {{'method': ...}}) "
                               f"or None; got {type(given).__name__}")
-    exact = problem.solve(backend="exact", **{**common, **(exact_options or {})})
-    stochastic = problem.solve(backend="stochastic", seed=seed, **{**common, **(stochastic_options or {})})
-    checks, family = problem.crosscheck_checks(exact, stochastic, **common)
+    exact = _solve_or_failed(problem, "exact", **{**common, **(exact_options or {})})
+    stochastic = _solve_or_failed(problem, "stochastic", seed=seed, **{**common, **(stochastic_options or {})})
+    if "failed" in (exact.status, stochastic.status) and not (exact.variables and stochastic.variables):
+        checks, family = [], getattr(getattr(problem, "family", None), "name", "minmax")   # nothing to compare
+    else:
+        checks, family = problem.crosscheck_checks(exact, stochastic, **common)
     return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=family, problem=str(problem),
                             name=problem.label)
+
+
+def _solve_or_failed(problem, backend: str, **options) -> Result:
+    """The judged result of one backend, or a ``failed`` result carrying the error when that backend cannot solve
+    the problem (a solver failure, a program too large, a problem it does not support): the other backend's result
+    is kept and the report says NOT OK with the reason. Errors in the options themselves are raised."""
+    try:
+        return problem.solve(backend=backend, **options)
+    except (SolverError, ResourceLimitError, UnsupportedProblemError, InfeasibleError) as exc:
+        method = options.get("method") or ""
+        return Result(status="failed", objective=float("nan"), backend=backend, method=str(method),
+                      family=getattr(getattr(problem, "family", None), "name", "minmax"),
+                      message=f"the {backend} backend failed: {type(exc).__name__}: {exc}", problem=str(problem))

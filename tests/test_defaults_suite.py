@@ -19,9 +19,6 @@ _spec.loader.exec_module(suite)
 
 # What fails today (the judge's numbers of the baseline run, docs/benchmarks.md section "defaults").
 XFAIL = {
-    "gdro_law_lsat_racesex_squared_r5_6172":
-        "the default exact method 'dual' raises SolverError: duality gap 4.3e-4 > 1e-4, an absolute threshold at an "
-        "objective of about 1.4e3 (the epigraph method certifies the same problem)",
     "gdro_synth_badscale_logistic_r5":
         "ALEG's default budget on columns scaled 1e-3..1e3: duality gap (13) 0.17 > 1e-2, max group risk 0.118 above "
         "the exact optimum",

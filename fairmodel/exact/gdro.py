@@ -219,10 +219,11 @@ def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int
     theta = state["theta"]
     primal = float(np.max(risks.risks(theta) - c))
     gap = primal - g_value
-    record = {"name": "dual-slsqp-newton", "status": "optimal" if gap <= 1e3 * tol else "optimal_inaccurate",
+    record = {"name": "dual-slsqp-newton", "status": "optimal" if gap <= 1e3 * tol * max(1.0, abs(primal))
+              else "optimal_inaccurate",
               "iterations": int(res.nit), "inner_solves": state["calls"], "dual_value": g_value,
               "duality_gap": gap, "solve": time.perf_counter() - start, "compile": 0.0, "value": primal,
               "message": str(res.message)}
-    if not np.isfinite(primal) or gap > 1e-4:
+    if not np.isfinite(primal) or gap > 1e-4 * max(1.0, abs(primal)):     # relative: risks of any scale
         raise SolverError(f"the dual method stopped with duality gap {gap:.3g} ({res.message})", status="inaccurate")
     return theta, primal, q, record

@@ -48,22 +48,26 @@ def theory_band(L_z: float, K: int) -> tuple[float, float]:
     return 1.0 / (10.0 * L_z * math.sqrt(K)), 1.0 / (L_z * math.sqrt(5.0 * K))
 
 
-def default_steps(risks: GroupRiskOracle, batch_size: int) -> tuple[float, float]:
+def default_steps(risks: GroupRiskOracle, batch_size: int, risk_scale: float = 1.0) -> tuple[float, float]:
     """Practical effective steps (gamma_w, gamma_q) when none are given.
 
     gamma_w = 1 / L_bar with L_bar the loss curvature bound times the mean squared row norm (the
     smoothness of the averaged operator; the worst-row bound L of the theory is far more conservative);
-    gamma_q = 0.5 (risks are O(1) for the supported losses). For hinge (not smooth) L_bar uses curvature 1.
+    gamma_q = 0.5 / max(1, risk_scale): the entropic step multiplies the group risks (the q-block of the operator
+    (16)), so it is measured in their units: ``risk_scale`` is the largest |R_i - c_i| at the start (about 0.7 for
+    the logistic loss, so 0.5; a squared loss of targets in the tens has risks in the hundreds). For hinge (not
+    smooth) L_bar uses curvature 1.
     """
     curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
     mean_sq = risks.row_norm_stats()[0]
-    return 1.0 / (curvature * mean_sq), 0.5
+    return 1.0 / (curvature * mean_sq), 0.5 / max(1.0, float(risk_scale))
 
 
 class _Steps:
     """Resolves the three ways to give steps into (gamma_w(s,k), gamma_q(s,k), output weight(s,k))."""
 
-    def __init__(self, risks, lengths, alpha, eta, step_w, step_q, step_schedule, theory, theta, batch_size):
+    def __init__(self, risks, lengths, alpha, eta, step_w, step_q, step_schedule, theory, theta, batch_size,
+                 risk_scale=lambda: 1.0):
         m = risks.m
         self.lnm = math.log(m) if m > 1 else 0.0
         given = [x is not None for x in (eta, step_w)]
@@ -90,13 +94,18 @@ class _Steps:
             self.gq = lambda s, k: 2.0 * self.lnm * self.eta(s, k)
             self.weight = self.eta
         else:
-            auto_w, auto_q = default_steps(risks, batch_size)
+            auto_w, auto_q = default_steps(risks, batch_size, risk_scale() if m > 1 and step_q is None else 1.0)
             base_w = auto_w if step_w is None else schedule(step_w, "step_w", lengths)(0, 0)
             base_q = auto_q if step_q is None else schedule(step_q, "step_q", lengths)(0, 0)
             mult = multiplier(step_schedule, lengths)
             self.gw = lambda s, k: base_w * mult(s, k)
             self.gq = lambda s, k: base_q * mult(s, k)
             self.weight = mult
+
+
+def start_risk_scale(risks: GroupRiskOracle, w, offsets) -> float:
+    """The largest |R_i(w) - c_i| at the start: the units of the q-block (one full pass)."""
+    return float(np.max(np.abs(risks.risks(w) - offsets)))
 
 
 def normalize_log(logq: np.ndarray) -> np.ndarray:
@@ -217,10 +226,10 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
     n_bar = n / m
     lengths = epoch_lengths(max(1, math.ceil(n_bar / batch_size)) if inner is None else inner, epochs)
     alpha_f = (lambda s, k: 1.0 / lengths[s]) if alpha is None else schedule(alpha, "alpha", lengths, high=1.0)
-    steps = _Steps(risks, lengths, alpha_f, eta, step_w, step_q, step_schedule,
-                   schedule_mode == "theory", theta, batch_size)
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
+    steps = _Steps(risks, lengths, alpha_f, eta, step_w, step_q, step_schedule, schedule_mode == "theory", theta,
+                   batch_size, lambda: start_risk_scale(risks, w, c))
     sampler = risks.sampler(batch_size, rng, prefetch=prefetch)
     try:
         out = _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, output, verbose, callback,

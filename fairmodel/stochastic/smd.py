@@ -20,7 +20,7 @@ from ..errors import OptionError
 from ..progress import Progress
 from ..oracles.protocols import GroupRiskOracle
 from ..oracles.losses import score_gradient
-from .aleg import _check_offsets, check_initial, default_steps, normalize_log
+from .aleg import _check_offsets, check_initial, default_steps, normalize_log, start_risk_scale
 from .schedules import check_budget
 
 
@@ -41,14 +41,15 @@ def smd(risks: GroupRiskOracle, *, epochs: int = 50, batch_size: int = 1, step_w
         raise OptionError(f"batch_size must be a positive integer; got {batch_size!r}")
     rng = as_generator(seed)
     m, n = risks.m, risks.n_samples
-    auto_w, auto_q = default_steps(risks, batch_size)
+    c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
+    w, logq = check_initial(risks, w0, q0)
+    auto_w, auto_q = default_steps(risks, batch_size,
+                                   start_risk_scale(risks, w, c) if m > 1 and step_q is None else 1.0)
     gw0 = auto_w if step_w is None else float(step_w)
     gq0 = auto_q if step_q is None else float(step_q)
     for name, v in (("step_w", gw0), ("step_q", gq0)):
         if not np.isfinite(v) or v <= 0:
             raise OptionError(f"{name} must be positive and finite; got {v}")
-    c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
-    w, logq = check_initial(risks, w0, q0)
     per_epoch = max(1, math.ceil(n / m / batch_size))
     phi = risks.loss.phi
     sampler = risks.sampler(batch_size, rng)
