@@ -84,6 +84,10 @@ def _row_norms(intercept, batch):
     return np.einsum("ij,ij->i", batch.X, batch.X) + (1.0 if intercept else 0.0)
 
 
+def _column_squares(batch):
+    return np.einsum("ij,ij->j", batch.X, batch.X)
+
+
 def _row_norm_summary(intercept, batch):
     r = _row_norms(intercept, batch)
     return float(r.sum()), float(r.max()), r.size
@@ -256,6 +260,12 @@ class GroupRisks:
     @property
     def has_hessian(self) -> bool:
         return self.loss.d2phi is not None and self.w.n_outputs is None
+
+    def column_second_moments(self) -> np.ndarray:
+        """E[x_j^2] of every design column (1 for the intercept's), by one pass over the data source."""
+        parts = self.data.map_chunks(_column_squares)
+        moments = np.sum(parts, axis=0) / self.n_samples
+        return np.append(moments, 1.0) if self.w.intercept else moments
 
     def row_norms_squared(self) -> np.ndarray:
         """||x_j||^2 of every design row (one pass over the data source)."""

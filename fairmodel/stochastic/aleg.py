@@ -29,6 +29,7 @@ import numpy as np
 from .._validate import as_generator
 from ..errors import OptionError
 from ..progress import Progress
+from ..oracles.domains import project_ball_in_metric
 from ..oracles.protocols import GroupRiskOracle
 from .averaging import TailAverage
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
@@ -69,6 +70,7 @@ class _Steps:
     def __init__(self, risks, lengths, alpha, eta, step_w, step_q, step_schedule, theory, theta, batch_size,
                  risk_scale=lambda: 1.0):
         m = risks.m
+        self.metric = None          # a diagonal preconditioner of the w-block (badly scaled columns)
         self.lnm = math.log(m) if m > 1 else 0.0
         given = [x is not None for x in (eta, step_w)]
         if theory and any(given) or all(given):
@@ -95,12 +97,33 @@ class _Steps:
             self.weight = self.eta
         else:
             auto_w, auto_q = default_steps(risks, batch_size, risk_scale() if m > 1 and step_q is None else 1.0)
+            if step_w is None:
+                self.metric = preconditioner(risks)
+                if self.metric is not None:     # the smoothness in the metric: curvature times E[x' M^-1 x] = p
+                    curvature = risks.loss.smoothness if np.isfinite(risks.loss.smoothness) else 1.0
+                    auto_w = 1.0 / (curvature * self.metric.shape[0])
             base_w = auto_w if step_w is None else schedule(step_w, "step_w", lengths)(0, 0)
             base_q = auto_q if step_q is None else schedule(step_q, "step_q", lengths)(0, 0)
             mult = multiplier(step_schedule, lengths)
             self.gw = lambda s, k: base_w * mult(s, k)
             self.gq = lambda s, k: base_q * mult(s, k)
             self.weight = mult
+
+
+PRECONDITION_RATIO = 1e3   # columns whose root-mean-square values differ by more than this get a diagonal metric
+
+
+def preconditioner(risks: GroupRiskOracle):
+    """The diagonal metric M = E[x_j^2] of the columns (their second moments) when they differ by more than
+    PRECONDITION_RATIO^2 (features on scales from 1e-3 to 1e3 make the Euclidean steps crawl along the small
+    columns: the curvature ratio is the square of the scale ratio), else None (the Euclidean setup of the paper).
+    Rows of a matrix of weights (softmax) share their column's entry."""
+    moments = risks.column_second_moments()
+    positive = moments[moments > 0]
+    if positive.size == 0 or positive.max() <= PRECONDITION_RATIO ** 2 * positive.min():
+        return None
+    metric = np.maximum(moments, positive.min())
+    return metric if len(risks.shape) == 1 else metric[:, None]
 
 
 def start_risk_scale(risks: GroupRiskOracle, w, offsets) -> float:
@@ -119,12 +142,17 @@ def normalize_log(logq: np.ndarray) -> np.ndarray:
     return logq - (top + np.log(np.exp(logq - top).sum()))
 
 
-def prox_step(risks: GroupRiskOracle, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma_q):
+def prox_step(risks: GroupRiskOracle, anchor_w, anchor_logq, v_w, v_q, gamma_w, gamma_q, metric=None):
     """Closed form of the mirror steps (19)/(23) under the block-separable DGF (11):
     argmin_z { eta <v, z> + alpha B(z, z_bar^s) + (1 - alpha) B(z, z_k) } with the anchors
     alpha w^s + (1 - alpha) w_k (Euclidean block, then projection) and alpha lambda^s + (1 - alpha) ln q_k
-    (entropic block, a normalised exponentiated step computed in log space)."""
-    return risks.project(anchor_w - gamma_w * v_w), normalize_log(anchor_logq - gamma_q * v_q)
+    (entropic block, a normalised exponentiated step computed in log space). With a diagonal ``metric`` M the
+    w-block's distance-generating function is w'Mw/2 (a preconditioned step v/M, then the projection in that
+    metric): still a valid Bregman setup of the paper's analysis (Section 3.3), for badly scaled columns."""
+    logq = normalize_log(anchor_logq - gamma_q * v_q)
+    if metric is None:
+        return risks.project(anchor_w - gamma_w * v_w), logq
+    return project_ball_in_metric(anchor_w - gamma_w * (v_w / metric), risks.radius, metric), logq
 
 
 def snapshot_terms(risks: GroupRiskOracle, batch, z_s, snap_w=None):
@@ -285,13 +313,13 @@ def _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, outp
                 a, gw, gq = alpha_f(s, k), steps.gw(s, k), steps.gq(s, k)
                 anchor_w, anchor_logq = a * snap_w + (1.0 - a) * w, a * snap_lam + (1.0 - a) * logq
                 # half step (19) with the full snapshot operator (g_s; -r_s)
-                w_half, logq_half = prox_step(risks, anchor_w, anchor_logq, g_s, -r_s, gw, gq)
+                w_half, logq_half = prox_step(risks, anchor_w, anchor_logq, g_s, -r_s, gw, gq, steps.metric)
                 q_half = np.exp(logq_half)
                 # variance-reduced estimator (22) on this step's samples, full step (23) with the same anchors
                 j = k % BLOCK
                 v_w, v_q = vr_operator(risks, block[0][j], block[1][j], block[2][j], block[3][j], batch_size,
                                        w_half, q_half, snap_q, r_s, g_s)
-                w, logq = prox_step(risks, anchor_w, anchor_logq, v_w, v_q, gw, gq)
+                w, logq = prox_step(risks, anchor_w, anchor_logq, v_w, v_q, gw, gq, steps.metric)
                 evals += 2 * m * batch_size
                 if trace is not None:
                     trace.append({"epoch": s, "step": k, "w_half": w_half, "q_half": q_half, "w": w,
