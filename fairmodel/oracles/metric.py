@@ -1,0 +1,95 @@
+"""Preconditioned coordinates for first-order methods on a Euclidean ball.
+
+A first-order method on ``min_{||theta|| <= R} f(theta)`` is as slow as f is badly conditioned: with features of
+very different scales or nearly collinear columns, the Hessian of a loss of a linear score ``X theta`` has
+eigenvalues many orders of magnitude apart and the steps allowed by the largest one barely move along the others.
+Running the method in the coordinates ``u = D^{1/2} Q' theta`` of a positive definite matrix ``P = Q D Q'`` that
+approximates the Hessian's shape (the second moment of the design matrix) is the same method with the metric
+``||theta||_P^2 = theta' P theta`` (mirror descent with the distance ``||.||_P^2 / 2``; Nesterov 2004, Sec. 4.2 on
+variable metrics): the condition number becomes that of ``P^{-1/2} H P^{-1/2}``. The ridge added to P is relative to
+each coordinate's own scale (``P = S + ridge diag(S)``), so features of very different scales stay preconditioned. The ball is an axis-aligned
+ellipsoid in ``u``; its projection (in the metric of ``u``) is the trust-region problem
+``u_i = v_i d_i / (d_i + nu)``, with ``nu >= 0`` the root of the secular equation, found by Newton's method on
+``1 / ||theta(nu)|| - 1 / R`` (Moré and Sorensen 1983: concave and increasing, so Newton converges monotonically).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+RIDGE = 1e-6    # P = S + ridge diag(S): a positive definite metric when S is singular
+
+
+class Coordinates:
+    """``theta = to_theta(u)``, ``u = to_u(theta)``, gradients mapped both ways, and the projection of ``u`` onto
+    the ball ``||theta|| <= radius`` (None: no ball). ``P = None`` gives the identity (plain Euclidean steps).
+
+    Arrays of parameters have the metric's dimension in their first axis (a vector, or a matrix with one column
+    per output: the Frobenius ball)."""
+
+    def __init__(self, P=None, radius: float | None = None):
+        self.radius = radius
+        self.identity = P is None
+        if not self.identity:
+            d, Q = np.linalg.eigh((np.asarray(P, dtype=float) + np.asarray(P, dtype=float).T) / 2)
+            d = np.maximum(d, 1e-12 * max(float(d.max()), 1e-300))
+            self.d = d
+            self.M = Q / np.sqrt(d)                  # theta = M u
+            self.M_inv = (Q * np.sqrt(d)).T          # u = M_inv theta (M' g maps a gradient to u, M_inv' back)
+
+    @classmethod
+    def from_second_moment(cls, S, radius: float | None = None, ridge: float = RIDGE) -> "Coordinates":
+        """The coordinates of ``S + ridge diag(S)`` (S a second-moment matrix, PSD; None: the identity). The ridge
+        is relative to each coordinate's own scale: features whose scales differ by orders of magnitude keep
+        their preconditioning, and nearly collinear ones a positive definite metric."""
+        if S is None:
+            return cls(None, radius)
+        S = np.asarray(S, dtype=float)
+        diag = np.diag(S).copy()
+        top = float(diag.max()) if diag.size else 0.0
+        if not np.isfinite(top) or top <= 0:
+            return cls(None, radius)
+        return cls(S + np.diag(ridge * np.maximum(diag, 1e-6 * top)), radius)
+
+    def to_theta(self, u):
+        return u if self.identity else self.M @ u
+
+    def to_u(self, theta):
+        return theta if self.identity else self.M_inv @ theta
+
+    def gradient_to_u(self, g):
+        """The gradient in u of a function whose gradient in theta is g."""
+        return g if self.identity else self.M.T @ g
+
+    def gradient_to_theta(self, g_u):
+        return g_u if self.identity else self.M_inv.T @ g_u
+
+    def lipschitz_factor(self) -> float:
+        """||M||_2: a function L-Lipschitz in theta is at most L ||M||_2-Lipschitz in u."""
+        return 1.0 if self.identity else float(1.0 / np.sqrt(self.d.min()))
+
+    def project(self, u):
+        """The projection of u onto the ball ||theta|| <= radius, in the metric of u (exact up to 1e-12)."""
+        if self.radius is None:
+            return u
+        if self.identity:
+            nrm = math.sqrt(float(np.vdot(u, u)))
+            return u if nrm <= self.radius else u * (self.radius / nrm)
+        a = u * u if u.ndim == 1 else np.sum(u * u, axis=1)
+        d, R = self.d, self.radius
+        if float(np.sum(a / d)) <= R * R:
+            return u
+        nu = 0.0
+        for _ in range(100):
+            r2 = a * d / (d + nu) ** 2            # the squared entries of theta(nu), in the eigenbasis
+            norm = math.sqrt(float(r2.sum()))
+            phi = 1.0 / norm - 1.0 / R
+            if phi >= -1e-12 / R:
+                break
+            slope = float(np.sum(r2 / (d + nu))) / norm ** 3     # d/dnu of 1/||theta(nu)||
+            nu -= phi / slope
+        shrink = d / (d + nu)
+        out = u * (shrink if u.ndim == 1 else shrink[:, None])
+        norm = math.sqrt(float(np.sum((out * out if u.ndim == 1 else np.sum(out * out, axis=1)) / d)))
+        return out if norm <= R else out * (R / norm)      # rounding: never outside the ball
