@@ -182,7 +182,7 @@ CASES = {
     "syn_n1e5_bgl": lambda: bounded_group_loss(synthetic(100_000, d=20, groups=3, seed=14), 0.6),
 }
 
-QUICK = ["communities_bgl_squared", "syn_scaled_bgl", "syn_m2_bgl", "adult_race_parity_r1"]
+QUICK = ["syn_scaled_bgl", "syn_m2_bgl", "adult_race_parity_r1", "law_race_cov_hinge"]
 
 
 def run_case(name, **options) -> dict:
