@@ -295,6 +295,9 @@ class Convex(Reduction):
                 u = out["w"]
                 continue
             if not action or out["status"] != "completed" or done >= cap:
+                if action or stopper.by_user:      # the segment's own words ("stopped by the callback after
+                    out["message"] = f"stopped by the callback after epoch {done - 1}" if stopper.by_user \
+                        else ""                    # epoch s", s within the segment) are not the run's
                 break
             u, ys = out["w"], [(1.0 - MIX) * y + MIX / y.size for y in out["ys"]]
             if action[0] == "raise":       # the same multipliers lambda = bound mu under the larger bound

@@ -10,7 +10,8 @@ variable metrics): the condition number becomes that of ``P^{-1/2} H P^{-1/2}``.
 each coordinate's own scale (``P = S + ridge diag(S)``), so features of very different scales stay preconditioned. The ball is an axis-aligned
 ellipsoid in ``u``; its projection (in the metric of ``u``) is the trust-region problem
 ``u_i = v_i d_i / (d_i + nu)``, with ``nu >= 0`` the root of the secular equation, found by Newton's method on
-``1 / ||theta(nu)|| - 1 / R`` (Moré and Sorensen 1983: concave and increasing, so Newton converges monotonically).
+``1 / ||theta(nu)|| - 1 / R`` (Moré and Sorensen 1983: concave and increasing, so Newton converges monotonically
+from below, and from above after one step), started from the previous projection's root.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class Coordinates:
             self.d = d
             self.M = Q / np.sqrt(d)                  # theta = M u
             self.M_inv = (Q * np.sqrt(d)).T          # u = M_inv theta (M' g maps a gradient to u, M_inv' back)
+            self._inv_d = 1.0 / d
+            self._nu = 0.0                           # the last projection's multiplier (a warm start)
 
     @classmethod
     def from_second_moment(cls, S, radius: float | None = None, ridge: float = RIDGE) -> "Coordinates":
@@ -78,18 +81,21 @@ class Coordinates:
             return u if nrm <= self.radius else u * (self.radius / nrm)
         a = u * u if u.ndim == 1 else np.sum(u * u, axis=1)
         d, R = self.d, self.radius
-        if float(np.sum(a / d)) <= R * R:
+        b = a * self._inv_d                        # ||theta(nu)||^2 = sum_i b_i (d_i / (d_i + nu))^2
+        if float(b.sum()) <= R * R:
             return u
-        nu = 0.0
+        nu = self._nu              # Newton from the last multiplier: consecutive projections are alike
         for _ in range(100):
-            r2 = a * d / (d + nu) ** 2            # the squared entries of theta(nu), in the eigenbasis
-            norm = math.sqrt(float(r2.sum()))
-            phi = 1.0 / norm - 1.0 / R
-            if phi >= -1e-12 / R:
+            e = 1.0 / (d + nu)
+            t = d * e
+            r2 = b * t * t
+            q = float(r2.sum())
+            phi = 1.0 / math.sqrt(q) - 1.0 / R
+            if abs(phi) <= 1e-12 / R:
                 break
-            slope = float(np.sum(r2 / (d + nu))) / norm ** 3     # d/dnu of 1/||theta(nu)||
-            nu -= phi / slope
+            nu = max(nu - phi * q ** 1.5 / float(r2 @ e), 0.0)      # slope: sum r2_i / (d_i + nu) / q^(3/2)
+        self._nu = nu
         shrink = d / (d + nu)
         out = u * (shrink if u.ndim == 1 else shrink[:, None])
-        norm = math.sqrt(float(np.sum((out * out if u.ndim == 1 else np.sum(out * out, axis=1)) / d)))
+        norm = math.sqrt(float((out * out if u.ndim == 1 else np.sum(out * out, axis=1)) @ self._inv_d))
         return out if norm <= R else out * (R / norm)      # rounding: never outside the ball
