@@ -78,7 +78,12 @@ class CertifiedStop:
         run otherwise ran into (for the message)."""
         solution.metrics["checks_run"] = self.n_checks
         solution.metrics["check_time_s"] = self.check_time
-        if self.last is None or solution.status in ("diverged", "failed", "interrupted"):
+        if solution.status in ("diverged", "failed", "interrupted"):
+            return
+        if self.last is None:
+            if self.enabled and cap and not self.by_user:
+                solution.message = (f"{solution.message}; " if solution.message else "") + \
+                    f"the run reached its cap ({cap}) before the first check of the judge"
             return
         variables, evaluation, checks, epoch = self.last
         same = set(variables) == set(solution.variables) and all(
