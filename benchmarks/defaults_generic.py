@@ -137,6 +137,30 @@ def dro_auc_gap(data, kappa, radius=5.0):
     return fm.Problem(fm.Minimize(fm.max(risks)), [fm.auc_gap(s, data, kind="intra") <= kappa])
 
 
+def l1_regularized_parity(data, eps, lam=0.01, radius=None):
+    """Logistic loss plus an l1 penalty (a non-smooth exact term) under a parity constraint."""
+    w = weights(data, radius)
+    s = data.score(w)
+    m = fm.group_mean(s, data.groups)
+    objective = fm.mean(fm.logistic_loss(s, data.y)) + lam * fm.norm(w, 1)
+    return fm.Problem(fm.Minimize(objective), [fm.max(m) - fm.min(m) <= eps])
+
+
+def norm_budget(data, budget, loss="logistic"):
+    """Group DRO with the weights' l1 norm as a constraint (a non-smooth constraint piece), no radius."""
+    w = weights(data, None)
+    risks = fm.group_mean(LOSSES[loss](data.score(w), data.y), data.groups)
+    return fm.Problem(fm.Minimize(fm.max(risks)), [fm.norm(w, 1) <= budget])
+
+
+def weighted_bgl(data, bound, seed=0):
+    """Bounded group loss with survey weights (sample_weight= in the loss: a weighted mean in every aggregate)."""
+    sw = np.random.default_rng(seed).uniform(0.2, 5.0, data.n_samples)
+    w = weights(data, 5.0)
+    ell = fm.logistic_loss(data.score(w), data.y, sample_weight=sw)
+    return fm.Problem(fm.Minimize(fm.mean(ell)), [fm.max(fm.group_mean(ell, data.groups)) <= bound])
+
+
 def tight_bound(data, loss="logistic", radius=5.0, slack=1.02):
     """Bounded group loss with the bound ``slack`` times the smallest achievable largest group risk (the group
     DRO optimum, solved exactly): a nearly infeasible constraint."""
@@ -180,6 +204,15 @@ CASES = {
     "syn_n1e3_tail": lambda: excess_tail(synthetic(1000, groups=5, seed=12), 0.5, "hinge"),
     "syn_n3e4_eo": lambda: dro_equal_opportunity(synthetic(30_000, d=20, seed=13), 0.05),
     "syn_n1e5_bgl": lambda: bounded_group_loss(synthetic(100_000, d=20, groups=3, seed=14), 0.6),
+    "syn_l1_parity_noradius": lambda: l1_regularized_parity(synthetic(2000, seed=15), 0.05),
+    "syn_norm_budget_m5": lambda: norm_budget(synthetic(3000, groups=5, seed=16), 1.0),
+    "adult_race_weighted_bgl": lambda: weighted_bgl(adult("race", 5000, seed=6), 0.45),
+    "syn_m8_eo_tight": lambda: dro_equal_opportunity(synthetic(6000, groups=8, seed=17), 0.01),
+    "syn_large_targets_bgl": lambda: bounded_group_loss(
+        fm.Dataset(synthetic(3000, seed=18, regression=True).X,
+                   100.0 + 50.0 * synthetic(3000, seed=18, regression=True).y,
+                   groups=synthetic(3000, seed=18, regression=True).groups.codes), 2000.0, "squared", 50.0),
+    "law_race_eodds_hinge_r2": lambda: equalized_odds(lawschool("race", 5000, seed=4), 0.02, "hinge", radius=2.0),
 }
 
 QUICK = ["syn_scaled_bgl", "syn_m2_bgl", "adult_race_parity_r1", "law_race_cov_hinge"]

@@ -364,7 +364,7 @@ class LagrangianOracle:
         value = self.a0 @ (s_values + e_values) + self.c0 + sum(float(y @ v) for y, v in zip(ys, values))
         return float(value), s_grad + e_grad
 
-    def lower_bound(self, ys, theta0, solver=None) -> tuple[float, str]:
+    def lower_bound(self, ys, theta0, solver=None, slack: float = 0.0) -> tuple[float, str]:
         """A certified lower bound on min_w Phi(w, ys), hence on the optimum (weak duality), and how.
 
         On a ball, for a smooth Phi: accelerated projected gradient from ``theta0`` (in the oracle's
@@ -374,8 +374,9 @@ class LagrangianOracle:
         bound stays loose; measured 4e-2 below the true minimum after 2,000 steps and 140 s on 6,000 rows, where
         the CVXPY program takes 1.3 s): the exact minimum of the CVXPY program."""
         if self.w.radius is not None and self.smooth:
+            scale = max(1.0, abs(self.phi(theta0, ys)[0]))
             theta, value, gap = minimize_on_ball_first_order(
-                lambda t: self.phi(t, ys), theta0, self.w.radius,
+                lambda t: self.phi(t, ys), theta0, self.w.radius, tol=max(1e-8, slack / scale),
                 coordinates=None if self.coords.identity else self.coords)
             return value - gap, "Frank-Wolfe bound after accelerated projected gradient"
         return self._cvxpy_minimum(ys, solver), "CVXPY"
