@@ -187,8 +187,16 @@ class Convex(Reduction):
         (``"certificate"``), from the design's second moment computed once per problem (it depends on the data
         and the structure only; any positive definite metric gives a valid method and a valid bound)."""
         if not self._coordinates:
-            moment = design_moment(self.form() if form is None else form, self.w)
-            self._coordinates = {u: Coordinates.from_second_moment(moment, self.w.radius, r) for u, r in RIDGE.items()}
+            form = self.form() if form is None else form
+            moment = design_moment(form, self.w)
+            self._coordinates = {use: Coordinates.from_second_moment(moment, self.w.radius, ridge)
+                                 for use, ridge in RIDGE.items()}
+            coupled = {k for piece in [p for t in form.objective_terms for p in t] + list(form.constraint_pieces)
+                       for k in piece.coef}
+            if any(form.leaves[k].lipschitz is not None for k in coupled if hasattr(form.leaves[k], "lipschitz")):
+                # a norm inside a max or a constraint: its subgradient jumps by up to its Lipschitz constant,
+                # which the metric of an ill-conditioned P stretches by 1 / sqrt(min eigenvalue): plain steps
+                self._coordinates["run"] = Coordinates(None, self.w.radius)
         return self._coordinates[use]
 
     def _default_bound(self, form, batch_size) -> float:
@@ -285,7 +293,8 @@ class Convex(Reduction):
             out = primal_dual(oracle, epochs=cap - done, w0=u, y0=ys, output="tail" if stop == "checks" else
                               "suffix", seed=rng, verbose=verbose, callback=segment,
                               max_time=remaining, **options)
-            history += [{**h, "epoch": h["epoch"] + done, "grad_evals": h["grad_evals"] + evals} for h in out["history"]]
+            history += [{**h, "epoch": h["epoch"] + done, "grad_evals": h["grad_evals"] + evals}
+                        for h in out["history"]]
             done, evals = done + out["epochs_run"], evals + out["grad_evals"]
             if stop == "budget":
                 if given or not form.constraint_pieces or rounds == BOUND_ROUNDS or out["status"] == "diverged" \

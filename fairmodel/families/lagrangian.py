@@ -277,12 +277,15 @@ class LagrangianOracle:
         w -> Phi(w, y) (along the top curvature direction found by power iteration on full gradients, and two
         random directions), with every leaf at the largest weight it has at uniform y, at y0 and at the vertex
         of each simplex on its largest piece at w0 (a multiplier that concentrates on a curved constraint piece
-        raises the curvature by up to the bound: measured at uniform y only, the steps of a bounded group loss
-        on Communities were twice too large and the run stalled infeasible). Every entropic block b gets step_y_b = 1 / (2 (range + max |v_b|)) (at most
-        a factor e^(1/2) between two weights per step, in the units of v_b: a constant such as 1 added there
-        would make problems with small losses slow, e.g. a squared loss of 0.02), and step_w is then the largest
-        with step_w step_y_b L_b^2 <= 1/4, L_b the coupling of w and block b (the largest full gradient of a
-        piece, or the mean-square change of its minibatch estimate along that gradient if larger). Minibatch
+        raises the curvature by up to the bound: measured at uniform y only, the steps of a bounded group loss on
+        Communities were twice too large and the run stalled infeasible). Every entropic block b gets
+        step_y_b = 1 / (2 (range + max |v_b|)) (at most a factor e^(1/2) between two weights
+        per step, in the units of v_b: a constant such as 1 added there would make problems with small losses
+        slow, e.g. a squared loss of 0.02), and step_w is the largest with step_w step_y_b L_b^2 <= 1/4 for
+        every b, L_b the coupling of w and block b
+        (the largest full gradient of a piece, or the mean-square change of its minibatch estimate along that
+        gradient if larger); the range is taken at least a hundredth of the objective's natural scale (pieces
+        all near 0 at a restart point would make the step unbounded and stall w). Minibatch
         constants matter: the estimates' variance scales with them, not with the curvature of the mean
         (Alacaoglu and Malitsky 2022, Assumption 1)."""
         rng = np.random.default_rng(0)
@@ -316,12 +319,11 @@ class LagrangianOracle:
                                  - self._sample_pass(theta, omega, r, self.W_batch)[1]) / h) ** 2)) for r in batches]
             exact = float(np.linalg.norm((self._exact(theta + h * d, omega)[1] - self._exact(theta, omega)[1]) / h))
             L_ww = max(L_ww, float(np.sqrt(np.mean(sq))) + exact)
-        step_w = 0.5 / max(L_ww, 1e-12)
+        step_w = 0.5 / L_ww if L_ww > 1e-12 else np.inf
         stretch = self.coords.lipschitz_factor()     # a norm's Lipschitz constant in theta, times this, in u
-        step_y = []
+        spreads, couplings = [], []
         for b, v in enumerate(snap.values):
-            spread = float(np.ptp(v)) + float(np.max(np.abs(v)))
-            step_y.append(0.5 / spread if spread > 0 else 0.5)
+            spreads.append(float(np.ptp(v)) + float(np.max(np.abs(v))))
             G = self.piece_gradients(theta, b)
             norms = np.linalg.norm(G, axis=1)
             bounds = stretch * np.abs(self.M[b][:, self.rough]) @ np.array(
@@ -334,8 +336,15 @@ class LagrangianOracle:
                 changes = [float(self.M[b][j] @ (self._leaf_estimates(theta + h * d, r)
                                                   - self._leaf_estimates(theta, r))) / h for r in batches]
                 coupling = max(coupling, float(np.sqrt(np.mean(np.square(changes)))))
-            if coupling > 0:
-                step_w = min(step_w, 0.25 / (step_y[-1] * coupling ** 2))
+            couplings.append(coupling)
+        # every simplex the step of its spread (at least a hundredth of the objective's scale, so that pieces all
+        # near 0 at a restart point do not make it unbounded), then w the largest within the coupling bounds
+        floor = 1e-2 * self.objective_scale(snap.leaves)
+        step_y = [0.5 / max(s, floor) if max(s, floor) > 0 else 0.5 for s in spreads]
+        for g, c in zip(step_y, couplings):
+            if c > 0:
+                step_w = min(step_w, 0.25 / (g * c ** 2))
+        step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
 
     def _leaf_estimates(self, theta, rows) -> np.ndarray:

@@ -4,10 +4,11 @@ A first-order method on ``min_{||theta|| <= R} f(theta)`` is as slow as f is bad
 very different scales or nearly collinear columns, the Hessian of a loss of a linear score ``X theta`` has
 eigenvalues many orders of magnitude apart and the steps allowed by the largest one barely move along the others.
 Running the method in the coordinates ``u = D^{1/2} Q' theta`` of a positive definite matrix ``P = Q D Q'`` that
-approximates the Hessian's shape (the second moment of the design matrix) is the same method with the metric
-``||theta||_P^2 = theta' P theta`` (mirror descent with the distance ``||.||_P^2 / 2``; Nesterov 2004, Sec. 4.2 on
-variable metrics): the condition number becomes that of ``P^{-1/2} H P^{-1/2}``. The ridge added to P is relative to
-each coordinate's own scale (``P = S + ridge diag(S)``), so features of very different scales stay preconditioned. The ball is an axis-aligned
+approximates the Hessian's shape (the second moment of the design matrix) is the same method with the distance
+``||theta||_P^2 / 2`` (mirror descent and mirror-prox allow any strongly convex distance-generating function;
+Nemirovski 2004): the condition number becomes that of ``P^{-1/2} H P^{-1/2}``. The ridge added to P is relative
+to each coordinate's own scale (``P = S + ridge diag(S)``), so features of very different scales stay
+preconditioned. The ball is an axis-aligned
 ellipsoid in ``u``; its projection (in the metric of ``u``) is the trust-region problem
 ``u_i = v_i d_i / (d_i + nu)``, with ``nu >= 0`` the root of the secular equation, found by Newton's method on
 ``1 / ||theta(nu)|| - 1 / R`` (Moré and Sorensen 1983: concave and increasing, so Newton converges monotonically
