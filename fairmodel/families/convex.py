@@ -443,7 +443,7 @@ class Convex(Reduction):
         return [
             Check("objective: stochastic - exact", stochastic.objective - exact.objective, accuracy,
                   "the Lagrangian gap of the stochastic result bounds f(w) - optimum for any w (weak duality), and "
-                  "an ok result's gap is within the accuracy asked of it: " + ACCURACY_REASON.split(": ", 1)[1]),
+                  "an ok result's gap is within the accuracy asked of it (" + ACCURACY_REASON.split("; ", 1)[1] + ")"),
             Check("objective: exact - stochastic", exact.objective - stochastic.objective,
                   accuracy + lam * violation,
                   "the exact optimum is a lower bound, up to what a violation v of the constraints can buy: at most "
@@ -458,9 +458,6 @@ class Convex(Reduction):
     def _violation_check(self, result, backend) -> Check:
         """The largest violation of a result relative to the judge's tolerance for it (the constraint whose
         ratio is largest), with the same tolerance as the result's own acceptance."""
-        worst = (0.0, *self.violation_tolerance(0.0, backend))
-        for record in result.constraints.values():
-            tolerance, reason = self.violation_tolerance(record["bound"], backend)
-            if record["violation"] / tolerance > worst[0] / worst[1]:
-                worst = (record["violation"], tolerance, reason)
-        return Check(f"constraint violation ({backend})", *worst)
+        rows = [(record["violation"], *self.violation_tolerance(record["bound"], backend))
+                for record in result.constraints.values()] or [(0.0, *self.violation_tolerance(0.0, backend))]
+        return Check(f"constraint violation ({backend})", *max(rows, key=lambda r: r[0] / r[1]))
