@@ -83,6 +83,7 @@ def test_a_run_that_hits_its_cap_says_which_check_failed_by_how_much_and_what_to
 def test_same_seed_same_result_with_stopping_on():
     prob = defaults_generic.CASES["syn_scaled_bgl"]()
     a = prob.solve(backend="stochastic", seed=3)
+    prob.solve(backend="stochastic", seed=4)            # another run in between leaves no state behind
     b = prob.solve(backend="stochastic", seed=3)
     assert a.status == b.status == "converged"
     for name in a.variables:

@@ -113,7 +113,7 @@ class LagrangianOracle:
     def __init__(self, form: SaddleForm, w, bound: float, batch_size: int | None = None,
                  coordinates: Coordinates | None = None):
         self.form, self.w, self.bound = form, w, float(bound)
-        self.coords = coordinates if coordinates is not None else Coordinates(None, w.radius)
+        self.coords = coordinates.fresh() if coordinates is not None else Coordinates(None, w.radius)
         self.shape = w.shape
         L = len(form.leaves)
         self.a0 = np.zeros(L)

@@ -16,6 +16,7 @@ from below, and from above after one step), started from the previous projection
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -55,6 +56,13 @@ class Coordinates:
         if not np.isfinite(top) or top <= 0:
             return cls(None, radius)
         return cls(S + np.diag(ridge * np.maximum(diag, 1e-6 * top)), radius)
+
+    def fresh(self) -> "Coordinates":
+        """A copy whose projection starts its Newton iterations from 0 (the warm start is state: each run, or
+        each certificate, takes a fresh copy, so that the same seed gives the same numbers)."""
+        out = copy.copy(self)
+        out._nu = 0.0
+        return out
 
     def to_theta(self, u):
         return u if self.identity else self.M @ u
