@@ -81,7 +81,7 @@ def test_equalized_odds_logistic_regression_against_a_hand_written_program():
     assert exact.objective == pytest.approx(ref.value, abs=1e-6)
     assert exact.max_violation <= 1e-6
     stoch = prob.solve(backend="stochastic", seed=0)
-    # the generic lowering's accuracy at its default budget (docs/modeling.md): 1e-2 on the objective,
-    # 1e-3 on the constraint, both relative to max(1, |optimum|)
-    assert stoch.objective - exact.objective <= 1e-2
-    assert stoch.max_violation <= 1e-3
+    # the generic lowering stops when its Lagrangian gap is within 0.2 % of the objective (docs/ok.md), and the
+    # gap bounds the objective's excess by weak duality; the violation is within the judge's 1 % of the bound
+    assert stoch.ok and stoch.objective - exact.objective <= stoch.certificate["lagrangian_gap"] + 1e-12
+    assert stoch.objective - exact.objective <= 2e-3 * abs(exact.objective) and stoch.max_violation <= 1e-3

@@ -40,3 +40,19 @@ def test_no_starved_stochastic_run_is_ok(path, tmp_path):
         assert "the judge's checks failed" in res.message
         back = fm.load_result(res.save(tmp_path / method)[0])
         assert back.status == res.status and back.checks == res.checks
+
+
+COMPOSITIONS = [p for p in PROBLEMS if 'family = "composition"' in Path(p).read_text()]
+
+
+@pytest.mark.parametrize("path", COMPOSITIONS, ids=lambda p: Path(p).stem)
+def test_a_generic_run_capped_before_its_certificate_is_not_ok_and_says_so(path):
+    """Stopping on the judge's checks, the epochs are a cap: a cap reached before the checks pass is not ok, and
+    the message names the cap, the failing checks with their ratio to the tolerance, and what to try."""
+    prob = _problem(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = prob.solve(backend="stochastic", method="primal_dual", seed=0, epochs=2)
+    assert not res.ok and res.failed_checks()
+    assert "reached its cap (epochs=2)" in res.message and "x the tolerance" in res.message
+    assert "What to try" in res.message

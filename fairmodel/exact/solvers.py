@@ -4,6 +4,8 @@ A solver failure never returns numbers as if optimal: any status other than ``op
 ``optimal_inaccurate`` raises :class:`SolverError` with CVXPY's status. When no solver was asked for and the
 default (Clarabel) stops inaccurate or fails, the program is solved again by the next conic solver (ECOS, then
 SCS for conic programs; the record says so): an accurate answer from another solver beats an inaccurate one.
+A program the solver proves unbounded raises :class:`SolverError` with status ``"unbounded"`` at once (no
+fallback: unboundedness is a property of the program, and the next solver's failure would hide it).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ def check_solver(solver: str | None, needs: str = "conic") -> str:
 
 
 FALLBACKS = {"conic": ("ECOS", "SCS"), "lp": ("CLARABEL", "SCS")}
+UNBOUNDED = "unbounded"   # the SolverError status of a program whose objective is unbounded below
 
 
 def solve(problem: cp.Problem, solver: str | None = None, verbose: bool | None = False, needs: str = "conic",
@@ -51,6 +54,8 @@ def solve(problem: cp.Problem, solver: str | None = None, verbose: bool | None =
         try:
             record = _solve_with(problem, name, verbose, what, {})
         except SolverError as exc:
+            if exc.status == UNBOUNDED:       # a property of the program, not of the solver: no fallback
+                raise
             tried.append(f"{name}: {exc.status}")
             if name == names[-1] and inaccurate is None:
                 raise
@@ -76,6 +81,11 @@ def _solve_with(problem: cp.Problem, name: str, verbose, what: str, options: dic
     status = problem.status
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         raise InfeasibleError(f"{what} is infeasible (CVXPY status {status!r} from {name})")
+    if status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE):
+        raise SolverError(f"{what} is unbounded (CVXPY status {status!r} from {name}): the objective has no "
+                          f"finite minimum on the declared domain; give the weights a radius "
+                          f"(fm.Weights(d, radius=...)) or add a regularizer such as fm.sum_squares(w)",
+                          status=UNBOUNDED)
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise SolverError(f"{name} did not solve {what}: CVXPY status {status!r}", status=status)
     stats = problem.solver_stats

@@ -7,7 +7,11 @@ with the one simplex of group DRO replaced by several: every epoch takes a full 
 step a half step with the snapshot operator and a full step with the variance-reduced estimate
 g = F(z_half; xi) - F(z_snap; xi) + F(z_snap) (Alacaoglu and Malitsky 2022), both from the anchor
 alpha z_snap + (1 - alpha) z_k (Euclidean in w, in log space for every simplex). The output is the average of
-the half iterates over the second half of the epochs.
+the half iterates over the second half of the epochs (``output="suffix"``) or, for a run that stops when the
+judge's checks pass, over the tail of the epochs run so far (``output="tail"``,
+:class:`~fairmodel.stochastic.averaging.TailAverage`). A run can start from any (w0, y0): the reduction restarts it
+from its averaged output (restarted averaging, which converges linearly on sharp saddle problems: Applegate,
+Hinder, Lu, Lubin 2023) with steps measured again at the restart point.
 
 The oracle protocol (what :class:`fairmodel.families.lagrangian.LagrangianOracle` implements):
 
@@ -16,7 +20,7 @@ The oracle protocol (what :class:`fairmodel.families.lagrangian.LagrangianOracle
   ``objective`` (max_y Phi(w, y), for the history) and whatever the estimates need;
 * ``draw(rng, n_steps)``: the minibatches of ``n_steps`` inner steps; ``rows_per_step``;
 * ``estimate(batch, w, ys, snap)``: the variance-reduced (grad_w Phi, [v_b]) at (w, ys);
-* ``default_steps()``: (step_w, [step_y per block]) measured from the data.
+* ``default_steps(w0, y0)``: (step_w, [step_y per block]) measured from the data at (w0, y0).
 """
 from __future__ import annotations
 
@@ -26,39 +30,62 @@ import time
 import numpy as np
 
 from .._validate import as_generator, check_int, check_number
+from ..errors import OptionError
 from ..progress import Progress
 from .aleg import normalize_log
+from .averaging import TailAverage
 from .schedules import check_budget
 
 BLOCK_STEPS = 256   # inner steps whose minibatches are drawn at once
 MIN_INNER = 50      # inner steps per epoch at least (small data sets: one pass is only a few steps)
+OUTPUTS = ("suffix", "tail")
 
 
 def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=None, step_y=None, w0=None,
-                seed=None, verbose=None, callback=None, max_time: float | None = None) -> dict:
+                y0=None, output: str = "suffix", seed=None, verbose=None, callback=None,
+                max_time: float | None = None) -> dict:
     """Run the method; returns w, ys (the averaged output), status, message, history and counters.
 
     epochs : number of snapshots S. inner : steps per epoch (default: one pass over the data in minibatches,
         and at least 50 steps).
     step_w, step_y : effective steps of the Euclidean w-block and of every simplex block (default: the
-        oracle's, from the data's smoothness and coupling constants).
+        oracle's, from the data's smoothness and coupling constants at w0).
+    w0, y0 : the starting point (default: the projection of 0 and the uniform weights); y0 a list of positive
+        vectors, one per block (normalized here).
+    output : "suffix" (the average over the second half of the epochs) or "tail" (over the tail of the epochs run
+        so far: for runs stopped by the callback).
+    callback : called after every epoch with a dict (epoch, w, ys: the output the run would return now,
+        grad_evals, time); return True to stop.
     """
     epochs = check_int(epochs, "epochs")
+    if output not in OUTPUTS:
+        raise OptionError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
     rng = as_generator(seed)
-    auto_w, auto_y = oracle.default_steps()
+    w = oracle.project(np.zeros(oracle.shape) if w0 is None else np.asarray(w0, dtype=float))
+    logy = [np.full(m, -math.log(m)) for m in oracle.blocks] if y0 is None else \
+        [normalize_log(np.log(np.maximum(np.asarray(y, dtype=float), 1e-300))) for y in y0]
+    auto_w, auto_y = oracle.default_steps(w, [np.exp(lv) for lv in logy]) if step_w is None or step_y is None \
+        else (None, [None] * len(logy))
     gw = auto_w if step_w is None else check_number(step_w, "step_w", low=0.0, strict=True)
     gy = list(auto_y) if step_y is None else [check_number(step_y, "step_y", low=0.0, strict=True)] * len(auto_y)
     K = check_int(inner, "inner") if inner is not None else \
         max(MIN_INNER, math.ceil(oracle.n_samples / oracle.rows_per_step))
-    w = oracle.project(np.zeros(oracle.shape) if w0 is None else np.asarray(w0, dtype=float))
-    logy = [np.full(m, -math.log(m)) for m in oracle.blocks]
 
     snap_w, snap_lam = w.copy(), [lv.copy() for lv in logy]
     snap_y = [np.exp(lv) for lv in logy]
-    out_w, out_y, out_n = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks], 0
+    average = TailAverage()
     history, status, message, evals = [], "completed", "", 0
     start = time.perf_counter()
     alpha = 1.0 / K
+    suffix_from = epochs // 2 if output == "suffix" else 0
+
+    def current_output():
+        """(w, ys): the output the run returns if it stops now (the snapshot before any average)."""
+        value = average.value()
+        if value is None:
+            return snap_w, snap_y
+        return oracle.project(value[0]), [y / y.sum() for y in value[1:]]
+
     with Progress(epochs, "primal-dual", verbose) as bar:
         for s in range(epochs):
             snap = oracle.snapshot(snap_w, snap_y)
@@ -70,8 +97,8 @@ def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=No
             history.append({"epoch": s, "objective": snap.objective, "grad_evals": evals,
                             "time": time.perf_counter() - start})
             acc_w, acc_lam = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks]
-            if s == epochs // 2:
-                out_w, out_y, out_n = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks], 0
+            if output == "tail":
+                average.start_epoch(s)
             for k in range(K):
                 if k % BLOCK_STEPS == 0:
                     batches = oracle.draw(rng, min(BLOCK_STEPS, K - k))
@@ -84,11 +111,8 @@ def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=No
                 w = oracle.project(anchor_w - gw * v_w)
                 logy = [normalize_log(a + g * v) for a, g, v in zip(anchor, gy, v_y)]
                 evals += 2 * oracle.rows_per_step
-                if s >= epochs // 2:
-                    out_w += w_half
-                    for acc, yh in zip(out_y, y_half):
-                        acc += yh
-                    out_n += 1
+                if s >= suffix_from:
+                    average.add(1.0, w_half, *y_half)
                 acc_w += w
                 for acc, lv in zip(acc_lam, logy):
                     acc += lv
@@ -98,14 +122,14 @@ def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=No
             elapsed = time.perf_counter() - start
             bar.update(1, objective=history[-1]["objective"])
             stop = check_budget(s, evals, elapsed, None, max_time, callback,
-                                lambda: {"epoch": s, "w": out_w / max(out_n, 1), "grad_evals": evals, "time": elapsed})
+                                lambda: dict(zip(("w", "ys"), current_output()), epoch=s, grad_evals=evals,
+                                             time=elapsed))
             if stop:
                 status, message = stop
                 break
-    w_out = out_w / out_n if out_n else snap_w
-    y_out = [a / a.sum() for a in out_y] if out_n else snap_y
+    w_out, y_out = current_output()
     if not np.all(np.isfinite(w_out)):
         status, message = "diverged", message or "the output contains non-finite values"
-    return {"w": oracle.project(w_out), "ys": y_out, "status": status, "message": message, "history": history,
+    return {"w": w_out, "ys": y_out, "status": status, "message": message, "history": history,
             "grad_evals": evals, "epochs_run": len(history), "steps": {"step_w": gw, "step_y": gy, "inner": K}}
 

@@ -1,0 +1,110 @@
+"""Preconditioned coordinates for first-order methods on a Euclidean ball.
+
+A first-order method on ``min_{||theta|| <= R} f(theta)`` is as slow as f is badly conditioned: with features of
+very different scales or nearly collinear columns, the Hessian of a loss of a linear score ``X theta`` has
+eigenvalues many orders of magnitude apart and the steps allowed by the largest one barely move along the others.
+Running the method in the coordinates ``u = D^{1/2} Q' theta`` of a positive definite matrix ``P = Q D Q'`` that
+approximates the Hessian's shape (the second moment of the design matrix) is the same method with the distance
+``||theta||_P^2 / 2`` (mirror descent and mirror-prox allow any strongly convex distance-generating function;
+Nemirovski 2004): the condition number becomes that of ``P^{-1/2} H P^{-1/2}``. The ridge added to P is relative
+to each coordinate's own scale (``P = S + ridge diag(S)``), so features of very different scales stay
+preconditioned. The ball is an axis-aligned
+ellipsoid in ``u``; its projection (in the metric of ``u``) is the trust-region problem
+``u_i = v_i d_i / (d_i + nu)``, with ``nu >= 0`` the root of the secular equation, found by Newton's method on
+``1 / ||theta(nu)|| - 1 / R`` (Moré and Sorensen 1983: concave and increasing, so Newton converges monotonically
+from below, and from above after one step), started from the previous projection's root.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+RIDGE = 1e-6    # P = S + ridge diag(S): a positive definite metric when S is singular
+
+
+class Coordinates:
+    """``theta = to_theta(u)``, ``u = to_u(theta)``, gradients mapped both ways, and the projection of ``u`` onto
+    the ball ``||theta|| <= radius`` (None: no ball). ``P = None`` gives the identity (plain Euclidean steps).
+
+    Arrays of parameters have the metric's dimension in their first axis (a vector, or a matrix with one column
+    per output: the Frobenius ball)."""
+
+    def __init__(self, P=None, radius: float | None = None):
+        self.radius = radius
+        self.identity = P is None
+        if not self.identity:
+            d, Q = np.linalg.eigh((np.asarray(P, dtype=float) + np.asarray(P, dtype=float).T) / 2)
+            d = np.maximum(d, 1e-12 * max(float(d.max()), 1e-300))
+            self.d = d
+            self.M = Q / np.sqrt(d)                  # theta = M u
+            self.M_inv = (Q * np.sqrt(d)).T          # u = M_inv theta (M' g maps a gradient to u, M_inv' back)
+            self._inv_d = 1.0 / d
+            self._nu = 0.0                           # the last projection's multiplier (a warm start)
+
+    @classmethod
+    def from_second_moment(cls, S, radius: float | None = None, ridge: float = RIDGE) -> "Coordinates":
+        """The coordinates of ``S + ridge diag(S)`` (S a second-moment matrix, PSD; None: the identity). The ridge
+        is relative to each coordinate's own scale: features whose scales differ by orders of magnitude keep
+        their preconditioning, and nearly collinear ones a positive definite metric."""
+        if S is None:
+            return cls(None, radius)
+        S = np.asarray(S, dtype=float)
+        diag = np.diag(S).copy()
+        top = float(diag.max()) if diag.size else 0.0
+        if not np.isfinite(top) or top <= 0:
+            return cls(None, radius)
+        return cls(S + np.diag(ridge * np.maximum(diag, 1e-6 * top)), radius)
+
+    def fresh(self) -> "Coordinates":
+        """A copy whose projection starts its Newton iterations from 0 (the warm start is state: each run, or
+        each certificate, takes a fresh copy, so that the same seed gives the same numbers)."""
+        out = copy.copy(self)
+        out._nu = 0.0
+        return out
+
+    def to_theta(self, u):
+        return u if self.identity else self.M @ u
+
+    def to_u(self, theta):
+        return theta if self.identity else self.M_inv @ theta
+
+    def gradient_to_u(self, g):
+        """The gradient in u of a function whose gradient in theta is g."""
+        return g if self.identity else self.M.T @ g
+
+    def gradient_to_theta(self, g_u):
+        return g_u if self.identity else self.M_inv.T @ g_u
+
+    def lipschitz_factor(self) -> float:
+        """||M||_2: a function L-Lipschitz in theta is at most L ||M||_2-Lipschitz in u."""
+        return 1.0 if self.identity else float(1.0 / np.sqrt(self.d.min()))
+
+    def project(self, u):
+        """The projection of u onto the ball ||theta|| <= radius, in the metric of u (exact up to 1e-12)."""
+        if self.radius is None:
+            return u
+        if self.identity:
+            nrm = math.sqrt(float(np.vdot(u, u)))
+            return u if nrm <= self.radius else u * (self.radius / nrm)
+        a = u * u if u.ndim == 1 else np.sum(u * u, axis=1)
+        d, R = self.d, self.radius
+        b = a * self._inv_d                        # ||theta(nu)||^2 = sum_i b_i (d_i / (d_i + nu))^2
+        if float(b.sum()) <= R * R:
+            return u
+        nu = self._nu              # Newton from the last multiplier: consecutive projections are alike
+        for _ in range(100):
+            e = 1.0 / (d + nu)
+            t = d * e
+            r2 = b * t * t
+            q = float(r2.sum())
+            phi = 1.0 / math.sqrt(q) - 1.0 / R
+            if abs(phi) <= 1e-12 / R:
+                break
+            nu = max(nu - phi * q ** 1.5 / float(r2 @ e), 0.0)      # slope: sum r2_i / (d_i + nu) / q^(3/2)
+        self._nu = nu
+        shrink = d / (d + nu)
+        out = u * (shrink if u.ndim == 1 else shrink[:, None])
+        norm = math.sqrt(float((out * out if u.ndim == 1 else np.sum(out * out, axis=1)) @ self._inv_d))
+        return out if norm <= R else out * (R / norm)      # rounding: never outside the ball
