@@ -23,8 +23,6 @@ XFAIL = {
         "SGD3's default budget at L = 10, beta = 100, eps = 0.01: dual suboptimality 5.7e-4 > 3.4e-4",
     "saddle_matrix_game_4x4":
         "OGDA-RR's default solve of a 4 x 4 matrix game ends with duality gap 0.46 > 0.05 (and the result says ok)",
-    "comp_bgl_communities_squared_0.025":
-        "the generic primal-dual lowering: violation 3.5e-3 > 2.6e-4 and Lagrangian gap 2.09 > 0.02",
 }
 
 
