@@ -349,8 +349,8 @@ class Restarts:
     the bias O(mu ||w0 - w*||) of the regularization shrinks from round to round (a proximal-point outer loop).
 
     ``plan`` yields (steps, batch) per round (:func:`doubling`, or a single round: a fixed budget); ``cap`` bounds
-    the sampled points of all rounds (the last round is shortened to fit, or not run when shorter than the
-    method's minimum); ``check(z, index, round)`` judges the output of a round (``index``: the positions in a stack
+    the sampled points of all rounds (a round is shortened to fit; a later round shortened below a quarter of its
+    plan, or below the method's minimum, is not run); ``check(z, index, round)`` judges the output of a round (``index``: the positions in a stack
     of duals, else None) and returns True (or one bool per stacked dual) when it passes: a passing dual is frozen
     with that output, and the run ends when every dual passed. Fed by a pool (:meth:`run_pool`) or by stream rows
     in order (:meth:`feed`).
@@ -379,7 +379,7 @@ class Restarts:
             steps, batch = next(self.plan)
         except StopIteration:
             return False
-        minimum = self.schedule.minimum_steps()
+        minimum, planned = self.schedule.minimum_steps(), steps
         z0 = self.z if not self.stacked else self.z[self.active]
         while steps >= minimum:
             optimizer, info = self.schedule.optimizer(z0, steps)
@@ -388,7 +388,7 @@ class Restarts:
                 break
             optimizer.close()
             steps = min(steps - 1, int(steps * room / (info["gradient_steps"] * batch)))
-        if steps < minimum:
+        if steps < minimum or (self.rounds and steps < planned // 4):   # a last round cut below a quarter: not run
             return False
         eps = self.eps if not self.stacked else self.eps[self.active]
         self.run = DualRun(optimizer, self.schedule.beta, eps, batch, self.history_every, self.callback,
@@ -442,9 +442,11 @@ class Restarts:
         """Consume stream rows in order (the current round's batches); returns the rows used."""
         used = 0
         while not self.done and used < t.shape[0]:
-            used += self.run.feed(t[used:], r[used:])
-            if self.run.done:
-                self._end_round()
+            n = self.run.feed(t[used:], r[used:])
+            if not self.run.done:       # the round took every row (a partial batch waits in its carry)
+                return t.shape[0]
+            used += n
+            self._end_round()
         return used
 
     def end_of_data(self) -> None:
