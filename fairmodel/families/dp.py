@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from .._validate import as_generator, check_choice, check_options
-from ..errors import DataError, OptionError, UnsupportedProblemError
+from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import DPConstraint, DPPredictor, GridRisk
 from ..expressions.grid import GridPredictor, t_values
@@ -41,6 +41,7 @@ ACCURACY_REASON = ("the tolerance is 2% of the objective's size (|risk| + |entro
                    "the problem declares, and about the statistical error of an empirical risk on 2,500 points "
                    "(relative error ~1/sqrt(n))")
 
+FALLBACK = {"lbfgs": "dual", "lp": "dual_lp"}   # the other exact program of the same problem, when the default fails
 EXACT_LP = {"lp": "the LP (3) in the policy P (n x m), two one-sided inequalities per (grid point, group); "
                   "duals of the constraints give (Lambda, V) (CVXPY; default HiGHS interior point)",
             "dual_lp": "the dual LP (the beta -> inf limit of (5)); the policy is read from the duals of its "
@@ -169,7 +170,10 @@ class DPPostProcessing(Reduction):
 
     # -- exact backend ---------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, data=None, sample_weight=None, z0=None, certify=None, **options):
+        """The exact program of ``method``; when the default method (``lbfgs``, or ``lp`` for beta = inf) fails, the
+        other program of the same problem (``dual``, ``dual_lp``) is solved instead and the result says so."""
         refuse_chunked(data, "the exact DP post-processing programs (the (n, m) policy or dual in memory)")
+        requested = method
         prep = self._prepare(data, sample_weight)
         dual = self._dual(prep)
         K = prep.T.shape[1]
@@ -179,23 +183,44 @@ class DPPostProcessing(Reduction):
             record = {"name": "closed form (no constraint)", "status": "optimal"}
         else:
             certificate["feasibility_margin"] = exact_dp.check_feasible(dual, self._p_is_calibrated())
-            if method in ("lp", "primal"):
-                P, z, record = exact_dp.solve_primal(dual, solver, verbose, **options)
-            elif method in ("dual_lp", "dual"):
-                z, P, record = exact_dp.solve_dual(dual, solver, verbose, **options)
-            else:
-                check_options(options, ("tol", "maxiter", "restarts"), "method 'lbfgs'")
-                if solver is not None:
-                    raise OptionError("method 'lbfgs' uses scipy's L-BFGS-B; solver= chooses a CVXPY solver for the "
-                                      "methods 'primal' and 'dual'")
-                z, record = exact_dp.solve_lbfgs(dual, self._z0(z0, K), **options)
+            try:
+                P, z, record = self._exact_method(method, dual, solver, verbose, z0, K, options)
+            except SolverError as exc:
+                # the default method fell short: the other exact program of the same problem, said in the result
+                fallback = FALLBACK.get(method)
+                if fallback is None or options or solver is not None:
+                    raise
+                try:
+                    P, z, record = self._exact_method(fallback, dual, None, verbose, None, K, {})
+                except (SolverError, ResourceLimitError) as second:
+                    raise SolverError(f"{exc}; the fallback method {fallback!r} failed too: {second}",
+                                      status=exc.status) from None
+                record["message"] = (f"the default method {method!r} failed ({exc}); solved with method {fallback!r} "
+                                     f"instead")
+                method = fallback
         variables = {"Lambda": z[0], "V": z[1]}
         if prep.eps is not None and method in ("lp", "primal", "dual_lp"):
             variables["P"] = P
         timings = {k: record.pop(k) for k in ("compile", "solve") if k in record}
         record["grid_predictor"] = self.post.key
+        record["method"] = method
         return Solution(variables=variables, status=record["status"], solver=record, timings=timings,
-                        certificate=certificate, judge_context={"prepared": prep, "certify": certify})
+                        certificate=certificate, judge_context={"prepared": prep, "certify": certify},
+                        message=record.get("message", "") if method != requested else "")
+
+    def _exact_method(self, method, dual, solver, verbose, z0, K, options):
+        """(P or None, z, record) of one exact method on the dual problem's points."""
+        if method in ("lp", "primal"):
+            return exact_dp.solve_primal(dual, solver, verbose, **options)
+        if method in ("dual_lp", "dual"):
+            z, P, record = exact_dp.solve_dual(dual, solver, verbose, **options)
+            return P, z, record
+        check_options(options, ("tol", "maxiter", "restarts"), "method 'lbfgs'")
+        if solver is not None:
+            raise OptionError("method 'lbfgs' uses scipy's L-BFGS-B; solver= chooses a CVXPY solver for the "
+                              "methods 'primal' and 'dual'")
+        z, record = exact_dp.solve_lbfgs(dual, self._z0(z0, K), **options)
+        return None, z, record
 
     # -- stochastic backend ------------------------------------------------------------------------------------------
     def solve_stochastic(self, method, seed, verbose, data=None, sample_weight=None, T=None, batch_size=None,

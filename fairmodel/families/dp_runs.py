@@ -152,10 +152,12 @@ def run_solution(family, run: Restarts, info: dict, method: str, judge: Prepared
     status, msg = run.status()
     z = run.output if index is None else run.output[index]
     variables = duals(z)
-    last = run.info
-    metrics = {**info, "samples_used": run.samples, "gradient_steps": run.steps, "rounds": len(run.rounds),
+    rounds, steps, samples = run.usage(index)
+    last = run.rounds[rounds - 1] if rounds else run.info     # the last round this dual ran
+    metrics = {**info, "samples_used": samples, "gradient_steps": steps, "rounds": rounds,
                "stages": last.get("stages"), "alpha": last["alpha"], "mu": last["mu"], "batch_size": last["batch_size"],
-               "steps": last["steps"] if len(run.rounds) <= 1 else run.steps}
+               # a fixed budget: the steps T // batch_size of its one run (its schedule uses floors of them)
+               "steps": last.get("planned_steps", last.get("steps")) if len(run.rounds) <= 1 else steps}
     metrics = {k: v for k, v in metrics.items() if v is not None}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
               "options": {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}}

@@ -268,6 +268,15 @@ class DualRun:
         """The optimizer's output: its return value when the schedule is complete, else its current output."""
         return (self.final if self.done and self.final is not None else self.current).copy()
 
+    def usage(self, index: int | None = None) -> tuple[int, int, int]:
+        """(rounds, steps, samples) used for the dual at ``index`` of a stack (up to the round at which it passed),
+        or by the whole run."""
+        last = len(self.rounds) if index is None or self.ended[index] < 0 else int(self.ended[index]) + 1
+        done = self.rounds[:last]
+        if index is None or self.ended[index] < 0:
+            return last, self.steps, self.samples
+        return last, sum(r["steps"] for r in done), sum(r["samples"] for r in done)
+
     def status(self) -> tuple[str, str]:
         z = self.output
         if self.diverged or not np.all(np.isfinite(z)):
@@ -364,6 +373,7 @@ class Restarts:
         self.stacked = z0.ndim == 4
         self.active = np.arange(z0.shape[0]) if self.stacked else None
         self.passed = np.zeros(z0.shape[0], dtype=bool) if self.stacked else False
+        self.ended = np.full(z0.shape[0], -1) if self.stacked else None   # the round at which a stacked dual passed
         self.steps = self.samples = 0
         self.rounds: list[dict] = []
         self.history: list[dict] = []
@@ -403,7 +413,9 @@ class Restarts:
         self.history += run.history
         out = run.output
         self.rounds.append({"steps": run.steps, "batch_size": run.batch_size, "samples": run.samples,
-                            "complete": run.done})
+                            "complete": run.done, "planned_steps": self.info["steps"], "mu": self.info["mu"],
+                            "alpha": self.info["alpha"], **({"stages": self.info["stages"]} if "stages" in self.info
+                                                            else {})})
         if self.stacked:
             self.z[self.active] = out
         else:
@@ -419,6 +431,7 @@ class Restarts:
             if self.stacked:
                 ok = np.asarray(self.check(self.z[self.active], self.active, k), dtype=bool)
                 self.passed[self.active[ok]] = True
+                self.ended[self.active[ok]] = k
                 self.active = self.active[~ok]
                 if not self.active.size:
                     self.done = True
@@ -465,6 +478,15 @@ class Restarts:
             z[self.active] = self.run.output
             return z
         return self.run.output
+
+    def usage(self, index: int | None = None) -> tuple[int, int, int]:
+        """(rounds, steps, samples) used for the dual at ``index`` of a stack (up to the round at which it passed),
+        or by the whole run."""
+        last = len(self.rounds) if index is None or self.ended[index] < 0 else int(self.ended[index]) + 1
+        done = self.rounds[:last]
+        if index is None or self.ended[index] < 0:
+            return last, self.steps, self.samples
+        return last, sum(r["steps"] for r in done), sum(r["samples"] for r in done)
 
     def status(self) -> tuple[str, str]:
         z = self.output
