@@ -13,8 +13,8 @@ from .errors import OptionError, UnsupportedProblemError
 from .exact import dp as exact_dp
 from .expressions.atoms.dp import dp_gap
 from .families.dp import METHODS, DPPostProcessing
-from .families.dp_runs import duals, run_solution
-from .families.stopping import STOP_RULES, CertifiedStop
+from .families.dp_runs import RoundJudge, run_solution
+from .families.stopping import STOP_RULES
 from .judge import judge_solution
 from .results import Result
 from .sweep import Frontier, sweep
@@ -87,17 +87,17 @@ def _parallel_sweep(problems, options) -> list:
         exact_dp.check_feasible(f._dual(prep), f._p_is_calibrated())
     eps = np.stack([prep.eps for prep in preps])[:, None, :]
     z0 = np.zeros((len(preps), 2, head.post.m, base.p.shape[0]))
-    stoppers = [CertifiedStop(f, duals, context={"prepared": prep, "certify": certify}, enabled=stop == "checks")
-                for f, prep in zip(families, preps)]
+    judges = [RoundJudge(f, {"prepared": prep, "certify": certify}, enabled=stop == "checks")
+              for f, prep in zip(families, preps)]
     oracle = args.pop("oracle")
     start = time.perf_counter()
     run, info = head._pool_run(base, eps, z0, as_generator(seed), oracle, args.pop("T"), args.pop("batch_size"),
-                               method, verbose=verbose, stop=stop, stoppers=stoppers, **args)
+                               method, verbose=verbose, stop=stop, judges=judges, **args)
     elapsed = time.perf_counter() - start
     results = []
     for k, (prob, fam, prep) in enumerate(zip(problems, families, preps)):
         solution = run_solution(fam, run, dict(info, grid_size=len(preps)), method, prep, oracle, certify, index=k)
-        stoppers[k].finish(solution, cap=f"T={info['T']}")
+        judges[k].finish(solution, cap=f"T={info['T']}")
         judged = time.perf_counter()
         evaluation, checks = judge_solution(fam, solution, "stochastic")
         timings = {"total": elapsed / len(preps) + time.perf_counter() - judged, "solve": elapsed / len(preps),

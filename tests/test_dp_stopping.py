@@ -45,7 +45,7 @@ def test_a_new_data_set_is_ok_with_defaults():
     assert any(n.startswith("violation of") for n in names) and all(c["passed"] for c in s.checks)
     # the old fixed budget on the same problem is not ok, and says why and what to try
     old = prob.solve(backend="stochastic", seed=0, stop="budget", T=20000, smoothness="sigma2", **options)
-    assert not old.ok and old.failed_checks() and "What to try: stop='checks'" in old.message
+    assert not old.ok and old.failed_checks() and "stop='checks'" in old.message
 
 
 @pytest.mark.parametrize("name", ["law_gpa_gender_eps.01", "adult_age_sex_eps.05", "syn_K3_n2000_eps.02",
@@ -87,7 +87,7 @@ def test_the_checks_cost_a_small_part_of_the_run(law):
     prob, X, _ = law
     res = prob.solve(backend="stochastic", data=X, seed=0)
     m = res.metrics
-    assert m["checks_run"] == m["rounds"]
+    assert m["checks_run"] == m["rounds"] + 1    # one pass per round, the exact dual only at the last
     assert m["check_time_s"] <= 0.5 * res.timings["total"]
     passes = prob.solve(backend="stochastic", data=X, seed=0, certify=False)   # no F*: passes over the points only
     assert passes.metrics["check_time_s"] <= 0.15 * passes.timings["total"]

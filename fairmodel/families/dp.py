@@ -28,10 +28,10 @@ from ..oracles.dp_dual import DualProblem, gradient_mapping, sigma2
 from ..progress import Progress
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
-from .dp_runs import (DEFAULT_CAP, DEFAULT_T, JUDGE_SIZE, Prepared, StreamFit, duals, is_chunked, refuse_chunked,
-                      round_check, run_solution, smoothness_constant, start_run, with_progress)
+from .dp_runs import (DEFAULT_CAP, DEFAULT_T, JUDGE_SIZE, Prepared, RoundJudge, StreamFit, is_chunked,
+                      refuse_chunked, round_check, run_solution, smoothness_constant, start_run, with_progress)
 from .registry import register
-from .stopping import STOP_RULES, CertifiedStop
+from .stopping import STOP_RULES
 
 POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
 CERTIFY_MAX = 5_000_000  # n m up to which the judge solves the exact dual (L-BFGS-B) for the dual suboptimality
@@ -268,18 +268,18 @@ class DPPostProcessing(Reduction):
         prep = self._prepare(data, sample_weight)
         if prep.eps is not None:
             exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
-        stopper = CertifiedStop(self, duals, context={"prepared": prep, "certify": certify}, enabled=stop == "checks")
+        judge = RoundJudge(self, {"prepared": prep, "certify": certify}, enabled=stop == "checks")
         run, info = self._pool_run(prep, prep.eps, self._z0(z0, prep.T.shape[1]), rng, oracle, T, batch_size, method,
                                    mu, inner, variant, smoothness, step, tail, history_every, callback, verbose,
-                                   stop=stop, stoppers=[stopper])
+                                   stop=stop, judges=[judge])
         solution = run_solution(self, run, info, method, prep, oracle, certify)
-        stopper.finish(solution, cap=f"T={info['T']}")
+        judge.finish(solution, cap=f"T={info['T']}")
         return solution
 
     def _pool_run(self, prep: Prepared, eps, z0, rng, oracle, T, batch_size, method, mu, inner, variant, smoothness,
-                  step, tail, history_every, callback, verbose, stop="budget", stoppers=()) -> tuple[Restarts, dict]:
+                  step, tail, history_every, callback, verbose, stop="budget", judges=()) -> tuple[Restarts, dict]:
         """The run on a stored pool; ``eps`` (K,) or stacked (E, 1, K) with z0 (E, 2, m, K); with stop="checks"
-        ``stoppers`` holds the judge's :class:`CertifiedStop` of each dual."""
+        ``judges`` holds the :class:`RoundJudge` of each dual."""
         if oracle in ("stream", "epochs") and prep.weights is not None:
             raise OptionError(f"oracle={oracle!r} reads points with equal weights; use 'resample' or 'exact' with "
                               f"sample_weight")
@@ -291,7 +291,7 @@ class DPPostProcessing(Reduction):
             smoothness = "plugin" if stop == "checks" else "sigma2"
         M = smoothness_constant(smoothness, self.beta, prep.p, lambda: self._dual(prep).sigma2_plugin())
         run = start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, self.beta, eps, history_every,
-                        callback, stop=stop, check=round_check(list(stoppers)) if stop == "checks" else None,
+                        callback, stop=stop, check=round_check(list(judges)) if stop == "checks" else None,
                         max_batch=prep.n)
         with Progress(None, "DP post-processing", verbose) as bar:
             run.run_pool(pool, oracle, rng, wrap=lambda batches: with_progress(batches, bar, 1000))
@@ -430,8 +430,9 @@ class DPPostProcessing(Reduction):
             return super().advice(backend, solution, failing)
         m = solution.metrics
         if m.get("stop") == "budget":
-            return ("What to try: stop='checks' (the default) runs rounds of the method until the judge's checks pass; "
-                    "or the certified exact dual (backend='exact', method='lbfgs').")
+            return ("What to try: a larger T (the gradients of the one run), or stop='checks' (the default of solve and "
+                    "fit), which runs rounds of the method until the judge's checks pass; or the certified exact dual "
+                    "(backend='exact', method='lbfgs').")
         used = (f" (this run sampled {m['samples_used']:,} points in {m.get('rounds', 1)} round(s))"
                 if "samples_used" in m else "")
         return (f"What to try: a larger cap T= lets the rounds continue until the checks pass{used}; the certified "

@@ -122,13 +122,41 @@ def warn_theory_condition(M, mu, T, J, inner):
                       UserWarning, stacklevel=5)
 
 
-def round_check(stoppers: list):
-    """The ``check(z, index, round)`` of :class:`Restarts` from the judge's :class:`CertifiedStop` of each dual of
-    the run (one for a single problem, one per eps for a stacked sweep): the canonical duals are judged."""
+class RoundJudge:
+    """The judge's checks between the rounds of a run, for one dual: first without the exact dual (one pass over the
+    points: the constraint violations and the duality gap of (pi_z, z)), and with the dual suboptimality F(z) - F*
+    only when those pass, so that the exact dual is solved once, from a start near the solution (at n = 100,000 the
+    solve from the first round's duals took about as long as the exact backend)."""
+
+    def __init__(self, family, context: dict, enabled: bool):
+        self.stop = CertifiedStop(family, duals, context=context, enabled=enabled)
+        self.full = True            # the last check's evaluation has every certificate the final judge computes
+
+    def __call__(self, z: np.ndarray, k: int) -> bool:
+        variables, asked = duals(z), self.stop.context.get("certify")
+        if asked is False:
+            return self.stop.check(variables, k)
+        self.stop.context["certify"] = False
+        try:
+            cheap = self.stop.check(variables, k)
+        finally:
+            self.stop.context["certify"] = asked
+        self.full = cheap
+        return cheap and self.stop.check(variables, k)
+
+    def finish(self, solution, cap: str) -> None:
+        self.stop.finish(solution, cap=cap)
+        if not self.full:           # the judge computes the whole evaluation (with F*) of the final duals
+            solution.evaluation = None
+
+
+def round_check(judges: list):
+    """The ``check(z, index, round)`` of :class:`Restarts` from the :class:`RoundJudge` of each dual of the run (one
+    for a single problem, one per eps for a stacked sweep); the canonical duals are judged."""
     def check(z, index, k):
         if index is None:
-            return stoppers[0].check(duals(z), k)
-        return [stoppers[i].check(duals(zi), k) for i, zi in zip(index, z)]
+            return judges[0](z, k)
+        return [judges[i](zi, k) for i, zi in zip(index, z)]
     return check
 
 
@@ -195,7 +223,7 @@ class StreamFit:
         self.eps = None if family.constraint is None else family.constraint.eps(K)
         M = smoothness_constant("sigma2" if smoothness is None else smoothness, family.beta, self.p, None)
         # stop="checks": the judge's checks run between rounds on the reservoir sample of the points seen so far
-        self.stopper = CertifiedStop(family, duals, context={"certify": certify}, enabled=stop == "checks")
+        self.judge = RoundJudge(family, {"certify": certify}, enabled=stop == "checks")
         self.run = start_run(method, family._z0(z0, K), M, mu, T, batch_size, inner, variant, step, tail,
                              family.beta, self.eps, history_every, callback, stop=stop,
                              check=self._check if stop == "checks" else None)
@@ -207,8 +235,8 @@ class StreamFit:
         self.res_first = self.res_tau = None
 
     def _check(self, z, index, k) -> bool:
-        self.stopper.context["prepared"] = self.judge_points()
-        return self.stopper.check(duals(z), k)
+        self.judge.stop.context["prepared"] = self.judge_points()
+        return self.judge(z, k)
 
     def push(self, chunk) -> None:
         """Feed the rows of one chunk (an array or DataFrame of unlabeled points) in order."""
@@ -256,7 +284,7 @@ class StreamFit:
         self.run.end_of_data()
         self.info.update(stream_points=self.seen, judge_points=judge.n)
         solution = run_solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)
-        self.stopper.finish(solution, cap=f"T={self.info['T']}")
+        self.judge.finish(solution, cap=f"T={self.info['T']}")
         return solution
 
 
