@@ -111,7 +111,8 @@ class DPPostProcessing(Reduction):
                 "sum_l <lambda_l + nu_l, eps>",
                 "Prediction (7): pi(l|x) = softmax_l(beta (<lambda_l - nu_l, t(x)> - r_l(x)))",
                 "Judge: R_beta, risk, U_s per (grid point, group), dual value, KKT residual ||G_alpha(z)||, "
-                "duality gap against the exact dual, identity residual R_beta + F - <z, grad F> (Lemma 3.5)"]
+                "duality gap R_beta(pi_z) + F(z), suboptimality F(z) - F* against the exact dual, identity residual "
+                "R_beta + F - <z, grad F> (Lemma 3.5)"]
 
     def to_cvxpy(self, data=None, sample_weight=None):
         """The primal CVXPY program (3) / (4) on ``data`` (default: the points of the most recent solve)."""
