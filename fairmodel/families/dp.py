@@ -267,8 +267,14 @@ class DPPostProcessing(Reduction):
                         break
             return fit.solution(certify)
         prep = self._prepare(data, sample_weight)
-        if prep.eps is not None:
-            exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
+        if prep.eps is None:     # no constraint: pi_(0,0) of Remark 3.2 is optimal, as on the exact backend
+            z = np.zeros((2, self.post.m, prep.T.shape[1]))
+            return Solution(variables={"Lambda": z[0], "V": z[1]}, status="completed",
+                            message="no fairness constraint: the optimum is pi_(0,0) of Remark 3.2 (z = 0), no run",
+                            solver={"name": method, "grid_predictor": self.post.key},
+                            metrics={"samples_used": 0, "rounds": 0},
+                            judge_context={"prepared": prep, "certify": certify})
+        exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
         judge = RoundJudge(self, {"prepared": prep, "certify": certify}, enabled=stop == "checks")
         run, info = self._pool_run(prep, prep.eps, self._z0(z0, prep.T.shape[1]), rng, oracle, T, batch_size, method,
                                    mu, inner, variant, smoothness, step, tail, history_every, callback, verbose,
@@ -349,6 +355,11 @@ class DPPostProcessing(Reduction):
             metrics["feasibility_margin"] = float(dual.feasibility_margins().min())
         if z is not None and prep.eps is not None:
             certificate.update(self._certificate(dual, z, P, stats if P is None else None, prep, certify))
+        elif z is not None and not math.isinf(self.beta):
+            # no constraint, so no multiplier: the dual value is E[LSE_beta(-r)] = -R_beta(pi_(0,0)) (Remark 3.2) and the
+            # gap R_beta(pi_z) - R_beta(pi_(0,0)) >= 0 is the suboptimality of pi_z
+            base = stats if not np.any(z) else dual_stats(dual, np.zeros_like(z))
+            certificate["duality_gap"] = objective - base["regularized_risk"]
         return Evaluation(objective=objective, constraints=constraints, metrics=metrics, certificate=certificate)
 
     def _certificate(self, dual, z: np.ndarray, P, stats_z, prep: Prepared, certify) -> dict:

@@ -82,7 +82,6 @@ def start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, beta
     rounds warm-started at the previous output with doubling steps and batch, judged between rounds by ``check``
     and capped at T sampled points (``stop="checks"``; :class:`~fairmodel.stochastic.dp_postprocessing.Restarts`)."""
     schedule = Schedule(method, M, beta, mu, inner, variant == "reference", step, tail)
-    eps = np.zeros(z0.shape[-1]) if eps is None else eps
     if stop == "budget":
         T = DEFAULT_T if T is None else check_T(T)
         batch = 1 if batch_size is None else batch_size
@@ -218,9 +217,12 @@ class StreamFit:
                               "AC-SA^2 plan their stages by it")
         if smoothness == "plugin":
             raise OptionError("smoothness='plugin' needs the whole sample; a stream uses 'sigma2' or a number")
+        if family.constraint is None:
+            raise OptionError("without a fairness constraint the optimum is pi_(0,0) of Remark 3.2 (z = 0): there is "
+                              "nothing to learn from a stream; solve on a sample of the points (data=array) instead")
         self.family, self.p = family, post.p_spec
         K = self.p.shape[0]
-        self.eps = None if family.constraint is None else family.constraint.eps(K)
+        self.eps = family.constraint.eps(K)
         M = smoothness_constant("sigma2" if smoothness is None else smoothness, family.beta, self.p, None)
         # stop="checks": the judge's checks run between rounds on the reservoir sample of the points seen so far
         self.judge = RoundJudge(family, {"certify": certify}, enabled=stop == "checks")
@@ -276,11 +278,10 @@ class StreamFit:
     def solution(self, certify=None) -> Solution:
         judge = self.judge_points()
         message = ""
-        if self.eps is not None:
-            margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
-            if margin < 0:
-                message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}): "
-                           f"the given p does not match the mean of tau_hat; the duals may drift")
+        margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
+        if margin < 0:
+            message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}): "
+                       f"the given p does not match the mean of tau_hat; the duals may drift")
         self.run.end_of_data()
         self.info.update(stream_points=self.seen, judge_points=judge.n)
         solution = run_solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)
