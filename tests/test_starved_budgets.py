@@ -37,3 +37,16 @@ def test_no_starved_stochastic_run_is_ok(path, tmp_path):
         assert "the judge's checks failed" in res.message
         back = fm.load_result(res.save(tmp_path / method)[0])
         assert back.status == res.status and back.checks == res.checks
+
+
+@pytest.mark.parametrize("path", [p for p in PROBLEMS if Path(p).stem.startswith("dp_")], ids=lambda p: Path(p).stem)
+def test_no_starved_fixed_budget_or_parallel_sweep_is_ok(path):
+    """DP post-processing also runs a fixed budget (stop='budget') and a parallel eps sweep: starved, never ok."""
+    prob = _problem(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method in prob.family.stochastic_methods:
+            res = prob.solve(backend="stochastic", method=method, seed=0, stop="budget", **STARVED[method])
+            assert not res.ok and res.failed_checks(), f"{method}: starved budget reported {res.status}"
+        frontier = fm.dp_sweep(prob, [0.01, 0.005], parallel=True, seed=0, T=50)
+    assert all(r.checks and not r.ok and r.failed_checks() for r in frontier.results)
