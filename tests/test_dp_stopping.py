@@ -18,7 +18,8 @@ import defaults_dp  # noqa: E402
 
 @pytest.fixture(scope="module")
 def law():
-    """The quickstart's setting: Law School GPA (race), 2,000 training and 2,000 unlabeled points, L = 20, beta = 100."""
+    """The quickstart's setting: Law School GPA (race), 2,000 training and 2,000 unlabeled points, L = 20,
+    beta = 100."""
     from sklearn.linear_model import LinearRegression, LogisticRegression
     data = fm.datasets.load_lawschool(target="ugpa")
     y = 2 * (data.y - data.y.min()) / np.ptp(data.y) - 1

@@ -146,8 +146,9 @@ def solve_lbfgs(dual: DualProblem, z0=None, *, tol: float = 1e-7, maxiter: int =
     to Lambda and V leaves the policy unchanged)
     and L-BFGS-B can stop early on "relative reduction of F" with a large residual (measured: 2.6e-3 on
     Communities and Crime at eps = 2^-16); it is then restarted from its last point (its curvature memory
-    reset) until the residual is below ``tol`` or a restart lowers neither it nor F. Status ``optimal`` means residual <= tol,
-    ``optimal_inaccurate`` residual <= 100 tol (with a message); above that a :class:`SolverError` is raised.
+    reset) until the residual is below ``tol`` or a restart lowers neither it nor F. Status ``optimal`` means
+    residual <= tol, ``optimal_inaccurate`` residual <= 100 tol (with a message); above that a :class:`SolverError`
+    is raised.
     """
     shape = dual.shape
     x = np.zeros(int(np.prod(shape))) if z0 is None else np.maximum(np.asarray(z0, dtype=float).ravel(), 0.0)

@@ -356,8 +356,8 @@ class DPPostProcessing(Reduction):
         if z is not None and prep.eps is not None:
             certificate.update(self._certificate(dual, z, P, stats if P is None else None, prep, certify))
         elif z is not None and not math.isinf(self.beta):
-            # no constraint, so no multiplier: the dual value is E[LSE_beta(-r)] = -R_beta(pi_(0,0)) (Remark 3.2) and the
-            # gap R_beta(pi_z) - R_beta(pi_(0,0)) >= 0 is the suboptimality of pi_z
+            # no constraint, so no multiplier: the dual value is E[LSE_beta(-r)] = -R_beta(pi_(0,0)) (Remark 3.2),
+            # and the gap R_beta(pi_z) - R_beta(pi_(0,0)) >= 0 is the suboptimality of pi_z
             base = stats if not np.any(z) else dual_stats(dual, np.zeros_like(z))
             certificate["duality_gap"] = objective - base["regularized_risk"]
         return Evaluation(objective=objective, constraints=constraints, metrics=metrics, certificate=certificate)
@@ -442,14 +442,14 @@ class DPPostProcessing(Reduction):
             return super().advice(backend, solution, failing)
         m = solution.metrics
         if m.get("stop") == "budget":
-            return ("What to try: a larger T (the gradients of the one run), or stop='checks' (the default of solve and "
-                    "fit), which runs rounds of the method until the judge's checks pass; or the certified exact dual "
-                    "(backend='exact', method='lbfgs').")
+            return ("What to try: a larger T (the gradients of the one run), or stop='checks' (the default of solve "
+                    "and fit), which runs rounds of the method until the judge's checks pass; or the certified exact "
+                    "dual (backend='exact', method='lbfgs').")
         used = (f" (this run sampled {m['samples_used']:,} points in {m.get('rounds', 1)} round(s))"
                 if "samples_used" in m else "")
         return (f"What to try: a larger cap T= lets the rounds continue until the checks pass{used}; the certified "
-                f"exact dual (backend='exact', method='lbfgs'), fast while the points times the grid size fit in memory; "
-                f"a larger eps or a smaller beta (a looser or smoother problem) converges in fewer rounds.")
+                f"exact dual (backend='exact', method='lbfgs'), fast while the points times the grid size fit in "
+                f"memory; a larger eps or a smaller beta (a looser or smoother problem) converges in fewer rounds.")
 
     def crosscheck_checks(self, exact, stochastic, data=None, sample_weight=None, **context) -> list[Check]:
         """Agreement checks implied by the two results' own certificates (so two ok results pass them):

@@ -359,14 +359,14 @@ class Restarts:
 
     ``plan`` yields (steps, batch) per round (:func:`doubling`, or a single round: a fixed budget); ``cap`` bounds
     the sampled points of all rounds (a round is shortened to fit; a later round shortened below a quarter of its
-    plan, or below the method's minimum, is not run); ``check(z, index, round)`` judges the output of a round (``index``: the positions in a stack
-    of duals, else None) and returns True (or one bool per stacked dual) when it passes: a passing dual is frozen
-    with that output, and the run ends when every dual passed. Fed by a pool (:meth:`run_pool`) or by stream rows
-    in order (:meth:`feed`).
+    plan, or below the method's minimum, is not run); ``check(z, index, round)`` judges the output of a round
+    (``index``: the positions in a stack of duals, else None) and returns True (or one bool per stacked dual) when
+    it passes: a passing dual is frozen with that output, and the run ends when every dual passed. Fed by a pool
+    (:meth:`run_pool`) or by stream rows in order (:meth:`feed`).
     """
 
     def __init__(self, schedule: Schedule, z0: np.ndarray, eps: np.ndarray, plan, *, cap: int | None = None,
-                 check=None, batch_size: int | None = None, history_every: int = 0, callback=None):
+                 check=None, history_every: int = 0, callback=None):
         self.schedule, self.eps, self.plan, self.cap, self.check = schedule, eps, plan, cap, check
         self.history_every, self.callback = history_every, callback
         self.z = z0.copy()
