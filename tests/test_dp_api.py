@@ -210,7 +210,7 @@ def test_reference_variant_runs_its_whole_schedule():
     from fairmodel.stochastic.sgd3 import sgd3_gradient_calls, sgd3_stages
     eta, tau = arrays()
     res = problem(fm.GridPredictor(eta=eta, tau=tau, L=5, B=1)).solve(backend="stochastic", T=1000, variant="reference",
-                                                                      seed=0, certify=False)
+                                                                      seed=0, certify=False, stop="budget")
     J = sgd3_stages(res.metrics["M"], res.metrics["mu"], reference=True)
     # a budget of T = 1000 is starved: the run completes its schedule, and the judge flags the violation
     assert res.status in ("completed", "infeasible") and res.metrics["samples_used"] == sgd3_gradient_calls(
@@ -258,16 +258,16 @@ def test_stream_matches_the_pool_read_in_order(models):
     post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=6, B=2.5, p=p)
     prob = problem(post, eps=0.02)
     Xu = X[1000:3000]
-    pool = prob.solve(backend="stochastic", data=Xu, oracle="stream", T=1800, batch_size=2, seed=1)
+    pool = prob.solve(backend="stochastic", data=Xu, oracle="stream", T=1800, batch_size=2, seed=1, stop="budget")
     stream = prob.solve(backend="stochastic", data=iter(np.array_split(Xu, 9)), T=1800, batch_size=2, seed=1,
-                        judge_size=500)
+                        judge_size=500, stop="budget")
     np.testing.assert_array_equal(pool.variables["Lambda"], stream.variables["Lambda"])
     assert stream.metrics["judge_points"] == 500 and stream.metrics["stream_points"] <= 2000
     with pytest.raises(OptionError, match="p="):
         problem(fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=6, B=2.5)).solve(
             backend="stochastic", data=iter([Xu]), T=100)
     with pytest.raises(OptionError, match="T="):
-        prob.solve(backend="stochastic", data=iter([Xu]))
+        prob.solve(backend="stochastic", data=iter([Xu]), stop="budget")
 
 
 def test_reservoir_sample_is_uniform():
@@ -324,7 +324,8 @@ def test_eps_as_a_parameter_is_swept_by_the_core():
     prob.family.warm_start = lambda r: calls.append(r) or original(r)
     fast = prob.sweep("eps", [0.05, 0.01], backend="stochastic", seed=0, T=2000, certify=False)
     assert len(calls) == 1 and "z0" in original(fast.results[0])
-    assert all(r.status in ("completed", "infeasible") for r in fast.results)   # T = 2000 is a starved budget
+    # every result is judged: converged on the judge's checks within the cap T = 2000, or not ok with a failed check
+    assert all(r.checks and (r.status == "converged") == r.ok and (r.ok or r.failed_checks()) for r in fast.results)
 
 
 # -- metrics (App. G) -----------------------------------------------------------------------------------------------
@@ -372,13 +373,16 @@ def test_estimator_fit_predict_and_partial_fit_equals_fit(models):
     fair_ks = fm.metrics.ks_unfairness(s[2000:], proba=est.predict_proba(Xt))["0"]
     assert fair_ks < 0.5 * base_ks  # the post-processing removes most of the base model's unfairness
     p = np.bincount(s[:1000]) / 1000
-    kw = dict(eps=0.02, L=8, B=2.5, beta=50, p=p, T=1000, batch_size=3, random_state=0, backend="stochastic")
+    kw = dict(eps=0.02, L=8, B=2.5, beta=50, p=p, T=1000, batch_size=3, random_state=0, backend="stochastic",
+              stop="budget")
     full = fm.DemographicParityPostProcessor(reg, clf, oracle="stream", **kw).fit(Xu)
     streamed = fm.DemographicParityPostProcessor(reg, clf, **kw)
     for chunk in np.array_split(Xu, 7):
         streamed.partial_fit(chunk)
     np.testing.assert_array_equal(full.dual_, streamed.dual_)
     np.testing.assert_array_equal(full.predict(Xt), streamed.predict(Xt))
+    # the stream is judged once its planned T points are used (here on all 1,000 points: the reservoir holds them)
+    assert streamed.result_.checks and streamed.status_ == full.status_ == streamed.result_.status
     with pytest.raises(OptionError, match="T="):
         fm.DemographicParityPostProcessor(reg, clf, p=p).partial_fit(Xu)
     with pytest.raises(OptionError, match="p="):

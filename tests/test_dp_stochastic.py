@@ -173,3 +173,27 @@ def test_minibatch_oracles_and_seeds(small_dual_problem):
         assert dual.value(z) - f_star < 0.05
     with pytest.raises(OptionError, match="each point once"):
         solve(dual, M, "sgd3", 4000, "stream")
+
+
+def test_rounds_warm_start_freeze_and_cap(small_dual_problem):
+    """Restarted rounds (stop on the checks): a stacked dual that passes is frozen at that round's output, equal to
+    its own run stopped there; the cap shortens the last round; exact gradients reach the exact dual in rounds."""
+    from fairmodel.stochastic.dp_postprocessing import Restarts, Schedule, doubling
+    dual, M, f_star = small_dual_problem
+    schedule = Schedule("sgd3", M, dual.beta)
+    eps = np.stack([dual.eps, 2 * dual.eps])[:, None, :]
+
+    def run(z0, eps, check, cap=10 ** 6):
+        r = Restarts(schedule, z0, eps, doubling(steps=200), cap=cap, check=check)
+        return r.run_pool(Pool(dual.T, dual.R), "resample", np.random.default_rng(0))
+
+    stacked = run(np.zeros((2, *dual.shape)), eps, lambda z, index, k: [k >= 1 or i == 1 for i in index])
+    single = run(dual.zeros(), eps[1, 0], lambda z, index, k: True)
+    np.testing.assert_allclose(stacked.output[1], single.output, rtol=1e-12, atol=1e-15)
+    assert stacked.usage(1) == single.usage() and stacked.usage(0)[0] == 2 == len(stacked.rounds)
+    capped = run(dual.zeros(), dual.eps, lambda z, index, k: False, cap=5000)
+    assert capped.samples <= 5000 and capped.done and not capped.passed
+    exact = Restarts(schedule, dual.zeros(), dual.eps, doubling(steps=500, batch=1), cap=10 ** 9,
+                     check=lambda z, index, k: dual.value(canonical(z)) - f_star < 1e-6)
+    exact.run_pool(Pool(dual.T, dual.R), "exact", np.random.default_rng(0))
+    assert exact.passed and len(exact.rounds) >= 2    # warm-started rounds of Algorithm 4 converge

@@ -56,3 +56,16 @@ def test_a_generic_run_capped_before_its_certificate_is_not_ok_and_says_so(path)
     assert not res.ok and res.failed_checks()
     assert "reached its cap (epochs=2)" in res.message and "x the tolerance" in res.message
     assert "What to try" in res.message
+
+
+@pytest.mark.parametrize("path", [p for p in PROBLEMS if Path(p).stem.startswith("dp_")], ids=lambda p: Path(p).stem)
+def test_no_starved_fixed_budget_or_parallel_sweep_is_ok(path):
+    """DP post-processing also runs a fixed budget (stop='budget') and a parallel eps sweep: starved, never ok."""
+    prob = _problem(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method in prob.family.stochastic_methods:
+            res = prob.solve(backend="stochastic", method=method, seed=0, stop="budget", **STARVED[method])
+            assert not res.ok and res.failed_checks(), f"{method}: starved budget reported {res.status}"
+        frontier = fm.dp_sweep(prob, [0.01, 0.005], parallel=True, seed=0, T=50)
+    assert all(r.checks and not r.ok and r.failed_checks() for r in frontier.results)

@@ -7,13 +7,16 @@ stochastic backend (Algorithm 1 with SGD3 + AC-SA^2 by default).
     est.predict_proba(X_test)              # (n, 2L + 1) probabilities over est.grid_
 
 Streams: ``partial_fit(X_batch)`` consumes batches in order; the whole stream length ``T`` and the group
-marginals ``p`` must be given up front (SGD3 plans its stages by T; a stream cannot be calibrated).
-For the same seed, parameters and order, ``partial_fit`` over chunks gives the same duals as ``fit`` on
-their concatenation with ``oracle="stream"``.
+marginals ``p`` must be given up front (the run is planned for T points, as ``stop="budget"``: the estimator
+cannot ask the caller for more; a stream cannot be calibrated). When the T points have been used the result is
+judged (on the reservoir sample of the stream) and ``status_`` is the judged status; before that it is
+``"unverified"``. For the same seed, parameters and order, ``partial_fit`` over chunks gives the same duals as
+``fit`` on their concatenation with ``oracle="stream"`` and ``stop="budget"``.
 """
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -25,7 +28,9 @@ from ..families.dp_runs import dp_parameters
 from ..families.dp_runs import StreamFit
 from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
+from ..judge import judge_solution
 from ..problem import Minimize, Problem
+from ..results import Result
 from ._base import densify, warn_if_not_ok
 
 
@@ -45,15 +50,17 @@ class DemographicParityPostProcessor(BaseEstimator):
     backend : ``"auto"`` (default): the certified exact dual (L-BFGS-B, eq. (5)) when the points times the grid
         size are at most 5e6 (it is then faster than the stochastic default and exact), the stochastic backend
         above; or ``"exact"`` / ``"stochastic"``.
-    method, T, batch_size, oracle, mu, inner, variant : options of the stochastic backend (``T`` stochastic
-        gradients; default 20,000 for ``fit``, required for ``partial_fit``).
+    method, T, batch_size, oracle, mu, inner, variant, stop : options of the stochastic backend. ``stop="checks"``
+        (default): rounds of the method until the judge's checks pass, ``T`` a cap on the sampled points (default
+        1e8), ``batch_size`` doubling from 4 unless given; ``stop="budget"``: one run of ``T`` stochastic gradients
+        (default 20,000; required for ``partial_fit``, which always runs its planned T).
     clip : clip the regressor's predictions to [-B, B].
     random_state : seed of the sampling (and of ``predict(mode="sample")``).
     """
 
     def __init__(self, regressor, classifier, *, eps=0.01, L=None, B=None, beta=None, p=None, backend="auto",
-                 method="sgd3", T=None, batch_size=1, oracle="resample", mu=None, inner="acsa2", variant="paper",
-                 clip=False, random_state=None):
+                 method="sgd3", T=None, batch_size=None, oracle="resample", mu=None, inner="acsa2", variant="paper",
+                 stop="checks", clip=False, random_state=None):
         self.regressor = regressor
         self.classifier = classifier
         self.eps = eps
@@ -69,6 +76,7 @@ class DemographicParityPostProcessor(BaseEstimator):
         self.mu = mu
         self.inner = inner
         self.variant = variant
+        self.stop = stop
         self.clip = clip
         self.random_state = random_state
 
@@ -108,7 +116,7 @@ class DemographicParityPostProcessor(BaseEstimator):
         if backend == "auto":
             backend = "exact" if n * len(self.grid_) <= CERTIFY_MAX else "stochastic"
         options = {"method": "lbfgs"} if backend == "exact" else \
-            {"seed": self.random_state, "T": self.T, "oracle": self.oracle, **self._options()}
+            {"seed": self.random_state, "T": self.T, "oracle": self.oracle, "stop": self.stop, **self._options()}
         try:
             self.result_ = problem.solve(backend=backend, data=X, sample_weight=sample_weight, **options)
         except InfeasibleError as exc:
@@ -134,12 +142,28 @@ class DemographicParityPostProcessor(BaseEstimator):
             if self.oracle not in ("resample", "stream"):
                 raise OptionError("partial_fit reads the stream in order (oracle='stream')")
             problem = self._problem(X, self.T)
-            self._stream = StreamFit(problem.family, self.T, seed=self.random_state, **self._options())
+            self._stream = StreamFit(problem.family, self.T, seed=self.random_state, stop="budget", **self._options())
             self._problem_ = problem
+            self.status_ = "unverified"
         self._stream.push(X)
         self._set(self._stream.run.output[0] - self._stream.run.output[1], self._stream.p, self._problem_)
-        self.status_ = self._stream.run.status()[0]
+        if self._stream.run.done and self.status_ == "unverified":   # the planned T points are used: judge once
+            self._judge_stream()
         return self
+
+    def _judge_stream(self) -> None:
+        """The judged result of the stream run (on the reservoir sample of the points seen), as ``fit`` keeps it."""
+        family = self._problem_.family
+        start = time.perf_counter()
+        solution = self._stream.solution()
+        evaluation, checks = judge_solution(family, solution, "stochastic")
+        self.result_ = Result.from_parts(backend="stochastic", method=self.method, family=family.name,
+                                         seed=self.random_state if isinstance(self.random_state, int) else None,
+                                         solution=solution, evaluation=evaluation,
+                                         timings={"judge": time.perf_counter() - start},
+                                         problem_text=str(self._problem_), checks=[c.to_dict() for c in checks])
+        self.status_ = self.result_.status
+        warn_if_not_ok(self, self.result_)
 
     def _set(self, D, p, problem) -> None:
         post = problem.family.post

@@ -97,7 +97,7 @@ def run_split(name: str, split: int, *, T: int | None = None, eps_exponents=None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # eta outside [-1, 1]: the reference code does not clip
         frontier = dp_sweep(prob, [2.0 ** -i for i in exponents], parallel=parallel, warm_start=False, data=unl.X,
-                            seed=split, T=T, variant=variant, certify=False, **solve_options)
+                            seed=split, T=T, variant=variant, certify=False, **{"stop": "budget", **solve_options})
         for i, res in zip(exponents, frontier.results):
             P = res.predictor().predict_proba(test.X)
             out["eps"].append({"i": i, "eps": 2.0 ** -i, "status": res.status, "time": res.timings["solve"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,11 +16,15 @@ from ..errors import DataError, OptionError
 from ..expressions.grid import t_values
 from ..oracles.dp_dual import canonical, sigma2
 from ..progress import Progress
-from ..stochastic.dp_postprocessing import DualRun, make_optimizer
+from ..stochastic.dp_postprocessing import FIRST_BATCH, FIRST_STEPS, Restarts, Schedule, doubling
+from ..stochastic.sgd3 import sgd3_stages
 from .base import Solution
+from .stopping import CertifiedStop
 
 STREAM_SLICE = 65_536    # rows of a stream chunk handled at once (bounds memory whatever the chunk size)
 JUDGE_SIZE = 20_000      # a stream is judged on a uniform reservoir sample of this many points
+DEFAULT_T = 20_000       # stop="budget": the stochastic gradients of the one run when T is not given
+DEFAULT_CAP = 100_000_000  # stop="checks": the cap on the points sampled by all rounds when T is not given
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Prepared:
     weights: np.ndarray | None  # (n,) summing to 1, or None (uniform)
     eps: np.ndarray | None     # (K,) or None (no fairness constraint)
     chunked: bool = False      # the points are Dask-backed: the judge sums by blocks of rows (ChunkedDual)
+    cache: dict = field(default_factory=dict, repr=False, compare=False)   # the judge's exact F* per problem
 
     @property
     def n(self) -> int:
@@ -71,29 +76,38 @@ def smoothness_constant(smoothness, beta: float, p: np.ndarray, plugin) -> float
     return float(smoothness)
 
 
-def start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, beta, eps, history_every, callback):
-    steps = max(1, T // batch_size)
-    if mu is None:
-        mu_v = M / steps  # the authors' code's mu = M/T: the bias of SGD3 is O(mu ||z*||)
-    elif mu == "theory":
-        mu_v = M / beta ** 2  # = 2 sigma^2 / beta (Thm 5.1, App. D)
-    elif isinstance(mu, (int, float)) and not isinstance(mu, bool):
-        mu_v = float(mu)
-    else:
-        raise OptionError(f"mu must be None (M / T), 'theory' (2 sigma^2 / beta) or a positive number; got {mu!r}")
-    if method == "sgd3" and mu is None and steps < (1 if variant == "reference" else 2):
-        need = (1 if variant == "reference" else 2) * batch_size
-        raise OptionError(f"T = {T} is too small for SGD3: with batch_size = {batch_size} it makes {steps} gradient "
-                          f"step(s), and SGD3's J = floor(log2(T / batch_size)) stages (mu = M / T) need at least one; "
-                          f"pass T >= {need} (the default is 20,000), or method='acsa2'")
-    optimizer, info = make_optimizer(method, z0, M=M, mu=mu_v, steps=steps, inner=inner,
-                                     reference=variant == "reference", step=step, tail=tail)
-    if method == "sgd3" and mu == "theory":
-        warn_theory_condition(M, mu_v, steps, info["stages"], inner)
-    eps = np.zeros(z0.shape[-1]) if eps is None else eps
-    run = DualRun(optimizer, beta, eps, batch_size, history_every, callback)
-    info.update(steps=steps, M=M, mu=mu_v, batch_size=batch_size, T=T)
-    return run, info
+def start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, beta, eps, history_every, callback,
+              stop: str = "budget", check=None, max_batch: int | None = None) -> Restarts:
+    """The run of ``method`` on the dual (5): one run of T gradients (``stop="budget"``, Algorithm 1 as printed), or
+    rounds warm-started at the previous output with doubling steps and batch, judged between rounds by ``check``
+    and capped at T sampled points (``stop="checks"``; :class:`~fairmodel.stochastic.dp_postprocessing.Restarts`)."""
+    schedule = Schedule(method, M, beta, mu, inner, variant == "reference", step, tail)
+    if stop == "budget":
+        T = DEFAULT_T if T is None else check_T(T)
+        batch = 1 if batch_size is None else batch_size
+        check_cap(schedule, T, batch, "the number of stochastic gradients")
+        steps = T // batch
+        if method == "sgd3" and mu == "theory":
+            warn_theory_condition(M, schedule.mu_for(steps), steps, sgd3_stages(M, schedule.mu_for(steps)), inner)
+        return Restarts(schedule, z0, eps, iter([(steps, batch)]), history_every=history_every, callback=callback)
+    cap = DEFAULT_CAP if T is None else check_T(T)
+    first = batch_size if batch_size is not None else min(FIRST_BATCH, max(1, cap // FIRST_STEPS))
+    check_cap(schedule, cap, first, "the cap on sampled points")
+    plan = doubling(batch=batch_size, first_batch=first, max_batch=max_batch)
+    return Restarts(schedule, z0, eps, plan, cap=cap, check=check, history_every=history_every, callback=callback)
+
+
+def check_cap(schedule: Schedule, T: int, batch: int, what: str) -> None:
+    """Refuse a T too small for one complete run of the method, naming T and its minimum."""
+    need = schedule.minimum_steps()
+    if T // batch >= need:
+        return
+    why = {"sgd3": "SGD3 (Algorithm 4) runs J = floor(log2(M / mu)) >= 1 stages of its inner solver"
+                   + (", and with mu = M / steps (the default) J >= 1 needs 2 steps" if schedule.mu is None else ""),
+           "acsa2": "AC-SA^2 (Algorithm 3) runs two halves of at least one step"}.get(schedule.method, "")
+    raise OptionError(f"T = {T} ({what}) is too small for one run of {schedule.method!r}: it needs at least {need} "
+                      f"gradient steps of {batch} point(s), i.e. T >= {need * batch}" + (f" ({why})" if why else "")
+                      + "; raise T or leave it unset (the default)")
 
 
 def warn_theory_condition(M, mu, T, J, inner):
@@ -108,6 +122,50 @@ def warn_theory_condition(M, mu, T, J, inner):
                       UserWarning, stacklevel=5)
 
 
+class RoundJudge:
+    """The judge's checks between the rounds of a run, for one dual: first without the exact dual (one pass over the
+    points: the constraint violations and the duality gap of (pi_z, z)), and with the dual suboptimality F(z) - F*
+    only when those pass, so that the exact dual is solved once, from a start near the solution (at n = 100,000 the
+    solve from the first round's duals took about as long as the exact backend)."""
+
+    def __init__(self, family, context: dict, enabled: bool):
+        self.stop = CertifiedStop(family, duals, context=context, enabled=enabled)
+        self.full = True            # the last check's evaluation has every certificate the final judge computes
+
+    def __call__(self, z: np.ndarray, k: int) -> bool:
+        variables, asked = duals(z), self.stop.context.get("certify")
+        if asked is False:
+            return self.stop.check(variables, k)
+        self.stop.context["certify"] = False
+        try:
+            cheap = self.stop.check(variables, k)
+        finally:
+            self.stop.context["certify"] = asked
+        self.full = cheap
+        return cheap and self.stop.check(variables, k)
+
+    def finish(self, solution, cap: str) -> None:
+        self.stop.finish(solution, cap=cap)
+        if not self.full:           # the judge computes the whole evaluation (with F*) of the final duals
+            solution.evaluation = None
+
+
+def round_check(judges: list):
+    """The ``check(z, index, round)`` of :class:`Restarts` from the :class:`RoundJudge` of each dual of the run (one
+    for a single problem, one per eps for a stacked sweep); the canonical duals are judged."""
+    def check(z, index, k):
+        if index is None:
+            return judges[0](z, k)
+        return [judges[i](zi, k) for i, zi in zip(index, z)]
+    return check
+
+
+def duals(z: np.ndarray) -> dict:
+    """The variables of a candidate: (Lambda, V) in canonical form (same policy, never a larger F)."""
+    z = canonical(z)
+    return {"Lambda": z[0], "V": z[1]}
+
+
 def with_progress(batches, bar: Progress, every: int):
     for k, batch in enumerate(batches, 1):
         if k % every == 0:
@@ -117,16 +175,22 @@ def with_progress(batches, bar: Progress, every: int):
         yield batch
 
 
-def run_solution(family, run: DualRun, info: dict, method: str, judge: Prepared, oracle: str,
-              certify=None, message: str = "", index: int | None = None) -> Solution:
+def run_solution(family, run: Restarts, info: dict, method: str, judge: Prepared, oracle: str,
+                 certify=None, message: str = "", index: int | None = None) -> Solution:
     status, msg = run.status()
     z = run.output if index is None else run.output[index]
-    z = canonical(z)  # same policy, better dual value (only lambda - nu enters the policy)
-    metrics = {"samples_used": run.samples, "gradient_steps": run.steps, **info}
+    variables = duals(z)
+    rounds, steps, samples = run.usage(index)
+    last = run.rounds[rounds - 1] if rounds else run.info     # the last round this dual ran
+    metrics = {**info, "samples_used": samples, "gradient_steps": steps, "rounds": rounds,
+               "stages": last.get("stages"), "alpha": last["alpha"], "mu": last["mu"], "batch_size": last["batch_size"],
+               # a fixed budget: the steps T // batch_size of its one run (its schedule uses floors of them)
+               "steps": last.get("planned_steps", last.get("steps")) if len(run.rounds) <= 1 else steps}
+    metrics = {k: v for k, v in metrics.items() if v is not None}
     solver = {"name": method, "oracle": oracle, "grid_predictor": family.post.key,
-              "options": {k: v for k, v in info.items() if isinstance(v, (int, float, str))}}
-    return Solution(variables={"Lambda": z[0], "V": z[1]}, status=status,
-                    message=" ".join(filter(None, (msg, message))), history=run.history, solver=solver, metrics=metrics,
+              "options": {k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}}
+    return Solution(variables=variables, status=status, message=" ".join(filter(None, (msg, message))),
+                    history=run.history, solver=solver, metrics=metrics,
                     judge_context={"prepared": judge, "certify": certify})
 
 
@@ -139,9 +203,9 @@ class StreamFit:
     ``judge_size`` points of the stream (Algorithm R).
     """
 
-    def __init__(self, family, T, *, batch_size=1, method="sgd3", mu=None, inner="acsa2",
+    def __init__(self, family, T, *, batch_size=None, method="sgd3", mu=None, inner="acsa2",
                  variant="paper", smoothness="sigma2", step=None, tail=1.0, z0=None, history_every=0, callback=None,
-                 judge_size=JUDGE_SIZE, seed=None):
+                 judge_size=JUDGE_SIZE, seed=None, stop="budget", certify=None):
         post = family.post
         if not post.callable:
             raise OptionError("a stream needs base models as callables (reg.predict, clf.predict_proba)")
@@ -149,22 +213,33 @@ class StreamFit:
             raise OptionError("a stream needs the group marginals up front: give p= to fm.GridPredictor (e.g. the "
                               "training frequencies, ordered like tau's columns); it cannot be calibrated on data "
                               "that have not arrived yet")
-        if T is None:
-            raise OptionError("a stream needs T= (the number of samples to use): SGD3 and AC-SA^2 plan their stages "
-                              "by it")
+        if T is None and stop == "budget":
+            raise OptionError("a stream run with stop='budget' needs T= (the number of samples to use): SGD3 and "
+                              "AC-SA^2 plan their stages by it")
         if smoothness == "plugin":
             raise OptionError("smoothness='plugin' needs the whole sample; a stream uses 'sigma2' or a number")
+        if family.constraint is None:
+            raise OptionError("without a fairness constraint the optimum is pi_(0,0) of Remark 3.2 (z = 0): there is "
+                              "nothing to learn from a stream; solve on a sample of the points (data=array) instead")
         self.family, self.p = family, post.p_spec
         K = self.p.shape[0]
-        self.eps = None if family.constraint is None else family.constraint.eps(K)
-        M = smoothness_constant(smoothness, family.beta, self.p, None)
-        self.run, self.info = start_run(method, family._z0(z0, K), M, mu, check_T(T), batch_size, inner, variant,
-                                         step, tail, family.beta, self.eps, history_every, callback)
+        self.eps = family.constraint.eps(K)
+        M = smoothness_constant("sigma2" if smoothness is None else smoothness, family.beta, self.p, None)
+        # stop="checks": the judge's checks run between rounds on the reservoir sample of the points seen so far
+        self.judge = RoundJudge(family, {"certify": certify}, enabled=stop == "checks")
+        self.run = start_run(method, family._z0(z0, K), M, mu, T, batch_size, inner, variant, step, tail,
+                             family.beta, self.eps, history_every, callback, stop=stop,
+                             check=self._check if stop == "checks" else None)
+        self.info = {"M": M, "T": T if T is not None else DEFAULT_CAP, "stop": stop}
         self.method = method
         self.rng = as_generator(seed)
         self.k = int(judge_size)
         self.seen = 0
         self.res_first = self.res_tau = None
+
+    def _check(self, z, index, k) -> bool:
+        self.judge.stop.context["prepared"] = self.judge_points()
+        return self.judge(z, k)
 
     def push(self, chunk) -> None:
         """Feed the rows of one chunk (an array or DataFrame of unlabeled points) in order."""
@@ -173,8 +248,8 @@ class StreamFit:
             if self.run.done:
                 return
             first, tau = post.values(chunk[start:start + STREAM_SLICE])
+            self._reservoir(first, tau)      # first, so that a check between rounds sees these rows
             self.run.feed(t_values(tau, self.p), post.costs(first))
-            self._reservoir(first, tau)
 
     def _reservoir(self, first, tau) -> None:
         """Algorithm R, vectorized: keep a uniform sample of k rows of everything seen so far."""
@@ -204,13 +279,15 @@ class StreamFit:
     def solution(self, certify=None) -> Solution:
         judge = self.judge_points()
         message = ""
-        if self.eps is not None:
-            margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
-            if margin < 0:
-                message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}): "
-                           f"the given p does not match the mean of tau_hat; the duals may drift")
+        margin = float((self.family.post.m * self.eps - np.abs(judge.T.mean(axis=0))).min())
+        if margin < 0:
+            message = (f"on the judge's sample of the stream the constraints are infeasible (margin {margin:.3g}): "
+                       f"the given p does not match the mean of tau_hat; the duals may drift")
+        self.run.end_of_data()
         self.info.update(stream_points=self.seen, judge_points=judge.n)
-        return run_solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)
+        solution = run_solution(self.family, self.run, self.info, self.method, judge, "stream", certify, message)
+        self.judge.finish(solution, cap=f"T={self.info['T']}")
+        return solution
 
 
 def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | None = None) -> dict:

@@ -100,9 +100,11 @@ class Pool:
 
     def batches(self, oracle: str, batch_size: int, steps: int, rng: np.random.Generator):
         """``steps`` batches (t, r, weights) from the pool according to ``oracle``; ``self.seen`` marks the rows
-        served (reusing points breaks the i.i.d. assumption of the theory: count them)."""
+        served (reusing points breaks the i.i.d. assumption of the theory: count them). Successive calls (the
+        rounds of a restarted run) continue: ``"stream"`` reads on from the first row not yet read."""
         n, b = self.n, batch_size
-        self.seen = np.zeros(n, dtype=bool)
+        if getattr(self, "seen", None) is None:
+            self.seen, self.cursor = np.zeros(n, dtype=bool), 0
         if oracle == "exact":
             self.seen[:] = True
             R = self.costs(slice(None))
@@ -111,11 +113,14 @@ class Pool:
                 yield self.T, R, w
             return
         if oracle == "stream":
-            if steps * b > n:
+            start = self.cursor
+            if start + steps * b > n:
                 raise OptionError(f"oracle='stream' reads each point once: {steps} steps of {b} points need "
-                                  f"{steps * b} points but the pool has {n}; lower T or use oracle='resample'")
-            order = iter(np.arange(steps * b).reshape(steps, b))
-            self.seen[:steps * b] = True
+                                  f"{steps * b} points but the pool has {n - start} left (of {n}); lower T or use "
+                                  f"oracle='resample'")
+            order = iter(start + np.arange(steps * b).reshape(steps, b))
+            self.seen[start:start + steps * b] = True
+            self.cursor = start + steps * b
         elif oracle == "epochs":
             order = _epoch_rows(n, b, steps, rng, self.seen)
         else:
@@ -140,10 +145,14 @@ def _resample_rows(n, b, steps, rng, weights, seen):
 
 
 def _epoch_rows(n, b, steps, rng, seen):
-    need = steps * b
-    rows = np.concatenate([rng.permutation(n) for _ in range(math.ceil(need / n))])[:need]
-    seen[rows] = True
-    yield from rows.reshape(steps, b)
+    """Shuffled passes, one permutation drawn when the previous one is used up (a batch may span two)."""
+    left = np.empty(0, dtype=np.int64)
+    for _ in range(steps):
+        while left.size < b:
+            left = np.concatenate([left, rng.permutation(n)])
+        rows, left = left[:b], left[b:]
+        seen[rows] = True
+        yield rows
 
 
 def make_optimizer(method: str, z0: np.ndarray, *, M: float, mu: float, steps: int, inner: str = "acsa2",
@@ -178,14 +187,16 @@ class DualRun:
     """
 
     def __init__(self, optimizer, beta: float, eps: np.ndarray, batch_size: int, history_every: int = 0,
-                 callback=None):
+                 callback=None, origin: tuple = (0, 0, None)):
         self.opt, self.beta, self.eps, self.batch_size = optimizer, float(beta), eps, int(batch_size)
         self.query, self.current = next(optimizer)
         self.grad = np.empty_like(self.query)
         self.final, self.done, self.diverged = None, False, False
         self.steps = self.samples = 0
         self.history, self.history_every, self.callback = [], int(history_every), callback
-        self.start = time.perf_counter()
+        # the history of a round of a restarted run counts steps, samples and time from the start of the run
+        self.origin = origin[:2]
+        self.start = time.perf_counter() if origin[2] is None else origin[2]
         self._carry = None
 
     def step(self, t, r, weights=None) -> None:
@@ -196,7 +207,8 @@ class DualRun:
         if not np.all(np.isfinite(z)):
             self.diverged = self.done = True
             return
-        rec = {"step": self.steps, "samples": self.samples, "time": time.perf_counter() - self.start}
+        rec = {"step": self.origin[0] + self.steps, "samples": self.origin[1] + self.samples,
+               "time": time.perf_counter() - self.start}
         if self.callback is not None:
             rec.update(self.callback(z) or {})
         self.history.append(rec)
@@ -256,11 +268,231 @@ class DualRun:
         """The optimizer's output: its return value when the schedule is complete, else its current output."""
         return (self.final if self.done and self.final is not None else self.current).copy()
 
+    def usage(self, index: int | None = None) -> tuple[int, int, int]:
+        """(rounds, steps, samples) used for the dual at ``index`` of a stack (up to the round at which it passed),
+        or by the whole run."""
+        last = len(self.rounds) if index is None or self.ended[index] < 0 else int(self.ended[index]) + 1
+        done = self.rounds[:last]
+        if index is None or self.ended[index] < 0:
+            return last, self.steps, self.samples
+        return last, sum(r["steps"] for r in done), sum(r["samples"] for r in done)
+
     def status(self) -> tuple[str, str]:
         z = self.output
         if self.diverged or not np.all(np.isfinite(z)):
             return "diverged", f"the dual iterate became non-finite after {self.steps} steps"
         if not self.done:
+            return "budget_exhausted", (f"the data ended after {self.samples} samples, before the optimizer's "
+                                        f"schedule finished; the output is its current iterate")
+        return "completed", ""
+
+
+FIRST_STEPS, FIRST_BATCH = 1000, 4   # the first round of a restarted run: 1,000 steps of 4 points (then both double)
+
+
+@dataclass
+class Schedule:
+    """How one round runs: the method and its constants. ``M`` is the smoothness (Lemma 3.4); ``mu`` the
+    regularization of SGD3 (Algorithm 4) and the strong-convexity parameter given to AC-SA / AC-SA^2
+    (Algorithms 2, 3): ``None`` is M / steps of the round (the authors' code's mu = M/T), ``"theory"`` is
+    2 sigma^2 / beta = M / beta^2 (Thm 5.1, App. D), or a number."""
+
+    method: str
+    M: float
+    beta: float
+    mu: object = None
+    inner: str = "acsa2"
+    reference: bool = False
+    step: float | None = None
+    tail: float = 1.0
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise OptionError(f"unknown method {self.method!r}; valid methods are {', '.join(METHODS)}")
+        if not (self.mu is None or self.mu == "theory" or (isinstance(self.mu, (int, float))
+                                                           and not isinstance(self.mu, bool))):
+            raise OptionError(f"mu must be None (M / T), 'theory' (2 sigma^2 / beta) or a positive number; got "
+                              f"{self.mu!r}")
+
+    def mu_for(self, steps: int) -> float:
+        if self.mu is None:
+            return self.M / max(1, steps)
+        return self.M / self.beta ** 2 if self.mu == "theory" else float(self.mu)
+
+    def minimum_steps(self) -> int:
+        """The fewest gradient steps of one complete run: SGD3 needs J = floor(log2(M / mu)) >= 1 stages
+        (Thm C.2; with mu = M / steps, J = floor(log2 steps)) of at least one step of its inner solver, AC-SA^2
+        (Algorithm 3) two halves of at least one step."""
+        inner_min = 1 if (self.reference or self.method == "acsa" or self.inner == "acsa") else 2
+        if self.method == "sgd3":
+            if self.mu is None:
+                return 1 if self.reference else 2
+            return sgd3_stages(self.M, self.mu_for(1), self.reference) * inner_min
+        return inner_min if self.method == "acsa2" else 1
+
+    def optimizer(self, z0: np.ndarray, steps: int):
+        return make_optimizer(self.method, z0, M=self.M, mu=self.mu_for(steps), steps=steps, inner=self.inner,
+                              reference=self.reference, step=self.step, tail=self.tail)
+
+
+def doubling(steps: int = FIRST_STEPS, batch: int | None = None, first_batch: int = FIRST_BATCH,
+             max_batch: int | None = None):
+    """The rounds of a restarted run: (steps, batch) with both doubling from (``steps``, ``first_batch``) (the
+    batch at most ``max_batch``, e.g. the pool size), or the steps only when ``batch`` is given."""
+    size = first_batch if batch is None else int(batch)
+    while True:
+        yield steps, size
+        steps *= 2
+        if batch is None:
+            size = size * 2 if max_batch is None else max(size, min(size * 2, max_batch))
+
+
+class Restarts:
+    """Rounds of a method, each warm-started at the output of the previous round, with checks between rounds.
+
+    Every round is a complete run of the method as printed (SGD3 refined, Algorithm 4; AC-SA^2, Algorithm 3;
+    AC-SA, Algorithm 2; projected SGD) on ``steps`` minibatch gradients (11) of ``batch`` points, started at the
+    previous round's output, so the guarantee of the method holds for each round with the distance of its start to
+    the solution (Thm C.2, C.3, C.1: ||w0 - w*||) and the minibatch variance 2 sigma^2 / batch (Lemma 4.1 with the
+    constant 2, see the errata). For SGD3 the restart anchors F^(0) = F + mu/2 ||w - w0||^2 at the warm start, so
+    the bias O(mu ||w0 - w*||) of the regularization shrinks from round to round (a proximal-point outer loop).
+
+    ``plan`` yields (steps, batch) per round (:func:`doubling`, or a single round: a fixed budget); ``cap`` bounds
+    the sampled points of all rounds (a round is shortened to fit; a later round shortened below a quarter of its
+    plan, or below the method's minimum, is not run); ``check(z, index, round)`` judges the output of a round
+    (``index``: the positions in a stack of duals, else None) and returns True (or one bool per stacked dual) when
+    it passes: a passing dual is frozen with that output, and the run ends when every dual passed. Fed by a pool
+    (:meth:`run_pool`) or by stream rows in order (:meth:`feed`).
+    """
+
+    def __init__(self, schedule: Schedule, z0: np.ndarray, eps: np.ndarray, plan, *, cap: int | None = None,
+                 check=None, history_every: int = 0, callback=None):
+        self.schedule, self.eps, self.plan, self.cap, self.check = schedule, eps, plan, cap, check
+        self.history_every, self.callback = history_every, callback
+        self.z = z0.copy()
+        self.stacked = z0.ndim == 4
+        self.active = np.arange(z0.shape[0]) if self.stacked else None
+        self.passed = np.zeros(z0.shape[0], dtype=bool) if self.stacked else False
+        self.ended = np.full(z0.shape[0], -1) if self.stacked else None   # the round at which a stacked dual passed
+        self.steps = self.samples = 0
+        self.rounds: list[dict] = []
+        self.history: list[dict] = []
+        self.done = self.diverged = self.exhausted = False
+        self.start = time.perf_counter()
+        self.run = None
+        if not self._start_round():
+            raise OptionError("the first round does not fit in the cap")   # the caller checks the cap first
+
+    # -- rounds ---------------------------------------------------------------------------------------------------
+    def _start_round(self) -> bool:
+        try:
+            steps, batch = next(self.plan)
+        except StopIteration:
+            return False
+        minimum, planned = self.schedule.minimum_steps(), steps
+        z0 = self.z if not self.stacked else self.z[self.active]
+        while steps >= minimum:
+            optimizer, info = self.schedule.optimizer(z0, steps)
+            room = math.inf if self.cap is None else self.cap - self.samples
+            if info["gradient_steps"] * batch <= room:
+                break
+            optimizer.close()
+            steps = min(steps - 1, int(steps * room / (info["gradient_steps"] * batch)))
+        if steps < minimum or (self.rounds and steps < planned // 4):   # a last round cut below a quarter: not run
+            return False
+        eps = self.eps if not self.stacked else self.eps[self.active]
+        self.run = DualRun(optimizer, self.schedule.beta, eps, batch, self.history_every, self.callback,
+                           origin=(self.steps, self.samples, self.start))
+        self.info = dict(info, steps=steps, batch_size=batch, mu=self.schedule.mu_for(steps))
+        return True
+
+    def _end_round(self) -> None:
+        run = self.run
+        self.steps += run.steps
+        self.samples += run.samples
+        self.history += run.history
+        out = run.output
+        self.rounds.append({"steps": run.steps, "batch_size": run.batch_size, "samples": run.samples,
+                            "complete": run.done, "planned_steps": self.info["steps"], "mu": self.info["mu"],
+                            "alpha": self.info["alpha"], **({"stages": self.info["stages"]} if "stages" in self.info
+                                                            else {})})
+        if self.stacked:
+            self.z[self.active] = out
+        else:
+            self.z = out
+        if run.diverged or not np.all(np.isfinite(out)):
+            self.diverged = self.done = True
+            return
+        if not run.done:            # the data ended (or Ctrl-C) inside the round: its current output is kept
+            self.exhausted = self.done = True
+            return
+        if self.check is not None:
+            k = len(self.rounds) - 1
+            if self.stacked:
+                ok = np.asarray(self.check(self.z[self.active], self.active, k), dtype=bool)
+                self.passed[self.active[ok]] = True
+                self.ended[self.active[ok]] = k
+                self.active = self.active[~ok]
+                if not self.active.size:
+                    self.done = True
+                    return
+            elif self.check(self.z, None, k):
+                self.passed = self.done = True
+                return
+        if not self._start_round():
+            self.done = True
+
+    # -- feeding ----------------------------------------------------------------------------------------------------
+    def run_pool(self, pool: Pool, oracle: str, rng: np.random.Generator, wrap=None) -> "Restarts":
+        """Run the rounds on a stored pool (``wrap(batches)`` may wrap each round's batches, e.g. a progress bar)."""
+        while not self.done:
+            batches = pool.batches(oracle, self.run.batch_size, self.info["gradient_steps"], rng)
+            self.run.run(batches if wrap is None else wrap(batches))
+            self._end_round()
+        return self
+
+    def feed(self, t: np.ndarray, r: np.ndarray) -> int:
+        """Consume stream rows in order (the current round's batches); returns the rows used."""
+        used = 0
+        while not self.done and used < t.shape[0]:
+            n = self.run.feed(t[used:], r[used:])
+            if not self.run.done:       # the round took every row (a partial batch waits in its carry)
+                return t.shape[0]
+            used += n
+            self._end_round()
+        return used
+
+    def end_of_data(self) -> None:
+        """The stream ended: keep the current round's output (its current iterate) if the round is unfinished."""
+        if not self.done:
+            self._end_round()
+
+    @property
+    def output(self) -> np.ndarray:
+        """The duals: the last round's output (a round in progress: its current output); frozen duals of a stack
+        keep the output of the round at which they passed."""
+        if self.done or self.run is None:
+            return self.z.copy()
+        z = self.z.copy()
+        if self.stacked:
+            z[self.active] = self.run.output
+            return z
+        return self.run.output
+
+    def usage(self, index: int | None = None) -> tuple[int, int, int]:
+        """(rounds, steps, samples) used for the dual at ``index`` of a stack (up to the round at which it passed),
+        or by the whole run."""
+        last = len(self.rounds) if index is None or self.ended[index] < 0 else int(self.ended[index]) + 1
+        done = self.rounds[:last]
+        if index is None or self.ended[index] < 0:
+            return last, self.steps, self.samples
+        return last, sum(r["steps"] for r in done), sum(r["samples"] for r in done)
+
+    def status(self) -> tuple[str, str]:
+        z = self.output
+        if self.diverged or not np.all(np.isfinite(z)):
+            return "diverged", f"the dual iterate became non-finite after {self.steps} steps"
+        if self.exhausted or not self.done:
             return "budget_exhausted", (f"the data ended after {self.samples} samples, before the optimizer's "
                                         f"schedule finished; the output is its current iterate")
         return "completed", ""
