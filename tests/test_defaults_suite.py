@@ -19,8 +19,6 @@ _spec.loader.exec_module(suite)
 
 # What fails today (the judge's numbers of the baseline run, docs/benchmarks.md section "defaults").
 XFAIL = {
-    "dp_law_ugpa_race_L10_eps0.01":
-        "SGD3's default budget at L = 10, beta = 100, eps = 0.01: dual suboptimality 5.7e-4 > 3.4e-4",
     "saddle_matrix_game_4x4":
         "OGDA-RR's default solve of a 4 x 4 matrix game ends with duality gap 0.46 > 0.05 (and the result says ok)",
 }
