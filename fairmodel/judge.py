@@ -34,15 +34,21 @@ def verdict(status: str, checks: list[Check], message: str = "", advice: str = "
     if failed:
         worst = "infeasible" if any(c.kind == "constraint" for c in failed) else "inaccurate"
         notes.insert(0, "the judge's checks failed: " + "; ".join(failure_text(c) for c in failed))
-        return worst, " ".join(notes + ([advice] if advice else []))
+        return worst, _sentences(notes, advice)
     if not any(c.computed for c in checks):
         notes.insert(0, "no check of the judge could be computed for this result (no constraint and no "
                         "certificate), so nothing verifies it")
-        return "unverified", " ".join(notes + ([advice] if advice else []))
+        return "unverified", _sentences(notes, advice)
     if status == "optimal_inaccurate" and not any(c.kind == "certificate" and c.computed for c in checks):
         notes.insert(0, "the solver reported an inaccurate optimum and no certificate of the judge confirms it")
-        return "inaccurate", " ".join(notes + ([advice] if advice else []))
-    return status, " ".join(notes)
+        return "inaccurate", _sentences(notes, advice)
+    return status, "; ".join(notes)
+
+
+def _sentences(notes: list, advice: str = "") -> str:
+    """The notes of a verdict joined by semicolons, then the advice as its own sentence."""
+    text = "; ".join(n.rstrip(". ") for n in notes if n)
+    return f"{text}. {advice}" if advice else text
 
 
 def failure_text(check: Check) -> str:
