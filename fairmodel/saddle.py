@@ -339,6 +339,10 @@ class SaddleProblem:
             opts = {**opts, **{k: auto[k] for k in ("eta0", "R0") if str(opts[k]) == "auto"}}
             if anytime and "eta_max" not in options:
                 opts["eta_max"] = auto["eta_max"]
+            if anytime and "schedule" not in options:
+                opts["schedule"] = auto["schedule"]      # constant without noise (one component, gradients)
+            if anytime and "noise" not in options and auto["sigma_x"] > 0:
+                opts["noise"] = auto["sigma_x"]          # the steps shrink if the noise grows along the run
         judge = _GapJudge(self, solver, target)
         d_x = self.d_x
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:],

@@ -57,6 +57,7 @@ METHODS = {
     "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44))",
 }
 ESTIMATORS = ("one-point", "two-point")
+NOISE_MARGIN = 2.0        # noise=: the steps shrink once the measured noise exceeds twice the noise they were set for
 HISTORY_RECORDS = 1000   # a run of a one-component game can take 10^6 epochs: its history is thinned
 
 
@@ -101,7 +102,7 @@ def step_schedules(kind, eta0, R0, chi, epochs: int, eta_max=None):
 def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epochs: int = 100, eta0=0.01,
          R0=0.1, chi: float = 0.05, schedule: str = "theory", eta_max=None, estimator: str = "one-point",
          y_step_scale: float = 1.0, output: str = "average", u0=None, first_step: str = "drop",
-         boundary: str = "reuse", ell=None, seed=None, verbose=None, callback=None, stop=None,
+         boundary: str = "reuse", ell=None, noise=None, seed=None, verbose=None, callback=None, stop=None,
          max_queries: int | None = None, max_time: float | None = None, store_iterates: bool = False) -> dict:
     """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (Algorithms 1-4 of the paper).
 
@@ -125,6 +126,14 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
         R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
     ell : the smoothness constant, if known: warns when eta0 >= 1/(2 ell) (Theorem 4.1's hypothesis).
+    noise : NON-PAPER: the noise of the x-part of the estimates the steps were set for (``sigma_x`` of
+        :func:`~fairmodel.stochastic.ogda_estimator.auto_steps`); when the root-mean-square deviation of the x-part
+        of the fresh estimates F_hat_(s_i)(u_i) around their mean within an epoch exceeds twice that, the steps of
+        the following epochs are multiplied by 2 ``noise`` / (the largest such deviation seen so far): never up
+        (the factor 2 leaves the sampling error of the probes alone). The
+        step of robust stochastic approximation D / (M sqrt(N)) needs the noise M over the whole domain, which
+        probes at the start can underestimate (a one-point estimate (d/R) L_i(u + R v) v grows with |L_i|, e.g.
+        with ||w|| in strategic DRO, where the larger steps otherwise feed on themselves).
     callback : called after every epoch with a dict (epoch; u: the output the run would return if it stopped
         now; u_sum and weight: the running eta-weighted sum of all post-update iterates and the sum of the weights
         since the start, so any window average is a difference quotient; u_last, queries, gradients, time); it
@@ -182,6 +191,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     anchors = {}                          # output="tail": the running sums at the epochs 2^j where windows start
     iterates, iterate_weights = [], []
     history, status, message, k, done = [], "completed", "", 0, 0
+    damping = 1.0                          # noise=: the factor of the steps (<= 1)
+    if noise is not None:
+        noise = _positive(noise, "noise")
     stride = max(1, epochs // HISTORY_RECORDS)   # long runs: a record every stride epochs after the first ones
     prev_i, g_prev, u_prev, v_prev = None, None, None, None
 
@@ -231,7 +243,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 elif output == "tail" and t & (t - 1) == 0:      # a power of two: a tail window may start here
                     anchors = {e: v for e, v in anchors.items() if e >= t // 4}
                     anchors[t] = (running_sum(), weight)
-                eta, R = eta_f(t), R_f(t)
+                eta, R = eta_f(t) * damping, R_f(t)
+                g_sum, g_sq = np.zeros(d_x), 0.0
                 step_x, step_yb = eta, eta * y_scale
                 idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
                 V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
@@ -244,6 +257,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 for k in range(n):
                     i, v = int(idx_t[k]), V[k]
                     g_cur = est(i, u, R, v)
+                    if noise is not None:
+                        g_sum += g_cur[0]
+                        g_sq += float(g_cur[0] @ g_cur[0])
                     if optimistic and prev_i is not None:
                         g_pc = est(prev_i, u, R, v)
                         gx = g_cur[0] + g_pc[0] - g_prev[0]
@@ -261,6 +277,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                     if store_iterates:
                         iterates.append(u.copy())
                         iterate_weights.append(eta)
+                if noise is not None and n > 1:
+                    spread = math.sqrt(max(g_sq - float(g_sum @ g_sum) / n, 0.0) / (n - 1))
+                    damping = min(damping, NOISE_MARGIN * noise / spread) if spread > 0 else damping
                 elapsed = time.perf_counter() - start
                 record = {"epoch": t, "queries": est.queries, "gradients": est.gradients, "eta": eta, "R": R,
                           "time": elapsed}
@@ -297,7 +316,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     u_avg = output_now()
     out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
            "queries": est.queries, "gradients": est.gradients, "epochs_run": done,
-           "steps": {"eta0": eta_f(0), "eta_last": eta_f(max(done - 1, 0)), "R0": R_f(0),
+           "steps": {"eta0": eta_f(0), "eta_last": eta_f(max(done - 1, 0)) * damping, "R0": R_f(0),
+                     "step_damping": damping,
                      "y_step_scale": y_scale}}
     if store_iterates:
         out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)

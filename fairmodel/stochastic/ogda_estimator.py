@@ -70,7 +70,7 @@ class Estimator:
 
 
 def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str, epochs: int | None, diameter: float,
-               rng, probes: int = 64, smoothness: bool = False) -> dict:
+               rng, probes: int = 64, smoothness: bool = False, R0: float | None = None, x_only: bool = False) -> dict:
     """Default steps and query radius from the problem's own constants (NON-PAPER: the paper reports no constants
     for its experiments; Theorem 4.1 only asks eta0 < 1/(2 ell)).
 
@@ -91,40 +91,51 @@ def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str,
       Corollary 1), and ``smoothness=True`` (gradients available) eta_max = 1/(2 ell_hat), Theorem 4.1's
       hypothesis, with ell_hat the largest |eigenvalue| of the Hessian of a few components L_i at two points
       (power iteration on finite differences of the gradient; exact for bilinear and quadratic L). Without noise
-      (one component, exact gradients) the step is the constant 1/(2 ell_hat).
+      (one component, exact gradients) the step is the constant 1/(2 ell_hat) (``schedule`` "constant").
 
-    Returns {"eta0", "R0", "G", "sigma", "ell", "eta_max", "probe_queries", "probe_gradients"} (``ell`` and
+    ``R0`` given: that radius instead of D/2; ``x_only``: G and sigma of the x-block only (D then the diameter of X:
+    a y-block with a step of its own, ``y_step_scale``).
+
+    Returns {"eta0", "R0", "G", "sigma", "schedule", "sigma_x" (the x-block's noise, for ogda's ``noise=``), "ell",
+    "eta_max",
+    "probe_queries", "probe_gradients"} (``ell`` and
     ``eta_max`` None when not measured); the probes are not counted as queries of the run.
     """
     est = Estimator(oracle, order, estimator)
     u = oracle.project(np.zeros(oracle.dim))
-    R0 = 0.5 * float(diameter)
-    if not math.isfinite(R0) or R0 <= 0:
+    R0 = 0.5 * float(diameter) if R0 is None else float(R0)
+    if not math.isfinite(R0) or R0 <= 0 or not math.isfinite(float(diameter)):
         raise OptionError("the automatic steps need bounded domains with a positive diameter; pass eta0= and R0=")
     points = [u]
     if epochs is None:   # the noise of the estimates, measured around the start as well
         points += [oracle.project(u + R0 * v) for v in sphere_directions(rng, 3, oracle.dim)]
-    sq, noise = [], []
+    sq, noise, noise_x = [], [], []
     for j, point in enumerate(points):
         m = probes // len(points)
         idx = rng.integers(0, oracle.n, size=m)
         dirs = sphere_directions(rng, m, est.d_zo) if order == 0 else [None] * m
-        F = np.array([np.concatenate([gx, _dense(yi, gy, est.d_y)]) for gx, yi, gy in
+        F = np.array([gx if x_only else np.concatenate([gx, _dense(yi, gy, est.d_y)]) for gx, yi, gy in
                       (est(int(i), point, R0, v) for i, v in zip(idx, dirs))])
         sq.append(np.mean(np.sum(F * F, axis=1)))
         noise.append(np.mean(np.sum((F - F.mean(axis=0)) ** 2, axis=1)) * m / max(m - 1, 1))
+        Fx = F[:, :oracle.d_x]
+        noise_x.append(np.mean(np.sum((Fx - Fx.mean(axis=0)) ** 2, axis=1)) * m / max(m - 1, 1))
     G, sigma = math.sqrt(max(float(np.mean(sq)), 1e-300)), math.sqrt(float(np.mean(noise)))
     k = 3 if method.startswith("ogda") else 1
     n = oracle.n
     ell = _smoothness(oracle, points[:2], rng, float(diameter)) if smoothness else None
     eta_max = 0.5 / ell if ell is not None and ell > 0 else None
+    schedule = "constant" if epochs is not None else "anytime"
     if epochs is not None:
         eta0 = float(diameter) / (G * math.sqrt(k * n * max(int(epochs), 1)))
     elif sigma > 1e-12 * G:
         eta0 = float(diameter) / (sigma * math.sqrt(k * n))
-    else:   # no noise: the constant step of the smoothness (or of robust approximation for a linear L)
-        eta0 = eta_max if eta_max is not None else float(diameter) / (G * math.sqrt(k * n))
-    return {"eta0": eta0, "R0": R0, "G": G, "sigma": sigma, "ell": ell, "eta_max": eta_max,
+    elif eta_max is not None:   # no noise: the constant step of the smoothness
+        eta0, schedule = eta_max, "constant"
+    else:                       # no noise and no curvature (L linear): robust approximation's decreasing step
+        eta0 = float(diameter) / (G * math.sqrt(k * n))
+    return {"eta0": eta0, "R0": R0, "G": G, "sigma": sigma, "schedule": schedule, "sigma_x": math.sqrt(float(np.mean(noise_x))),
+            "ell": ell, "eta_max": eta_max,
             "probe_queries": est.queries, "probe_gradients": est.gradients}
 
 
