@@ -198,7 +198,8 @@ def _why(failed, stochastic) -> str:
         name, value, tol = (c.name, c.value, c.tolerance) if hasattr(c, "name") else (c["name"], c["value"],
                                                                                        c["tolerance"])
         parts.append(f"{name} = {value:.3g} > {tol:.3g}")
-    return "; ".join(parts)
+    advice = stochastic.message[stochastic.message.find("What to try"):] if "What to try" in stochastic.message else ""
+    return "; ".join(parts) + (f". {advice}" if advice else "")
 
 
 def main(argv=None):
