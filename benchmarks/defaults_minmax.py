@@ -16,6 +16,7 @@ failed (the failed checks, the message's advice).
     python benchmarks/defaults_minmax.py              # every case
     python benchmarks/defaults_minmax.py --quick      # the fast subset (the one tests/test_minmax_defaults.py runs)
     python benchmarks/defaults_minmax.py -k adult     # the cases whose name contains "adult"
+    python benchmarks/defaults_minmax.py --speed      # time to ok on the bundled problems: fixed budget vs stopping
 """
 from __future__ import annotations
 
@@ -202,11 +203,50 @@ def _why(failed, stochastic) -> str:
     return "; ".join(parts) + (f". {advice}" if advice else "")
 
 
+def _bundled():
+    """The bundled strategic problems: the problem file and the cases of examples/strategic_dro.py."""
+    from fairmodel.frontends import problemfile
+    path = Path(__file__).resolve().parent.parent / "examples" / "problems" / "strategic_dro_synthetic.toml"
+    spec = problemfile.read(str(path))
+    adult = _balanced(_adult(), 1000, columns=ADULT6)
+    return {"strategic_dro_synthetic.toml (n=1000, radius 0.1)":
+            problemfile.build_problem(spec, problemfile.load_data(spec)),
+            "example part 4: synthetic train 1000, seed 1": _wdrsc(_synthetic(n=1800).take(np.arange(1000))),
+            "example part 5: Adult balanced train 1000, radius 0.05": _wdrsc(
+                adult.take(np.arange(1000)), radius=0.05, features=["education.num", "capital.gain", "hours.per.week"])}
+
+
+def speed(seeds=(0, 1, 2)):
+    """Time to an ok stochastic result, the old fixed budget (stop="budget") against stopping on the checks, in one
+    process, interleaved; the median over seeds."""
+    print("| bundled problem | old: fixed budget (s, ok) | new: stop on the checks (s, ok, epochs) | new / old |")
+    print("|---|---|---|---|")
+    ratios = []
+    for name, prob in _bundled().items():
+        old, new = [], []
+        for seed in seeds:
+            for rule, out in (("budget", old), ("checks", new)):
+                res = prob.solve(backend="stochastic", seed=seed, stop=rule)
+                out.append((res.timings["total"], res.ok, res.metrics["epochs_run"]))
+        t_old, t_new = np.median([t for t, _, _ in old]), np.median([t for t, _, _ in new])
+        ratios.append(t_new / t_old)
+        print(f"| {name} | {t_old:.2f} ({sum(ok for _, ok, _ in old)}/{len(seeds)} ok) | {t_new:.2f} "
+              f"({sum(ok for _, ok, _ in new)}/{len(seeds)} ok, {int(np.median([e for _, _, e in new]))} epochs) | "
+              f"{t_new / t_old:.2f} |", flush=True)
+    print(f"\nmedian new / old: {np.median(ratios):.2f}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the fast subset")
     parser.add_argument("-k", default="", help="only the cases whose name contains this")
+    parser.add_argument("--speed", action="store_true", help="old fixed budget against the new rule, bundled problems")
     args = parser.parse_args(argv)
+    if args.speed:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            speed()
+        return
     names = [n for n in (*STRATEGIC_CASES, *SADDLE_CASES) if (not args.quick or n in QUICK) and args.k in n]
     print("| case | ok | exact s | stochastic s | epochs | what failed |")
     print("|---|---|---|---|---|---|")

@@ -5,12 +5,16 @@ zeroth-order (value oracle) or first-order OGDA/SGDA with random reshuffling and
 >>> import numpy as np, fairmodel as fm
 >>> A = np.random.default_rng(0).standard_normal((50, 3, 4))
 >>> sp = fm.SaddleProblem.matrix_game(A)                       # x^T A_i y on two simplices
->>> res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=50)
->>> res.certificate["duality_gap"]                              # doctest: +SKIP
+>>> res = sp.solve(seed=0)          # first order (the game has gradients); stops when the duality gap passes
+>>> res.ok, res.checks[0]["name"]                                # doctest: +SKIP
+(True, 'duality gap')
 
 The duality gap ``max_{y'} L(x, y') - min_{x'} L(x', y)`` of a candidate is computed from closed forms
 where the structure gives one (``max_y=`` / ``min_x=`` callables; built in for the matrix game and the
-quadratic game) and otherwise by two exact CVXPY solves of a user's ``cvxpy_value(x, y)``.
+quadratic game) and otherwise by two exact CVXPY solves of a user's ``cvxpy_value(x, y)``. It decides ``ok``
+(:meth:`SaddleProblem.gap_checks`, tolerance relative to the gap at the start) and, by default, when a stochastic
+run stops (:class:`~fairmodel.families.stopping.CertifiedStop` on the same check); without it a result is
+``unverified``.
 """
 from __future__ import annotations
 

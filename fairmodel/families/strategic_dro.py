@@ -60,6 +60,8 @@ ACCURACY_WHY = ("a relative accuracy the one-point zeroth-order estimator reache
                 "measured (the paper's setup: a gap of 0.01 at n = 1000, delta = 0.1), and below the sampling error "
                 "std(loss) / sqrt(n) of a risk estimated from fewer than 10,000 rows whose losses spread by 0.3")
 ACCURACY_REASON = f"it bounds the excess worst-case risk over the optimum; the tolerance is {ACCURACY_TEXT}: {ACCURACY_WHY}"
+CAP_FACTOR = 10           # stop="checks": the cap is 10 x the old budget, a safety limit
+CHECKS_EVERY = BUDGET_EPOCHS // 4   # the judge's checks every quarter of the old budget, then every 25 % of the run
 
 
 def anytime_defaults(oracle: WDRSCOracle, order: int, method: str, seed, estimator: str = "one-point") -> tuple:
@@ -67,15 +69,19 @@ def anytime_defaults(oracle: WDRSCOracle, order: int, method: str, seed, estimat
     (:func:`fairmodel.stochastic.ogda_estimator.auto_steps`; returns (options, measured constants)).
 
     eta_t = min(eta_max, eta0 / sqrt(t + 1)) with eta0 = D / (sigma sqrt(k n)), D the diameter of the cone K (it grows
-    like alpha_max = log 2 / delta), sigma the measured noise of the (w, alpha) estimates at the query radius R = 1 and
+    like alpha_max = log 2 / delta), sigma the measured noise of the (w, alpha) estimates at the query radius
+    R = 1 / rms(x) (a query then moves a typical score <x_i, w> by about 1, the logistic loss's unit: R = 1 on
+    standardized features, the paper's setup; R = 1 on other data would smooth the loss over a different scale) and
     k = 3 for OGDA (1 for SGDA), and eta_max = eta0 / sqrt(200): the constant step of robust stochastic approximation
     for the old fixed budget of 200 epochs until epoch 200 (on the paper's setup, n = 1000, delta = 0.1, it is the
     measured best step of that budget, 0.045 / sqrt(n)), then decreasing like 1 / sqrt(t) so that the run keeps
     converging past it (a step D / (sigma sqrt(k n t)) from the first epoch overshoots when the solution is much
     closer to the start than D: at delta = 0.05 the gap was 0.23 after 200 epochs against 0.024); first order, also
     at most 1/(2 ell_hat). The gamma step is GAMMA_STEP eta_t / eta_max (``y_step_scale``): one visit moves gamma_i by
-    up to 0.25 during the first 200 epochs, as in the fixed budget, then by less with the same schedule. The output
-    is the tail average (``output="tail"``)."""
+    up to 0.25 during the first 200 epochs, as in the fixed budget, then by less with the same schedule. The steps
+    shrink when the noise measured along the run exceeds twice sigma (ogda's ``noise=``): a one-point estimate grows
+    with |L_i|, i.e. with ||w||, and at delta = 0.02 (alpha_max = 35) the run otherwise fed on its own noise until w
+    reached the boundary. The output is the tail average (``output="tail"``)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]) \
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else as_generator(seed)
     m = oracle.m
