@@ -142,6 +142,18 @@ def _quadratic(n, q, d, m, mu, rho, seed):
                                       rng.standard_normal((n, m, d)), rng.standard_normal((n, m)), mu, rho)
 
 
+def _robust_least_squares(n=40, d=3, radius=5.0, seed=0):
+    """The user-defined saddle problem of docs/minmax.md (its gap by two CVXPY solves; no exact method)."""
+    import cvxpy as cp
+    rng = np.random.default_rng(seed)
+    a, b, c = rng.standard_normal((n, d)), rng.standard_normal(n), rng.standard_normal((n, d))
+    return fm.SaddleProblem(
+        value=lambda x, y, i: 0.5 * (a[i] @ x - b[i]) ** 2 + y[i] * (c[i] @ x) - 0.5 * y[i] ** 2,
+        n=n, x_domain=fm.Ball(d, radius), y_domain=fm.Box(-1, 1, size=n),
+        grad=lambda x, y, i: ((a[i] @ x - b[i]) * a[i] + y[i] * c[i], np.eye(n)[i] * (c[i] @ x - y[i])),
+        cvxpy_value=lambda x, y: (0.5 * cp.sum_squares(a @ x - b) + y @ (c @ x) - 0.5 * cp.sum_squares(y)) / n)
+
+
 SADDLE_CASES = {
     "matrix 4x4 n=1 seed 0": lambda: _matrix(1, 4, 4, 0),
     "matrix 4x4 n=1 seed 3": lambda: _matrix(1, 4, 4, 3),
@@ -157,6 +169,9 @@ SADDLE_CASES = {
     "quadratic n=10 d=3 m=2": lambda: _quadratic(10, 2, 3, 2, 0.5, 2.0, 0),
     "quadratic n=30 d=5 m=4 mu=0.1": lambda: _quadratic(30, 3, 5, 4, 0.1, 5.0, 1),
     "quadratic n=1 d=8 m=8 rho=20": lambda: _quadratic(1, 8, 8, 8, 1.0, 20.0, 2),
+    "matrix 10x10 n=50": lambda: _matrix(50, 10, 10, 10),
+    "robust least squares (docs), n=40": lambda: _robust_least_squares(),
+    "robust least squares, n=100, d=6, radius 1": lambda: _robust_least_squares(100, 6, 1.0, 1),
 }
 QUICK = ("wdrsc synthetic n=300", "wdrsc radius 0.2", "wdrsc no strategic feature", "matrix 4x4 n=1 seed 0",
          "matrix 4x4 n=5", "rock-paper-scissors", "quadratic n=10 d=3 m=2")
@@ -175,14 +190,15 @@ def run_case(name: str) -> dict:
                     "stochastic_s": stochastic.timings.get("total", np.nan),
                     "epochs": stochastic.metrics.get("epochs_run"), "failed": _why(failed, stochastic)}
         sp = SADDLE_CASES[name]()
-        exact = sp.solve(method="exact")
+        exact = sp.solve(method="exact") if sp._exact is not None else None
         stochastic = sp.solve(seed=0)
         gap = stochastic.certificate.get("duality_gap", np.inf)
         # max_y L(x, .) >= OPT >= min_x L(., y): the stochastic objective is within its gap of the exact value
-        agree = abs(stochastic.objective - exact.objective) <= gap + 1e-9 * max(1.0, abs(exact.objective))
-        ok = exact.ok and stochastic.ok and agree
-        failed = _failed(exact) + _failed(stochastic)
-        return {"case": name, "ok": ok, "exact_s": exact.timings["total"], "stochastic_s": stochastic.timings["total"],
+        agree = exact is None or abs(stochastic.objective - exact.objective) <= gap + 1e-9 * max(1.0, abs(exact.objective))
+        ok = (exact is None or exact.ok) and stochastic.ok and agree
+        failed = (_failed(exact) if exact is not None else []) + _failed(stochastic)
+        return {"case": name, "ok": ok, "exact_s": exact.timings["total"] if exact is not None else np.nan,
+                "stochastic_s": stochastic.timings["total"],
                 "epochs": stochastic.metrics.get("epochs_run"),
                 "failed": _why(failed, stochastic) + ("" if agree else " values disagree beyond the gap")}
 

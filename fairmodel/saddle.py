@@ -35,7 +35,7 @@ from .families.stopping import STOP_RULES, CertifiedStop
 from .judge import Evaluation, verdict
 from .results import Result
 from .oracles.protocols import SaddleOracle
-from .stochastic.ogda import METHODS, ogda
+from .stochastic.ogda import METHODS, RestartOnStall, ogda
 from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
 
 # Defaults of SaddleProblem.solve. stop="checks" (the default): the run stops when the judge's duality-gap check
@@ -353,12 +353,13 @@ class SaddleProblem:
                                                      "x_last": info["u_last"][:d_x], "y_last": info["u_last"][d_x:]},
                                 every=check_every or CHECKS_EVERY, enabled=certified)
         out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0,
-                   stop=stopper if certified else None, **opts)
+                   stop=RestartOnStall(stopper) if certified else None, **opts)
         solved = time.perf_counter()
         u, u_last = out["u"], out["u_last"]
         metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],
                    **{k: v for k, v in out["steps"].items() if v is not None},
-                   **{k: auto[k] for k in ("G", "sigma", "ell") if auto.get(k) is not None},
+                   **({"G_estimate": auto["G"]} if auto else {}),
+                   **{k: auto[k] for k in ("sigma", "ell") if auto.get(k) is not None},
                    **({"eta_max": opts["eta_max"]} if opts.get("eta_max") is not None else {}),
                    **({"step_probe_queries": auto["probe_queries"], "step_probe_gradients": auto["probe_gradients"]}
                       if auto else {})}

@@ -147,7 +147,7 @@ def test_fixed_budget_keeps_the_previous_semantics():
 def test_explicit_steps_and_the_theory_schedule_remain():
     sp = fm.SaddleProblem.matrix_game(GAME)
     res = sp.solve(method="ogda-rr", order=0, seed=0, epochs=5, eta0=0.05, R0=0.1, schedule="theory", output="average")
-    assert res.metrics["eta0"] == 0.05 and res.metrics["R0"] == 0.1 and "G" not in res.metrics
+    assert res.metrics["eta0"] == 0.05 and res.metrics["R0"] == 0.1 and "G_estimate" not in res.metrics
 
 
 def test_target_gap_and_check_every():

@@ -27,7 +27,7 @@ from ..exact import strategic_dro as exact_sdro
 from ..expressions.atoms.strategic import WassersteinWorstCase
 from ..metrics.strategic import strategic_accuracy, strategic_margin, worst_case_accuracy
 from ..oracles.strategic import WDRSCOracle
-from ..stochastic.ogda import METHODS, ogda
+from ..stochastic.ogda import METHODS, RestartOnStall, ogda
 from ..stochastic.ogda_estimator import auto_steps
 from .base import Check, Evaluation, Reduction, Solution
 from .registry import register
@@ -196,7 +196,7 @@ class StrategicDRO(Reduction):
         agents_before = self.model.agents.queries
         start = time.perf_counter()
         out = ogda(oracle, method=method, order=order, seed=seed, verbose=verbose,
-                   stop=stopper if stop == "checks" else None, **opts)
+                   stop=RestartOnStall(stopper) if stop == "checks" else None, **opts)
         elapsed = time.perf_counter() - start
         u = out["u"]
         metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],

@@ -139,7 +139,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         since the start, so any window average is a difference quotient; u_last, queries, gradients, time); it
         may return True (stop) or a dict of numbers added to that epoch's history record.
     stop : called after ``callback`` with the same dict; True ends the run with status ``converged`` (the
-        judge's checks of :class:`fairmodel.families.stopping.CertifiedStop`, which passed on ``u``).
+        judge's checks of :class:`fairmodel.families.stopping.CertifiedStop`, which passed on ``u``); a number f in
+        (0, 1) asks for a warm restart (NON-PAPER, :class:`RestartOnStall`): the steps of the following epochs are
+        multiplied by f and, with ``output="tail"``, the output window starts again at the next epoch.
     max_queries, max_time : budgets (value queries for order 0, gradient evaluations for order 1; seconds);
         reaching one ends the run, after the current epoch, with status ``budget_exhausted``.
     store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
@@ -192,6 +194,7 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     iterates, iterate_weights = [], []
     history, status, message, k, done = [], "completed", "", 0, 0
     damping = 1.0                          # noise=: the factor of the steps (<= 1)
+    rescale, restart, restarts = 1.0, None, 0   # stop= warm restarts: step factor, (epoch, sum, weight), count
     if noise is not None:
         noise = _positive(noise, "noise")
     stride = max(1, epochs // HISTORY_RECORDS)   # long runs: a record every stride epochs after the first ones
@@ -205,7 +208,10 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         window has not started yet), or u itself before any step."""
         s0, w0 = base_sum, base_weight
         if output == "tail" and done:
-            s0, w0 = anchors.get(tail_start(done - 1), (0.0, 0.0))
+            first = tail_start(done - 1)
+            s0, w0 = anchors.get(first, (0.0, 0.0))
+            if restart is not None and first < restart[0] < done:     # the window starts at the last restart
+                s0, w0 = restart[1], restart[2]
         if weight > w0:
             return (running_sum() - s0) / (weight - w0)
         return running_sum() / weight if weight > 0 else u.copy()
@@ -243,7 +249,7 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 elif output == "tail" and t & (t - 1) == 0:      # a power of two: a tail window may start here
                     anchors = {e: v for e, v in anchors.items() if e >= t // 4}
                     anchors[t] = (running_sum(), weight)
-                eta, R = eta_f(t) * damping, R_f(t)
+                eta, R = eta_f(t) * damping * rescale, R_f(t)
                 g_sum, g_sq = np.zeros(d_x), 0.0
                 step_x, step_yb = eta, eta * y_scale
                 idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
@@ -296,9 +302,15 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                         break
                     if isinstance(out, dict):
                         record.update(out)
-                    if stop is not None and stop(info):
+                    verdict = stop(info) if stop is not None else None
+                    if verdict is True:
                         status, message = "converged", f"stopped after epoch {t}"
                         break
+                    if isinstance(verdict, float) and 0.0 < verdict < 1.0:     # a warm restart with smaller steps
+                        rescale *= verdict
+                        restarts += 1
+                        restart = (t + 1, running_sum(), weight)
+                        record["restart"] = rescale
                 # the query budget counts value queries (order 0) or gradient evaluations (order 1);
                 # schedules.check_budget speaks of gradient evaluations only, hence these lines of our own
                 if max_queries is not None and (est.queries if order == 0 else est.gradients) >= max_queries:
@@ -316,12 +328,46 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     u_avg = output_now()
     out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
            "queries": est.queries, "gradients": est.gradients, "epochs_run": done,
-           "steps": {"eta0": eta_f(0), "eta_last": eta_f(max(done - 1, 0)) * damping, "R0": R_f(0),
-                     "step_damping": damping,
+           "steps": {"eta0": eta_f(0), "eta_last": eta_f(max(done - 1, 0)) * damping * rescale, "R0": R_f(0),
+                     "step_damping": damping, "step_restarts": restarts,
                      "y_step_scale": y_scale}}
     if store_iterates:
         out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)
     return out
+
+
+class RestartOnStall:
+    """A ``stop`` hook around the judge's checks that restarts a run which stalls (NON-PAPER): when a check finds the
+    run no closer to passing than the previous check (the largest value / tolerance of its checks did not decrease),
+    the run continues from where it is with the steps multiplied by ``factor`` and the output window starting
+    afresh. The step of a run that stops on its certificate is set from the diameter of the domain, which can be much
+    larger than the distance to the solution; a step too large for the problem at hand leaves the gap at its noise
+    level, and halving it on a stall is the usual remedy (restarting the average drops the iterates of the larger
+    steps).
+
+    ``checks``: the stop hook of the judge's checks, a :class:`~fairmodel.families.stopping.CertifiedStop` (called
+    with ``info``, True when every check passed; ``n_checks`` and ``last`` = (variables, evaluation, checks, epoch)
+    say what the last check found). Deterministic: it depends on the checks' numbers only.
+    """
+
+    def __init__(self, checks, factor: float = 0.5):
+        self.checks, self.factor = checks, factor
+        self.seen, self.previous, self.restarts = 0, None, 0
+
+    def __call__(self, info):
+        if self.checks(info):
+            return True
+        if self.checks.n_checks == self.seen or self.checks.last is None:
+            return False
+        self.seen = self.checks.n_checks
+        ratios = [c.value / c.tolerance for c in self.checks.last[2] if c.computed and c.tolerance > 0]
+        worst = max(ratios, default=None)
+        stalled = worst is not None and self.previous is not None and worst >= self.previous
+        self.previous = worst if worst is not None else self.previous
+        if stalled:
+            self.restarts += 1
+            return self.factor
+        return False
 
 
 def theory_bound(*, n: int, d: int, D: float, G: float, ell: float, M_L: float, eta0: float, R0: float,
