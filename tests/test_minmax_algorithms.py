@@ -323,3 +323,34 @@ def test_result_round_trip(tmp_path):
     np.testing.assert_array_equal(back.variables["x"], res.variables["x"])
     assert back.certificate["duality_gap"] == res.certificate["duality_gap"]
     assert back.method == "sgda-rr" and back.family == "minmax"
+
+
+def test_a_restart_halves_the_steps_and_starts_the_tail_window_afresh():
+    sp = _quadratic_problem(n=3)
+    kw = dict(method="ogda-rr", order=0, epochs=8, eta0=0.05, R0=0.1, seed=3, output="tail", schedule="constant",
+              store_iterates=True)
+    out = ogda(sp.oracle(), stop=lambda info: 0.5 if info["epoch"] == 4 else False, **kw)
+    etas = [r["eta"] for r in out["history"]]
+    assert etas == [0.05] * 5 + [0.025] * 3 and out["steps"]["step_restarts"] == 1
+    its, wts = out["iterates"][3 * 5:], out["iterate_weights"][3 * 5:]     # epochs 5..7: after the restart
+    np.testing.assert_allclose(out["u"], wts @ its / wts.sum(), rtol=1e-12)
+
+
+def test_restart_on_stall_asks_for_a_restart_when_a_check_does_not_improve():
+    """RestartOnStall reads the checks' value / tolerance: a check no better than the previous one gives the factor."""
+    from fairmodel.families.base import Check
+    from fairmodel.stochastic.ogda import RestartOnStall
+
+    class Checks:
+        def __init__(self, values):
+            self.values, self.n_checks, self.last = list(values), 0, None
+
+        def __call__(self, info):
+            if info["epoch"] % 2:                      # a check every other epoch
+                self.n_checks += 1
+                self.last = (None, None, [Check("gap", self.values.pop(0), 1.0, "test", "certificate")], None)
+            return False
+    hook = RestartOnStall(Checks([8.0, 4.0, 5.0, 3.0, 3.0]))
+    answers = [hook({"epoch": t}) for t in range(10)]
+    assert answers == [False, False, False, False, False, 0.5, False, False, False, 0.5]
+    assert hook.restarts == 2
