@@ -221,6 +221,7 @@ def test_the_run_stops_on_the_judges_check_and_returns_what_it_checked():
     check = res.checks[0]
     assert check["tolerance"] == pytest.approx(0.03 * res.objective) and check["value"] <= check["tolerance"]
     assert res.certificate["duality_gap"] == check["value"]
+    assert res.metrics["check_time_s"] <= 0.15 * res.timings["solve"]          # the checks' cost is bounded
     options = {k: res.solver["options"][k] for k in ("eta0", "eta_max", "R0", "y_step_scale", "noise", "schedule",
                                                      "output")}
     same = prob.solve(backend="stochastic", seed=0, stop="budget", epochs=epochs, **options)

@@ -178,7 +178,9 @@ class StrategicDRO(Reduction):
         """OGDA/SGDA on the saddle function (options of :func:`fairmodel.stochastic.ogda.ogda`). ``stop="checks"``
         (default): anytime steps from the measured constants (:func:`anytime_defaults`), the judge's checks after
         ``check_every`` epochs (default 50), then every 25 % of the run, and the run stops when they pass (epochs a
-        cap, default 2000); ``stop="budget"``: the fixed budget of :func:`stochastic_defaults` (200 epochs)."""
+        cap, default 2000); a check no better than the previous one restarts the run where it is with half the steps
+        (:class:`~fairmodel.stochastic.ogda.RestartOnStall`); ``stop="budget"``: the fixed budget of
+        :func:`stochastic_defaults` (200 epochs)."""
         check_options(options, _OGDA_OPTIONS, f"the stochastic method {method!r}")
         stop = check_choice(stop, "stop", STOP_RULES)
         oracle = WDRSCOracle(self.model, zo)
@@ -270,6 +272,12 @@ class StrategicDRO(Reduction):
                     "alpha_max in fm.wasserstein_worst_case.")
         order = solution.solver.get("order", 0)
         tips = ["a larger cap (epochs=) lets the run continue until the duality gap passes"]
+        rms = np.sqrt(self.model.mass @ (self.model.X * self.model.X))
+        if order == 0 and rms.min() > 0 and rms.max() > 10 * rms.min():
+            tips.append(f"features on comparable scales (their root-mean-squares range from {rms.min():.3g} to "
+                        f"{rms.max():.3g}; the zeroth-order steps are the same in every direction, so they crawl "
+                        f"along the small-scale features; the transport cost is in the features' units, so rescaling "
+                        f"changes the problem)")
         if order == 0:
             tips.append("estimator='two-point' (far less noise, twice the agent queries)")
         tips.append("the exact backend (backend='exact'), which solves the same saddle problem as a convex program "
