@@ -1,6 +1,8 @@
 """Strategic Wasserstein DRO: the corrected saddle function, the exact program and its duals, the
 judge, the family and the cross-check (Maheshwari et al., AISTATS 2022, §5 and App. B, corrected)."""
+import sys
 import warnings
+from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
@@ -11,6 +13,9 @@ import fairmodel as fm
 from fairmodel.errors import DataError, ModelError, OptionError, UnsupportedProblemError
 from fairmodel.exact import strategic_dro as exact_sdro
 from fairmodel.oracles.strategic import WDRSC, strategic_response
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import defaults_minmax  # noqa: E402
 
 
 def _problem(n=300, delta=0.1, seed=0, p=10, zeta=0.05, variant="corrected", **kw):
@@ -350,3 +355,12 @@ def test_problem_file_errors(tmp_path):
         (tmp_path / "bad.toml").write_text(body + extra)
         with pytest.raises(problemfile.ProblemFileError, match=match):
             problemfile.load(tmp_path / "bad.toml")
+
+
+@pytest.mark.parametrize("name", [n for n in defaults_minmax.QUICK if n in defaults_minmax.STRATEGIC_CASES])
+def test_defaults_cross_check_on_cases_they_were_not_tuned_on(name):
+    """The fast subset of benchmarks/defaults_minmax.py (strategic DRO): the cross-check is ok with defaults only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = defaults_minmax.run_case(name)
+    assert row["ok"], row
