@@ -325,6 +325,8 @@ class SaddleProblem:
             y0 = self.y_domain.center() if y0 is None else self.y_domain.check_point(y0, "y0")
             u0 = np.concatenate([x0, y0])
         certified = stop == "checks" and self.has_gap()
+        if certified and target is None:
+            self.gap_scale(solver)          # the tolerance's unit, once per problem (not a cost of the checks)
         if certified:
             cap = max(CAP_FACTOR * BUDGET_DEFAULTS["epochs"], -(-MIN_CAP_STEPS // self.n))
             opts = {**CHECKS_DEFAULTS, "epochs": cap, **options}
