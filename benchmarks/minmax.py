@@ -136,14 +136,14 @@ def time_to_gap(sizes, epochs: int, check: int):
 
 
 def ablation(n: int, epochs: int):
-    """The non-paper devices of the defaults, one at a time (seed 0)."""
+    """The non-paper devices of the fixed budget (stop="budget"), one at a time (seed 0)."""
     prob = problem_for(n)
     eta = 0.045 / np.sqrt(n)
     configs = [("paper geometry: y_step_scale = 1, full average", {"y_step_scale": 1.0, "output": "average"}),
                ("gamma-step scale 0.25/eta, full average", {"output": "average"}),
-               ("defaults: gamma-step scale, suffix average", {}),
-               ("defaults + two-point estimator", {"estimator": "two-point"}),
-               ("defaults, first order", {"order": 1})]
+               ("fixed budget: gamma-step scale, suffix average", {}),
+               ("fixed budget + two-point estimator", {"estimator": "two-point"}),
+               ("fixed budget, first order", {"order": 1})]
     rows, optimum = [], prob.solve().objective
     for name, extra in configs:
         res = prob.solve(backend="stochastic", method="ogda-rr", seed=0, epochs=epochs, stop="budget", **extra)
@@ -172,7 +172,7 @@ def main():
     body = "\n\n".join([
         "### Duality gap against queries (strategic DRO, synthetic)", n1, t1,
         "### Exact program against OGDA-RR as n grows", n2, t2,
-        "### What the non-paper devices of the defaults do", n3, t3,
+        "### What the non-paper devices of the fixed budget do", n3, t3,
         f"_Configuration: {'--quick' if args.quick else 'full'}; total run time {total:.0f} s._"])
     write_section("minmax", body)
     print(body)
