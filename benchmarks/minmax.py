@@ -4,15 +4,15 @@ the corrected solution is non-trivial: ||w*|| ~ 1.2).
 
 Table 1: duality gap of the output against the number of queries (value queries for zeroth order,
 gradient evaluations for first order), for OGDA-RR, OGDA-WR, SGDA-RR, SGDA-WR, with the log-log slope.
-Each checkpoint T is the output of a run of T epochs (the suffix average over epochs T//2..T-1 of the
-family defaults; the theory-schedule row uses the paper's full average), certified during one run per
-seed with ``check_every`` (the iterates of a run do not depend on its length).
+Each checkpoint T is the output of a run of T epochs (the tail average of the family's default steps; the
+theory-schedule row uses the paper's full average), certified during one run per seed by a callback (the
+iterates of a run do not depend on its length).
 
 Table 2: wall time of the exact program (E1, Clarabel) against OGDA-RR to a duality gap of 2e-2 and
 1e-2 as n grows (the time of the gap checks, one every ``check`` epochs, is excluded).
 
-Table 3: ablation of the non-paper devices of the family defaults (gamma-step scaling, suffix average)
-and of the two-point estimator, at n = 1000.
+Table 3: ablation of the non-paper devices of the fixed budget (stop="budget": gamma-step scaling, suffix
+average) and of the two-point estimator, at n = 1000.
 
     python benchmarks/minmax.py            # full configuration
     python benchmarks/minmax.py --quick    # smaller sizes, fewer seeds (a few minutes)
@@ -33,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fairmodel as fm  # noqa: E402
 from _report import median_time, table, write_section  # noqa: E402
 from fairmodel.exact import strategic_dro as exact_sdro  # noqa: E402
+from fairmodel.families.strategic_dro import anytime_defaults, saddle_certificate  # noqa: E402
+from fairmodel.oracles.strategic import WDRSCOracle  # noqa: E402
 from fairmodel.stochastic.ogda import METHODS  # noqa: E402
 
 DELTA = 0.1
@@ -45,11 +47,35 @@ def problem_for(n: int, seed: int = 0) -> fm.Problem:
     return fm.Problem(fm.Minimize(fm.wasserstein_worst_case(loss, radius=DELTA, label_cost=0.5)))
 
 
-def checked(result, order):
-    """(epochs, queries, gap, algorithm time) at every certified checkpoint of a run's history."""
-    key = "queries" if order == 0 else "gradients"
-    return [(r["epoch"] + 1, r[key], r["duality_gap"], r["time"] - r["check_time"])
-            for r in result.history if "duality_gap" in r]
+class GapRecorder:
+    """A callback that certifies, at the epochs T of ``marks``, the output a run of T epochs returns (the tail
+    average: it does not depend on the run's length) and records (epochs, queries, gap, algorithm time without
+    the checks); it stops the run once the gap is <= ``stop_below``."""
+
+    def __init__(self, prob, marks, order, stop_below=None):
+        self.model, self.marks, self.key, self.stop_below = prob.family.model, set(marks), \
+            ("queries" if order == 0 else "gradients"), stop_below
+        self.records, self.spent = [], 0.0
+
+    def __call__(self, info):
+        if info["epoch"] + 1 not in self.marks:
+            return None
+        start = time.perf_counter()
+        gap = float(saddle_certificate(self.model, info["u"])["duality_gap"])
+        self.spent += time.perf_counter() - start
+        self.records.append((info["epoch"] + 1, info[self.key], gap, info["time"] - self.spent))
+        return self.stop_below is not None and gap <= self.stop_below
+
+
+def run(prob, method, order, seed, epochs, recorder, **extra):
+    """A run of ``epochs`` epochs with the family's default steps (those of a run that stops on its certificate,
+    without the stop: stop="budget" with the same options), certified by ``recorder``."""
+    options = anytime_defaults(WDRSCOracle(prob.family.model), order, method, seed,
+                               extra.get("estimator", "one-point"))[0]
+    options.update(extra, epochs=epochs)
+    prob.solve(backend="stochastic", method=method, order=order, seed=seed, stop="budget", callback=recorder,
+               **options)
+    return recorder.records
 
 
 def slope(queries, gaps) -> float:
@@ -60,11 +86,11 @@ def gap_vs_queries(n: int, seeds: int, epochs: int):
     prob = problem_for(n)
     checkpoints = [e for e in (2, 4, 8, 16, 32, 64, 128, 256) if e <= epochs]
     runs = [(m, 0, {}) for m in METHODS] + [(m, 1, {}) for m in METHODS] + \
-        [("ogda-rr", 0, {"schedule": "theory", "eta0": 0.01, "chi": 0.05, "output": "average"})]
+        [("ogda-rr", 0, {"schedule": "theory", "eta0": 0.01, "chi": 0.05, "output": "average", "noise": None})]
     rows = []
     for method, order, extra in runs:
-        per_seed = [checked(prob.solve(backend="stochastic", method=method, order=order, seed=seed, epochs=epochs,
-                                       check_every=checkpoints, **extra), order) for seed in range(seeds)]
+        per_seed = [run(prob, method, order, seed, epochs, GapRecorder(prob, checkpoints, order), **extra)
+                    for seed in range(seeds)]
         queries = [c[1] for c in per_seed[0]]
         gaps = [statistics.median(run[j][2] for run in per_seed) for j in range(len(checkpoints))]
         tail = len(checkpoints) // 2
@@ -74,7 +100,9 @@ def gap_vs_queries(n: int, seeds: int, epochs: int):
     header = ["method", "order", "schedule"] + [f"T={c}" for c in checkpoints] + ["slope"]
     note = (f"n = {n}, delta = {DELTA}; median duality gap over {seeds} seed(s) of the output of a T-epoch run "
             f"(about {2 * n - 1}·T value queries for OGDA, {n}·T for SGDA; gradient evaluations for order 1). "
-            f"Defaults: constant eta = 0.045/sqrt(n), R = 1, gamma step x 0.25/eta, suffix average; theory row: the paper's "
+            f"Defaults: the steps of a run that stops on its certificate (families/strategic_dro.anytime_defaults: "
+            f"min(eta_max, eta0/sqrt(t+1)) from the measured noise, R = 1/rms(x), gamma step 0.25 eta_t/eta_max), "
+            f"tail average; theory row: the paper's "
             f"eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4) with eta0 = 0.01, R0 = 1, chi = 0.05 and the full average. "
             f"slope: least-squares slope of log gap against log queries over T >= {checkpoints[tail]} "
             f"(Theorem 4.1 bounds the expected gap by O(T^(-1/4+chi)) for the theory schedule).")
@@ -91,9 +119,8 @@ def time_to_gap(sizes, epochs: int, check: int):
         exact_time = median_time(lambda: exact_sdro.solve_wdrsc(model), repeat=3)
         row = [n, f"{exact_time:.3g}"]
         for name, order, extra in configs:
-            res = prob.solve(backend="stochastic", method="ogda-rr", order=order, seed=0, epochs=epochs,
-                             check_every=check, target_gap=1e-2, **extra)
-            recs = checked(res, order)
+            recs = run(prob, "ogda-rr", order, 0, epochs,
+                       GapRecorder(prob, range(check, epochs + 1, check), order, stop_below=1e-2), **extra)
             for target in ((2e-2, 1e-2) if order == 0 and not extra else (1e-2,)):
                 hit = next((r for r in recs if r[2] <= target), None)
                 row.append(f"{hit[3]:.3g} ({hit[0]} ep.)" if hit else
@@ -109,17 +136,17 @@ def time_to_gap(sizes, epochs: int, check: int):
 
 
 def ablation(n: int, epochs: int):
-    """The non-paper devices of the defaults, one at a time (seed 0)."""
+    """The non-paper devices of the fixed budget (stop="budget"), one at a time (seed 0)."""
     prob = problem_for(n)
     eta = 0.045 / np.sqrt(n)
     configs = [("paper geometry: y_step_scale = 1, full average", {"y_step_scale": 1.0, "output": "average"}),
                ("gamma-step scale 0.25/eta, full average", {"output": "average"}),
-               ("defaults: gamma-step scale, suffix average", {}),
-               ("defaults + two-point estimator", {"estimator": "two-point"}),
-               ("defaults, first order", {"order": 1})]
+               ("fixed budget: gamma-step scale, suffix average", {}),
+               ("fixed budget + two-point estimator", {"estimator": "two-point"}),
+               ("fixed budget, first order", {"order": 1})]
     rows, optimum = [], prob.solve().objective
     for name, extra in configs:
-        res = prob.solve(backend="stochastic", method="ogda-rr", seed=0, epochs=epochs, **extra)
+        res = prob.solve(backend="stochastic", method="ogda-rr", seed=0, epochs=epochs, stop="budget", **extra)
         rows.append([name, f"{res.certificate['duality_gap']:.3g}", f"{res.objective - optimum:.3g}",
                      res.metrics["queries"] or res.metrics["gradients"]])
         print(rows[-1], flush=True)
@@ -145,7 +172,7 @@ def main():
     body = "\n\n".join([
         "### Duality gap against queries (strategic DRO, synthetic)", n1, t1,
         "### Exact program against OGDA-RR as n grows", n2, t2,
-        "### What the non-paper devices of the defaults do", n3, t3,
+        "### What the non-paper devices of the fixed budget do", n3, t3,
         f"_Configuration: {'--quick' if args.quick else 'full'}; total run time {total:.0f} s._"])
     write_section("minmax", body)
     print(body)

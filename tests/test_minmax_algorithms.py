@@ -166,25 +166,57 @@ def test_first_order_ogda_solves_the_matrix_game():
     sp = fm.SaddleProblem.matrix_game(A)
     exact = sp.solve(method="exact")
     assert exact.certificate["duality_gap"] < 1e-7
-    gaps = [sp.solve(method="ogda-rr", order=1, seed=0, epochs=T, eta0=0.02, schedule="constant").certificate["duality_gap"]
-            for T in (10, 320)]
+    gaps = [sp.solve(method="ogda-rr", order=1, seed=0, epochs=T, eta0=0.02, schedule="constant",
+                     stop="budget").certificate["duality_gap"] for T in (10, 320)]
     assert gaps[1] < 0.25 * gaps[0] and gaps[1] < 0.02
-    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=80, eta0=0.02, schedule="constant")
+    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=80, eta0=0.02, schedule="constant", stop="budget")
     assert abs(res.objective - exact.objective) <= res.certificate["duality_gap"] + 1e-12
 
 
-def test_check_every_and_target_gap_on_a_saddle_problem():
-    sp = fm.SaddleProblem.matrix_game(np.random.default_rng(8).standard_normal((10, 3, 3)))
-    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=400, eta0=0.02, schedule="constant",
-                   check_every=20, target_gap=0.05)
-    assert res.status == "converged" and res.metrics["epochs_run"] < 400
-    assert res.history[-1]["duality_gap"] <= 0.05
-    assert res.certificate["duality_gap"] == pytest.approx(res.history[-1]["duality_gap"], abs=1e-12)
-    bare = fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1))
-    with pytest.raises(OptionError, match="check_every needs the duality gap"):
-        bare.solve(seed=0, epochs=2, check_every=1)
-    with pytest.raises(OptionError, match="target_gap needs check_every"):
-        sp.solve(seed=0, epochs=2, target_gap=0.1)
+def test_tail_output_is_the_average_over_the_tail_window():
+    """output="tail": after epoch s in [2^j, 2^(j+1)) the output averages the iterates of epochs 2^(j-1)..s (the
+    doubling trick of stochastic/averaging.py), so a run stopped at any epoch returns a window of its own."""
+    sp = _quadratic_problem(n=3)
+    for epochs, first in ((1, 0), (2, 0), (3, 1), (5, 2), (8, 2), (9, 4)):
+        out = ogda(sp.oracle(), method="ogda-rr", order=0, epochs=epochs, eta0=0.05, R0=0.1, seed=1, output="tail",
+                   schedule="anytime", store_iterates=True)
+        its, wts = out["iterates"][3 * first:], out["iterate_weights"][3 * first:]
+        np.testing.assert_allclose(out["u"], wts @ its / wts.sum(), rtol=1e-12)
+
+
+def test_stop_hook_sees_the_output_a_shorter_run_returns():
+    """The u a stop hook sees after epoch t is what a run of t + 1 epochs returns (iterates do not depend on the
+    run's length with the anytime schedule): the candidate the judge certifies is the one returned."""
+    sp = _quadratic_problem(n=3)
+    seen = {}
+
+    def stop(info):
+        seen[info["epoch"] + 1] = info["u"].copy()
+        return info["epoch"] + 1 == 6
+    kw = dict(method="ogda-rr", order=0, eta0=0.05, R0=0.1, seed=2, output="tail", schedule="anytime")
+    out = ogda(sp.oracle(), epochs=12, stop=stop, **kw)
+    assert out["status"] == "converged" and out["epochs_run"] == 6
+    np.testing.assert_array_equal(out["u"], seen[6])
+    np.testing.assert_allclose(seen[4], ogda(sp.oracle(), epochs=4, **kw)["u"], rtol=1e-12)
+
+
+def test_noise_damping_shrinks_the_steps_and_never_grows_them():
+    sp = _quadratic_problem(n=4)
+    kw = dict(method="ogda-rr", order=0, epochs=6, eta0=0.05, R0=0.1, seed=0, schedule="constant")
+    plain = ogda(sp.oracle(), **kw)
+    assert plain["steps"]["step_damping"] == 1.0
+    damped = ogda(sp.oracle(), noise=1e-3, **kw)        # far below the estimates' noise: the steps shrink
+    etas = [r["eta"] for r in damped["history"]]
+    assert etas[0] == 0.05 and all(b <= a for a, b in zip(etas, etas[1:])) and etas[-1] < 0.05
+    loose = ogda(sp.oracle(), noise=1e9, **kw)          # far above: no change
+    assert [r["eta"] for r in loose["history"]] == [r["eta"] for r in plain["history"]]
+
+
+def test_anytime_schedule():
+    eta, R = step_schedules("anytime", 0.4, 0.5, 0.05, 10, eta_max=0.1)
+    assert [eta(t) for t in (0, 15, 24)] == [0.1, 0.1, pytest.approx(0.4 / 5)] and R(7) == 0.5
+    with pytest.raises(OptionError, match="schedule must be"):
+        step_schedules("fast", 0.4, 0.5, 0.05, 10)
 
 
 def test_first_order_ogda_solves_the_quadratic_game():
@@ -192,7 +224,7 @@ def test_first_order_ogda_solves_the_quadratic_game():
     sp = _quadratic_problem()
     exact = sp.solve(method="exact")
     assert exact.certificate["duality_gap"] < 1e-6      # the Huber program and the closed forms agree
-    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=300, eta0=0.02, schedule="constant")
+    res = sp.solve(method="ogda-rr", order=1, seed=0, epochs=300, eta0=0.02, schedule="constant", stop="budget")
     assert res.certificate["duality_gap"] < 1e-2
     assert np.linalg.norm(res.variables["x"] - exact.variables["x"]) < 0.1 * max(1.0, np.linalg.norm(exact.variables["x"]))
 
@@ -206,7 +238,7 @@ def test_zeroth_order_gap_decreases_with_epochs():
 
     def mean_delta(T):
         return np.mean([sp.solve(method="ogda-rr", order=0, seed=s, epochs=T, eta0=0.05, R0=0.2, schedule="theory",
-                                 output="average").certificate["delta"]
+                                 output="average", stop="budget").certificate["delta"]
                         for s in range(4)])
     assert mean_delta(160) < 0.75 * mean_delta(10)
 
@@ -257,7 +289,7 @@ def test_invalid_problems():
                          zo_mask=np.array([True, False]))
     with pytest.raises(OptionError, match="at least one coordinate"):
         fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1),
-                         zo_mask=np.array([False, False]), grad=lambda x, y, i: (x, y)).solve(seed=0)
+                         zo_mask=np.array([False, False]), grad=lambda x, y, i: (x, y)).solve(order=0, seed=0)
     with pytest.warns(UserWarning, match="1/\\(2 ell\\)"):
         fm.SaddleProblem(lambda x, y, i: 0.0, 1, fm.Ball(1, 1.0), fm.Box(-1.0, 1.0, size=1)).solve(
             seed=0, epochs=1, eta0=1.0, ell=1.0)
@@ -291,3 +323,34 @@ def test_result_round_trip(tmp_path):
     np.testing.assert_array_equal(back.variables["x"], res.variables["x"])
     assert back.certificate["duality_gap"] == res.certificate["duality_gap"]
     assert back.method == "sgda-rr" and back.family == "minmax"
+
+
+def test_a_restart_halves_the_steps_and_starts_the_tail_window_afresh():
+    sp = _quadratic_problem(n=3)
+    kw = dict(method="ogda-rr", order=0, epochs=8, eta0=0.05, R0=0.1, seed=3, output="tail", schedule="constant",
+              store_iterates=True)
+    out = ogda(sp.oracle(), stop=lambda info: 0.5 if info["epoch"] == 4 else False, **kw)
+    etas = [r["eta"] for r in out["history"]]
+    assert etas == [0.05] * 5 + [0.025] * 3 and out["steps"]["step_restarts"] == 1
+    its, wts = out["iterates"][3 * 5:], out["iterate_weights"][3 * 5:]     # epochs 5..7: after the restart
+    np.testing.assert_allclose(out["u"], wts @ its / wts.sum(), rtol=1e-12)
+
+
+def test_restart_on_stall_asks_for_a_restart_when_a_check_does_not_improve():
+    """RestartOnStall reads the checks' value / tolerance: a check no better than the previous one gives the factor."""
+    from fairmodel.families.base import Check
+    from fairmodel.stochastic.ogda import RestartOnStall
+
+    class Checks:
+        def __init__(self, values):
+            self.values, self.n_checks, self.last = list(values), 0, None
+
+        def __call__(self, info):
+            if info["epoch"] % 2:                      # a check every other epoch
+                self.n_checks += 1
+                self.last = (None, None, [Check("gap", self.values.pop(0), 1.0, "test", "certificate")], None)
+            return False
+    hook = RestartOnStall(Checks([8.0, 4.0, 5.0, 3.0, 3.0]))
+    answers = [hook({"epoch": t}) for t in range(10)]
+    assert answers == [False, False, False, False, False, 0.5, False, False, False, 0.5]
+    assert hook.restarts == 2

@@ -5,6 +5,7 @@ import glob
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import fairmodel as fm
@@ -69,3 +70,15 @@ def test_no_starved_fixed_budget_or_parallel_sweep_is_ok(path):
             assert not res.ok and res.failed_checks(), f"{method}: starved budget reported {res.status}"
         frontier = fm.dp_sweep(prob, [0.01, 0.005], parallel=True, seed=0, T=50)
     assert all(r.checks and not r.ok and r.failed_checks() for r in frontier.results)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_no_starved_saddle_problem_run_is_ok(order, tmp_path):
+    """fm.SaddleProblem (not a declaration): every OGDA / SGDA variant with a starved budget is judged by its duality
+    gap and is not ok, also after a save and load."""
+    sp = fm.SaddleProblem.matrix_game(np.random.default_rng(0).standard_normal((20, 3, 3)))
+    for method in ("ogda-rr", "ogda-wr", "sgda-rr", "sgda-wr"):
+        res = sp.solve(method=method, order=order, seed=0, **STARVED[method])
+        assert not res.ok and res.failed_checks() and "the judge's checks failed" in res.message
+        back = fm.load_result(res.save(tmp_path / f"{method}-{order}")[0])
+        assert back.status == res.status and back.checks == res.checks

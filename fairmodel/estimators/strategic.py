@@ -42,7 +42,8 @@ class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
         "ogda-wr", "sgda-rr", "sgda-wr"), the zeroth-order min-max method that only queries best responses.
     order : 0 (zeroth order in w, default) or 1 (exact gradients) for the stochastic backend.
     random_state : seed of the stochastic backend.
-    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"epochs": 50}``; default 200).
+    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"epochs": 500}``: the cap of the stochastic
+        run, which stops when its duality gap passes the judge's tolerance; default cap 2000 epochs).
 
     ``fit(X, y, sensitive_features=None, sample_weight=None)``: the model has no sensitive attribute; passing one
     raises a ValueError rather than silently ignoring it. ``sample_weight`` centers the Wasserstein ball at the

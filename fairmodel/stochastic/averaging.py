@@ -11,6 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 
+def tail_start(epoch: int) -> int:
+    """The first epoch of the tail window of :class:`TailAverage` at ``epoch`` (0-based): 2^(j-1) for an epoch in
+    [2^j, 2^(j+1)), 0 for the epochs 0 and 1. A method that keeps running sums (OGDA's lazy average) subtracts
+    the sum at the start of that epoch instead of keeping a second accumulator."""
+    return 0 if epoch < 2 else 1 << (int(epoch).bit_length() - 2)
+
+
 class TailAverage:
     """Weighted sums of arrays (e.g. w and the dual weights) over the tail of the epochs run so far."""
 

@@ -36,6 +36,7 @@ in docs/minmax.md). ``output="suffix"`` (NON-PAPER) averages the second half of 
 """
 from __future__ import annotations
 
+import math
 import numbers
 import time
 import warnings
@@ -45,6 +46,7 @@ from .._validate import as_generator, check_number
 from ..errors import OptionError
 from ..oracles.protocols import SaddleOracle
 from ..progress import Progress
+from .averaging import tail_start
 from .ogda_estimator import Estimator, NonFiniteValue, sphere_directions
 from .schedules import epoch_lengths, schedule
 
@@ -55,29 +57,43 @@ METHODS = {
     "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44) of Maheshwari et al. 2022)",
 }
 ESTIMATORS = ("one-point", "two-point")
+NOISE_MARGIN = 2.0        # noise=: the steps shrink once the measured noise exceeds twice the noise they were set for
+HISTORY_RECORDS = 1000   # a run of a one-component game can take 10^6 epochs: its history is thinned
 
 
 def _positive(value, name: str) -> float:
     return check_number(value, name, low=0.0, strict=True)
 
 
-def step_schedules(kind, eta0, R0, chi, epochs: int):
-    """(eta(t), R(t)) from ``kind`` ("theory" or "constant") and eta0/R0 (numbers, arrays, callables)."""
+SCHEDULES = ("theory", "constant", "anytime")
+
+
+def step_schedules(kind, eta0, R0, chi, epochs: int, eta_max=None):
+    """(eta(t), R(t)) from ``kind`` and eta0/R0 (numbers, arrays, callables): ``"theory"`` (Theorem 4.1),
+    ``"constant"``, or ``"anytime"`` (NON-PAPER): ``eta_t = min(eta_max, eta0 / sqrt(t + 1))`` and a constant R0,
+    a schedule that does not depend on the run's length (the steps of robust stochastic approximation with
+    variable steps, Nemirovski, Juditsky, Lan, Shapiro, SIAM J. Optim. 2009, Section 2.3: with the average over
+    the last half of the iterates the error is of the order of that of the best constant step for the same
+    number of steps, without knowing that number), capped at eta_max (e.g. 1/(2 ell), Theorem 4.1's hypothesis)."""
     lengths = epoch_lengths(1, epochs)
-    if kind not in ("theory", "constant"):
-        raise OptionError(f"schedule must be 'theory' (eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4); Theorem 4.1 of "
-                          f"Maheshwari et al. 2022) or 'constant'; got {kind!r}")
+    if kind not in SCHEDULES:
+        raise OptionError(f"schedule must be 'theory' (eta0 (t+1)^(-3/4-chi), R0 (t+1)^(-1/4); Theorem 4.1 of Maheshwari et al. 2022), "
+                          f"'constant' or 'anytime' (min(eta_max, eta0 / sqrt(t+1)), R0); got {kind!r}")
+    cap = math.inf if eta_max is None else _positive(eta_max, "eta_max")
     if kind == "theory":
         chi = float(chi)
         if not 0.0 < chi < 0.25:
             raise OptionError(f"chi must lie in (0, 1/4) for the theory schedule (Theorem 4.1 of Maheshwari et al. "
                               f"2022); got {chi}")
+    powers = {"theory": (-0.75 - chi, -0.25), "constant": (0.0, 0.0), "anytime": (-0.5, 0.0)}[kind]
     funcs = []
-    for value, name, power in ((eta0, "eta0", -0.75 - chi if kind == "theory" else 0.0),
-                               (R0, "R0", -0.25 if kind == "theory" else 0.0)):
+    for value, name, power in ((eta0, "eta0", powers[0]), (R0, "R0", powers[1])):
         if isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool):
             base = _positive(value, name)
-            funcs.append(lambda t, base=base, power=power: base * (t + 1.0) ** power)
+            if name == "eta0" and kind == "anytime":
+                funcs.append(lambda t, base=base: min(cap, base / math.sqrt(t + 1.0)))
+            else:
+                funcs.append(lambda t, base=base, power=power: base * (t + 1.0) ** power)
         else:  # a user schedule: an array with one value per epoch, or a callable (t, 0) -> value
             f = schedule(value, name, lengths)
             funcs.append(lambda t, f=f: f(t, 0))
@@ -85,10 +101,9 @@ def step_schedules(kind, eta0, R0, chi, epochs: int):
 
 
 def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epochs: int = 100, eta0=0.01,
-         R0=0.1, chi: float = 0.05, schedule: str = "theory", estimator: str = "one-point",
+         R0=0.1, chi: float = 0.05, schedule: str = "theory", eta_max=None, estimator: str = "one-point",
          y_step_scale: float = 1.0, output: str = "average", u0=None, first_step: str = "drop",
-         boundary: str = "reuse", ell=None,
-         seed=None, verbose=None, callback=None, certify=None, check_every=None, target_gap=None,
+         boundary: str = "reuse", ell=None, noise=None, seed=None, verbose=None, callback=None, stop=None,
          max_queries: int | None = None, max_time: float | None = None, store_iterates: bool = False) -> dict:
     """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (Algorithms 1-4 of the paper).
 
@@ -96,36 +111,45 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     ----------
     method : one of ``ogda-rr``, ``ogda-wr``, ``sgda-rr``, ``sgda-wr``.
     order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
-    epochs : T; an epoch is n inner steps.
-    eta0, R0, chi, schedule : step and query-radius schedules (see :func:`step_schedules`).
+    epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
+    eta0, R0, chi, schedule, eta_max : step and query-radius schedules (see :func:`step_schedules`).
     estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring).
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
-    output : ``"average"`` (the paper's eta-weighted average of all post-update iterates) or ``"suffix"``
+    output : ``"average"`` (the paper's eta-weighted average of all post-update iterates), ``"suffix"``
         (NON-PAPER: the same average over the second half of the epochs, which drops the transient from
-        u_0; with constant steps the full average keeps a bias of order 1/T from it).
+        u_0; with constant steps the full average keeps a bias of order 1/T from it) or ``"tail"`` (NON-PAPER:
+        for a run of unknown length, at epoch s in [2^j, 2^(j+1)) the average over the epochs 2^(j-1)..s,
+        between the last half and the last three quarters of the run; the doubling trick of
+        :mod:`fairmodel.stochastic.averaging`).
     u0 : starting point (default: the projection of 0); it must be feasible.
     first_step : ``"drop"`` (no optimistic term at the very first step, where u_{-1} is undefined) or ``"repeat"``
         (u_{-1} := u_0 with a random sigma_{-1}: one extra query).
     boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
         R^{t-1}) or ``"recompute"`` (recomputed with R^t: one extra query per epoch boundary).
     ell : the smoothness constant, if known: warns when eta0 >= 1/(2 ell) (Theorem 4.1's hypothesis).
-    callback : called after every epoch with a dict (epoch, u_sum and weight: the running eta-weighted sum
-        of all post-update iterates and the sum of the weights since the start, so any window average is a
-        difference quotient; u_last, queries, gradients, time); it may return True (stop) or a dict of
-        numbers added to that epoch's history record.
-    certify, check_every, target_gap : certify the output during the run: ``certify(u)`` is the duality gap
-        of a point; at every ``check_every`` epochs (or the listed epoch counts T) it is applied to the
-        average a run of T epochs would return (for ``output="suffix"`` the window T//2..T-1: the iterates
-        do not depend on the run length), recorded as ``duality_gap`` (and the cumulative seconds spent
-        checking as ``check_time``) in the history; once it is <= ``target_gap`` the run stops with status
-        ``converged``.
+    noise : NON-PAPER: the noise of the x-part of the estimates the steps were set for (``sigma_x`` of
+        :func:`~fairmodel.stochastic.ogda_estimator.auto_steps`); when the root-mean-square deviation of the x-part
+        of the fresh estimates F_hat_(s_i)(u_i) around their mean within an epoch exceeds twice that, the steps of
+        the following epochs are multiplied by 2 ``noise`` / (the largest such deviation seen so far): never up
+        (the factor 2 leaves the sampling error of the probes alone). The
+        step of robust stochastic approximation D / (M sqrt(N)) needs the noise M over the whole domain, which
+        probes at the start can underestimate (a one-point estimate (d/R) L_i(u + R v) v grows with |L_i|, e.g.
+        with ||w|| in strategic DRO, where the larger steps otherwise feed on themselves).
+    callback : called after every epoch with a dict (epoch; u: the output the run would return if it stopped
+        now; u_sum and weight: the running eta-weighted sum of all post-update iterates and the sum of the weights
+        since the start, so any window average is a difference quotient; u_last, queries, gradients, time); it
+        may return True (stop) or a dict of numbers added to that epoch's history record.
+    stop : called after ``callback`` with the same dict; True ends the run with status ``converged`` (the
+        judge's checks of :class:`fairmodel.families.stopping.CertifiedStop`, which passed on ``u``); a number f in
+        (0, 1) asks for a warm restart (NON-PAPER, :class:`RestartOnStall`): the steps of the following epochs are
+        multiplied by f and, with ``output="tail"``, the output window starts again at the next epoch.
     max_queries, max_time : budgets (value queries for order 0, gradient evaluations for order 1; seconds);
         reaching one ends the run, after the current epoch, with status ``budget_exhausted``.
     store_iterates : keep every post-update iterate and its weight (for tests and teaching; memory nT dim).
 
     Returns a dict: ``u`` (the eta-weighted average of the post-update iterates), ``u_last``, ``status``
-    (``completed``, ``budget_exhausted`` or ``failed``), ``message``, ``history`` (one record per
-    epoch), ``queries`` (value-oracle calls), ``gradients`` (gradient-oracle calls), ``epochs_run``.
+    (``completed``, ``converged``, ``budget_exhausted`` or ``failed``), ``message``, ``history`` (one record per
+    epoch for the first HISTORY_RECORDS epochs, then one every epochs // HISTORY_RECORDS), ``queries`` (value-oracle calls), ``gradients`` (gradient-oracle calls), ``epochs_run``.
     Query count with the defaults: 2nT - 1 (OGDA: two new values per step, none at the first optimistic
     term) or nT (SGDA); twice that with the two-point estimator.
     """
@@ -135,8 +159,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {order!r}")
     if estimator not in ESTIMATORS:
         raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
-    if output not in ("average", "suffix"):
-        raise OptionError(f"output must be 'average' or 'suffix'; got {output!r}")
+    if output not in ("average", "suffix", "tail"):
+        raise OptionError(f"output must be 'average', 'suffix' or 'tail'; got {output!r}")
     if first_step not in ("drop", "repeat"):
         raise OptionError(f"first_step must be 'drop' or 'repeat'; got {first_step!r}")
     if boundary not in ("reuse", "recompute"):
@@ -144,10 +168,8 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     if order == 0 and oracle.zo.shape[0] == 0:
         raise OptionError("zeroth-order mode needs at least one coordinate in zo_mask; use order=1 for exact "
                           "gradients everywhere")
-    if target_gap is not None and check_every is None:
-        raise OptionError("target_gap needs check_every= (how often to certify the gap, in epochs)")
     y_scale = _positive(y_step_scale, "y_step_scale")
-    eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs)
+    eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs, eta_max)
     if ell is not None and eta_f(0) >= 1.0 / (2.0 * _positive(ell, "ell")):
         warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 of "
                       f"Maheshwari et al. 2022 fails, convergence is not guaranteed", stacklevel=2)
@@ -161,7 +183,6 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     optimistic = method.startswith("ogda")
     reshuffle = method.endswith("-rr")
     est = Estimator(oracle, order, estimator)
-    monitor = None if check_every is None else _Monitor(certify, check_every, epochs, output, target_gap)
     x, y = u[:d_x], u[d_x:]                 # views: the iterate is updated in place
     box = oracle.y_box
     lo, hi = (box[0].tolist(), box[1].tolist()) if box is not None else (None, None)
@@ -170,12 +191,31 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
     # is brought up to date only when it changes: sum += y_j * (W - W at its last change))
     acc_x, acc_y, last_w, weight = np.zeros(d_x), np.zeros(dim - d_x), np.zeros(dim - d_x), 0.0
     base_sum, base_weight = 0.0, 0.0      # the running sum and weight where the output window starts
+    anchors = {}                          # output="tail": the running sums at the epochs 2^j where windows start
     iterates, iterate_weights = [], []
-    history, status, message, k = [], "completed", "", 0
+    history, status, message, k, done = [], "completed", "", 0, 0
+    damping = 1.0                          # noise=: the factor of the steps (<= 1)
+    rescale, restart, restarts = 1.0, None, 0   # stop= warm restarts: step factor, (epoch, sum, weight), count
+    if noise is not None:
+        noise = _positive(noise, "noise")
+    stride = max(1, epochs // HISTORY_RECORDS)   # long runs: a record every stride epochs after the first ones
     prev_i, g_prev, u_prev, v_prev = None, None, None, None
 
     def running_sum():
         return np.concatenate([acc_x, acc_y + y * (weight - last_w)])
+
+    def output_now():
+        """The output of a run stopped now: the average over the output window (over all the iterates when the
+        window has not started yet), or u itself before any step."""
+        s0, w0 = base_sum, base_weight
+        if output == "tail" and done:
+            first = tail_start(done - 1)
+            s0, w0 = anchors.get(first, (0.0, 0.0))
+            if restart is not None and first < restart[0] < done:     # the window starts at the last restart
+                s0, w0 = restart[1], restart[2]
+        if weight > w0:
+            return (running_sum() - s0) / (weight - w0)
+        return running_sum() / weight if weight > 0 else u.copy()
 
     def step_y(terms, step):
         """y <- Proj_Y(y - step * sum of the y-parts of ``terms``), sparse when every part is."""
@@ -207,7 +247,11 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
             for t in range(epochs):
                 if output == "suffix" and t == epochs // 2:      # the output window starts here
                     base_sum, base_weight = running_sum(), weight
-                eta, R = eta_f(t), R_f(t)
+                elif output == "tail" and t & (t - 1) == 0:      # a power of two: a tail window may start here
+                    anchors = {e: v for e, v in anchors.items() if e >= t // 4}
+                    anchors[t] = (running_sum(), weight)
+                eta, R = eta_f(t) * damping * rescale, R_f(t)
+                g_sum, g_sq = np.zeros(d_x), 0.0
                 step_x, step_yb = eta, eta * y_scale
                 idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
                 V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
@@ -220,6 +264,9 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                 for k in range(n):
                     i, v = int(idx_t[k]), V[k]
                     g_cur = est(i, u, R, v)
+                    if noise is not None:
+                        g_sum += g_cur[0]
+                        g_sq += float(g_cur[0] @ g_cur[0])
                     if optimistic and prev_i is not None:
                         g_pc = est(prev_i, u, R, v)
                         gx = g_cur[0] + g_pc[0] - g_prev[0]
@@ -237,25 +284,34 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                     if store_iterates:
                         iterates.append(u.copy())
                         iterate_weights.append(eta)
+                if noise is not None and n > 1:
+                    spread = math.sqrt(max(g_sq - float(g_sum @ g_sum) / n, 0.0) / (n - 1))
+                    damping = min(damping, NOISE_MARGIN * noise / spread) if spread > 0 else damping
                 elapsed = time.perf_counter() - start
                 record = {"epoch": t, "queries": est.queries, "gradients": est.gradients, "eta": eta, "R": R,
                           "time": elapsed}
-                history.append(record)
+                done = t + 1
+                if t < HISTORY_RECORDS or done % stride == 0:
+                    history.append(record)
                 bar.update(1)
-                if monitor is not None:
-                    record.update(monitor.epoch_end(t, running_sum, weight))
-                    if monitor.hit is not None:
-                        status = "converged"
-                        message = f"certified duality gap {monitor.hit[1]:.3g} <= {target_gap:g} after {t + 1} epochs"
-                        break
-                if callback is not None:
-                    out = callback({"epoch": t, "u_sum": running_sum(), "weight": weight, "u_last": u.copy(),
-                                    "queries": est.queries, "gradients": est.gradients, "time": elapsed})
+                if callback is not None or stop is not None:
+                    info = {"epoch": t, "u": output_now(), "u_sum": running_sum(), "weight": weight,
+                            "u_last": u.copy(), "queries": est.queries, "gradients": est.gradients, "time": elapsed}
+                    out = callback(info) if callback is not None else None
                     if out is True:
                         message = f"stopped by the callback after epoch {t}"
                         break
                     if isinstance(out, dict):
                         record.update(out)
+                    verdict = stop(info) if stop is not None else None
+                    if verdict is True:
+                        status, message = "converged", f"stopped after epoch {t}"
+                        break
+                    if isinstance(verdict, float) and 0.0 < verdict < 1.0:     # a warm restart with smaller steps
+                        rescale *= verdict
+                        restarts += 1
+                        restart = (t + 1, running_sum(), weight)
+                        record["restart"] = rescale
                 # the query budget counts value queries (order 0) or gradient evaluations (order 1);
                 # schedules.check_budget speaks of gradient evaluations only, hence these lines of our own
                 if max_queries is not None and (est.queries if order == 0 else est.gradients) >= max_queries:
@@ -269,59 +325,50 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
                     break
         except NonFiniteValue as exc:
             status = "failed"
-            message = f"stopped at epoch {len(history)}, inner step {k}: {exc}"
-    if monitor is not None and monitor.hit is not None and monitor.suffix:
-        # stopped at the target gap: return the point that was certified (the window of a run of that length)
-        s0, w0 = monitor.sums[monitor._start(monitor.hit[0]) - 1]
-        u_avg = (running_sum() - s0) / (weight - w0)
-    elif weight > base_weight:
-        u_avg = (running_sum() - base_sum) / (weight - base_weight)
-    else:   # stopped before the output window (or before any step)
-        u_avg = running_sum() / weight if weight > 0 else u.copy()
+            message = f"stopped at epoch {done}, inner step {k}: {exc}"
+    u_avg = output_now()
     out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
-           "queries": est.queries, "gradients": est.gradients, "epochs_run": len(history),
-           "steps": {"eta0": eta_f(0), "R0": R_f(0), "y_step_scale": y_scale}}
+           "queries": est.queries, "gradients": est.gradients, "epochs_run": done,
+           "steps": {"eta0": eta_f(0), "eta_last": eta_f(max(done - 1, 0)) * damping * rescale, "R0": R_f(0),
+                     "step_damping": damping, "step_restarts": restarts,
+                     "y_step_scale": y_scale}}
     if store_iterates:
         out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)
     return out
 
 
-class _Monitor:
-    """The certificate checks of :func:`ogda` (``check_every``/``target_gap``)."""
+class RestartOnStall:
+    """A ``stop`` hook around the judge's checks that restarts a run which stalls (NON-PAPER): when a check finds the
+    run no closer to passing than the previous check (the largest value / tolerance of its checks did not decrease),
+    the run continues from where it is with the steps multiplied by ``factor`` and the output window starting
+    afresh. The step of a run that stops on its certificate is set from the diameter of the domain, which can be much
+    larger than the distance to the solution; a step too large for the problem at hand leaves the gap at its noise
+    level, and halving it on a stall is the usual remedy (restarting the average drops the iterates of the larger
+    steps).
 
-    def __init__(self, certify, every, epochs: int, output: str, target):
-        if certify is None:
-            raise OptionError("check_every needs a certificate of the problem (certify=)")
-        if isinstance(every, (numbers.Integral, np.integer)) and not isinstance(every, bool) and every >= 1:
-            marks = range(int(every), epochs + 1, int(every))
-        elif isinstance(every, (list, tuple, range, np.ndarray)) and all(int(e) >= 1 for e in every):
-            marks = [int(e) for e in every]
-        else:
-            raise OptionError(f"check_every must be a positive number of epochs or a list of epoch counts; "
-                              f"got {every!r}")
-        if target is not None:
-            _positive(target, "target_gap")
-        self.certify, self.target, self.suffix = certify, target, output == "suffix"
-        self.marks = set(marks)
-        self.keep = {self._start(T) - 1 for T in self.marks}    # epochs whose running sums are kept
-        self.sums = {-1: (0.0, 0.0)}
-        self.check_time, self.hit = 0.0, None
+    ``checks``: the stop hook of the judge's checks, a :class:`~fairmodel.families.stopping.CertifiedStop` (called
+    with ``info``, True when every check passed; ``n_checks`` and ``last`` = (variables, evaluation, checks, epoch)
+    say what the last check found). Deterministic: it depends on the checks' numbers only.
+    """
 
-    def _start(self, T: int) -> int:
-        return T // 2 if self.suffix else 0
+    def __init__(self, checks, factor: float = 0.5):
+        self.checks, self.factor = checks, factor
+        self.seen, self.previous, self.restarts = 0, None, 0
 
-    def epoch_end(self, t: int, running_sum, weight: float) -> dict:
-        if t in self.keep:
-            self.sums[t] = (running_sum(), weight)
-        if t + 1 not in self.marks:
-            return {}
-        start = time.perf_counter()
-        s0, w0 = self.sums[self._start(t + 1) - 1]
-        gap = float(self.certify((running_sum() - s0) / (weight - w0)))
-        self.check_time += time.perf_counter() - start
-        if self.target is not None and gap <= self.target:
-            self.hit = (t + 1, gap)
-        return {"duality_gap": gap, "check_time": self.check_time}
+    def __call__(self, info):
+        if self.checks(info):
+            return True
+        if self.checks.n_checks == self.seen or self.checks.last is None:
+            return False
+        self.seen = self.checks.n_checks
+        ratios = [c.value / c.tolerance for c in self.checks.last[2] if c.computed and c.tolerance > 0]
+        worst = max(ratios, default=None)
+        stalled = worst is not None and self.previous is not None and worst >= self.previous
+        self.previous = worst if worst is not None else self.previous
+        if stalled:
+            self.restarts += 1
+            return self.factor
+        return False
 
 
 def theory_bound(*, n: int, d: int, D: float, G: float, ell: float, M_L: float, eta0: float, R0: float,
