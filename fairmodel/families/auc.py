@@ -39,6 +39,7 @@ from .registry import register
 EXACT = {"moment": "moment-form QCQP: group means and covariance factors, O(p^2) size",
          "pairwise": "the literal pairwise surrogate (6) over all |S||S'| pairs, O(n^2) size",
          "lifted": "the reformulation (10) with variables a_i, b_i in I and the closed-form max over alpha"}
+FALLBACK = ("lifted", "pairwise")    # the default (moment) form's fallbacks, in order (pairwise: within memory)
 SFLS_DOC = "stochastic feasible level-set method (Algorithm 1) with the Bregman SMD oracle (Algorithm 2)"
 IQRC_DOC = "IQRC (Algorithm 3): SFLS + SMD on proximally regularized subproblems (weakly convex models)"
 BRACKET_ROUNDING = 1e-9    # constraint violation accepted for the upper end of the level-set bracket
@@ -231,7 +232,7 @@ class AUCFairness(Reduction):
         bracket confirming it; the result's message says so."""
         check_options(options, ("max_memory_gb",), f"the exact {method!r} form")
         self.check_kappas()
-        forms = [method] + ([f for f in EXACT if f != method] if method == next(iter(EXACT)) else [])
+        forms = [method] + (list(FALLBACK) if method == next(iter(EXACT)) else [])
         failures = []
         for form in forms:
             try:

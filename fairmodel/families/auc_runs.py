@@ -10,7 +10,8 @@ when they pass. SFLS's own halting rule U(r) >= -eps_opt then means "the oracle 
 instead of halting, the run doubles the SMD steps per oracle call (a warm restart with a doubled budget) and
 continues at the same level. ``max_outer`` and ``max_steps`` (total SMD steps) are caps, CAP_FACTOR times the old
 fixed budget (T = 4000 steps x 60 outer iterations). IQRC is checked at the end of each stage (one SFLS run on
-(32)); ``S`` is its cap. ``stop="budget"`` runs Algorithm 1 as printed with the old fixed budget (and IQRC its S
+(32), with the paper's halting rule); ``S`` is its cap, and a stage that makes no progress doubles the SMD steps
+of the next one. ``stop="budget"`` runs Algorithm 1 as printed with the old fixed budget (and IQRC its S
 stages with the paper's random output). A network score has no certificate of the judge (it is not convex), so
 there the run is the budget one: the judge checks feasibility only.
 """
@@ -59,9 +60,21 @@ def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks
         out = runner.sfls(x0=runner.start_point(opts.get("x0")), stopper=stopper, refine=checks)
         history, metrics = out["history"], out["metrics"]
     else:
-        out = iqrc(runner.sfls, runner.start_point(opts.get("x0")), S=opts["S"], rho_hat=opts["rho_hat"],
-                   output=opts["output"], rng=rng, evaluate=runner.track, delta=opts["delta"],
-                   keep_best=opts["select"] == "best_feasible", verbose=verbose, callback=stopper)
+        start = runner.start_point(opts.get("x0"))
+        previous = {"x": start}
+
+        def stage_end(info):
+            if stopper(info):
+                return True
+            if checks and np.array_equal(info["x"], previous["x"]):
+                # the stage made no progress (its SFLS halted at once, or its point was worse): the next stage's
+                # oracle takes twice the SMD steps (a warm restart with a doubled budget)
+                runner.T = min(2 * runner.T, runner.max_steps)
+            previous["x"] = info["x"]
+            return False
+        out = iqrc(runner.sfls, start, S=opts["S"], rho_hat=opts["rho_hat"], output=opts["output"], rng=rng,
+                   evaluate=runner.track, delta=opts["delta"], keep_best=opts["select"] == "best_feasible",
+                   verbose=verbose, callback=stage_end)
         history = out["history"]
         metrics = {"iqrc_outer": len(out["centers"]) - 1, "output_index": out["index"],
                    "iterates": np.array([c[: runner.d] for c in out["centers"]]),

@@ -34,6 +34,8 @@ PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
 CAP_FACTOR = 10          # stopping on the checks, the old budget times this is the cap
 IDCA_CHECK_EVERY = 5     # outer iterations before the first check of IDCA + SSG (then the CertifiedStop schedule)
 CHECKS_PER_BUDGET = 4    # SSG and the penalty: a check after every quarter of the old budget
+INNER_CAP_FACTOR = 16    # SSG iterations per subproblem at most this times the default 300
+STALL_RATIO, STALL_BOOST = 2.0, 2   # a check whose exact step exceeds SSG's step 2x: twice the SSG iterations
 
 
 def _stop_rule(family, options, stop, last_step=None):
@@ -83,11 +85,20 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
                               f"got {decay}")
         base = eps_k(0)
         eps_k = (lambda k: max(floor, base * decay ** k))
-    inner = ssg_inner(program, mu, eps_k, schedule(inner_T, "inner", integer=True), margin)
+    travel = None
+    if checks and not theory:
+        # SSG must be able to move as far as the step the judge tolerates, or its step says nothing about it
+        travel = (lambda anchor: family.step_tolerance * max(1.0, float(np.linalg.norm(anchor))))
+    inner_cap = INNER_CAP_FACTOR * IDCA_DEFAULTS["inner"]
+    base_T = schedule(inner_T, "inner", integer=True)
+    boost = {"factor": 1}          # raised where a check finds SSG's steps far shorter than the exact step
+    inner = ssg_inner(program, mu, eps_k, lambda k: min(inner_cap, base_T(k) * boost["factor"]), margin,
+                      travel=travel, max_iterations=inner_cap)
     user_callback = options.get("callback")
 
     def run(x0, label):
         stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None)
+        boost["factor"] = 1
 
         def callback(info):
             if user_callback is not None and user_callback(info):
@@ -96,10 +107,18 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             # the SSG step estimates the exact step of (25) at the iterate (within sqrt(2 eps_k / mu), eq. (60)):
             # the judge's (costlier) check runs only when the estimate passes
             x = info["x"]
-            if not checks or info["step"] > family.step_tolerance * max(1.0, float(np.linalg.norm(x))):
+            relative = info["step"] / max(1.0, float(np.linalg.norm(x)))
+            if not checks or relative > family.step_tolerance:
                 return False
             stopper.context["last_step"] = info["step"]
-            return stopper(info)
+            if stopper(info):
+                return True
+            judged = stopper.last[1].certificate.get("relative_step", 0.0) if stopper.last else 0.0
+            if stopper.last and stopper.last[3] == info["epoch"] and judged > STALL_RATIO * relative:
+                # a stall, not a critical point: SSG's output moves far less than the exact solution of (25)
+                # (it zig-zags between nearly active constraints), so its subproblems get more iterations
+                boost["factor"] = min(boost["factor"] * STALL_BOOST, INNER_CAP_FACTOR)
+            return False
 
         out = idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
                    max_time=options.get("max_time"), callback=callback)

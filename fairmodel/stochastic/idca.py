@@ -66,16 +66,24 @@ def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Inner solvers
 # ---------------------------------------------------------------------------------------------------
-def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
+def ssg_inner(program, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) at the anchor.
 
-    ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k.
+    ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k. ``travel``
+    (optional): anchor -> a distance the subproblem's solution may lie from the anchor; T_k is then raised to
+    2 travel ||∇g_0(anchor)|| / ε_k (at most ``max_iterations``): an objective step of SSG moves ε_k / ||g_0'||,
+    so with fewer iterations SSG could not reach a solution that far and would return a step that
+    underestimates the IDCA step (a stall, not a critical point).
     """
     eps_k = eps if callable(eps) else (lambda k: eps)
     T_k = iterations if callable(iterations) else (lambda k: iterations)
 
     def inner(anchor, k):
         e, T = float(eps_k(k)), int(T_k(k))
+        if travel is not None:
+            grad = program.objective_value_and_grad(anchor)[1]
+            need = math.ceil(2.0 * travel(anchor) * float(np.linalg.norm(grad)) / e)
+            T = max(T, min(need, max_iterations or need))
         vals, S = program.minus(anchor)
         c = vals - S @ anchor
         shift = e if margin else 0.0
