@@ -370,11 +370,18 @@ class AUCFairness(Reduction):
         if not self.certified:
             return ("What to try: more IQRC stages (S=) or SMD steps (T=); smaller steps (eta=, tau_scale=) if the "
                     "constraint is violated.")
+        X = self.model.X
+        eig = np.linalg.eigvalsh(np.cov(X, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1]))
+        positive = eig[eig > 1e-12 * max(eig.max(), 1e-300)]
+        condition = float(positive.max() / positive.min()) if positive.size else 1.0
+        scaling = (f" The features' covariance has condition number {condition:.2g}: SMD, a first-order method, "
+                   f"moves slowly along its flat directions; standardized or decorrelated features (e.g. PCA) or the "
+                   f"exact backend help most." if condition > 1e4 else "")
         return ("What to try: a larger cap (max_steps=, max_outer=) lets SFLS double its SMD steps per oracle "
                 "call until the bracket passes; if the run halted at its first levels or the constraint is "
                 "violated, smaller steps (eta=, tau_scale=); a smaller radius of the weights shrinks the interval I "
                 "and the Bregman constant C, which slow SMD; the exact backend (backend='exact') solves this "
-                "linear score directly.")
+                "linear score directly." + scaling)
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
