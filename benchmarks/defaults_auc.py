@@ -154,6 +154,40 @@ def adult_sex_two_presets():
     return _problem(data, kind="group", kappa=0.05, radius=10.0, extra=[("intra", {}, 0.1)])
 
 
+def adult_sex_group_10k():
+    data = fm.datasets.load_adult(sensitive="sex").subsample(10_000, seed=15)
+    return _problem(data, kind="group", kappa=0.1, radius=5.0)
+
+
+def law_race_inter():
+    data = fm.datasets.load_lawschool(sensitive="race").subsample(8000, seed=16)
+    return _problem(data, kind="inter", kappa=0.03, radius=3.0, protected="non-white")
+
+
+def communities_standardized_intra():
+    data = fm.datasets.load_communities(standardize=True)
+    y = np.where(data.y > np.median(data.y), 1.0, -1.0)
+    data = fm.Dataset(data.X, y, np.asarray(data.groups.names, dtype=object)[data.groups.codes],
+                      name="communities-binary")
+    return _problem(data, kind="intra", kappa=0.05, radius=3.0, protected="non-white")
+
+
+def synthetic_intra_and_inter():
+    return _problem(_synthetic(3000, seed=17), kind="intra", kappa=0.05, radius=3.0, extra=[("inter", {}, 0.05)])
+
+
+def synthetic_intercept_small_radius():
+    return _problem(_synthetic(2000, seed=18), kind="group", kappa=0.02, radius=1.0, intercept=True)
+
+
+def reference_radius_20():
+    return _problem(fm.datasets.make_auc_synthetic(2000, 5, seed=19), kind="intra", kappa=0.05, radius=20.0)
+
+
+def synthetic_50k_group():
+    return _problem(_synthetic(50_000, p=12, seed=20), kind="group", kappa=0.05, radius=3.0)
+
+
 CASES = [
     Case("adult-race-black-group", adult_race_black, "Adult by race, Black vs rest, group preset, R = 5, 4,000 rows"),
     Case("adult-race-3-constraints", adult_race_three_groups, "three one-vs-rest group-AUC constraints (K groups)"),
@@ -174,6 +208,13 @@ CASES = [
     Case("law-unconstrained", unconstrained_law, "no fairness constraint"),
     Case("reference-neg-avg-eq", reference_neg_avg_eq, "negative average equality gap on make_auc_synthetic"),
     Case("adult-sex-two-presets", adult_sex_two_presets, "group <= 0.05 and intra <= 0.1 together"),
+    Case("adult-sex-group-10k", adult_sex_group_10k, "10,000 Adult rows, group preset, kappa = 0.1"),
+    Case("law-race-inter", law_race_inter, "Law School inter preset (xAUC), 8,000 rows, kappa = 0.03"),
+    Case("communities-intra", communities_standardized_intra, "standardized Communities, intra preset, R = 3"),
+    Case("synthetic-intra-and-inter", synthetic_intra_and_inter, "intra <= 0.05 and inter <= 0.05"),
+    Case("synthetic-intercept-R1", synthetic_intercept_small_radius, "intercept, radius 1, kappa = 0.02"),
+    Case("reference-R20", reference_radius_20, "make_auc_synthetic(2000), radius 20 (I and C large)"),
+    Case("synthetic-50k-group", synthetic_50k_group, "50,000 rows, 12 features, group preset"),
 ]
 
 if __name__ == "__main__":

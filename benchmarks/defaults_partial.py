@@ -146,6 +146,48 @@ def law_levels_linspace():
     return _problem(data, band=(0.6, 1.0), kappa=0.08, levels=8, grid="in_I")
 
 
+def law_gender_weak_minimal():
+    data = fm.datasets.load_lawschool(sensitive="gender").subsample(1200, seed=14)
+    return _problem(data, model="weak", band=(0.5, 1.0), kappa=0.05, decomposition="minimal")
+
+
+def adult_sex_interactions():
+    data = fm.datasets.load_adult(sensitive="sex").subsample(1500, seed=15)
+    return _problem(data, band=(0.05, 0.3), kappa=0.1)
+
+
+def synthetic_eight_groups():
+    return _problem(_synthetic(2400, seed=16, groups=8), band=(0.5, 1.0), kappa=0.2, levels=4, interactions=False)
+
+
+def law_full_range_dp():
+    data = fm.datasets.load_lawschool(sensitive="race").subsample(1000, seed=17)
+    return _problem(data, band=(0.0, 1.0), kappa=0.2)
+
+
+def law_5000_top_band():
+    data = fm.datasets.load_lawschool(sensitive="race").subsample(5000, seed=18)
+    return _problem(data, band=(0.8, 1.0), kappa=0.05)
+
+
+def logistic_norm_floor():
+    """Logistic loss with the concave constraint ||w||^2 >= 4 (fm.dc(0, ||w||^2) <= -4), from a feasible start."""
+    data = fm.datasets.load_lawschool(sensitive="race").subsample(800, seed=19)
+    w = fm.Weights(data.n_features)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(data.score(w), data.y))),
+                      [fm.dc(0.0, fm.sum_squares(w)) <= -4.0])
+    start = {"w": np.full(data.n_features, 3.0 / np.sqrt(data.n_features))}
+    return prob, {"exact_options": {"start": start}, "stochastic_options": {"start": start}}
+
+
+def communities_weak():
+    data = fm.datasets.load_communities(standardize=True)
+    y = np.where(data.y > np.median(data.y), 1.0, -1.0)
+    data = fm.Dataset(data.X, y, np.asarray(data.groups.names, dtype=object)[data.groups.codes],
+                      name="communities-binary")
+    return _problem(data, model="weak", band=(0.3, 0.8), kappa=0.1, interactions=False, l2=1e-2)
+
+
 CASES = [
     Case("law-gender-band-0.3-0.8", law_gender_band_mid, "Law School by gender, band [0.3, 0.8), 1,500 rows"),
     Case("law-race-kappa-0.02", law_race_kappa_tight, "kappa = 0.02 (near-infeasible start slack)"),
@@ -164,6 +206,13 @@ CASES = [
     Case("synthetic-weak-minimal", synthetic_weak_minimal, "weak parity, minimal decomposition, band [0, 0.5)"),
     Case("sphere-dc", sphere_dc, "a general fm.dc constraint (known solution a / ||a||)", ("fast",)),
     Case("law-levels-in-I", law_levels_linspace, "8 levels on the literal grid 'in_I'"),
+    Case("law-gender-weak-minimal", law_gender_weak_minimal, "weak parity by gender, minimal split, band [0.5, 1)"),
+    Case("adult-sex-interactions", adult_sex_interactions, "Adult with the paper's features (1, x, g, g x): D = 200"),
+    Case("synthetic-8-groups", synthetic_eight_groups, "8 groups, 4 levels, 2,400 rows"),
+    Case("law-full-range", law_full_range_dp, "band [0, 1): full-range demographic parity (the KS distance)"),
+    Case("law-5000-top-band", law_5000_top_band, "5,000 rows, band [0.8, 1), kappa = 0.05"),
+    Case("logistic-norm-floor", logistic_norm_floor, "logistic loss s.t. ||w||^2 >= 4 (a concave constraint)"),
+    Case("communities-weak", communities_weak, "weak parity on Communities, band [0.3, 0.8)"),
 ]
 
 if __name__ == "__main__":
