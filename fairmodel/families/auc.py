@@ -254,7 +254,7 @@ class AUCFairness(Reduction):
                     continue
             if failures:
                 solution.message = "; ".join(failures) + f"; solved by the {form} form instead"
-                solution.solver["fallback_from"] = failures
+                solution.solver["form_fallback_from"] = failures
             return solution
 
     def _solve_form(self, method, solver, verbose, options) -> Solution:
