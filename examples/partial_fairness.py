@@ -94,7 +94,7 @@ def run_split(name, cfg, split_seed, args, log):
     if args.max_train and train.n_samples > args.max_train:
         train = train.subsample(args.max_train, seed=split_seed)
     band, rows = cfg["band"], []
-    budget = {"outer": args.outer, "inner": args.inner, "certificate": False}
+    budget = {"outer": args.outer, "inner": args.inner, "certificate": False, "stop": "budget"}   # the paper's K x T
     start = time.perf_counter()
     base = unconstrained(train)
     for model in MODELS:
@@ -102,11 +102,11 @@ def run_split(name, cfg, split_seed, args, log):
                      **evaluate_on_test(base, test, band, model)})
         for kappa in cfg["kappa"][model]:
             prob = problem(train, band, model, kappa)
-            for method, opts in (("IDCA", budget), ("SSG", {"iterations": args.outer * args.inner,
+            for method, opts in (("IDCA", budget), ("SSG", {"iterations": args.outer * args.inner, "stop": "budget",
                                                            "eps": args.ssg_eps, "certificate": False})):
                 if method == "IDCA" and args.idca_inner == "exact" and model == "pdp":
                     # the certified interior-point subproblems (model (13) only; (17) keeps SSG subproblems)
-                    res = prob.solve(backend="exact", outer=args.exact_outer, certificate=False)
+                    res = prob.solve(backend="exact", outer=args.exact_outer, certificate=False, stop="budget")
                 else:
                     res = prob.solve(backend="stochastic", method="idca" if method == "IDCA" else "ssg", **opts)
                 rows.append({"dataset": name, "model": model, "method": method, "param": kappa, "split": split_seed,
@@ -117,7 +117,7 @@ def run_split(name, cfg, split_seed, args, log):
             prob = problem(train, band, model, 0.0, grid="in_I")
         for lam in cfg["lam"][model]:
             res = prob.solve(backend="stochastic", method="penalty", lam=lam, iterations=args.outer * args.inner,
-                             step=args.penalty_step, certificate=False)
+                             step=args.penalty_step, certificate=False, stop="budget")
             rows.append({"dataset": name, "model": model, "method": "penalty", "param": lam, "split": split_seed,
                          "time": res.timings["solve"], **evaluate_on_test(res.variables["w"], test, band, model)})
     log(f"{name} split {split_seed}: n_train = {train.n_samples}, {len(rows)} runs, "

@@ -11,7 +11,7 @@ This module only re-exports the public names; docs/architecture.md shows the lay
 """
 from . import datasets, metrics
 from ._threads import set_threads, thread_limit, threads
-from ._version import __version__
+from ._version import __version__ as __version__
 from .crosscheck import CrossCheckReport, crosscheck
 from .data import Batch, Dataset, Groups
 from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)

@@ -18,10 +18,7 @@ sys.modules[_spec.name] = suite
 _spec.loader.exec_module(suite)
 
 # What fails today (the judge's numbers of the baseline run, docs/benchmarks.md section "defaults").
-XFAIL = {
-    "saddle_matrix_game_4x4":
-        "OGDA-RR's default solve of a 4 x 4 matrix game ends with duality gap 0.46 > 0.05 (and the result says ok)",
-}
+XFAIL: dict[str, str] = {}
 
 
 def _params():

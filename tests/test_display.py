@@ -3,7 +3,6 @@ formed whatever the names contain, and describe() in text, Markdown and LaTeX wi
 instead of CVXPY's internal names and data matrices."""
 import re
 
-import numpy as np
 import pytest
 
 import fairmodel as fm

@@ -163,7 +163,7 @@ def test_dp_post_processor_points_that_are_not_a_table(base_models, X, message):
 
 def test_dp_stochastic_with_too_few_steps_names_T(base_models):
     reg, clf, X = base_models
-    with pytest.raises(fm.OptionError, match=r"T = 1 is too small for SGD3.*T >= 2"):
+    with pytest.raises(fm.OptionError, match=r"T = 1 .*is too small for one run of 'sgd3'.*T >= 2"):
         fm.DemographicParityPostProcessor(reg, clf, eps=0.05, backend="stochastic", T=1).fit(X)
     post = fm.GridPredictor(reg.predict, clf.predict_proba, L=5, B=10.0)
     prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.05], entropy=0.01)

@@ -7,7 +7,6 @@ import pytest
 
 import fairmodel as fm
 from fairmodel.oracles.pairs import LinearMoments, PairRisks
-from fairmodel.stochastic.bregman_smd import AUCSaddle
 
 # tight solver settings: Clarabel stops "inaccurate" at such tolerances on the pairwise form, ECOS on the others
 TIGHT = {"moment": dict(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12),

@@ -59,8 +59,8 @@ class FairAUCClassifier(FairLinearClassifier):
         the fastest path for a few hundred features at any n, see docs/auc_fairness.md) or ``"stochastic"``
         (method "sfls", the stochastic feasible level-set method).
     random_state : seed of the stochastic backend.
-    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"T": 500}`` SMD steps per oracle call;
-        the library's default is 4000).
+    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"max_steps": 10**6}``, the cap on the
+        SMD steps; the stochastic run stops when the judge's checks pass).
 
     ``fit(X, y, sensitive_features=None, sample_weight=None)``: without sensitive features (or with
     ``kappa=None``) the model is plain AUC maximization on the ball. Binary labels: ``classes_[1]`` is the

@@ -32,8 +32,8 @@ class PartialFairnessClassifier(LogisticProbabilities, FairLinearClassifier):
         "idca"; also "ssg" and "penalty") or ``"exact"`` (IDCA whose subproblems are solved by CVXPY).
     random_state : seed of the random starting points (``solver_options={"starts": k}``); IDCA itself is
         deterministic and full batch.
-    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"outer": 50, "inner": 100}``; the
-        library's defaults, 300 x 300 for IDCA + SSG, take tens of seconds at a few hundred rows).
+    solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"outer": 50, "inner": 100}``: a cap
+        of 50 outer iterations of 100 SSG iterations; by default the run stops when the judge's checks pass).
 
     ``fit(X, y, sensitive_features=None, sample_weight=None)``: ``sample_weight`` weighs the loss (the parity
     constraint counts every row once: the partial-parity atoms have no weights). With two or more groups the

@@ -124,7 +124,7 @@ class MLPScore(SampleScore):
         define_rows(n, self.data)
         name = self.w.render(n)
         sig = self.w.output == "sigmoid"
-        text = f"v·sigmoid(W x + b) + c"
+        text = "v·sigmoid(W x + b) + c"
         tex = "v^\\top \\sigma(W x + b) + c"
         text, tex = (f"sigmoid({text})", f"\\sigma({tex})") if sig else (text, tex)
         what = f"a two-layer network with {self.w.hidden} sigmoid units"

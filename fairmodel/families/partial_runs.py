@@ -1,16 +1,29 @@
 """The stochastic methods of partial fairness (He, Huang, Yao, Lin 2025): IDCA with switching-subgradient
 subproblems (Algorithms 1 + 2), switching subgradient applied directly to the DC program (Algorithm 3), and the
-penalty baseline (78)/(83). Each runs from the starts of :meth:`PartialFairness.multistart`, which judges them."""
+penalty baseline (78)/(83). Each runs from the starts of :meth:`PartialFairness.multistart`, which judges them.
+
+How a run stops (``stop="checks"``, the default): the judge's checks (constraint violations and the Lemma C.1
+step of (25) at the iterate, the very checks that decide ``ok``) run at checkpoints and the run stops when they
+pass; the outer iterations (IDCA) or iterations (SSG, penalty) are caps, CAP_FACTOR times the old fixed budgets.
+IDCA + SSG checks an iterate only when its SSG step ||x_(k+1) - x_k|| / max(1, ||x_k||) (a cheap estimate of the
+exact step, eq. (60)) is within the tolerance, at most on the schedule of :class:`CertifiedStop` (after 5 outer
+iterations, then every 5 until that is less than 25 % of the run, then at each 25 % growth). SSG and the penalty
+are checked after every quarter of their old budgets (then every 25 % of the run). Where the judge does not
+compute the certificate (large programs without the interior-point solver, ``certificate=False``) the run is the
+budget one and says so. ``stop="budget"`` runs the old fixed budgets.
+"""
 from __future__ import annotations
 
 import time
 
 import numpy as np
 
+from .._validate import check_choice
 from ..errors import InfeasibleError, OptionError
 from ..stochastic.idca import idca, ssg_inner
 from ..stochastic.ssg import ssg
 from .partial_program import MU, max_constraint, nonneg, positive_int, schedule
+from .stopping import STOP_RULES, CertifiedStop
 
 # IDCA + SSG: eps_k = max(eps_min, eps * eps_decay^k) (measured on Law School subsamples: a constant
 # eps = 1e-3 (the paper's grid) stalls 0.05 above the exact-inner objective after 100 x 200 iterations;
@@ -18,13 +31,37 @@ from .partial_program import MU, max_constraint, nonneg, positive_int, schedule
 IDCA_DEFAULTS = {"outer": 300, "inner": 300, "eps": 1e-2, "eps_decay": 0.97, "eps_min": 1e-5}
 SSG_DEFAULTS = {"iterations": 20000, "eps": 1e-3}
 PENALTY_DEFAULTS = {"iterations": 20000, "step": 1e-3}
+CAP_FACTOR = 10          # stopping on the checks, the old budget times this is the cap
+IDCA_CHECK_EVERY = 5     # outer iterations before the first check of IDCA + SSG (then the CertifiedStop schedule)
+CHECKS_PER_BUDGET = 4    # SSG and the penalty: a check after every quarter of the old budget
+INNER_CAP_FACTOR = 16    # SSG iterations per subproblem at most this times the default 300
+STALL_RATIO, STALL_BOOST = 2.0, 2   # a check whose exact step exceeds SSG's step 2x: twice the SSG iterations
 
 
-def solve_idca_ssg(family, seed, verbose, options):
+def _stop_rule(family, options, stop, last_step=None):
+    """(stop on the checks?, note): the checks need the judge's certificate; without it the budget is run."""
+    stop = check_choice(stop, "stop", STOP_RULES)
+    if stop == "budget":
+        return False, ""
+    if family.certificate_available(nonneg(options.get("mu", MU), "mu") or MU, options.get("certificate"), last_step):
+        return True, ""
+    return False, ("the judge does not compute the Lemma C.1 certificate of this program (certificate=False, or "
+                   "too many ramp pieces for the CVXPY program of (25)), so the run used its budget "
+                   "(stop='budget')")
+
+
+def _stopper(family, program, mu, options, enabled, every, user_callback):
+    return CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
+                         context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
+                         user_callback=user_callback, enabled=enabled)
+
+
+def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     """IDCA (Algorithm 1) with switching-subgradient subproblems (Algorithm 2)."""
     program = family.program
+    checks, note = _stop_rule(family, options, stop, last_step=1.0)
     mu = nonneg(options.get("mu", MU), "mu")
-    outer = positive_int(options.get("outer", IDCA_DEFAULTS["outer"]), "outer", 0)
+    outer = positive_int(options.get("outer", IDCA_DEFAULTS["outer"] * (CAP_FACTOR if checks else 1)), "outer", 0)
     margin = bool(options.get("margin", True))
     tol = nonneg(options.get("tol", 0.0), "tol")
     theory = {}
@@ -48,23 +85,61 @@ def solve_idca_ssg(family, seed, verbose, options):
                               f"got {decay}")
         base = eps_k(0)
         eps_k = (lambda k: max(floor, base * decay ** k))
-    inner = ssg_inner(program, mu, eps_k, schedule(inner_T, "inner", integer=True), margin)
+    travel = None
+    if checks and not theory:
+        # SSG must be able to move as far as the step the judge tolerates, or its step says nothing about it
+        travel = (lambda anchor: family.step_tolerance * max(1.0, float(np.linalg.norm(anchor))))
+    inner_cap = INNER_CAP_FACTOR * IDCA_DEFAULTS["inner"]
+    base_T = schedule(inner_T, "inner", integer=True)
+    boost = {"factor": 1}          # raised where a check finds SSG's steps far shorter than the exact step
+    inner = ssg_inner(program, mu, eps_k, lambda k: min(inner_cap, base_T(k) * boost["factor"]), margin,
+                      travel=travel, max_iterations=inner_cap)
+    user_callback = options.get("callback")
 
     def run(x0, label):
-        return idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
-                    max_time=options.get("max_time"))
+        stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None)
+        boost["factor"] = 1
 
-    solver = {"name": "idca+ssg", "mu": mu, "outer": outer, "margin": margin,
+        def callback(info):
+            if user_callback is not None and user_callback(info):
+                stopper.by_user = True
+                return True
+            # the SSG step estimates the exact step of (25) at the iterate (within sqrt(2 eps_k / mu), eq. (60)):
+            # the judge's (costlier) check runs only when the estimate passes
+            x = info["x"]
+            relative = info["step"] / max(1.0, float(np.linalg.norm(x)))
+            if not checks or relative > family.step_tolerance:
+                return False
+            stopper.context["last_step"] = info["step"]
+            if stopper(info):
+                return True
+            judged = stopper.last[1].certificate.get("relative_step", 0.0) if stopper.last else 0.0
+            if stopper.last and stopper.last[3] == info["epoch"] and judged > STALL_RATIO * relative:
+                # a stall, not a critical point: SSG's output moves far less than the exact solution of (25)
+                # (it zig-zags between nearly active constraints), so its subproblems get more iterations
+                boost["factor"] = min(boost["factor"] * STALL_BOOST, INNER_CAP_FACTOR)
+            return False
+
+        out = idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
+                   max_time=options.get("max_time"), callback=callback)
+        out.update(stopper=stopper, cap=f"outer={outer}")
+        return out
+
+    solver = {"name": "idca+ssg", "mu": mu, "outer": outer, "margin": margin, "stop": "checks" if checks else "budget",
               "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
               "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule"}
-    sol = family.multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver)
+    sol = family.multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver,
+                            note=note)
     sol.metrics.update({f"theory_{k}": v for k, v in theory.items()})
     return sol
 
-def solve_direct_ssg(family, seed, verbose, options):
+
+def solve_direct_ssg(family, seed, verbose, options, stop="checks"):
     """Algorithm 3: SSG on (21) with f = max_i f_i and the DC subgradient f+' - f-' (App. D.6)."""
     program = family.program
-    iterations = positive_int(options.get("iterations", SSG_DEFAULTS["iterations"]), "iterations")
+    checks, note = _stop_rule(family, options, stop)
+    iterations = positive_int(options.get("iterations", SSG_DEFAULTS["iterations"] * (CAP_FACTOR if checks else 1)),
+                              "iterations")
     kind = options.get("eps_schedule", "static")
     if kind == "static":
         eps = nonneg(options.get("eps", SSG_DEFAULTS["eps"]), "eps", strict=True)
@@ -76,47 +151,59 @@ def solve_direct_ssg(family, seed, verbose, options):
         raise OptionError(f"eps_schedule must be 'static' or 'diminishing' (eps_t = c / (t + 1)); got {kind!r}")
 
     constraint = max_constraint(program)
+    every = SSG_DEFAULTS["iterations"] // CHECKS_PER_BUDGET
 
     def run(x0, label):
         start = time.perf_counter()
         if program.max_violation(x0) > (eps_t(0) if callable(eps_t) else eps_t):
             raise InfeasibleError("direct SSG (Algorithm 3) needs a start with f_i(w0) <= eps")
+        stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"))
         out = ssg(x0, eps_t, iterations, program.objective_value_and_grad, constraint, program.project,
-                  record_every=max(1, iterations // 200))
+                  record_every=max(1, iterations // 200), callback=stopper, callback_every=every)
         status = {"completed": "completed", "converged": "converged"}.get(out["status"], "failed")
         history = [{"iteration": t, "objective": f, "max_f": g} for t, f, g in out["trace"]]
         return {"x": out["x"], "status": status, "message": out["message"], "history": history,
                 "outer_iterations": 0, "time": time.perf_counter() - start, "inner_total": out["iterations"],
-                "n_feasible": out["n_feasible"]}
+                "n_feasible": out["n_feasible"], "stopper": stopper, "cap": f"iterations={iterations}"}
 
-    solver = {"name": "ssg", "iterations": iterations, "eps_schedule": kind}
-    return family.multistart(run, "SSG (Algorithm 3)", options, 0.0, method="ssg", seed=seed, solver=solver)
+    solver = {"name": "ssg", "iterations": iterations, "eps_schedule": kind, "stop": "checks" if checks else "budget"}
+    return family.multistart(run, "SSG (Algorithm 3)", options, 0.0, method="ssg", seed=seed, solver=solver,
+                             note=note)
 
-def solve_penalty(family, seed, verbose, options):
+
+def solve_penalty(family, seed, verbose, options, stop="checks"):
     """Penalty models (78)/(83): f_0 + lam * penalty, plain subgradient descent, last iterate (App. D.4)."""
     program = family.program
     if "lam" not in options:
         raise OptionError("the penalty baseline needs lam= (the weight of the unfairness penalty (78)/(83))")
+    checks, note = _stop_rule(family, options, stop)
     lam = nonneg(options["lam"], "lam")
-    iterations = positive_int(options.get("iterations", PENALTY_DEFAULTS["iterations"]), "iterations")
+    iterations = positive_int(options.get("iterations", PENALTY_DEFAULTS["iterations"]
+                                          * (CAP_FACTOR if checks else 1)), "iterations")
     step = nonneg(options.get("step", PENALTY_DEFAULTS["step"]), "step", strict=True)
+    every = PENALTY_DEFAULTS["iterations"] // CHECKS_PER_BUDGET
 
     def run(x0, label):
         start = time.perf_counter()
+        stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"))
         x, history, status, message = x0, [], "completed", ""
-        every = max(1, iterations // 200)
+        record = max(1, iterations // 200)
         for t in range(iterations):
             f, g0 = program.objective_value_and_grad(x)
             p, gp = program.penalty(x)
-            if t % every == 0:
+            if t % record == 0:
                 history.append({"iteration": t, "objective": f, "penalty": p})
             x = program.project(x - step * (g0 + lam * gp))
             if not np.all(np.isfinite(x)):
                 status, message = "diverged", f"non-finite iterate at iteration {t}; use a smaller step"
                 break
+            if (t + 1) % every == 0 and stopper({"epoch": (t + 1) // every - 1, "x": x}):
+                message = f"stopped after iteration {t}"
+                break
         return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": 0,
-                "time": time.perf_counter() - start}
+                "time": time.perf_counter() - start, "stopper": stopper, "cap": f"iterations={iterations}"}
 
-    solver = {"name": "penalty-subgradient", "lam": lam, "iterations": iterations, "step": step}
+    solver = {"name": "penalty-subgradient", "lam": lam, "iterations": iterations, "step": step,
+              "stop": "checks" if checks else "budget"}
     return family.multistart(run, "penalty", {**options, "allow_infeasible_start": True}, 0.0, method="penalty",
-                            seed=seed, solver=solver)
+                             seed=seed, solver=solver, note=note)

@@ -66,16 +66,24 @@ def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Inner solvers
 # ---------------------------------------------------------------------------------------------------
-def ssg_inner(program, mu: float, eps, iterations, margin: bool = True):
+def ssg_inner(program, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) at the anchor.
 
-    ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k.
+    ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k. ``travel``
+    (optional): anchor -> a distance the subproblem's solution may lie from the anchor; T_k is then raised to
+    2 travel ||∇g_0(anchor)|| / ε_k (at most ``max_iterations``): an objective step of SSG moves ε_k / ||g_0'||,
+    so with fewer iterations SSG could not reach a solution that far and would return a step that
+    underestimates the IDCA step (a stall, not a critical point).
     """
     eps_k = eps if callable(eps) else (lambda k: eps)
     T_k = iterations if callable(iterations) else (lambda k: iterations)
 
     def inner(anchor, k):
         e, T = float(eps_k(k)), int(T_k(k))
+        if travel is not None:
+            grad = program.objective_value_and_grad(anchor)[1]
+            need = math.ceil(2.0 * travel(anchor) * float(np.linalg.norm(grad)) / e)
+            T = max(T, min(need, max_iterations or need))
         vals, S = program.minus(anchor)
         c = vals - S @ anchor
         shift = e if margin else 0.0
@@ -163,12 +171,16 @@ def check_feasible_start(program, x0, allow_infeasible: bool = False, tol: float
 
 
 def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
-         verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None) -> dict:
+         verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None,
+         rel_tol: float = 0.0) -> dict:
     """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.
 
-    Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 (then ``keep_anchor`` returns the
-    anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1; else x_{k+1}). With ``tol = 0``
-    it always runs ``outer`` updates: SSG may return its anchor at one ε_k and move again at a smaller one.
+    Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 or <= ``rel_tol`` max(1, ||x_k||)
+    (then ``keep_anchor`` returns the anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1:
+    with an exact inner solver the step of (25) at x_k *is* the next IDCA step, so the certificate of x_k is free;
+    else x_{k+1}). With ``tol = rel_tol = 0`` it always runs ``outer`` updates: SSG may return its anchor at one
+    ε_k and move again at a smaller one. ``callback(info) -> bool`` runs after every update with ``info``:
+    ``epoch`` = k, ``x`` = x_{k+1}, ``anchor`` = x_k and ``step``; True stops the run (status ``completed``).
     The history records per outer iteration: objective f_0, max_i f_i, the step ||x_{k+1} - x_k||, the
     proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems:
     the subproblem majorizes f_0 and is tight at x_k) and the inner solver's counters.
@@ -192,13 +204,17 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
             history.append(rec)
             bar.update(1, objective=f_next, step=step)
             last_info = dict(info, anchor=x, x_next=x_next, step=step)
-            if (tol > 0 and step <= tol) or (keep_anchor and step == 0.0):
-                status, message = "converged", f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}"
+            scale = max(1.0, float(np.linalg.norm(x)))
+            if (tol > 0 and step <= tol) or (rel_tol > 0 and step <= rel_tol * scale) or (keep_anchor and step == 0.0):
+                status, message = "converged", (
+                    f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}" if tol > 0 and step <= tol
+                    else f"||x_(k+1) - x_k|| / max(1, ||x_k||) = {step / scale:.3g} <= {rel_tol:g} at outer "
+                         f"iteration {k}")
                 if not keep_anchor:
                     x = x_next
                 break
-            x, f_prev = x_next, f_next
-            if callback is not None and callback(k, x):
+            anchor, x, f_prev = x, x_next, f_next
+            if callback is not None and callback({"epoch": k, "x": x, "anchor": anchor, "step": step}):
                 status, message = "completed", f"stopped by the callback after outer iteration {k}"
                 break
             if max_time is not None and time.perf_counter() - start >= max_time:

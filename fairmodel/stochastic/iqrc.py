@@ -30,13 +30,15 @@ OUTPUTS = ("random", "last")
 
 
 def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: str = "random", rng, evaluate,
-         delta: float = 0.05, keep_best: bool = False, verbose=None) -> dict:
+         delta: float = 0.05, keep_best: bool = False, verbose=None, callback=None) -> dict:
     """Run Algorithm 3.
 
     oracle : ``oracle(x0=, rho_hat=, center=, r0=, delta=) -> dict`` (one SFLS run on (33); returns ``x``,
         ``status``, ``history``, ``metrics``). evaluate : x -> {"track_f0": f0(x), "track_violation": ...}
         on the full data. keep_best : keep x~(s) as x~(s+1) when the oracle's point is infeasible or has a
-        larger f0 (a safeguard for a stochastic oracle that stopped at its first level).
+        larger f0 (a safeguard for a stochastic oracle that stopped at its first level). callback :
+        ``callback({"epoch": s, "x": x~(s+1), "y": the oracle's y}) -> bool`` at the end of every outer
+        iteration (a stage); True stops the run there and returns x~(s+1), whatever ``output``.
     Returns the chosen point ``x``, its ``index`` R, every center, the oracle outputs and a history with one record
     per outer iteration.
     """
@@ -49,7 +51,7 @@ def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: s
     if output not in OUTPUTS:
         raise OptionError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
     centers, calls, history = [np.asarray(x0, dtype=float)], [], []
-    status, message, early = "completed", "", 0
+    status, message, early, stopped = "completed", "", 0, False
     with Progress(S, "IQRC", verbose) as bar:
         for s in range(S):
             center = centers[-1]
@@ -72,12 +74,16 @@ def iqrc(oracle, x0: np.ndarray, *, S: int = 5, rho_hat: float = 1e-5, output: s
                     new = center
             centers.append(new)
             bar.update(1, f0=start["track_f0"])
+            if callback is not None and callback({"epoch": s, "x": new, "y": out.get("y")}):
+                stopped = True
+                break
             if bar.stopped:
                 status = "interrupted"
                 break
-    index = int(rng.integers(0, len(centers))) if output == "random" else len(centers) - 1
+    index = int(rng.integers(0, len(centers))) if output == "random" and not stopped else len(centers) - 1
     if status not in ("diverged", "interrupted"):
-        message = (f"IQRC ran {len(centers) - 1} iterations; output x~({index})"
+        message = (f"IQRC ran {len(centers) - 1} iterations" + (" (stopped by the callback)" if stopped else "")
+                   + f"; output x~({index})"
                    + (f"; {early} subproblem(s) halted at their first SFLS iteration" if early else ""))
     final = evaluate(centers[-1])
     history.append({"iqrc": len(centers) - 1, "f0_center": final["track_f0"],

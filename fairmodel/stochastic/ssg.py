@@ -14,11 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def ssg(x0: np.ndarray, eps, iterations: int, objective, constraint, project, *, record_every: int = 0) -> dict:
+def ssg(x0: np.ndarray, eps, iterations: int, objective, constraint, project, *, record_every: int = 0,
+        callback=None, callback_every: int = 0) -> dict:
     """Run SSG from ``x0``.
 
     objective(x) -> (g0 value, subgradient); constraint(x) -> (g value = max_i g_i, thunk giving a
     subgradient of a maximizing g_i); project(x) -> Proj_W(x); eps: a number or a callable t -> eps_t.
+    callback: ``callback({"epoch": j, "x": the output so far}) -> bool`` after every ``callback_every``
+    iterations (j = 0, 1, ...); True stops the run (status ``completed``).
 
     Returns a dict: ``x`` (the output v_τ, or the last iterate if 𝒯 is empty), ``value`` (g0(v_τ)),
     ``status`` (``"completed"``, ``"converged"``, ``"stalled"``, ``"diverged"``, ``"never_feasible"``),
@@ -59,6 +62,10 @@ def ssg(x0: np.ndarray, eps, iterations: int, objective, constraint, project, *,
             x = project(x - (gval / nrm2) * gg)
         if not np.all(np.isfinite(x)):
             status, message = "diverged", f"non-finite iterate at SSG iteration {t}"
+            break
+        if callback is not None and callback_every and (t + 1) % callback_every == 0 and \
+                callback({"epoch": (t + 1) // callback_every - 1, "x": x if best_x is None else best_x}):
+            message = f"stopped by the callback after SSG iteration {t}"
             break
     if best_x is None:
         if status == "completed":

@@ -74,7 +74,7 @@ assert 0.1 < threshold < 0.4 and caught
 # order). Read the duality gap of its output; how many function queries did it use?
 
 # %%
-report = fm.crosscheck(prob, seed=0, stochastic_options={"epochs": 120})
+report = fm.crosscheck(prob, seed=0)
 print(report.to_markdown())
 
 # %% [markdown] tags=["solution"]

@@ -296,7 +296,7 @@ class Sum(Expr):
         i = self.expr.index()
         if not n.latex:
             return f"sum_{i} {body}"
-        return (f"\\sum_{{i=1}}^{{n}} " if i == "i" else f"\\sum_{{{i}}} ") + body
+        return ("\\sum_{i=1}^{n} " if i == "i" else f"\\sum_{{{i}}} ") + body
 
 
 class _Extremum(Expr):
