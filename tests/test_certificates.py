@@ -20,6 +20,7 @@ from fairmodel.families.gdro import group_risks_of
 from fairmodel.families.partial_program import MU
 from fairmodel.oracles.strategic import C_LABEL
 
+from .auc_reference import reference
 from .conftest import make_instance
 
 SOLVER = "CLARABEL"
@@ -157,51 +158,17 @@ def test_lagrangian_gap_at_a_non_optimal_candidate(radius):
 # ---------------------------------------------------------------------------------------------------------------
 # AUC fairness: the level-set bracket [f*_lower, f0(w)] (weak duality)
 # ---------------------------------------------------------------------------------------------------------------
-def pair_quadratic(X, S, T, c1=0.5, c2=1.0):
-    """(Q, g, c) with (1/(|S||S'|)) sum_{i in S, j in S'} c1 ((x_i - x_j).w - c2)^2 = w'Qw + g'w + c, from the
-    explicit differences of every pair (brute force, independent of the moment form)."""
-    D = (X[S][:, None, :] - X[T][None, :, :]).reshape(-1, X.shape[1])
-    return c1 * D.T @ D / D.shape[0], -2 * c1 * c2 * D.mean(axis=0), c1 * c2 ** 2
-
-
-def auc_reference(kappa=0.05, radius=3.0):
-    """f*, w* and the multipliers of min L(D+, D-) s.t. L(G1', G1) + L(G2, G2') <= 1 + kappa,
-    L(G2', G2) + L(G1, G1') <= 1 + kappa, ||w|| <= radius (the surrogate problem (6) of Yao, Lin, Yang 2023, intra
-    preset on make_auc_synthetic(); pair means with i = j included), as a CVXPY program over the pairwise Gram
-    matrices."""
-    data = fm.datasets.make_auc_synthetic()
-    X, yy = data.X, data.y
-    gamma = np.where(data.groups.codes == 0, 1.0, -1.0)       # the protected group is the first name (sorted)
-    pos, neg = yy > 0, yy < 0
-    G1, G1p, G2, G2p = pos & (gamma > 0), neg & (gamma > 0), pos & (gamma < 0), neg & (gamma < 0)
-    theta = cp.Variable(X.shape[1])
-
-    def L(S, T):
-        Q, g, c = pair_quadratic(X, S, T)
-        lam, V = np.linalg.eigh(Q)
-        F = np.sqrt(np.clip(lam, 0, None))[:, None] * V.T
-        return cp.sum_squares(F @ theta) + g @ theta + c, (Q, g, c)
-    f0, q0 = L(pos, neg)
-    f1a, q1a = L(G1p, G1)
-    f1b, q1b = L(G2, G2p)
-    f2a, q2a = L(G2p, G2)
-    f2b, q2b = L(G1, G1p)
-    cons = [f1a + f1b <= 1 + kappa, f2a + f2b <= 1 + kappa]
-    prob = cp.Problem(cp.Minimize(f0), cons + [cp.norm(theta) <= radius])
-    value = prob.solve(solver=SOLVER)
-    quad = {"f0": [q0], "f1": [q1a, q1b], "f2": [q2a, q2b]}
-    return value, theta.value, np.array([c.dual_value for c in cons]), quad, data
-
-
 @pytest.fixture(scope="module")
 def auc_ref():
-    return auc_reference()
+    return reference()
 
 
 def test_auc_bracket_at_a_non_optimal_feasible_candidate(auc_ref):
     """At w = 0 (feasible: f1 = f2 = 2 c1 c2^2 = 1) the bracket is [f*, f0(0) = c1 c2^2]: the lower end from weak
-    duality meets the hand-written program's optimum; at w* both ends meet f*."""
-    f_star, w_star, lam, quad, data = auc_ref
+    duality meets the optimum of the program written over the explicit pairs (tests/auc_reference.py); at w* both
+    ends meet f*."""
+    f_star, w_star = auc_ref.f_star, auc_ref.w_star
+    data = fm.datasets.make_auc_synthetic()
     w = fm.Weights(5, radius=3.0)
     s = data.score(w)
     prob = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="intra") <= 0.05])
@@ -210,8 +177,7 @@ def test_auc_bracket_at_a_non_optimal_feasible_candidate(auc_ref):
     assert cert["f_star_lower"] == pytest.approx(f_star, abs=1e-6)
     assert cert["suboptimality_bound"] == pytest.approx(0.5 - f_star, abs=1e-6)
     at_opt = prob.evaluate(w=w_star)
-    Q, g, c = quad["f0"][0]
-    assert at_opt.objective == pytest.approx(w_star @ Q @ w_star + g @ w_star + c, abs=1e-9)
+    assert at_opt.objective == pytest.approx(auc_ref.blocks(w_star)[0], abs=1e-9)
     assert at_opt.certificate["f_star_lower"] == pytest.approx(f_star, abs=1e-6)
     assert at_opt.certificate["f_star_lower"] <= at_opt.objective + 1e-7
 
