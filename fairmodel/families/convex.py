@@ -186,9 +186,13 @@ class Convex(Reduction):
                                                                    if isinstance(v, (int, float, str))}})
 
     def _duals(self, form, variables: dict):
-        """(ys, bound) from a candidate's dual variables, or None when it has none (no certificate then)."""
+        """(ys, bound) from a candidate's dual variables, or None when it has none (no certificate then). A problem
+        without a max term or a constraint has no dual variable: Phi is the objective itself, and the gap is the
+        suboptimality bound objective(w) - min_w' objective(w')."""
         names = [f"weights_{t}" for t in range(len(form.objective_terms))]
         names += ["multipliers"] if form.constraint_pieces else []
+        if not names:
+            return [], 0.0
         given = [n for n in names if n in variables]
         if not given:
             return None
