@@ -502,3 +502,29 @@ def test_zeroth_order_estimators_recover_the_gradient_over_coordinate_directions
                 gx, _, gy = est(0, u, R, v)
                 total += np.concatenate([gx, gy])
         np.testing.assert_allclose(total / 8, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_dp_pool_oracles_serve_the_points_they_promise():
+    """The costs computed per batch from eta and the grid equal the stored (eta - y_j)^2; 'exact' serves every point
+    with its weight, 'stream' the points in order once, 'epochs' every point once per pass, and 'resample' by the
+    weights (a weighted pool's draws have the weights as frequencies, within K_SE standard errors)."""
+    from fairmodel.stochastic.dp_postprocessing import Pool
+    T, R, eps, beta, rng = _dp_problem(n=40, seed=3)
+    eta, grid = rng.uniform(-1, 1, 40), np.linspace(-1, 1, 7)
+    pool = Pool(T, eta=eta, grid=grid)
+    rows = np.array([3, 17, 17, 0])
+    np.testing.assert_allclose(pool.costs(rows), (eta[rows, None] - grid[None, :]) ** 2, rtol=1e-15)
+    t, r, w = next(Pool(T, R).batches("exact", 5, 1, rng))
+    np.testing.assert_array_equal(t, T)
+    np.testing.assert_array_equal(r, R)
+    np.testing.assert_allclose(w, np.full(40, 1 / 40))
+    streamed = [t for t, _, _ in Pool(T, R).batches("stream", 4, 10, rng)]
+    np.testing.assert_array_equal(np.concatenate(streamed), T)
+    seen = np.concatenate([t for t, _, _ in Pool(T, R).batches("epochs", 8, 10, rng)])   # two passes of 40
+    for half in (seen[:40], seen[40:]):
+        assert sorted(map(tuple, half)) == sorted(map(tuple, T))
+    weights = rng.dirichlet(np.ones(40))
+    pool = Pool(T, R, weights=weights)
+    index = {tuple(row): i for i, row in enumerate(T)}
+    drawn = [index[tuple(t)] for t, _, _ in pool.batches("resample", 1, 20000, rng)]
+    assert_unbiased(np.eye(40)[drawn], weights)
