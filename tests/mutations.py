@@ -238,7 +238,7 @@ MUTATIONS = [
     M("dp-smoothness", "fairmodel/oracles/dp_dual.py",
       "return 2.0 * self.beta * self.sigma2_plugin()",
       "return self.beta * self.sigma2_plugin()",
-      ("tests/test_dp_math.py", "tests/test_dp_stochastic.py"),
+      ("tests/test_certificates.py", "tests/test_dp_math.py", "tests/test_dp_stochastic.py"),
       "DP dual: smoothness constant M = 2 beta sigma^2 halved (Lemma 3.4)"),
     M("dp-gradient-mapping", "fairmodel/oracles/dp_dual.py",
       "return np.minimum(z / alpha, grad)",
