@@ -191,3 +191,17 @@ def test_stratified_bootstrap_multiplicities_are_unbiased():
     se = C.std(axis=1, ddof=1) / np.sqrt(C.shape[1])
     assert np.all(np.abs(C.mean(axis=1) - 1.0) <= K_SE * se)
     assert np.all(C.max(axis=1) >= 2)
+
+
+@pytest.mark.parametrize("method", ["between_groups", "to_overall"])
+def test_fairness_summaries_against_fairlearn(method):
+    """The one-number summaries against fairlearn's functions of the same names, with sample weights."""
+    flm = pytest.importorskip("fairlearn.metrics")
+    y, p, s, g, w = _data(seed=6)
+    for name in ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference",
+                 "equalized_odds_ratio", "equal_opportunity_difference"):
+        if not hasattr(flm, name):
+            continue
+        ours = getattr(fm.metrics, name)(y, p, sensitive_features=g, method=method, sample_weight=w)
+        theirs = getattr(flm, name)(y, p, sensitive_features=g, method=method, sample_weight=w)
+        assert ours == pytest.approx(theirs, abs=TOL), name
