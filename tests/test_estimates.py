@@ -19,7 +19,7 @@ from fairmodel.families.piecewise import saddle_form
 from fairmodel.oracles.dp_dual import DualProblem
 from fairmodel.oracles.domains import project_ball
 from fairmodel.stochastic.acsa import acsa, acsa2
-from fairmodel.stochastic.aleg import normalize_log, snapshot_terms, vr_operator
+from fairmodel.stochastic.aleg import aleg, normalize_log, snapshot_terms, vr_operator
 from fairmodel.stochastic.bregman_smd import smd as auc_smd, upper_bound
 from fairmodel.stochastic.dp_postprocessing import batch_gradient
 from fairmodel.stochastic.iqrc import iqrc
@@ -142,14 +142,16 @@ def test_lagrangian_phi_and_penalized_value_from_the_declaration():
 # ALEG (Yu, Cai, Jiang, Zhang 2024, eq. (22)) and SMD on group risks
 # ---------------------------------------------------------------------------------------------------------------
 class _AllRows:
-    """A per-group sampler whose every draw is the whole data, group by group (groups of equal size b)."""
+    """A per-group sampler whose every draw is the whole data, group by group (groups of equal size b): ``draw(k)``
+    returns each group's rows k / b times (a block of k / b steps, group-major, as ALEG's block draws lay them out)."""
 
     def __init__(self, risks):
-        self.rows = np.concatenate(risks.index)
-        self.X = risks.data.X
+        self.index, self.X = risks.index, risks.data.X
 
     def draw(self, k=None):
-        return Batch(self.X[self.rows], None, None, self.rows)
+        b = self.index[0].size
+        rows = np.concatenate([np.tile(ix, 1 if k is None else k // b) for ix in self.index])
+        return Batch(self.X[rows], None, None, rows)
 
 
 @pytest.fixture
@@ -193,6 +195,34 @@ def test_aleg_estimate_with_minibatches_is_unbiased(small_risks):
              for _ in range(2000)]
     r_h, g_h, _ = R.risks_and_grad(w_h, q_h)
     assert_unbiased(draws, np.concatenate([g_h, -r_h]))
+
+
+def test_aleg_steps_follow_algorithm_1(equal_groups):
+    """ALEG with every row in every minibatch (so the estimator (22) is the operator (16) at the half point): each
+    traced step is the pair of mirror steps (19), (23) from the anchors alpha z^s + (1 - alpha) z_k, recomputed here
+    from full passes: w_half = Proj(anchor_w - gamma_w g(w^s, q^s)), ln q_half = anchor_q + gamma_q (R(w^s) - c) - lse,
+    then the same from the anchors with the operator at (w_half, q_half)."""
+    R = equal_groups
+    R.sampler = lambda batch_size, rng, prefetch=True: _AllRows(R)
+    c = np.array([0.1, 0.0, 0.2])
+    gw, gq = 0.8, 1.5
+    trace = []
+    aleg(R, epochs=2, inner=3, batch_size=20, step_w=gw, step_q=gq, offsets=c, seed=0, trace=trace)
+    w_prev, logq_prev = np.zeros(R.shape), np.full(3, -np.log(3))
+    for t in trace:
+        a = t["alpha"]
+        anchor_w = a * t["snap_w"] + (1 - a) * w_prev
+        anchor_q = a * t["snap_lam"] + (1 - a) * logq_prev
+        r_s, g_s, _ = R.risks_and_grad(t["snap_w"], t["snap_q"])
+        w_half = project_ball(anchor_w - gw * g_s, R.radius)
+        q_half = np.exp(normalize_log(anchor_q + gq * (r_s - c)))
+        np.testing.assert_allclose(t["w_half"], w_half, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(t["q_half"], q_half, rtol=1e-10, atol=1e-12)
+        r_h, g_h, _ = R.risks_and_grad(w_half, q_half)
+        np.testing.assert_allclose(t["w"], project_ball(anchor_w - gw * g_h, R.radius), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(t["q"], np.exp(normalize_log(anchor_q + gq * (r_h - c))), rtol=1e-10, atol=1e-12)
+        w_prev, logq_prev = t["w"], np.log(t["q"])
+    assert len(trace) == 6 and not np.allclose(trace[0]["w"], trace[-1]["w"])
 
 
 def test_smd_step_on_all_rows_is_the_exact_mirror_step(equal_groups):
