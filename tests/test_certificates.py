@@ -303,25 +303,27 @@ def test_strategic_gap_against_brute_force_and_scipy():
     assert model.primal(theta, alpha) == pytest.approx(model.value(theta, alpha, best), rel=1e-12)
     for _ in range(5):
         assert model.value(theta, alpha, rng.uniform(-1, 1, model.n)) <= model.primal(theta, alpha) + 1e-12
-    gamma = np.clip(rng.normal(size=model.n), -1, 1)
-    gamma[model.neg] = 0.0
-    cert = prob.evaluate(w=theta, alpha=alpha, gamma=gamma).certificate
+    low = np.where(model.pos, -0.8, 0.0)                          # alpha's coefficient in L(., ., gamma) > 0
+    high = np.where(model.pos, np.clip(rng.normal(size=model.n), -1, 1), 0.0)     # ... and < 0
+    for gamma, sign in ((low, 1.0), (high, -1.0)):
+        assert np.sign(model.alpha_coefficient(gamma)) == sign      # the inner minimum's two cases for alpha (E3)
+        cert = prob.evaluate(w=theta, alpha=alpha, gamma=gamma).certificate
 
-    def objective(u):
-        return model.value(u[:-1], u[-1], gamma)
-    cons = [{"type": "ineq", "fun": lambda u: model.slope * u[-1] - np.linalg.norm(u[:-1])},
-            {"type": "ineq", "fun": lambda u: model.alpha_max - u[-1]}]
-    best_scipy = np.inf
-    for start in range(4):
-        u0 = np.concatenate([0.1 * rng.normal(size=model.p), [0.5 * model.alpha_max]])
-        r = minimize(objective, u0, method="SLSQP", constraints=cons, options={"ftol": 1e-12, "maxiter": 500})
-        if r.success:
-            best_scipy = min(best_scipy, r.fun)
-    assert cert["primal"] == pytest.approx(model.primal(theta, alpha), rel=1e-12)
-    assert cert["dual"] == pytest.approx(best_scipy, abs=1e-5)
-    assert cert["dual"] <= best_scipy + 1e-7
-    assert cert["duality_gap"] == pytest.approx(cert["primal"] - best_scipy, abs=1e-5)
-    assert cert["duality_gap"] > 1e-2
+        def objective(u, gamma=gamma):
+            return model.value(u[:-1], u[-1], gamma)
+        cons = [{"type": "ineq", "fun": lambda u: model.slope * u[-1] - np.linalg.norm(u[:-1])},
+                {"type": "ineq", "fun": lambda u: model.alpha_max - u[-1]}]
+        best_scipy = np.inf
+        for start in range(4):
+            u0 = np.concatenate([0.1 * rng.normal(size=model.p), [0.5 * model.alpha_max]])
+            r = minimize(objective, u0, method="SLSQP", constraints=cons, options={"ftol": 1e-12, "maxiter": 500})
+            if r.success:
+                best_scipy = min(best_scipy, r.fun)
+        assert cert["primal"] == pytest.approx(model.primal(theta, alpha), rel=1e-12)
+        assert cert["dual"] == pytest.approx(best_scipy, abs=1e-5)
+        assert cert["dual"] <= best_scipy + 1e-7
+        assert cert["duality_gap"] == pytest.approx(cert["primal"] - best_scipy, abs=1e-5)
+        assert cert["duality_gap"] > 1e-2
     assert C_LABEL == 0.5
 
 
