@@ -341,3 +341,36 @@ def test_saddle_problem_gap_of_a_bilinear_game():
     assert ev.certificate["dual"] == pytest.approx(-np.linalg.norm(A @ y), abs=1e-6)
     assert ev.certificate["duality_gap"] == pytest.approx(np.linalg.norm(A.T @ x) + np.linalg.norm(A @ y), abs=1e-6)
     assert ev.objective == pytest.approx(np.linalg.norm(A.T @ x), abs=1e-6)
+
+
+def test_built_in_saddle_problems_gaps_at_non_optimal_points():
+    """The closed forms behind the built-in games' duality gaps, at points far from the saddle point: the quadratic
+    game (G1) against CVXPY programs written here (max over the box of a concave quadratic in y, min over the ball of
+    a convex quadratic in x), the matrix game (G2) against the best vertex of each simplex."""
+    import cvxpy as cp
+    rng = np.random.default_rng(5)
+    n, q, d, m, mu, rho = 4, 3, 3, 2, 0.5, 2.0
+    A, b = rng.normal(size=(n, q, d)), rng.normal(size=(n, q))
+    B, e = rng.normal(size=(n, m, d)), rng.normal(size=(n, m))
+    sp = fm.SaddleProblem.quadratic(A, b, B, e, mu=mu, rho=rho)
+    x, yv = np.array([1.2, -0.5, 0.3]), np.array([0.9, -0.2])
+
+    def L(xx, yy):
+        return sum(0.5 * cp.sum_squares(A[i] @ xx - b[i]) + yy @ (B[i] @ xx - e[i]) - mu / 2 * cp.sum_squares(yy)
+                   for i in range(n)) / n
+    y_var, x_var = cp.Variable(m), cp.Variable(d)
+    primal = cp.Problem(cp.Maximize(L(x, y_var)), [cp.abs(y_var) <= 1]).solve(solver=SOLVER)
+    dual = cp.Problem(cp.Minimize(L(x_var, yv)), [cp.norm(x_var) <= rho]).solve(solver=SOLVER)
+    cert = sp.evaluate(x, yv).certificate
+    assert cert["saddle_value"] == pytest.approx(np.mean([sp.value_fn(x, yv, i) for i in range(n)]), rel=1e-12)
+    assert cert["primal"] == pytest.approx(primal, abs=1e-7)
+    assert cert["dual"] == pytest.approx(dual, abs=1e-7)
+    assert cert["duality_gap"] == pytest.approx(primal - dual, abs=1e-6) and primal - dual > 0.1
+    G = rng.normal(size=(5, 3, 4))
+    game = fm.SaddleProblem.matrix_game(G)
+    xs, ys = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(4))
+    Gbar = G.mean(axis=0)
+    best_y = max(xs @ Gbar @ v for v in np.eye(4))
+    best_x = min(u @ Gbar @ ys for u in np.eye(3))
+    cert = game.evaluate(xs, ys).certificate
+    assert cert["duality_gap"] == pytest.approx(best_y - best_x, rel=1e-12) and best_y - best_x > 0.05
