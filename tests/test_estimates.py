@@ -138,6 +138,42 @@ def test_lagrangian_phi_and_penalized_value_from_the_declaration():
         assert oracle.penalized(snap.leaves, snap.values) == pytest.approx(expected, rel=1e-12)
 
 
+def test_primal_dual_steps_follow_the_method():
+    """The generic method with every row in every minibatch (exact estimates): its output equals the method written
+    out here (ALEG's Algorithm 1 with one simplex per block, Alacaoglu and Malitsky 2022): per epoch a snapshot, per
+    step a half step with the snapshot operator and a full step with the operator at the half point, both from the
+    anchors alpha z^s + (1 - alpha) z_k (log space for the simplices), the snapshot of the next epoch the mean of the
+    iterates, the output the mean of the half iterates of the second half of the epochs."""
+    from fairmodel.stochastic.primal_dual import primal_dual
+    oracle, w, _ = _composition(equal_cells=True)
+    all_rows = np.concatenate(oracle.cell_rows)
+    oracle.draw = lambda rng, n: np.tile(all_rows, (n, 1))
+    epochs, K, gw, gy = 4, 3, 0.3, 0.5
+    out = primal_dual(oracle, epochs=epochs, inner=K, step_w=gw, step_y=gy, seed=0)
+    wk = oracle.project(np.zeros(oracle.shape))
+    logy = [np.full(m, -np.log(m)) for m in oracle.blocks]
+    snap_w, snap_lam = wk.copy(), [lv.copy() for lv in logy]
+    out_w, out_y, out_n = 0.0, [0.0] * len(logy), 0
+    for s in range(epochs):
+        snap = oracle.snapshot(snap_w, [np.exp(normalize_log(lv)) for lv in snap_lam])
+        acc_w, acc_lam = 0.0, [0.0] * len(logy)
+        for _ in range(K):
+            anchor_w = snap_w / K + (1 - 1 / K) * wk
+            anchor = [a / K + (1 - 1 / K) * b for a, b in zip(snap_lam, logy)]
+            w_half = oracle.project(anchor_w - gw * snap.grad)
+            y_half = [np.exp(normalize_log(a + gy * v)) for a, v in zip(anchor, snap.values)]
+            at_half = oracle.snapshot(w_half, y_half)
+            wk = oracle.project(anchor_w - gw * at_half.grad)
+            logy = [normalize_log(a + gy * v) for a, v in zip(anchor, at_half.values)]
+            if s >= epochs // 2:
+                out_w, out_y, out_n = out_w + w_half, [o + y for o, y in zip(out_y, y_half)], out_n + 1
+            acc_w, acc_lam = acc_w + wk, [a + lv for a, lv in zip(acc_lam, logy)]
+        snap_w, snap_lam = acc_w / K, [a / K for a in acc_lam]
+    np.testing.assert_allclose(out["w"], oracle.project(out_w / out_n), rtol=1e-10, atol=1e-12)
+    for got, acc in zip(out["ys"], out_y):
+        np.testing.assert_allclose(got, acc / acc.sum(), rtol=1e-10, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # ALEG (Yu, Cai, Jiang, Zhang 2024, eq. (22)) and SMD on group risks
 # ---------------------------------------------------------------------------------------------------------------
