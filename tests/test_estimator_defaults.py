@@ -101,7 +101,8 @@ def test_every_estimator_warns_when_its_result_is_not_ok(name, monkeypatch):
     assert warned and name in warned[0]
 
 
-# check_estimator's checks on data where the default stochastic group-DRO fit does not reach the judge's accuracy:
+# check_estimator's checks on data where the default stochastic group-DRO fit does not reach the judge's accuracy
+# (skipped through expected_failed_checks):
 # X ~ N(100, 1) unscaled (with the intercept, a condition number ~1e4), 100 rows of random labels; ALEG stops at its
 # cap (2,000 epochs) with the duality gap 1.7-9.5x the tolerance (measured), and says so (status 'inaccurate')
 ILL_CONDITIONED = {check: "unscaled X ~ N(100, 1): the default stochastic fit stops at its cap above the judge's "
