@@ -349,11 +349,13 @@ def test_built_in_saddle_problems_gaps_at_non_optimal_points():
     a convex quadratic in x), the matrix game (G2) against the best vertex of each simplex."""
     import cvxpy as cp
     rng = np.random.default_rng(5)
-    n, q, d, m, mu, rho = 4, 3, 3, 2, 0.5, 2.0
+    n, q, d, m, mu, rho = 4, 3, 3, 2, 0.1, 2.0
     A, b = rng.normal(size=(n, q, d)), rng.normal(size=(n, q))
     B, e = rng.normal(size=(n, m, d)), rng.normal(size=(n, m))
     sp = fm.SaddleProblem.quadratic(A, b, B, e, mu=mu, rho=rho)
     x, yv = np.array([1.2, -0.5, 0.3]), np.array([0.9, -0.2])
+    s = B.mean(axis=0) @ x - e.mean(axis=0)
+    assert np.abs(s).max() > mu > np.abs(s).min()       # both branches of the closed-form max over y (Huber)
 
     def L(xx, yy):
         return sum(0.5 * cp.sum_squares(A[i] @ xx - b[i]) + yy @ (B[i] @ xx - e[i]) - mu / 2 * cp.sum_squares(yy)
