@@ -376,3 +376,25 @@ def test_built_in_saddle_problems_gaps_at_non_optimal_points():
     best_x = min(u @ Gbar @ ys for u in np.eye(3))
     cert = game.evaluate(xs, ys).certificate
     assert cert["duality_gap"] == pytest.approx(best_y - best_x, rel=1e-12) and best_y - best_x > 0.05
+
+
+def test_exact_mero_and_offset_group_dro_against_hand_written_programs(gdro_instance):
+    """The exact methods (epigraph program and certified dual method) of MERO, min max_g (R_g - R*_g), and of group
+    DRO with constant offsets c, min max_g (R_g - c_g), against CVXPY programs written here (R*_g each by its own
+    program)."""
+    data, w, risks = gdro_instance
+    X, y, codes = data.X, data.y, data.groups.codes
+    star = []
+    for g in range(3):
+        t = cp.Variable(5)
+        star.append(cp.Problem(cp.Minimize(_logistic_risks(X, y, codes, 3, t)[g]),
+                               [cp.norm(t) <= 3.0]).solve(solver=SOLVER))
+    c = np.array([0.05, -0.1, 0.2])
+    for offsets, expr in ((np.array(star), risks - fm.group_optimal(risks)), (c, risks - c)):
+        theta = cp.Variable(5)
+        opt = cp.Problem(cp.Minimize(cp.max(cp.hstack(_logistic_risks(X, y, codes, 3, theta)) - offsets)),
+                         [cp.norm(theta) <= 3.0]).solve(solver=SOLVER)
+        prob = fm.Problem(fm.Minimize(fm.max(expr)))
+        for method in ("epigraph", "dual"):
+            res = prob.solve("exact", method=method)
+            assert res.objective == pytest.approx(opt, abs=1e-6), method

@@ -594,3 +594,43 @@ def test_dp_pool_oracles_serve_the_points_they_promise():
     index = {tuple(row): i for i, row in enumerate(T)}
     drawn = [index[tuple(t)] for t, _, _ in pool.batches("resample", 1, 20000, rng)]
     assert_unbiased(np.eye(40)[drawn], weights)
+
+
+def test_sgd3_gradient_mapping_parameter_and_projected_sgd():
+    """alpha = 1 / (2^(J+2) mu) with J = floor(log2(M / mu)) lies in [1/(4M), 1/(2M)] (Thm C.2); projected SGD (the
+    'SGD' baseline of App. G) is w <- max(w - step g, 0) with the mean of the last ceil(tail T) iterates, written out."""
+    from fairmodel.stochastic.sgd3 import projected_sgd, sgd3_alpha
+    for M, mu in ((4.0, 0.3), (10.0, 1.0), (1.0, 0.5)):
+        J = int(np.floor(np.log2(M / mu)))
+        alpha = sgd3_alpha(M, mu)
+        assert alpha == pytest.approx(1.0 / (2 ** (J + 2) * mu), rel=1e-15)
+        assert 1 / (4 * M) - 1e-15 <= alpha <= 1 / (2 * M) + 1e-15
+    w0 = np.abs(np.random.default_rng(4).normal(size=6))
+    for T, tail in ((40, 1.0), (40, 0.25), (7, 0.5)):
+        oracle, w, kept = _NoisyQuadratic(seed=5), w0.copy(), []
+        for _ in range(T):
+            w = np.maximum(w - 0.2 * oracle(w), 0.0)
+            kept.append(w)
+        expected = np.mean(kept[T - int(np.ceil(tail * T)):], axis=0)
+        np.testing.assert_allclose(_drive(projected_sgd(w0, 0.2, T, tail), _NoisyQuadratic(seed=5)), expected,
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_sfls_moves_the_level_by_u_over_two_theta_and_halts_at_eps_opt():
+    """Algorithm 1 of the AUC-fairness paper with an exact oracle U(r) = H(r) = f* - r (an unconstrained problem):
+    r_(k+1) = r_k + U_k / (2 theta), delta_k = delta / 2^k, eps_opt = -U(r_0) eps / theta (Proposition 1, when not
+    given), and the run halts at the first k with U_k >= -eps_opt."""
+    from fairmodel.stochastic.sfls import sfls
+    f_star, theta, delta, eps = 0.3, 1.5, 0.05, 0.02
+    out = sfls(lambda r, delta_k, k: {"U": f_star - r, "x": np.array([r]), "status": "completed"}, 1.0, theta=theta,
+               delta=delta, eps=eps, max_outer=200)
+    levels = [h["level"] for h in out["history"]]
+    r, eps_opt = 1.0, (1.0 - f_star) * eps / theta
+    for k, h in enumerate(out["history"]):
+        assert h["level"] == pytest.approx(r, rel=1e-14) and h["delta_k"] == pytest.approx(delta / 2 ** k)
+        if f_star - r >= -eps_opt:
+            break
+        r += (f_star - r) / (2 * theta)
+    assert out["eps_opt"] == pytest.approx(eps_opt, rel=1e-14)
+    assert out["status"] == "converged" and len(levels) == k + 1
+    assert f_star <= levels[-1] <= f_star + eps_opt
