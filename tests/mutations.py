@@ -224,6 +224,11 @@ MUTATIONS = [
       "avg += tmp / (t - first + 2)",
       ("tests/test_estimates.py", "tests/test_dp_stochastic.py"),
       "projected SGD: the running mean of the averaged iterates off by one"),
+    M("dp-reference-beta", "fairmodel/families/dp_runs.py",
+      "beta = 0.5 * math.sqrt(n) * math.log2(n)",
+      "beta = 0.5 * math.sqrt(n) * math.log(n)",
+      ("tests/test_estimates.py", "tests/test_dp_api.py"),
+      "DP parameter rule of the experiments: beta with the natural log instead of log2"),
     # -- oracles ---------------------------------------------------------------------------------------------------
     M("logistic-hessian", "fairmodel/oracles/losses.py",
       "        p = expit(y * z)\n        return p * (1.0 - p)",

@@ -634,3 +634,15 @@ def test_sfls_moves_the_level_by_u_over_two_theta_and_halts_at_eps_opt():
     assert out["eps_opt"] == pytest.approx(eps_opt, rel=1e-14)
     assert out["status"] == "converged" and len(levels) == k + 1
     assert f_star <= levels[-1] <= f_star + eps_opt
+
+
+def test_dp_parameter_rules():
+    """The rules the DP runs take their grid and temperature from: the experiments' (App. G, the authors' code)
+    L = floor(sqrt(N)), beta = sqrt(N) log2(N) / 2 for N unlabeled points (N = 800: L = 28, beta = 136); Thm 5.1's
+    beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients; entropy = 1 / beta."""
+    from fairmodel.families.dp_runs import dp_parameters
+    ref = dp_parameters("reference", n=800)
+    assert ref["L"] == 28 and ref["beta"] == pytest.approx(0.5 * np.sqrt(800) * np.log2(800), rel=1e-15)
+    assert ref["entropy"] == pytest.approx(1 / ref["beta"], rel=1e-15)
+    theory = dp_parameters("theory", T=2 ** 13)
+    assert theory["L"] == round(np.sqrt(2 ** 13)) and theory["beta"] == pytest.approx(2 ** 13 / (8 * 13), rel=1e-15)
