@@ -339,20 +339,14 @@ def test_fairlearn_metricframe_oracle(weighted):
                - flm.equalized_odds_difference(y, p, sensitive_features=sf, sample_weight=sw)) < TOL
 
 
-@pytest.mark.slow
-def test_bootstrap_coverage_in_a_simulation():
-    """Percentile intervals of the stratified bootstrap cover the true group values at the stated rate.
-
-    R = 1000 simulated audits of two groups (400 and 600 rows): decisions with known selection rates and
-    true-positive rates, Gaussian scores with a known AUC (Phi(mu / sqrt 2)), random survey weights independent
-    of everything (so the weighted estimators target the same values). The coverage of each 95% interval is a
-    binomial proportion over R runs: Monte-Carlo standard error sqrt(0.95 * 0.05 / 1000) = 0.0069; we accept
-    |coverage - 0.95| <= 3 standard errors + 0.01 (the percentile interval's own O(1/n) coverage error at these
-    sizes)."""
+def _coverage(R, sizes, n_boot, seed=2024, level=0.95):
+    """Coverage of the percentile intervals of the stratified bootstrap over R simulated audits of two groups:
+    decisions with known selection rates and true-positive rates, Gaussian scores with a known AUC (Phi(mu / sqrt 2)),
+    random survey weights independent of everything in every other audit (so the weighted estimators target the same
+    values). Returns {metric: coverage per group}."""
     from scipy.stats import norm
-    rng = np.random.default_rng(2024)
-    sizes, q, tpr, fpr, mu = (400, 600), (0.3, 0.5), (0.7, 0.8), (0.2, 0.1), (1.0, 1.5)
-    R, level = 1000, 0.95
+    rng = np.random.default_rng(seed)
+    q, tpr, fpr, mu = (0.3, 0.5), (0.7, 0.8), (0.2, 0.1), (1.0, 1.5)
     truth = {"selection_rate": [q[k] * tpr[k] + (1 - q[k]) * fpr[k] for k in range(2)],
              "true_positive_rate": list(tpr), "auc": [norm.cdf(m / np.sqrt(2)) for m in mu]}
     hits = {m: np.zeros(2) for m in truth}
@@ -363,11 +357,33 @@ def test_bootstrap_coverage_in_a_simulation():
         s = rng.normal(size=g.size) + y * np.take(mu, g)
         w = rng.uniform(0.5, 1.5, g.size) if r % 2 else None
         a = fm.assess(y, y_pred=p, scores=s, sensitive_features=g, sample_weight=w, metrics=list(truth))
-        ci = a.ci(level=level, n_boot=400, seed=r).by_group
+        ci = a.ci(level=level, n_boot=n_boot, seed=r).by_group
         for m in truth:
             lo, hi = ci[(m, "lower")].to_numpy(), ci[(m, "upper")].to_numpy()
             hits[m] += (lo <= truth[m]) & (truth[m] <= hi)
+    return {m: h / R for m, h in hits.items()}
+
+
+@pytest.mark.slow
+def test_bootstrap_coverage_in_a_simulation():
+    """Percentile intervals of the stratified bootstrap cover the true group values at the stated rate.
+
+    R = 1000 simulated audits of two groups (400 and 600 rows), 400 bootstrap draws each. The coverage of each 95%
+    interval is a binomial proportion over R runs: Monte-Carlo standard error sqrt(0.95 * 0.05 / 1000) = 0.0069; we
+    accept |coverage - 0.95| <= 3 standard errors + 0.01 (the percentile interval's own O(1/n) coverage error at
+    these sizes)."""
+    R, level = 1000, 0.95
     se = np.sqrt(level * (1 - level) / R)
-    for m in truth:
-        cov = hits[m] / R
+    for m, cov in _coverage(R, (400, 600), 400).items():
         assert np.all(np.abs(cov - level) <= 3 * se + 0.01), (m, cov)
+
+
+def test_bootstrap_coverage_at_a_reduced_size():
+    """The simulation above at a size for every run of the suite: R = 250 audits of 150 and 250 rows, 200 draws. The
+    Monte-Carlo standard error of a coverage is sqrt(0.95 * 0.05 / 250) = 0.014; we accept 3 standard errors + 0.02
+    (the percentile interval's coverage error grows as the groups shrink). A wrong bootstrap (not stratified,
+    unweighted, intervals at the wrong level) misses by far more: 80% intervals would cover about 0.80."""
+    R, level = 250, 0.95
+    se = np.sqrt(level * (1 - level) / R)
+    for m, cov in _coverage(R, (150, 250), 200, seed=7).items():
+        assert np.all(np.abs(cov - level) <= 3 * se + 0.02), (m, cov)

@@ -11,8 +11,10 @@ from fairmodel.oracles.pairs import PairRisks
 from fairmodel.metrics.auc import auc_sets
 from fairmodel.stochastic.sfls import sfls
 
-F_STAR = 0.32675512          # on make_auc_synthetic(): regression number (SLSQP and trust-constr agree)
-W_STAR = np.array([0.12239, -0.04775, 0.02281, -0.02653, 0.02001])
+from .auc_reference import level_set_value, pair_auc, reference
+
+REF = reference()            # f*, w*, multipliers of the test problem by a CVXPY program written in tests/auc_reference.py
+F_STAR, W_STAR = REF.f_star, REF.w_star
 
 
 def reference_problem(kappa=0.05, radius=3.0, **atom):
@@ -40,9 +42,6 @@ def test_lemma1_empirical_identity_with_overlapping_sets(c1):
     literal = PairRisks(np.vstack([S, T]), [0], [1], [0], c1, 1.0, 1.0)   # the printed -alpha^2 (q = 1)
     delta = exact.terms(h)["delta"][0]
     assert literal.values(h)[0] - exact.values(h)[0] == pytest.approx(-(c1 - c1 ** 2) * delta ** 2, abs=1e-12)
-    if c1 == 0.5:  # an independent check (n = 40 random scores, c1 = 0.5): 1.078091 vs 1.076406
-        assert exact.values(h)[0] == pytest.approx(1.078091, abs=1e-6)
-        assert literal.values(h)[0] == pytest.approx(1.076406, abs=1e-6)
 
 
 def test_lemma1_minmax_form_and_its_saddle_point():
@@ -86,16 +85,22 @@ def test_closed_forms_of_f1_f2_and_the_constant_predictor():
 
 
 def test_reference_optimum_three_forms_two_solvers_agree():
-    """make_auc_synthetic(): f* = 0.32675512, w*, both constraints active, lambda ~ (0.2946, 1.0423); the pairwise and
-    moment forms agree."""
+    """make_auc_synthetic(): f*, w* and the multipliers equal those of the program written over the explicit pairs
+    (tests/auc_reference.py: f* = 0.326755, both constraints active); the AUC and the true gap at w* equal
+    scikit-learn's AUC and the double sums; the pairwise and moment forms agree."""
+    from sklearn.metrics import roc_auc_score
     data, w, prob = reference_problem()
     moment = prob.solve("exact")
     assert moment.objective == pytest.approx(F_STAR, abs=1e-7)
     np.testing.assert_allclose(moment.variables["w"], W_STAR, atol=2e-5)
-    np.testing.assert_allclose(moment.variables["lambda"], [0.2946, 1.0423], atol=2e-4)
-    np.testing.assert_allclose(moment.metrics["surrogate_blocks"][1:], [1.05, 1.05], atol=1e-7)
-    assert moment.metrics["auc"] == pytest.approx(0.87783, abs=1e-5)
-    assert moment.metrics["c0:intra"]["true_gap"] == pytest.approx(0.02733, abs=1e-5)
+    np.testing.assert_allclose(moment.variables["lambda"], REF.lam, atol=2e-4)
+    np.testing.assert_allclose(REF.blocks(W_STAR)[1:], [1.05, 1.05], atol=1e-7)   # both constraints active
+    np.testing.assert_allclose(moment.metrics["surrogate_blocks"], REF.blocks(moment.variables["w"]), atol=1e-9)
+    h = data.X @ moment.variables["w"]
+    assert moment.metrics["auc"] == pytest.approx(roc_auc_score(data.y, h), abs=1e-12)
+    S = REF.sets
+    gap = abs(pair_auc(h, S["G1"], S["G1'"]) - pair_auc(h, S["G2"], S["G2'"]))
+    assert moment.metrics["c0:intra"]["true_gap"] == pytest.approx(gap, abs=1e-12)
     for method, solver, tol in [("moment", "ECOS", 1e-6), ("pairwise", "ECOS", 1e-6), ("lifted", "CLARABEL", 1e-7)]:
         other = prob.solve("exact", method=method, solver=solver)
         assert other.objective == pytest.approx(moment.objective, abs=tol), method
@@ -132,7 +137,7 @@ def test_exact_level_set_function_and_sfls_with_an_exact_oracle():
     assert np.all(np.diff(values) <= 1e-8)
     assert np.all(values[:-2] - 2 * values[1:-1] + values[2:] >= -1e-7)       # convex on the grid
     assert H(F_STAR)[0] == pytest.approx(0.0, abs=1e-6)
-    assert H(0.5)[0] == pytest.approx(-0.047307, abs=1e-6)                     # make_auc_synthetic()
+    assert H(0.5)[0] == pytest.approx(level_set_value(0.5), abs=1e-6)          # the hand-written epigraph program
     assert np.all(values[levels > F_STAR + 1e-3] < 0)
     f = prob.family.block_values
 

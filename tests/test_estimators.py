@@ -1,15 +1,13 @@
-"""The scikit-learn estimators FairAUCClassifier, PartialFairnessClassifier and StrategicRobustClassifier:
-check_estimator, a Pipeline on a DataFrame, agreement with the direct DSL solve, the constraint on the training
-data, and errors on bad parameters."""
+"""The scikit-learn estimators FairAUCClassifier, PartialFairnessClassifier and StrategicRobustClassifier: a
+Pipeline on a DataFrame, agreement with the direct DSL solve, the constraint on the training
+data, and errors on bad parameters (check_estimator and the default fits: tests/test_estimator_defaults.py)."""
 import numpy as np
 import pytest
 
 import fairmodel as fm
 
 pytest.importorskip("sklearn")
-from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 
-from fairmodel.estimators import CHECK_EXEMPTIONS  # noqa: E402
 
 
 @pytest.fixture
@@ -48,11 +46,6 @@ def unfair():
 # ---------------------------------------------------------------------------------------------------
 # FairAUCClassifier
 # ---------------------------------------------------------------------------------------------------
-def test_fair_auc_classifier_passes_check_estimator():
-    check_estimator(fm.FairAUCClassifier(),
-                    expected_failed_checks=CHECK_EXEMPTIONS["FairAUCClassifier"])
-
-
 def test_fair_auc_classifier_in_a_pipeline_on_a_dataframe(frame):
     df, y = frame
     pipe = pipeline(fm.FairAUCClassifier(kind="intra", kappa=0.05, backend="exact"))
@@ -159,11 +152,6 @@ def _ramp_means(h, g, theta):
     return np.array([np.mean(np.clip(h[g == k] - theta + 0.5, 0, 1)) for k in (0, 1)])
 
 
-def test_partial_fairness_classifier_passes_check_estimator():
-    check_estimator(fm.PartialFairnessClassifier(solver_options=IDCA_SMALL),
-                    expected_failed_checks=CHECK_EXEMPTIONS["PartialFairnessClassifier"])
-
-
 def test_partial_fairness_classifier_in_a_pipeline_on_a_dataframe(frame):
     df, y = frame
     pipe = pipeline(fm.PartialFairnessClassifier(constraint="weak_pdp", kappa=0.1, solver_options=IDCA_SMALL))
@@ -249,10 +237,6 @@ def test_partial_fairness_classifier_rejects_bad_parameters(shifted, params, fit
 def strategic():
     data = fm.datasets.make_strategic_synthetic(n=300, seed=0)
     return data.X, np.where(data.y > 0, "good", "bad")       # classes_ = ["bad", "good"]: "bad" agents move
-
-
-def test_strategic_robust_classifier_passes_check_estimator():
-    check_estimator(fm.StrategicRobustClassifier(), expected_failed_checks=CHECK_EXEMPTIONS["StrategicRobustClassifier"])
 
 
 def test_strategic_robust_classifier_in_a_pipeline_on_a_dataframe(frame):

@@ -163,3 +163,28 @@ def test_generic_convex_family_solves_regularized_erm():
     fast = prob.solve(backend="stochastic", seed=0)
     assert fast.method == "primal_dual" and fast.objective == pytest.approx(ref.value, abs=1e-2)
     assert fast.max_violation <= 1e-3
+
+
+def test_every_loss_kernel_derivative_matches_finite_differences():
+    """phi' and phi'' of every registered pointwise loss against central differences of phi and phi', at scores away
+    from the kinks (hinge: 1 - yz = 0; Huber: |z - y| = delta), for both labels; the smoothness and Lipschitz bounds
+    hold on a grid of scores."""
+    from fairmodel.oracles.losses import KERNELS
+    rng = np.random.default_rng(0)
+    h = 1e-6
+    for name, K in KERNELS.items():
+        if name == "softmax":
+            continue                                   # a matrix score: tests/test_expressions.py above
+        y = np.where(rng.random(200) < 0.5, 1.0, -1.0) if K.binary else rng.normal(size=200)
+        z = rng.normal(scale=2.0, size=200)
+        far = np.abs(1 - y * z) > 1e-3 if name in ("hinge", "squared_hinge") else np.ones(200, dtype=bool)
+        if name == "huber":
+            far = np.abs(np.abs(z - y) - K.delta) > 1e-3
+        z, y = z[far], y[far]
+        fd = (K.phi(z + h, y) - K.phi(z - h, y)) / (2 * h)
+        np.testing.assert_allclose(K.dphi(z, y), fd, rtol=1e-6, atol=1e-6, err_msg=name)
+        if K.d2phi is not None:
+            fd2 = (K.dphi(z + h, y) - K.dphi(z - h, y)) / (2 * h)
+            np.testing.assert_allclose(K.d2phi(z, y), fd2, rtol=1e-5, atol=1e-5, err_msg=name)
+            assert np.all(K.d2phi(z, y) <= K.smoothness + 1e-12), name
+        assert np.all(np.abs(K.dphi(z, y)) <= K.dphi_bound(np.abs(z).max(), np.abs(y).max()) + 1e-12), name

@@ -76,14 +76,6 @@ def test_plots_draw_the_numbers_of_the_results(erm_with_budget, small):
     assert np.allclose(fig.axes[0].lines[0].get_ydata(), [0.2, 0.3, 0.5])
 
 
-def test_group_dro_classifier_passes_check_estimator():
-    pytest.importorskip("sklearn")
-    from sklearn.utils.estimator_checks import check_estimator
-    from fairmodel.estimators import CHECK_EXEMPTIONS, GroupDROClassifier
-    check_estimator(GroupDROClassifier(solver_options={"epochs": 20}),
-                    expected_failed_checks=CHECK_EXEMPTIONS["GroupDROClassifier"])
-
-
 def test_group_dro_classifier_in_a_pipeline_on_a_dataframe():
     pd = pytest.importorskip("pandas")
     pytest.importorskip("sklearn")

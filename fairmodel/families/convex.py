@@ -339,11 +339,12 @@ class Convex(Reduction):
         return {"w0": np.asarray(result.variables[self.w.name], dtype=float)}
 
     def _duals(self, form, variables: dict):
-        """(ys, bound) from a candidate's dual variables, or None when it has none (no certificate then); ([], 0)
-        when the saddle form has no dual block (the certificate is then the objective's own gap)."""
+        """(ys, bound) from a candidate's dual variables, or None when it has none (no certificate then). A problem
+        without a max term or a constraint has no dual variable: Phi is the objective itself, and the gap is the
+        suboptimality bound objective(w) - min_w' objective(w')."""
         names = [f"weights_{t}" for t in range(len(form.objective_terms))]
         names += ["multipliers"] if form.constraint_pieces else []
-        if not names:                       # no max and no constraint: Phi is the objective, its gap for any w
+        if not names:
             return [], 0.0
         given = [n for n in names if n in variables]
         if not given:

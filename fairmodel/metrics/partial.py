@@ -75,9 +75,10 @@ def _groups(scores, groups, min_groups: int = 2):
 
 
 def ccdf(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """Empirical ``Fbar(θ) = (1/n) #{s > θ}`` of one sorted sample at each threshold."""
+    """Empirical ``Fbar(θ) = (1/n) #{s > θ}`` of one sorted sample at each threshold (the count divided by n, so that
+    a rank k/n compares exactly with a band edge: 1 - 8/10 < 0.2 in floating point)."""
     n = sorted_scores.shape[0]
-    return 1.0 - np.searchsorted(sorted_scores, thresholds, side="right") / n
+    return (n - np.searchsorted(sorted_scores, thresholds, side="right")) / n
 
 
 def band_rate(fbar, band) -> np.ndarray:
