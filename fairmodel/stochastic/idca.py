@@ -103,7 +103,9 @@ def ssg_inner(program, mu: float, eps, iterations, margin: bool = True, travel=N
         out = ssg(anchor, e, T, objective, constraint, program.project)
         # "never_feasible" happens only from an infeasible anchor (allow_infeasible_start): the last
         # iterate of the Polyak steps is then the next anchor
-        if out["status"] == "stalled":
+        # from a feasible anchor a stall means (25) is infeasible there; from an infeasible one (only with
+        # allow_infeasible_start) the run goes on and the judge reports the violation left
+        if out["status"] == "stalled" and program.max_violation(anchor) <= 0:
             raise InfeasibleError(f"SSG could not solve the IDCA subproblem (25) at outer iteration {k}: "
                                   f"{out['message']}. The subproblem is infeasible at this anchor; start "
                                   f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
@@ -172,10 +174,11 @@ def check_feasible_start(program, x0, allow_infeasible: bool = False, tol: float
 
 def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
          verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None,
-         rel_tol: float = 0.0) -> dict:
+         rel_tol: float = 0.0, max_decrease=None) -> dict:
     """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.
 
     Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 or <= ``rel_tol`` max(1, ||x_k||)
+    and, when ``max_decrease(f)`` is given, f_0(x_k) - f_0(x_{k+1}) <= max_decrease(f_0(x_{k+1}))
     (then ``keep_anchor`` returns the anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1:
     with an exact inner solver the step of (25) at x_k *is* the next IDCA step, so the certificate of x_k is free;
     else x_{k+1}). With ``tol = rel_tol = 0`` it always runs ``outer`` updates: SSG may return its anchor at one
@@ -205,7 +208,9 @@ def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 
             bar.update(1, objective=f_next, step=step)
             last_info = dict(info, anchor=x, x_next=x_next, step=step)
             scale = max(1.0, float(np.linalg.norm(x)))
-            if (tol > 0 and step <= tol) or (rel_tol > 0 and step <= rel_tol * scale) or (keep_anchor and step == 0.0):
+            small = (rel_tol > 0 and step <= rel_tol * scale
+                     and (max_decrease is None or f_prev - f_next <= max_decrease(f_next)))
+            if (tol > 0 and step <= tol) or small or (keep_anchor and step == 0.0):
                 status, message = "converged", (
                     f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}" if tol > 0 and step <= tol
                     else f"||x_(k+1) - x_k|| / max(1, ||x_k||) = {step / scale:.3g} <= {rel_tol:g} at outer "
