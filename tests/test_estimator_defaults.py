@@ -81,7 +81,7 @@ def test_a_fit_the_judge_does_not_accept_warns_with_its_numbers():
     est = fm.GroupDROClassifier(random_state=0, solver_options={"epochs": 2, "stop": "budget", "step_w": 50.0})
     warned = _fit(est, X, y, sensitive_features=g)
     assert not est.result_.ok
-    assert warned and "duality gap (13)" in warned[0] and "tolerance" in warned[0]
+    assert warned and "duality gap, eq. (13)" in warned[0] and "tolerance" in warned[0]
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS + ["DemographicParityPostProcessor"])

@@ -167,6 +167,6 @@ def test_dp_stochastic_with_too_few_steps_names_T(base_models):
         fm.DemographicParityPostProcessor(reg, clf, eps=0.05, backend="stochastic", T=1).fit(X)
     post = fm.GridPredictor(reg.predict, clf.predict_proba, L=5, B=10.0)
     prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.05], entropy=0.01)
-    with pytest.raises(fm.OptionError, match=r"T = 3 .*batch_size = 2.*T >= 4"):
+    with pytest.raises(fm.OptionError, match=r"T = 3 .*of 2 point\(s\).*T >= 4"):
         prob.solve("stochastic", data=X, T=3, batch_size=2)
     assert prob.solve("stochastic", data=X, T=2, seed=0).status != "failed"

@@ -299,8 +299,9 @@ class AUCFairness(Reduction):
         # Every pair risk depends on differences of scores (within and between sets) only, so shifting all scores
         # by the constant -mean(x).w changes none of them (with an unclipped, valid I): SMD runs on the centered
         # design, an exact reformulation whose interval I (hence Bregman constant C) is smaller and whose steps are
-        # better scaled (measured on the unscaled Communities features: I = 43.8 uncentered).
-        mean = self.model.X.mean(axis=0)
+        # better scaled (measured on the unscaled Communities features: I = 43.8 uncentered). The mean is weighted
+        # by the sample weights, so weighted rows and repeated rows give the same saddle function.
+        mean = np.average(self.model.X, axis=0, weights=self.pairs.weights)
         model = copy.copy(self.model)
         model.X = self.model.X - mean
         saddle = AUCSaddle(model, self.pairs, self.bounds, self._required_half_width(mean))
