@@ -9,13 +9,14 @@ scalable stochastic methods from the literature), and one judge.
 
 This module only re-exports the public names; docs/architecture.md shows the layers they come from.
 """
-from . import datasets, metrics
-from ._threads import set_threads, thread_limit, threads
+from . import metrics
+from .data import datasets
+from .utilities.threads import set_threads, thread_limit, threads
 from ._version import __version__ as __version__
 from .crosscheck import CrossCheckReport, crosscheck
-from .data import Batch, Dataset, Groups
-from .data_dask import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
-from .dp_sweep import dp_sweep
+from .data.dataset import Batch, Dataset, Groups
+from .data.dask_dataset import DaskDataset  # registers Dataset.from_dask / from_parquet (Dask itself loads on first use)
+from .sweeps.dp import dp_sweep
 from .errors import (DataError, ExpressionTypeError, FairmodelError, InfeasibleError, ModelError, OptionError,
                      ResourceLimitError, ResultFileError, SlowSolveWarning, SolverError, UnsupportedProblemError)
 from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_gap, equalized_odds_gap, group_mean,
@@ -29,14 +30,14 @@ from .expressions.atoms.strategic import strategic_score, wasserstein_worst_case
 from .expressions.grid import GridPredictor
 from .expressions.models import SigmoidMLP
 from .families.dp_runs import dp_parameters
-from .judge import judge
+from .results.judge import judge
 from .metrics.assessment import Assessment, assess
 from .families.base import Evaluation
 from .oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 from .problem import Inequality, Minimize, Problem
-from .results import Result, load_result
+from .results.result import Result, load_result
 from .saddle import SaddleProblem
-from .sweep import Frontier, sweep
+from .sweeps.frontier import Frontier, sweep
 
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",

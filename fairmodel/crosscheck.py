@@ -5,10 +5,10 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from . import _display
 from .errors import InfeasibleError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from .families.base import Check
-from .results import HEADLINE_METRICS, Result, _jsonable
+from .results.result import HEADLINE_METRICS, Result, _jsonable
+from .utilities import display
 
 
 @dataclass
@@ -85,9 +85,9 @@ class CrossCheckReport:
 
     def __repr__(self):
         failed = ", ".join(c.name for c in self.failed())
-        return _display.short(f"<fairmodel.CrossCheckReport {self.label}: {'OK' if self.ok else 'NOT OK'}; exact "
-                              f"{self.exact.status} {_display.fmt(self.exact.objective, 6)}, stochastic "
-                              f"{self.stochastic.status} {_display.fmt(self.stochastic.objective, 6)}; "
+        return display.short(f"<fairmodel.CrossCheckReport {self.label}: {'OK' if self.ok else 'NOT OK'}; exact "
+                              f"{self.exact.status} {display.fmt(self.exact.objective, 6)}, stochastic "
+                              f"{self.stochastic.status} {display.fmt(self.stochastic.objective, 6)}; "
                               f"{len(self.checks)} checks" + (f", failed: {failed}" if failed else "") + "; "
                               ".to_markdown() for the table>")
 
@@ -97,15 +97,15 @@ class CrossCheckReport:
     def _repr_html_(self):
         e, s = self.exact, self.stochastic
         rows = [["method", e.method, s.method], ["status", e.status, s.status],
-                ["objective", _display.fmt(e.objective, 6), _display.fmt(s.objective, 6)]]
-        rows += [[f"constraint {k}", _display.fmt(e.constraints.get(k, {}).get("value"), 6),
-                  _display.fmt(s.constraints.get(k, {}).get("value"), 6)]
+                ["objective", display.fmt(e.objective, 6), display.fmt(s.objective, 6)]]
+        rows += [[f"constraint {k}", display.fmt(e.constraints.get(k, {}).get("value"), 6),
+                  display.fmt(s.constraints.get(k, {}).get("value"), 6)]
                  for k in dict.fromkeys(list(e.constraints) + list(s.constraints))]
-        checks = [[c.name, _display.fmt(c.value, 3), "–" if math.isinf(c.tolerance) else _display.fmt(c.tolerance, 3),
+        checks = [[c.name, display.fmt(c.value, 3), "–" if math.isinf(c.tolerance) else display.fmt(c.tolerance, 3),
                    c.verdict, c.reason] for c in self.checks]
-        return (_display.html_table(["", "exact", "stochastic"], rows,
+        return (display.html_table(["", "exact", "stochastic"], rows,
                                     caption=f"Cross-check: {self.label} — {'OK' if self.ok else 'NOT OK'}")
-                + _display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks))
+                + display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks))
 
 
 def _cell(text) -> str:

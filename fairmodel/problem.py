@@ -13,19 +13,25 @@ import time
 from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
-from . import _display
-from ._threads import few_threads
-from ._validate import check_options
-from .errors import (ExpressionTypeError, ModelError, OptionError, ResourceLimitError, SolverError,
-                     UnsupportedProblemError)
+from .errors import (
+    ExpressionTypeError,
+    ModelError,
+    OptionError,
+    ResourceLimitError,
+    SolverError,
+    UnsupportedProblemError,
+)
 from .expressions.canonicalize import canonical_problem
 from .expressions.core import Inequality, Minimize, Parameter
 from .expressions.notation import Notation, layout, render_wide
 from .families.registry import recognize
-from .judge import judge, judge_solution
-from .progress import interruptible
-from .results import Result
-from .sweep import sweep as run_sweep
+from .results.judge import judge, judge_solution
+from .results.result import Result
+from .sweeps.frontier import sweep as run_sweep
+from .utilities import display
+from .utilities.progress import interruptible
+from .utilities.threads import few_threads
+from .utilities.validate import check_options
 
 BACKENDS = ("exact", "stochastic")
 
@@ -138,7 +144,7 @@ class Problem:
         explain = self.recognition.explain()
         if format == "latex":
             return head + "\n\\paragraph{Reductions} (tried in order of priority)\n\\begin{itemize}\n" + "\n".join(
-                f"  \\item {_display.latex_prose(line.strip())}" for line in explain) + "\n\\end{itemize}"
+                f"  \\item {display.latex_prose(line.strip())}" for line in explain) + "\n\\end{itemize}"
         if format == "markdown":
             return head + "\n\n**Reductions** (tried in order of priority):\n\n" + "\n".join(
                 f"- {line.strip()}" for line in explain)
@@ -153,7 +159,7 @@ class Problem:
 
     def __repr__(self):
         n = len(self.constraints)
-        return _display.short(f"<fairmodel.Problem ({self.family.title}): minimize {self.objective.expr}"
+        return display.short(f"<fairmodel.Problem ({self.family.title}): minimize {self.objective.expr}"
                               + (f" s.t. {n} constraint{'s' * (n != 1)}" if n else "")
                               + "; .describe() for the math and the programs>")
 
@@ -291,7 +297,7 @@ class Problem:
 
     def sweep(self, param: str, values, backend: str = "exact", warm_start: bool = True,
               verbose: bool | None = None, **options):
-        """Solve for every value of the parameter ``param``; returns a :class:`fairmodel.sweep.Frontier`.
+        """Solve for every value of the parameter ``param``; returns a :class:`fairmodel.sweeps.frontier.Frontier`.
 
         The parameter keeps its last value afterwards only if the sweep fails; it is restored otherwise.
         """

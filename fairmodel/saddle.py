@@ -24,21 +24,21 @@ import time
 
 import numpy as np
 
-from ._threads import few_threads
-from .oracles.domains import Ball, Box, Simplex, as_domain
-from . import _display
-from ._validate import as_generator, check_choice, check_int, check_number, check_options, is_real
 from .errors import ModelError, OptionError
 from .exact import saddle as exact_saddle
 from .exact.newton import ball_qp_step
 from .expressions.notation import layout
 from .families.base import DESCRIBE_FORMATS, Check, Solution, describe_sections
 from .families.stopping import STOP_RULES, CertifiedStop
-from .judge import Evaluation, verdict
-from .results import Result
+from .oracles.domains import Ball, Box, Simplex, as_domain
 from .oracles.protocols import SaddleOracle
+from .results.judge import Evaluation, verdict
+from .results.result import Result
 from .stochastic.ogda import METHODS, RestartOnStall, ogda
 from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
+from .utilities import display
+from .utilities.threads import few_threads
+from .utilities.validate import as_generator, check_choice, check_int, check_number, check_options, is_real
 
 # Defaults of SaddleProblem.solve. stop="checks" (the default): the run stops when the judge's duality-gap check
 # passes (GAP_RELATIVE below), checked every CHECKS_EVERY epochs and then every 25 % of the run
@@ -208,7 +208,7 @@ class SaddleProblem:
                      else f"max_(y in Y) (1/{self.n}) sum_i L_i(x, y)")
         over = ["x \\in X" if tex else "x in X"]
         user = f"L_i(x, y): the value callable given to SaddleProblem, i = 1..{self.n}"
-        formula = self._formula or (user, _display.latex_prose(user))
+        formula = self._formula or (user, display.latex_prose(user))
         where = [f"X = {self.x_domain.describe('x', False)}, Y = {self.y_domain.describe('y', False)}", formula[0]]
         if tex:
             where = [f"$X = {self.x_domain.describe('x', True)}$, $Y = {self.y_domain.describe('y', True)}$",

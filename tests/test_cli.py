@@ -168,7 +168,8 @@ def test_every_example_twin_crosschecks_ok(path, capsys, tmp_path):
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
-    from fairmodel.plotting import plot_results
+
+    from fairmodel.results.plotting import plot_results
     code, out, err = run(capsys, "crosscheck", path, "--json", "--plot", tmp_path / "f.png", "--out", tmp_path / "r")
     doc = json.loads(out)
     validate(doc, SCHEMA)
@@ -196,7 +197,7 @@ def test_sweep_refuses_an_unknown_y_with_the_columns(small_file, capsys, tmp_pat
 
 
 def test_default_sweep_y_is_the_judged_risk_under_a_regularized_objective():
-    from fairmodel.plotting import default_frontier_y
+    from fairmodel.results.plotting import default_frontier_y
 
     class F:                        # a frontier with DP post-processing's columns (objective = R_beta)
         def __init__(self, rows):
@@ -221,7 +222,7 @@ def test_solve_and_crosscheck_save_the_default_figure(small_file, capsys, tmp_pa
     assert code == 0 and (tmp_path / "solve.png").stat().st_size > 0
     prob, _, _ = problemfile.load(small_file)
     res = prob.solve(backend="exact")
-    from fairmodel.plotting import plot_results
+    from fairmodel.results.plotting import plot_results
     fig = plot_results({"exact": res})
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert heights == pytest.approx(list(res.metrics["group_risks"].values()))

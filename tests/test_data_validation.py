@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.data import Groups, encode_columns
+from fairmodel.data.dataset import Groups, encode_columns
 from fairmodel.frontends import problemfile
 from fairmodel.frontends.problemfile import ProblemFileError
 

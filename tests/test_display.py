@@ -6,7 +6,7 @@ import re
 import pytest
 
 import fairmodel as fm
-from fairmodel import _display
+from fairmodel.utilities import display as _display
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_latex_of_a_declaration():
 
 
 def test_frontier_views_are_short_and_well_formed():
-    """The helpers fairmodel.sweep.Frontier uses for its notebook views (columns may hold "|", e.g. ||w||)."""
+    """The helpers fairmodel.sweeps.frontier.Frontier uses for its notebook views (columns may hold "|", e.g. ||w||)."""
     data = fm.datasets.make_gdro_synthetic(m=2, d=3, n_per_group=30, seed=0)
     w = fm.Weights(3, radius=2.0)
     k = fm.parameter(1.0, "k")

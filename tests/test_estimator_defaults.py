@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 
 from fairmodel.estimators import CHECK_EXEMPTIONS  # noqa: E402
-from fairmodel.results import Result  # noqa: E402
+from fairmodel.results.result import Result  # noqa: E402
 
 CLASSIFIERS = ["GroupDROClassifier", "FairAUCClassifier", "FairLogisticRegression", "PartialFairnessClassifier",
                "StrategicRobustClassifier"]

@@ -8,9 +8,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 import fairmodel as fm
-from fairmodel.frontends import problemfile
 from fairmodel.families.base import Check
-from fairmodel.judge import verdict
+from fairmodel.frontends import problemfile
+from fairmodel.results.judge import verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel import _display
-from fairmodel.frontends import cli
-from fairmodel.frontends import problemfile
-
+from fairmodel.frontends import cli, problemfile
+from fairmodel.utilities import display as _display
 from tests.latex_check import check_latex
 
 PROBLEMS = sorted((Path(__file__).resolve().parent.parent / "examples" / "problems").glob("*.toml"))

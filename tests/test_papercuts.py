@@ -49,7 +49,7 @@ def _extent(artist, fig):
 
 
 def test_bound_lines_span_their_bars_and_the_legend_covers_nothing(plt):
-    from fairmodel.plotting import plot_results, plot_values
+    from fairmodel.results.plotting import plot_results, plot_values
     results = {label: fm.Result(status="optimal", objective=obj, name="a long problem title that must wrap " * 3,
                                 constraints={"c0": {"value": v, "bound": 0.3, "violation": 0.0},
                                              "c1": {"value": v / 2, "bound": 0.2, "violation": 0.0}})
@@ -154,7 +154,7 @@ def test_dp_results_say_their_objective_includes_the_entropy_term_and_show_the_r
     assert "R_beta = the squared risk + the entropy term" in lines[1] and "Chzhen, Hebiri, Taturyan 2024" in lines[1]
     assert lines[2].split() == ["risk", f"{m['risk']:.6g}"]
     assert lines[3].split() == ["entropy", "term", f"{m['entropy_term']:.6g}"]
-    assert ["risk", fm._display.fmt(m["risk"], 6)] in res._table_rows()
+    assert ["risk", fm.utilities.display.fmt(m["risk"], 6)] in res._table_rows()
 
 
 def test_one_split_prints_no_nan_interval(monkeypatch):

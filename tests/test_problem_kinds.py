@@ -10,7 +10,6 @@ import pytest
 import fairmodel as fm
 from fairmodel.frontends import cli, problemfile
 from fairmodel.oracles.losses import Logistic
-
 from tests.latex_check import check_latex
 
 
@@ -66,7 +65,8 @@ def test_headings_and_plot_titles_name_what_was_declared(law):
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
-    from fairmodel.plotting import plot_results
+
+    from fairmodel.results.plotting import plot_results
     w = fm.Weights(law.n_features, radius=5.0)
     risks = fm.group_mean(fm.logistic_loss(law.score(w), law.y), law.groups)
     mero = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))), title="Law School")
@@ -105,7 +105,7 @@ def test_saddle_problem_describes_itself_in_three_formats(game):
     assert "minimize  max_(y in Y) (1/20) sum_i L_i(x, y)" in text
     assert "X = {x in R^3 : x >= 0, sum_j x_j = 1}" in text and "L_i(x, y) = x^T A_i y" in text
     assert "ogda-rr" in text and "exact" in text and "duality gap" in text
-    from fairmodel import _display
+    from fairmodel.utilities import display as _display
     check_latex(_display.latex_document(game.describe("latex")))
     assert "$$" in game.describe("markdown")
     user = fm.SaddleProblem(lambda x, y, i: float(x @ y), 4, fm.Ball(2, 1.0), fm.Box(-1, 1, size=2))

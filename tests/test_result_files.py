@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel import results as results_module
+from fairmodel.results import result as results_module
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import fairmodel as fm
-from fairmodel import _threads
+from fairmodel.utilities import threads as _threads
 
 
 def _blas_threads():

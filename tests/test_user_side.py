@@ -49,7 +49,7 @@ def test_plots_draw_the_numbers_of_the_results(erm_with_budget, small):
     pytest.importorskip("matplotlib")
     import matplotlib
     matplotlib.use("Agg")
-    from fairmodel import plotting
+    from fairmodel.results import plotting
     prob, _ = erm_with_budget
     frontier = prob.sweep("k", [0.2, 0.6, 1.0])
     fig = frontier.plot()
@@ -82,6 +82,7 @@ def test_group_dro_classifier_in_a_pipeline_on_a_dataframe():
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
     from fairmodel.estimators import GroupDROClassifier
 
     rng = np.random.default_rng(0)
@@ -108,7 +109,7 @@ def test_default_figure_draws_the_history_when_there_are_no_group_risks(small):
 
     import matplotlib
     matplotlib.use("Agg")
-    from fairmodel.plotting import plot_results
+    from fairmodel.results.plotting import plot_results
     data, w, risks = small
     prob = fm.Problem(fm.Minimize(fm.max(risks)))
     res = dataclasses.replace(prob.solve(backend="stochastic", seed=0, epochs=5), metrics={})

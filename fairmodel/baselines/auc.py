@@ -20,13 +20,13 @@ import math
 
 import numpy as np
 
-from .._validate import as_generator, check_int
 from ..errors import DataError, OptionError
 from ..expressions.atoms.auc import Surrogate
-from ..oracles.pairs import PairRisks
-from ..metrics.auc import auc_sets, sets_terms, signed_groups, signed_labels
 from ..expressions.models import score_model
-from ..progress import Progress
+from ..metrics.auc import auc_sets, sets_terms, signed_groups, signed_labels
+from ..oracles.pairs import PairRisks
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator, check_int
 
 OMEGA1 = np.round(np.arange(0.0, 5.0 + 1e-9, 0.05), 10)
 OMEGA2 = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.1), 10)

@@ -22,10 +22,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
     raise ImportError("fairmodel.estimators needs scikit-learn: pip install 'fairmodel[sklearn]'") from exc
 
 from .. import expressions as dsl
-from .._validate import check_sample_weight as validated_sample_weight
-from .._validate import non_numeric_columns
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import DataError
+from ..utilities.validate import check_sample_weight as validated_sample_weight
+from ..utilities.validate import non_numeric_columns
 
 MAX_DENSE_BYTES = 2 ** 30      # a sparse X is densified (the solvers use dense NumPy) up to 1 GiB of float64
 
@@ -167,7 +167,7 @@ class LogisticProbabilities:
 
 
 def check_sample_weight(sample_weight, n: int):
-    """Validated sample weights (:func:`fairmodel._validate.check_sample_weight`: finite, >= 0, not all zero) as a
+    """Validated sample weights (:func:`fairmodel.utilities.validate.check_sample_weight`: finite, >= 0, not all zero) as a
     float array, or None when absent or constant (constant weights leave every weighted mean unchanged, so the
     unweighted problem is solved)."""
     if sample_weight is None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import expressions as dsl
-from ..expressions.atoms.auc import auc_gap, auc_loss
-from ..problem import Minimize, Problem
-
-from ..metrics.auc import PRESETS
-from .._validate import check_choice, check_number
 from ..errors import DataError
+from ..expressions.atoms.auc import auc_gap, auc_loss
+from ..metrics.auc import PRESETS
+from ..problem import Minimize, Problem
+from ..utilities.validate import check_choice, check_number
 from ._base import BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, two_groups
 
 

@@ -21,16 +21,15 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._validate import check_array_input, check_choice
 from ..errors import DataError, InfeasibleError, OptionError
-from ..families.dp import CERTIFY_MAX
-from ..families.dp_runs import dp_parameters
-from ..families.dp_runs import StreamFit
 from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
-from ..judge import judge_solution
+from ..families.dp import CERTIFY_MAX
+from ..families.dp_runs import StreamFit, dp_parameters
 from ..problem import Minimize, Problem
-from ..results import Result
+from ..results.judge import judge_solution
+from ..results.result import Result
+from ..utilities.validate import check_array_input, check_choice
 from ._base import densify, warn_if_not_ok
 
 

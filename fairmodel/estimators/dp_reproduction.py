@@ -19,14 +19,14 @@ import warnings
 import numpy as np
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-from .. import datasets
-from ..data import Dataset
-from ..dp_sweep import dp_sweep
-from ..families.dp_runs import dp_parameters
+from ..data import datasets
+from ..data.dataset import Dataset
 from ..expressions.atoms.dp import dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
+from ..families.dp_runs import dp_parameters
 from ..metrics.dp import ks_unfairness, mse, randomized_risk
 from ..problem import Minimize, Problem
+from ..sweeps.dp import dp_sweep
 
 # the eps grids of App. G and the numbers behind Figures 2 and 4 (read from the reference code's notebook
 # outputs, which should be the runs of the paper's figures)

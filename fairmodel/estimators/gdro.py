@@ -1,13 +1,18 @@
 """scikit-learn estimator for group DRO and MERO (logistic loss, linear model)."""
 from __future__ import annotations
 
-
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
-
-from .._validate import check_choice
-from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, check_sample_weight, solve_problem,
-                    weighted_group_risks, weighted_mean_loss)
+from ..utilities.validate import check_choice
+from ._base import (
+    BACKENDS,
+    FairLinearClassifier,
+    LogisticProbabilities,
+    check_sample_weight,
+    solve_problem,
+    weighted_group_risks,
+    weighted_mean_loss,
+)
 
 
 class GroupDROClassifier(LogisticProbabilities, FairLinearClassifier):

@@ -2,12 +2,17 @@
 equalized odds, the linear-loss surrogate of Donini et al. 2018), with sample weights."""
 from __future__ import annotations
 
-
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
-from .._validate import check_choice, check_number
-from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, regularized_logistic, solve_problem,
-                    two_groups)
+from ..utilities.validate import check_choice, check_number
+from ._base import (
+    BACKENDS,
+    FairLinearClassifier,
+    LogisticProbabilities,
+    regularized_logistic,
+    solve_problem,
+    two_groups,
+)
 
 CONSTRAINTS = ("equalized_odds", "equal_opportunity", "none")
 

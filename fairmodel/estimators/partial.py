@@ -1,14 +1,18 @@
 """scikit-learn estimator for logistic regression under partial (weak) demographic parity in a rank band."""
 from __future__ import annotations
 
-
 from ..expressions.atoms.partial import partial_dp, weak_partial_dp
-from ..problem import Minimize, Problem
-
 from ..metrics.partial import check_band
-from .._validate import check_choice, check_number
-from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, regularized_logistic, solve_problem,
-                    two_groups)
+from ..problem import Minimize, Problem
+from ..utilities.validate import check_choice, check_number
+from ._base import (
+    BACKENDS,
+    FairLinearClassifier,
+    LogisticProbabilities,
+    regularized_logistic,
+    solve_problem,
+    two_groups,
+)
 
 CONSTRAINTS = ("pdp", "weak_pdp")
 

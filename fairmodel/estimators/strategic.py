@@ -4,14 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import expressions as dsl
+from ..data.dataset import Dataset
 from ..expressions.atoms.strategic import strategic_score, wasserstein_worst_case
-from ..problem import Minimize, Problem
-
-from ..data import Dataset
 from ..oracles.strategic import strategic_mask
-from .._validate import check_choice, check_number
-from ._base import (BACKENDS, FairLinearClassifier, LogisticProbabilities, check_sample_weight,
-                    solve_problem)
+from ..problem import Minimize, Problem
+from ..utilities.validate import check_choice, check_number
+from ._base import BACKENDS, FairLinearClassifier, LogisticProbabilities, check_sample_weight, solve_problem
 
 
 class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):

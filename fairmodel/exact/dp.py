@@ -23,11 +23,10 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
-from .._threads import few_threads
-from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha
 from ..errors import InfeasibleError, SolverError
+from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha
+from ..utilities.threads import few_threads
 from . import budget, solvers
-
 
 
 def check_feasible(dual: DualProblem, p_is_calibrated: bool) -> float:

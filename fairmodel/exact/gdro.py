@@ -14,10 +14,10 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
-from .._threads import few_threads
 from ..errors import OptionError, SolverError
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
+from ..utilities.threads import few_threads
 from . import budget, solvers
 from .domains import ball_constraint
 from .lower import group_average_matrix, lower_loss

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import is_real
 from ..errors import ExpressionTypeError, ModelError, UnsupportedProblemError
+from ..utilities.validate import is_real
 from .evaluate import Env
 from .notation import Notation, wrap
 from .rules import VECTOR_KINDS, combine_kinds, dcp_curvature, flip_sign, kind_text, monotone_in_sign, sum_sign
+
 
 class Expr:
     """Base class of all expression nodes."""

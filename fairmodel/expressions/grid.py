@@ -9,11 +9,10 @@ from typing import Mapping
 
 import numpy as np
 
-from .._validate import check_finite, is_int, is_real
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import DataError, ExpressionTypeError, ModelError, OptionError
+from ..utilities.validate import check_finite, is_int, is_real
 from .core import Expr
-
 
 # Live GridPredictors by key, so that result.predictor() finds the base models of the problem that produced
 # the result (a result stores only the key; a result loaded from disk gets its base models explicitly).

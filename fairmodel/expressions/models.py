@@ -11,13 +11,12 @@ Assumption 4): exact backends refuse it, and the AUC-fairness family solves it w
 """
 from __future__ import annotations
 
-
 import numpy as np
 from scipy.special import expit
 
-from .._validate import as_generator, check_int
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import ExpressionTypeError, ModelError
+from ..utilities.validate import as_generator, check_int
 from .core import Expr
 from .variables import LinearScore, SampleScore, Weights, define_rows
 

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from .. import _display
+from ..utilities import display
 
 
 class Notation:
@@ -30,10 +30,10 @@ class Notation:
 
     def ident(self, name: str) -> str:
         """A user's name (a variable, a parameter)."""
-        return _display.latex_ident(name) if self.latex else str(name)
+        return display.latex_ident(name) if self.latex else str(name)
 
     def number(self, v) -> str:
-        return _display.latex_number(float(v)) if self.latex else _display.fmt(float(v), 6)
+        return display.latex_number(float(v)) if self.latex else display.fmt(float(v), 6)
 
     def vector(self, values, limit: int = 4) -> str:
         values = np.asarray(values, dtype=float).ravel()
@@ -44,7 +44,7 @@ class Notation:
 
     def call(self, name: str, *args: str) -> str:
         """``name(a, b)``; in LaTeX an upright operator name."""
-        head = f"\\operatorname{{{_display.latex_text(name)}}}" if self.latex else name
+        head = f"\\operatorname{{{display.latex_text(name)}}}" if self.latex else name
         return head + self.paren(", ".join(args))
 
     def paren(self, body: str) -> str:
@@ -82,7 +82,7 @@ class Notation:
         """Record what a symbol means: ``text`` in the text notation, ``tex`` a LaTeX line (math in $...$);
         ``order`` sorts the lines (the rows' symbols first, then sets, then functions)."""
         if key not in self._definitions:
-            self._definitions[key] = (order, text, _display.latex_prose(text) if tex is None else tex)
+            self._definitions[key] = (order, text, display.latex_prose(text) if tex is None else tex)
 
     def where(self) -> list[str]:
         """The definitions recorded, by ``order`` and then in the order the symbols first appeared."""
@@ -137,7 +137,7 @@ def layout(sense: str, objective: str, domain: list, constraints: list, where: l
         return "\n".join(f"{head:<{width}}{body}".rstrip() for head, body in rows)
     rows = [f"\\text{{{sense}}}\\quad & {objective}"]
     rows += [("\\text{over}\\quad " if k == 0 else "") + f"& {d}" for k, d in enumerate(domain)]
-    rows += [("\\text{subject to}\\quad " if k == 0 else "") + f"& {c} && \\text{{({_display.latex_text(name)})}}"
+    rows += [("\\text{subject to}\\quad " if k == 0 else "") + f"& {c} && \\text{{({display.latex_text(name)})}}"
              for k, (name, c) in enumerate(constraints)]
     math = " \\\\\n".join(rows)
     if fmt == "markdown":

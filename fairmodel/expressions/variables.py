@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_bool, check_int, is_int, is_real
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import ExpressionTypeError, ModelError
 from ..oracles.domains import project_ball
 from ..oracles.losses import with_intercept
-from .. import _display
+from ..utilities import display
+from ..utilities.validate import check_bool, check_int, is_int, is_real
 from .core import Expr
 from .notation import Notation
 
@@ -198,11 +198,11 @@ def define_rows(n: Notation, data: Dataset) -> None:
     rows = f"{data.n_samples:,}"
     n.define("x", f"x_i in R^{data.n_features}: the features of row i = 1..{rows} of {data.name!r}",
              f"$x_i \\in \\mathbb{{R}}^{{{data.n_features}}}$: the features of row $i = 1, \\dots, {data.n_samples}$ "
-             f"of {_display.latex_text(repr(data.name))}", order=0)
+             f"of {display.latex_text(repr(data.name))}", order=0)
     if data.y is not None:
         values = binary_values(data.y)
         shown = "" if values is None else " in {" + ", ".join(label_text(v, values) for v in values) + "}"
         target = f" ({data.target_name})" if data.target_name else ""
-        tex_values = _display.latex_text(shown).replace(" in ", " \\in ")
+        tex_values = display.latex_text(shown).replace(" in ", " \\in ")
         n.define("y", f"y_i{shown}: the label of row i{target}",
-                 f"$y_i{tex_values}$: the label of row $i${_display.latex_text(target)}", order=1)
+                 f"$y_i{tex_values}$: the label of row $i${display.latex_text(target)}", order=1)

@@ -22,9 +22,7 @@ import warnings
 
 import numpy as np
 
-from .._validate import check_options
-from ..errors import (InfeasibleError, ModelError, OptionError, ResourceLimitError, SolverError,
-                      UnsupportedProblemError)
+from ..errors import InfeasibleError, ModelError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact.auc import AUCPrograms
 from ..expressions import LinearScore
 from ..expressions.atoms.auc import AUCGap, AUCLoss
@@ -32,6 +30,7 @@ from ..expressions.models import MLPScore, SigmoidMLP, score_model
 from ..metrics.auc import auc_between, sets_terms
 from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AUCSaddle
+from ..utilities.validate import check_options
 from .auc_runs import solve_sfls
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
 from .registry import register

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, check_options
 from ..errors import OptionError
 from ..stochastic.bregman_smd import AVERAGING, StepRule, smd
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
+from ..utilities.validate import as_generator, check_choice, check_int, check_options
 from .base import Solution
 from .stopping import STOP_RULES, CertifiedStop
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _display
 from ..errors import FairmodelError, OptionError, SlowSolveWarning, UnsupportedProblemError
 from ..exact.structure import structure_lines
 from ..expressions.atoms.aggregates import GroupMean
 from ..expressions.atoms.losses import Loss
 from ..expressions.evaluate import Env
+from ..utilities import display
 
 
 @dataclass
@@ -303,12 +303,12 @@ def describe_sections(title: str, formulation: str, methods: list, notes: list, 
         if structure:
             lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
         return "\n".join(lines)
-    prose = _display.latex_prose
+    prose = display.latex_prose
     head, _, rest = title.partition(": ")
     lines = [f"\\paragraph{{{prose(head)}}} {prose(rest)}", formulation]
     for head, table in methods:
         lines += [f"\\paragraph{{{head}}}", "\\begin{itemize}"]
-        lines += [f"  \\item \\texttt{{{_display.latex_text(m)}}}: {prose(d)}" for m, d in table.items()] \
+        lines += [f"  \\item \\texttt{{{display.latex_text(m)}}}: {prose(d)}" for m, d in table.items()] \
             or ["  \\item (none)"]
         lines += ["\\end{itemize}"]
     if notes:

@@ -16,16 +16,16 @@ import cvxpy as cp
 import numpy as np
 
 from .. import expressions as E
-from .._validate import as_generator, check_choice, check_int, check_number, check_options
 from ..errors import OptionError, SolverError
 from ..exact import solvers
-from ..exact.lower import LoweringContext, lower, unlowerable
 from ..exact.gdro import group_optimal_values
+from ..exact.lower import LoweringContext, lower, unlowerable
 from ..expressions.atoms.aggregates import GroupOptimal
 from ..expressions.canonicalize import constraint_pieces
 from ..expressions.diagnose import explain
 from ..oracles.metric import Coordinates
 from ..stochastic.primal_dual import primal_dual
+from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
 from .base import Check, Evaluation, Reduction, Solution
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment

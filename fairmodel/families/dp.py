@@ -18,18 +18,31 @@ import warnings
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_options
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import DPConstraint, DPPredictor, GridRisk
 from ..expressions.grid import GridPredictor, t_values
 from ..oracles.dp_chunked import ChunkedDual, dual_stats
 from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha, sigma2
-from ..progress import Progress
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator, check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
-from .dp_runs import (DEFAULT_CAP, DEFAULT_T, JUDGE_SIZE, Prepared, RoundJudge, StreamFit, is_chunked,
-                      refuse_chunked, round_check, run_solution, smoothness_constant, start_run, with_progress)
+from .dp_runs import (
+    DEFAULT_CAP,
+    DEFAULT_T,
+    JUDGE_SIZE,
+    Prepared,
+    RoundJudge,
+    StreamFit,
+    is_chunked,
+    refuse_chunked,
+    round_check,
+    run_solution,
+    smoothness_constant,
+    start_run,
+    with_progress,
+)
 from .registry import register
 from .stopping import STOP_RULES
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import as_generator
 from ..errors import DataError, OptionError
 from ..expressions.grid import t_values
 from ..oracles.dp_dual import canonical, sigma2
-from ..progress import Progress
 from ..stochastic.dp_postprocessing import FIRST_BATCH, FIRST_STEPS, Restarts, Schedule, doubling
 from ..stochastic.sgd3 import sgd3_stages
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator
 from .base import Solution
 from .stopping import CertifiedStop
 

@@ -22,18 +22,17 @@ import warnings
 import numpy as np
 
 from .. import expressions as E
-from .._validate import check_choice, check_options
-from ..data import Groups
-from ..expressions.evaluate import Env
+from ..data.dataset import Groups
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
+from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
 from ..stochastic.smd import smd
+from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, by_group
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
-
 
 GAP_CHECK = "duality gap, eq. (13) of Yu et al. 2024"
 

@@ -26,7 +26,6 @@ import warnings
 import numpy as np
 
 from .. import expressions as E
-from .._validate import check_choice, check_options
 from ..errors import OptionError, ResourceLimitError, SolverError
 from ..exact import budget
 from ..exact.partial import Subproblem, loss_rows, split_objective
@@ -36,9 +35,9 @@ from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_working_set import solve_with_working_set
 from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon
+from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
-from .partial_program import (MU, constraint_kind, dc_program, hinge_program, nonneg,
-                              positive_int, subproblem_g)
+from .partial_program import MU, constraint_kind, dc_program, hinge_program, nonneg, positive_int, subproblem_g
 from .partial_runs import solve_direct_ssg, solve_idca_ssg, solve_penalty
 from .partial_starts import feasible_starts, lipschitz_estimate, theory
 from .registry import register

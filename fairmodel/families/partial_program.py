@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import expressions as E
-from .._validate import check_int, check_number
-from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
 from ..exact.partial import loss_rows, split_objective
+from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
 from ..oracles.dc import DCProgram, ExprBlock, Layout
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_ipm import HingeProgram, HingeRows, SmoothObjective
 from ..oracles.losses import LinearModelLoss
+from ..utilities.validate import check_int, check_number
 
 # Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
 # its value). Measured on Law School

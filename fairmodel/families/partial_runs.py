@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 
-from .._validate import check_choice
 from ..errors import InfeasibleError, OptionError
 from ..stochastic.idca import idca, ssg_inner
 from ..stochastic.ssg import ssg
+from ..utilities.validate import check_choice
 from .partial_program import MU, max_constraint, nonneg, positive_int, schedule
 from .stopping import STOP_RULES, CertifiedStop
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import as_generator
 from ..errors import OptionError
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock
 from ..stochastic.idca import check_feasible_start, theory_schedule
 from ..stochastic.ssg import polyak_feasibility
+from ..utilities.validate import as_generator
 from .partial_program import max_constraint
 
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible

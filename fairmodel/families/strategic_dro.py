@@ -21,7 +21,6 @@ import warnings
 
 import numpy as np
 
-from .._validate import as_generator, check_choice, check_int, check_options
 from ..errors import OptionError, ResourceLimitError, SolverError
 from ..exact import strategic_dro as exact_sdro
 from ..expressions.atoms.strategic import WassersteinWorstCase
@@ -29,6 +28,7 @@ from ..metrics.strategic import strategic_accuracy, strategic_margin, worst_case
 from ..oracles.strategic import WDRSCOracle
 from ..stochastic.ogda import METHODS, RestartOnStall, ogda
 from ..stochastic.ogda_estimator import auto_steps
+from ..utilities.validate import as_generator, check_choice, check_int, check_options
 from .base import Check, Evaluation, Reduction, Solution
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop

@@ -18,16 +18,17 @@ import threading
 import time
 from pathlib import Path
 
-from .. import _display, datasets
+from .. import expressions as dsl
 from .._version import __version__
 from ..crosscheck import crosscheck
+from ..data import datasets
 from ..errors import FairmodelError, OptionError, SolverError
 from ..families.base import DESCRIBE_FORMATS
-from .. import expressions as dsl
-from ..plotting import default_frontier_y, plot_results
 from ..problem import Minimize, Problem
-from ..results import _jsonable, check_free, umask
-from ..sweep import sweep
+from ..results.plotting import default_frontier_y, plot_results
+from ..results.result import _jsonable, check_free, umask
+from ..sweeps.frontier import sweep
+from ..utilities import display
 from . import problemfile
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -285,7 +286,7 @@ def _describe(args) -> int:
     body = prob.describe(format=args.format)   # the math, the methods, the exact program's structure
     shown = repr(data) if data is not None else "none (the game is given in [problem])"
     if args.format == "latex":                 # a whole document: pdflatex compiles it as printed
-        print(_display.latex_document(f"\\paragraph{{Data}} {_display.latex_text(shown)}\n\n{body}", title))
+        print(display.latex_document(f"\\paragraph{{Data}} {display.latex_text(shown)}\n\n{body}", title))
     else:
         print(f"# {title}\n\nData: {shown}\n\n{body}")
     return EXIT_OK

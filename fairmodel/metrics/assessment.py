@@ -15,11 +15,12 @@ import warnings
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_number, check_vector
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import DataError, OptionError
+from ..utilities.validate import as_generator, check_int, check_number, check_vector
 from . import report
-from .columns import column as _column, dataset_groups, group_labels, sensitive_columns
+from .columns import column as _column
+from .columns import dataset_groups, group_labels, sensitive_columns
 from .dp import _proba, merge_levels
 from .kernels import Inputs, bootstrap_counts, build, evaluate
 from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, check_pos_label, weights_of

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_vector
-from ..data import Groups
+from ..data.dataset import Groups
 from ..errors import DataError, ModelError
+from ..utilities.validate import check_vector
 from .rates import mann_whitney, weights_of
 
 # (zeta, gamma) of each of the four sets G1, G1', G2, G2'; None means "any".

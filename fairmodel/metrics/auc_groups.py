@@ -20,9 +20,9 @@ from itertools import combinations, permutations
 
 import numpy as np
 
-from .._validate import check_choice
-from ..data import Groups
+from ..data.dataset import Groups
 from ..errors import DataError
+from ..utilities.validate import check_choice
 from .auc import SYMMETRIC, auc_sets, canonical_kind, sets_terms
 from .rates import weights_of
 

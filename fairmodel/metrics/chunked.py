@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data import Groups
-from ..data_dask import chunks_in_flight, compute_chunks, dask_modules, is_dask
+from ..data.dask_dataset import chunks_in_flight, compute_chunks, dask_modules, is_dask
+from ..data.dataset import Groups
 from ..errors import DataError, OptionError
 from .assessment import Assessment, _check_needs, _metric_list
 from .rates import FROM_CONFUSION, auc_from_levels, binary, check_pos_label, ratio

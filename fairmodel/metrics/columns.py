@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_labels
-from ..data import Groups
+from ..data.dataset import Groups
 from ..errors import DataError
+from ..utilities.validate import check_labels
 
 
 def column(value, data, name):

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_finite, check_vector
-from ..data import Groups
+from ..data.dataset import Groups
 from ..errors import DataError
+from ..utilities.validate import check_finite, check_vector
 from .rates import weights_of
 
 

@@ -19,8 +19,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
-from .._validate import is_real
 from ..errors import OptionError
+from ..utilities.validate import is_real
 from .rates import FROM_CONFUSION, mann_whitney, ratio
 
 

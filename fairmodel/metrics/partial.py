@@ -27,9 +27,9 @@ from itertools import combinations
 
 import numpy as np
 
-from .._validate import check_vector
-from ..data import Groups
+from ..data.dataset import Groups
 from ..errors import DataError, ModelError
+from ..utilities.validate import check_vector
 from .rates import weights_of
 
 ESTIMATORS = ("clip", "trimmed")

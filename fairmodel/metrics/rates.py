@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_sample_weight, check_vector
 from ..errors import DataError
+from ..utilities.validate import check_sample_weight, check_vector
 
 CELLS = ("tn", "fp", "fn", "tp")      # code 2 * label + decision
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_matrix
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import DataError, ModelError
 from ..oracles.strategic import binary_labels, strategic_mask, strategic_scores
+from ..utilities.validate import check_matrix
 from .rates import weights_of
 
 

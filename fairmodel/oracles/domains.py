@@ -18,8 +18,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from .._validate import check_int, is_real
 from ..errors import ModelError
+from ..utilities.validate import check_int, is_real
 
 
 def _positive_int(v, what: str) -> int:

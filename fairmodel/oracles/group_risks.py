@@ -10,9 +10,9 @@ from functools import partial
 
 import numpy as np
 
-from ..data import Groups
-from ..groups import group_means
-from ..data_dask import concatenate_rows
+from ..data.dask_dataset import concatenate_rows
+from ..data.dataset import Groups
+from ..data.groups import group_means
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
 

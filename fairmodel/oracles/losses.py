@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 
-from .._validate import check_vector
 from ..errors import DataError
+from ..utilities.validate import check_vector
 
 
 def softplus(t):

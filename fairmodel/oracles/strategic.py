@@ -32,8 +32,8 @@ import math
 
 import numpy as np
 
-from .._validate import check_number
 from ..errors import ModelError
+from ..utilities.validate import check_number
 from .domains import TruncatedCone
 from .losses import binary_labels as _binary_labels
 from .losses import softplus

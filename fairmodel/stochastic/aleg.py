@@ -26,11 +26,11 @@ import time
 
 import numpy as np
 
-from .._validate import as_generator
 from ..errors import OptionError
-from ..progress import Progress
 from ..oracles.domains import project_ball_in_metric
 from ..oracles.protocols import GroupRiskOracle
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator
 from .averaging import TailAverage
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
 

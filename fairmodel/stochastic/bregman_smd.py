@@ -30,10 +30,10 @@ import math
 
 import numpy as np
 
-from .._validate import check_number
 from ..errors import OptionError
 from ..oracles.domains import project_ball
 from ..oracles.pairs import PairRisks
+from ..utilities.validate import check_number
 from .aleg import normalize_log
 
 AVERAGING = ("uniform", "tau_weighted")

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
 from ..oracles.dc_working_set import solve_with_working_set
-from ..progress import Progress
+from ..utilities.progress import Progress
 from .ssg import ssg
 
 

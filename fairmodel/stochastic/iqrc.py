@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from ..errors import OptionError
-from ..progress import Progress
+from ..utilities.progress import Progress
 
 OUTPUTS = ("random", "last")
 

@@ -40,12 +40,13 @@ import math
 import numbers
 import time
 import warnings
+
 import numpy as np
 
-from .._validate import as_generator, check_number
 from ..errors import OptionError
 from ..oracles.protocols import SaddleOracle
-from ..progress import Progress
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator, check_number
 from .averaging import tail_start
 from .ogda_estimator import Estimator, NonFiniteValue, sphere_directions
 from .schedules import epoch_lengths, schedule

@@ -29,9 +29,9 @@ import time
 
 import numpy as np
 
-from .._validate import as_generator, check_int, check_number
 from ..errors import OptionError
-from ..progress import Progress
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator, check_int, check_number
 from .aleg import normalize_log
 from .averaging import TailAverage
 from .schedules import check_budget

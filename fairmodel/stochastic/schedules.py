@@ -9,9 +9,9 @@ import numbers
 
 import numpy as np
 
-from .._validate import check_int, check_number
 from ..errors import OptionError
-from ..progress import stop_requested
+from ..utilities.progress import stop_requested
+from ..utilities.validate import check_int, check_number
 
 
 def _check_value(v, name: str, low: float, high: float, where: str = "") -> float:

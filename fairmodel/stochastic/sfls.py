@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from ..errors import OptionError
-from ..progress import Progress
+from ..utilities.progress import Progress
 
 
 def check_sfls_options(theta: float, delta: float, eps, eps_opt, max_outer) -> None:

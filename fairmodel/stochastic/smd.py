@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from .._validate import as_generator
 from ..errors import OptionError
-from ..progress import Progress
-from ..oracles.protocols import GroupRiskOracle
 from ..oracles.losses import score_gradient
+from ..oracles.protocols import GroupRiskOracle
+from ..utilities.progress import Progress
+from ..utilities.validate import as_generator
 from .aleg import _check_offsets, check_initial, default_steps, normalize_log, start_risk_scale
 from .schedules import check_budget
 

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.plotting import plot_convergence
+from fairmodel.results.plotting import plot_convergence
 
 data = fm.datasets.load_adult(sensitive="race").subsample(5000, seed=0)
 w = fm.Weights(data.n_features, radius=5.0)

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._display import latex_text as _latex_text
-from ...data import Groups
-from ...groups import group_means
+from ...data.dataset import Groups
+from ...data.groups import group_means
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
+from ...utilities.display import latex_text as _latex_text
 from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
 from ..evaluate import Env
 from ..notation import wrap
-from ..variables import binary_values, label_text
 from ..rules import is_nonneg, is_nonpos, kind_text, sum_sign
+from ..variables import binary_values, label_text
 
 
 def _check_mask(where, n: int, what: str) -> np.ndarray | None:

@@ -23,15 +23,14 @@ q = 1, which is exact only for c1 = 1; we use q = c1) and a valid interval I, T 
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-from ..._validate import check_number, check_sample_weight
-from ...data import Dataset
+from ...data.dataset import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...metrics.auc import AUCSets, auc_sets, signed_labels
 from ...oracles.pairs import PairRisks
-from ... import _display
+from ...utilities import display
+from ...utilities.validate import check_number, check_sample_weight
 from ..core import Expr, as_expr
 
 Q_MODES = ("c1", "paper_literal")
@@ -172,7 +171,7 @@ class AUCLoss(_AUCAtom):
                  f"the square-surrogate AUC loss (eq. (3) of Yao, Lin, Yang 2023)",
                  "$\\operatorname{auc\\_loss}(h) = \\frac{1}{|I^{+}|\\,|I^{-}|}\\sum_{i \\in I^{+},\\, j \\in I^{-}} "
                  "c_1 (h_i - h_j - c_2)^2$ over the rows $I^{\\pm}$ labelled $\\pm 1$, "
-                 + _display.latex_prose(words) + ": the square-surrogate AUC loss (eq.~(3) of Yao, Lin, Yang 2023)")
+                 + display.latex_prose(words) + ": the square-surrogate AUC loss (eq.~(3) of Yao, Lin, Yang 2023)")
         return n.call("auc_loss", self.score.render(n))
 
 

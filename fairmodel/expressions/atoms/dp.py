@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import as_generator
 from ...errors import ExpressionTypeError, ModelError, OptionError
 from ...oracles.dp_dual import policy_from_scores
+from ...utilities.validate import as_generator
 from ..core import Constant, Expr, Inequality, Parameter
 from ..grid import _LIVE, GridPredictor, check_cost, check_eps, check_eta, check_tau, t_values
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # DSL nodes

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import check_sample_weight
-from ...data import Groups
+from ...data.dataset import Groups
 from ...errors import DataError
+from ...utilities.validate import check_sample_weight
 from ..core import multiply
 from .aggregates import group_mean, max, min  # noqa: A004  (the language's max and min)
 

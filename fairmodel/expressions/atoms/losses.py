@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validate import check_sample_weight
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...oracles import losses as K
+from ...utilities.validate import check_sample_weight
 from ..core import Expr
 from ..variables import LinearScore
 

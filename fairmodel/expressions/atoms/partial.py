@@ -19,12 +19,13 @@ import warnings
 
 import numpy as np
 
-from ..._validate import check_int, check_number
-from ...data import Dataset, Groups
+from ...data.dataset import Dataset, Groups
 from ...errors import DataError, ExpressionTypeError, ModelError
-from ...metrics.partial import check_band, check_band_groups, partial_dp as _pdp_metric
+from ...metrics.partial import check_band, check_band_groups
+from ...metrics.partial import partial_dp as _pdp_metric
 from ...metrics.partial import weak_partial_dp as _wpdp_metric
-from ... import _display
+from ...utilities import display
+from ...utilities.validate import check_int, check_number
 from ..core import Expr, as_expr
 from ..notation import wrap
 from ..variables import LinearScore
@@ -208,7 +209,7 @@ def _define_band(n, atom) -> None:
                            f"the share of group k's scores above theta (identity (29)); groups k: {names}",
              "$G_k(\\theta) = (\\mathrm{clip}(\\bar F_k(\\theta), a, b) - a) / (b - a)$ for the band $I = [a, b)$, "
              "$\\bar F_k(\\theta)$ the share of group $k$'s scores above $\\theta$ (identity (29)); groups $k$: "
-             + _display.latex_text(names))
+             + display.latex_text(names))
 
 
 def _band_call(n, name: str, band, body: str) -> str:

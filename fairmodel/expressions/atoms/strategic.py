@@ -10,14 +10,21 @@ import warnings
 
 import numpy as np
 
-from ...data import Dataset
+from ...data.dataset import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
-from ...oracles.strategic import (WDRSC, _check_nonneg, binary_labels, strategic_mask, strategic_scores,
-                                  strategic_scores_vjp)
-from ... import _display
+from ...oracles.strategic import (
+    WDRSC,
+    _check_nonneg,
+    binary_labels,
+    strategic_mask,
+    strategic_scores,
+    strategic_scores_vjp,
+)
+from ...utilities import display
 from ..core import Expr
 from ..variables import LinearScore, Weights, define_rows
-from .losses import Loss, LogisticLoss
+from .losses import LogisticLoss, Loss
+
 
 # ---------------------------------------------------------------------------------------------------
 # DSL atoms
@@ -131,7 +138,7 @@ class WassersteinWorstCase(Expr):
                             f"P_n({self.w.name}) the empirical distribution after the agents' response{variant}",
                  f"$W(P, Q)$: the type-1 Wasserstein distance with the transport cost $\\|x - x'\\| + 2\\kappa\\, "
                  f"1[y \\ne y']$ (a label flip costs $2\\kappa = {n.number(2 * self.label_cost)}$); $\\hat P_n({w})$ "
-                 f"the empirical distribution after the agents' response{_display.latex_text(variant)}")
+                 f"the empirical distribution after the agents' response{display.latex_text(variant)}")
         radius = n.number(self.radius)
         body = self.loss.render(n)
         return n.pick(f"sup_(P: W(P, P_n({w})) <= {radius}) E_P[{body}]",

@@ -37,12 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import datasets as D
-from ..._validate import check_complete, check_unique_names
-from ...data import Dataset, encode_columns, standardize_columns
+from ...data import datasets as D
+from ...data.dataset import Dataset, encode_columns, standardize_columns
 from ...errors import DataError, FairmodelError
 from ...expressions import Weights
 from ...expressions.atoms.losses import LOSSES as ALL_LOSSES
+from ...utilities.validate import check_complete, check_unique_names
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -5,8 +5,8 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from ._validate import check_labels, check_unique_names
-from .errors import DataError
+from ..errors import DataError
+from ..utilities.validate import check_labels, check_unique_names
 
 
 class Groups:

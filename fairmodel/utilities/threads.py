@@ -20,7 +20,7 @@ import threading
 
 from threadpoolctl import ThreadpoolController
 
-from .errors import OptionError
+from ..errors import OptionError
 
 ENV = "FAIRMODEL_THREADS"
 DEFAULT = 1

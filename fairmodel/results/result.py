@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _display
-from ._validate import check_bool
-from .errors import ResultFileError
-from .families.registry import by_name
-from .result_schema import validate_fields
+from ..errors import ResultFileError
+from ..families.registry import by_name
+from ..utilities import display
+from ..utilities.validate import check_bool
+from .schema import validate_fields
 
 FORMAT = "fairmodel.result"
 SCHEMA = 1
@@ -163,31 +163,31 @@ class Result:
     # -- notebook display ---------------------------------------------------------------------------------
     def __repr__(self):
         ok = "ok" if self.ok else "NOT ok"
-        return _display.short(f"<fairmodel.Result {self.label} / {self.backend} / {self.method}: {self.status} ({ok}), "
-                              f"objective {_display.fmt(self.objective, 6)}, max violation "
-                              f"{_display.fmt(self.max_violation, 2)}; .summary() / .to_markdown() for the rest>")
+        return display.short(f"<fairmodel.Result {self.label} / {self.backend} / {self.method}: {self.status} ({ok}), "
+                              f"objective {display.fmt(self.objective, 6)}, max violation "
+                              f"{display.fmt(self.max_violation, 2)}; .summary() / .to_markdown() for the rest>")
 
     def _table_rows(self) -> list:
         rows = [["status", self.status + ("" if self.ok else f" ({self.message})" if self.message else "")],
-                ["objective", _display.fmt(self.objective, 6)]]
-        rows += [[name.replace("_", " "), _display.fmt(self.metrics[name], 6)] for name in HEADLINE_METRICS
+                ["objective", display.fmt(self.objective, 6)]]
+        rows += [[name.replace("_", " "), display.fmt(self.metrics[name], 6)] for name in HEADLINE_METRICS
                  if isinstance(self.metrics.get(name), (int, float))]
-        rows += [[f"constraint {k}", f"{_display.fmt(c['value'], 6)} <= {_display.fmt(c['bound'], 6)}"]
+        rows += [[f"constraint {k}", f"{display.fmt(c['value'], 6)} <= {display.fmt(c['bound'], 6)}"]
                  for k, c in self.constraints.items()]
-        rows += [[k, _display.fmt(v, 4)] for k, v in self.certificate.items() if np.ndim(v) == 0]
-        rows += [["solve time (s)", _display.fmt(self.timings.get("solve"), 3)]]
+        rows += [[k, display.fmt(v, 4)] for k, v in self.certificate.items() if np.ndim(v) == 0]
+        rows += [["solve time (s)", display.fmt(self.timings.get("solve"), 3)]]
         return rows
 
     def to_markdown(self) -> str:
         """The result as a Markdown table (status, objective, constraints, certificates, time)."""
         return (f"**{self.label}** / {self.backend} / {self.method}\n\n"
-                + _display.md_table(["", "value"], self._table_rows()))
+                + display.md_table(["", "value"], self._table_rows()))
 
     def _repr_markdown_(self):
         return self.to_markdown()
 
     def _repr_html_(self):
-        return _display.html_table(["", "value"], self._table_rows(),
+        return display.html_table(["", "value"], self._table_rows(),
                                    caption=f"{self.label} / {self.backend} / {self.method}")
 
 

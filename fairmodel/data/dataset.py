@@ -18,7 +18,7 @@ Stochastic solvers never index a ``Dataset`` directly; they ask a *data source* 
 An out-of-core or distributed source (a memory-mapped file, a database cursor, shards on several
 machines) implements these four members and can be handed to the same solvers unchanged. Full passes go
 through ``map_chunks(fn, size, *per_row)`` (``fn`` applied to every chunk, results in row order: a local loop
-here, Dask tasks for :class:`fairmodel.data_dask.DaskDataset`), and the declarations read the features only
+here, Dask tasks for :class:`fairmodel.data.dask_dataset.DaskDataset`), and the declarations read the features only
 through ``matvec``, ``rmatvec`` and ``rows``, so ``X`` need not be in memory.
 """
 from __future__ import annotations
@@ -29,13 +29,22 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ._validate import (as_generator, check_bool, check_complete, check_matrix, check_rows, check_scaling,
-                        check_unique_names, check_vector, is_real)
-from .errors import DataError, ExpressionTypeError
+from ..errors import DataError, ExpressionTypeError
+from ..utilities.validate import (
+    as_generator,
+    check_bool,
+    check_complete,
+    check_matrix,
+    check_rows,
+    check_scaling,
+    check_unique_names,
+    check_vector,
+    is_real,
+)
 from .groups import Groups
 
 SAMPLER_KINDS = ("uniform", "per_group", "stratified")
-CHUNKED_SOURCES: dict = {}  # "dask" -> the Dask-backed Dataset class (registered by fairmodel.data_dask)
+CHUNKED_SOURCES: dict = {}  # "dask" -> the Dask-backed Dataset class (registered by fairmodel.data.dask_dataset)
 
 
 def checked_feature_names(feature_names, d: int) -> tuple[str, ...]:
@@ -101,7 +110,7 @@ class Dataset:
 
     @classmethod
     def from_dask(cls, X, y=None, groups=None, **kwargs) -> "Dataset":
-        """A Dataset over Dask arrays (rows in chunks, never all in memory): see :mod:`fairmodel.data_dask`."""
+        """A Dataset over Dask arrays (rows in chunks, never all in memory): see :mod:`fairmodel.data.dask_dataset`."""
         return _chunked_source().from_arrays(X, y, groups, **kwargs)
 
     @classmethod

@@ -200,7 +200,7 @@ def latex_document(body: str, title: str = "") -> str:
     return "\n".join(head + [body, "\\end{document}", ""])
 
 
-# -- sweeps (fairmodel.sweep.Frontier wires these in: __repr__, _repr_markdown_, _repr_html_) -------------------
+# -- sweeps (fairmodel.sweeps.frontier.Frontier wires these in: __repr__, _repr_markdown_, _repr_html_) -------------------
 def _row_table(rows: list[dict]):
     keys: list[str] = []
     for row in rows:

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import DataError, ExpressionTypeError, OptionError
+from ..errors import DataError, ExpressionTypeError, OptionError
 
 
 def is_real(value) -> bool:

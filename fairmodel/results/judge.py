@@ -8,9 +8,9 @@ calls: the data a candidate is judged on come with the call (``data=`` for DP po
 """
 from __future__ import annotations
 
-from ._threads import few_threads
-from .errors import OptionError
-from .families.base import Check, Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
+from ..errors import OptionError
+from ..families.base import Check, Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
+from ..utilities.threads import few_threads
 
 ENDED_BADLY = ("diverged", "failed", "interrupted", "unbounded")   # the solver's own word; nothing to verify
 

@@ -20,9 +20,9 @@ from importlib import resources
 
 import numpy as np
 
-from ._validate import as_generator, check_bool
-from .data import Dataset, encode_columns, standardize_columns
-from .errors import DataError
+from ..errors import DataError
+from ..utilities.validate import as_generator, check_bool
+from .dataset import Dataset, encode_columns, standardize_columns
 
 ADULT_CATEGORICAL = ("workclass", "education", "marital.status", "occupation", "relationship", "race", "sex",
                      "native.country")

@@ -17,9 +17,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._validate import as_generator, check_int
-from .data import Batch, Groups
-from .errors import DataError
+from ..errors import DataError
+from ..utilities.validate import as_generator, check_int
+from .dataset import Batch, Groups
 
 DEFAULT_BUFFER_BYTES = 64 << 20   # features of pre-drawn rows per buffer (two buffers while one is prefetched)
 

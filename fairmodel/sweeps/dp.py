@@ -8,23 +8,23 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._validate import as_generator, check_choice, check_options
-from .errors import OptionError, UnsupportedProblemError
-from .exact import dp as exact_dp
-from .expressions.atoms.dp import dp_gap
-from .families.dp import METHODS, DPPostProcessing
-from .families.dp_runs import RoundJudge, run_solution
-from .families.stopping import STOP_RULES
-from .judge import judge_solution
-from .results import Result
-from .sweep import Frontier, sweep
+from ..errors import OptionError, UnsupportedProblemError
+from ..exact import dp as exact_dp
+from ..expressions.atoms.dp import dp_gap
+from ..families.dp import METHODS, DPPostProcessing
+from ..families.dp_runs import RoundJudge, run_solution
+from ..families.stopping import STOP_RULES
+from ..results.judge import judge_solution
+from ..results.result import Result
+from ..utilities.validate import as_generator, check_choice, check_options
+from .frontier import Frontier, sweep
 
 
 def dp_sweep(problem, eps_values, backend: str = "stochastic", *, parallel: bool = False, warm_start: bool = True,
              verbose=None, **options) -> Frontier:
     """Solve ``problem`` for every eps in ``eps_values`` (numbers or per-group vectors); a :class:`fairmodel.Frontier`.
 
-    Sequential (default): :func:`fairmodel.sweep` over the eps in the given order (give them from the loosest
+    Sequential (default): :func:`fairmodel.sweeps.frontier` over the eps in the given order (give them from the loosest
     to the tightest), each stochastic solve warm-started from the previous duals. ``parallel=True``
     (stochastic backend, pools): one vectorized run solves every eps at once on the same sampled points (a
     stack of duals; the cost of a step hardly grows with the number of eps), with the same results as one

@@ -8,8 +8,8 @@ import textwrap
 
 import numpy as np
 
-from .data import Groups
-from .errors import OptionError
+from ..data.dataset import Groups
+from ..errors import OptionError
 
 
 def _plt():
@@ -47,7 +47,7 @@ def _axes(ax, figsize=(6, 4)):
 
 
 def plot_frontier(frontiers, x: str, y: str = "objective", ax=None, label: str | None = None):
-    """Column ``y`` against column ``x`` of one or several :class:`fairmodel.sweep.Frontier` objects
+    """Column ``y`` against column ``x`` of one or several :class:`fairmodel.sweeps.frontier.Frontier` objects
     (e.g. the exact and the stochastic frontier of the same sweep), one line each."""
     if not isinstance(frontiers, (list, tuple)):
         frontiers = [frontiers]

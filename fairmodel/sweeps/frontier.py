@@ -14,10 +14,10 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from ._display import frontier_repr, rows_html, rows_markdown
-from .errors import ModelError, OptionError
-from .plotting import plot_frontier
-from .progress import Progress, logger
+from ..errors import ModelError, OptionError
+from ..results.plotting import plot_frontier
+from ..utilities.display import frontier_repr, rows_html, rows_markdown
+from ..utilities.progress import Progress, logger
 
 
 @dataclass

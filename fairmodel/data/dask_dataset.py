@@ -25,11 +25,11 @@ import threading
 
 import numpy as np
 
-from ._validate import check_array_input, check_rows, check_scaling_stats, check_unique_names
-from .data import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
-from .data_dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
-from .data_parquet import parquet_columns
-from .errors import DataError
+from ..errors import DataError
+from ..utilities.validate import check_array_input, check_rows, check_scaling_stats, check_unique_names
+from .dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
+from .dataset import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
+from .parquet import parquet_columns
 
 DEFAULT_CHUNK_ROWS = 1 << 16
 _COUNTER = itertools.count()
@@ -400,7 +400,7 @@ class DaskDataset(Dataset):
 
     def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None,
                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True) -> ChunkSampler:
-        """A :class:`~fairmodel.data_dask_sampler.ChunkSampler`; ``prefetch`` gathers the next buffer of drawn
+        """A :class:`~fairmodel.data.dask_sampler.ChunkSampler`; ``prefetch`` gathers the next buffer of drawn
         rows in a background thread while the current one is used (the rows drawn are the same either way)."""
         return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes, prefetch)
 

@@ -1,4 +1,4 @@
-"""Reading Parquet files in chunks for :meth:`fairmodel.data_dask.DaskDataset.from_parquet`. Before anything is
+"""Reading Parquet files in chunks for :meth:`fairmodel.data.dask_dataset.DaskDataset.from_parquet`. Before anything is
 read: the path is resolved to its files (a glob or a directory that matches none is an error naming it), every
 file's footer is read (a truncated, empty or non-Parquet file is named), the columns are checked in every file
 (present, of one numeric type for the features and the target, the target and the sensitive attribute not among
@@ -12,8 +12,8 @@ import os
 
 import numpy as np
 
-from .data import column_list
-from .errors import DataError, OptionError
+from ..errors import DataError, OptionError
+from .dataset import column_list
 
 PARQUET_EXTENSIONS = (".parq", ".parquet", ".pq")      # what dask.dataframe.read_parquet reads in a directory
 EXTRA_READ_OPTIONS = ("dataset", "read", "open_file_options")   # its **kwargs that the engine takes

@@ -2,7 +2,7 @@
 
 A result file that was edited by hand or by a faulty tool (an objective ``"abc"``, a status that does not
 exist, a history whose columns differ in length, text where arrays belong) is refused with the field named,
-rather than loaded into a :class:`fairmodel.results.Result` that would fail later or mislead.
+rather than loaded into a :class:`fairmodel.results.result.Result` that would fail later or mislead.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from .errors import ResultFileError
+from ..errors import ResultFileError
 
 BACKENDS = ("exact", "stochastic")
 OPTIONAL = ("checks", "name")    # fields that results saved by earlier versions do not have
