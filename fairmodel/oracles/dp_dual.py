@@ -37,10 +37,11 @@ def sigma2(p: np.ndarray) -> float:
     return float(np.sum((1.0 - p) / p))
 
 
-def policy_in_place(a: np.ndarray, beta: float, lse: bool = False):
+def policy_in_place(a: np.ndarray, beta: float, weights: np.ndarray | None = None):
     """The DP policy pi(j | x) = softmax_j(beta a_j) of eq. (7), written over the scores ``a`` (..., m) along the
-    last axis; for beta = inf the arg max, ties split evenly. With ``lse=True`` returns ``(a, LSE)`` with
-    LSE_beta(a) = (1/beta) log sum_j exp(beta a_j) (...) (the max for beta = inf), the term of F in eq. (5).
+    last axis; for beta = inf the arg max, ties split evenly. With row ``weights`` w (a: (n, m)) returns
+    ``(a, sum_i w_i LSE_beta(a_i))``, LSE_beta(a_i) = (1/beta) log sum_j exp(beta a_ij) (the max for beta = inf):
+    the first term of F in eq. (5).
 
     The one copy of the policy: the exact dual, the judge, the fitted predictor and the stochastic gradient (11)
     of every optimizer step call it. The softmax is max-shifted (as scipy.special.softmax does, so beta a ~ 1e4
@@ -52,14 +53,14 @@ def policy_in_place(a: np.ndarray, beta: float, lse: bool = False):
         top = _max(a, axis=-1, keepdims=True)
         ties = a >= top
         np.divide(ties, _sum(ties, axis=-1, keepdims=True), out=a)
-        return (a, top[..., 0]) if lse else a
+        return a if weights is None else (a, float(weights @ top[..., 0]))
     a *= beta
     top = _max(a, axis=-1, keepdims=True)
     a -= top
     np.exp(a, out=a)
     total = _sum(a, axis=-1, keepdims=True)
     a /= total
-    return (a, (np.log(total[..., 0]) + top[..., 0]) / beta) if lse else a
+    return a if weights is None else (a, float(weights @ (np.log(total[..., 0]) + top[..., 0])) / beta)
 
 
 def policy_from_scores(a: np.ndarray, beta: float) -> np.ndarray:
@@ -131,7 +132,7 @@ class DualProblem:
 
     def value(self, z: np.ndarray) -> float:
         """F(z), eq. (5) (the dual LP objective when beta = inf)."""
-        return float(self.w @ policy_in_place(self.scores(z), self.beta, lse=True)[1]) + self.linear_term(z)
+        return policy_in_place(self.scores(z), self.beta, self.w)[1] + self.linear_term(z)
 
     def grad_from_moments(self, E: np.ndarray) -> np.ndarray:
         """(E + eps, -E + eps): the gradient (10) (or its minibatch estimate (11)) from the moments E."""
@@ -140,8 +141,8 @@ class DualProblem:
     def value_and_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """(F(z), grad F(z)) with one pass over the atoms and one exponential, eqs. (5) and (10) (the inner loop
         of the L-BFGS-B solver and of the judge)."""
-        P, row_lse = policy_in_place(self.scores(z), self.beta, lse=True)
-        return float(self.w @ row_lse) + self.linear_term(z), self.grad_from_moments(self.moments(P))
+        P, mean_lse = policy_in_place(self.scores(z), self.beta, self.w)
+        return mean_lse + self.linear_term(z), self.grad_from_moments(self.moments(P))
 
     def grad(self, z: np.ndarray) -> np.ndarray:
         return self.value_and_grad(z)[1]
