@@ -16,6 +16,7 @@ from scipy.optimize import minimize
 
 from .._threads import few_threads
 from ..errors import OptionError, SolverError
+from ..oracles.domains import frank_wolfe_gap
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
 from . import budget, solvers
@@ -180,8 +181,7 @@ def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:
     value, grad = risks.weighted_value_and_grad(theta, q)
     if risks.radius is None:
         return value, value
-    bound = value - float(np.sum(grad * theta)) - risks.radius * float(np.linalg.norm(grad))
-    return value, min(value, bound)
+    return value, value - frank_wolfe_gap(theta, grad, risks.radius)
 
 
 @few_threads

@@ -46,6 +46,18 @@ def project_ball(z: np.ndarray, radius: float | None, center=None) -> np.ndarray
     return d * (radius / nrm) if center is None else center + d * (radius / nrm)
 
 
+def frank_wolfe_gap(theta: np.ndarray, grad: np.ndarray, radius: float) -> float:
+    """max_{||v|| <= radius} <grad, theta - v> = <grad, theta> + radius ||grad||, clipped at 0 (rounding): the
+    Frank-Wolfe gap at a point ``theta`` of the ball (any shape; Frobenius norms for matrices).
+
+    For a convex f with gradient ``grad`` at theta, f(v) >= f(theta) + <grad, v - theta> on the ball, so
+    f(theta) - gap <= min_{||v|| <= radius} f: a lower bound whatever the accuracy of theta (Frank and Wolfe
+    1956; Jaggi 2013, eq. (2)). The one copy of that bound: the certified Newton and first-order methods, the
+    group-DRO inner minimum and the AUC dual bound call it."""
+    g = np.ravel(grad)
+    return max(0.0, float(np.vdot(g, np.ravel(theta))) + radius * math.sqrt(float(np.vdot(g, g))))
+
+
 def project_ball_in_metric(z: np.ndarray, radius: float | None, metric: np.ndarray) -> np.ndarray:
     """argmin over ||w||_2 <= radius of (w - z)' diag(metric) (w - z): the projection that ends a step preconditioned
     by the diagonal ``metric`` (> 0, broadcast against z). Outside the ball the minimizer is w_j = m_j z_j /
