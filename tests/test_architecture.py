@@ -154,3 +154,19 @@ def test_the_checker_finds_a_planted_cycle():
 
 
 GRAPH_ORIGINAL = GRAPH
+
+
+def _stochastic_imports_of_declarations(graph) -> list:
+    return [f"{m}:{line} imports {t}" for m, targets in graph.items() if m.startswith("fairmodel.stochastic")
+            for t, line in targets.items() if t.startswith(("fairmodel.expressions", "fairmodel.families"))]
+
+
+def test_the_stochastic_algorithms_import_no_declaration_and_no_family():
+    """The algorithms take the oracle protocols of oracles/protocols.py, never a declaration's or a family's object
+    (the declarations are below the backends, so the layer test alone would allow them); with one such import
+    planted the check fails."""
+    assert not _stochastic_imports_of_declarations(GRAPH)
+    planted = {m: dict(t) for m, t in GRAPH.items()}
+    planted.setdefault("fairmodel.stochastic.aleg", {})["fairmodel.expressions.variables"] = 1
+    assert _stochastic_imports_of_declarations(planted) == [
+        "fairmodel.stochastic.aleg:1 imports fairmodel.expressions.variables"]

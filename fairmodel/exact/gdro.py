@@ -50,7 +50,7 @@ def epigraph_program(risks: GroupRisks, offsets=None, max_memory_gb=None):
     """(problem, theta, t, constraint) of the epigraph form of min_w max_i (R_i(w) - c_i); refused before it is
     built when its memory estimate exceeds the limit (:mod:`fairmodel.exact.budget`)."""
     budget.check(budget.gdro_epigraph(risks.n_samples, risks.shape[0]), epigraph_alternative(risks), max_memory_gb)
-    theta = cp.Variable(risks.shape, name=risks.w.name)
+    theta = cp.Variable(risks.shape, name=risks.name)
     t = cp.Variable(name="t")
     c = np.zeros(risks.m) if offsets is None else np.asarray(offsets, dtype=float)
     group_constraint = cvxpy_risks(risks, theta) - c <= t
@@ -95,7 +95,7 @@ def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method:
     budget.check(budget.gdro_epigraph(keep, risks.shape[0], "the weighted-ERM program (CVXPY)"),
                  "Give the model a twice-differentiable loss (logistic or squared) for the Newton method, or "
                  "subsample the data", max_memory_gb)
-    theta = cp.Variable(risks.shape, name=risks.w.name)
+    theta = cp.Variable(risks.shape, name=risks.name)
     problem = cp.Problem(cp.Minimize(cvxpy_weighted_risk(risks, theta, q)), cvxpy_domain(risks, theta))
     record = solvers.solve(problem, solver, verbose, what="the weighted-ERM program of the duality gap", **options)
     return risks.project(np.asarray(theta.value, dtype=float)), record

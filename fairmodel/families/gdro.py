@@ -59,6 +59,12 @@ def _linear_loss(e) -> bool:
     return isinstance(e, E.Loss) and isinstance(e.score, E.LinearScore)
 
 
+def _group_risks(loss, data, groups) -> GroupRisks:
+    """The oracle of a loss of the linear score of declared weights: their shape, intercept, radius and name."""
+    w = loss.score.w
+    return GroupRisks(loss.kernel, data, loss.y, groups, w.shape, w.intercept, w.radius, w.name)
+
+
 def group_risks_of(expr: E.Expr) -> GroupRisks:
     """The group-risk oracle of ``fm.group_mean(loss, groups)`` (m groups) or ``fm.mean(loss)`` (one group)."""
     if isinstance(expr, (E.GroupMean, E.Mean)) and _linear_loss(expr.expr) and expr.where is None:
@@ -67,7 +73,7 @@ def group_risks_of(expr: E.Expr) -> GroupRisks:
             groups = expr.groups
         else:
             groups = Groups(np.zeros(loss.size, dtype=np.intp), names=("all",))
-        return GroupRisks(loss.kernel, loss.score.data, loss.y, groups, loss.score.w)
+        return _group_risks(loss, loss.score.data, groups)
     raise UnsupportedProblemError(f"expected fm.group_mean(loss, groups) or fm.mean(loss) of a linear score; "
                                   f"got {expr}")
 
@@ -135,11 +141,12 @@ class GroupDRO(Reduction):
         self.offsets_spec = offsets
         self.scale = scale          # the declared objective is scale * (this structure) + a constant
         self.risks = group_risks_of(risk_expr)
+        self.w = risk_expr.expr.score.w           # the declared weights (names, domain text, checks of candidates)
         # ERM has one group ("all"): the per-group metrics use the data's sensitive groups when it has them
         self.metric_risks, data = self.risks, self.risks.data
         if kind == "erm" and data.has_groups and data.n_groups > 1:
             loss = risk_expr.expr
-            self.metric_risks = GroupRisks(loss.kernel, data, loss.y, data.groups, loss.score.w)
+            self.metric_risks = _group_risks(loss, data, data.groups)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
@@ -190,7 +197,7 @@ class GroupDRO(Reduction):
                 "mero": "minimax excess risk (MERO), eq. (4) of Yu et al. 2024",
                 "erm": "empirical risk minimization (one group)"}[self.kind]
         lines = ["", f"Structure: {kind}; loss {r.loss.symbol}; {r.m} group(s) of sizes "
-                     f"{r.sizes.astype(int).tolist()}; {self.risks.w.describe_domain()}",
+                     f"{r.sizes.astype(int).tolist()}; {self.w.describe_domain()}",
                  "Saddle form, eq. (3) of Yu et al. 2024: min_w max_(q in simplex) sum_g q_g (R_g(w) - c_g)",
                  "Judge certificate: the duality gap, eq. (13) of Yu et al. 2024: max_g (R_g(w) - c_g) - "
                  "min_(w' in W) sum_g q_g (R_g(w') - c_g)"]
@@ -224,7 +231,7 @@ class GroupDRO(Reduction):
                         "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
                 raise SolverError(str(exc) + hint, status=exc.status) from None
         timings = {"compile": record.pop("compile"), "solver": record.pop("solve"), "group_optimal": offsets_time}
-        return Solution(variables={self.risks.w.name: theta, "q": q}, status=record["status"],
+        return Solution(variables={self.w.name: theta, "q": q}, status=record["status"],
                         solver=record, timings=timings, certificate={"solver_optimum": opt})
 
     def solve_stochastic(self, method, seed, verbose, stop="checks", **options):
@@ -250,7 +257,7 @@ class GroupDRO(Reduction):
             opts.setdefault("stage1", stage1)
         else:
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
-        name = self.risks.w.name
+        name = self.w.name
         stopper = CertifiedStop(self, lambda info: {name: info["w"], "q": info["q"]},
                                 every=max(1, default_epochs(n_bar) // CHECKS_PER_BUDGET),
                                 user_callback=opts.pop("callback", None), enabled=stop == "checks")
@@ -291,7 +298,7 @@ class GroupDRO(Reduction):
 
     def warm_start(self, result) -> dict:
         q = np.clip(np.asarray(result.variables["q"], dtype=float), 1e-12, None)
-        return {"w0": self.risks.project(result.variables[self.risks.w.name]), "q0": q / q.sum()}
+        return {"w0": self.risks.project(result.variables[self.w.name]), "q0": q / q.sum()}
 
     # -- judge ---------------------------------------------------------------------------------------------
     def _gap(self, theta, q, offsets, risks=None) -> tuple[float, float, float]:
@@ -314,12 +321,12 @@ class GroupDRO(Reduction):
         return top - (value - shift), top - (bound - shift), bound - shift
 
     def evaluate(self, variables: dict, **context) -> Evaluation:
-        name = self.risks.w.name
+        name = self.w.name
         unknown = set(variables) - {name, "q"}
         if unknown or name not in variables:
             raise OptionError(f"a group-DRO candidate has variables {name!r} (required) and 'q' (optional, "
                               f"for the duality gap); got {sorted(variables)}")
-        theta = self.risks.w.check_value(variables[name], "candidate")
+        theta = self.w.check_value(variables[name], "candidate")
         # one pass: the group risks and, for binary losses, the group accuracies of sign(score)
         risks, accuracy = self.risks.risks_and_accuracy(theta)
         offsets = self.offsets() if self.kind != "erm" else np.zeros(1)
@@ -342,7 +349,7 @@ class GroupDRO(Reduction):
             _, _, b = affine_parts(self.problem.canonical.objective)
             objective = self.scale * float(np.max(excess)) + b
         else:  # the declared objective, walked on the full data (a * max_g (R_g - c_g) + b of the structure)
-            objective = float(self.problem.objective.expr.numeric(Env({self.risks.w: theta})))
+            objective = float(self.problem.objective.expr.numeric(Env({self.w: theta})))
         certificate = {}
         q = variables.get("q")
         if q is not None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..oracles.dp_dual import policy_in_place
+from ..oracles.protocols import DualBatchSource
 from .sgd3 import projected_sgd, sgd3, sgd3_alpha, sgd3_gradient_calls, sgd3_stages
 from .acsa import acsa, acsa2
 
@@ -431,7 +432,7 @@ class Restarts:
             self.done = True
 
     # -- feeding ----------------------------------------------------------------------------------------------------
-    def run_pool(self, pool: Pool, oracle: str, rng: np.random.Generator, wrap=None) -> "Restarts":
+    def run_pool(self, pool: DualBatchSource, oracle: str, rng: np.random.Generator, wrap=None) -> "Restarts":
         """Run the rounds on a stored pool (``wrap(batches)`` may wrap each round's batches, e.g. a progress bar)."""
         while not self.done:
             batches = pool.batches(oracle, self.run.batch_size, self.info["gradient_steps"], rng)
