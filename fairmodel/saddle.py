@@ -18,9 +18,9 @@ run stops (:class:`~fairmodel.families.stopping.CertifiedStop` on the same check
 """
 from __future__ import annotations
 
-import inspect
 import numbers
 import time
+from dataclasses import fields
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .families.stopping import STOP_RULES, CertifiedStop
 from .judge import Evaluation, verdict
 from .results import Result
 from .oracles.protocols import SaddleOracle
-from .stochastic.ogda import METHODS, RestartOnStall, ogda
+from .stochastic.ogda import METHODS, OGDAOptions, RestartOnStall, ogda
 from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
 
 # Defaults of SaddleProblem.solve. stop="checks" (the default): the run stops when the judge's duality-gap check
@@ -58,8 +58,8 @@ GAP_REASON = ("it bounds the suboptimality of both players, max_y L(x, .) - OPT 
               "domains: the run must remove 99 % of it), and where the start is nearly a saddle point, of 1 % of the "
               "spread of L over 8 points of the domain around it, plus 1e-6 max(1, |L|) for the inner solves' "
               "tolerance")
-OGDA_OPTIONS = [p for p in inspect.signature(ogda).parameters if p not in ("oracle", "method", "order", "seed",
-                                                                             "verbose", "u0", "stop")]
+OGDA_OPTIONS = [f.name for f in fields(OGDAOptions) if f.name not in ("method", "order")] + \
+    ["callback", "max_queries", "max_time", "store_iterates"]
 
 
 def _method_for_backend(method, backend) -> str:
