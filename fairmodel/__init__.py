@@ -35,7 +35,7 @@ from .families.base import Evaluation
 from .oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 from .problem import Inequality, Minimize, Problem
 from .results import Result, load_result
-from .saddle import SaddleProblem
+from .minmax import SaddleProblem
 from .sweep import Frontier, sweep
 
 

@@ -21,7 +21,7 @@ LAYERS = [
                  "fairmodel.plotting"]),
     ("sweeps", ["fairmodel.sweep", "fairmodel.dp_sweep"]),
     ("problem", ["fairmodel.problem"]),
-    ("solving", ["fairmodel.crosscheck", "fairmodel.saddle"]),
+    ("solving", ["fairmodel.crosscheck", "fairmodel.minmax"]),
     ("front ends", ["fairmodel.frontends", "fairmodel.estimators", "fairmodel.baselines", "fairmodel.__main__"]),
     ("public API", ["fairmodel"]),
 ]

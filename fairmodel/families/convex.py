@@ -15,7 +15,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .. import expressions as E
+from ..expressions import value_and_grad
 from .._validate import as_generator, check_choice, check_int, check_number, check_options
 from ..errors import OptionError, SolverError
 from ..exact import solvers
@@ -125,7 +125,7 @@ class Convex(Reduction):
         if self.w is None or self.w.radius is not None or canonical.constraints \
                 or canonical.objective.curvature != "affine":
             return None
-        _, grads = E.value_and_grad(canonical.objective, {self.w: np.zeros(self.w.shape)})
+        _, grads = value_and_grad(canonical.objective, {self.w: np.zeros(self.w.shape)})
         if not np.any(grads[self.w]):
             return None
         return (f"the objective is linear in {self.w.name} (its gradient is not 0) and {self.w.name} has no radius "

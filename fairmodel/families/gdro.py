@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from .. import expressions as E
+from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
 from .._validate import check_choice, check_options
 from ..data import Groups
 from ..expressions.evaluate import Env
@@ -56,7 +56,7 @@ CAP_FACTOR = 10    # stopping on the judge's checks, the default budget times th
 
 
 def _linear_loss(e) -> bool:
-    return isinstance(e, E.Loss) and isinstance(e.score, E.LinearScore)
+    return isinstance(e, Loss) and isinstance(e.score, LinearScore)
 
 
 def _group_risks(loss, data, groups) -> GroupRisks:
@@ -65,11 +65,11 @@ def _group_risks(loss, data, groups) -> GroupRisks:
     return GroupRisks(loss.kernel, data, loss.y, groups, w.shape, w.intercept, w.radius, w.name)
 
 
-def group_risks_of(expr: E.Expr) -> GroupRisks:
+def group_risks_of(expr: Expr) -> GroupRisks:
     """The group-risk oracle of ``fm.group_mean(loss, groups)`` (m groups) or ``fm.mean(loss)`` (one group)."""
-    if isinstance(expr, (E.GroupMean, E.Mean)) and _linear_loss(expr.expr) and expr.where is None:
+    if isinstance(expr, (GroupMean, Mean)) and _linear_loss(expr.expr) and expr.where is None:
         loss = expr.expr
-        if isinstance(expr, E.GroupMean):
+        if isinstance(expr, GroupMean):
             groups = expr.groups
         else:
             groups = Groups(np.zeros(loss.size, dtype=np.intp), names=("all",))
@@ -78,46 +78,46 @@ def group_risks_of(expr: E.Expr) -> GroupRisks:
                                   f"got {expr}")
 
 
-def affine_parts(expr: E.Expr):
+def affine_parts(expr: Expr):
     """(a > 0, core, b) with expr = a * core + b for a canonical scalar expression (a = 1, b = 0 if none)."""
     offset = 0.0
-    if isinstance(expr, E.Add):
-        consts = [t for t in expr.args if isinstance(t, E.Constant)]
-        rest = [t for t in expr.args if not isinstance(t, E.Constant)]
+    if isinstance(expr, Add):
+        consts = [t for t in expr.args if isinstance(t, Constant)]
+        rest = [t for t in expr.args if not isinstance(t, Constant)]
         if len(rest) == 1 and consts:
             offset, expr = float(sum(float(c.constant_value()) for c in consts)), rest[0]
-    if isinstance(expr, E.ScalarMul) and expr.c > 0:
+    if isinstance(expr, ScalarMul) and expr.c > 0:
         return expr.c, expr.expr, offset
     return 1.0, expr, offset
 
 
-def _parse(expr: E.Expr):
+def _parse(expr: Expr):
     """(kind, risks GroupMean or Mean, offsets spec, scale) or a reason string, on the canonical objective."""
     scale, expr, _ = affine_parts(expr)
-    if isinstance(expr, E.Mean) and _linear_loss(expr.expr) and expr.where is None:
+    if isinstance(expr, Mean) and _linear_loss(expr.expr) and expr.where is None:
         return "erm", expr, None, scale
-    if not (isinstance(expr, E.Max) and expr.vector):
+    if not (isinstance(expr, Max) and expr.vector):
         return "the objective must be fm.max(group risks) (group DRO / MERO) or fm.mean(loss) (ERM)"
     inner = expr.args[0]
     offsets = None
-    if isinstance(inner, E.Add):
+    if isinstance(inner, Add):
         if len(inner.args) != 2:
             return f"{inner} has more than one term besides the group risks"
         inner, other = inner.args
-        if isinstance(other, E.ScalarMul) and other.c == -1 and isinstance(other.expr, E.GroupOptimal):
+        if isinstance(other, ScalarMul) and other.c == -1 and isinstance(other.expr, GroupOptimal):
             offsets = other.expr
-        elif isinstance(other, E.Constant):
+        elif isinstance(other, Constant):
             offsets = -np.broadcast_to(np.asarray(other.constant_value(), dtype=float), (inner.size,)).copy()
         else:
             return f"the offset {other} must be a constant vector or -fm.group_optimal(risks)"
-    if not isinstance(inner, E.GroupMean) or inner.where is not None:
+    if not isinstance(inner, GroupMean) or inner.where is not None:
         return f"{inner} is not fm.group_mean(loss, groups) over all rows"
     if not _linear_loss(inner.expr):
         return f"{inner.expr} is not a per-sample loss of a linear score data.score(w)"
-    if isinstance(offsets, E.GroupOptimal) and offsets.risks is not inner and \
+    if isinstance(offsets, GroupOptimal) and offsets.risks is not inner and \
             not (offsets.risks.expr is inner.expr and offsets.risks.groups is inner.groups):
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"
-    return ("mero" if isinstance(offsets, E.GroupOptimal) else "gdro"), inner, offsets, scale
+    return ("mero" if isinstance(offsets, GroupOptimal) else "gdro"), inner, offsets, scale
 
 
 @register
@@ -181,7 +181,7 @@ class GroupDRO(Reduction):
         """c_g of the objective max_g (R_g - c_g): zero, the constants given, or the exact R*_g (MERO)."""
         if self.offsets_spec is None:
             return np.zeros(self.risks.m)
-        if isinstance(self.offsets_spec, E.GroupOptimal):
+        if isinstance(self.offsets_spec, GroupOptimal):
             if not self.offsets_spec.resolved:
                 self.offsets_spec.resolve(exact_gdro.group_optimal_values(self.risks, solver=solver))
             return self.offsets_spec.constant_value()
