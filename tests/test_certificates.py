@@ -114,6 +114,24 @@ def test_frank_wolfe_lower_bound_on_the_ball_at_a_non_optimal_point(gdro_instanc
     assert value - bound > 0.1                                  # a loose bound far from the minimizer
 
 
+def test_group_dro_bounds_need_a_radius():
+    """On a ball the gap's rigorous bound is >= the gap and the lower bound <= the objective; without a radius the
+    gradient bounds no minimum over R^d, so both bounds are NaN (not the value itself, which was no bound), while
+    the gap (from the inner Newton solve) is still reported and >= 0."""
+    for radius in (3.0, None):
+        data, w, risks = make_instance(radius=radius)
+        prob = fm.Problem(fm.Minimize(fm.max(risks)))
+        res = prob.solve("exact", method="dual")
+        q = np.array([0.5, 0.3, 0.2])
+        cert = prob.evaluate(w=res.variables[w.name] * 0.5, q=q).certificate
+        assert cert["duality_gap"] > 0
+        if radius is None:
+            assert np.isnan(cert["duality_gap_bound"]) and np.isnan(cert["lower_bound"])
+        else:
+            assert cert["duality_gap_bound"] >= cert["duality_gap"] - 1e-12
+            assert cert["lower_bound"] <= res.objective + 1e-9
+
+
 def test_frank_wolfe_gap_is_the_largest_linear_decrease_and_bounds_a_quadratic_minimum():
     """The one Frank-Wolfe gap max_{||v|| <= R} <g, theta - v> = <g, theta> + R ||g||: attained at v = -R g / ||g||
     and above <g, theta - v> at random points of the ball; f(theta) - gap below the CVXPY minimum of a convex

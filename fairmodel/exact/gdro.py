@@ -175,12 +175,12 @@ def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:
     """(f(theta), a lower bound on min_W f) for f = sum_i q_i R_i, from convexity at ``theta``.
 
     f(w) >= f(theta) + <grad f(theta), w - theta>, minimized over the ball ||w|| <= rho:
-    LB = f(theta) - <grad, theta> - rho ||grad|| (the Frank-Wolfe gap bound). Without a radius the
-    bound is f(theta) - ||grad|| * inf unless grad = 0, so the value f(theta) is returned for both.
+    LB = f(theta) - <grad, theta> - rho ||grad|| (the Frank-Wolfe gap bound). Without a radius the linear
+    bound is -inf unless grad = 0 exactly (and the infimum need not be attained), so no bound is certified: NaN.
     """
     value, grad = risks.weighted_value_and_grad(theta, q)
     if risks.radius is None:
-        return value, value
+        return value, float("nan")
     return value, value - frank_wolfe_gap(theta, grad, risks.radius)
 
 

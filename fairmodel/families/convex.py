@@ -165,8 +165,12 @@ class Convex(Reduction):
         return ["", f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
                     f"{len(form.objective_terms)} max term(s) in the objective, {len(form.constraint_pieces)} "
                     f"constraint piece(s) under an exact penalty (one multiplier each)",
-                "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y), "
-                "the inner minimum solved exactly (CVXPY); it bounds the suboptimality of a feasible w"]
+                "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y); it "
+                "bounds the suboptimality of a feasible w. The inner minimum: " + (
+                    "on the ball of the weights, for a smooth Phi, a lower bound by accelerated projected gradient "
+                    "and the Frank-Wolfe bound Phi(w') - <grad, w'> - R ||grad|| (valid at any w'); for a "
+                    "non-smooth Phi (hinge losses, norms, |.| of per-sample terms) the CVXPY program"
+                    if self.w is not None and self.w.radius is not None else "the CVXPY program (the weights have no radius)")]
 
     def solve_exact(self, method, solver, verbose, **options):
         check_options(options, (), "the exact backend of a generic convex problem")

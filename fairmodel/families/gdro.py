@@ -302,9 +302,11 @@ class GroupDRO(Reduction):
 
     # -- judge ---------------------------------------------------------------------------------------------
     def _gap(self, theta, q, offsets, risks=None) -> tuple[float, float, float]:
-        """(gap (13), rigorous upper bound on the gap, lower bound on OPT) for the candidate (theta, q); ``risks``:
+        """(gap (13), an upper bound on the gap, a lower bound on OPT) for the candidate (theta, q); ``risks``:
         R(theta) when already computed. The inner minimum of (13) starts at the candidate (at a saddle point it
-        is the minimizer), and its lower bound comes from the Newton method's last value and Frank-Wolfe gap."""
+        is the minimizer). The gap uses the inner method's value (accurate to its tolerance); the two bounds are
+        rigorous on a ball (the Frank-Wolfe gap of the inner minimum) and NaN without a radius, where the gradient
+        bounds no minimum."""
         r = (self.risks.risks(theta) if risks is None else risks) - offsets
         try:
             inner_theta, record = exact_gdro.solve_weighted_erm(self.risks, q, theta0=theta)
