@@ -46,6 +46,22 @@ def project_ball(z: np.ndarray, radius: float | None, center=None) -> np.ndarray
     return d * (radius / nrm) if center is None else center + d * (radius / nrm)
 
 
+def check_in_ball(theta, shape: tuple, radius: float | None, what: str, error=ModelError) -> np.ndarray:
+    """``theta`` as a finite float array of ``shape`` inside the ball ||theta|| <= radius (None: any), else
+    ``error`` naming ``what`` (a declared start or candidate, a stochastic method's start)."""
+    try:
+        theta = np.asarray(theta, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{what} must be an array of numbers of shape {shape}; got {theta!r:.80}") from None
+    if theta.shape != shape:
+        raise error(f"{what} must have shape {shape}; got {theta.shape}")
+    if not np.all(np.isfinite(theta)):
+        raise error(f"{what} contains NaN or infinite values")
+    if radius is not None and np.linalg.norm(theta) > radius * (1 + 1e-9):
+        raise error(f"{what} lies outside the domain: ||w|| = {np.linalg.norm(theta):.6g} > radius {radius:g}")
+    return theta
+
+
 def frank_wolfe_gap(theta: np.ndarray, grad: np.ndarray, radius: float) -> float:
     """max_{||v|| <= radius} <grad, theta - v> = <grad, theta> + radius ||grad||, clipped at 0 (rounding): the
     Frank-Wolfe gap at a point ``theta`` of the ball (any shape; Frobenius norms for matrices).

@@ -11,10 +11,9 @@ from functools import partial
 import numpy as np
 
 from ..data import Groups
-from ..errors import OptionError
 from ..groups import group_means
 from ..data_dask import concatenate_rows
-from .domains import project_ball
+from .domains import check_in_ball, project_ball
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
 
@@ -181,18 +180,7 @@ class GroupRisks:
 
     def check_start(self, theta, what: str) -> np.ndarray:
         """``theta`` as a finite array of the parameters' shape inside the ball (a start given by the user)."""
-        try:
-            theta = np.asarray(theta, dtype=float)
-        except (TypeError, ValueError):
-            raise OptionError(f"{what} must be an array of numbers of shape {self.shape}; got {theta!r:.80}") from None
-        if theta.shape != self.shape:
-            raise OptionError(f"{what} must have shape {self.shape} (the weights {self.name!r}); got {theta.shape}")
-        if not np.all(np.isfinite(theta)):
-            raise OptionError(f"{what} contains NaN or infinite values")
-        if self.radius is not None and np.linalg.norm(theta) > self.radius * (1 + 1e-9):
-            raise OptionError(f"{what} lies outside the domain of {self.name!r}: ||w|| = {np.linalg.norm(theta):.6g} "
-                              f"> radius {self.radius:g}; project it or start from the default")
-        return theta
+        return check_in_ball(theta, self.shape, self.radius, f"{what} for {self.name!r}")
 
     # -- full passes -------------------------------------------------------------------------------------
     def scores(self, theta, rows=None) -> np.ndarray:

@@ -41,7 +41,7 @@ class GroupRiskOracle(Protocol):
         """Projection onto the domain of the weights."""
 
     def check_start(self, theta, what: str) -> np.ndarray:
-        """A user's starting point as a finite array of ``shape`` inside the domain (OptionError otherwise)."""
+        """A user's starting point as a finite array of ``shape`` inside the domain (ModelError otherwise)."""
 
     def risks(self, theta: np.ndarray) -> np.ndarray:
         """R(theta): the m group risks, one full pass."""
