@@ -36,7 +36,7 @@ from .families.base import Evaluation
 from .oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
 from .problem import Inequality, Minimize, Problem
 from .results.result import Result, load_result
-from .saddle import SaddleProblem
+from .minmax import SaddleProblem
 from .sweeps.frontier import Frontier, sweep
 
 

@@ -19,7 +19,7 @@ LAYERS = [
     ("results", ["fairmodel.results"]),
     ("sweeps", ["fairmodel.sweeps"]),
     ("problem", ["fairmodel.problem"]),
-    ("solving", ["fairmodel.crosscheck", "fairmodel.saddle"]),
+    ("solving", ["fairmodel.crosscheck", "fairmodel.minmax"]),
     ("front ends", ["fairmodel.frontends", "fairmodel.estimators", "fairmodel.baselines", "fairmodel.__main__"]),
     ("public API", ["fairmodel"]),
 ]
@@ -159,4 +159,20 @@ def test_the_package_root_holds_the_public_entry_points_only():
     `SaddleProblem`, the error classes), the version and `python -m fairmodel`; everything else lives in a package
     named for its concept."""
     root = {p.stem for p in ROOT.glob("*.py")}
-    assert root == {"__init__", "__main__", "_version", "errors", "problem", "crosscheck", "saddle"}, root
+    assert root == {"__init__", "__main__", "_version", "errors", "problem", "crosscheck", "minmax"}, root
+
+
+def _stochastic_imports_of_declarations(graph) -> list:
+    return [f"{m}:{line} imports {t}" for m, targets in graph.items() if m.startswith("fairmodel.stochastic")
+            for t, line in targets.items() if t.startswith(("fairmodel.expressions", "fairmodel.families"))]
+
+
+def test_the_stochastic_algorithms_import_no_declaration_and_no_family():
+    """The algorithms take the oracle protocols of oracles/protocols.py, never a declaration's or a family's object
+    (the declarations are below the backends, so the layer test alone would allow them); with one such import
+    planted the check fails."""
+    assert not _stochastic_imports_of_declarations(GRAPH)
+    planted = {m: dict(t) for m, t in GRAPH.items()}
+    planted.setdefault("fairmodel.stochastic.aleg", {})["fairmodel.expressions.variables"] = 1
+    assert _stochastic_imports_of_declarations(planted) == [
+        "fairmodel.stochastic.aleg:1 imports fairmodel.expressions.variables"]

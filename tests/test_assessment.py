@@ -6,7 +6,7 @@ import pytest
 
 import fairmodel as fm
 from fairmodel.metrics import assessment as asm
-from fairmodel.metrics import kernels, report
+from fairmodel.metrics import report, vectorized
 
 skm = pytest.importorskip("sklearn.metrics")
 pd = pytest.importorskip("pandas")
@@ -153,7 +153,7 @@ def _brute_draws(a, y, p, s, g, w, n_boot, seed, names):
     out = []
     for start in range(0, n_boot, asm.CHUNK):
         draws = min(asm.CHUNK, n_boot - start)
-        C = kernels.bootstrap_counts(rng, a._inputs.rows, a.n_samples, draws)
+        C = vectorized.bootstrap_counts(rng, a._inputs.rows, a.n_samples, draws)
         for b in range(draws):
             cw = np.empty(a.n_samples)
             cw[a.row_order] = C[:, b]
@@ -179,7 +179,7 @@ def test_bootstrap_draws_match_sklearn_on_the_resampled_weights():
 def test_bootstrap_is_stratified_seeded_and_reproducible():
     y, p, s, g, w = _data(n=700, k=5)
     a = fm.assess(y, y_pred=p, scores=s, sensitive_features=g)
-    C = kernels.bootstrap_counts(np.random.default_rng(0), a._inputs.rows, a.n_samples, 50)
+    C = vectorized.bootstrap_counts(np.random.default_rng(0), a._inputs.rows, a.n_samples, 50)
     for r, size in zip(a._inputs.rows, a.sizes):
         np.testing.assert_array_equal(C[r].sum(axis=0), size)            # every draw keeps every group's size
     c1, c2, c3 = a.ci(n_boot=200, seed=11), a.ci(n_boot=200, seed=11), a.ci(n_boot=200, seed=12)

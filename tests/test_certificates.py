@@ -18,6 +18,7 @@ import fairmodel as fm
 from fairmodel.exact import gdro as exact_gdro
 from fairmodel.families.gdro import group_risks_of
 from fairmodel.families.partial_program import MU
+from fairmodel.oracles.domains import frank_wolfe_gap
 from fairmodel.oracles.strategic import C_LABEL
 
 from .auc_reference import reference
@@ -111,6 +112,53 @@ def test_frank_wolfe_lower_bound_on_the_ball_at_a_non_optimal_point(gdro_instanc
     assert bound == pytest.approx(f(theta) - grad @ theta - 3.0 * np.linalg.norm(grad), abs=1e-6)
     assert bound <= _hand_min(data.X, data.y, data.groups.codes, q, 3.0, np.zeros(3)) + 1e-9
     assert value - bound > 0.1                                  # a loose bound far from the minimizer
+
+
+def test_group_dro_bounds_need_a_radius():
+    """On a ball the gap's rigorous bound is >= the gap and the lower bound <= the objective; without a radius the
+    gradient bounds no minimum over R^d, so both bounds are NaN (not the value itself, which was no bound), while
+    the gap (from the inner Newton solve) is still reported and >= 0."""
+    for radius in (3.0, None):
+        data, w, risks = make_instance(radius=radius)
+        prob = fm.Problem(fm.Minimize(fm.max(risks)))
+        res = prob.solve("exact", method="dual")
+        q = np.array([0.5, 0.3, 0.2])
+        cert = prob.evaluate(w=res.variables[w.name] * 0.5, q=q).certificate
+        assert cert["duality_gap"] > 0
+        if radius is None:
+            assert np.isnan(cert["duality_gap_bound"]) and np.isnan(cert["lower_bound"])
+        else:
+            assert cert["duality_gap_bound"] >= cert["duality_gap"] - 1e-12
+            assert cert["lower_bound"] <= res.objective + 1e-9
+
+
+def test_frank_wolfe_gap_is_the_largest_linear_decrease_and_bounds_a_quadratic_minimum():
+    """The one Frank-Wolfe gap max_{||v|| <= R} <g, theta - v> = <g, theta> + R ||g||: attained at v = -R g / ||g||
+    and above <g, theta - v> at random points of the ball; f(theta) - gap below the CVXPY minimum of a convex
+    quadratic on the ball at random points, and ~0 at that minimizer; a matrix theta is its flattened vector."""
+    rng = np.random.default_rng(7)
+    d, radius = 6, 1.5
+    A = rng.normal(size=(d, d))
+    H, b = A.T @ A + 0.1 * np.eye(d), rng.normal(size=d) * 5.0
+    x = cp.Variable(d)
+    prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, H) - b @ x), [cp.norm(x, 2) <= radius])
+    prob.solve(solver=SOLVER)
+    f_star = prob.value
+    for _ in range(20):
+        theta = rng.normal(size=d)
+        theta *= radius * rng.random() / np.linalg.norm(theta)
+        g = H @ theta - b
+        gap = frank_wolfe_gap(theta, g, radius)
+        v = -radius * g / np.linalg.norm(g)
+        assert gap == pytest.approx(g @ (theta - v), rel=1e-12)
+        others = rng.normal(size=(200, d))
+        others *= radius * rng.random((200, 1)) / np.linalg.norm(others, axis=1, keepdims=True)
+        assert np.all((theta - others) @ g <= gap + 1e-12)
+        assert 0.5 * theta @ H @ theta - b @ theta - gap <= f_star + 1e-7
+    x_star = x.value
+    assert frank_wolfe_gap(x_star, H @ x_star - b, radius) < 1e-5
+    M, G = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    assert frank_wolfe_gap(M, G, 2.0) == pytest.approx(frank_wolfe_gap(M.ravel(), G.ravel(), 2.0), rel=1e-15)
 
 
 # ---------------------------------------------------------------------------------------------------------------

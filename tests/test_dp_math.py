@@ -5,9 +5,9 @@ primal quantities are exact finite sums, so identities hold to rounding (toleran
 """
 import numpy as np
 import pytest
-from scipy.special import softmax
+from scipy.special import logsumexp, softmax
 
-from fairmodel.oracles.dp_dual import DualProblem, gradient_mapping, policy_from_scores, sigma2
+from fairmodel.oracles.dp_dual import DualProblem, gradient_mapping, policy_from_scores, policy_in_place, sigma2
 from fairmodel.stochastic.dp_postprocessing import batch_gradient
 
 
@@ -53,6 +53,34 @@ def test_policy_concentrates_on_nearest_grid_point_and_splits_ties():
     P = policy_from_scores(a, np.inf)
     np.testing.assert_array_equal(P, [[0, 1, 0], [1, 0, 0], [0, 0.5, 0.5]])
     np.testing.assert_allclose(policy_from_scores(a, 1e6)[2], [0, 0.5, 0.5], atol=1e-12)
+
+
+@pytest.mark.parametrize("beta", [0.5, 50.0, 1e4])
+def test_policy_kernel_equals_scipy_softmax_and_logsumexp_on_stacked_scores(beta):
+    """The one policy kernel (eq. (7)) against scipy's softmax, on one point, a batch and a stack of batches (the
+    stacked duals of an eps grid), in place; with row weights, sum_i w_i logsumexp(beta a_i) / beta (eq. (5))."""
+    rng = np.random.default_rng(4)
+    for shape in [(9,), (6, 9), (3, 6, 9)]:
+        a = rng.normal(size=shape) * 3.0
+        work = a.copy()
+        assert policy_in_place(work, beta) is work
+        np.testing.assert_allclose(work, softmax(beta * a, axis=-1), rtol=1e-12, atol=1e-300)
+        np.testing.assert_array_equal(policy_from_scores(a, beta), work)
+    w = rng.random(6)
+    P, mean_lse = policy_in_place(a[0].copy(), beta, w)
+    np.testing.assert_allclose(P, softmax(beta * a[0], axis=-1), rtol=1e-12, atol=1e-300)
+    assert mean_lse == pytest.approx(w @ logsumexp(beta * a[0], axis=-1) / beta, rel=1e-12)
+
+
+def test_policy_kernel_at_infinite_beta_is_the_max_and_the_even_arg_max():
+    """beta = inf (the LP (3)): LSE is the row max and the policy splits ties evenly, the limits of finite beta."""
+    a = np.array([[0.0, 2.0, 2.0, -1.0], [3.0, 1.0, 0.0, 3.0 - 1e-9]])
+    w = np.array([0.25, 0.75])
+    P, mean_max = policy_in_place(a.copy(), np.inf, w)
+    np.testing.assert_array_equal(P, [[0, 0.5, 0.5, 0], [1, 0, 0, 0]])
+    assert mean_max == 0.25 * 2.0 + 0.75 * 3.0
+    _, near = policy_in_place(a.copy(), 1e12, w)
+    assert near == pytest.approx(mean_max + 0.25 * np.log(2.0) / 1e12, rel=1e-12)
 
 
 @pytest.mark.parametrize("cost", [False, True])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.metrics import kernels
+from fairmodel.metrics import vectorized
 from fairmodel.metrics.auc import auc_between, auc_fairness_terms
 from fairmodel.metrics.rates import (accuracy, balanced_accuracy, false_negative_rate, false_positive_rate, precision,
                                      roc_auc, selection_rate, true_positive_rate)
@@ -186,7 +186,7 @@ def test_stratified_bootstrap_multiplicities_are_unbiased():
     group size, and each row's multiplicity (Binomial(n_g, 1/n_g)) has mean 1 over 4000 draws (K_SE standard
     errors), so no row is left out or favoured."""
     rows = [slice(0, 7), slice(7, 10), slice(10, 30)]
-    C = kernels.bootstrap_counts(np.random.default_rng(0), rows, 30, 4000)
+    C = vectorized.bootstrap_counts(np.random.default_rng(0), rows, 30, 4000)
     for r in rows:
         assert np.all(C[r].sum(axis=0) == r.stop - r.start)
     se = C.std(axis=1, ddof=1) / np.sqrt(C.shape[1])

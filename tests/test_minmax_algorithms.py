@@ -354,3 +354,24 @@ def test_restart_on_stall_asks_for_a_restart_when_a_check_does_not_improve():
     answers = [hook({"epoch": t}) for t in range(10)]
     assert answers == [False, False, False, False, False, 0.5, False, False, False, 0.5]
     assert hook.restarts == 2
+
+
+def test_options_object_equals_keywords_and_checks_its_fields():
+    """ogda(oracle, OGDAOptions(...)) runs the same numbers as the same fields given as keywords (the options object
+    only gathers them); both at once are refused, and a bad field is refused when the options are created."""
+    from fairmodel.stochastic.ogda import OGDAOptions
+    oracle = _quadratic_problem().oracle()
+    fields = dict(method="ogda-wr", epochs=6, eta0=0.02, R0=0.05, schedule="constant", estimator="two-point",
+                  output="tail", first_step="repeat", boundary="recompute", y_step_scale=2.0, noise=0.3)
+    by_keywords = ogda(oracle, seed=3, **fields)
+    by_object = ogda(oracle, OGDAOptions(**fields), seed=3)
+    np.testing.assert_array_equal(by_object["u"], by_keywords["u"])
+    np.testing.assert_array_equal(by_object["u_last"], by_keywords["u_last"])
+    assert by_object["queries"] == by_keywords["queries"] == 2 * (2 * 6 * 6 + 1 + 5)   # 2 estimates per step
+    assert by_object["steps"] == by_keywords["steps"]
+    with pytest.raises(OptionError, match="not both"):
+        ogda(oracle, OGDAOptions(**fields), epochs=3)
+    with pytest.raises(OptionError, match="first_step"):
+        OGDAOptions(first_step="twice")
+    with pytest.raises(OptionError, match="y_step_scale"):
+        OGDAOptions(y_step_scale=0.0)

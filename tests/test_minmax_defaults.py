@@ -12,7 +12,7 @@ import pytest
 
 import fairmodel as fm
 from fairmodel.errors import OptionError
-from fairmodel.saddle import GAP_FLOOR, GAP_RELATIVE, SPREAD_FRACTION
+from fairmodel.minmax import GAP_FLOOR, GAP_RELATIVE, SPREAD_FRACTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import defaults_minmax  # noqa: E402

@@ -30,6 +30,7 @@ from scipy.optimize import minimize
 from ..errors import OptionError
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
+from ..oracles.domains import frank_wolfe_gap
 from ..oracles.pairs import LinearMoments, PairRisks
 from . import budget, solvers
 from .domains import ball_constraint
@@ -236,8 +237,7 @@ class AUCPrograms:
             lam = np.maximum(res.x, 0.0)
         theta, value, _, A, g = inner(lam)
         grad = 2 * A @ theta + g
-        fw = float(grad @ theta + self.radius * np.linalg.norm(grad))
-        return {"lower_bound": float(value - max(fw, 0.0)), "lambda": lam, "theta": theta}
+        return {"lower_bound": float(value - frank_wolfe_gap(theta, grad, self.radius)), "lambda": lam, "theta": theta}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..errors import OptionError, SolverError
+from ..oracles.domains import frank_wolfe_gap
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
 from ..utilities.threads import few_threads
@@ -49,7 +50,7 @@ def epigraph_program(risks: GroupRisks, offsets=None, max_memory_gb=None):
     """(problem, theta, t, constraint) of the epigraph form of min_w max_i (R_i(w) - c_i); refused before it is
     built when its memory estimate exceeds the limit (:mod:`fairmodel.exact.budget`)."""
     budget.check(budget.gdro_epigraph(risks.n_samples, risks.shape[0]), epigraph_alternative(risks), max_memory_gb)
-    theta = cp.Variable(risks.shape, name=risks.w.name)
+    theta = cp.Variable(risks.shape, name=risks.name)
     t = cp.Variable(name="t")
     c = np.zeros(risks.m) if offsets is None else np.asarray(offsets, dtype=float)
     group_constraint = cvxpy_risks(risks, theta) - c <= t
@@ -94,7 +95,7 @@ def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method:
     budget.check(budget.gdro_epigraph(keep, risks.shape[0], "the weighted-ERM program (CVXPY)"),
                  "Give the model a twice-differentiable loss (logistic or squared) for the Newton method, or "
                  "subsample the data", max_memory_gb)
-    theta = cp.Variable(risks.shape, name=risks.w.name)
+    theta = cp.Variable(risks.shape, name=risks.name)
     problem = cp.Problem(cp.Minimize(cvxpy_weighted_risk(risks, theta, q)), cvxpy_domain(risks, theta))
     record = solvers.solve(problem, solver, verbose, what="the weighted-ERM program of the duality gap", **options)
     return risks.project(np.asarray(theta.value, dtype=float)), record
@@ -174,14 +175,13 @@ def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:
     """(f(theta), a lower bound on min_W f) for f = sum_i q_i R_i, from convexity at ``theta``.
 
     f(w) >= f(theta) + <grad f(theta), w - theta>, minimized over the ball ||w|| <= rho:
-    LB = f(theta) - <grad, theta> - rho ||grad|| (the Frank-Wolfe gap bound). Without a radius the
-    bound is f(theta) - ||grad|| * inf unless grad = 0, so the value f(theta) is returned for both.
+    LB = f(theta) - <grad, theta> - rho ||grad|| (the Frank-Wolfe gap bound). Without a radius the linear
+    bound is -inf unless grad = 0 exactly (and the infimum need not be attained), so no bound is certified: NaN.
     """
     value, grad = risks.weighted_value_and_grad(theta, q)
     if risks.radius is None:
-        return value, value
-    bound = value - float(np.sum(grad * theta)) - risks.radius * float(np.linalg.norm(grad))
-    return value, min(value, bound)
+        return value, float("nan")
+    return value, value - frank_wolfe_gap(theta, grad, risks.radius)
 
 
 @few_threads

@@ -12,9 +12,10 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .. import expressions as E
+from ..expressions import (Abs, Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, Min,
+    Multiply, Norm, Parameter, Pos, ScalarMul, Sum, SumSquares, Weights)
 from ..errors import UnsupportedProblemError
-from ..oracles import losses as K
+from ..oracles.losses import Hinge, Huber, Logistic, Softmax, Squared, SquaredHinge
 from .domains import ball_constraint
 
 
@@ -26,7 +27,7 @@ class LoweringContext:
         self.memo: dict = {}
         self.nodes: list = []
 
-    def variable(self, w: E.Weights) -> cp.Variable:
+    def variable(self, w: Weights) -> cp.Variable:
         if w not in self.variables:
             self.variables[w] = cp.Variable(w.shape, name=w.name)
         return self.variables[w]
@@ -38,13 +39,13 @@ class LoweringContext:
 
     @property
     def parameter_nodes(self) -> list:
-        return [n for n in self.nodes if isinstance(n, E.Parameter)]
+        return [n for n in self.nodes if isinstance(n, Parameter)]
 
     def domain_constraints(self) -> list:
         return [c for w, v in self.variables.items() for c in ball_constraint(v, w.radius)]
 
 
-def lower(expr: E.Expr, ctx: LoweringContext):
+def lower(expr: Expr, ctx: LoweringContext):
     """The CVXPY expression of a declared expression (raises, naming the node, when there is none)."""
     key = id(expr)
     if key not in ctx.memo:
@@ -57,18 +58,18 @@ def lower(expr: E.Expr, ctx: LoweringContext):
     return ctx.memo[key]
 
 
-def rule_of(node: E.Expr):
+def rule_of(node: Expr):
     """The lowering rule of a node: the table's entry for its type or the nearest base class (a loss's rule is the
     one of :class:`Loss`, which lowers its kernel through ``LOSS_LOWERING``)."""
     return next((LOWERING[cls] for cls in type(node).__mro__ if cls in LOWERING), None)
 
 
-def unlowerable(expr: E.Expr) -> str | None:
+def unlowerable(expr: Expr) -> str | None:
     """Why ``expr`` has no CVXPY form (its first node without a rule, or a rule's condition), or None."""
     for node in expr.nodes():
         if rule_of(node) is None:
             return f"{type(node).__name__} ({node}) has no generic CVXPY lowering"
-        if isinstance(node, E.Loss) and lowering_of_loss(node.kernel) is None:
+        if isinstance(node, Loss) and lowering_of_loss(node.kernel) is None:
             return f"the {node.kernel.name} loss has no CVXPY form"
         condition = LOWERING_CONDITIONS.get(type(node))
         reason = condition(node) if condition is not None else None
@@ -99,12 +100,12 @@ def _onehot(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 # loss kernel -> its CVXPY form (kernel, score z, labels y) -> per-sample loss vector
 LOSS_LOWERING = {
-    K.Logistic: lambda k, z, y: cp.logistic(cp.multiply(-y, z)),
-    K.Hinge: lambda k, z, y: cp.pos(1 - cp.multiply(y, z)),
-    K.Squared: lambda k, z, y: cp.square(z - y),
-    K.SquaredHinge: lambda k, z, y: cp.square(cp.pos(1 - cp.multiply(y, z))),
-    K.Huber: lambda k, z, y: cp.huber(z - y, M=k.delta),
-    K.Softmax: lambda k, z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
+    Logistic: lambda k, z, y: cp.logistic(cp.multiply(-y, z)),
+    Hinge: lambda k, z, y: cp.pos(1 - cp.multiply(y, z)),
+    Squared: lambda k, z, y: cp.square(z - y),
+    SquaredHinge: lambda k, z, y: cp.square(cp.pos(1 - cp.multiply(y, z))),
+    Huber: lambda k, z, y: cp.huber(z - y, M=k.delta),
+    Softmax: lambda k, z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
 }
 
 
@@ -121,46 +122,46 @@ def lower_loss(kernel: type, z, y):
     return rule(kernel, z, y)
 
 
-def _score(e: E.LinearScore, ctx):
+def _score(e: LinearScore, ctx):
     return linear_score(e.data.in_memory_X("the exact (CVXPY) program"), ctx.variable(e.w), e.w.intercept)
 
 
-def _loss(e: E.Loss, ctx):
+def _loss(e: Loss, ctx):
     return lower_loss(e.kernel, lower(e.score, ctx), e.y)
 
 
-def _mean(e: E.Mean, ctx):
+def _mean(e: Mean, ctx):
     inner = lower(e.expr, ctx)
     if e.where is None:
         return cp.sum(inner) / e.expr.size
     return (e.where.astype(float) / e.count) @ inner
 
 
-def _group_mean(e: E.GroupMean, ctx):
+def _group_mean(e: GroupMean, ctx):
     return group_average_matrix(e.codes, e.sizes) @ lower(e.expr, ctx)
 
 
-def _sum(e: E.Sum, ctx):
+def _sum(e: Sum, ctx):
     return cp.sum(lower(e.expr, ctx))
 
 
-def _max(e: E.Max, ctx):
+def _max(e: Max, ctx):
     if e.vector:
         return cp.max(lower(e.args[0], ctx))
     return cp.maximum(*[lower(a, ctx) for a in e.args])
 
 
-def _min(e: E.Min, ctx):
+def _min(e: Min, ctx):
     if e.vector:
         return cp.min(lower(e.args[0], ctx))
     return cp.minimum(*[lower(a, ctx) for a in e.args])
 
 
-def _constant(e: E.Constant, ctx):
+def _constant(e: Constant, ctx):
     return e.constant_value()
 
 
-def _parameter(e: E.Parameter, ctx):
+def _parameter(e: Parameter, ctx):
     key = ("parameter", e.name)
     if key not in ctx.memo:
         ctx.memo[key] = cp.Parameter(name=e.name, value=e.value, nonneg=e.nonneg)
@@ -168,19 +169,19 @@ def _parameter(e: E.Parameter, ctx):
     return ctx.memo[key]
 
 
-def _sum_squares(e: E.SumSquares, ctx):
+def _sum_squares(e: SumSquares, ctx):
     theta = ctx.variable(e.w)
     core = theta[:-1] if e.w.intercept and not e.include_intercept else theta
     return cp.sum_squares(core)
 
 
-def _norm(e: E.Norm, ctx):
+def _norm(e: Norm, ctx):
     theta = ctx.variable(e.w)
     core = theta[:-1] if e.w.intercept else theta
     return cp.norm(cp.vec(core, order="F") if core.ndim == 2 else core, e.p)
 
 
-def _add(e: E.Add, ctx):
+def _add(e: Add, ctx):
     out = lower(e.args[0], ctx)
     for a in e.args[1:]:
         out = out + lower(a, ctx)
@@ -191,11 +192,11 @@ def _add(e: E.Add, ctx):
 # e.g. the moment form of the AUC atoms in fairmodel.exact.auc; fairmodel/exact/__init__.py imports them all
 LOWERING_CONDITIONS: dict = {}
 LOWERING = {
-    E.LinearScore: _score, E.Loss: _loss,
-    E.Mean: _mean, E.GroupMean: _group_mean, E.Sum: _sum, E.Max: _max, E.Min: _min, E.Constant: _constant,
-    E.Parameter: _parameter, E.GroupOptimal: lambda e, ctx: e.constant_value(), E.SumSquares: _sum_squares,
-    E.Norm: _norm, E.Add: _add, E.ScalarMul: lambda e, ctx: e.c * lower(e.expr, ctx),
-    E.Multiply: lambda e, ctx: cp.multiply(e.a, lower(e.expr, ctx)),
-    E.Abs: lambda e, ctx: cp.abs(lower(e.expr, ctx)), E.Pos: lambda e, ctx: cp.pos(lower(e.expr, ctx)),
-    E.Weights: lambda e, ctx: ctx.variable(e),
+    LinearScore: _score, Loss: _loss,
+    Mean: _mean, GroupMean: _group_mean, Sum: _sum, Max: _max, Min: _min, Constant: _constant,
+    Parameter: _parameter, GroupOptimal: lambda e, ctx: e.constant_value(), SumSquares: _sum_squares,
+    Norm: _norm, Add: _add, ScalarMul: lambda e, ctx: e.c * lower(e.expr, ctx),
+    Multiply: lambda e, ctx: cp.multiply(e.a, lower(e.expr, ctx)),
+    Abs: lambda e, ctx: cp.abs(lower(e.expr, ctx)), Pos: lambda e, ctx: cp.pos(lower(e.expr, ctx)),
+    Weights: lambda e, ctx: ctx.variable(e),
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SolverError
-from ..oracles.domains import project_ball
+from ..oracles.domains import frank_wolfe_gap, project_ball
 
 
 def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
@@ -125,9 +125,10 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
 
 
 def _fw_gap(theta, grad, rho) -> float:
+    """The Frank-Wolfe gap on the ball of radius rho; without a radius the gradient norm (the stationarity test)."""
     if rho is None:
         return float(np.linalg.norm(grad))
-    return max(0.0, float(np.vdot(grad, theta)) + rho * float(np.linalg.norm(grad)))
+    return frank_wolfe_gap(theta, grad, rho)
 
 
 def minimize_on_ball_first_order(fun, theta0: np.ndarray, rho: float, tol: float = 1e-8,

@@ -34,7 +34,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .. import expressions as E
+from ..expressions import Add, LinearScore, LogisticLoss, Mean, Multiply, ScalarMul, evaluate
 from ..errors import SolverError, UnsupportedProblemError
 from ..oracles.dc import DCProgram, ExprBlock
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
@@ -88,19 +88,19 @@ def _expr(block: ExprBlock, ctx, aux):
 BLOCK_LOWERING = {RampBandBlock: _ramp_band, WeakBandBlock: _weak_band, ExprBlock: _expr}
 
 
-EXP_CONE_LOSSES = (E.LogisticLoss,)
+EXP_CONE_LOSSES = (LogisticLoss,)
 DPP_LIMIT = 2e8
 
 
 def loss_rows(term):
     """(loss, per-row weights of the term's mean) when ``term`` is the mean of an exp-cone loss of a linear
     score, possibly times non-negative sample weights (``sample_weight=`` or ``fm.multiply``); else None."""
-    if not isinstance(term, E.Mean) or term.where is not None:
+    if not isinstance(term, Mean) or term.where is not None:
         return None
     loss, weights = term.expr, None
-    if isinstance(loss, E.Multiply) and np.all(loss.a >= 0):
+    if isinstance(loss, Multiply) and np.all(loss.a >= 0):
         loss, weights = loss.expr, loss.a
-    if isinstance(loss, EXP_CONE_LOSSES) and isinstance(loss.score, E.LinearScore) and loss.score.w.n_outputs is None:
+    if isinstance(loss, EXP_CONE_LOSSES) and isinstance(loss.score, LinearScore) and loss.score.w.n_outputs is None:
         return loss, (np.ones(loss.size) if weights is None else weights) / loss.size
     return None
 
@@ -110,10 +110,10 @@ def split_objective(expr, coef: float = 1.0, out=None):
     exp-cone losses of a linear score (:func:`loss_rows`; solved by Newton's method), every other term is
     lowered exactly."""
     out = ([], []) if out is None else out
-    if isinstance(expr, E.Add):
+    if isinstance(expr, Add):
         for a in expr.args:
             split_objective(a, coef, out)
-    elif isinstance(expr, E.ScalarMul):
+    elif isinstance(expr, ScalarMul):
         split_objective(expr.expr, coef * expr.c, out)
     elif loss_rows(expr) is not None:
         out[0].append((coef, expr))
@@ -125,7 +125,7 @@ def split_objective(expr, coef: float = 1.0, out=None):
 class _LossModel:
     """Gradient and Hessian (in x-space) of c * mean_i u_i phi(x_i . w, y_i): the linear-model loss of the term."""
 
-    def __init__(self, coef, term: E.Mean, layout):
+    def __init__(self, coef, term: Mean, layout):
         loss, rows = loss_rows(term)
         self.loss = LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
                                     sample_weight=coef * rows)
@@ -218,7 +218,7 @@ class Subproblem:
 
     def _exact_part(self, v, anchor) -> float:
         assignment = self.program.layout.assignment(v)
-        value = sum(c * float(E.evaluate(t, assignment)) for c, t in self.exact_terms)
+        value = sum(c * float(evaluate(t, assignment)) for c, t in self.exact_terms)
         return value + 0.5 * self.mu * float(np.sum((v - anchor) ** 2))
 
     def _qp(self, verbose, options):

@@ -142,6 +142,7 @@ class LinearModel:
 
     def __init__(self, score: LinearScore):
         self.w = score.w
+        self.shape = score.w.shape      # what the stochastic methods read (ScoreModel protocol), not w
         self.X = score.design()
 
     def forward(self, theta, X):
@@ -161,6 +162,7 @@ class NetworkModel:
 
     def __init__(self, score: MLPScore):
         self.w = score.w
+        self.shape = score.w.shape
         self.X = score.data.X
 
     def forward(self, theta, X):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..data.dataset import Dataset
 from ..errors import ExpressionTypeError, ModelError
-from ..oracles.domains import project_ball
+from ..oracles.domains import check_in_ball, project_ball
 from ..oracles.losses import with_intercept
 from ..utilities import display
 from ..utilities.validate import check_bool, check_int, is_int, is_real
@@ -77,19 +77,7 @@ class Weights(Expr):
         return LinearScore(data, self)
 
     def check_value(self, theta, what: str = "value") -> np.ndarray:
-        try:
-            theta = np.asarray(theta, dtype=float)
-        except (TypeError, ValueError):
-            raise ModelError(f"{what} for {self.name!r} must be an array of numbers of shape {self.shape}; got "
-                             f"{theta!r:.80}") from None
-        if theta.shape != self.shape:
-            raise ModelError(f"{what} for {self.name!r} must have shape {self.shape}; got {theta.shape}")
-        if not np.all(np.isfinite(theta)):
-            raise ModelError(f"{what} for {self.name!r} contains NaN or infinite values")
-        if self.radius is not None and np.linalg.norm(theta) > self.radius * (1 + 1e-9):
-            raise ModelError(f"{what} for {self.name!r} lies outside the domain: ||w|| = "
-                             f"{np.linalg.norm(theta):.6g} > radius {self.radius:g}")
-        return theta
+        return check_in_ball(theta, self.shape, self.radius, f"{what} for {self.name!r}")
 
     def split(self, theta: np.ndarray):
         """(w, b) from the stored parameter array (b = 0 without an intercept)."""

@@ -15,11 +15,11 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .. import expressions as E
 from ..errors import OptionError, SolverError
 from ..exact import solvers
 from ..exact.gdro import group_optimal_values
 from ..exact.lower import LoweringContext, lower, unlowerable
+from ..expressions import value_and_grad
 from ..expressions.atoms.aggregates import GroupOptimal
 from ..expressions.canonicalize import constraint_pieces
 from ..expressions.diagnose import explain
@@ -125,7 +125,7 @@ class Convex(Reduction):
         if self.w is None or self.w.radius is not None or canonical.constraints \
                 or canonical.objective.curvature != "affine":
             return None
-        _, grads = E.value_and_grad(canonical.objective, {self.w: np.zeros(self.w.shape)})
+        _, grads = value_and_grad(canonical.objective, {self.w: np.zeros(self.w.shape)})
         if not np.any(grads[self.w]):
             return None
         return (f"the objective is linear in {self.w.name} (its gradient is not 0) and {self.w.name} has no radius "
@@ -165,8 +165,12 @@ class Convex(Reduction):
         return ["", f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
                     f"{len(form.objective_terms)} max term(s) in the objective, {len(form.constraint_pieces)} "
                     f"constraint piece(s) under an exact penalty (one multiplier each)",
-                "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y), "
-                "the inner minimum solved exactly (CVXPY); it bounds the suboptimality of a feasible w"]
+                "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y); it "
+                "bounds the suboptimality of a feasible w. The inner minimum: " + (
+                    "on the ball of the weights, for a smooth Phi, a lower bound by accelerated projected gradient "
+                    "and the Frank-Wolfe bound Phi(w') - <grad, w'> - R ||grad|| (valid at any w'); for a "
+                    "non-smooth Phi (hinge losses, norms, |.| of per-sample terms) the CVXPY program"
+                    if self.w is not None and self.w.radius is not None else "the CVXPY program (the weights have no radius)")]
 
     def solve_exact(self, method, solver, verbose, **options):
         check_options(options, (), "the exact backend of a generic convex problem")

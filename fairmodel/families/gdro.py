@@ -21,10 +21,10 @@ import warnings
 
 import numpy as np
 
-from .. import expressions as E
 from ..data.dataset import Groups
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
+from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
@@ -55,62 +55,68 @@ CAP_FACTOR = 10    # stopping on the judge's checks, the default budget times th
 
 
 def _linear_loss(e) -> bool:
-    return isinstance(e, E.Loss) and isinstance(e.score, E.LinearScore)
+    return isinstance(e, Loss) and isinstance(e.score, LinearScore)
 
 
-def group_risks_of(expr: E.Expr) -> GroupRisks:
+def _group_risks(loss, data, groups) -> GroupRisks:
+    """The oracle of a loss of the linear score of declared weights: their shape, intercept, radius and name."""
+    w = loss.score.w
+    return GroupRisks(loss.kernel, data, loss.y, groups, w.shape, w.intercept, w.radius, w.name)
+
+
+def group_risks_of(expr: Expr) -> GroupRisks:
     """The group-risk oracle of ``fm.group_mean(loss, groups)`` (m groups) or ``fm.mean(loss)`` (one group)."""
-    if isinstance(expr, (E.GroupMean, E.Mean)) and _linear_loss(expr.expr) and expr.where is None:
+    if isinstance(expr, (GroupMean, Mean)) and _linear_loss(expr.expr) and expr.where is None:
         loss = expr.expr
-        if isinstance(expr, E.GroupMean):
+        if isinstance(expr, GroupMean):
             groups = expr.groups
         else:
             groups = Groups(np.zeros(loss.size, dtype=np.intp), names=("all",))
-        return GroupRisks(loss.kernel, loss.score.data, loss.y, groups, loss.score.w)
+        return _group_risks(loss, loss.score.data, groups)
     raise UnsupportedProblemError(f"expected fm.group_mean(loss, groups) or fm.mean(loss) of a linear score; "
                                   f"got {expr}")
 
 
-def affine_parts(expr: E.Expr):
+def affine_parts(expr: Expr):
     """(a > 0, core, b) with expr = a * core + b for a canonical scalar expression (a = 1, b = 0 if none)."""
     offset = 0.0
-    if isinstance(expr, E.Add):
-        consts = [t for t in expr.args if isinstance(t, E.Constant)]
-        rest = [t for t in expr.args if not isinstance(t, E.Constant)]
+    if isinstance(expr, Add):
+        consts = [t for t in expr.args if isinstance(t, Constant)]
+        rest = [t for t in expr.args if not isinstance(t, Constant)]
         if len(rest) == 1 and consts:
             offset, expr = float(sum(float(c.constant_value()) for c in consts)), rest[0]
-    if isinstance(expr, E.ScalarMul) and expr.c > 0:
+    if isinstance(expr, ScalarMul) and expr.c > 0:
         return expr.c, expr.expr, offset
     return 1.0, expr, offset
 
 
-def _parse(expr: E.Expr):
+def _parse(expr: Expr):
     """(kind, risks GroupMean or Mean, offsets spec, scale) or a reason string, on the canonical objective."""
     scale, expr, _ = affine_parts(expr)
-    if isinstance(expr, E.Mean) and _linear_loss(expr.expr) and expr.where is None:
+    if isinstance(expr, Mean) and _linear_loss(expr.expr) and expr.where is None:
         return "erm", expr, None, scale
-    if not (isinstance(expr, E.Max) and expr.vector):
+    if not (isinstance(expr, Max) and expr.vector):
         return "the objective must be fm.max(group risks) (group DRO / MERO) or fm.mean(loss) (ERM)"
     inner = expr.args[0]
     offsets = None
-    if isinstance(inner, E.Add):
+    if isinstance(inner, Add):
         if len(inner.args) != 2:
             return f"{inner} has more than one term besides the group risks"
         inner, other = inner.args
-        if isinstance(other, E.ScalarMul) and other.c == -1 and isinstance(other.expr, E.GroupOptimal):
+        if isinstance(other, ScalarMul) and other.c == -1 and isinstance(other.expr, GroupOptimal):
             offsets = other.expr
-        elif isinstance(other, E.Constant):
+        elif isinstance(other, Constant):
             offsets = -np.broadcast_to(np.asarray(other.constant_value(), dtype=float), (inner.size,)).copy()
         else:
             return f"the offset {other} must be a constant vector or -fm.group_optimal(risks)"
-    if not isinstance(inner, E.GroupMean) or inner.where is not None:
+    if not isinstance(inner, GroupMean) or inner.where is not None:
         return f"{inner} is not fm.group_mean(loss, groups) over all rows"
     if not _linear_loss(inner.expr):
         return f"{inner.expr} is not a per-sample loss of a linear score data.score(w)"
-    if isinstance(offsets, E.GroupOptimal) and offsets.risks is not inner and \
+    if isinstance(offsets, GroupOptimal) and offsets.risks is not inner and \
             not (offsets.risks.expr is inner.expr and offsets.risks.groups is inner.groups):
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"
-    return ("mero" if isinstance(offsets, E.GroupOptimal) else "gdro"), inner, offsets, scale
+    return ("mero" if isinstance(offsets, GroupOptimal) else "gdro"), inner, offsets, scale
 
 
 @register
@@ -134,11 +140,12 @@ class GroupDRO(Reduction):
         self.offsets_spec = offsets
         self.scale = scale          # the declared objective is scale * (this structure) + a constant
         self.risks = group_risks_of(risk_expr)
+        self.w = risk_expr.expr.score.w           # the declared weights (names, domain text, checks of candidates)
         # ERM has one group ("all"): the per-group metrics use the data's sensitive groups when it has them
         self.metric_risks, data = self.risks, self.risks.data
         if kind == "erm" and data.has_groups and data.n_groups > 1:
             loss = risk_expr.expr
-            self.metric_risks = GroupRisks(loss.kernel, data, loss.y, data.groups, loss.score.w)
+            self.metric_risks = _group_risks(loss, data, data.groups)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
@@ -173,7 +180,7 @@ class GroupDRO(Reduction):
         """c_g of the objective max_g (R_g - c_g): zero, the constants given, or the exact R*_g (MERO)."""
         if self.offsets_spec is None:
             return np.zeros(self.risks.m)
-        if isinstance(self.offsets_spec, E.GroupOptimal):
+        if isinstance(self.offsets_spec, GroupOptimal):
             if not self.offsets_spec.resolved:
                 self.offsets_spec.resolve(exact_gdro.group_optimal_values(self.risks, solver=solver))
             return self.offsets_spec.constant_value()
@@ -189,7 +196,7 @@ class GroupDRO(Reduction):
                 "mero": "minimax excess risk (MERO), eq. (4) of Yu et al. 2024",
                 "erm": "empirical risk minimization (one group)"}[self.kind]
         lines = ["", f"Structure: {kind}; loss {r.loss.symbol}; {r.m} group(s) of sizes "
-                     f"{r.sizes.astype(int).tolist()}; {self.risks.w.describe_domain()}",
+                     f"{r.sizes.astype(int).tolist()}; {self.w.describe_domain()}",
                  "Saddle form, eq. (3) of Yu et al. 2024: min_w max_(q in simplex) sum_g q_g (R_g(w) - c_g)",
                  "Judge certificate: the duality gap, eq. (13) of Yu et al. 2024: max_g (R_g(w) - c_g) - "
                  "min_(w' in W) sum_g q_g (R_g(w') - c_g)"]
@@ -223,7 +230,7 @@ class GroupDRO(Reduction):
                         "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
                 raise SolverError(str(exc) + hint, status=exc.status) from None
         timings = {"compile": record.pop("compile"), "solver": record.pop("solve"), "group_optimal": offsets_time}
-        return Solution(variables={self.risks.w.name: theta, "q": q}, status=record["status"],
+        return Solution(variables={self.w.name: theta, "q": q}, status=record["status"],
                         solver=record, timings=timings, certificate={"solver_optimum": opt})
 
     def solve_stochastic(self, method, seed, verbose, stop="checks", **options):
@@ -249,7 +256,7 @@ class GroupDRO(Reduction):
             opts.setdefault("stage1", stage1)
         else:
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
-        name = self.risks.w.name
+        name = self.w.name
         stopper = CertifiedStop(self, lambda info: {name: info["w"], "q": info["q"]},
                                 every=max(1, default_epochs(n_bar) // CHECKS_PER_BUDGET),
                                 user_callback=opts.pop("callback", None), enabled=stop == "checks")
@@ -290,13 +297,15 @@ class GroupDRO(Reduction):
 
     def warm_start(self, result) -> dict:
         q = np.clip(np.asarray(result.variables["q"], dtype=float), 1e-12, None)
-        return {"w0": self.risks.project(result.variables[self.risks.w.name]), "q0": q / q.sum()}
+        return {"w0": self.risks.project(result.variables[self.w.name]), "q0": q / q.sum()}
 
     # -- judge ---------------------------------------------------------------------------------------------
     def _gap(self, theta, q, offsets, risks=None) -> tuple[float, float, float]:
-        """(gap (13), rigorous upper bound on the gap, lower bound on OPT) for the candidate (theta, q); ``risks``:
+        """(gap (13), an upper bound on the gap, a lower bound on OPT) for the candidate (theta, q); ``risks``:
         R(theta) when already computed. The inner minimum of (13) starts at the candidate (at a saddle point it
-        is the minimizer), and its lower bound comes from the Newton method's last value and Frank-Wolfe gap."""
+        is the minimizer). The gap uses the inner method's value (accurate to its tolerance); the two bounds are
+        rigorous on a ball (the Frank-Wolfe gap of the inner minimum) and NaN without a radius, where the gradient
+        bounds no minimum."""
         r = (self.risks.risks(theta) if risks is None else risks) - offsets
         try:
             inner_theta, record = exact_gdro.solve_weighted_erm(self.risks, q, theta0=theta)
@@ -313,12 +322,12 @@ class GroupDRO(Reduction):
         return top - (value - shift), top - (bound - shift), bound - shift
 
     def evaluate(self, variables: dict, **context) -> Evaluation:
-        name = self.risks.w.name
+        name = self.w.name
         unknown = set(variables) - {name, "q"}
         if unknown or name not in variables:
             raise OptionError(f"a group-DRO candidate has variables {name!r} (required) and 'q' (optional, "
                               f"for the duality gap); got {sorted(variables)}")
-        theta = self.risks.w.check_value(variables[name], "candidate")
+        theta = self.w.check_value(variables[name], "candidate")
         # one pass: the group risks and, for binary losses, the group accuracies of sign(score)
         risks, accuracy = self.risks.risks_and_accuracy(theta)
         offsets = self.offsets() if self.kind != "erm" else np.zeros(1)
@@ -341,7 +350,7 @@ class GroupDRO(Reduction):
             _, _, b = affine_parts(self.problem.canonical.objective)
             objective = self.scale * float(np.max(excess)) + b
         else:  # the declared objective, walked on the full data (a * max_g (R_g - c_g) + b of the structure)
-            objective = float(self.problem.objective.expr.numeric(Env({self.risks.w: theta})))
+            objective = float(self.problem.objective.expr.numeric(Env({self.w: theta})))
         certificate = {}
         q = variables.get("q")
         if q is not None:

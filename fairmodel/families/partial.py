@@ -25,11 +25,11 @@ import warnings
 
 import numpy as np
 
-from .. import expressions as E
 from ..errors import OptionError, ResourceLimitError, SolverError
 from ..exact import budget
 from ..exact.partial import Subproblem, loss_rows, split_objective
 from ..exact.solvers import check_solver
+from ..expressions import LinearScore, LogisticLoss, Loss
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
@@ -384,11 +384,11 @@ class PartialFairness(Reduction):
         weighted by the loss's sample weights when it has them."""
         for _, term in split_objective(self.program.objective)[0]:
             loss, rows = loss_rows(term)
-            if isinstance(loss, E.LogisticLoss):
+            if isinstance(loss, LogisticLoss):
                 scores = loss.score.design() @ x[self.program.layout.slices[loss.score.w.name]]
                 return float(np.average(np.where(scores > 0, 1.0, -1.0) == loss.y, weights=rows))
         for node in self.problem.objective.expr.nodes():
-            if isinstance(node, E.Loss) and node.kernel.binary and isinstance(node.score, E.LinearScore):
+            if isinstance(node, Loss) and node.kernel.binary and isinstance(node.score, LinearScore):
                 theta = x[self.program.layout.slices[node.score.w.name]]
                 scores = node.score.design() @ theta
                 return float(np.mean(np.where(scores > 0, 1.0, -1.0) == node.y))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import expressions as E
 from ..exact.partial import loss_rows, split_objective
+from ..expressions import SumSquares, evaluate, value_and_grad
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
 from ..oracles.dc import DCProgram, ExprBlock, Layout
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
@@ -98,8 +98,8 @@ def dc_program(problem, kinds) -> DCProgram:
         elif tag == "weak":
             blocks.append(WeakBandBlock(*rest, layout))
         else:
-            blocks.append(ExprBlock(*rest, layout, E.value_and_grad))
-    return DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], E.value_and_grad)
+            blocks.append(ExprBlock(*rest, layout, value_and_grad))
+    return DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], value_and_grad)
 
 
 def smooth_objective(program):
@@ -113,13 +113,13 @@ def smooth_objective(program):
         losses.append((LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
                                        sample_weight=coef * rows), layout.slices[loss.score.w.name]))
     for coef, term in rest:
-        if isinstance(term, E.SumSquares) and term.w.n_outputs is None and coef >= 0:
+        if isinstance(term, SumSquares) and term.w.n_outputs is None and coef >= 0:
             mask = np.ones(term.w.size, dtype=bool)
             if term.w.intercept and not term.include_intercept:
                 mask[-1] = False
             ridges.append((coef, layout.slices[term.w.name], mask))
         elif term.curvature == "constant":
-            constant += coef * float(E.evaluate(term, {}))
+            constant += coef * float(evaluate(term, {}))
         else:
             return (f"the objective term {term} is not a mean of a logistic loss of a linear score or a "
                     f"ridge term c * sum_squares(w)")

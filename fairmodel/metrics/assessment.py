@@ -6,7 +6,7 @@ Argument names follow fairlearn's ``MetricFrame`` where the meaning is the same 
 
 The intervals are percentile intervals of the stratified bootstrap (Efron and Tibshirani 1993, ch. 13): each
 draw resamples, with replacement, as many rows from every group as the group has, and carries the rows' sample
-weights. Every metric is a function of statistics linear in the weights (:mod:`fairmodel.metrics.kernels`), so a
+weights. Every metric is a function of statistics linear in the weights (:mod:`fairmodel.metrics.vectorized`), so a
 draw is one row of a weight matrix and a thousand draws are a few matrix products.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from . import report
 from .columns import column as _column
 from .columns import dataset_groups, group_labels, sensitive_columns
 from .dp import _proba, merge_levels
-from .kernels import Inputs, bootstrap_counts, build, evaluate
+from .vectorized import Inputs, bootstrap_counts, build, evaluate
 from .rates import FROM_CONFUSION, NEEDS_LABELS, binary, check_pos_label, weights_of
 
 DECISION_METRICS = ("selection_rate", "accuracy", "balanced_accuracy", "true_positive_rate", "false_positive_rate",
@@ -220,8 +220,8 @@ def assess(y_true=None, *, y_pred=None, scores=None, sensitive_features=None, me
         raise DataError("callable metrics take y_pred; with y_proba= use the built-in metrics "
                         f"({', '.join(RANDOMIZED_METRICS)})")
     custom = {k: (fn, sort(yt), sort(second)) for k, fn in custom.items()}
-    designs, kernels = build(inputs, names, custom)
-    a = Assessment(groups, level_names, [k.name for k in kernels], designs, kernels, inputs, w[order])
+    designs, measures = build(inputs, names, custom)
+    a = Assessment(groups, level_names, [k.name for k in measures], designs, measures, inputs, w[order])
     a.row_order = order
     return a
 
@@ -262,14 +262,14 @@ class Assessment:
     columns: metrics), ``difference()``, ``ratio()``, ``group_min()``, ``group_max()``, ``ci()``,
     ``to_markdown()``, ``plot()``. NaN marks a metric undefined in a group (a zero denominator)."""
 
-    def __init__(self, groups, level_names, metrics, designs, kernels, inputs, weights):
+    def __init__(self, groups, level_names, metrics, designs, measures, inputs, weights):
         self.metrics = tuple(metrics)
         self.groups = tuple(groups.names)
         self.level_names = tuple(level_names)
         self.sizes = np.asarray(groups.sizes)
         self.n_samples = inputs.n
-        self._designs, self._kernels, self._inputs, self._w = designs, kernels, inputs, weights
-        by, overall = evaluate(kernels, designs, inputs, weights[:, None])
+        self._designs, self._measures, self._inputs, self._w = designs, measures, inputs, weights
+        by, overall = evaluate(measures, designs, inputs, weights[:, None])
         self._by, self._overall = by[0], overall[0]
         self._ci = None
         self.row_order = np.arange(self.n_samples)    # row i of the group-sorted inputs is row row_order[i]
@@ -328,7 +328,7 @@ class Assessment:
             draws = min(CHUNK, n_boot - start)
             W = bootstrap_counts(rng, self._inputs.rows, self.n_samples, draws)
             W *= self._w[:, None]
-            b, o = evaluate(self._kernels, self._designs, self._inputs, W)
+            b, o = evaluate(self._measures, self._designs, self._inputs, W)
             by.append(b)
             overall.append(o)
         return np.concatenate(by), np.concatenate(overall)

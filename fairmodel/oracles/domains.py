@@ -46,6 +46,34 @@ def project_ball(z: np.ndarray, radius: float | None, center=None) -> np.ndarray
     return d * (radius / nrm) if center is None else center + d * (radius / nrm)
 
 
+def check_in_ball(theta, shape: tuple, radius: float | None, what: str, error=ModelError) -> np.ndarray:
+    """``theta`` as a finite float array of ``shape`` inside the ball ||theta|| <= radius (None: any), else
+    ``error`` naming ``what`` (a declared start or candidate, a stochastic method's start)."""
+    try:
+        theta = np.asarray(theta, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{what} must be an array of numbers of shape {shape}; got {theta!r:.80}") from None
+    if theta.shape != shape:
+        raise error(f"{what} must have shape {shape}; got {theta.shape}")
+    if not np.all(np.isfinite(theta)):
+        raise error(f"{what} contains NaN or infinite values")
+    if radius is not None and np.linalg.norm(theta) > radius * (1 + 1e-9):
+        raise error(f"{what} lies outside the domain: ||w|| = {np.linalg.norm(theta):.6g} > radius {radius:g}")
+    return theta
+
+
+def frank_wolfe_gap(theta: np.ndarray, grad: np.ndarray, radius: float) -> float:
+    """max_{||v|| <= radius} <grad, theta - v> = <grad, theta> + radius ||grad||, clipped at 0 (rounding): the
+    Frank-Wolfe gap at a point ``theta`` of the ball (any shape; Frobenius norms for matrices).
+
+    For a convex f with gradient ``grad`` at theta, f(v) >= f(theta) + <grad, v - theta> on the ball, so
+    f(theta) - gap <= min_{||v|| <= radius} f: a lower bound whatever the accuracy of theta (Frank and Wolfe
+    1956; Jaggi 2013, eq. (2)). The one copy of that bound: the certified Newton and first-order methods, the
+    group-DRO inner minimum and the AUC dual bound call it."""
+    g = np.ravel(grad)
+    return max(0.0, float(np.vdot(g, np.ravel(theta))) + radius * math.sqrt(float(np.vdot(g, g))))
+
+
 def project_ball_in_metric(z: np.ndarray, radius: float | None, metric: np.ndarray) -> np.ndarray:
     """argmin over ||w||_2 <= radius of (w - z)' diag(metric) (w - z): the projection that ends a step preconditioned
     by the diagonal ``metric`` (> 0, broadcast against z). Outside the ball the minimizer is w_j = m_j z_j /

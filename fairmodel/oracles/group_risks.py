@@ -13,6 +13,7 @@ import numpy as np
 from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Groups
 from ..data.groups import group_means
+from .domains import check_in_ball, project_ball
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
 
@@ -102,17 +103,19 @@ def _ordered_sum(parts):
 
 
 class GroupRisks:
-    """Per-group empirical risks of a pointwise loss ``kernel`` of the linear score of the parameters ``w``
-    on a data source; m = 1 for a plain mean (ERM).
+    """Per-group empirical risks of a pointwise loss ``kernel`` of the linear score x . theta on a data source;
+    m = 1 for a plain mean (ERM).
 
-    ``w`` is the declared parameter object (its ``shape``, ``intercept``, ``radius``, ``project`` and
-    ``check_value`` are used), ``data`` a data source (``X``, ``chunks()``, ``sampler()``, ``take()``), ``y``
+    The parameters are plain numbers: ``shape`` of theta ((d,) or (d, C) for a matrix of weights), ``intercept``
+    (the design has a ones column), ``radius`` of the ball ||theta|| <= radius (None: R^shape) and the ``name``
+    results store theta under. ``data`` is a data source (``X``, ``chunks()``, ``sampler()``, ``take()``), ``y``
     the validated labels aligned with its rows, ``groups`` a :class:`~fairmodel.data.Groups`.
     """
 
-    def __init__(self, kernel: type[Kernel], data, y: np.ndarray, groups: Groups, w):
+    def __init__(self, kernel: type[Kernel], data, y: np.ndarray, groups: Groups, shape: tuple, intercept: bool,
+                 radius: float | None, name: str = "w"):
         self.loss = kernel
-        self.w = w
+        self.shape, self.intercept, self.radius, self.name = tuple(shape), bool(intercept), radius, name
         self.data = data                                     # the data source: chunks() and sampler()
         self.y = y                                           # validated labels of the loss, aligned with rows
         self.groups = groups
@@ -143,7 +146,7 @@ class GroupRisks:
         return self.data.n_samples
 
     def design(self, X: np.ndarray) -> np.ndarray:
-        return with_intercept(X, self.w.intercept)
+        return with_intercept(X, self.intercept)
 
     def sampler(self, batch_size: int, rng, prefetch: bool = True) -> "object":
         """Per-group minibatches (eq. (20) of the group-DRO paper): ``batch_size`` rows from every group,
@@ -171,22 +174,19 @@ class GroupRisks:
         out._X = None if self._X is None else self._X[rows]
         return out
 
-    @property
-    def shape(self) -> tuple:
-        return self.w.shape
-
-    @property
-    def radius(self):
-        return self.w.radius
-
     def project(self, theta):
-        return self.w.project(theta)
+        """Euclidean projection onto the ball ||theta|| <= radius (the identity without a radius)."""
+        return project_ball(theta, self.radius)
+
+    def check_start(self, theta, what: str) -> np.ndarray:
+        """``theta`` as a finite array of the parameters' shape inside the ball (a start given by the user)."""
+        return check_in_ball(theta, self.shape, self.radius, f"{what} for {self.name!r}")
 
     # -- full passes -------------------------------------------------------------------------------------
     def scores(self, theta, rows=None) -> np.ndarray:
         if self.data.is_chunked:  # one pass over the chunks, or a gather of the rows
             if rows is None:
-                return concatenate_rows(self.data.map_chunks(partial(_scores, self.w.intercept, theta)))
+                return concatenate_rows(self.data.map_chunks(partial(_scores, self.intercept, theta)))
             return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
@@ -201,7 +201,7 @@ class GroupRisks:
         """(R(theta), the group accuracies of sign(score) for binary losses, else None) in one pass over the
         data source (counts of correct rows are integers: their chunk sums are exact)."""
         binary = bool(self.loss.binary)
-        parts = self.data.map_chunks(_JudgePass(self.loss, self.w.intercept, theta, self.m, binary), 1 << 16,
+        parts = self.data.map_chunks(_JudgePass(self.loss, self.intercept, theta, self.m, binary), 1 << 16,
                                      self.y, self.codes)
         totals = _ordered_sum([p[0] for p in parts])
         return totals / self.sizes, _ordered_sum([p[1] for p in parts]) / self.sizes if binary else None
@@ -215,7 +215,7 @@ class GroupRisks:
         operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps
         (None with ``keep_scores=False``: on chunked data, 8 bytes a row less in memory)."""
         weight = np.asarray(q, dtype=float) / self.sizes
-        parts = self.data.map_chunks(_RiskPass(self.loss, self.w.intercept, theta, weight, self.m, keep_scores),
+        parts = self.data.map_chunks(_RiskPass(self.loss, self.intercept, theta, weight, self.m, keep_scores),
                                      chunk, self.y, self.codes)
         totals, grad = _ordered_sum([p[:2] for p in parts])
         z_all = concatenate_rows([p[2] for p in parts]) if keep_scores else None
@@ -242,7 +242,7 @@ class GroupRisks:
         weight = np.asarray(q, dtype=float) / self.sizes
 
         def fun(theta, value_only=False):
-            parts = self.data.map_chunks(_NewtonPass(self.loss, self.w.intercept, theta, weight, value_only),
+            parts = self.data.map_chunks(_NewtonPass(self.loss, self.intercept, theta, weight, value_only),
                                          None, self.y, self.codes)
             return float(sum(parts)) if value_only else _ordered_sum(parts)
         return fun
@@ -252,24 +252,24 @@ class GroupRisks:
         d2phi, every request answered by one pass over the data source (the lockstep Newton solves of the group
         optima R*_g of MERO, eq. (4))."""
         def fun(requests):
-            parts = self.data.map_chunks(_GroupNewtonPass(self.loss, self.w.intercept, dict(requests), self.sizes),
+            parts = self.data.map_chunks(_GroupNewtonPass(self.loss, self.intercept, dict(requests), self.sizes),
                                          1 << 16, self.y, self.codes)
             return {g: _ordered_sum([p[g] for p in parts]) for g in requests}
         return fun
 
     @property
     def has_hessian(self) -> bool:
-        return self.loss.d2phi is not None and self.w.n_outputs is None
+        return self.loss.d2phi is not None and len(self.shape) == 1
 
     def column_second_moments(self) -> np.ndarray:
         """E[x_j^2] of every design column (1 for the intercept's), by one pass over the data source."""
         parts = self.data.map_chunks(_column_squares)
         moments = np.sum(parts, axis=0) / self.n_samples
-        return np.append(moments, 1.0) if self.w.intercept else moments
+        return np.append(moments, 1.0) if self.intercept else moments
 
     def row_norms_squared(self) -> np.ndarray:
         """||x_j||^2 of every design row (one pass over the data source)."""
-        return np.concatenate(self.data.map_chunks(partial(_row_norms, self.w.intercept)))
+        return np.concatenate(self.data.map_chunks(partial(_row_norms, self.intercept)))
 
     def row_norm_stats(self) -> tuple[float, float]:
         """(mean, max) of ||x_j||^2 over the design rows, by one pass; on chunked data from per-chunk sums and
@@ -277,7 +277,7 @@ class GroupRisks:
         if not self.data.is_chunked:
             r = self.row_norms_squared()
             return float(r.mean()), float(r.max())
-        parts = self.data.map_chunks(partial(_row_norm_summary, self.w.intercept))
+        parts = self.data.map_chunks(partial(_row_norm_summary, self.intercept))
         return sum(p[0] for p in parts) / sum(p[2] for p in parts), max(p[1] for p in parts)
 
     # -- constants of the theory --------------------------------------------------------------------------

@@ -2,13 +2,24 @@
 
 The algorithms in :mod:`fairmodel.stochastic` take objects of these shapes and never a family's own object:
 
-* :class:`SaddleOracle`: a finite-sum convex-concave function for the OGDA / SGDA methods;
+* :class:`SaddleOracle`: a finite-sum convex-concave function for the OGDA / SGDA methods
+  (:class:`fairmodel.oracles.strategic.WDRSCOracle` and the callables of ``fm.SaddleProblem`` subclass it);
 * :class:`GroupRiskOracle`: m group risks of a linear model for ALEG, SMD and two-stage MERO
-  (:class:`fairmodel.oracles.group_risks.GroupRisks` implements it).
+  (:class:`fairmodel.oracles.group_risks.GroupRisks` implements it);
+* :class:`PrimalDualOracle`: the saddle form of a convex declaration for the generic primal-dual method
+  (the generic reduction's ``LagrangianOracle`` implements it);
+* :class:`PairRiskOracle` and :class:`ScoreModel`: the pair table of the AUC constraints and the score model
+  h(theta; x) for Bregman SMD (:class:`fairmodel.oracles.pairs.PairRisks`, the score adapters of the declarations);
+* :class:`DCProgramOracle`: the DC program of partial fairness for IDCA and SSG (:class:`fairmodel.oracles.dc.DCProgram`);
+* :class:`DualBatchSource`: unlabeled batches (t_hat, costs, weights) for the DP dual optimizers (SGD3, AC-SA,
+  AC-SA^2, SGD take the gradients (11) computed from them; :class:`fairmodel.stochastic.dp_postprocessing.Pool`).
+
+The objects hold plain arrays and numbers (shapes, radii, names), never a declared ``Weights``.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
+from collections.abc import Iterator
 from typing import Protocol
 
 import numpy as np
@@ -23,12 +34,14 @@ class GroupRiskOracle(Protocol):
     names: list                # group names (for messages)
     loss: object               # the pointwise loss kernel: phi, dphi, smoothness (fairmodel.oracles.losses)
     data: object               # the data source (``is_chunked``)
-    w: object                  # the declared weights (``check_value``)
-    radius: float | None
-    shape: tuple
+    radius: float | None       # the ball ||theta|| <= radius (None: unbounded)
+    shape: tuple               # of theta: (d,) or (d, C)
 
     def project(self, theta: np.ndarray) -> np.ndarray:
         """Projection onto the domain of the weights."""
+
+    def check_start(self, theta, what: str) -> np.ndarray:
+        """A user's starting point as a finite array of ``shape`` inside the domain (ModelError otherwise)."""
 
     def risks(self, theta: np.ndarray) -> np.ndarray:
         """R(theta): the m group risks, one full pass."""
@@ -55,7 +68,7 @@ class GroupRiskOracle(Protocol):
         """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4)."""
 
 
-class SaddleOracle(ABC):
+class SaddleOracle(Protocol):
     """What the methods need from ``min_x max_y (1/n) sum_i L_i(u)``, u = (x, y) in R^dim (Maheshwari et al., eq. (1)).
 
     Subclasses set ``n``, ``d_x``, ``dim``, ``zo`` (integer indices of the coordinates the zeroth-order
@@ -96,3 +109,96 @@ class SaddleOracle(ABC):
 
     def project(self, u: np.ndarray) -> np.ndarray:
         return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
+
+
+class PrimalDualOracle(Protocol):
+    """What the generic primal-dual method (:func:`fairmodel.stochastic.primal_dual.primal_dual`) needs from
+    min_w max_{y in Y} Phi(w, y) = a(w) + sum_b <y_b, v_b(w)>, Y a product of simplices."""
+
+    shape: tuple               # of w (the method's coordinates: the oracle may precondition, w = M u)
+    blocks: list               # the sizes of the simplices y_b
+    n_samples: int
+    rows_per_step: int         # rows one minibatch reads (the gradient-evaluation count)
+
+    def project(self, u: np.ndarray) -> np.ndarray:
+        """Projection onto the domain, in the method's coordinates."""
+
+    def snapshot(self, w: np.ndarray, ys: list):
+        """An exact full pass at (w, ys): ``values`` (v_b(w) per block), ``grad`` (grad_w Phi), ``objective``
+        (max_y Phi(w, y)) and whatever :meth:`estimate` needs."""
+
+    def draw(self, rng, n_steps: int) -> list:
+        """The minibatches of ``n_steps`` inner steps."""
+
+    def estimate(self, rows, w: np.ndarray, ys: list, snap) -> tuple:
+        """The variance-reduced estimate (grad_w Phi, [v_b]) at (w, ys) from one minibatch and the snapshot."""
+
+    def default_steps(self, w0: np.ndarray, y0: list) -> tuple:
+        """(step_w, [step_y per block]) measured from the data at (w0, y0)."""
+
+
+class PairRiskOracle(Protocol):
+    """The pair table of the AUC constraints (Yao, Lin, Yang 2023, eq. (8)): pairs i of row sets (S_i, S'_i) with
+    the constants c1, c2 of their quadratic surrogate, grouped in blocks (block 0 the objective)."""
+
+    n_pairs: int
+    n_blocks: int
+    masks: np.ndarray          # (sets, n) membership of every row in every set
+    set_weights: np.ndarray    # total (sample) weight of every set
+    weights: np.ndarray | None # sample weights (n,) or None
+    first: np.ndarray          # set index of S_i per pair
+    second: np.ndarray         # set index of S'_i per pair
+    block: np.ndarray          # block of every pair
+    c1: np.ndarray
+    c2: np.ndarray
+    q: np.ndarray              # the weights of the pairs in their block
+
+
+class ScoreModel(Protocol):
+    """A score h(theta; x) with its backward pass: the linear score or a network (Bregman SMD, the AUC baselines)."""
+
+    X: np.ndarray
+    shape: tuple               # of theta
+
+    def forward(self, theta: np.ndarray, X: np.ndarray) -> tuple:
+        """(h(theta; X) (rows,), a cache for :meth:`backward`)."""
+
+    def backward(self, theta: np.ndarray, cache, coef: np.ndarray) -> np.ndarray:
+        """sum_j coef_j grad_theta h(theta; x_j)."""
+
+
+class DCProgramOracle(Protocol):
+    """The DC program min f_0(x) s.t. f_i(x) = f_i^+(x) - f_i^-(x) <= 0 (Yang et al., eq. (25)) for IDCA and SSG."""
+
+    labels: list               # one per constraint, for messages
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """Projection onto the domain of x."""
+
+    def objective_value(self, x: np.ndarray) -> float:
+        """f_0(x)."""
+
+    def objective_value_and_grad(self, x: np.ndarray) -> tuple:
+        """(f_0(x), a (sub)gradient)."""
+
+    def plus(self, x: np.ndarray) -> tuple:
+        """(f^+ values (m,), a cache for :meth:`plus_grad`)."""
+
+    def plus_grad(self, x: np.ndarray, i: int, caches) -> np.ndarray:
+        """A subgradient of f_i^+ at x."""
+
+    def minus(self, x: np.ndarray) -> tuple:
+        """(f^- values (m,), subgradients (m, D)): the part IDCA linearizes (eq. (26))."""
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        """f_i(x) (m,)."""
+
+    def max_violation(self, x: np.ndarray) -> float:
+        """max_i f_i(x)."""
+
+
+class DualBatchSource(Protocol):
+    """Unlabeled points for the stochastic gradient (11) of the DP dual (Chzhen, Hebiri, Taturyan 2024)."""
+
+    def batches(self, oracle: str, batch_size: int, steps: int, rng) -> Iterator[tuple]:
+        """``steps`` batches (t_hat (b, K), costs (b, m), weights (b,) or None)."""

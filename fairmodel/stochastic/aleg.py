@@ -201,7 +201,7 @@ def vr_operator(risks: GroupRiskOracle, Xb, yb, phi_s, dphi_s, batch_size: int, 
 
 def check_initial(risks: GroupRiskOracle, w0, q0):
     """Validated (w0, ln q0): w0 in the domain, q0 strictly inside the simplex."""
-    w = risks.project(np.zeros(risks.shape)) if w0 is None else risks.w.check_value(w0, "w0")
+    w = risks.project(np.zeros(risks.shape)) if w0 is None else risks.check_start(w0, "w0")
     if q0 is None:
         return w, np.full(risks.m, -math.log(risks.m))
     q = np.asarray(q0, dtype=float)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..oracles.domains import project_ball
-from ..oracles.pairs import PairRisks
+from ..oracles.protocols import PairRiskOracle, ScoreModel
 from ..utilities.validate import check_number
 from .aleg import normalize_log
 
@@ -48,8 +48,8 @@ def bregman_constant(half_width: float) -> float:
 class AUCSaddle:
     """Per-sample F_i, G_i of (8) and the stochastic gradients of Phi (26) for a score model.
 
-    model : an adapter with ``X``, ``forward(theta, X) -> (h, cache)`` and ``backward(theta, cache, coef)``
-        (:mod:`fairmodel.models`); pairs : the pair table; bounds : the constants of the blocks' F entries
+    model : a :class:`~fairmodel.oracles.protocols.ScoreModel` (``X``, ``shape``, ``forward(theta, X) -> (h, cache)``,
+        ``backward(theta, cache, coef)``); pairs : the pair table (a :class:`~fairmodel.oracles.protocols.PairRiskOracle`); bounds : the constants of the blocks' F entries
         (block 0 is replaced by the level r at each call, blocks k >= 1 hold 1 + kappa_k); half_width : I.
     The probabilities p_G are the training frequencies n_G / n (estimates of the paper's Pr(z in G)), so E over the
     data of the per-sample F_i equals the closed form of :class:`PairRisks`. With sample weights a row of G
@@ -57,7 +57,7 @@ class AUCSaddle:
     unbiased estimate of the weighted moments.
     """
 
-    def __init__(self, model, pairs: PairRisks, bounds, half_width: float):
+    def __init__(self, model: ScoreModel, pairs: PairRiskOracle, bounds, half_width: float):
         self.model = model
         self.X = model.X
         self.n = self.X.shape[0]
@@ -197,7 +197,7 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
     """
     P, K1, I, C = saddle.P, saddle.K1, saddle.I, saddle.C
     q, block_sum, block = saddle.pairs.q, saddle.block_sum, saddle.pairs.block
-    d = int(np.prod(saddle.model.w.shape))
+    d = int(np.prod(saddle.model.shape))
     x = np.zeros(d + 2 * P) if x0 is None else np.array(x0, dtype=float)
     th, ab = x[:d], x[d:]
     shift = saddle.shift(r)

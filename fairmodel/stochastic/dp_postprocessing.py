@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import OptionError
+from ..oracles.dp_dual import policy_in_place
+from ..oracles.protocols import DualBatchSource
 from .sgd3 import projected_sgd, sgd3, sgd3_alpha, sgd3_gradient_calls, sgd3_stages
 from .acsa import acsa, acsa2
 
@@ -40,18 +42,13 @@ def batch_gradient(z: np.ndarray, t: np.ndarray, r: np.ndarray, beta: float, eps
     """The stochastic gradient (11) at z from one point (t: (K,), r: (m,)) or a batch (t: (b, K), r: (b, m)).
 
     z may carry leading axes (a stack of duals, shape (..., 2, m, K), with ``eps`` broadcastable to
-    (..., m, K)): every stacked problem sees the same points (one run for a whole grid of eps).
-    The softmax is written out (max-shifted, as scipy.special.softmax does) because this runs once per
-    step on a vector of m ~ 40 entries, where scipy's call costs ~10 us, more than the rest of the step.
+    (..., m, K)): every stacked problem sees the same points (one run for a whole grid of eps). The policy is
+    :func:`~fairmodel.oracles.dp_dual.policy_in_place` on the scores, computed in place (this runs once per step).
     """
     if z.ndim == 3 and t.ndim == 1:  # the common case (one dual, one point), kept to a few NumPy calls
         a = (z[0] - z[1]) @ t
         a -= r
-        a *= beta
-        a -= _max(a)
-        np.exp(a, out=a)
-        a /= _sum(a)
-        E = np.multiply.outer(a, t)
+        E = np.multiply.outer(policy_in_place(a, beta), t)
         np.add(E, eps, out=out[0])
         np.subtract(eps, E, out=out[1])
         return out
@@ -59,19 +56,11 @@ def batch_gradient(z: np.ndarray, t: np.ndarray, r: np.ndarray, beta: float, eps
     if t.ndim == 1:
         a = D @ t
         a -= r
-        a *= beta
-        a -= a.max(axis=-1, keepdims=True)
-        np.exp(a, out=a)
-        a /= a.sum(axis=-1, keepdims=True)
-        E = a[..., :, None] * t
+        E = policy_in_place(a, beta)[..., :, None] * t
     else:
         a = t @ np.swapaxes(D, -1, -2)
         a -= r
-        a *= beta
-        a -= a.max(axis=-1, keepdims=True)
-        np.exp(a, out=a)
-        a /= a.sum(axis=-1, keepdims=True)
-        E = np.swapaxes(a, -1, -2) @ (t / t.shape[0] if weights is None else weights[:, None] * t)
+        E = np.swapaxes(policy_in_place(a, beta), -1, -2) @ (t / t.shape[0] if weights is None else weights[:, None] * t)
     np.add(E, eps, out=out[..., 0, :, :])
     np.subtract(eps, E, out=out[..., 1, :, :])
     return out
@@ -443,7 +432,7 @@ class Restarts:
             self.done = True
 
     # -- feeding ----------------------------------------------------------------------------------------------------
-    def run_pool(self, pool: Pool, oracle: str, rng: np.random.Generator, wrap=None) -> "Restarts":
+    def run_pool(self, pool: DualBatchSource, oracle: str, rng: np.random.Generator, wrap=None) -> "Restarts":
         """Run the rounds on a stored pool (``wrap(batches)`` may wrap each round's batches, e.g. a progress bar)."""
         while not self.done:
             batches = pool.batches(oracle, self.run.batch_size, self.info["gradient_steps"], rng)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
 from ..oracles.dc_working_set import solve_with_working_set
+from ..oracles.protocols import DCProgramOracle
 from ..utilities.progress import Progress
 from .ssg import ssg
 
@@ -66,7 +67,7 @@ def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Inner solvers
 # ---------------------------------------------------------------------------------------------------
-def ssg_inner(program, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None):
+def ssg_inner(program: DCProgramOracle, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) at the anchor.
 
     ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k. ``travel``
@@ -114,7 +115,7 @@ def ssg_inner(program, mu: float, eps, iterations, margin: bool = True, travel=N
     return inner
 
 
-def certified_inner(program, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200, working_set: bool = True):
+def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200, working_set: bool = True):
     """An inner solver ``(anchor, k) -> (x_hat, info)`` solving (25) by the certified interior-point method
     (:func:`fairmodel.oracles.dc_ipm.solve_subproblem`); ``info`` carries λ, the hinge weights u and the
     duality gap of (25) at x_hat.
@@ -158,7 +159,7 @@ def exact_inner(subproblem, verbose=False, **solver_options):
 # ---------------------------------------------------------------------------------------------------
 # The outer loop
 # ---------------------------------------------------------------------------------------------------
-def check_feasible_start(program, x0, allow_infeasible: bool = False, tol: float = 0.0) -> float:
+def check_feasible_start(program: DCProgramOracle, x0, allow_infeasible: bool = False, tol: float = 0.0) -> float:
     """max_i f_i(x0); raise :class:`InfeasibleError` (saying how to find a feasible start) when it is > tol."""
     worst = program.max_violation(x0)
     if worst > tol and not allow_infeasible:
@@ -172,7 +173,7 @@ def check_feasible_start(program, x0, allow_infeasible: bool = False, tol: float
     return worst
 
 
-def idca(program, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
+def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
          verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None,
          rel_tol: float = 0.0, max_decrease=None) -> dict:
     """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.

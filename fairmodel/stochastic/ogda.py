@@ -40,6 +40,7 @@ import math
 import numbers
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -101,15 +102,10 @@ def step_schedules(kind, eta0, R0, chi, epochs: int, eta_max=None):
     return funcs[0], funcs[1]
 
 
-def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epochs: int = 100, eta0=0.01,
-         R0=0.1, chi: float = 0.05, schedule: str = "theory", eta_max=None, estimator: str = "one-point",
-         y_step_scale: float = 1.0, output: str = "average", u0=None, first_step: str = "drop",
-         boundary: str = "reuse", ell=None, noise=None, seed=None, verbose=None, callback=None, stop=None,
-         max_queries: int | None = None, max_time: float | None = None, store_iterates: bool = False) -> dict:
-    """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (Algorithms 1-4 of the paper).
+@dataclass
+class OGDAOptions:
+    """The step, estimator and averaging options of :func:`ogda`, checked when created.
 
-    Parameters
-    ----------
     method : one of ``ogda-rr``, ``ogda-wr``, ``sgda-rr``, ``sgda-wr``.
     order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
     epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
@@ -122,7 +118,6 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         for a run of unknown length, at epoch s in [2^j, 2^(j+1)) the average over the epochs 2^(j-1)..s,
         between the last half and the last three quarters of the run; the doubling trick of
         :mod:`fairmodel.stochastic.averaging`).
-    u0 : starting point (default: the projection of 0); it must be feasible.
     first_step : ``"drop"`` (no optimistic term at the very first step, where u_{-1} is undefined) or ``"repeat"``
         (u_{-1} := u_0 with a random sigma_{-1}: one extra query).
     boundary : ``"reuse"`` (the cached F_hat of the last step of the previous epoch, computed with
@@ -136,6 +131,282 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
         step of robust stochastic approximation D / (M sqrt(N)) needs the noise M over the whole domain, which
         probes at the start can underestimate (a one-point estimate (d/R) L_i(u + R v) v grows with |L_i|, e.g.
         with ||w|| in strategic DRO, where the larger steps otherwise feed on themselves).
+    """
+
+    method: str = "ogda-rr"
+    order: int = 0
+    epochs: int = 100
+    eta0: object = 0.01
+    R0: object = 0.1
+    chi: float = 0.05
+    schedule: str = "theory"
+    eta_max: object = None
+    estimator: str = "one-point"
+    y_step_scale: float = 1.0
+    output: str = "average"
+    first_step: str = "drop"
+    boundary: str = "reuse"
+    ell: object = None
+    noise: object = None
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise OptionError(f"unknown method {self.method!r}; valid methods are {', '.join(METHODS)}")
+        if self.order not in (0, 1) or isinstance(self.order, bool):
+            raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {self.order!r}")
+        if self.estimator not in ESTIMATORS:
+            raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {self.estimator!r}")
+        if self.output not in ("average", "suffix", "tail"):
+            raise OptionError(f"output must be 'average', 'suffix' or 'tail'; got {self.output!r}")
+        if self.first_step not in ("drop", "repeat"):
+            raise OptionError(f"first_step must be 'drop' or 'repeat'; got {self.first_step!r}")
+        if self.boundary not in ("reuse", "recompute"):
+            raise OptionError(f"boundary must be 'reuse' or 'recompute'; got {self.boundary!r}")
+        self.y_step_scale = _positive(self.y_step_scale, "y_step_scale")
+        if self.noise is not None:
+            self.noise = _positive(self.noise, "noise")
+
+    @property
+    def optimistic(self) -> bool:
+        return self.method.startswith("ogda")
+
+    @property
+    def reshuffle(self) -> bool:
+        return self.method.endswith("-rr")
+
+
+class StepSizes:
+    """eta_t and R_t of epoch t: the schedule (:func:`step_schedules`) times the noise damping (``noise=``, never
+    up) and the factor of the warm restarts asked by ``stop``."""
+
+    def __init__(self, opts: OGDAOptions):
+        self.eta_f, self.R_f = step_schedules(opts.schedule, opts.eta0, opts.R0, opts.chi, opts.epochs, opts.eta_max)
+        if opts.ell is not None and self.eta_f(0) >= 1.0 / (2.0 * _positive(opts.ell, "ell")):
+            warnings.warn(f"eta0 = {self.eta_f(0):g} >= 1/(2 ell) = {1 / (2 * opts.ell):g}: the step hypothesis of "
+                          f"Theorem 4.1 of Maheshwari et al. 2022 fails, convergence is not guaranteed", stacklevel=3)
+        self.noise, self.y_scale = opts.noise, opts.y_step_scale
+        self.damping, self.rescale, self.restarts = 1.0, 1.0, 0
+
+    def at(self, t: int) -> tuple[float, float]:
+        """(eta, R) of epoch t."""
+        return self.eta_f(t) * self.damping * self.rescale, self.R_f(t)
+
+    def observe_noise(self, g_sum: np.ndarray, g_sq: float, n: int) -> None:
+        """Shrink the following epochs' steps when the spread of this epoch's x-estimates exceeds the noise set."""
+        if self.noise is not None and n > 1:
+            spread = math.sqrt(max(g_sq - float(g_sum @ g_sum) / n, 0.0) / (n - 1))
+            self.damping = min(self.damping, NOISE_MARGIN * self.noise / spread) if spread > 0 else self.damping
+
+    def restart(self, factor: float) -> None:
+        self.rescale *= factor
+        self.restarts += 1
+
+    def summary(self, done: int) -> dict:
+        return {"eta0": self.eta_f(0), "eta_last": self.eta_f(max(done - 1, 0)) * self.damping * self.rescale,
+                "R0": self.R_f(0), "step_damping": self.damping, "step_restarts": self.restarts,
+                "y_step_scale": self.y_scale}
+
+
+class IterateAverage:
+    """The eta-weighted average of the post-update iterates over the output window of ``output``.
+
+    The y-part is summed lazily (a coordinate's running sum is brought up to date only when it changes:
+    sum += y_j * (W - W at its last change), in :meth:`_Run.step_y`), so a step that changes a few coordinates of y costs
+    O(d_x). ``anchors`` hold the running sums at the epochs 2^j where a tail window may start.
+    """
+
+    def __init__(self, d_x: int, d_y: int, output: str, epochs: int, store: bool):
+        self.acc_x, self.acc_y, self.last_w, self.weight = np.zeros(d_x), np.zeros(d_y), np.zeros(d_y), 0.0
+        self.output, self.epochs, self.store = output, epochs, store
+        self.base_sum, self.base_weight = 0.0, 0.0     # the running sum and weight where the output window starts
+        self.anchors, self.restart = {}, None          # tail windows; the last restart (epoch, sum, weight)
+        self.iterates, self.iterate_weights = [], []
+
+    def running_sum(self, y: np.ndarray) -> np.ndarray:
+        return np.concatenate([self.acc_x, self.acc_y + y * (self.weight - self.last_w)])
+
+    def start_epoch(self, t: int, y: np.ndarray) -> None:
+        """Mark where an output window may start (the second half for "suffix", powers of two for "tail")."""
+        if self.output == "suffix" and t == self.epochs // 2:
+            self.base_sum, self.base_weight = self.running_sum(y), self.weight
+        elif self.output == "tail" and t & (t - 1) == 0:
+            self.anchors = {e: v for e, v in self.anchors.items() if e >= t // 4}
+            self.anchors[t] = (self.running_sum(y), self.weight)
+
+    def mark_restart(self, epoch: int, y: np.ndarray) -> None:
+        """A warm restart: with ``output="tail"`` the window starts again at ``epoch``."""
+        self.restart = (epoch, self.running_sum(y), self.weight)
+
+    def output_now(self, u: np.ndarray, done: int) -> np.ndarray:
+        """The output of a run stopped now: the average over the output window (over all the iterates when the
+        window has not started yet), or u itself before any step."""
+        s0, w0 = self.base_sum, self.base_weight
+        if self.output == "tail" and done:
+            first = tail_start(done - 1)
+            s0, w0 = self.anchors.get(first, (0.0, 0.0))
+            if self.restart is not None and first < self.restart[0] < done:     # the window starts at the restart
+                s0, w0 = self.restart[1], self.restart[2]
+        y = u[self.acc_x.shape[0]:]
+        if self.weight > w0:
+            return (self.running_sum(y) - s0) / (self.weight - w0)
+        return self.running_sum(y) / self.weight if self.weight > 0 else u.copy()
+
+
+class _Run:
+    """One run's iterate u = (x, y) (updated in place), its estimator, steps, average and the optimistic memory
+    (the previous component, its estimate, and the point and direction it was taken at)."""
+
+    def __init__(self, oracle: SaddleOracle, opts: OGDAOptions, u: np.ndarray, rng, store: bool):
+        self.oracle, self.opts, self.u, self.rng = oracle, opts, u, rng
+        self.n, self.d_x = oracle.n, oracle.d_x
+        self.x, self.y = u[:self.d_x], u[self.d_x:]          # views: the iterate is updated in place
+        self.est = Estimator(oracle, opts.order, opts.estimator)
+        self.steps = StepSizes(opts)
+        self.avg = IterateAverage(self.d_x, oracle.dim - self.d_x, opts.output, opts.epochs, store)
+        box = oracle.y_box
+        self.box, self.lo, self.hi = box, *((box[0].tolist(), box[1].tolist()) if box is not None else (None, None))
+        self.prev_i, self.g_prev, self.u_prev, self.v_prev = None, None, None, None
+        self.k = 0                                          # the inner step (for the message of a failure)
+
+    def step_y(self, terms, step: float) -> None:
+        """y <- Proj_Y(y - step * sum of the y-parts of ``terms``), sparse when every part is."""
+        y, avg = self.y, self.avg
+        if self.box is not None and all(t[1] is not None for t in terms):
+            # a few coordinates: plain Python scalars beat NumPy calls on 1-3 entries (measured ~5x)
+            acc_y, last_w, weight, lo, hi = avg.acc_y, avg.last_w, avg.weight, self.lo, self.hi
+            change: dict = {}
+            for _, yi, gy in terms:
+                for j, g in zip(yi.tolist(), gy.tolist()):
+                    change[j] = change.get(j, 0.0) + g
+            for j, g in change.items():
+                acc_y[j] += y[j] * (weight - last_w[j])
+                last_w[j] = weight
+                yj = y[j] - step * g
+                y[j] = min(max(yj, lo[j]), hi[j])
+            return
+        total = np.zeros(y.shape[0])
+        for _, yi, gy in terms:
+            if yi is None:
+                total += gy
+            else:
+                np.add.at(total, yi, gy)
+        avg.acc_y[:] += y * (avg.weight - avg.last_w)
+        avg.last_w[:] = avg.weight
+        y[:] = self.oracle.project_y(y - step * total)
+
+    def epoch(self, t: int) -> tuple[float, float]:
+        """The n inner steps of epoch t (eq. (5) for OGDA, (43)/(44) for SGDA); returns (eta, R)."""
+        opts, est, avg, rng, n, u, x = self.opts, self.est, self.avg, self.rng, self.n, self.u, self.x
+        optimistic, order, noise = opts.optimistic, opts.order, opts.noise is not None
+        avg.start_epoch(t, self.y)
+        eta, R = self.steps.at(t)
+        g_sum, g_sq = np.zeros(self.d_x), 0.0
+        step_x, step_yb = eta, eta * opts.y_step_scale
+        idx_t = rng.permutation(n) if opts.reshuffle else rng.integers(0, n, size=n)
+        V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
+        prev_i, g_prev = self.prev_i, self.g_prev
+        if optimistic and t == 0 and opts.first_step == "repeat":
+            prev_i, self.u_prev = int(rng.integers(0, n)), u.copy()
+            self.v_prev = sphere_directions(rng, 1, est.d_zo)[0] if order == 0 else None
+            g_prev = est(prev_i, self.u_prev, R, self.v_prev)
+        elif optimistic and t > 0 and opts.boundary == "recompute":
+            g_prev = est(prev_i, self.u_prev, R, self.v_prev)
+        recompute, project_x, step_y = opts.boundary == "recompute", self.oracle.project_x, self.step_y
+        store = avg.store
+        k = 0
+        try:
+            for k in range(n):
+                i, v = int(idx_t[k]), V[k]
+                g_cur = est(i, u, R, v)
+                if noise:
+                    g_sum += g_cur[0]
+                    g_sq += float(g_cur[0] @ g_cur[0])
+                if optimistic and prev_i is not None:
+                    g_pc = est(prev_i, u, R, v)
+                    gx = g_cur[0] + g_pc[0] - g_prev[0]
+                    terms = (g_cur, g_pc, (None, g_prev[1], -g_prev[2]))
+                else:
+                    gx, terms = g_cur[0], (g_cur,)
+                if optimistic:
+                    prev_i, g_prev = i, g_cur
+                    if recompute and k == n - 1:
+                        self.u_prev, self.v_prev = u.copy(), v
+                x[:] = project_x(x - step_x * gx)
+                step_y(terms, step_yb)
+                avg.acc_x += eta * x
+                avg.weight += eta
+                if store:
+                    avg.iterates.append(u.copy())
+                    avg.iterate_weights.append(eta)
+        finally:
+            self.k, self.prev_i, self.g_prev = k, prev_i, g_prev
+        self.steps.observe_noise(g_sum, g_sq, n)
+        return eta, R
+
+    def info(self, t: int, elapsed: float) -> dict:
+        """What the callback and stop hooks see after epoch t."""
+        avg, est = self.avg, self.est
+        return {"epoch": t, "u": avg.output_now(self.u, t + 1), "u_sum": avg.running_sum(self.y),
+                "weight": avg.weight, "u_last": self.u.copy(), "queries": est.queries, "gradients": est.gradients,
+                "time": elapsed}
+
+
+def _hooks(run: _Run, t: int, record: dict, elapsed: float, callback, stop) -> tuple[str, str] | None:
+    """The callback and the stop hook after epoch t: (status, message) when the run ends, else None (a number in
+    (0, 1) from ``stop`` is a warm restart: smaller steps, a new output window)."""
+    if callback is None and stop is None:
+        return None
+    info = run.info(t, elapsed)
+    out = callback(info) if callback is not None else None
+    if out is True:
+        return "completed", f"stopped by the callback after epoch {t}"
+    if isinstance(out, dict):
+        record.update(out)
+    verdict = stop(info) if stop is not None else None
+    if verdict is True:
+        return "converged", f"stopped after epoch {t}"
+    if isinstance(verdict, float) and 0.0 < verdict < 1.0:
+        run.steps.restart(verdict)
+        run.avg.mark_restart(t + 1, run.y)
+        record["restart"] = run.steps.rescale
+    return None
+
+
+def _budget(run: _Run, t: int, elapsed: float, max_queries, max_time, bar) -> tuple[str, str] | None:
+    """(status, message) when a budget is reached or Ctrl-C was pressed after epoch t, else None. The query
+    budget counts value queries (order 0) or gradient evaluations (order 1); schedules.check_budget speaks of
+    gradient evaluations only, hence these lines of our own."""
+    est = run.est
+    if max_queries is not None and (est.queries if run.opts.order == 0 else est.gradients) >= max_queries:
+        return "budget_exhausted", f"query budget {max_queries} reached at epoch {t}"
+    if max_time is not None and elapsed >= max_time:
+        return "budget_exhausted", f"time budget {max_time} s reached at epoch {t}"
+    if bar.stopped:
+        return "interrupted", f"interrupted (Ctrl-C) after epoch {t}"
+    return None
+
+
+def _start_point(oracle: SaddleOracle, u0) -> np.ndarray:
+    dim = oracle.dim
+    u = oracle.project(np.zeros(dim)) if u0 is None else np.array(u0, dtype=float)
+    if u.shape != (dim,) or not np.all(np.isfinite(u)):
+        raise OptionError(f"u0 must be a finite vector of length {dim}")
+    if np.linalg.norm(oracle.project(u) - u) > 1e-9 * max(1.0, np.linalg.norm(u)):
+        raise OptionError("u0 is not feasible; project it onto the domain first")
+    return u
+
+
+def ogda(oracle: SaddleOracle, options: OGDAOptions | None = None, *, u0=None, seed=None, verbose=None,
+         callback=None, stop=None, max_queries: int | None = None, max_time: float | None = None,
+         store_iterates: bool = False, **settings) -> dict:
+    """Run OGDA-RR / OGDA-WR / SGDA-RR / SGDA-WR on ``oracle`` (Algorithms 1-4 of the paper).
+
+    Parameters
+    ----------
+    options : an :class:`OGDAOptions` (method, order, epochs, the step and radius schedules, the estimator, the
+        y-step scale, the output average, the first step and epoch boundary, ell, noise); or give its fields as
+        keywords (``settings``), e.g. ``ogda(oracle, method="sgda-rr", epochs=50)``.
+    u0 : starting point (default: the projection of 0); it must be feasible.
     callback : called after every epoch with a dict (epoch; u: the output the run would return if it stopped
         now; u_sum and weight: the running eta-weighted sum of all post-update iterates and the sum of the weights
         since the start, so any window average is a difference quotient; u_last, queries, gradients, time); it
@@ -150,191 +421,46 @@ def ogda(oracle: SaddleOracle, *, method: str = "ogda-rr", order: int = 0, epoch
 
     Returns a dict: ``u`` (the eta-weighted average of the post-update iterates), ``u_last``, ``status``
     (``completed``, ``converged``, ``budget_exhausted`` or ``failed``), ``message``, ``history`` (one record per
-    epoch for the first HISTORY_RECORDS epochs, then one every epochs // HISTORY_RECORDS), ``queries`` (value-oracle calls), ``gradients`` (gradient-oracle calls), ``epochs_run``.
+    epoch for the first HISTORY_RECORDS epochs, then one every epochs // HISTORY_RECORDS), ``queries`` (value-oracle
+    calls), ``gradients`` (gradient-oracle calls), ``epochs_run``, ``steps`` (the step sizes used).
     Query count with the defaults: 2nT - 1 (OGDA: two new values per step, none at the first optimistic
     term) or nT (SGDA); twice that with the two-point estimator.
     """
-    if method not in METHODS:
-        raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)}")
-    if order not in (0, 1) or isinstance(order, bool):
-        raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {order!r}")
-    if estimator not in ESTIMATORS:
-        raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {estimator!r}")
-    if output not in ("average", "suffix", "tail"):
-        raise OptionError(f"output must be 'average', 'suffix' or 'tail'; got {output!r}")
-    if first_step not in ("drop", "repeat"):
-        raise OptionError(f"first_step must be 'drop' or 'repeat'; got {first_step!r}")
-    if boundary not in ("reuse", "recompute"):
-        raise OptionError(f"boundary must be 'reuse' or 'recompute'; got {boundary!r}")
-    if order == 0 and oracle.zo.shape[0] == 0:
+    if options is not None and settings:
+        raise OptionError(f"give the options either as an OGDAOptions or as keywords, not both; got options and "
+                          f"{', '.join(sorted(settings))}")
+    opts = OGDAOptions(**settings) if options is None else options
+    if opts.order == 0 and oracle.zo.shape[0] == 0:
         raise OptionError("zeroth-order mode needs at least one coordinate in zo_mask; use order=1 for exact "
                           "gradients everywhere")
-    y_scale = _positive(y_step_scale, "y_step_scale")
-    eta_f, R_f = step_schedules(schedule, eta0, R0, chi, epochs, eta_max)
-    if ell is not None and eta_f(0) >= 1.0 / (2.0 * _positive(ell, "ell")):
-        warnings.warn(f"eta0 = {eta_f(0):g} >= 1/(2 ell) = {1 / (2 * ell):g}: the step hypothesis of Theorem 4.1 of "
-                      f"Maheshwari et al. 2022 fails, convergence is not guaranteed", stacklevel=2)
-    rng = as_generator(seed)
-    n, dim, d_x = oracle.n, oracle.dim, oracle.d_x
-    u = oracle.project(np.zeros(dim)) if u0 is None else np.array(u0, dtype=float)
-    if u.shape != (dim,) or not np.all(np.isfinite(u)):
-        raise OptionError(f"u0 must be a finite vector of length {dim}")
-    if np.linalg.norm(oracle.project(u) - u) > 1e-9 * max(1.0, np.linalg.norm(u)):
-        raise OptionError("u0 is not feasible; project it onto the domain first")
-    optimistic = method.startswith("ogda")
-    reshuffle = method.endswith("-rr")
-    est = Estimator(oracle, order, estimator)
-    x, y = u[:d_x], u[d_x:]                 # views: the iterate is updated in place
-    box = oracle.y_box
-    lo, hi = (box[0].tolist(), box[1].tolist()) if box is not None else (None, None)
-
-    # the eta-weighted average of the post-update iterates; the y-part lazily (a coordinate's running sum
-    # is brought up to date only when it changes: sum += y_j * (W - W at its last change))
-    acc_x, acc_y, last_w, weight = np.zeros(d_x), np.zeros(dim - d_x), np.zeros(dim - d_x), 0.0
-    base_sum, base_weight = 0.0, 0.0      # the running sum and weight where the output window starts
-    anchors = {}                          # output="tail": the running sums at the epochs 2^j where windows start
-    iterates, iterate_weights = [], []
-    history, status, message, k, done = [], "completed", "", 0, 0
-    damping = 1.0                          # noise=: the factor of the steps (<= 1)
-    rescale, restart, restarts = 1.0, None, 0   # stop= warm restarts: step factor, (epoch, sum, weight), count
-    if noise is not None:
-        noise = _positive(noise, "noise")
+    run = _Run(oracle, opts, _start_point(oracle, u0), as_generator(seed), store_iterates)
+    epochs, history, status, message, done = opts.epochs, [], "completed", "", 0
     stride = max(1, epochs // HISTORY_RECORDS)   # long runs: a record every stride epochs after the first ones
-    prev_i, g_prev, u_prev, v_prev = None, None, None, None
-
-    def running_sum():
-        return np.concatenate([acc_x, acc_y + y * (weight - last_w)])
-
-    def output_now():
-        """The output of a run stopped now: the average over the output window (over all the iterates when the
-        window has not started yet), or u itself before any step."""
-        s0, w0 = base_sum, base_weight
-        if output == "tail" and done:
-            first = tail_start(done - 1)
-            s0, w0 = anchors.get(first, (0.0, 0.0))
-            if restart is not None and first < restart[0] < done:     # the window starts at the last restart
-                s0, w0 = restart[1], restart[2]
-        if weight > w0:
-            return (running_sum() - s0) / (weight - w0)
-        return running_sum() / weight if weight > 0 else u.copy()
-
-    def step_y(terms, step):
-        """y <- Proj_Y(y - step * sum of the y-parts of ``terms``), sparse when every part is."""
-        if box is not None and all(t[1] is not None for t in terms):
-            # a few coordinates: plain Python scalars beat NumPy calls on 1-3 entries (measured ~5x)
-            change: dict = {}
-            for _, yi, gy in terms:
-                for j, g in zip(yi.tolist(), gy.tolist()):
-                    change[j] = change.get(j, 0.0) + g
-            for j, g in change.items():
-                acc_y[j] += y[j] * (weight - last_w[j])
-                last_w[j] = weight
-                yj = y[j] - step * g
-                y[j] = min(max(yj, lo[j]), hi[j])
-            return
-        total = np.zeros(dim - d_x)
-        for _, yi, gy in terms:
-            if yi is None:
-                total += gy
-            else:
-                np.add.at(total, yi, gy)
-        acc_y[:] += y * (weight - last_w)
-        last_w[:] = weight
-        y[:] = oracle.project_y(y - step * total)
-
     start = time.perf_counter()
-    with Progress(epochs, f"{method} (order {order})", verbose) as bar:
+    with Progress(epochs, f"{opts.method} (order {opts.order})", verbose) as bar:
         try:
             for t in range(epochs):
-                if output == "suffix" and t == epochs // 2:      # the output window starts here
-                    base_sum, base_weight = running_sum(), weight
-                elif output == "tail" and t & (t - 1) == 0:      # a power of two: a tail window may start here
-                    anchors = {e: v for e, v in anchors.items() if e >= t // 4}
-                    anchors[t] = (running_sum(), weight)
-                eta, R = eta_f(t) * damping * rescale, R_f(t)
-                g_sum, g_sq = np.zeros(d_x), 0.0
-                step_x, step_yb = eta, eta * y_scale
-                idx_t = rng.permutation(n) if reshuffle else rng.integers(0, n, size=n)
-                V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
-                if optimistic and t == 0 and first_step == "repeat":
-                    prev_i, u_prev = int(rng.integers(0, n)), u.copy()
-                    v_prev = sphere_directions(rng, 1, est.d_zo)[0] if order == 0 else None
-                    g_prev = est(prev_i, u_prev, R, v_prev)
-                elif optimistic and t > 0 and boundary == "recompute":
-                    g_prev = est(prev_i, u_prev, R, v_prev)
-                for k in range(n):
-                    i, v = int(idx_t[k]), V[k]
-                    g_cur = est(i, u, R, v)
-                    if noise is not None:
-                        g_sum += g_cur[0]
-                        g_sq += float(g_cur[0] @ g_cur[0])
-                    if optimistic and prev_i is not None:
-                        g_pc = est(prev_i, u, R, v)
-                        gx = g_cur[0] + g_pc[0] - g_prev[0]
-                        terms = (g_cur, g_pc, (None, g_prev[1], -g_prev[2]))
-                    else:
-                        gx, terms = g_cur[0], (g_cur,)
-                    if optimistic:
-                        prev_i, g_prev = i, g_cur
-                        if boundary == "recompute" and k == n - 1:
-                            u_prev, v_prev = u.copy(), v
-                    x[:] = oracle.project_x(x - step_x * gx)
-                    step_y(terms, step_yb)
-                    acc_x += eta * x
-                    weight += eta
-                    if store_iterates:
-                        iterates.append(u.copy())
-                        iterate_weights.append(eta)
-                if noise is not None and n > 1:
-                    spread = math.sqrt(max(g_sq - float(g_sum @ g_sum) / n, 0.0) / (n - 1))
-                    damping = min(damping, NOISE_MARGIN * noise / spread) if spread > 0 else damping
+                eta, R = run.epoch(t)
                 elapsed = time.perf_counter() - start
-                record = {"epoch": t, "queries": est.queries, "gradients": est.gradients, "eta": eta, "R": R,
+                record = {"epoch": t, "queries": run.est.queries, "gradients": run.est.gradients, "eta": eta, "R": R,
                           "time": elapsed}
                 done = t + 1
                 if t < HISTORY_RECORDS or done % stride == 0:
                     history.append(record)
                 bar.update(1)
-                if callback is not None or stop is not None:
-                    info = {"epoch": t, "u": output_now(), "u_sum": running_sum(), "weight": weight,
-                            "u_last": u.copy(), "queries": est.queries, "gradients": est.gradients, "time": elapsed}
-                    out = callback(info) if callback is not None else None
-                    if out is True:
-                        message = f"stopped by the callback after epoch {t}"
-                        break
-                    if isinstance(out, dict):
-                        record.update(out)
-                    verdict = stop(info) if stop is not None else None
-                    if verdict is True:
-                        status, message = "converged", f"stopped after epoch {t}"
-                        break
-                    if isinstance(verdict, float) and 0.0 < verdict < 1.0:     # a warm restart with smaller steps
-                        rescale *= verdict
-                        restarts += 1
-                        restart = (t + 1, running_sum(), weight)
-                        record["restart"] = rescale
-                # the query budget counts value queries (order 0) or gradient evaluations (order 1);
-                # schedules.check_budget speaks of gradient evaluations only, hence these lines of our own
-                if max_queries is not None and (est.queries if order == 0 else est.gradients) >= max_queries:
-                    status, message = "budget_exhausted", f"query budget {max_queries} reached at epoch {t}"
-                    break
-                if max_time is not None and elapsed >= max_time:
-                    status, message = "budget_exhausted", f"time budget {max_time} s reached at epoch {t}"
-                    break
-                if bar.stopped:
-                    status, message = "interrupted", f"interrupted (Ctrl-C) after epoch {t}"
+                end = _hooks(run, t, record, elapsed, callback, stop) or _budget(run, t, elapsed, max_queries,
+                                                                                 max_time, bar)
+                if end is not None:
+                    status, message = end
                     break
         except NonFiniteValue as exc:
             status = "failed"
-            message = f"stopped at epoch {done}, inner step {k}: {exc}"
-    u_avg = output_now()
-    out = {"u": u_avg, "u_last": u.copy(), "status": status, "message": message, "history": history,
-           "queries": est.queries, "gradients": est.gradients, "epochs_run": done,
-           "steps": {"eta0": eta_f(0), "eta_last": eta_f(max(done - 1, 0)) * damping * rescale, "R0": R_f(0),
-                     "step_damping": damping, "step_restarts": restarts,
-                     "y_step_scale": y_scale}}
+            message = f"stopped at epoch {done}, inner step {run.k}: {exc}"
+    out = {"u": run.avg.output_now(run.u, done), "u_last": run.u.copy(), "status": status, "message": message,
+           "history": history, "queries": run.est.queries, "gradients": run.est.gradients, "epochs_run": done,
+           "steps": run.steps.summary(done)}
     if store_iterates:
-        out["iterates"], out["iterate_weights"] = np.array(iterates), np.array(iterate_weights)
+        out["iterates"], out["iterate_weights"] = np.array(run.avg.iterates), np.array(run.avg.iterate_weights)
     return out
 
 

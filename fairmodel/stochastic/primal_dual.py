@@ -13,7 +13,8 @@ judge's checks pass, over the tail of the epochs run so far (``output="tail"``,
 from its averaged output (restarted averaging, which converges linearly on sharp saddle problems: Applegate,
 Hinder, Lu, Lubin 2023) with steps measured again at the restart point.
 
-The oracle protocol (what :class:`fairmodel.families.lagrangian.LagrangianOracle` implements):
+The oracle protocol (:class:`~fairmodel.oracles.protocols.PrimalDualOracle`; the generic reduction's
+``LagrangianOracle`` implements it):
 
 * ``shape``, ``blocks`` (the sizes of the simplices), ``project(w)``, ``n_samples``;
 * ``snapshot(w, ys)``: an exact full pass, with ``values`` (v_b(w) per block), ``grad`` (grad_w Phi(w, ys)),
@@ -30,6 +31,7 @@ import time
 import numpy as np
 
 from ..errors import OptionError
+from ..oracles.protocols import PrimalDualOracle
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_int, check_number
 from .aleg import normalize_log
@@ -41,7 +43,7 @@ MIN_INNER = 50      # inner steps per epoch at least (small data sets: one pass 
 OUTPUTS = ("suffix", "tail")
 
 
-def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=None, step_y=None, w0=None,
+def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None = None, step_w=None, step_y=None, w0=None,
                 y0=None, output: str = "suffix", seed=None, verbose=None, callback=None,
                 max_time: float | None = None) -> dict:
     """Run the method; returns w, ys (the averaged output), status, message, history and counters.

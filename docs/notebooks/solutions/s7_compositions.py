@@ -61,9 +61,10 @@ print(report.to_markdown())
 # %% [markdown] tags=["solution"]
 # The exact backend lowers the declaration atom by atom to one CVXPY program; the stochastic backend is the generic
 # primal-dual method. Its certificate is the Lagrangian gap $\max_y \Phi(w, y) - \min_{w'} \Phi(w', y)$ at the
-# returned $(w, y)$ (the inner minimum solved exactly): by weak duality $\min_{w'} \Phi(w', y) \le \mathrm{OPT}$,
-# and for a *feasible* $w$ the objective is at most $\max_y \Phi(w, y)$, so the gap bounds the suboptimality of a
-# feasible $w$ (an infeasible one must be read with its violation).
+# returned $(w, y)$ (the inner minimum bounded from below: the Frank-Wolfe bound on a ball, else CVXPY): by weak
+# duality $\min_{w'} \Phi(w', y) \le \mathrm{OPT}$, and for a *feasible* $w$ the objective is at most
+# $\max_y \Phi(w, y)$, so the gap bounds the suboptimality of a feasible $w$ (an infeasible one must be read with
+# its violation).
 
 # %% tags=["solution"]
 gap = report.stochastic.certificate["lagrangian_gap"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DataError, ExpressionTypeError, ModelError
-from ...oracles import losses as K
+from ...oracles.losses import Hinge, Huber, Kernel, Logistic, Softmax, Squared, SquaredHinge
 from ...utilities.validate import check_sample_weight
 from ..core import Expr
 from ..variables import LinearScore
@@ -26,7 +26,7 @@ class Loss(Expr):
     """A per-sample loss ``kernel.phi(z_i, y_i)`` of a per-sample score z."""
 
     kind = "samples"
-    kernel: type[K.Kernel] = K.Kernel
+    kernel: type[Kernel] = Kernel
 
     def __init__(self, score: Expr, y, sample_weight=None):
         if not isinstance(score, Expr) or score.kind != "samples":
@@ -36,7 +36,7 @@ class Loss(Expr):
         self.args = (score,)
         self.size = score.size
         n_outputs = score.w.n_outputs if isinstance(score, LinearScore) else None
-        if n_outputs is not None and self.kernel is not K.Softmax:
+        if n_outputs is not None and self.kernel is not Softmax:
             raise ModelError(f"{type(self).__name__} takes the score of a vector of weights; {score.w.name} is a "
                              f"matrix (n_outputs={n_outputs}): for several classes use fm.softmax_loss")
         if y is None:
@@ -91,7 +91,7 @@ class Loss(Expr):
 class LogisticLoss(Loss):
     """log(1 + exp(-y z)) with labels in {-1, +1} ({0, 1} is mapped to {-1, +1})."""
 
-    kernel = K.Logistic
+    kernel = Logistic
     definition = ("logistic(z, y) = log(1 + exp(-y z)): the logistic loss",
                   "$\\operatorname{logistic}(z, y) = \\log(1 + e^{-yz})$: the logistic loss")
 
@@ -99,7 +99,7 @@ class LogisticLoss(Loss):
 class HingeLoss(Loss):
     """max(0, 1 - y z) with labels in {-1, +1} ({0, 1} is mapped)."""
 
-    kernel = K.Hinge
+    kernel = Hinge
     definition = ("hinge(z, y) = max(0, 1 - y z): the hinge loss",
                   "$\\operatorname{hinge}(z, y) = \\max(0, 1 - yz)$: the hinge loss")
 
@@ -107,7 +107,7 @@ class HingeLoss(Loss):
 class SquaredLoss(Loss):
     """(z - y)^2 for real-valued targets."""
 
-    kernel = K.Squared
+    kernel = Squared
     definition = ("squared(z, y) = (z - y)^2: the squared loss",
                   "$\\operatorname{squared}(z, y) = (z - y)^2$: the squared loss")
 
@@ -116,7 +116,7 @@ class HuberLoss(Loss):
     """(z - y)^2 for |z - y| <= delta, 2 delta |z - y| - delta^2 beyond, for real-valued targets."""
 
     def __init__(self, score, y, sample_weight=None, delta: float = 1.0):
-        self.kernel = K.Huber.with_delta(delta)
+        self.kernel = Huber.with_delta(delta)
         super().__init__(score, y, sample_weight)
 
     def copy(self, args):
@@ -133,7 +133,7 @@ class HuberLoss(Loss):
 class SquaredHingeLoss(Loss):
     """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped)."""
 
-    kernel = K.SquaredHinge
+    kernel = SquaredHinge
     definition = ("squared_hinge(z, y) = max(0, 1 - y z)^2: the squared hinge loss",
                   "$\\operatorname{squared\\_hinge}(z, y) = \\max(0, 1 - yz)^2$: the squared hinge loss")
 
@@ -141,7 +141,7 @@ class SquaredHingeLoss(Loss):
 class SoftmaxLoss(Loss):
     """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
 
-    kernel = K.Softmax
+    kernel = Softmax
     definition = ("softmax_ce(z, y) = log sum_c exp(z_c) - z_y: the multiclass cross-entropy of the scores z in R^C",
                   "$\\operatorname{softmax\\_ce}(z, y) = \\log \\sum_c e^{z_c} - z_y$: the multiclass "
                   "cross-entropy of the scores $z \\in \\mathbb{R}^C$")

@@ -6,12 +6,12 @@ allowed keys of [problem] with their meaning, one-line description)``; one modul
 from __future__ import annotations
 
 from ...errors import FairmodelError
-from . import auc, composite, dp, group_risk, partial, saddle, strategic
+from . import auc, composite, dp, group_risk, minmax, partial, strategic
 from .spec import (DATA_KEYS, MODEL_KEYS, ProblemFileError, Spec, build_loss, build_weights,  # noqa: F401
                    file_backend, load_data, read, set_value, solve_options)
 
 FAMILIES = {**group_risk.FAMILIES, **composite.FAMILIES, **dp.FAMILIES, **auc.FAMILIES, **partial.FAMILIES,
-            **strategic.FAMILIES, **saddle.FAMILIES}
+            **strategic.FAMILIES, **minmax.FAMILIES}
 
 
 def build_problem(spec: Spec, data):
@@ -41,7 +41,7 @@ def sweepable_keys(spec: Spec, backend: str) -> list[str]:
     """The dotted keys a sweep of this file may vary with ``backend`` (each takes effect in every solve)."""
     family = _family(spec)
     keys = [f"problem.{k}" for k in FAMILIES[family][1]] if family in FAMILIES else []
-    if family not in saddle.DATALESS:
+    if family not in minmax.DATALESS:
         keys += [f"data.{k}" for k in DATA_KEYS] + [f"model.{k}" for k in MODEL_KEYS]
     keys += ["solve.method"] if backend == file_backend(spec) else []
     keys += ["solve.seed"] if backend == "stochastic" else []
@@ -60,7 +60,7 @@ def check_sweepable(spec: Spec, key: str, backend: str) -> None:
 
 def load_spec(spec: Spec):
     """(problem, data) of a read problem file; data is None for a family that needs none (a min-max game)."""
-    if _family(spec) in saddle.DATALESS:
+    if _family(spec) in minmax.DATALESS:
         if "data" in spec.doc or "model" in spec.doc:
             raise spec.error("[data]" if "data" in spec.doc else "[model]", f"the {_family(spec)} family takes no "
                              f"data and no model; remove the table")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...data import datasets as D
+from ...data import datasets
 from ...data.dataset import Dataset, encode_columns, standardize_columns
 from ...errors import DataError, FairmodelError
 from ...expressions import Weights
@@ -56,7 +56,7 @@ class ProblemFileError(DataError):
 
 TOP_KEYS = {"title": "a title (text)", "data": "the data table", "model": "the model table",
             "problem": "the problem table", "solve": "solve options"}
-DATA_KEYS = {"name": "a bundled data set: " + ", ".join(D.BUNDLED), "csv": "path of a CSV file",
+DATA_KEYS = {"name": "a bundled data set: " + ", ".join(datasets.BUNDLED), "csv": "path of a CSV file",
              "target": "target column", "sensitive": "sensitive attribute", "features": "feature columns (CSV)",
              "categorical": "CSV columns to one-hot encode", "subsample": "rows to keep (stratified)",
              "split": "fractions, e.g. [0.7, 0.3]; the problem uses the first part", "seed": "seed of subsample/split",
@@ -146,13 +146,13 @@ def load_data(spec: Spec) -> Dataset:
     if ("name" in t) == ("csv" in t):
         raise spec.error("[data]", "give exactly one of name (a bundled data set) or csv (a file path)")
     if "name" in t:
-        name = spec.get(t, "name", "[data]", "str", choices=list(D.BUNDLED))
+        name = spec.get(t, "name", "[data]", "str", choices=list(datasets.BUNDLED))
         options = {k: t[k] for k in LOADER_OPTIONS if k in t}
         for key in CSV_ONLY:
             if key in t:
                 raise spec.error(f"[data] {key}", "only for csv data; bundled data sets come encoded")
         try:
-            data = D.load(name, **options)
+            data = datasets.load(name, **options)
         except TypeError as exc:
             raise spec.error("[data]", f"option not accepted by the {name} loader: {exc}") from None
         except DataError as exc:

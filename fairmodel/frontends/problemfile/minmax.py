@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...saddle import SaddleProblem
+from ...minmax import SaddleProblem
 
 KEYS = {"game": "matrix (x^T A_i y on two simplices, default) or quadratic (smooth, strongly concave in y)",
         "A": "matrix game: the payoff matrix (m x k) or n matrices; omit for a random game",

@@ -18,14 +18,14 @@ run stops (:class:`~fairmodel.families.stopping.CertifiedStop` on the same check
 """
 from __future__ import annotations
 
-import inspect
 import numbers
 import time
+from dataclasses import fields
 
 import numpy as np
 
 from .errors import ModelError, OptionError
-from .exact import saddle as exact_saddle
+from .exact import minmax as exact_minmax
 from .exact.newton import ball_qp_step
 from .expressions.notation import layout
 from .families.base import DESCRIBE_FORMATS, Check, Solution, describe_sections
@@ -34,7 +34,7 @@ from .oracles.domains import Ball, Box, Simplex, as_domain
 from .oracles.protocols import SaddleOracle
 from .results.judge import Evaluation, verdict
 from .results.result import Result
-from .stochastic.ogda import METHODS, RestartOnStall, ogda
+from .stochastic.ogda import METHODS, OGDAOptions, RestartOnStall, ogda
 from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
 from .utilities import display
 from .utilities.threads import few_threads
@@ -58,8 +58,8 @@ GAP_REASON = ("it bounds the suboptimality of both players, max_y L(x, .) - OPT 
               "domains: the run must remove 99 % of it), and where the start is nearly a saddle point, of 1 % of the "
               "spread of L over 8 points of the domain around it, plus 1e-6 max(1, |L|) for the inner solves' "
               "tolerance")
-OGDA_OPTIONS = [p for p in inspect.signature(ogda).parameters if p not in ("oracle", "method", "order", "seed",
-                                                                             "verbose", "u0", "stop")]
+OGDA_OPTIONS = [f.name for f in fields(OGDAOptions) if f.name not in ("method", "order")] + \
+    ["callback", "max_queries", "max_time", "store_iterates"]
 
 
 def _method_for_backend(method, backend) -> str:
@@ -237,7 +237,7 @@ class SaddleProblem:
         if self.max_y is not None:
             return float(self.max_y(np.asarray(x, dtype=float)))
         if self.cvxpy_value is not None:
-            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(x, dtype=float), self.y_domain, "max",
+            return exact_minmax.inner_by_cvxpy(self.cvxpy_value, np.asarray(x, dtype=float), self.y_domain, "max",
                                                solver)
         return None
 
@@ -246,7 +246,7 @@ class SaddleProblem:
         if self.min_x is not None:
             return float(self.min_x(np.asarray(y, dtype=float)))
         if self.cvxpy_value is not None:
-            return exact_saddle.inner_by_cvxpy(self.cvxpy_value, np.asarray(y, dtype=float), self.x_domain, "min",
+            return exact_minmax.inner_by_cvxpy(self.cvxpy_value, np.asarray(y, dtype=float), self.x_domain, "min",
                                                solver)
         return None
 
@@ -499,7 +499,7 @@ class SaddleProblem:
                  max_y=lambda x: float(np.max(Abar.T @ x)), min_x=lambda y: float(np.min(Abar @ y)),
                  name="matrix game")
         sp._mean_value = lambda x, y: x @ Abar @ y
-        sp._exact = lambda solver: exact_saddle.matrix_game_lp(Abar, solver)
+        sp._exact = lambda solver: exact_minmax.matrix_game_lp(Abar, solver)
         sp._formula = (f"L_i(x, y) = x^T A_i y, i = 1..{A.shape[0]}, A_i in R^({A.shape[1]} x {A.shape[2]}): a matrix "
                        f"game (G2)", f"$L_i(x, y) = x^\\top A_i y$, $i = 1, \\dots, {A.shape[0]}$, $A_i \\in "
                        f"\\mathbb{{R}}^{{{A.shape[1]} \\times {A.shape[2]}}}$: a matrix game (G2)")
@@ -542,7 +542,7 @@ class SaddleProblem:
                  grad=lambda x, y, i: (A[i].T @ (A[i] @ x - b[i]) + B[i].T @ y, B[i] @ x - e[i] - mu * y),
                  max_y=lambda x: float(fit(x) + np.sum(huber(Bm @ x - em))), min_x=min_x, name="quadratic game")
         sp._mean_value = lambda x, y: fit(x) + y @ (Bm @ x - em) - mu / 2 * y @ y
-        sp._exact = lambda solver: exact_saddle.quadratic_game_program(A, b, B, e, mu, rho, solver)
+        sp._exact = lambda solver: exact_minmax.quadratic_game_program(A, b, B, e, mu, rho, solver)
         sp._formula = (f"L_i(x, y) = ||A_i x - b_i||^2 / 2 + y^T (B_i x - e_i) - mu ||y||^2 / 2, mu = {mu:g}, "
                        f"i = 1..{n}: the quadratic game (G1)",
                        f"$L_i(x, y) = \\|A_i x - b_i\\|^2 / 2 + y^\\top (B_i x - e_i) - \\mu \\|y\\|^2 / 2$, "

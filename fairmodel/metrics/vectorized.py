@@ -77,7 +77,7 @@ def _levels(values, inputs: Inputs):
     return levels, code, levels.size, local, local_levels
 
 
-class Kernel(ABC):
+class GroupMetric(ABC):
     """One metric: ``evaluate(W, cache)`` -> (by group ``(B, G)``, overall ``(B,)``) for weights ``W`` ``(n, B)``."""
 
     name = ""
@@ -87,7 +87,7 @@ class Kernel(ABC):
         """(by group, overall) values of the metric for the weight columns ``W``."""
 
 
-class AdditiveKernel(Kernel):
+class AdditiveMetric(GroupMetric):
     """A metric ``value(S)`` of the statistics ``S`` of one design, additive over groups."""
 
     def __init__(self, name, design_key, value, inputs):
@@ -98,7 +98,7 @@ class AdditiveKernel(Kernel):
         return np.stack([self.value(s) for s in per], axis=1), self.value(sum(per))
 
 
-class AUCKernel(Kernel):
+class AUCMetric(GroupMetric):
     """AUC of scores per group and overall, directly on the rows: with the negatives' weights cumulated in score
     order, a positive of weight w_i wins w_i (N_{<s_i} + N_{=s_i} / 2), the mean of the cumulated negative
     weight below and up to its score (ties count 1/2)."""
@@ -132,7 +132,7 @@ class AUCKernel(Kernel):
         return by, self._auc(W, self.all)
 
 
-class KSKernel(Kernel):
+class KSMetric(GroupMetric):
     """sup_t |F_g(t) - F(t)| between each group's weighted CDF of the predictions and the overall one (exact:
     the sup is attained at a prediction value). Overall it is 0 by definition."""
 
@@ -155,7 +155,7 @@ class KSKernel(Kernel):
         return np.stack(by, axis=1), np.zeros(W.shape[1])
 
 
-class DistributionGapKernel(Kernel):
+class DistributionGapMetric(GroupMetric):
     """Gaps between each group's and the overall distribution of a randomized predictor's outputs, from the
     weighted means of per-row columns ``[1, c_i1, ..., c_ik]`` (design ``design_key``): ``ks`` compares the CDFs
     (c = cumulated probabilities; the sup over t of two step functions with jumps at the levels is attained at a
@@ -173,7 +173,7 @@ class DistributionGapKernel(Kernel):
         return np.stack(by, axis=1), np.zeros(W.shape[1])
 
 
-class CallableKernel(Kernel):
+class CallableMetric(GroupMetric):
     """A user's metric ``f(y_true, y_pred, sample_weight=...)``, called per group and per draw (rows of zero
     weight left out, so a draw's call sees the rows drawn, weighted by their multiplicity)."""
 
@@ -225,15 +225,15 @@ class StatsCache:
 
 
 def build(inputs: Inputs, names, custom: dict):
-    """The designs and kernels of the metrics ``names`` (built-in) and ``custom`` (name -> callable)."""
-    designs, kernels = {}, []
+    """The designs and metrics of the names ``names`` (built-in) and ``custom`` (name -> callable)."""
+    designs, metrics = {}, []
     for name in names:
         if name in FROM_CONFUSION:
             if "confusion" not in designs:
                 yp = inputs.pred_pos.astype(np.intp)
                 yt = inputs.y_pos.astype(np.intp) if inputs.y_pos is not None else np.zeros_like(yp)
                 designs["confusion"] = Design(inputs, codes=2 * yt + yp, k=4)
-            kernels.append(AdditiveKernel(name, "confusion", FROM_CONFUSION[name], inputs))
+            metrics.append(AdditiveMetric(name, "confusion", FROM_CONFUSION[name], inputs))
         elif name in ("mse", "mae"):
             if "errors" not in designs and inputs.proba is not None:      # expected errors, pi integrated out
                 e = inputs.levels[None, :] - inputs.y_true[:, None]
@@ -244,31 +244,31 @@ def build(inputs: Inputs, names, custom: dict):
                 e = inputs.y_pred - inputs.y_true
                 designs["errors"] = Design(inputs, dense=np.column_stack([np.ones(inputs.n), e * e, np.abs(e)]))
             col = 1 if name == "mse" else 2
-            kernels.append(AdditiveKernel(name, "errors", lambda s, c=col: ratio(s[:, c], s[:, 0]), inputs))
+            metrics.append(AdditiveMetric(name, "errors", lambda s, c=col: ratio(s[:, c], s[:, 0]), inputs))
         elif name == "auc":
-            kernels.append(AUCKernel(inputs))
+            metrics.append(AUCMetric(inputs))
         elif name == "ks" and inputs.proba is not None:
             cdf = np.cumsum(inputs.proba, axis=1)                   # F(t) at every level
             designs["proba_cdf"] = Design(inputs, dense=np.column_stack([np.ones(inputs.n), cdf]))
-            kernels.append(DistributionGapKernel("ks", "proba_cdf", np.max, inputs))
+            metrics.append(DistributionGapMetric("ks", "proba_cdf", np.max, inputs))
         elif name == "pmf":
             designs["proba"] = Design(inputs, dense=np.column_stack([np.ones(inputs.n), inputs.proba]))
-            kernels.append(DistributionGapKernel("pmf", "proba", np.mean, inputs))
+            metrics.append(DistributionGapMetric("pmf", "proba", np.mean, inputs))
         elif name == "ks":
             levels, codes, k, local, local_levels = _levels(inputs.y_pred, inputs)
             designs["pred_levels"] = Design(inputs, codes=codes, k=k, local=local)
-            kernels.append(KSKernel(inputs, levels, local_levels))
+            metrics.append(KSMetric(inputs, levels, local_levels))
         else:
             raise KeyError(name)
     for name, (fn, first, second) in custom.items():
-        kernels.append(CallableKernel(name, fn, inputs, first, second))
-    return designs, kernels
+        metrics.append(CallableMetric(name, fn, inputs, first, second))
+    return designs, metrics
 
 
-def evaluate(kernels, designs, inputs, W):
+def evaluate(metrics, designs, inputs, W):
     """(by group ``(B, G, M)``, overall ``(B, M)``) of the M metrics for the weight matrix ``W`` ``(n, B)``."""
     cache = StatsCache(designs, inputs)
-    out = [k.evaluate(W, cache) for k in kernels]
+    out = [k.evaluate(W, cache) for k in metrics]
     return np.stack([o[0] for o in out], axis=2), np.stack([o[1] for o in out], axis=1)
 
 
