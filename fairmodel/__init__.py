@@ -41,6 +41,7 @@ from .sweep import Frontier, sweep
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")
+_ESTIMATORS += ("GroupThresholdPostProcessor",)
 
 
 def __getattr__(name):
