@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._validate import as_generator, check_choice, check_number
 from ..data import Groups
@@ -94,6 +94,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True       # X goes to the estimator only
         tags.non_deterministic = False      # predict draws from random_state: the same seed gives the same labels
         return tags
 
@@ -105,9 +106,9 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         eps = check_number(self.eps, "eps", low=0.0, high=1.0)
         costs = self._costs()
         X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if self.classes_.size != 2 or type_of_target(y, input_name="y") != "binary":
@@ -119,7 +120,8 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         weights = np.ones(n) if sw is None else sw
         base = LogisticRegression() if self.estimator is None else self.estimator
         if self.prefit:
-            check_is_fitted(base)
+            if isinstance(base, BaseEstimator):     # any object with a score method is accepted as fitted
+                check_is_fitted(base)
             self.estimator_ = base
         else:
             self.estimator_ = clone(base).fit(X, y) if sw is None else clone(base).fit(X, y, sample_weight=sw)
@@ -135,8 +137,9 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         codes, K = np.asarray(self.groups_.codes), self.groups_.n_groups
         rates = CONSTRAINT_RATES[self.constraint]
         start = time.perf_counter()
+        rates = rates if K > 1 else ()        # one group: no comparison, the best mixture of thresholds
         hulls = [roc.hull() for roc in group_rocs(scores, positive, weights, codes, K, rates)]
-        lp = solve_thresholds(hulls, rates if K > 1 else (), eps, costs, solver=self.solver)
+        lp = solve_thresholds(hulls, rates, eps, costs, solver=self.solver)
         solve_time = time.perf_counter() - start
         self.thresholds_ = [h.thresholds[w > 0] for h, w in zip(hulls, lp["weights"])]
         self.weights_ = [w[w > 0] for w in lp["weights"]]
