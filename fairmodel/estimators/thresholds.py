@@ -1,5 +1,5 @@
 """Group-specific randomized thresholds of any fitted classifier's scores (Hardt, Price, Srebro, "Equality of
-Opportunity in Supervised Learning", NeurIPS 2016, Section 4.2), solved exactly as an LP and judged.
+Opportunity in Supervised Learning", NeurIPS 2016: predictors derived from a score), solved exactly as an LP and judged.
 
     post = fm.GroupThresholdPostProcessor(clf, constraint="equalized_odds", eps=0.02, prefit=True)
     post.fit(X, y, sensitive_features=sex)
@@ -41,7 +41,7 @@ _REASON_CERTIFICATE = ("weak duality: the Lagrangian bound of the solver's multi
 class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     """Post-process a classifier's scores by one randomized threshold per group: the accuracy-maximizing (or
     weighted-error-minimizing) predictor whose largest pairwise gap of the compared rates is at most ``eps``
-    (Hardt, Price, Srebro 2016, Section 4.2, the LP (4.3) with a tolerance).
+    (Hardt, Price, Srebro 2016: their LP over the groups' ROC convex hulls, with a tolerance).
 
     **It needs the sensitive feature when predicting**: ``predict(X, sensitive_features=...)``. The thresholds are
     group-specific, so a row without its group cannot be classified. (``fm.DemographicParityPostProcessor``, the

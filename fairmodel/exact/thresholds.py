@@ -1,5 +1,5 @@
-"""The LP of the group-specific randomized thresholds of Hardt, Price, Srebro 2016 (Section 4.2, the
-optimization (4.3) with a tolerance): minimize the expected weighted error of a post-processed score subject to a
+"""The LP of the group-specific randomized thresholds of Hardt, Price, Srebro 2016 (predictors derived
+from a score, with a tolerance): minimize the expected weighted error of a post-processed score subject to a
 bound ``eps`` on the largest pairwise gap of the compared rates.
 
 Formulation: for every group g, a point ``lambda_g`` of the simplex over the vertices of the convex hull of the
@@ -11,7 +11,7 @@ group's ROC points (``oracles/thresholds.py``); every rate and the error are lin
 
 The pairwise rows bound the largest pairwise gap ``max_g r_g - min_g r_g`` (the comparison fairlearn's
 ``between_groups`` reports). The optimum is a monotone randomized threshold per group: the mixture of the
-vertices' rules (Hardt, Price, Srebro 2016, Lemma 4.3). The certificate is the LP's duality gap, the primal value
+vertices' rules (Hardt, Price, Srebro 2016). The certificate is the LP's duality gap, the primal value
 minus the Lagrangian bound of the solver's multipliers (``oracles/thresholds.lagrangian_bound``).
 """
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""Group-specific randomized thresholds of a score (Hardt, Price, Srebro 2016, Section 4.2): ROC points, their
-convex hull, the predictor's probabilities and its expected rates, and the Lagrangian bound that certifies the LP.
+"""Group-specific randomized thresholds of a score (Hardt, Price, Srebro 2016, predictors derived from a score):
+ROC points, their convex hull, the predictor's probabilities and its expected rates, and the Lagrangian bound that
+certifies the LP.
 
 For one group, the rule "predict 1 iff score >= t" at every distinct score t (and the empty rule, t = +inf) has
 weighted counts (FP(t), TP(t)): its ROC points. A randomized predictor that mixes these rules with weights
 ``lambda`` (a point of the simplex) predicts 1 at score s with probability ``q(s) = sum_{j: t_j <= s} lambda_j``,
 a nondecreasing step function of s: a monotone randomized threshold. Its expected counts are
 ``sum_j lambda_j (FP_j, TP_j)``, so the counts reachable are the convex hull of the ROC points: mixing the hull's
-vertices alone reaches all of them (Hardt, Price, Srebro 2016, Lemma 4.3 and Figure 2), and the LP of
+vertices alone reaches all of them (the ROC convex hull of Hardt, Price, Srebro 2016), and the LP of
 ``fairmodel.exact.thresholds`` takes those vertices as its variables.
 
 Every rate a constraint can compare is a linear function of a group's expected counts:
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..errors import DataError
 
-# the rates each constraint compares between groups (Hardt, Price, Srebro 2016, Definitions 1 and 2; demographic
+# the rates each constraint compares between groups (Hardt, Price, Srebro 2016 define the first two; demographic
 # parity compares the selection rates)
 CONSTRAINT_RATES = {"equalized_odds": ("true_positive_rate", "false_positive_rate"),
                     "equal_opportunity": ("true_positive_rate",),
