@@ -26,7 +26,7 @@ from ..exact.thresholds import solve_thresholds
 from ..families.base import Check, Evaluation, Solution, constraint_record
 from ..judge import verdict
 from ..oracles.thresholds import (CONSTRAINT_RATES, expected_rates, group_rocs, largest_pairwise_gap,
-                                  lagrangian_bound, threshold_probabilities)
+                                  threshold_probabilities)
 from ..results import Result
 from ._base import check_sample_weight, split_sensitive, warn_if_not_ok
 
