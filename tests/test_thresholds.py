@@ -112,6 +112,14 @@ def test_the_lp_equals_an_independent_formulation_and_its_rates_meet_the_bound(c
     assert r.metrics["accuracy"] == pytest.approx(accuracy, abs=1e-12)
 
 
+def test_clarabel_and_highs_give_the_same_optimum():
+    s, y, g, w = _data(n=300, seed=4)
+    results = [_fit(s, y, g, w, constraint="equalized_odds", eps=0.02, solver=name).result_
+               for name in ("HIGHS", "CLARABEL")]
+    assert all(r.ok for r in results)
+    assert results[0].objective == pytest.approx(results[1].objective, abs=LP_TOL)
+
+
 def _deterministic_rates(s, y, g, w, t):
     """Rates and accuracy of the deterministic rule "predict 1 iff score >= t[group]"."""
     pred = s >= np.array([t[k] for k in g])

@@ -24,9 +24,10 @@ import numpy as np
 from ..oracles.thresholds import lagrangian_bound
 from .solvers import solve
 
-# HiGHS's feasibility and optimality tolerances (default 1e-7) tightened: rates are O(1) numbers, and the judge
-# holds the true gap to eps + 1e-9
-HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+# the solvers' feasibility and optimality tolerances (HiGHS's default 1e-7, Clarabel's 1e-8) tightened: rates are
+# O(1) numbers, and the judge holds the true gap to eps + 1e-9
+SOLVER_OPTIONS = {"HIGHS": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+                  "CLARABEL": {"tol_feas": 1e-12, "tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12}}
 
 
 def pairwise_rows(rocs, rates):
@@ -62,7 +63,7 @@ def solve_thresholds(rocs, rates, eps: float, costs=(1.0, 1.0), solver: str | No
         cons.append(fair)
     prob = cp.Problem(cp.Minimize(sum(c_g @ v for c_g, v in zip(c, lam))), cons)
     name = "HIGHS" if solver is None else solver
-    options = HIGHS_OPTIONS if str(name).upper() == "HIGHS" else {}
+    options = SOLVER_OPTIONS.get(str(name).upper(), {})
     record = solve(prob, solver=name, verbose=verbose, needs="lp",
                    what="the LP of group-specific thresholds (Hardt, Price, Srebro 2016)", **options)
     weights = [np.clip(np.asarray(v.value, dtype=float), 0.0, None) for v in lam]
