@@ -71,3 +71,22 @@ def test_the_notation_names_the_comparison():
     assert "vs the population" in str(fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.1]))
     text = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post, pairwise=True) <= 0.1]).describe()
     assert "largest pairwise" in text
+
+
+def test_the_pairwise_notation_compiles_in_latex():
+    from tests.latex_check import check_latex
+
+    post, _ = _post()
+    check_latex(fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post, pairwise=True) <= 0.1])
+                .describe(format="latex"))
+
+
+def test_assess_names_the_comparison_of_its_rows():
+    rng = np.random.default_rng(0)
+    y, p, g = rng.integers(0, 2, 200), rng.integers(0, 2, 200), rng.integers(0, 2, 200)
+    a = fm.assess(y, y_pred=p, sensitive_features={"g": g}, metrics=["selection_rate"])
+    rates = [p[g == k].mean() for k in (0, 1)]
+    d = a.difference()
+    assert d.name == "difference (largest pairwise)" and d["selection_rate"] == pytest.approx(abs(rates[0] - rates[1]))
+    assert a.difference("to_overall").name == "difference (vs the population)"
+    assert "difference (largest pairwise)" in str(a) and "ratio (smallest pairwise)" in a.to_markdown()
