@@ -42,6 +42,7 @@ from .sweeps.frontier import Frontier, sweep
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")
+_ESTIMATORS += ("GroupThresholdPostProcessor",)
 
 
 def __getattr__(name):

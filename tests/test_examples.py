@@ -19,6 +19,7 @@ slow = pytest.mark.slow
 # example file -> (extra arguments, marks); "{out}" is replaced by a temporary output folder
 CASES = {
     "assessment.py": (["--n-boot", "50", "--out", "{out}"], []),
+    "assessment_thresholds.py": ([], []),
     "dp_postprocessing_quickstart.py": ([], []),
     "dp_postprocessing_multiclass.py": ([], []),
     "group_dro_adult.py": ([], [slow]),

@@ -19,6 +19,10 @@ fitted attributes ending with ``_``) and take the sensitive attribute as ``sensi
 
 ``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
 points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
+
+``GroupThresholdPostProcessor`` post-processes any classifier's scores by group-specific randomized thresholds
+(Hardt, Price, Srebro 2016), an exact LP; unlike the DP post-processor it needs ``sensitive_features=`` in
+``predict`` as well as in ``fit`` (``docs/thresholds.md``).
 """
 from .auc import FairAUCClassifier
 from .dp import DemographicParityPostProcessor
@@ -26,6 +30,7 @@ from .gdro import GroupDROClassifier
 from .logistic import FairLogisticRegression
 from .partial import PartialFairnessClassifier
 from .strategic import StrategicRobustClassifier
+from .thresholds import GroupThresholdPostProcessor
 
 # estimator class name -> {check name: reason} (passed to check_estimator's expected_failed_checks).
 # None is needed: check_estimator calls fit(X, y) without sensitive_features, and then FairAUCClassifier and
@@ -65,3 +70,4 @@ for _checks in CHECK_EXEMPTIONS.values():
 
 __all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
            "PartialFairnessClassifier", "StrategicRobustClassifier", "CHECK_EXEMPTIONS"]
+__all__ += ["GroupThresholdPostProcessor"]

@@ -152,7 +152,7 @@ class DPPostProcessing(Reduction):
                 raise DataError(f"sample_weight must hold {tau.shape[0]} positive finite numbers (one per point)")
             weights = weights / weights.sum()
         p = self.post.resolve_p(tau, weights) if p is None else p
-        eps = None if self.constraint is None else self.constraint.eps(tau.shape[1])
+        eps = None if self.constraint is None else self.constraint.eps(tau.shape[1], p)
         return Prepared(first, tau, p, t_values(tau, p), weights, eps, is_chunked(data))
 
     def _points(self, data, sample_weight=None) -> Prepared:
@@ -356,15 +356,21 @@ class DPPostProcessing(Reduction):
         U = stats["U"]
         objective = stats["regularized_risk"]
         constraints = {}
-        if prep.eps is not None:
+        if prep.eps is not None and self.constraint.pairwise:
+            # two groups: |P(l | a) - P(l | b)| = U_a(l) / (1 - p_a) (the marginals and tau's rows sum to 1)
+            pairwise = float(U[:, 0].max() / (1.0 - prep.p[0]))
+            constraints[f"{self.constraint.name} (largest pairwise)"] = constraint_record(
+                pairwise, prep.eps[0] / (1.0 - prep.p[0]))
+        elif prep.eps is not None:
             cname = self.constraint.name
             for s in range(K):
-                constraints[f"{cname}[{names[s]}]"] = constraint_record(U[:, s].max(), prep.eps[s])
+                constraints[f"{cname}[{names[s]}]"] = constraint_record(U[:, s].max(), prep.eps[s])   # vs the population
         risk = "the squared risk" if self.post.kind == "regression" else "the expected cost"
         kind = (f"R_beta = {risk} + the entropy term (the entropic problem (4) of Chzhen, Hebiri, Taturyan 2024; it "
                 f"can be negative): compare the risk" if not math.isinf(self.beta) else f"{risk} (the LP (3))")
         metrics = {"objective_kind": kind, "risk": stats["risk"], "entropy_term": objective - stats["risk"],
-                   "dp_gap": by_group(U.max(axis=0), names), "unfairness": U, "grid": self.post.grid,
+                   "dp_gap": by_group(U.max(axis=0), names), "dp_gap_comparison": "vs the population",
+                   "unfairness": U, "grid": self.post.grid,
                    "grid_kind": self.post.kind, "L": self.post.L, "B": self.post.B, "beta": self.beta, "p": prep.p,
                    "n_points": prep.n, "sigma2": sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}
         if self.post.numeric_grid:
@@ -485,6 +491,8 @@ class DPPostProcessing(Reduction):
         z_star = np.stack([exact.variables["Lambda"], exact.variables["V"]]) if "Lambda" in exact.variables else None
         eps = np.array([c["bound"] for c in exact.constraints.values()])
         U = np.asarray(stochastic.metrics.get("unfairness", np.zeros((0, 0))), dtype=float)
+        if self.constraint is not None and self.constraint.pairwise and "p" in stochastic.metrics:
+            eps = self.constraint.eps(U.shape[1] if U.ndim == 2 else 2, stochastic.metrics["p"])   # bounds on U_s
         if z_star is not None and U.shape == z_star.shape[1:] and eps.size == U.shape[1]:
             slack = float(np.sum((z_star[0] + z_star[1]) * np.maximum(U - eps, 0.0)))
         checks = [

@@ -223,7 +223,7 @@ class StreamFit:
                               "nothing to learn from a stream; solve on a sample of the points (data=array) instead")
         self.family, self.p = family, post.p_spec
         K = self.p.shape[0]
-        self.eps = family.constraint.eps(K)
+        self.eps = family.constraint.eps(K, self.p)
         M = smoothness_constant("sigma2" if smoothness is None else smoothness, family.beta, self.p, None)
         # stop="checks": the judge's checks run between rounds on the reservoir sample of the points seen so far
         self.judge = RoundJudge(family, {"certify": certify}, enabled=stop == "checks")

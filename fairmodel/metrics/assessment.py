@@ -286,16 +286,20 @@ class Assessment:
         return report.frame(self._by, self.groups, self.metrics, self.level_names)
 
     def difference(self, method: str = "between_groups"):
-        """Per metric, max - min over groups (``between_groups``) or the largest |group - overall|
-        (``to_overall``). Groups where a metric is undefined (NaN) are skipped, with a warning naming them."""
+        """Per metric, max - min over groups (``between_groups``: the largest pairwise gap) or the largest
+        |group - overall| (``to_overall``: vs the population). Groups where a metric is undefined (NaN) are skipped,
+        with a warning naming them. The series is named with its comparison, e.g. "difference (largest pairwise)"."""
         self._warn_undefined("difference")
-        return report.series(_difference(self._by, self._overall, _method(method)), self.metrics, "difference")
+        return report.series(_difference(self._by, self._overall, _method(method)), self.metrics,
+                             report.comparison_label("difference", method))
 
     def ratio(self, method: str = "between_groups"):
-        """Per metric, min / max over groups (``between_groups``) or the smallest of group / overall and
-        overall / group (``to_overall``); 1 means parity. Groups where a metric is undefined are skipped (warned)."""
+        """Per metric, min / max over groups (``between_groups``: the smallest pairwise ratio) or the smallest of group / overall and
+        overall / group (``to_overall``: vs the population); 1 means parity. Groups where a metric is undefined are
+        skipped (warned)."""
         self._warn_undefined("ratio")
-        return report.series(_ratio(self._by, self._overall, _method(method)), self.metrics, "ratio")
+        return report.series(_ratio(self._by, self._overall, _method(method)), self.metrics,
+                             report.comparison_label("ratio", method))
 
     def group_min(self):
         self._warn_undefined("group minimum")
@@ -347,8 +351,8 @@ class Assessment:
     def _table(self):
         """(labels, rows): the groups, then the overall, difference and ratio rows."""
         n_levels = len(self.level_names)
-        extra = [("overall",) + ("",) * (n_levels - 1), ("difference",) + ("",) * (n_levels - 1),
-                 ("ratio",) + ("",) * (n_levels - 1)]
+        extra = [(name,) + ("",) * (n_levels - 1) for name in ("overall", report.comparison_label("difference"),
+                                                               report.comparison_label("ratio"))]
         extra = [e if n_levels > 1 else e[0] for e in extra]
         rows = [list(r) for r in self._by] + [list(self._overall),
                                                list(_difference(self._by, self._overall, "between_groups")),
@@ -453,7 +457,7 @@ class Intervals:
             b = self._bounds(f(self.draws_by_group, self.draws_overall, "between_groups"))
             lo, hi = np.vstack([lo, b[0]]), np.vstack([hi, b[1]])
         extra = [(name,) + ("",) * (n_levels - 1) if n_levels > 1 else name
-                 for name in ("overall", "difference", "ratio")]
+                 for name in ("overall", report.comparison_label("difference"), report.comparison_label("ratio"))]
         rows = [[f"[{report.fmt(x, digits)}, {report.fmt(y, digits)}]" for x, y in zip(lr, hr)]
                 for lr, hr in zip(lo, hi)]
         head = f"{self.level:.0%} stratified bootstrap intervals ({self.n_boot} draws, seed {self.seed}):\n\n"

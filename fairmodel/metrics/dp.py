@@ -4,6 +4,8 @@ classifier such as ADW's), or deterministic predictions.
 
 * :func:`randomized_risk`: R_hat(pi) = (1/n) sum_i sum_l (y_l - y_i)^2 pi(l | x_i), the randomization
   integrated out (no sampling);
+Every unfairness here compares each group **vs the population** (the overall distribution), as eq. (2) does:
+
 * :func:`ks_unfairness`: per group s, sup_t |F_s(t) - F(t)| between the group's and the overall CDF of the
   predictions, computed exactly: for grid probabilities the sup is attained at a grid point (max of the
   cumulative sums); for deterministic predictions at a data point (no histogram, unlike the reference code);

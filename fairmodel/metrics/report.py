@@ -15,6 +15,20 @@ except ImportError:                  # pragma: no cover - exercised only without
     _pd = None
 
 
+# the words every gap and summary uses for its comparison: between_groups compares the groups with each other (the
+# largest pairwise gap, max - min; the smallest pairwise ratio, min / max), to_overall each group with the whole
+# population
+COMPARISONS = {"between_groups": "largest pairwise", "to_overall": "vs the population"}
+
+
+def comparison_label(what: str, method: str = "between_groups") -> str:
+    """``"difference (largest pairwise)"``, ``"ratio (smallest pairwise)"``, ``"difference (vs the population)"``."""
+    words = COMPARISONS[method]
+    if what == "ratio" and method == "between_groups":
+        words = "smallest pairwise"
+    return f"{what} ({words})"
+
+
 def has_pandas() -> bool:
     return _pd is not None
 

@@ -5,8 +5,10 @@
 * equalized odds (Hardt, Price, Srebro 2016): the larger of the true-positive-rate and the false-positive-rate
   differences (the smaller of the two ratios).
 
-``method="between_groups"`` compares the groups with each other (max - min, or min / max);
-``method="to_overall"`` compares every group with the whole population. All take ``sample_weight``.
+``method="between_groups"`` (the default) is the **largest pairwise** gap: the groups compared with each other
+(max - min, or min / max); ``method="to_overall"`` compares every group **vs the population** (the largest
+|group - overall|, or the smallest group / overall ratio). For two groups of shares p and 1 - p, the gap vs the
+population of a group is (1 - its share) times the pairwise gap. All take ``sample_weight``.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ def _summary(metrics, how, y_true, y_pred, sensitive_features, method, sample_we
 
 def demographic_parity_difference(y_true, y_pred, *, sensitive_features, method="between_groups",
                                   sample_weight=None, pos_label=None) -> float:
-    """Largest difference of selection rates (0 = parity)."""
+    """Largest difference of selection rates (0 = parity); ``method``: ``between_groups`` (the largest pairwise gap) or
+    ``to_overall`` (vs the population)."""
     return _summary(("selection_rate",), "difference", y_true, y_pred, sensitive_features, method, sample_weight,
                     pos_label)
 
@@ -39,7 +42,8 @@ def demographic_parity_ratio(y_true, y_pred, *, sensitive_features, method="betw
 
 def equal_opportunity_difference(y_true, y_pred, *, sensitive_features, method="between_groups",
                                  sample_weight=None, pos_label=None) -> float:
-    """Largest difference of true-positive rates (0 = equal opportunity)."""
+    """Largest difference of true-positive rates (0 = equal opportunity); ``method``: ``between_groups`` (the
+    largest pairwise gap) or ``to_overall`` (vs the population)."""
     return _summary(("true_positive_rate",), "difference", y_true, y_pred, sensitive_features, method,
                     sample_weight, pos_label)
 

@@ -82,7 +82,7 @@ def _parallel_sweep(problems, options) -> list:
     if math.isinf(head.beta):
         raise UnsupportedProblemError("the stochastic backend needs entropy > 0")
     base = head._prepare(data, weights)
-    preps = [replace(base, eps=f.constraint.eps(base.p.shape[0])) for f in families]
+    preps = [replace(base, eps=f.constraint.eps(base.p.shape[0], base.p)) for f in families]
     for f, prep in zip(families, preps):
         exact_dp.check_feasible(f._dual(prep), f._p_is_calibrated())
     eps = np.stack([prep.eps for prep in preps])[:, None, :]

@@ -232,7 +232,8 @@ class AUCGap(_AUCAtom):
                  f"{name}(h) = max(f1, f2) - 1 with f1 = L(G1', G1) + L(G2, G2'), f2 = L(G2', G2) + L(G1, G1'), "
                  f"L(S, S') the mean of c1 (h_i - h_j - c2)^2 over the pairs (i in S, j in S'), "
                  f"{self.surrogate.words()}; the sets of the preset {self.preset} (protected group "
-                 f"{self.sets.protected}): {sets}: the surrogate AUC-fairness gap (constraint pair (6) of Yao, Lin, "
+                 f"{self.sets.protected}, compared with the rest): {sets}: the surrogate AUC-fairness gap between "
+                 f"two groups (constraint pair (6) of Yao, Lin, "
                  f"Yang 2023)")
         return n.call(name, self.score.render(n))
 
@@ -256,6 +257,10 @@ def auc_loss(score, y, *, c1=0.5, c2=1.0, interval=None, alpha_quad_coef="c1", p
 def auc_gap(score, data, kind="intra", *, protected=None, sets=None, positive=None, c1=0.5, c2=1.0,
             interval=None, alpha_quad_coef="c1", sample_weight=None) -> AUCGap:
     """Surrogate AUC-fairness gap of a preset; ``fm.auc_gap(...) <= kappa`` is the constraint pair (6).
+
+    Its comparison is **between two groups**: the protected group and the rest (with two groups, the pairwise
+    gap). For K groups, ``fm.metrics.auc_fairness_groups`` measures the true AUC gaps ``mode="pairwise"`` (the
+    largest pairwise gap) or ``mode="one_vs_rest"`` (each group vs the rest of the population).
 
     kind : "group", "inter" (xAUC), "intra", "pos_avg_eq", "neg_avg_eq", "bpsn_bnsp" (Appendix A), or give
         ``sets=(G1, G1', G2, G2')`` (boolean masks or callables (labels, gamma) -> mask).

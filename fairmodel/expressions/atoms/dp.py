@@ -7,7 +7,9 @@ Chzhen, Hebiri, Taturyan, NeurIPS 2024), and the fitted predictor.
   ``expected_cost(post)`` its general-cost version E[sum_j pi(j|X) r(X, y_j)] (Remark 2.2: multi-class
   classification under DP with the classes as the grid);
 * ``dp_gap(post) <= eps`` is the relaxed DP constraint U_s(pi, j) <= eps_s for every atom j and group s
-  (eq. (2) = eq. (15)), with eps a number or one number per group, in [0, 1];
+  (eq. (2) = eq. (15)), with eps a number or one number per group, in [0, 1]: each group **vs the population**,
+  |P(pi = y_j | S = s) - P(pi = y_j)|; ``dp_gap(post, pairwise=True) <= eps`` bounds the **largest pairwise** gap
+  max_{s, s'} |P(pi = y_j | S = s) - P(pi = y_j | S = s')| instead (two groups);
 * :class:`DPPredictor` is the fitted pi_z of eq. (7) (``result.predictor()``).
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from ...errors import ExpressionTypeError, ModelError, OptionError
 from ...oracles.dp_dual import policy_from_scores
-from ...utilities.validate import as_generator
+from ...utilities.validate import as_generator, check_bool
 from ..core import Constant, Expr, Inequality, Parameter
 from ..grid import _LIVE, GridPredictor, check_cost, check_eps, check_eta, check_tau, t_values
 
@@ -56,14 +58,19 @@ class GridRisk(Expr):
 
 
 class DPGap(Expr):
-    """The per-group DP gap (max_j U_s(pi, j))_s, U_s of eq. (2) = eq. (15); ``<= eps`` makes the constraint."""
+    """The per-group DP gap (max_j U_s(pi, j))_s, U_s of eq. (2) = eq. (15), each group vs the population; with
+    ``pairwise`` the largest pairwise gap between the groups' prediction distributions. ``<= eps`` makes the
+    constraint."""
 
     kind = "groups"
     __array_ufunc__ = None  # so that ``eps_array >= dp_gap(post)`` reaches __le__
 
-    def __init__(self, post: GridPredictor):
+    def __init__(self, post: GridPredictor, pairwise: bool = False):
         self.post = _check_post(post, "dp_gap")
         self.size = post.K or 0
+        self.pairwise = check_bool(pairwise, "pairwise")
+        if self.pairwise and post.K is not None and post.K != 2:
+            raise OptionError(pairwise_k_message(post.K))
 
     @property
     def curvature(self):
@@ -76,6 +83,9 @@ class DPGap(Expr):
         if isinstance(eps, Parameter):  # a scalar budget that Problem.sweep can vary; checked at solve time
             check_eps(eps.value, self.post.K)
             return DPConstraint(self, eps)
+        if self.pairwise and np.ndim(eps) != 0:
+            raise ModelError("dp_gap(post, pairwise=True) <= eps bounds one gap between the two groups: give eps as "
+                             "one number")
         return DPConstraint(self, check_eps(eps, self.post.K))
 
     def __ge__(self, other):
@@ -87,8 +97,17 @@ class DPGap(Expr):
                         "its marginal (eq. (15) of Chzhen, Hebiri, Taturyan 2024)",
                  "$t_s(x) = 1 - \\hat\\tau_s(x) / p_s$: $\\hat\\tau_s(x)$ the estimated probability of group $s$ "
                  "given $x$, $p_s$ its marginal (eq.~(15) of Chzhen, Hebiri, Taturyan 2024)")
-        return n.pick("max_l |E[pi(l|X) t_s(X)]|",
-                      "\\max_{l} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_s(X)\\right]\\right|")
+        if self.pairwise:
+            n.define("pairwise", "the largest pairwise gap: |E[pi(l|X) t_s(X)]| / (1 - p_s) for two groups is "
+                                 "|P(pi = l | S = s) - P(pi = l | S = s')|",
+                     "the largest pairwise gap: for two groups $|\\mathbb{E}[\\pi(l \\mid X)\\, t_s(X)]| / (1 - p_s) = "
+                     "|P(\\pi = l \\mid S = s) - P(\\pi = l \\mid S = s')|$")
+            return n.pick("max_l |E[pi(l|X) t_s(X)]| / (1 - p_s)  (largest pairwise)",
+                          "\\max_{l} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_s(X)\\right]\\right| / (1 - p_s)"
+                          "\\ \\text{(largest pairwise)}")
+        return n.pick("max_l |E[pi(l|X) t_s(X)]|  (vs the population)",
+                      "\\max_{l} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_s(X)\\right]\\right|"
+                      "\\ \\text{(vs the population)}")
 
 
 class DPConstraint(Inequality):
@@ -106,10 +125,23 @@ class DPConstraint(Inequality):
     def expr(self) -> Expr:
         return self.gap
 
-    def eps(self, K: int) -> np.ndarray:
-        """eps as a (K,) vector (a parameter's current value, checked to lie in [0, 1])."""
+    @property
+    def pairwise(self) -> bool:
+        return self.gap.pairwise
+
+    def eps(self, K: int, p=None) -> np.ndarray:
+        """eps as a (K,) vector of bounds on U_s (a parameter's current value, checked to lie in [0, 1]). A
+        pairwise bound between two groups is the bound ``(1 - p_s) eps`` on U_s (``p`` the group marginals): for two
+        groups, P(l) - P(l | s) = (1 - p_s) (P(l | s') - P(l | s)), so the two are the same constraint."""
         value = self.eps_spec.value if isinstance(self.eps_spec, Parameter) else self.eps_spec
-        return np.broadcast_to(check_eps(value, K), (K,)).astype(float)
+        eps = np.broadcast_to(check_eps(value, K), (K,)).astype(float)
+        if not self.pairwise:
+            return eps
+        if K != 2:
+            raise OptionError(pairwise_k_message(K))
+        if p is None:
+            raise OptionError("a pairwise DP bound needs the group marginals p to become per-group bounds")
+        return eps * (1.0 - np.asarray(p, dtype=float))
 
     def render(self, n):
         if isinstance(self.eps_spec, Parameter):
@@ -135,9 +167,22 @@ def expected_cost(post: GridPredictor) -> GridRisk:
     return GridRisk(post, squared=False)
 
 
-def dp_gap(post: GridPredictor) -> DPGap:
-    """The DP gap of the randomized prediction; ``fm.dp_gap(post) <= eps`` bounds U_s(pi, j) by eps_s."""
-    return DPGap(post)
+def dp_gap(post: GridPredictor, pairwise: bool = False) -> DPGap:
+    """The DP gap of the randomized prediction.
+
+    ``fm.dp_gap(post) <= eps`` (the default, **vs the population**) bounds U_s(pi, j) =
+    |P(pi = y_j | S = s) - P(pi = y_j)| by eps_s for every grid point j and group s (eq. (2) of Chzhen, Hebiri,
+    Taturyan 2024). ``fm.dp_gap(post, pairwise=True) <= eps`` bounds the **largest pairwise** gap
+    |P(pi = y_j | S = s) - P(pi = y_j | S = s')| (the two-group difference fairlearn reports) by one number eps;
+    for two groups it is the same constraint as U_s <= (1 - p_s) eps, so every backend solves it exactly and the
+    judge reports the pairwise gap. More than two groups are refused (the pairwise constraints are not of the
+    paper's form)."""
+    return DPGap(post, pairwise)
+
+
+def pairwise_k_message(K) -> str:
+    return (f"dp_gap(post, pairwise=True) compares two groups; this predictor has {K}. Bound each group against the "
+            f"population instead (dp_gap(post) <= eps / 2 implies a largest pairwise gap <= eps)")
 
 
 # ---------------------------------------------------------------------------------------------------------------

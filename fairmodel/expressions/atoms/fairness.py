@@ -74,15 +74,18 @@ def _weights(sample_weight, n):
 
 
 def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
-    """max_g - min_g of the groups' mean scores on the positives (the linear-loss surrogate of the
-    true-positive-rate gap, Donini et al. 2018); a convex expression of a linear score."""
+    """max_g - min_g of the groups' mean scores on the positives: the **largest pairwise** gap (never a comparison
+    with the population) of the linear-loss surrogate of the true-positive rates (Donini et al. 2018); a convex
+    expression of a linear score. It bounds the surrogate, not the true rates: for the true rates of a fitted
+    classifier's decisions, post-process with ``fm.GroupThresholdPostProcessor``."""
     pos, groups = _labels_groups(data, y, groups, positive)
     return _spread(score, groups, pos, "a positive label", _weights(sample_weight, pos.size))
 
 
 def equalized_odds_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
-    """The larger of the mean-score spreads on the positives and on the negatives (the linear-loss surrogate of
-    the equalized-odds gap: true-positive and false-positive rates, Donini et al. 2018); convex."""
+    """The larger of the mean-score spreads (max_g - min_g, the **largest pairwise** gap) on the positives and on
+    the negatives: the linear-loss surrogate of the equalized-odds gap of the true-positive and false-positive
+    rates (Donini et al. 2018); convex."""
     pos, groups = _labels_groups(data, y, groups, positive)
     w = _weights(sample_weight, pos.size)
     return max(_spread(score, groups, pos, "a positive label", w),

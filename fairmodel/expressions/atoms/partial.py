@@ -161,10 +161,12 @@ class PartialDP(_PartialAtom):
 
     def render(self, n):
         _define_band(n, self)
-        n.define("pDP", "pDP_I(h) = max over groups k, k' and thresholds theta of |G_k(theta) - G_k'(theta)|: "
-                        "partial demographic parity in the rank band I (eq. (6) of He, Huang, Yao, Lin 2025)",
-                 "$\\mathrm{pDP}_I(h) = \\max_{k, k'} \\max_\\theta |G_k(\\theta) - G_{k'}(\\theta)|$: partial "
-                 "demographic parity in the rank band $I$ (eq.~(6) of He, Huang, Yao, Lin 2025)")
+        n.define("pDP", "pDP_I(h) = max over groups k, k' and thresholds theta of |G_k(theta) - G_k'(theta)| (the "
+                        "largest pairwise gap): partial demographic parity in the rank band I (eq. (6) of He, Huang, "
+                        "Yao, Lin 2025)",
+                 "$\\mathrm{pDP}_I(h) = \\max_{k, k'} \\max_\\theta |G_k(\\theta) - G_{k'}(\\theta)|$ (the "
+                 "largest pairwise gap): partial demographic parity in the rank band $I$ (eq.~(6) of He, Huang, Yao, "
+                 "Lin 2025)")
         return _band_call(n, "pDP", self.band, self.score.render(n))
 
 
@@ -196,10 +198,12 @@ class WeakPartialDP(_PartialAtom):
     def render(self, n):
         _define_band(n, self)
         t = n.number(self.threshold)
-        n.define(("wpDP", t), f"wpDP_I(h > {t}) = max over groups k, k' of |G_k({t}) - G_k'({t})|: weak partial "
-                              f"parity at the decision threshold {t} (eq. (9) of He, Huang, Yao, Lin 2025)",
-                 f"$\\mathrm{{wpDP}}_I(h > {t}) = \\max_{{k, k'}} |G_k({t}) - G_{{k'}}({t})|$: weak partial parity at "
-                 f"the decision threshold ${t}$ (eq.~(9) of He, Huang, Yao, Lin 2025)")
+        n.define(("wpDP", t), f"wpDP_I(h > {t}) = max over groups k, k' of |G_k({t}) - G_k'({t})| (the largest "
+                              f"pairwise gap): weak partial parity at the decision threshold {t} (eq. (9) of He, "
+                              f"Huang, Yao, Lin 2025)",
+                 f"$\\mathrm{{wpDP}}_I(h > {t}) = \\max_{{k, k'}} |G_k({t}) - G_{{k'}}({t})|$ (the largest "
+                 f"pairwise gap): weak partial parity at the decision threshold ${t}$ (eq.~(9) of He, Huang, Yao, "
+                 f"Lin 2025)")
         return _band_call(n, "wpDP", self.band, self.score.render(n) + n.pick(" > ", " > ") + t)
 
 
@@ -259,7 +263,8 @@ class DC(Expr):
 # Public constructors
 # ---------------------------------------------------------------------------------------------------
 def partial_dp(score, groups, band=(0.0, 1.0), *, levels: int = 10, grid="default") -> PartialDP:
-    """Partial demographic parity of a linear score inside the rank band ``band = (alpha, beta)``.
+    """Partial demographic parity of a linear score inside the rank band ``band = (alpha, beta)``: the **largest
+    pairwise** gap max_{k, k'} between the groups (never a comparison with the population).
 
     Use as ``fm.partial_dp(s, data.groups, band=(0.7, 1.0)) <= kappa``: model (13) of the partial-fairness
     paper (ramp surrogate, ``levels`` grid levels p, one auxiliary threshold θ_p per level).
@@ -269,7 +274,8 @@ def partial_dp(score, groups, band=(0.0, 1.0), *, levels: int = 10, grid="defaul
 
 def weak_partial_dp(score, groups, band=(0.0, 1.0), *, threshold: float = 0.0,
                     decomposition: str = "paper") -> WeakPartialDP:
-    """Weak partial demographic parity at the decision threshold ``threshold`` inside the rank band.
+    """Weak partial demographic parity at the decision threshold ``threshold`` inside the rank band: the **largest
+    pairwise** gap max_{k, k'} between the groups.
 
     Use as ``fm.weak_partial_dp(s, data.groups, band=(0.05, 0.3)) <= kappa``: model (17) with the DC split
     of Example B.5 built on identity (51).

@@ -16,6 +16,8 @@ KEYS = {
     "L": "regression grid: 2L + 1 points (default floor(sqrt(N)) for N unlabeled points)",
     "B": "regression grid range [-B, B] (default 1); the target is min-max scaled to [-B, B]",
     "eps": "DP tolerance in [0, 1]: a number or one per group (default 0.01)",
+    "pairwise": "false (default): eps bounds each group vs the population (U_s); true: eps bounds the largest "
+                "pairwise gap between the two groups",
     "beta": "inverse entropic weight (default 0.5 sqrt(N) log2 N; 0 for the LP (3))",
     "p": "'calibrated' (default: mean of tau_hat on the unlabeled points) or 'train' (group frequencies of the "
          "training rows)",
@@ -65,7 +67,9 @@ def build(spec, t, data):
                              groups=names)
         objective = expected_cost(post)
     eps = spec.get(t, "eps", "[problem]", "list" if isinstance(t.get("eps"), list) else "number", default=0.01)
-    return Problem(Minimize(objective), [dp_gap(post) <= eps], entropy=0.0 if beta == 0 else 1.0 / beta)
+    pairwise = spec.get(t, "pairwise", "[problem]", "bool", default=False)
+    return Problem(Minimize(objective), [dp_gap(post, pairwise=pairwise) <= eps],
+                   entropy=0.0 if beta == 0 else 1.0 / beta)
 
 
 DESCRIPTION = ("DP post-processing: min risk of a randomized grid prediction s.t. U_s(pi, l) <= eps_s, from base "
