@@ -19,6 +19,8 @@ The oracle protocol (what :class:`fairmodel.families.lagrangian.LagrangianOracle
 * ``snapshot(w, ys)``: an exact full pass, with ``values`` (v_b(w) per block), ``grad`` (grad_w Phi(w, ys)),
   ``objective`` (max_y Phi(w, y), for the history) and whatever the estimates need;
 * ``draw(rng, n_steps)``: the minibatches of ``n_steps`` inner steps; ``rows_per_step``;
+* ``prepare(batches, snap)``: those minibatches made ready for the estimates at the snapshot (e.g. their rows
+  gathered and the snapshot's side of the estimates computed for the whole block at once), indexable by step;
 * ``estimate(batch, w, ys, snap)``: the variance-reduced (grad_w Phi, [v_b]) at (w, ys);
 * ``default_steps(w0, y0)``: (step_w, [step_y per block]) measured from the data at (w0, y0).
 """
@@ -99,13 +101,16 @@ def primal_dual(oracle, *, epochs: int = 40, inner: int | None = None, step_w=No
             acc_w, acc_lam = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks]
             if output == "tail":
                 average.start_epoch(s)
+            # the snapshot's parts of the anchors and of the half steps, fixed within the epoch
+            snap_part_w, snap_part_lam = alpha * snap_w, [alpha * a for a in snap_lam]
+            half_w, half_y = gw * snap.grad, [g * v for g, v in zip(gy, snap.values)]
             for k in range(K):
                 if k % BLOCK_STEPS == 0:
-                    batches = oracle.draw(rng, min(BLOCK_STEPS, K - k))
-                anchor_w = alpha * snap_w + (1.0 - alpha) * w
-                anchor = [alpha * a + (1.0 - alpha) * b for a, b in zip(snap_lam, logy)]
-                w_half = oracle.project(anchor_w - gw * snap.grad)
-                logy_half = [normalize_log(a + g * v) for a, g, v in zip(anchor, gy, snap.values)]
+                    batches = oracle.prepare(oracle.draw(rng, min(BLOCK_STEPS, K - k)), snap)
+                anchor_w = snap_part_w + (1.0 - alpha) * w
+                anchor = [a + (1.0 - alpha) * b for a, b in zip(snap_part_lam, logy)]
+                w_half = oracle.project(anchor_w - half_w)
+                logy_half = [normalize_log(a + h) for a, h in zip(anchor, half_y)]
                 y_half = [np.exp(lv) for lv in logy_half]
                 v_w, v_y = oracle.estimate(batches[k % BLOCK_STEPS], w_half, y_half, snap)
                 w = oracle.project(anchor_w - gw * v_w)

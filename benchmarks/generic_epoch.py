@@ -1,0 +1,182 @@
+"""The cost of one epoch of the generic stochastic lowering against one pass over the data, written into
+docs/benchmarks.md (section "generic_epoch").
+
+For every case (the compositions of examples/compositions.py, the composition problem files of
+examples/problems/ that are not their twins, and group DRO under equal opportunity on the synthetic task of
+benchmarks/generic.py at n = 1e4 .. 1e6), in one process and side by side:
+
+* **pass**: the judge's full-data value and gradient of the same declaration (the objective and every
+  constraint's left-hand side walked on all rows: ``fm.expressions.value_and_grad``);
+* **X w + X'v**: one product of the features with a vector and one of their transpose;
+* **epoch, tree walk**: one epoch of the method (a snapshot, then one pass of minibatches of about 32 rows per
+  step) with the per-sample expressions evaluated by walking the expression tree at every step (the lowering
+  before its compiled evaluators, ``LagrangianOracle(..., compiled=False)``);
+* **epoch, compiled**: the same epoch with the compiled leaf evaluators (the default): the same minibatches, the
+  same numbers up to rounding.
+
+The steps are measured once (``default_steps``) and fixed, so that both epochs run the same iterations. Medians of
+``--repeat`` runs, interleaved, with one BLAS thread and with the default threads. cProfile of one epoch of one
+case in both modes says where the time goes.
+
+    python benchmarks/generic_epoch.py            # all cases (about 10 minutes here)
+    python benchmarks/generic_epoch.py --quick    # the Law School cases only, to check the script
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import fairmodel as fm  # noqa: E402
+from fairmodel.families.lagrangian import LagrangianOracle  # noqa: E402
+from fairmodel.frontends import problemfile  # noqa: E402
+from fairmodel.stochastic.primal_dual import primal_dual  # noqa: E402
+
+import compositions  # noqa: E402
+from _report import table, write_section  # noqa: E402
+from generic import equal_opportunity, synthetic  # noqa: E402
+
+
+def cases(quick: bool):
+    """(label, problem) pairs."""
+    out = [(f"compositions.{name}", build) for name, build in compositions.EXAMPLES.items()]
+    if quick:
+        return [(label, build()) for label, build in out if "group_loss" not in label]
+    out = [(label, build()) for label, build in out]
+    out.append(("problems/assessment.toml", problemfile.load(ROOT / "examples/problems/assessment.toml")[0]))
+    for n in (10_000, 100_000, 1_000_000):
+        out.append((f"synthetic EO, n = {n:.0e}", equal_opportunity(synthetic(n))))
+    return out
+
+
+class Case:
+    """The oracles (tree walk and compiled) of a problem's generic lowering, and the timed operations."""
+
+    def __init__(self, prob):
+        red, _ = prob.reduction_for("stochastic", "primal_dual")
+        self.prob, self.red = prob, red
+        self.form = red.form()
+        coords = red.coordinates(self.form)
+        bound = red._default_bound(self.form, None) if self.form.constraint_pieces else 0.0
+        self.oracles = {mode: LagrangianOracle(self.form, red.w, bound, None, coords, compiled=mode == "compiled")
+                        for mode in ("tree", "compiled")}
+        assert self.oracles["compiled"].kernels is not None, "the case's leaves are not compiled"
+        self.steps = self.oracles["compiled"].default_steps()
+        rng = np.random.default_rng(0)
+        self.theta = 0.5 * red.w.project(rng.standard_normal(red.w.shape))
+        data = next(n.data for n in prob.canonical.objective.nodes() if isinstance(n, fm.expressions.LinearScore))
+        self.X = data.X
+        self.v = rng.standard_normal(self.X.shape[0])
+        self.exprs = [prob.canonical.objective] + [c.lhs for c in prob.canonical.constraints]
+
+    def data_pass(self):
+        for e in self.exprs:
+            fm.expressions.value_and_grad(e, {self.red.w: self.theta})
+
+    def matvec(self):
+        return self.X @ self.theta[:self.X.shape[1]] + 0.0, self.X.T @ self.v
+
+    def epoch(self, mode):
+        step_w, step_y = self.steps
+        return primal_dual(self.oracles[mode], epochs=1, step_w=step_w, step_y=step_y[0], seed=0)
+
+    def epoch_steps(self, mode):
+        o = self.oracles[mode]
+        return max(50, -(-o.n_samples // o.rows_per_step))
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(case: Case, repeat: int, threads) -> dict:
+    ops = {"pass": case.data_pass, "matvec": case.matvec, "tree": lambda: case.epoch("tree"),
+           "compiled": lambda: case.epoch("compiled")}
+    times = {k: [] for k in ops}
+    with threadpool_limits(limits=threads):
+        for op in ops.values():      # warm up (caches, first-call costs)
+            op()
+        for _ in range(repeat):
+            for k, op in ops.items():
+                times[k].append(timed(op))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def profile(case: Case, mode: str, top: int = 8) -> list:
+    """The functions with the largest own time in one epoch: (function, share of the epoch)."""
+    prof = cProfile.Profile()
+    prof.enable()
+    case.epoch(mode)
+    prof.disable()
+    stats = pstats.Stats(prof, stream=io.StringIO())
+    total = sum(v[2] for v in stats.stats.values())
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    out = []
+    for (file, line, name), v in rows:
+        where = f"{Path(file).parent.name}/{Path(file).name}:{name}" if file != "~" else name
+        out.append((where.replace("|", "/"), v[1], v[2] / total))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    rows, profiled = [], None
+    for label, prob in cases(args.quick):
+        case = Case(prob)
+        o = case.oracles["compiled"]
+        repeat = args.repeat if o.n_samples < 500_000 else max(3, args.repeat // 2)
+        for threads in (1, None):
+            t = measure(case, repeat, threads)
+            rows.append([label, f"{o.n_samples:,}", case.X.shape[1], o.rows_per_step, case.epoch_steps("compiled"),
+                         "1" if threads == 1 else "default", f"{1e3 * t['pass']:.2f}", f"{1e3 * t['matvec']:.2f}",
+                         f"{1e3 * t['tree']:.1f}", f"{1e3 * t['compiled']:.1f}", f"{t['tree'] / t['pass']:.1f}",
+                         f"{t['compiled'] / t['pass']:.1f}", f"{t['compiled'] / t['matvec']:.1f}",
+                         f"{t['tree'] / t['compiled']:.2f}"])
+            print(" | ".join(str(c) for c in rows[-1]), flush=True)
+        if label == "compositions.equal_opportunity":
+            with threadpool_limits(limits=1):
+                profiled = (label, {mode: profile(case, mode) for mode in ("tree", "compiled")})
+    body = ["## The cost of an epoch of the generic lowering (`benchmarks/generic_epoch.py`)",
+            "One epoch of the generic stochastic lowering (a full-data snapshot, then one pass over the data in "
+            "minibatches of about 32 rows per step, each step two evaluations of the sample leaves on its rows) "
+            "against one pass over the data of the same declaration (the judge's full-data value and gradient of "
+            "the objective and of every constraint) and against one X w + X'v. *Tree walk*: the per-sample "
+            "expressions evaluated by walking the expression tree at every step (the lowering before its compiled "
+            "evaluators); *compiled*: the compiled leaf evaluators and the snapshot's side of the estimates "
+            "computed for a block of steps at once (the default). Same steps, same minibatches, same iterates up "
+            f"to rounding. Medians of {args.repeat} interleaved runs in one process (3 at n = 1e6); times in ms.",
+            table(["case", "n", "d", "rows / step", "steps / epoch", "BLAS threads", "pass", "X w + X'v",
+                   "epoch, tree walk", "epoch, compiled", "epoch / pass, tree walk", "epoch / pass, compiled",
+                   "epoch / (X w + X'v), compiled", "speed-up"], rows)]
+    if profiled:
+        label, by_mode = profiled
+        for mode, top in by_mode.items():
+            body.append(f"Where one epoch's time goes ({label}, {mode}, one thread, cProfile own time):\n\n"
+                        + table(["function", "calls", "share of the epoch"],
+                                [[f, c, f"{100 * s:.0f} %"] for f, c, s in top]))
+    text = "\n\n".join(body)
+    if not args.quick:
+        write_section("generic_epoch", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
