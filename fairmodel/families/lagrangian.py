@@ -383,7 +383,7 @@ class LagrangianOracle:
 
     def _compiled_estimate(self, step, w, ys, snap):
         theta = self.coords.to_theta(w)
-        y = np.concatenate(ys) if len(ys) > 1 else ys[0]
+        y = np.concatenate(ys) if len(ys) > 1 else ys[0] if ys else np.zeros(0)
         z = self.kernels.scores(theta, step.X)
         v, coef = step.base.copy(), -step.snap_coef
         for f, (_, V, r) in zip(step.forms, self.fused):

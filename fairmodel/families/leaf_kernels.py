@@ -95,7 +95,7 @@ def _compile(e, w) -> tuple:
             s, ps = _compile(a, w)
             if score is not None and (s.data is not score.data or s.w is not score.w):
                 raise NotCompiled
-            score, terms, const = score or s, terms + ps.terms, const + ps.const
+            score, terms, const = (s if score is None else score), terms + ps.terms, const + ps.const
         if score is None:
             raise NotCompiled
         return score, PerSample(terms, const)
