@@ -92,7 +92,8 @@ def test_every_compiled_expression_equals_the_tree_walk(intercept, weighted):
 @pytest.mark.parametrize("intercept, weighted", [(True, True), (False, False)])
 def test_the_compiled_oracle_gives_the_tree_walks_passes_and_estimates(intercept, weighted):
     """Full passes, minibatch passes and variance-reduced estimates of the two oracles agree on the same rows at
-    random (w, y) and snapshots; so do default steps (measured from minibatch passes)."""
+    random (w, y) and snapshots; so do the pieces' gradients and the default steps (measured from minibatch passes
+    of many minibatches at once)."""
     prob, w, data, rng = _every_leaf(intercept, weighted, seed=1)
     oracles = _oracles(prob, w)
     tree, comp = oracles["tree"], oracles["compiled"]
@@ -114,6 +115,9 @@ def test_the_compiled_oracle_gives_the_tree_walks_passes_and_estimates(intercept
             np.testing.assert_allclose(g_comp, g_tree, rtol=1e-10, atol=1e-12)
             for a, b in zip(v_comp, v_tree):
                 np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    for b in range(len(comp.blocks)):          # the pieces' full gradients (one pass for all the leaves)
+        np.testing.assert_allclose(comp.piece_gradients(theta, b), tree.piece_gradients(theta, b), rtol=RTOL,
+                                   atol=1e-13)
     step_tree, step_comp = tree.default_steps(), comp.default_steps()
     assert step_comp[0] == pytest.approx(step_tree[0], rel=1e-9)
     np.testing.assert_allclose(step_comp[1], step_tree[1], rtol=1e-9)

@@ -444,14 +444,15 @@ class LagrangianOracle:
         directions = [u / max(np.linalg.norm(u), 1e-300)] + [d / np.linalg.norm(d) for d in
                                                             rng.standard_normal((2,) + tuple(self.shape))]
         L_ww = curvature
+        base = self._minibatch_passes(theta, omega, batches)[1]
         for d in directions:
-            sq = [float(np.sum(((self._sample_pass(theta + h * d, omega, r, self.W_batch)[1]
-                                 - self._sample_pass(theta, omega, r, self.W_batch)[1]) / h) ** 2)) for r in batches]
+            sq = np.sum(((self._minibatch_passes(theta + h * d, omega, batches)[1] - base) / h) ** 2, axis=1)
             exact = float(np.linalg.norm((self._exact(theta + h * d, omega)[1] - self._exact(theta, omega)[1]) / h))
             L_ww = max(L_ww, float(np.sqrt(np.mean(sq))) + exact)
         step_w = 0.5 / L_ww if L_ww > 1e-12 else np.inf
         stretch = self.coords.lipschitz_factor()     # a norm's Lipschitz constant in theta, times this, in u
         spreads, couplings = [], []
+        estimates = self._leaf_estimates_many(theta, batches)
         for b, v in enumerate(snap.values):
             spreads.append(float(np.ptp(v)) + float(np.max(np.abs(v))))
             G = self.piece_gradients(theta, b)
@@ -463,8 +464,7 @@ class LagrangianOracle:
                 if norms[j] == 0:
                     break
                 d = (G[j] / norms[j]).reshape(self.shape)
-                changes = [float(self.M[b][j] @ (self._leaf_estimates(theta + h * d, r)
-                                                  - self._leaf_estimates(theta, r))) / h for r in batches]
+                changes = (self._leaf_estimates_many(theta + h * d, batches) - estimates) @ self.M[b][j] / h
                 coupling = max(coupling, float(np.sqrt(np.mean(np.square(changes)))))
             couplings.append(coupling)
         # every simplex the step of its spread (at least a hundredth of the objective's scale, so that pieces all
@@ -477,6 +477,35 @@ class LagrangianOracle:
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
 
+    def _minibatch_passes(self, u, omega, batches):
+        """:meth:`_sample_pass` on each of the minibatches ``batches`` (one per row): sample-leaf estimates
+        (one row per minibatch) and gradients in u (one row per minibatch), all at once when compiled."""
+        if self.kernels is None:
+            out = [self._sample_pass(u, omega, r, self.W_batch) for r in batches]
+            return np.array([v for v, _ in out]), np.array([g for _, g in out])
+        values = np.zeros((len(batches), len(self.form.leaves)))
+        X = self.kernels.gather(batches)
+        coef = self._compiled_terms(self.kernels.scores(self.coords.to_theta(u), X), omega, batches, self.W_batch,
+                                    values)
+        return values, self.coords.gradient_to_u(self.kernels.pullback_many(coef, X).T).T
+
+    def _compiled_leaf_gradients(self, u, ks) -> np.ndarray:
+        """The gradients in u (one row each) of the sample leaves ``ks`` on all rows: one product with X and one
+        with X' (a column per leaf)."""
+        z = self.kernels.scores(self.coords.to_theta(u))
+        C = np.zeros((z.shape[0], len(ks)))
+        per_row = self.W_cell[:, self.cell_of_row] / self.cell_size[self.cell_of_row]
+        for form, (_, form_ks) in zip(self.kernels.forms, self.by_expr.values()):
+            cols = [j for j, k in enumerate(ks) if k in form_ks]
+            if cols:
+                C[:, cols] = per_row[[ks[j] for j in cols]].T * np.reshape(form.value_and_slope(z)[1], (-1, 1))
+        return self.coords.gradient_to_u(self.kernels.pullback(C)).T
+
+    def _leaf_estimates_many(self, u, batches) -> np.ndarray:
+        """:meth:`_leaf_estimates` on each of the minibatches ``batches`` (one row per minibatch)."""
+        zero = np.zeros(len(self.form.leaves))
+        return self._minibatch_passes(u, zero, batches)[0] + self._exact(u, zero)[0]
+
     def _leaf_estimates(self, theta, rows) -> np.ndarray:
         """Minibatch estimates of the sample leaves, exact values of the others."""
         zero = np.zeros(len(self.form.leaves))
@@ -487,6 +516,10 @@ class LagrangianOracle:
         L = len(self.form.leaves)
         used = np.flatnonzero(np.any(self.M[block] != 0, axis=0))
         jac = np.zeros((L, int(np.prod(self.shape))))
+        if self.kernels is not None:         # the sample leaves' gradients in one pass, one column of X' C each
+            sample = [k for k in used if k in self.sample]
+            jac[sample] = self._compiled_leaf_gradients(theta, sample)
+            used = [k for k in used if k not in self.sample]
         for k in used:
             e = np.zeros(L)
             e[k] = 1.0

@@ -55,14 +55,22 @@ class PerSample:
         index of a minibatch in a :meth:`take` of several; None: the vectors as they are)."""
         def at(v):
             return v[rows] if isinstance(v, np.ndarray) and rows is not None else v
-        value, slope = at(self.const), 0.0
+
+        def plus(total, part):          # total + part, skipping the additions and products of a plain sum
+            return part if total is None else total + part
+        value, slope = None, None
         for t in self.terms:
             a = at(t.coef)
             if t.kernel is None:
-                value, slope = value + a * z, slope + a
+                f, df = z, 1.0
             else:
                 y = at(t.y)
-                value, slope = value + a * t.kernel.phi(z, y), slope + a * t.kernel.dphi(z, y)
+                f, df = t.kernel.phi(z, y), t.kernel.dphi(z, y)
+            one = not isinstance(a, np.ndarray) and a == 1.0
+            value, slope = plus(value, f if one else a * f), plus(slope, df if one else a * df)
+        const = at(self.const)
+        if isinstance(const, np.ndarray) or const != 0.0:
+            value = value + const
         return value, slope       # value has the shape of z; slope may be a number (an affine expression)
 
 
@@ -122,9 +130,17 @@ class CompiledLeaves:
         return (self.data.matvec(w) if X is None else X @ w) + b
 
     def pullback(self, coef, X=None) -> np.ndarray:
-        """The gradient in theta of sum_i coef_i z_i: X' coef (and sum coef for the intercept)."""
+        """The gradient in theta of sum_i coef_i z_i: X' coef (and sum coef for the intercept); a matrix coef
+        (a column per function) gives one gradient per column."""
         g = self.data.rmatvec(coef) if X is None else X.T @ coef
-        return np.append(g, coef.sum()) if self.w.intercept else g
+        return np.concatenate([g, coef.sum(axis=0, keepdims=True)]) if self.w.intercept else g
+
+
+    def pullback_many(self, coef, X) -> np.ndarray:
+        """:meth:`pullback` of several minibatches at once: coef (batches, rows), X (batches, rows, features);
+        one gradient per row of the result."""
+        g = np.einsum("srd,sr->sd", X, coef)
+        return np.hstack([g, coef.sum(axis=1, keepdims=True)]) if self.w.intercept else g
 
 
 def compile_leaves(exprs: list, w) -> CompiledLeaves | None:
