@@ -49,6 +49,8 @@ import compositions  # noqa: E402
 from _report import table, write_section  # noqa: E402
 from generic import equal_opportunity, synthetic  # noqa: E402
 
+MIN_SAMPLE = 0.05     # seconds: a timing sample of a short operation repeats it at least this long
+
 
 def cases(quick: bool):
     """(label, problem) pairs."""
@@ -73,6 +75,8 @@ class Case:
         bound = red._default_bound(self.form, None) if self.form.constraint_pieces else 0.0
         self.oracles = {mode: LagrangianOracle(self.form, red.w, bound, None, coords, compiled=mode == "compiled")
                         for mode in ("tree", "compiled")}
+        b = self.oracles["compiled"].b
+        self.oracles["compiled x4"] = LagrangianOracle(self.form, red.w, bound, 4 * b, coords)
         assert self.oracles["compiled"].kernels is not None, "the case's leaves are not compiled"
         self.steps = self.oracles["compiled"].default_steps()
         rng = np.random.default_rng(0)
@@ -98,22 +102,25 @@ class Case:
         return max(50, -(-o.n_samples // o.rows_per_step))
 
 
-def timed(fn) -> float:
+def timed(fn, times: int = 1) -> float:
+    """The mean wall time of ``times`` calls of fn."""
     start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+    for _ in range(times):
+        fn()
+    return (time.perf_counter() - start) / times
 
 
 def measure(case: Case, repeat: int, threads) -> dict:
+    """Median times of the operations, interleaved; the short ones (a pass, a product) repeated within each sample
+    to at least MIN_SAMPLE seconds, so that one slice of a busy machine's scheduler does not decide them."""
     ops = {"pass": case.data_pass, "matvec": case.matvec, "tree": lambda: case.epoch("tree"),
-           "compiled": lambda: case.epoch("compiled")}
+           "compiled": lambda: case.epoch("compiled"), "compiled x4": lambda: case.epoch("compiled x4")}
     times = {k: [] for k in ops}
     with threadpool_limits(limits=threads):
-        for op in ops.values():      # warm up (caches, first-call costs)
-            op()
+        inner = {k: max(1, int(MIN_SAMPLE / max(timed(op), 1e-6))) for k, op in ops.items()}   # and warm up
         for _ in range(repeat):
             for k, op in ops.items():
-                times[k].append(timed(op))
+                times[k].append(timed(op, inner[k]))
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -149,7 +156,7 @@ def main():
                          "1" if threads == 1 else "default", f"{1e3 * t['pass']:.2f}", f"{1e3 * t['matvec']:.2f}",
                          f"{1e3 * t['tree']:.1f}", f"{1e3 * t['compiled']:.1f}", f"{t['tree'] / t['pass']:.1f}",
                          f"{t['compiled'] / t['pass']:.1f}", f"{t['compiled'] / t['matvec']:.1f}",
-                         f"{t['tree'] / t['compiled']:.2f}"])
+                         f"{t['tree'] / t['compiled']:.2f}", f"{t['compiled x4'] / t['pass']:.1f}"])
             print(" | ".join(str(c) for c in rows[-1]), flush=True)
         if label == "compositions.equal_opportunity":
             with threadpool_limits(limits=1):
@@ -162,10 +169,13 @@ def main():
             "expressions evaluated by walking the expression tree at every step (the lowering before its compiled "
             "evaluators); *compiled*: the compiled leaf evaluators and the snapshot's side of the estimates "
             "computed for a block of steps at once (the default). Same steps, same minibatches, same iterates up "
-            f"to rounding. Medians of {args.repeat} interleaved runs in one process (3 at n = 1e6); times in ms.",
+            f"to rounding. Medians of {args.repeat} interleaved runs in one process (3 at n = 1e6; a pass and a "
+            f"product repeated within each run to at least {MIN_SAMPLE:g} s); times in ms. The last column is the "
+            "same epoch with 4 times the rows per step (`batch_size=`; a quarter of the steps, not the default: "
+            "it changes the method's iterates), which shows the part of the cost that is per step.",
             table(["case", "n", "d", "rows / step", "steps / epoch", "BLAS threads", "pass", "X w + X'v",
                    "epoch, tree walk", "epoch, compiled", "epoch / pass, tree walk", "epoch / pass, compiled",
-                   "epoch / (X w + X'v), compiled", "speed-up"], rows)]
+                   "epoch / (X w + X'v), compiled", "speed-up", "epoch / pass, compiled, 4x rows / step"], rows)]
     if profiled:
         label, by_mode = profiled
         for mode, top in by_mode.items():
