@@ -309,7 +309,7 @@ class LagrangianOracle:
                     values[..., ks] = self.W_cell[ks] @ means
                 else:
                     values[..., ks] = e @ weights[ks].T
-            coef += self._row_weights(omega, ks, None if rows is None else rows) * slope
+            coef += self._row_weights(omega, ks, rows) * slope
         return coef
 
     def _compiled_pass(self, theta, omega, rows=None, weights=None):
@@ -494,11 +494,11 @@ class LagrangianOracle:
         with X' (a column per leaf)."""
         z = self.kernels.scores(self.coords.to_theta(u))
         C = np.zeros((z.shape[0], len(ks)))
-        per_row = self.W_cell[:, self.cell_of_row] / self.cell_size[self.cell_of_row]
         for form, (_, form_ks) in zip(self.kernels.forms, self.by_expr.values()):
             cols = [j for j, k in enumerate(ks) if k in form_ks]
             if cols:
-                C[:, cols] = per_row[[ks[j] for j in cols]].T * np.reshape(form.value_and_slope(z)[1], (-1, 1))
+                per_row = (self.W_cell[[ks[j] for j in cols]] / self.cell_size)[:, self.cell_of_row]
+                C[:, cols] = per_row.T * np.reshape(form.value_and_slope(z)[1], (-1, 1))
         return self.coords.gradient_to_u(self.kernels.pullback(C)).T
 
     def _leaf_estimates_many(self, u, batches) -> np.ndarray:
