@@ -8,6 +8,7 @@ for a block of steps, and the method runs the same iterates.
 """
 import numpy as np
 import pytest
+from scipy.special import log_softmax, softmax
 
 import fairmodel as fm
 from fairmodel import expressions as E
@@ -15,7 +16,7 @@ from fairmodel.families import lagrangian
 from fairmodel.families.lagrangian import LagrangianOracle, PreparedStep
 from fairmodel.families.leaf_kernels import compile_leaves
 from fairmodel.families.piecewise import saddle_form
-from fairmodel.stochastic.primal_dual import primal_dual
+from fairmodel.stochastic.primal_dual import Simplices, primal_dual
 
 RTOL = 1e-12     # the same formulas evaluated in another order: rounding only
 
@@ -188,3 +189,21 @@ def test_expressions_outside_the_compiled_form_keep_the_tree_walk(build):
     grad, _ = oracle.estimate(oracle.prepare(oracle.draw(np.random.default_rng(0), 1), snap)[0], snap.w, snap.ys,
                               snap)
     np.testing.assert_allclose(grad, snap.grad, rtol=1e-12, atol=1e-14)     # the snapshot identity (tree walk)
+
+
+@pytest.mark.parametrize("sizes", [[4], [3, 1, 5], [1]])
+def test_the_simplices_vector_steps_are_each_simplexs_own(sizes):
+    """The method's product of simplices as one vector: per-block log-normalization and weights equal those of
+    each block alone (scipy's log_softmax and softmax), with blocks of very different scales (no underflow: each
+    block is shifted by its own maximum)."""
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=m) * 10 + 800.0 * (-1) ** j for j, m in enumerate(sizes)]
+    simplices = Simplices(sizes)
+    joined = simplices.join(parts)
+    for got, part in zip(simplices.split(simplices.normalize_log(joined)), parts):
+        np.testing.assert_allclose(got, log_softmax(part), rtol=1e-13, atol=1e-12)
+    for got, part in zip(simplices.split(simplices.weights(joined)), parts):
+        np.testing.assert_allclose(got, softmax(part), rtol=1e-13, atol=1e-300)
+        assert got.sum() == pytest.approx(1.0, rel=1e-14)
+    np.testing.assert_array_equal(simplices.expand(np.arange(len(sizes))), np.repeat(np.arange(len(sizes)), sizes))
+    assert Simplices([]).join([]).size == 0 and Simplices([]).split(np.zeros(0)) == []
