@@ -57,9 +57,19 @@ MIN_SAMPLE = 0.05     # seconds: a timing sample of a short operation repeats it
 BEFORE = "9fcbcdb3d4d6c417610fcd658fafbfb4ae13b7db"    # the last commit before the compiled leaf evaluators
 
 
-def load_before(commit: str) -> tuple:
+def load_before(commit: str) -> tuple | None:
     """(LagrangianOracle, primal_dual) of the generic lowering at ``commit``: its two modules read with git and
-    executed as modules of the current package (the modules they import have not changed)."""
+    executed as modules of the current package. None (with the reason printed) when git or the modules they import
+    (moved since) are not there: the tree walk under the current method then stands for "before"."""
+    try:
+        return _load_before(commit)
+    except (OSError, subprocess.CalledProcessError, ImportError) as e:
+        print(f"the lowering of commit {commit[:7]} cannot be loaded here ({type(e).__name__}: {e}); the tree walk "
+              f"stands for it", file=sys.stderr)
+        return None
+
+
+def _load_before(commit: str) -> tuple:
     out = []
     for name, path in (("fairmodel.families._lagrangian_before", "fairmodel/families/lagrangian.py"),
                        ("fairmodel.stochastic._primal_dual_before", "fairmodel/stochastic/primal_dual.py")):
@@ -98,8 +108,9 @@ class Case:
                         for mode in ("tree", "compiled")}
         b = self.oracles["compiled"].b
         self.oracles["compiled x4"] = LagrangianOracle(self.form, red.w, bound, 4 * b, coords)
-        old_oracle, self.old_method = before
-        self.oracles["before"] = old_oracle(self.form, red.w, bound, None, coords)
+        old_oracle, self.old_method = before or (None, primal_dual)
+        self.oracles["before"] = self.oracles["tree"] if before is None else \
+            old_oracle(self.form, red.w, bound, None, coords)
         assert self.oracles["compiled"].kernels is not None, "the case's leaves are not compiled"
         self.steps = self.oracles["compiled"].default_steps()
         rng = np.random.default_rng(0)
@@ -213,10 +224,13 @@ def main():
             "against one pass over the data of the same declaration (the judge's full-data value and gradient of "
             "the objective and of every constraint) and against one X w + X'v. *Tree walk*: the per-sample "
             "expressions evaluated by walking the expression tree at every step (the lowering before its compiled "
-            "evaluators, with the current method); *before*: the oracle and the method of commit "
-            f"{args.before[:7]} (before this work); *compiled*: the compiled leaf evaluators and the snapshot's "
-            "side of the estimates computed for a block of steps at once (the default). Same steps, same "
-            "minibatches, same iterates up to rounding; the speed-up is before / compiled. Medians of {args.repeat} interleaved runs in one process (3 at n = 1e6; a pass and a "
+            "evaluators, with the current method); *before*: "
+            + (f"the oracle and the method of commit {args.before[:7]} (before this work)" if before else
+               f"the tree walk (commit {args.before[:7]} could not be loaded in this checkout)")
+            + "; *compiled*: the compiled leaf evaluators and the snapshot's side of the estimates computed for a "
+            "block of steps at once (the default). Same steps, same minibatches, same iterates up to rounding; the "
+            f"speed-up is before / compiled. Medians of {args.repeat} interleaved runs in one process (3 at "
+            "n = 1e6; a pass and a "
             f"product repeated within each run to at least {MIN_SAMPLE:g} s); times in ms. The last column is the "
             "same epoch with 4 times the rows per step (`batch_size=`; a quarter of the steps, not the default: "
             "it changes the method's iterates), which shows the part of the cost that is per step.",
