@@ -45,7 +45,7 @@ def assert_unbiased(draws, exact, k=K_SE):
 # ---------------------------------------------------------------------------------------------------------------
 # The generic lowering: LagrangianOracle.estimate (variance-reduced mirror-prox on the Lagrangian)
 # ---------------------------------------------------------------------------------------------------------------
-def _composition(equal_cells: bool, seed=0):
+def _composition(equal_cells: bool, seed=0, compiled=True):
     """A declaration with every kind of leaf: group risks (one max), a masked mean, a norm (exact leaf), a
     covariance constraint over all rows and a masked group-mean constraint (pieces under the penalty). With
     ``equal_cells`` the cells (group x label) all hold 12 rows, so that 12 rows per cell is the whole data."""
@@ -66,7 +66,9 @@ def _composition(equal_cells: bool, seed=0):
     prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(loss, data.groups)) + 0.5 * fm.mean(loss, where=data.y > 0)
                                   + 0.05 * fm.norm(w)),
                       [fm.abs(fm.mean((z - z.mean()) * s)) <= 0.05, fm.max(m) - fm.min(m) <= 0.1])
-    oracle = LagrangianOracle(saddle_form(prob.canonical, w), w, bound=3.0, batch_size=12 if equal_cells else None)
+    oracle = LagrangianOracle(saddle_form(prob.canonical, w), w, bound=3.0, batch_size=12 if equal_cells else None,
+                              compiled=compiled)
+    assert (oracle.kernels is not None) == compiled        # compiled leaf evaluators, or the tree walk
     return oracle, w, rng
 
 
@@ -76,10 +78,11 @@ def _random_point(oracle, w, rng):
     return theta, ys
 
 
-def test_lagrangian_estimate_on_all_rows_is_the_full_operator():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_lagrangian_estimate_on_all_rows_is_the_full_operator(compiled):
     """(a) 12 rows from each of the 6 cells of 12 rows are the whole data: the variance-reduced estimate at any
     (w, y) equals the exact gradient and piece values there (a full pass), not only at the snapshot."""
-    oracle, w, rng = _composition(equal_cells=True)
+    oracle, w, rng = _composition(equal_cells=True, compiled=compiled)
     assert [r.size for r in oracle.cell_rows] == [12] * 6 and oracle.b == 12
     rows = np.concatenate(oracle.cell_rows)         # cell by cell, as a minibatch lays them out
     for _ in range(3):
@@ -92,10 +95,11 @@ def test_lagrangian_estimate_on_all_rows_is_the_full_operator():
             np.testing.assert_allclose(v, v_full, rtol=1e-10, atol=1e-12)
 
 
-def test_lagrangian_estimate_is_unbiased():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_lagrangian_estimate_is_unbiased(compiled):
     """(b) Cells of unequal sizes, minibatches drawn by the oracle: the mean of 3000 estimates of the gradient and of
     every piece is within K_SE standard errors of the full pass."""
-    oracle, w, rng = _composition(equal_cells=False, seed=1)
+    oracle, w, rng = _composition(equal_cells=False, seed=1, compiled=compiled)
     snap = oracle.snapshot(*_random_point(oracle, w, rng))
     theta, ys = _random_point(oracle, w, rng)
     full = oracle.snapshot(theta, ys)
@@ -106,9 +110,10 @@ def test_lagrangian_estimate_is_unbiased():
     assert np.std([g[0] for g, _ in draws]) > 1e-3
 
 
-def test_lagrangian_estimate_at_the_snapshot_is_exact_for_every_batch():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_lagrangian_estimate_at_the_snapshot_is_exact_for_every_batch(compiled):
     """(c) The variance-reduction identity: at the snapshot the estimate is the full operator for any minibatch."""
-    oracle, w, rng = _composition(equal_cells=False, seed=2)
+    oracle, w, rng = _composition(equal_cells=False, seed=2, compiled=compiled)
     theta, ys = _random_point(oracle, w, rng)
     snap = oracle.snapshot(theta, ys)
     for rows in oracle.draw(rng, 5):

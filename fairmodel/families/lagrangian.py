@@ -30,6 +30,7 @@ from ..expressions.atoms.norms import SumSquares
 from ..expressions.core import Abs
 from ..expressions.variables import LinearScore
 from ..oracles.metric import Coordinates
+from .leaf_kernels import compile_leaves
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
 # rows per inner step when the batch size is not given: batch_size = max(4, ceil(32 / cells)) per cell. Measured
@@ -37,6 +38,7 @@ from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 # 5e-3 after 20 epochs, 32 rows reached the exact optimum (1e-6) in the same number of epochs
 ROWS_PER_STEP = 32
 METRIC_ROWS = 20_000     # the preconditioner's second moment is computed on at most this many rows (all below)
+GATHER_BYTES = 8 << 20   # the features of the minibatches of a block are gathered in chunks of at most this size
 
 
 def design_moment(form: SaddleForm, w) -> np.ndarray | None:
@@ -107,11 +109,58 @@ class Snapshot:
     objective: float          # max_y Phi(w, y)
 
 
+@dataclass
+class PreparedStep:
+    """One inner step's minibatch: its feature rows, its compiled expressions, and the snapshot's side of the
+    estimate on it (the block values with the snapshot's minibatch estimates taken out, the coefficients of the
+    snapshot's minibatch gradient X' c)."""
+
+    rows: np.ndarray
+    X: np.ndarray
+    forms: list
+    index: int
+    base: np.ndarray
+    snap_coef: np.ndarray
+
+
+class PreparedBlock:
+    """The steps of a block of minibatches (:meth:`LagrangianOracle.prepare`), gathered and evaluated at the
+    snapshot in chunks of at most GATHER_BYTES of features as the steps reach them."""
+
+    def __init__(self, oracle, batches, snap):
+        self.oracle, self.batches, self.snap = oracle, batches, snap
+        d = oracle.w.shape[0] - (1 if oracle.w.intercept else 0)
+        self.chunk = max(1, GATHER_BYTES // max(1, 8 * batches.shape[1] * d))
+        self.start = None
+
+    def __len__(self):
+        return self.batches.shape[0]
+
+    def _load(self, start):
+        o, snap, rows = self.oracle, self.snap, self.batches[start:start + self.chunk]
+        k = o.kernels
+        self.start, self.X, self.forms = start, k.gather(rows), [f.take(rows) for f in k.forms]
+        z = k.scores(o.coords.to_theta(snap.w), self.X)
+        self.base = np.tile(o.M_all @ snap.leaves + o.c_all - o.M_all[:, o.exact] @ snap.leaves[o.exact],
+                            (rows.shape[0], 1))
+        self.coef = np.zeros(rows.shape)
+        for f, (ks, V, _) in zip(self.forms, o.fused):
+            e, slope = f.value_and_slope(z)
+            self.base -= e @ V.T
+            self.coef += (snap.omega[ks] @ o.W_batch[ks]) * slope
+
+    def __getitem__(self, k) -> PreparedStep:
+        if self.start is None or not self.start <= k < self.start + self.chunk:
+            self._load(k - k % self.chunk)
+        j = k - self.start
+        return PreparedStep(self.batches[k], self.X[j], self.forms, j, self.base[j], self.coef[j])
+
+
 class LagrangianOracle:
     """The protocol of :func:`fairmodel.stochastic.primal_dual.primal_dual` for a :class:`SaddleForm`."""
 
     def __init__(self, form: SaddleForm, w, bound: float, batch_size: int | None = None,
-                 coordinates: Coordinates | None = None):
+                 coordinates: Coordinates | None = None, compiled: bool = True):
         self.form, self.w, self.bound = form, w, float(bound)
         self.coords = coordinates.fresh() if coordinates is not None else Coordinates(None, w.radius)
         self.shape = w.shape
@@ -136,6 +185,10 @@ class LagrangianOracle:
         self.batch_cells = np.repeat(np.arange(C), self.b)
         self.W_batch = self.W_cell[:, self.batch_cells] / self.b
         self.rows_per_step = C * self.b
+        # the sample leaves' per-sample expressions as vectorized evaluators (None: walk the tree at every step)
+        self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
+        if self.kernels is not None:
+            self._fuse()
 
     def _block(self, pieces, scale):
         M = np.zeros((len(pieces), len(self.form.leaves)))
@@ -219,6 +272,8 @@ class LagrangianOracle:
 
     def _sample_pass_theta(self, theta, omega, rows=None, weights=None):
         """Sample-leaf values and grad of sum_k omega_k leaf_k: on all rows (exact) or on minibatch ``rows``."""
+        if self.kernels is not None:
+            return self._compiled_pass(theta, omega, rows, weights)
         values, grad = np.zeros(len(self.form.leaves)), np.zeros(self.shape)
         for expr, ks in self.by_expr.values():
             env = Env({self.w: theta}, rows)
@@ -234,6 +289,45 @@ class LagrangianOracle:
             expr.backprop(env, upstream, grads)
             grad += grads.get(self.w, 0.0)
         return values, grad
+
+    def _row_weights(self, omega, ks, rows):
+        """The weight of every row in sum_{k in ks} omega_k leaf_k: per cell (all rows) or per minibatch slot."""
+        if rows is None:
+            return (omega[ks] @ self.W_cell[ks])[self.cell_of_row] / self.cell_size[self.cell_of_row]
+        return omega[ks] @ self.W_batch[ks]
+
+    def _compiled_terms(self, z, omega, rows, weights=None, values=None):
+        """The compiled expressions at the scores z of ``rows`` (None: all rows): the sample-leaf values (into
+        ``values``, estimated with the slot ``weights`` on a minibatch) and the coefficients c of the gradient
+        X' c of sum_k omega_k leaf_k. ``z`` and ``rows`` may hold several minibatches (one per row of a matrix)."""
+        coef = np.zeros(z.shape)
+        for form, (_, ks) in zip(self.kernels.forms, self.by_expr.values()):
+            e, slope = form.value_and_slope(z, rows)
+            if values is not None:
+                if rows is None:
+                    means = np.bincount(self.cell_of_row, weights=e, minlength=len(self.cell_rows)) / self.cell_size
+                    values[..., ks] = self.W_cell[ks] @ means
+                else:
+                    values[..., ks] = e @ weights[ks].T
+            coef += self._row_weights(omega, ks, rows) * slope
+        return coef
+
+    def _compiled_pass(self, theta, omega, rows=None, weights=None):
+        """:meth:`_sample_pass_theta` by the compiled evaluators: one product with the rows and one with their
+        transpose for all the sample leaves."""
+        values = np.zeros(len(self.form.leaves))
+        X = None if rows is None else self.kernels.gather(rows)
+        coef = self._compiled_terms(self.kernels.scores(theta, X), omega, rows, weights, values)
+        return values, self.kernels.pullback(coef, X)
+
+    def prepare(self, batches, snap: Snapshot):
+        """The minibatches of a block of inner steps (``draw``) made ready for :meth:`estimate` at the snapshot
+        ``snap``: their feature rows gathered, and the snapshot's side of the variance-reduced estimate (its leaf
+        estimates and gradient coefficients on every minibatch) computed for the whole block at once, since the
+        snapshot does not change within an epoch. Without compiled evaluators: the minibatches as they are."""
+        if self.kernels is None:
+            return batches
+        return PreparedBlock(self, np.asarray(batches), snap)
 
     def _block_values(self, leaves) -> list:
         return [M @ leaves + c for M, c in zip(self.M, self.c)]
@@ -259,6 +353,11 @@ class LagrangianOracle:
         return float(self.a0 @ leaves + self.c0 + sum(float(np.max(v)) for v in values))
 
     def estimate(self, rows, w, ys, snap: Snapshot):
+        """The variance-reduced (grad_u Phi, [v_b]) at (w, ys) on the minibatch ``rows`` (row indices, or a step of
+        :meth:`prepare`'s block)."""
+        if self.kernels is not None:
+            return self._compiled_estimate(rows if isinstance(rows, PreparedStep)
+                                           else self.prepare(np.asarray(rows)[None], snap)[0], w, ys, snap)
         omega = self.omega(ys)
         h_values, h_grad = self._sample_pass(w, omega, rows, self.W_batch)
         s_values, s_grad = self._sample_pass(snap.w, snap.omega, rows, self.W_batch)
@@ -267,6 +366,37 @@ class LagrangianOracle:
         leaves[self.sample] += h_values[self.sample] - s_values[self.sample]
         leaves[self.exact] = e_values[self.exact]
         return snap.sample_grad + h_grad - s_grad + e_grad, self._block_values(leaves)
+
+    def _fuse(self):
+        """The compiled estimate's matrices. With all blocks stacked (v = M_all leaves + c_all, omega = a0 +
+        M_all' y), a sample leaf's minibatch estimate W_k . e, and its expression's rows' weights in the gradient
+        omega_ks' W_ks: per compiled expression f with leaves ks, V_f = M_all[:, ks] W_ks (the block values per
+        unit of e_i) and r_f = a0[ks]' W_ks, so that one step costs v = base + sum_f V_f e_f and
+        c = sum_f (r_f + V_f' y) * de_f/dz, without a loop over leaves or blocks."""
+        self.M_all = np.vstack(self.M) if self.M else np.zeros((0, len(self.form.leaves)))
+        self.c_all = np.concatenate(self.c) if self.c else np.zeros(0)
+        self.offsets = np.cumsum([0] + self.blocks)
+        self.fused = []
+        for _, ks in self.by_expr.values():
+            W = self.W_batch[ks]
+            self.fused.append((ks, self.M_all[:, ks] @ W, self.a0[ks] @ W))
+
+    def _compiled_estimate(self, step, w, ys, snap):
+        theta = self.coords.to_theta(w)
+        y = np.concatenate(ys) if len(ys) > 1 else ys[0] if ys else np.zeros(0)
+        z = self.kernels.scores(theta, step.X)
+        v, coef = step.base.copy(), -step.snap_coef
+        for f, (_, V, r) in zip(step.forms, self.fused):
+            e, slope = f.value_and_slope(z, step.index)
+            v += V @ e
+            coef = coef + (r + y @ V) * slope
+        g = self.kernels.pullback(coef, step.X)
+        if self.exact:
+            e_values, e_grad = self._exact_theta(theta, self.a0 + self.M_all.T @ y)
+            v += self.M_all[:, self.exact] @ e_values[self.exact]
+            g = g + e_grad
+        grad = snap.sample_grad + self.coords.gradient_to_u(g)
+        return grad, [v[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
     # -- default steps from the data --------------------------------------------------------------------------
     def default_steps(self, w0=None, y0=None, power_iterations: int = 8, probes: int = 32):
@@ -314,14 +444,15 @@ class LagrangianOracle:
         directions = [u / max(np.linalg.norm(u), 1e-300)] + [d / np.linalg.norm(d) for d in
                                                             rng.standard_normal((2,) + tuple(self.shape))]
         L_ww = curvature
+        base = self._minibatch_passes(theta, omega, batches)[1]
         for d in directions:
-            sq = [float(np.sum(((self._sample_pass(theta + h * d, omega, r, self.W_batch)[1]
-                                 - self._sample_pass(theta, omega, r, self.W_batch)[1]) / h) ** 2)) for r in batches]
+            sq = np.sum(((self._minibatch_passes(theta + h * d, omega, batches)[1] - base) / h) ** 2, axis=1)
             exact = float(np.linalg.norm((self._exact(theta + h * d, omega)[1] - self._exact(theta, omega)[1]) / h))
             L_ww = max(L_ww, float(np.sqrt(np.mean(sq))) + exact)
         step_w = 0.5 / L_ww if L_ww > 1e-12 else np.inf
         stretch = self.coords.lipschitz_factor()     # a norm's Lipschitz constant in theta, times this, in u
         spreads, couplings = [], []
+        estimates = self._leaf_estimates_many(theta, batches)
         for b, v in enumerate(snap.values):
             spreads.append(float(np.ptp(v)) + float(np.max(np.abs(v))))
             G = self.piece_gradients(theta, b)
@@ -333,8 +464,7 @@ class LagrangianOracle:
                 if norms[j] == 0:
                     break
                 d = (G[j] / norms[j]).reshape(self.shape)
-                changes = [float(self.M[b][j] @ (self._leaf_estimates(theta + h * d, r)
-                                                  - self._leaf_estimates(theta, r))) / h for r in batches]
+                changes = (self._leaf_estimates_many(theta + h * d, batches) - estimates) @ self.M[b][j] / h
                 coupling = max(coupling, float(np.sqrt(np.mean(np.square(changes)))))
             couplings.append(coupling)
         # every simplex the step of its spread (at least a hundredth of the objective's scale, so that pieces all
@@ -347,6 +477,35 @@ class LagrangianOracle:
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
 
+    def _minibatch_passes(self, u, omega, batches):
+        """:meth:`_sample_pass` on each of the minibatches ``batches`` (one per row): sample-leaf estimates
+        (one row per minibatch) and gradients in u (one row per minibatch), all at once when compiled."""
+        if self.kernels is None:
+            out = [self._sample_pass(u, omega, r, self.W_batch) for r in batches]
+            return np.array([v for v, _ in out]), np.array([g for _, g in out])
+        values = np.zeros((len(batches), len(self.form.leaves)))
+        X = self.kernels.gather(batches)
+        coef = self._compiled_terms(self.kernels.scores(self.coords.to_theta(u), X), omega, batches, self.W_batch,
+                                    values)
+        return values, self.coords.gradient_to_u(self.kernels.pullback_many(coef, X).T).T
+
+    def _compiled_leaf_gradients(self, u, ks) -> np.ndarray:
+        """The gradients in u (one row each) of the sample leaves ``ks`` on all rows: one product with X and one
+        with X' (a column per leaf)."""
+        z = self.kernels.scores(self.coords.to_theta(u))
+        C = np.zeros((z.shape[0], len(ks)))
+        for form, (_, form_ks) in zip(self.kernels.forms, self.by_expr.values()):
+            cols = [j for j, k in enumerate(ks) if k in form_ks]
+            if cols:
+                per_row = (self.W_cell[[ks[j] for j in cols]] / self.cell_size)[:, self.cell_of_row]
+                C[:, cols] = per_row.T * np.reshape(form.value_and_slope(z)[1], (-1, 1))
+        return self.coords.gradient_to_u(self.kernels.pullback(C)).T
+
+    def _leaf_estimates_many(self, u, batches) -> np.ndarray:
+        """:meth:`_leaf_estimates` on each of the minibatches ``batches`` (one row per minibatch)."""
+        zero = np.zeros(len(self.form.leaves))
+        return self._minibatch_passes(u, zero, batches)[0] + self._exact(u, zero)[0]
+
     def _leaf_estimates(self, theta, rows) -> np.ndarray:
         """Minibatch estimates of the sample leaves, exact values of the others."""
         zero = np.zeros(len(self.form.leaves))
@@ -357,6 +516,10 @@ class LagrangianOracle:
         L = len(self.form.leaves)
         used = np.flatnonzero(np.any(self.M[block] != 0, axis=0))
         jac = np.zeros((L, int(np.prod(self.shape))))
+        if self.kernels is not None:         # the sample leaves' gradients in one pass, one column of X' C each
+            sample = [k for k in used if k in self.sample]
+            jac[sample] = self._compiled_leaf_gradients(theta, sample)
+            used = [k for k in used if k not in self.sample]
         for k in used:
             e = np.zeros(L)
             e[k] = 1.0

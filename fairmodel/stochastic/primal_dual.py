@@ -20,6 +20,8 @@ The oracle protocol (:class:`~fairmodel.oracles.protocols.PrimalDualOracle`; the
 * ``snapshot(w, ys)``: an exact full pass, with ``values`` (v_b(w) per block), ``grad`` (grad_w Phi(w, ys)),
   ``objective`` (max_y Phi(w, y), for the history) and whatever the estimates need;
 * ``draw(rng, n_steps)``: the minibatches of ``n_steps`` inner steps; ``rows_per_step``;
+* ``prepare(batches, snap)``: those minibatches made ready for the estimates at the snapshot (e.g. their rows
+  gathered and the snapshot's side of the estimates computed for the whole block at once), indexable by step;
 * ``estimate(batch, w, ys, snap)``: the variance-reduced (grad_w Phi, [v_b]) at (w, ys);
 * ``default_steps(w0, y0)``: (step_w, [step_y per block]) measured from the data at (w0, y0).
 """
@@ -41,6 +43,48 @@ from .schedules import check_budget
 BLOCK_STEPS = 256   # inner steps whose minibatches are drawn at once
 MIN_INNER = 50      # inner steps per epoch at least (small data sets: one pass is only a few steps)
 OUTPUTS = ("suffix", "tail")
+
+
+class Simplices:
+    """A product of simplices stored as one vector (block after block): the mirror steps of all of them in a
+    few vectorized operations, whatever their number."""
+
+    def __init__(self, sizes):
+        self.sizes = [int(m) for m in sizes]
+        ends = np.cumsum(self.sizes)
+        self.starts = ends - self.sizes
+        self.slices = [slice(int(a), int(b)) for a, b in zip(self.starts, ends)]
+
+    def join(self, parts) -> np.ndarray:
+        if len(parts) == 1:
+            return np.asarray(parts[0], dtype=float)
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def split(self, v) -> list:
+        return [v[s] for s in self.slices]
+
+    def expand(self, per_block) -> np.ndarray:
+        """One value per simplex repeated over its entries."""
+        return np.repeat(np.asarray(per_block, dtype=float), self.sizes)
+
+    def _per_block(self, ufunc, v):
+        if len(self.sizes) == 1:
+            return ufunc.reduce(v)
+        return np.repeat(ufunc.reduceat(v, self.starts), self.sizes)
+
+    def normalize_log(self, logy) -> np.ndarray:
+        """ln y - logsumexp(ln y) per simplex (as :func:`fairmodel.stochastic.aleg.normalize_log`)."""
+        if not self.sizes:
+            return logy
+        shifted = logy - self._per_block(np.maximum, logy)
+        return shifted - np.log(self._per_block(np.add, np.exp(shifted)))
+
+    def weights(self, logy) -> np.ndarray:
+        """exp(ln y) normalized per simplex: the points of the simplices whose unnormalized logs are ``logy``."""
+        if not self.sizes:
+            return logy
+        e = np.exp(logy - self._per_block(np.maximum, logy))
+        return e / self._per_block(np.add, e)
 
 
 def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None = None, step_w=None, step_y=None, w0=None,
@@ -73,7 +117,10 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
     K = check_int(inner, "inner") if inner is not None else \
         max(MIN_INNER, math.ceil(oracle.n_samples / oracle.rows_per_step))
 
-    snap_w, snap_lam = w.copy(), [lv.copy() for lv in logy]
+    simplices = Simplices(oracle.blocks)
+    lam = simplices.join(logy)                  # the log-weights of every simplex, one after the other
+    gy_rows = simplices.expand(gy)
+    snap_w, snap_lam = w.copy(), lam.copy()
     snap_y = [np.exp(lv) for lv in logy]
     average = TailAverage()
     history, status, message, evals = [], "completed", "", 0
@@ -98,29 +145,32 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
                 break
             history.append({"epoch": s, "objective": snap.objective, "grad_evals": evals,
                             "time": time.perf_counter() - start})
-            acc_w, acc_lam = np.zeros_like(w), [np.zeros(m) for m in oracle.blocks]
+            acc_w, acc_lam = np.zeros_like(w), np.zeros_like(lam)
+            sum_w, sum_y = np.zeros_like(w), np.zeros_like(lam)       # the half iterates of the epoch
             if output == "tail":
                 average.start_epoch(s)
+            # the snapshot's parts of the anchors and of the half steps, fixed within the epoch
+            snap_part_w, snap_part_lam, keep = alpha * snap_w, alpha * snap_lam, 1.0 - alpha
+            half_w, half_y = gw * snap.grad, gy_rows * simplices.join(snap.values)
             for k in range(K):
                 if k % BLOCK_STEPS == 0:
-                    batches = oracle.draw(rng, min(BLOCK_STEPS, K - k))
-                anchor_w = alpha * snap_w + (1.0 - alpha) * w
-                anchor = [alpha * a + (1.0 - alpha) * b for a, b in zip(snap_lam, logy)]
-                w_half = oracle.project(anchor_w - gw * snap.grad)
-                logy_half = [normalize_log(a + g * v) for a, g, v in zip(anchor, gy, snap.values)]
-                y_half = [np.exp(lv) for lv in logy_half]
-                v_w, v_y = oracle.estimate(batches[k % BLOCK_STEPS], w_half, y_half, snap)
+                    batches = oracle.prepare(oracle.draw(rng, min(BLOCK_STEPS, K - k)), snap)
+                anchor_w = snap_part_w + keep * w
+                anchor = snap_part_lam + keep * lam
+                w_half = oracle.project(anchor_w - half_w)
+                y_half = simplices.weights(anchor + half_y)
+                v_w, v_y = oracle.estimate(batches[k % BLOCK_STEPS], w_half, simplices.split(y_half), snap)
                 w = oracle.project(anchor_w - gw * v_w)
-                logy = [normalize_log(a + g * v) for a, g, v in zip(anchor, gy, v_y)]
-                evals += 2 * oracle.rows_per_step
-                if s >= suffix_from:
-                    average.add(1.0, w_half, *y_half)
+                lam = simplices.normalize_log(anchor + gy_rows * simplices.join(v_y))
                 acc_w += w
-                for acc, lv in zip(acc_lam, logy):
-                    acc += lv
-            snap_w = acc_w / K
-            snap_lam = [a / K for a in acc_lam]
-            snap_y = [np.exp(normalize_log(lv)) for lv in snap_lam]
+                acc_lam += lam
+                sum_w += w_half
+                sum_y += y_half
+            evals += 2 * oracle.rows_per_step * K
+            if s >= suffix_from:
+                average.add(float(K), sum_w / K, *simplices.split(sum_y / K))
+            snap_w, snap_lam = acc_w / K, acc_lam / K
+            snap_y = simplices.split(simplices.weights(snap_lam))
             elapsed = time.perf_counter() - start
             bar.update(1, objective=history[-1]["objective"])
             stop = check_budget(s, evals, elapsed, None, max_time, callback,

@@ -1,0 +1,155 @@
+"""Compiled evaluators of the sample leaves of the generic lowering: the per-sample expression of a linear score
+as a few vectorized operations on the rows, instead of a walk over the expression tree at every step.
+
+A per-sample expression built from one linear score z_i = x_i . w + b by losses, sums, scalar multiples and
+products with fixed data vectors (the covariance of Zafar et al. 2017, the sample weights of an aggregate) is
+
+    e_i(w) = c_i + sum_t a_{t,i} f_t(z_i, y_i),
+
+f_t either the score itself or a pointwise loss kernel of :mod:`fairmodel.oracles.losses` (the same kernel the
+loss atom evaluates: the formulas are the tree walk's, term by term). Its value and its derivative in the score on
+any rows then cost one product of the rows with w, a few elementwise operations and, for the gradient of a
+weighted sum of such expressions, one product of the rows' transpose with the summed coefficients (the chain rule
+through the score, as in :class:`fairmodel.oracles.losses.LinearModelLoss`). Expressions outside this form (a
+hinge inside a ``pos``, a matrix of weights, two data sets) are not compiled: :func:`compile_leaves` returns None
+and the oracle walks the tree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import expressions as E
+
+
+class NotCompiled(Exception):
+    """The per-sample expression is not a sum of data-weighted functions of one linear score."""
+
+
+@dataclass
+class Term:
+    """a_i f(z_i, y_i): ``kernel`` None for the score itself (f = z)."""
+
+    coef: float | np.ndarray
+    kernel: object = None
+    y: np.ndarray | None = None
+
+
+@dataclass
+class PerSample:
+    """e_i = const_i + sum_t a_{t,i} f_t(z_i, y_i) of the one linear score z."""
+
+    terms: list
+    const: float | np.ndarray = 0.0
+
+    def take(self, rows) -> "PerSample":
+        """The expression restricted to ``rows`` (any shape of indices): its data vectors gathered once."""
+        def at(v):
+            return v[rows] if isinstance(v, np.ndarray) else v
+        return PerSample([Term(at(t.coef), t.kernel, None if t.y is None else t.y[rows]) for t in self.terms],
+                         at(self.const))
+
+    def value_and_slope(self, z, rows=None):
+        """(e, de/dz) on the rows whose scores are z. ``rows`` indexes the data vectors (row indices, or the
+        index of a minibatch in a :meth:`take` of several; None: the vectors as they are)."""
+        def at(v):
+            return v[rows] if isinstance(v, np.ndarray) and rows is not None else v
+
+        def plus(total, part):          # total + part, skipping the additions and products of a plain sum
+            return part if total is None else total + part
+        value, slope = None, None
+        for t in self.terms:
+            a = at(t.coef)
+            if t.kernel is None:
+                f, df = z, 1.0
+            else:
+                y = at(t.y)
+                f, df = t.kernel.phi(z, y), t.kernel.dphi(z, y)
+            one = not isinstance(a, np.ndarray) and a == 1.0
+            value, slope = plus(value, f if one else a * f), plus(slope, df if one else a * df)
+        const = at(self.const)
+        if isinstance(const, np.ndarray) or const != 0.0:
+            value = value + const
+        return value, slope       # value has the shape of z; slope may be a number (an affine expression)
+
+
+def _scaled(form: tuple, c) -> tuple:
+    score, ps = form
+    return score, PerSample([Term(t.coef * c, t.kernel, t.y) for t in ps.terms], ps.const * c)
+
+
+def _compile(e, w) -> tuple:
+    """(the LinearScore node, PerSample) of the per-sample expression ``e`` of the weights ``w``."""
+    if isinstance(e, E.LinearScore):
+        if e.w is not w or w.n_outputs is not None:
+            raise NotCompiled
+        return e, PerSample([Term(1.0)])
+    if isinstance(e, E.Loss):
+        if not isinstance(e.score, E.LinearScore):
+            raise NotCompiled
+        score, _ = _compile(e.score, w)
+        return score, PerSample([Term(1.0, e.kernel, e.y)])
+    if isinstance(e, E.ScalarMul):
+        return _scaled(_compile(e.expr, w), e.c)
+    if isinstance(e, E.Multiply) and e.kind == "samples":
+        return _scaled(_compile(e.expr, w), e.a)
+    if isinstance(e, E.Add):
+        score, terms, const = None, [], 0.0
+        for a in e.args:
+            if isinstance(a, E.Constant) and a.kind == "scalar":
+                const = const + float(a.constant_value())
+                continue
+            s, ps = _compile(a, w)
+            if score is not None and (s.data is not score.data or s.w is not score.w):
+                raise NotCompiled
+            score, terms, const = (s if score is None else score), terms + ps.terms, const + ps.const
+        if score is None:
+            raise NotCompiled
+        return score, PerSample(terms, const)
+    raise NotCompiled
+
+
+@dataclass
+class CompiledLeaves:
+    """The compiled per-sample expressions of an oracle's sample leaves, all of one linear score of w on one data
+    set: ``forms[j]`` evaluates the j-th distinct expression."""
+
+    data: object
+    w: object
+    forms: list
+
+    def gather(self, rows) -> np.ndarray:
+        """The feature rows X[rows] (any shape of row indices: the rows' features along a last axis)."""
+        rows = np.asarray(rows)
+        return self.data.rows(rows.ravel()).reshape(rows.shape + (-1,))
+
+    def scores(self, theta, X=None) -> np.ndarray:
+        """z = X w + b on the gathered rows X (None: all rows, one pass through the data source)."""
+        w, b = self.w.split(theta)
+        return (self.data.matvec(w) if X is None else X @ w) + b
+
+    def pullback(self, coef, X=None) -> np.ndarray:
+        """The gradient in theta of sum_i coef_i z_i: X' coef (and sum coef for the intercept); a matrix coef
+        (a column per function) gives one gradient per column."""
+        g = self.data.rmatvec(coef) if X is None else X.T @ coef
+        return np.concatenate([g, coef.sum(axis=0, keepdims=True)]) if self.w.intercept else g
+
+
+    def pullback_many(self, coef, X) -> np.ndarray:
+        """:meth:`pullback` of several minibatches at once: coef (batches, rows), X (batches, rows, features);
+        one gradient per row of the result."""
+        g = np.einsum("srd,sr->sd", X, coef)
+        return np.hstack([g, coef.sum(axis=1, keepdims=True)]) if self.w.intercept else g
+
+
+def compile_leaves(exprs: list, w) -> CompiledLeaves | None:
+    """The compiled evaluators of the distinct per-sample expressions ``exprs`` of the sample leaves, or None when
+    one of them is not a sum of data-weighted functions of a linear score of ``w``, or they use two data sets."""
+    try:
+        compiled = [_compile(e, w) for e in exprs]
+    except NotCompiled:
+        return None
+    if not compiled or any(s.data is not compiled[0][0].data for s, _ in compiled):
+        return None
+    return CompiledLeaves(compiled[0][0].data, w, [ps for _, ps in compiled])
