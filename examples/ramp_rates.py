@@ -35,9 +35,9 @@ def true_eo_gap(scores, data) -> float:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1000, help="training rows (stratified subsample of Law School)")
-    ap.add_argument("--bounds", type=float, nargs="+", default=[0.1, 0.05, 0.02])
+    ap.add_argument("--bounds", type=float, nargs="+", default=[0.1, 0.05, 0.02], help="the bounds eps")
     ap.add_argument("--width", type=float, default=0.5, help="width of the ramp")
     args = ap.parse_args(argv)
     data = fm.datasets.load_lawschool(target="bar1", sensitive="race").subsample(args.n, seed=0)

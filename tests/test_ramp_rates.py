@@ -151,6 +151,7 @@ def test_exact_idca_meets_every_true_rate_constraint_within_the_slack(kind):
     assert brute(kind, data.X @ ft[:3] + ft[3], data.y, data.groups.codes.tolist(), 0.1, 0.6)[1] > true
 
 
+@pytest.mark.slow
 def test_both_backends_and_the_cvxpy_inner_solver_agree():
     data = make_data(n=250, groups=2, seed=4)
     prob, w = program_of("eodds", data, eps=0.05)
