@@ -203,3 +203,17 @@ def test_linear_stays_the_default_and_inputs_are_checked():
     text = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y))),
                       [fm.equalized_odds_gap(s, data, surrogate="ramp", width=0.5) <= 0.1]).describe()
     assert "ramp surrogate of the true-positive rate and false-positive rate gap" in text and "largest pairwise" in text
+
+
+def test_problem_file_expressions_declare_a_ramp_rate_gap():
+    from fairmodel.frontends.problemfile.expression import constraint_of
+    data = make_data()
+    w = fm.Weights(3, intercept=True)
+    s = data.score(w)
+    c = constraint_of("selection_rate_gap(score, data, surrogate='ramp', width=0.5, threshold=0.1) <= 0.05",
+                      {"score": s, "data": data, "w": w})
+    assert isinstance(c.lhs, RampRateGap) and c.lhs.width == 0.5 and c.lhs.threshold == 0.1
+    theta = np.array([0.4, 0.1, -0.3, 0.2])
+    sc = data.X @ theta[:3] + theta[3]
+    assert c.lhs.measure(sc)["ramp_gap"] == pytest.approx(brute("dp", sc, data.y, data.groups.codes.tolist(),
+                                                                0.1, 0.5)[0], abs=1e-12)
