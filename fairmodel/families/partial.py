@@ -452,7 +452,7 @@ class PartialFairness(Reduction):
         sizes its working set)."""
         if certificate is not None:
             return bool(certificate)
-        pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
+        pieces = sum(b.gs.X.shape[0] * b.m if hasattr(b, "gs") else getattr(b, "pieces", 0) for b in self.program.blocks)
         kind = self._inner_method(None, mu)[0]
         limit = AUTO_CERTIFICATE_PIECES if kind != "ipm" else (
             WORKING_SET_PIECES if last_step else IPM_CERTIFICATE_PIECES)

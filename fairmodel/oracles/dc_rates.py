@@ -64,6 +64,7 @@ class RampRateBlock(Block):
         self.m = 2 * self.C
         self.scale, self.bound = 2.0, eps                       # bound + 2 max f = the ramp gap at the midpoint c
         self.labels = [f"{name}:{side}[{atom.cell_label(j)}]" for side in ("upper", "lower") for j in range(self.C)]
+        self.pieces = 2 * sum(Xc.shape[0] for Xc in self.X)     # hinges of the f+ (one per row and side)
 
     def _u(self, x) -> list:
         w = x[self.wsl]
