@@ -24,6 +24,7 @@ from .expressions import (Constant, Parameter, Weights, abs, equal_opportunity_g
 from .expressions.atoms import losses as _losses
 from .expressions.atoms.losses import *  # noqa: F401,F403  (every loss constructor: fm.logistic_loss, ...)
 from .expressions.atoms.auc import auc_gap, auc_loss
+from .expressions.atoms.fairness import selection_rate_gap
 from .expressions.atoms.dp import DPPredictor, dp_gap, expected_cost, squared_risk
 from .expressions.atoms.partial import dc, partial_dp, weak_partial_dp, with_group_interactions
 from .expressions.atoms.strategic import strategic_score, wasserstein_worst_case
@@ -64,6 +65,7 @@ __all__ = [
     "auc_gap", "auc_loss", "DPPredictor", "dp_gap", "dp_parameters", "dp_sweep", "expected_cost", "GridPredictor",
     "partial_dp", "squared_risk", "strategic_score", "wasserstein_worst_case", "weak_partial_dp",
     "with_group_interactions",
+    "selection_rate_gap",
     # min-max problems and their domains
     "Ball", "Box", "Product", "SaddleProblem", "Simplex", "TruncatedCone",
     # assessment of any model

@@ -31,6 +31,7 @@ CASES = {
                              "--max-train", "600", "--out", "{out}"], [slow]),
     "partial_fairness_crosscheck.py": (["--n", "200", "--starts", "1"], [slow]),
     "strategic_dro.py": (["--fast", "--out", "{out}"], [slow]),
+    "ramp_rates.py": (["--n", "600", "--bounds", "0.05"], []),
 }
 
 

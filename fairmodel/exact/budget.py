@@ -152,6 +152,10 @@ def partial_program(program) -> Estimate:
     pieces, entries = 0.0, 0.0
     for block in program.blocks:
         gs = getattr(block, "gs", None)
+        if gs is None and hasattr(block, "pieces"):             # ramp rate gaps: two hinges per row
+            pieces += float(block.pieces)
+            entries += 0.5 * block.pieces * block.D
+            continue
         if gs is None:
             continue
         n, d = gs.X.shape

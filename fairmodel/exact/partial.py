@@ -38,6 +38,7 @@ from ..expressions import Add, LinearScore, LogisticLoss, Mean, Multiply, Scalar
 from ..errors import SolverError, UnsupportedProblemError
 from ..oracles.dc import DCProgram, ExprBlock
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
+from ..oracles.dc_rates import RampRateBlock
 from ..oracles.losses import LinearModelLoss
 from . import solvers
 from .lower import LoweringContext, group_average_matrix, lower
@@ -81,11 +82,24 @@ def _weak_band(block: WeakBandBlock, ctx, aux):
     return out + s_plus[k] + s_plus[l] if block.paper else out
 
 
+def _ramp_rates(block: RampRateBlock, ctx, aux):
+    """f+ of the ramp rate gaps: [A+_j (upper) ; A-_j (lower)] over the cells j, A+-_j = (1/n_j) sum pos(u_i +- 1/2),
+    u_i = (x_i . w - t) / width: one affine expression over the stacked cells and a sparse averaging matrix."""
+    w = ctx.variable(block.atom.score.w)
+    X = np.vstack(block.X)
+    sizes = [Xc.shape[0] for Xc in block.X]
+    cols = np.arange(X.shape[0])
+    rows = np.repeat(np.arange(block.C), sizes)
+    A = sp.csr_matrix((1.0 / np.repeat(sizes, sizes), (rows, cols)), shape=(block.C, X.shape[0]))
+    u = X @ w - block.cut
+    return cp.hstack([A @ cp.pos(u + 0.5), A @ cp.pos(u - 0.5)])
+
+
 def _expr(block: ExprBlock, ctx, aux):
     return cp.reshape(lower(block.g, ctx), (1,), order="C")
 
 
-BLOCK_LOWERING = {RampBandBlock: _ramp_band, WeakBandBlock: _weak_band, ExprBlock: _expr}
+BLOCK_LOWERING = {RampBandBlock: _ramp_band, WeakBandBlock: _weak_band, RampRateBlock: _ramp_rates, ExprBlock: _expr}
 
 
 EXP_CONE_LOSSES = (LogisticLoss,)

@@ -8,6 +8,7 @@ normal form on which problems are recognized.
 from .atoms.aggregates import (GroupMean, GroupOptimal, Max, Mean, Min, Pos, Sum, group_mean, group_optimal, max,
                                mean, min, pos, sum)
 from .atoms.fairness import equal_opportunity_gap, equalized_odds_gap
+from .atoms.fairness import selection_rate_gap
 from .atoms import losses as _losses
 from .atoms.losses import *  # noqa: F401,F403  (the loss constructors: losses.__all__)
 from .atoms.losses import HingeLoss, LogisticLoss, Loss, SoftmaxLoss, SquaredLoss
@@ -24,4 +25,5 @@ __all__ = [
     "LogisticLoss", "Loss", "max", "Max", "mean", "Mean", "min", "Min", "Minimize", "multiply", "Multiply", "norm",
     "Norm", "parameter", "Parameter", "pos", "Pos", "SampleScore", "ScalarMul", "SoftmaxLoss",
     "SquaredLoss", "sum", "Sum", "sum_squares", "SumSquares", "value_and_grad", "Weights", *_losses.__all__,
+    "selection_rate_gap",
 ]

@@ -8,6 +8,9 @@ lam * fm.sum_squares(w)``) with at least one of
 * ``fm.partial_dp(s, groups, band=(a, b)) <= kappa``          model (13), ramp surrogate (Example B.3);
 * ``fm.weak_partial_dp(s, groups, band=(a, b), threshold=t) <= kappa``   model (17) with (51) (Example B.5);
 * ``fm.dc(g, h) <= b``                                         g - h <= b, g and h convex;
+* ``fm.selection_rate_gap / fm.equal_opportunity_gap / fm.equalized_odds_gap(s, data, surrogate="ramp") <= eps``:
+  the ramp surrogate of a gap in group decision rates (largest pairwise), 2 K DC constraints per label stratum
+  with one centre rate per stratum (:mod:`fairmodel.oracles.dc_rates`);
 
 and optionally convex constraints ``c(w) <= b``. Every constraint becomes DC constraints
 f_i = f_i+ - f_i- <= 0 of (21) (:mod:`fairmodel.oracles.dc`), built here from the canonical declaration.
@@ -30,14 +33,24 @@ from ..exact import budget
 from ..exact.partial import Subproblem, loss_rows, split_objective
 from ..exact.solvers import check_solver
 from ..expressions import LinearScore, LogisticLoss, Loss
-from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP
+from ..expressions.atoms.partial import PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
+from ..oracles.dc_rates import RampRateBlock
 from ..oracles.dc_working_set import solve_with_working_set
 from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
-from .partial_program import MU, constraint_kind, dc_program, hinge_program, nonneg, positive_int, subproblem_g
+from .partial_program import (
+    DC_ATOMS,
+    MU,
+    constraint_kind,
+    dc_program,
+    hinge_program,
+    nonneg,
+    positive_int,
+    subproblem_g,
+)
 from .partial_runs import solve_direct_ssg, solve_idca_ssg, solve_penalty
 from .partial_starts import feasible_starts, lipschitz_estimate, theory
 from .registry import register
@@ -115,9 +128,8 @@ class PartialFairness(Reduction):
     @classmethod
     def accepts(cls, problem):
         canonical = problem.canonical
-        special = (PartialDP, WeakPartialDP, DC)
-        if not any(isinstance(n, special) for c in canonical.constraints for n in c.lhs.nodes()):
-            return "no fm.partial_dp, fm.weak_partial_dp or fm.dc constraint"
+        if not any(isinstance(n, DC_ATOMS) for c in canonical.constraints for n in c.lhs.nodes()):
+            return "no fm.partial_dp, fm.weak_partial_dp, fm.dc or ramp rate gap (surrogate='ramp') constraint"
         obj = canonical.objective
         if not obj.is_convex():
             return f"the objective {obj} must be convex (curvature {obj.curvature!r}); IDCA linearizes constraints only"
@@ -131,7 +143,8 @@ class PartialFairness(Reduction):
     def display_name(self) -> str:
         partial = any(isinstance(n, (PartialDP, WeakPartialDP)) for c in self.problem.canonical.constraints
                       for n in c.lhs.nodes())
-        return "partial fairness" if partial else "DC constraints"
+        rates = any(isinstance(b, RampRateBlock) for b in self.program.blocks)
+        return "partial fairness" if partial else ("ramp rate gaps (DC)" if rates else "DC constraints")
 
     # -- description -----------------------------------------------------------------------------------
     def describe_extra(self) -> list[str]:
@@ -146,6 +159,9 @@ class PartialFairness(Reduction):
                 lines.append(f"  {name}: weak pDP at threshold {b.atom.threshold:g} on ranks [{b.alpha:g}, {b.beta:g})"
                              f" <= {b.kappa:g}: model (17) via identity (51), {b.atom.decomposition} split, "
                              f"{b.m} ordered pairs")
+            elif isinstance(b, RampRateBlock):
+                lines.append(f"  {name}: {b.atom.describe()} <= {b.eps:g}; {b.C} (rate, group) cells -> {b.m} "
+                             f"constraints |ramp rate - c| <= eps/2 with centres rate_{name} (one per rate)")
             else:
                 lines.append(f"  {name}: f+ = {b.g}, f- = {b.h if b.h is not None else 0} + {b.bound:g}")
         lines += ["IDCA: at x_k linearize every f_i-, solve (25) with the proximal term (mu/2)||v - x_k||^2 in the "
@@ -369,6 +385,8 @@ class PartialFairness(Reduction):
                 metrics[f"{name}.gap"] = measured.gap
                 metrics[f"{name}.fairness"] = measured.fairness
                 metrics[f"{name}.pairwise"] = measured.pairwise
+            elif isinstance(b, RampRateBlock):
+                metrics.update(rate_metrics(name, b, x))
         f = program.values(x)
         metrics["max_f"] = float(np.max(f))
         metrics["dc_values"] = f
@@ -451,13 +469,22 @@ class PartialFairness(Reduction):
         sizes its working set)."""
         if certificate is not None:
             return bool(certificate)
-        pieces = sum(b.gs.X.shape[0] * b.m for b in self.program.blocks if hasattr(b, "gs"))
+        pieces = sum(b.gs.X.shape[0] * b.m if hasattr(b, "gs") else getattr(b, "pieces", 0) for b in self.program.blocks)
         kind = self._inner_method(None, mu)[0]
         limit = AUTO_CERTIFICATE_PIECES if kind != "ipm" else (
             WORKING_SET_PIECES if last_step else IPM_CERTIFICATE_PIECES)
         return pieces <= limit
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
+        checks = [Check(f"true (0/1) gap of {name} (largest pairwise; decisions score > threshold)",
+                        evaluation.metrics[f"{name}.true_gap"], rec["bound"] + evaluation.metrics[f"{name}.slack"],
+                        "reported: the bound plus the slack of the ramp (half the share of each group's rows within "
+                        "width/2 of the threshold, the two largest groups of the worst rate), which bounds |true gap - "
+                        "ramp gap|; it holds whenever the ramp constraint does", "constraint")
+                  for name, rec in evaluation.constraints.items() if f"{name}.true_gap" in evaluation.metrics]
+        return checks + self._step_checks(evaluation)
+
+    def _step_checks(self, evaluation) -> list[Check]:
         step = evaluation.certificate.get("relative_step")
         if step is None and evaluation.certificate.get("feasible") == 0.0:
             # Lemma C.1 certifies feasible points only: not computed (a run does not stop on it; the judge says so)
@@ -522,6 +549,20 @@ class PartialFairness(Reduction):
                                     "reported, not enforced: a DC program has several local solutions; this is "
                                     "how much the start changes the objective"))
         return checks
+
+
+def rate_metrics(name: str, block: RampRateBlock, x) -> dict:
+    """The judge's numbers of a ramp rate gap at x: the true (0/1) and ramp rates of every (rate, group) cell, the
+    true and ramp gaps (largest pairwise, worst rate) and the slack that bounds their difference."""
+    m = block.atom.measure(block.atom.score.design() @ x[block.wsl])
+    out = {f"{name}.true_gap": m["true_gap"], f"{name}.ramp_gap": m["ramp_gap"],
+           f"{name}.slack": float(np.max(m["slack"] + m["ramp_gaps"]) - m["ramp_gap"])}
+    for j, label in enumerate(m["labels"]):
+        out[f"{name}.true_rate[{label}]"] = float(m["true_rates"][j])
+        out[f"{name}.ramp_rate[{label}]"] = float(m["ramp_rates"][j])
+    for s, stratum in enumerate(m["strata"]):
+        out[f"{name}.true_gap[{stratum}]"] = float(m["true_gaps"][s])
+    return out
 
 
 # -- problem files (fairmodel/problemfile.py): family = "partial_fairness" ----------------------------------------

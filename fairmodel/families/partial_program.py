@@ -1,17 +1,20 @@
 """The program object of the partial-fairness reduction (He, Huang, Yao, Lin 2025): the DC program (21) of a
-canonical declaration (one block per constraint: models (13) and (17), ``fm.dc(g, h) <= b`` and convex
-``c(w) <= b``), the max-constraint oracle of the switching-subgradient methods, and the checks of the IDCA
+canonical declaration (one block per constraint: models (13) and (17), ramp rate gaps, ``fm.dc(g, h) <= b`` and
+convex ``c(w) <= b``), the max-constraint oracle of the switching-subgradient methods, and the checks of the IDCA
 options."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ModelError
 from ..exact.partial import loss_rows, split_objective
 from ..expressions import SumSquares, evaluate, value_and_grad
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
+from ..expressions.atoms.rates import RampRateGap
 from ..oracles.dc import DCProgram, ExprBlock, Layout
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_ipm import HingeProgram, HingeRows, SmoothObjective
+from ..oracles.dc_rates import RampRateBlock
 from ..oracles.losses import LinearModelLoss
 from ..utilities.validate import check_int, check_number
 
@@ -55,6 +58,18 @@ def schedule(v, name, integer=False):
     return lambda k: value
 
 
+DC_ATOMS = (PartialDP, WeakPartialDP, DC, RampRateGap)     # the atoms this family lowers to DC blocks
+
+
+def rate_bound(eps) -> float:
+    """The bound of a ramp rate gap: in (0, 1] (rates are shares; 0 leaves IDCA without a strictly feasible start)."""
+    eps = check_number(eps, "the bound of a ramp rate gap", error=ModelError)
+    if not 0 < eps <= 1:
+        raise ModelError(f"a ramp rate gap <= eps needs 0 < eps <= 1 (a gap of rates; eps = 0 leaves IDCA without a "
+                         f"strictly feasible point, use a small eps such as 0.005); got {eps:g}")
+    return eps
+
+
 def constraint_kind(c):
     """The block type of a canonical constraint ``lhs <= rhs`` as a tuple, or a string saying why it is not
     supported."""
@@ -65,11 +80,13 @@ def constraint_kind(c):
         return ("pdp", lhs, c)
     if isinstance(lhs, WeakPartialDP):
         return ("weak", lhs, c)
+    if isinstance(lhs, RampRateGap):
+        return ("rate", lhs, c)
     if isinstance(lhs, DC):
         return ("expr", lhs.g, lhs.h, c)
-    if any(isinstance(n, (PartialDP, WeakPartialDP, DC)) for n in lhs.nodes()):
-        return (f"constraint {c.name}: partial_dp, weak_partial_dp and dc must stand alone on the left of "
-                f"'<= constant' (got {lhs})")
+    if any(isinstance(n, DC_ATOMS) for n in lhs.nodes()):
+        return (f"constraint {c.name}: partial_dp, weak_partial_dp, dc and the ramp rate gaps must stand alone on "
+                f"the left of '<= constant' (got {lhs})")
     if lhs.is_convex():
         return ("expr", lhs, None, c)
     return f"constraint {c.name}: {lhs} has curvature {lhs.curvature!r}; write it as fm.dc(g, h) <= b"
@@ -88,6 +105,9 @@ def dc_program(problem, kinds) -> DCProgram:
                 specs.append((tag, atom, kappa, levels, c.name))
             else:
                 specs.append((tag, atom, kappa, c.name))
+        elif tag == "rate":
+            aux.append((f"rate_{c.name}", atom.n_strata))
+            specs.append((tag, atom, rate_bound(c.bound()), c.name))
         else:
             specs.append((tag, kind[1], kind[2], c.bound(), c.name))
     layout = Layout(problem.canonical.variables(), aux)
@@ -97,6 +117,8 @@ def dc_program(problem, kinds) -> DCProgram:
             blocks.append(RampBandBlock(*rest, layout))
         elif tag == "weak":
             blocks.append(WeakBandBlock(*rest, layout))
+        elif tag == "rate":
+            blocks.append(RampRateBlock(*rest, layout))
         else:
             blocks.append(ExprBlock(*rest, layout, value_and_grad))
     return DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], value_and_grad)
@@ -128,17 +150,24 @@ def smooth_objective(program):
 
 def hinge_program(program):
     """The data of the interior-point solver of (25) (:mod:`fairmodel.oracles.dc_ipm`) for a DC program whose
-    constraints are all partial_dp (model (13)) on unbounded vector weights, or a string saying why not."""
+    constraints are all partial_dp (model (13)) or ramp rate gaps on unbounded vector weights, or a string saying
+    why not."""
     if any(w.radius is not None or w.n_outputs is not None for w in program.layout.weights):
         return "weights with a radius (a ball domain) or several outputs"
     for b in program.blocks:
-        if not isinstance(b, RampBandBlock):
-            return f"constraint {b.name} is not a partial_dp constraint (model (13))"
+        if not isinstance(b, (RampBandBlock, RampRateBlock)):
+            return f"constraint {b.name} is neither a partial_dp constraint (model (13)) nor a ramp rate gap"
     objective = smooth_objective(program)
     if isinstance(objective, str):
         return objective
     blocks = []
     for r, b in zip(program.ranges, program.blocks):
+        if isinstance(b, RampRateBlock):
+            # cell j: upper f+ = A+ (cut t/width - 1/2), lower f+ = A- (cut t/width + 1/2); no threshold variable
+            for j, Xc in enumerate(b.X):
+                blocks.append(HingeRows(Xc, b.wsl, [r.start + j, r.start + b.C + j], [-1, -1],
+                                        [b.cut - 0.5, b.cut + 0.5]))
+            continue
         G, P = b.G, b.P
         for k in range(G):
             # lower (k, p): f+ = A-_{k,p}, cut theta_p + 1/2; upper: f+ = A+_{k,p}, cut theta_p - 1/2

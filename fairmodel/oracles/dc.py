@@ -175,7 +175,7 @@ class DCProgram:
             if w.name in values:
                 x[self.layout.slices[w.name]] = np.ravel(w.check_value(values[w.name], "start"))
         for b in self.blocks:
-            aux = f"theta_{b.name}"
+            aux = getattr(b, "aux_name", f"theta_{b.name}")
             if aux in values:
                 theta = np.asarray(values[aux], dtype=float).ravel()
                 if theta.shape != (self.layout.slices[aux].stop - self.layout.slices[aux].start,) \

@@ -18,16 +18,24 @@ atom, every backend and the judge already know them). With two groups the gap is
 With ``sample_weight``, the group means are weighted: the score is multiplied by the data vector
 ``u_i = w_i / (mean of w over the rows of i's group and stratum)``, so that the plain mean of ``u s`` over a cell
 is the weighted mean of ``s`` there (``multiply`` by a non-negative data vector keeps the curvature).
+
+``surrogate="ramp"`` (with ``width=`` and ``threshold=``) replaces the linear surrogate by the ramp surrogate of the
+true rates of the decisions ``score > threshold`` (:mod:`.rates`): the largest pairwise gap of the groups' ramp
+rates, a difference-of-convex constraint that the partial-fairness family solves by IDCA (He, Huang, Yao, Lin
+2025), and that bounds the true rate gap up to a stated slack. ``selection_rate_gap`` is the same pair of surrogates
+for demographic parity of decisions (the selection rates on all rows). The linear surrogates bound the spread of the
+groups' mean scores, not the rates of the decisions: a small bound need not give a small true rate gap.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...data.dataset import Groups
-from ...errors import DataError
+from ...errors import DataError, ModelError
 from ...utilities.validate import check_sample_weight
 from ..core import multiply
 from .aggregates import group_mean, max, min  # noqa: A004  (the language's max and min)
+from .rates import RampRateGap, check_surrogate
 
 
 def _labels_groups(data, y, groups, positive):
@@ -73,20 +81,64 @@ def _weights(sample_weight, n):
     return None if sample_weight is None else check_sample_weight(sample_weight, n, "the score")
 
 
-def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
-    """max_g - min_g of the groups' mean scores on the positives: the **largest pairwise** gap (never a comparison
-    with the population) of the linear-loss surrogate of the true-positive rates (Donini et al. 2018); a convex
-    expression of a linear score. It bounds the surrogate, not the true rates: for the true rates of a fitted
-    classifier's decisions, post-process with ``fm.GroupThresholdPostProcessor``."""
+def _ramp(score, groups, strata, sample_weight, threshold, width):
+    if sample_weight is not None:
+        raise ModelError("surrogate='ramp' takes no sample_weight (the rates are plain shares of each group's rows); "
+                         "use surrogate='linear' for weighted group means")
+    return RampRateGap(score, groups, strata, threshold=threshold, width=width)
+
+
+def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None,
+                          surrogate="linear", width=1.0, threshold=0.0):
+    """Equal opportunity, largest pairwise gap between the groups.
+
+    ``surrogate="linear"`` (default): max_g - min_g of the groups' mean scores on the positives (the linear-loss
+    surrogate of the true-positive-rate gap, Donini et al. 2018); a convex expression of a linear score that bounds
+    the mean-score gap, not the rate gap. ``surrogate="ramp"``: the largest pairwise gap of the groups' ramp
+    true-positive rates of the decisions ``score > threshold`` (ramp ``width``; a DC constraint solved by IDCA); it
+    bounds the true-positive-rate gap up to the share of positives within ``width / 2`` of the threshold.
+    For the true rates of a fitted classifier's decisions without retraining, post-process with
+    ``fm.GroupThresholdPostProcessor``."""
     pos, groups = _labels_groups(data, y, groups, positive)
+    if check_surrogate(surrogate) == "ramp":
+        return _ramp(score, groups, [("true-positive rate", pos)], sample_weight, threshold, width)
     return _spread(score, groups, pos, "a positive label", _weights(sample_weight, pos.size))
 
 
-def equalized_odds_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None):
-    """The larger of the mean-score spreads (max_g - min_g, the **largest pairwise** gap) on the positives and on
-    the negatives: the linear-loss surrogate of the equalized-odds gap of the true-positive and false-positive
-    rates (Donini et al. 2018); convex."""
+def equalized_odds_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None,
+                       surrogate="linear", width=1.0, threshold=0.0):
+    """Equalized odds, largest pairwise gap between the groups, the larger of the gaps on the positives and on the
+    negatives.
+
+    ``surrogate="linear"`` (default): the larger of the mean-score spreads on the positives and on the negatives
+    (the linear-loss surrogate of the true- and false-positive-rate gaps, Donini et al. 2018); convex; bounds the
+    mean-score gaps, not the rate gaps. ``surrogate="ramp"``: the larger of the largest pairwise gaps of the groups'
+    ramp true-positive and false-positive rates of the decisions ``score > threshold`` (a DC constraint solved by
+    IDCA); it bounds the true equalized-odds gap up to the share of rows within ``width / 2`` of the threshold."""
     pos, groups = _labels_groups(data, y, groups, positive)
+    if check_surrogate(surrogate) == "ramp":
+        return _ramp(score, groups, [("true-positive rate", pos), ("false-positive rate", ~pos)], sample_weight,
+                     threshold, width)
     w = _weights(sample_weight, pos.size)
     return max(_spread(score, groups, pos, "a positive label", w),
                _spread(score, groups, ~pos, "a negative label", w))
+
+
+def selection_rate_gap(score, data=None, *, groups=None, sample_weight=None, surrogate="linear", width=1.0,
+                       threshold=0.0):
+    """Demographic parity of decisions, largest pairwise gap between the groups (every row counts; no labels).
+
+    ``surrogate="linear"`` (default): max_g - min_g of the groups' mean scores (convex; bounds the mean-score gap,
+    not the gap in selection rates). ``surrogate="ramp"``: the largest pairwise gap of the groups' ramp selection
+    rates of the decisions ``score > threshold`` (a DC constraint solved by IDCA); it bounds the true selection-rate
+    gap up to the share of rows within ``width / 2`` of the threshold. ``groups`` may be a :class:`Groups` or labels,
+    tuples of labels for intersections."""
+    if data is not None and groups is None:
+        groups = data.groups
+    if groups is None:
+        raise DataError("give data= (a Dataset with groups) or groups=")
+    n = len(Groups(groups))
+    everyone = np.ones(n, dtype=bool)
+    if check_surrogate(surrogate) == "ramp":
+        return _ramp(score, groups, [("selection rate", everyone)], sample_weight, threshold, width)
+    return _spread(score, groups, everyone, "a row", _weights(sample_weight, n))

@@ -24,6 +24,7 @@ FUNCTIONS = {
     "logistic_loss": dsl.logistic_loss, "hinge_loss": dsl.hinge_loss, "squared_loss": dsl.squared_loss,
     "equal_opportunity_gap": dsl.equal_opportunity_gap, "equalized_odds_gap": dsl.equalized_odds_gap,
     "auc_gap": auc_gap, "auc_loss": auc_loss, "group_optimal": dsl.group_optimal,
+    "selection_rate_gap": dsl.selection_rate_gap,
 }
 NAMES = {"w": "the weights (fm.Weights of [model])", "score": "the linear score data.score(w)",
          "loss": "the per-sample loss of [problem] loss", "y": "the labels (for masks: y > 0)",

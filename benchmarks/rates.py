@@ -1,0 +1,189 @@
+"""Benchmark: fairness constraints on the true (0/1) decision rates, the ramp surrogates solved by exact IDCA
+(fm.selection_rate_gap / fm.equal_opportunity_gap / fm.equalized_odds_gap with surrogate="ramp") against fairlearn's
+ExponentiatedGradient (Agarwal et al. 2018) with LogisticRegression, at the same bounds.
+
+Protocol: a 70/30 group-stratified split (seed 0) of Adult by sex and Law School by race; both methods train on the
+same seeded row subsample of the training part (``--n``, default 5,000 rows, for the time box; ``--n 0`` for all of
+it) and are scored on the whole test part. Per bound: the true training gap of the decisions (score > 0; the
+largest pairwise gap between the groups, as fairlearn's *_difference metrics), the ramp's slack at the solution
+(the judge's bound on |true gap - ramp gap|), the true test gap, test accuracy and wall time. fairmodel minimizes
+the mean logistic loss + 1e-4 ||w||^2 of a linear score (intercept) under ``gap <= eps`` (ramp width ``--width``);
+ExponentiatedGradient gets ``difference_bound=eps`` (its constraint compares each group with the population, so its
+pairwise gap may be larger than eps; both are measured the same way) and predicts with one seeded random draw.
+
+    python benchmarks/rates.py                    # writes the rates section of docs/benchmarks.md and the figure
+    python benchmarks/rates.py --n 2000 --bounds 0.1 0.02 --datasets lawschool --no-write
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import table, write_section  # noqa: E402
+
+import fairmodel as fm  # noqa: E402
+
+DATASETS = {"adult": lambda: fm.datasets.load_adult(sensitive="sex"),
+            "lawschool": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="race")}
+CONSTRAINTS = {"dp": ("selection rate (demographic parity)", fm.selection_rate_gap, "DemographicParity"),
+               "eo": ("true-positive rate (equal opportunity)", fm.equal_opportunity_gap, "TruePositiveRateParity"),
+               "eodds": ("equalized odds (TPR and FPR)", fm.equalized_odds_gap, "EqualizedOdds")}
+L2 = 1e-4
+FIGURE = Path(__file__).resolve().parent.parent / "docs" / "img" / "rates_frontier.png"
+
+
+def true_gap(kind: str, decisions: np.ndarray, y: np.ndarray, codes: np.ndarray) -> float:
+    """The largest pairwise gap between the groups of the decisions' selection rate (dp), true-positive rate (eo),
+    or the larger of the true- and false-positive-rate gaps (eodds)."""
+    strata = {"dp": [np.ones(y.size, bool)], "eo": [y > 0], "eodds": [y > 0, y <= 0]}[kind]
+    gaps = []
+    for mask in strata:
+        rates = [decisions[mask & (codes == g)].mean() for g in np.unique(codes)]
+        gaps.append(max(rates) - min(rates))
+    return float(max(gaps))
+
+
+def run_ramp(train, test, kind, eps, width):
+    w = fm.Weights(train.n_features, intercept=True)
+    s = train.score(w)
+    gap = CONSTRAINTS[kind][1](s, train, surrogate="ramp", width=width)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, train.y)) + L2 * fm.sum_squares(w)),
+                      [(gap <= eps).named("gap")])
+    start = time.perf_counter()
+    res = prob.solve(backend="exact")
+    elapsed = time.perf_counter() - start
+    theta = np.asarray(res.variables[w.name]).ravel()
+    scores_tr = train.X @ theta[:-1] + theta[-1]
+    scores_te = test.X @ theta[:-1] + theta[-1]
+    return {"status": res.status, "time": elapsed, "outer": res.metrics["outer_iterations"],
+            "train_gap": true_gap(kind, scores_tr > 0, train.y, train.groups.codes),
+            "judge_true_gap": res.metrics["gap.true_gap"], "ramp_gap": res.metrics["gap.ramp_gap"],
+            "slack": res.metrics["gap.slack"],
+            "test_gap": true_gap(kind, scores_te > 0, test.y, test.groups.codes),
+            "accuracy": float(np.mean(np.where(scores_te > 0, 1, -1) == test.y))}
+
+
+def run_eg(train, test, kind, eps):
+    from fairlearn import reductions
+    from sklearn.linear_model import LogisticRegression
+    constraint = getattr(reductions, CONSTRAINTS[kind][2])(difference_bound=eps)
+    est = reductions.ExponentiatedGradient(LogisticRegression(max_iter=1000), constraints=constraint)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(train.X, (train.y > 0).astype(int), sensitive_features=train.groups.codes)
+    elapsed = time.perf_counter() - start
+    pred_tr = est.predict(train.X, random_state=0) > 0
+    pred_te = est.predict(test.X, random_state=0) > 0
+    return {"time": elapsed, "train_gap": true_gap(kind, pred_tr, train.y, train.groups.codes),
+            "test_gap": true_gap(kind, pred_te, test.y, test.groups.codes),
+            "accuracy": float(np.mean(np.where(pred_te, 1, -1) == test.y))}
+
+
+def run_unconstrained(train, test, kind):
+    from sklearn.linear_model import LogisticRegression
+    start = time.perf_counter()
+    lr = LogisticRegression(max_iter=1000).fit(train.X, train.y)
+    elapsed = time.perf_counter() - start
+    return {"time": elapsed,
+            "train_gap": true_gap(kind, lr.predict(train.X) > 0, train.y, train.groups.codes),
+            "test_gap": true_gap(kind, lr.predict(test.X) > 0, test.y, test.groups.codes),
+            "accuracy": float(np.mean(lr.predict(test.X) == test.y))}
+
+
+def figure(rows, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    datasets = sorted({r["dataset"] for r in rows})
+    kinds = [k for k in CONSTRAINTS if any(r["kind"] == k for r in rows)]
+    fig, axes = plt.subplots(len(datasets), len(kinds), figsize=(4 * len(kinds), 3.3 * len(datasets)),
+                             squeeze=False)
+    for i, d in enumerate(datasets):
+        for j, k in enumerate(kinds):
+            ax = axes[i][j]
+            sel = [r for r in rows if r["dataset"] == d and r["kind"] == k]
+            for method, marker in (("ramp", "o-"), ("eg", "s--")):
+                pts = sorted((r[method]["test_gap"], r[method]["accuracy"]) for r in sel)
+                ax.plot(*zip(*pts), marker, label={"ramp": "fairmodel ramp + IDCA",
+                                                   "eg": "ExponentiatedGradient"}[method])
+            base = sel[0]["unconstrained"]
+            ax.plot([base["test_gap"]], [base["accuracy"]], "k*", label="unconstrained")
+            ax.set_title(f"{d}: {CONSTRAINTS[k][0]}", fontsize=9)
+            ax.set_xlabel("true test gap (largest pairwise)")
+            ax.set_ylabel("test accuracy")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--constraints", nargs="+", default=list(CONSTRAINTS), choices=list(CONSTRAINTS))
+    ap.add_argument("--bounds", nargs="+", type=float, default=[0.1, 0.05, 0.02, 0.01])
+    ap.add_argument("--n", type=int, default=5000, help="training rows (a seeded subsample; 0 = all)")
+    ap.add_argument("--width", type=float, default=0.5, help="ramp width")
+    ap.add_argument("--no-eg", action="store_true", help="skip fairlearn's ExponentiatedGradient")
+    ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
+    ap.add_argument("--json", type=Path, help="also save the raw rows as JSON")
+    ap.add_argument("--rows", type=Path, nargs="+",
+                    help="report the rows printed (one JSON object per line) by earlier runs instead of running")
+    args = ap.parse_args(argv)
+    rows = [] if not args.rows else [json.loads(line) for path in args.rows for line in path.read_text().splitlines()
+                                     if line.startswith("{")]
+    for name in ([] if args.rows else args.datasets):
+        data = DATASETS[name]()
+        train, test = data.split([0.7, 0.3], seed=0)
+        if args.n and args.n < train.n_samples:
+            train = train.subsample(args.n, seed=0)
+        for kind in args.constraints:
+            base = run_unconstrained(train, test, kind)
+            for eps in args.bounds:
+                row = {"dataset": name, "kind": kind, "eps": eps, "n_train": train.n_samples,
+                       "n_test": test.n_samples, "unconstrained": base,
+                       "ramp": run_ramp(train, test, kind, eps, args.width)}
+                if not args.no_eg:
+                    row["eg"] = run_eg(train, test, kind, eps)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    test_sizes = ", ".join(sorted({f"{r['dataset']}: {r['n_test']:,}" for r in rows}))
+    header = ["data", "rate", "bound", "ramp: train gap", "slack", "test gap", "test acc", "time (s)",
+              "EG: train gap", "test gap", "test acc", "time (s)"]
+    body = []
+    for r in rows:
+        eg = r.get("eg", {})
+        body.append([r["dataset"], r["kind"], r["eps"], r["ramp"]["train_gap"], r["ramp"]["slack"],
+                     r["ramp"]["test_gap"], r["ramp"]["accuracy"], r["ramp"]["time"], eg.get("train_gap", "-"),
+                     eg.get("test_gap", "-"), eg.get("accuracy", "-"), eg.get("time", "-")])
+    base_rows = sorted({(r["dataset"], r["kind"], r["unconstrained"]["train_gap"], r["unconstrained"]["test_gap"],
+                         r["unconstrained"]["accuracy"]) for r in rows})
+    text = ("## True-rate constraints: ramp surrogates (IDCA) vs ExponentiatedGradient\n\n"
+            f"`python benchmarks/rates.py` (train on a seeded {rows[0]['n_train']:,}-row subsample of the 70 % "
+            f"training split, test on all test rows ({test_sizes}); ramp width "
+            f"{args.width:g}, logistic loss + {L2:g} ||w||^2). Gaps are true (0/1) gaps of the decisions, largest "
+            "pairwise between the groups. `slack` is the judge's bound on |true gap - ramp gap| at the solution "
+            "(the ramp constraint guarantees train gap <= bound + slack). ExponentiatedGradient's `difference_bound` "
+            "compares each group with the population, so its pairwise gaps can exceed the bound. Wall times on the "
+            "machine below, shared with other jobs (both methods ran under the same load, one after the other).\n\n"
+            + table(header, body) + "\n\nUnconstrained logistic regression (scikit-learn):\n\n"
+            + table(["data", "rate", "train gap", "test gap", "test acc"], [list(b) for b in base_rows]))
+    print(text)
+    if not args.no_write:
+        write_section("rates", text)
+        figure(rows, FIGURE)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

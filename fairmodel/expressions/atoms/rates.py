@@ -1,0 +1,135 @@
+"""The ramp surrogate of a gap in group decision rates: the atom behind ``surrogate="ramp"`` of
+``fm.selection_rate_gap``, ``fm.equal_opportunity_gap`` and ``fm.equalized_odds_gap``.
+
+A decision is ``score > threshold``; a group's rate on a stratum of rows (all rows: the selection rate; the positives:
+the true-positive rate; the negatives: the false-positive rate) is the share of its rows with a positive decision.
+The atom's value is the largest pairwise gap of the groups' *ramp* rates, the mean of
+``clip((score - threshold) / width + 1/2, 0, 1)`` over a group's rows (the ramp of Example B.3 of He, Huang, Yao,
+Lin 2025, stretched to ``width``), taken over the strata:
+
+    ramp gap = max_s ( max_k r_sk - min_k r_sk ).
+
+It is a difference of convex functions of a linear score, so ``gap <= eps`` is lowered by the partial-fairness
+family to DC constraints solved by IDCA (:mod:`fairmodel.oracles.dc_rates`). It bounds the true (0/1) rate gap up to
+the slack: each ramp rate is within (1/2) x (the share of the group's rows with |score - threshold| < width / 2) of
+the true rate, so on every stratum ``true gap <= ramp gap + (the two largest of those group slacks)``. The judge
+reports the true rates and gaps, the ramp gaps and this slack.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...utilities.validate import check_number
+from ...data import Groups
+from ...errors import DataError, ModelError
+from ...oracles.dc_rates import rate_slack, ramp_rate, true_rate
+from .partial import _check_score
+from ..core import Expr
+
+SURROGATES = ("linear", "ramp")
+
+
+class RampRateGap(Expr):
+    """The largest pairwise gap of the groups' ramp decision rates over the strata (see the module docstring).
+
+    ``strata``: a list of (name of the rate, boolean row mask), e.g. ``[("true-positive rate", y > 0)]``.
+    """
+
+    def __init__(self, score, groups, strata, threshold: float = 0.0, width: float = 1.0):
+        self.score = _check_score(score, "the ramp rate gap")
+        self.threshold = check_number(threshold, "threshold", error=ModelError)
+        self.width = check_number(width, "width (of the ramp)", low=0.0, strict=True, error=ModelError)
+        self.groups = Groups(groups)
+        n = self.score.size
+        if len(self.groups) != n:
+            raise DataError(f"groups has {len(self.groups)} entries but the score has {n} samples; they must match")
+        if self.groups.n_groups < 2:
+            raise DataError(f"a rate gap compares groups, but the sensitive attribute has {self.groups.n_groups} "
+                            f"group; give two or more groups")
+        self.strata = [(name, np.asarray(mask, dtype=bool)) for name, mask in strata]
+        self.n_strata = len(self.strata)
+        codes = np.asarray(self.groups.codes)
+        self.cells = []
+        for s, (name, mask) in enumerate(self.strata):
+            for k, g in enumerate(self.groups.names):
+                rows = np.flatnonzero(mask & (codes == k))
+                if rows.size == 0:
+                    raise DataError(f"group {g!r} has no row for its {name}; every group needs rows in every "
+                                    f"stratum: merge or drop that group, or use more data")
+                self.cells.append((s, k, rows))
+        self.args = (self.score,)
+
+    @property
+    def curvature(self):
+        return "unknown"
+
+    def get_data(self):
+        return (id(self),)
+
+    def cell_label(self, j: int) -> str:
+        s, k, _ = self.cells[j]
+        return f"{self.strata[s][0]},{self.groups.names[k]}"
+
+    # -- values ----------------------------------------------------------------------------------------
+    def _cell_u(self, scores) -> list:
+        scores = np.asarray(scores, dtype=float)
+        return [(scores[rows] - self.threshold) / self.width for _, _, rows in self.cells]
+
+    def _gaps(self, rates) -> np.ndarray:
+        strata = np.array([s for s, _, _ in self.cells])
+        return np.array([rates[strata == s].max() - rates[strata == s].min() for s in range(self.n_strata)])
+
+    def measure(self, scores) -> dict:
+        """Ramp and true (0/1) rates of every (stratum, group) cell, the gaps per stratum and the slack (the sum of
+        the two largest group slacks of each stratum: true gap <= ramp gap + slack on every stratum)."""
+        us = self._cell_u(scores)
+        ramp = np.array([ramp_rate(u) for u in us])
+        true = np.array([true_rate(u) for u in us])
+        cell_slack = np.array([rate_slack(u) for u in us])
+        strata = np.array([s for s, _, _ in self.cells])
+        slack = np.array([np.sort(cell_slack[strata == s])[-2:].sum() for s in range(self.n_strata)])
+        return {"ramp_rates": ramp, "true_rates": true, "cell_slack": cell_slack,
+                "ramp_gaps": self._gaps(ramp), "true_gaps": self._gaps(true), "slack": slack,
+                "ramp_gap": float(self._gaps(ramp).max()), "true_gap": float(self._gaps(true).max()),
+                "labels": [self.cell_label(j) for j in range(len(self.cells))],
+                "strata": [name for name, _ in self.strata]}
+
+    def _numeric(self, env):
+        if env.rows is not None:
+            raise ModelError("the ramp rate gap is evaluated on all rows (the partial-fairness family's IDCA is "
+                             "full batch)")
+        return self.measure(self.score.numeric(env))["ramp_gap"]
+
+    def backprop(self, env, upstream, grads):
+        raise ModelError("the ramp rate gap is a difference of convex functions, not convex; write it as a "
+                         "constraint 'gap <= eps', which the partial-fairness family lowers to DC constraints (IDCA)")
+
+    def describe(self) -> str:
+        """What the surrogate bounds, in words."""
+        rates = " and ".join(name for name, _ in self.strata)
+        return (f"ramp surrogate of the {rates} gap (largest pairwise over {self.groups.n_groups} groups), decisions "
+                f"score > {self.threshold:g}, ramp width {self.width:g}: bounds the true (0/1) gap up to the share "
+                f"of rows within {self.width / 2:g} of the threshold")
+
+    def render(self, n):
+        rates = " and ".join(name for name, _ in self.strata)
+        t, wd = n.number(self.threshold), n.number(self.width)
+        names = ", ".join(map(str, self.groups.names))
+        n.define(("rgap", rates, t, wd),
+                 f"rampgap = largest pairwise gap of the groups' ramp rates ({rates}), mean of clip((s - {t}) / {wd} + 1/2, 0, "
+                 f"1) over a group's rows (the ramp of Example B.3 of He, Huang, Yao, Lin 2025); it bounds the true "
+                 f"gap of the decisions s > {t} up to the share of rows within {wd}/2 of {t}; groups: {names}",
+                 f"$\\mathrm{{rampgap}}$ = largest pairwise gap of the groups' ramp rates ({rates}), mean of "
+                 f"$\\mathrm{{clip}}((s - {t}) / {wd} + 1/2, 0, 1)$ over a group's rows (the ramp of Example B.3 of "
+                 f"He, Huang, Yao, Lin 2025); it bounds the true gap of the decisions $s > {t}$ up to the share of rows "
+                 f"within ${wd}/2$ of ${t}$")
+        body = self.score.render(n)
+        return n.pick(f"rampgap({body})", f"\\mathrm{{rampgap}}\\left({body}\\right)")
+
+
+def check_surrogate(surrogate) -> str:
+    if surrogate not in SURROGATES:
+        raise ModelError(f"surrogate must be 'linear' (the gap of the groups' mean scores, a convex constraint) or "
+                         f"'ramp' (the ramp surrogate of the rate gap, a DC constraint solved by IDCA); got "
+                         f"{surrogate!r}")
+    return surrogate

@@ -1,0 +1,219 @@
+"""Ramp surrogates of the decision-rate gaps (surrogate="ramp" of fm.selection_rate_gap, fm.equal_opportunity_gap,
+fm.equalized_odds_gap), lowered to the DC program of the partial-fairness family (He, Huang, Yao, Lin 2025).
+
+Every number is checked against a brute-force loop over the rows written here, independently of the library:
+ramp rates (mean of clip((s - t)/width + 1/2, 0, 1) per group and stratum), true rates (mean of s > t), the slack
+(half the share of a group's rows with |s - t| < width/2 bounds |ramp rate - true rate|, since the ramp and the
+indicator differ by at most 1/2 there and agree elsewhere), and the DC split (f+ - f- equals the constraint
+function r - c - eps/2 exactly)."""
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.errors import DataError, ModelError
+from fairmodel.exact.lower import LoweringContext
+from fairmodel.exact.partial import BLOCK_LOWERING
+from fairmodel.expressions.atoms.rates import RampRateGap
+from fairmodel.families.partial_program import dc_program, hinge_program
+
+KINDS = {"dp": fm.selection_rate_gap, "eo": fm.equal_opportunity_gap, "eodds": fm.equalized_odds_gap}
+
+
+def make_data(n=300, groups=2, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, groups, n)
+    X = rng.standard_normal((n, 3)) + 0.7 * g[:, None]
+    y = np.where(X @ np.array([1.0, -0.5, 0.3]) + 0.6 * rng.standard_normal(n) > 0.5, 1, -1)
+    return fm.Dataset(X, y, g)
+
+
+def strata_of(kind, y):
+    return {"dp": [np.ones(y.size, bool)], "eo": [y > 0], "eodds": [y > 0, y <= 0]}[kind]
+
+
+def brute(kind, scores, y, labels, t, width):
+    """(ramp gap, true gap, slack) by loops over the rows: the slack is, per stratum, the sum of the two largest
+    group bounds (1/2) * share(|s - t| < width/2), maximized with the ramp gap as in true <= ramp + slack."""
+    ramp_gaps, true_gaps, bound = [], [], []
+    groups = list(dict.fromkeys(sorted(set(labels))))
+    for stratum in strata_of(kind, y):
+        rr, tr, sl = [], [], []
+        for g in groups:
+            rows = [i for i in range(len(scores)) if stratum[i] and labels[i] == g]
+            rr.append(sum(min(max((scores[i] - t) / width + 0.5, 0.0), 1.0) for i in rows) / len(rows))
+            tr.append(sum(1.0 for i in rows if scores[i] > t) / len(rows))
+            sl.append(0.5 * sum(1.0 for i in rows if abs(scores[i] - t) < width / 2) / len(rows))
+        ramp_gaps.append(max(rr) - min(rr))
+        true_gaps.append(max(tr) - min(tr))
+        bound.append(ramp_gaps[-1] + sum(sorted(sl)[-2:]))
+    return max(ramp_gaps), max(true_gaps), max(bound) - max(ramp_gaps), true_gaps, bound
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("groups", [2, 3])
+def test_ramp_rates_and_gaps_equal_brute_force(kind, groups):
+    data = make_data(groups=groups)
+    w = fm.Weights(3, intercept=True)
+    atom = KINDS[kind](data.score(w), data, surrogate="ramp", width=0.7, threshold=0.2)
+    theta = np.array([0.8, -0.4, 0.5, -0.1])
+    scores = data.X @ theta[:3] + theta[3]
+    m = atom.measure(scores)
+    ramp, true, slack, true_gaps, bound = brute(kind, scores, data.y, data.groups.codes.tolist(), 0.2, 0.7)
+    assert m["ramp_gap"] == pytest.approx(ramp, abs=1e-12)
+    assert m["true_gap"] == pytest.approx(true, abs=1e-12)
+    assert np.max(m["ramp_gaps"] + m["slack"]) - m["ramp_gap"] == pytest.approx(slack, abs=1e-12)
+    assert np.all(np.array(true_gaps) <= np.array(bound) + 1e-12)     # the slack bounds the true gap
+    assert float(fm.expressions.evaluate(atom, {w: theta})) == pytest.approx(ramp, abs=1e-12)
+
+
+def test_intersections_as_tuples_equal_brute_force():
+    data = make_data(n=400, groups=2)
+    rng = np.random.default_rng(1)
+    second = rng.integers(0, 2, data.n_samples)
+    labels = [(int(a), int(b)) for a, b in zip(data.groups.codes, second)]
+    w = fm.Weights(3, intercept=True)
+    atom = fm.selection_rate_gap(data.score(w), groups=labels, surrogate="ramp", width=0.5)
+    assert atom.groups.n_groups == 4
+    theta = np.array([0.3, 0.2, -0.6, 0.1])
+    scores = data.X @ theta[:3] + theta[3]
+    ramp, true, *_ = brute("dp", scores, data.y, labels, 0.0, 0.5)
+    m = atom.measure(scores)
+    assert m["ramp_gap"] == pytest.approx(ramp, abs=1e-12) and m["true_gap"] == pytest.approx(true, abs=1e-12)
+
+
+def program_of(kind, data, eps=0.05, width=0.6, radius=None, groups=None):
+    w = fm.Weights(3, intercept=True, radius=radius)
+    s = data.score(w)
+    atom = KINDS[kind](s, data, surrogate="ramp", width=width, threshold=0.1) if groups is None else \
+        KINDS[kind](s, groups=groups, surrogate="ramp", width=width, threshold=0.1)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-3 * fm.sum_squares(w)),
+                      [(atom <= eps).named("gap")])
+    return prob, w
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_dc_split_oracles_ipm_and_cvxpy_agree(kind):
+    """f+ - f- is the constraint function exactly; the interior-point solver's hinges and the CVXPY lowering
+    give the same f+; the subgradients of f+ and f- match finite differences away from the kinks."""
+    data = make_data(groups=3)
+    prob, w = program_of(kind, data)
+    program = dc_program(prob, prob.family._kinds)
+    (block,) = program.blocks
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(program.D)
+    r = block.rates(x)
+    c = x[block.csl][block.stratum]
+    assert np.allclose(block.values(x), np.concatenate([r - c - 0.025, c - r - 0.025]), atol=1e-12)
+    fp, cache = program.plus(x)
+    fm_, jac = program.minus(x)
+    assert np.allclose(fp - fm_, block.values(x), atol=1e-12)
+    hinge = hinge_program(program)
+    assert not isinstance(hinge, str)
+    assert np.allclose(hinge.plus(x), fp, atol=1e-12)
+    ctx = LoweringContext()
+    aux = {block.aux_name: cp.Variable(block.atom.n_strata)}
+    expr = BLOCK_LOWERING[type(block)](block, ctx, aux)
+    ctx.variable(w).value = x[block.wsl]
+    assert np.allclose(expr.value, fp, atol=1e-10)
+    h = 1e-7
+    for i in range(program.m):
+        g = program.plus_grad(x, i, cache)
+        for j in range(program.D):
+            e = np.zeros(program.D)
+            e[j] = h
+            assert (program.plus(x + e)[0][i] - program.plus(x - e)[0][i]) / (2 * h) == pytest.approx(g[j], abs=1e-5)
+            assert (program.minus(x + e)[0][i] - program.minus(x - e)[0][i]) / (2 * h) == pytest.approx(jac[i, j],
+                                                                                                      abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_exact_idca_meets_every_true_rate_constraint_within_the_slack(kind):
+    """Exact IDCA (certified interior-point subproblems): at its answer the ramp gap is <= eps (feasible iterates)
+    and, by brute force, the true gap of every stratum is <= eps + the slack of that stratum."""
+    eps = 0.04
+    data = make_data(n=300, groups=3, seed=3)
+    prob, w = program_of(kind, data, eps=eps)
+    res = prob.solve(backend="exact")
+    assert res.ok and res.solver["name"] == "idca+ipm"
+    theta = np.ravel(res.variables[w.name])
+    scores = data.X @ theta[:3] + theta[3]
+    ramp, true, slack, true_gaps, bound = brute(kind, scores, data.y, data.groups.codes.tolist(), 0.1, 0.6)
+    assert ramp <= eps + 1e-8
+    assert all(tg <= eps + (b - ramp) + 1e-12 for tg, b in zip(true_gaps, bound))
+    assert res.metrics["gap.true_gap"] == pytest.approx(true, abs=1e-12)
+    assert res.metrics["gap.slack"] == pytest.approx(slack, abs=1e-12)
+    check = [c for c in res.checks if c["name"].startswith("true (0/1) gap of gap")]
+    assert check and check[0]["passed"] and check[0]["tolerance"] == pytest.approx(eps + slack)
+    # the constraint binds: the unconstrained model has a larger true gap on these data
+    free = fm.Problem(prob.objective).solve(backend="exact")
+    ft = np.ravel(free.variables[w.name])
+    assert brute(kind, data.X @ ft[:3] + ft[3], data.y, data.groups.codes.tolist(), 0.1, 0.6)[1] > true
+
+
+@pytest.mark.slow
+def test_both_backends_and_the_cvxpy_inner_solver_agree():
+    data = make_data(n=250, groups=2, seed=4)
+    prob, w = program_of("eodds", data, eps=0.05)
+    ipm = prob.solve(backend="exact")
+    cvx = prob.solve(backend="exact", inner="cvxpy")
+    sto = prob.solve(backend="stochastic", method="idca")
+    assert ipm.ok and cvx.ok and sto.ok
+    assert cvx.objective == pytest.approx(ipm.objective, abs=prob.family.agreement(ipm.objective))
+    assert sto.objective == pytest.approx(ipm.objective, abs=prob.family.agreement(ipm.objective))
+    for res in (ipm, cvx, sto):
+        assert res.metrics["gap.ramp_gap"] <= 0.05 + 1e-6
+        assert res.metrics["gap.true_gap"] <= 0.05 + res.metrics["gap.slack"]
+
+
+def test_penalty_and_radius_run_and_are_judged():
+    data = make_data(n=200, groups=2, seed=5)
+    prob, w = program_of("eo", data, eps=0.05)
+    pen = prob.solve(backend="stochastic", method="penalty", lam=5.0, iterations=3000, stop="budget")
+    assert "gap.true_gap" in pen.metrics and np.isfinite(pen.objective)
+    assert pen.metrics["gap.ramp_gap"] <= 0.05 + 0.01      # the penalty is not a constraint; with lam = 5 it nearly holds
+    prob_r, _ = program_of("eo", data, eps=0.05, radius=2.0)
+    res = prob_r.solve(backend="exact")          # a ball domain: the CVXPY program of (25)
+    assert res.ok and res.solver["name"].startswith("idca+") and res.solver["name"] != "idca+ipm"
+    assert np.linalg.norm(np.ravel(res.variables[w.name])) <= 2.0 + 1e-6
+
+
+def test_linear_stays_the_default_and_inputs_are_checked():
+    data = make_data()
+    w = fm.Weights(3)
+    s = data.score(w)
+    assert not isinstance(fm.equal_opportunity_gap(s, data), RampRateGap)
+    assert not isinstance(fm.selection_rate_gap(s, data), RampRateGap)
+    theta = np.array([0.5, -0.2, 0.1])
+    sc = data.X @ theta
+    means = [sc[data.groups.codes == g].mean() for g in range(2)]
+    assert float(fm.expressions.evaluate(fm.selection_rate_gap(s, data), {w: theta})) == pytest.approx(
+        max(means) - min(means), abs=1e-12)
+    with pytest.raises(ModelError, match="surrogate must be"):
+        fm.equalized_odds_gap(s, data, surrogate="sigmoid")
+    with pytest.raises(ModelError, match="width"):
+        fm.selection_rate_gap(s, data, surrogate="ramp", width=0.0)
+    with pytest.raises(ModelError, match="sample_weight"):
+        fm.equal_opportunity_gap(s, data, surrogate="ramp", sample_weight=np.ones(data.n_samples))
+    with pytest.raises(DataError, match="no row"):
+        fm.equal_opportunity_gap(s, y=np.where(data.groups.codes == 0, 1, -1), groups=data.groups, surrogate="ramp")
+    with pytest.raises(ModelError, match="0 < eps"):
+        fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y))),
+                   [fm.selection_rate_gap(s, data, surrogate="ramp") <= 0.0])
+    text = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y))),
+                      [fm.equalized_odds_gap(s, data, surrogate="ramp", width=0.5) <= 0.1]).describe()
+    assert "ramp surrogate of the true-positive rate and false-positive rate gap" in text and "largest pairwise" in text
+
+
+def test_problem_file_expressions_declare_a_ramp_rate_gap():
+    from fairmodel.frontends.problemfile.expression import constraint_of
+    data = make_data()
+    w = fm.Weights(3, intercept=True)
+    s = data.score(w)
+    c = constraint_of("selection_rate_gap(score, data, surrogate='ramp', width=0.5, threshold=0.1) <= 0.05",
+                      {"score": s, "data": data, "w": w})
+    assert isinstance(c.lhs, RampRateGap) and c.lhs.width == 0.5 and c.lhs.threshold == 0.1
+    theta = np.array([0.4, 0.1, -0.3, 0.2])
+    sc = data.X @ theta[:3] + theta[3]
+    assert c.lhs.measure(sc)["ramp_gap"] == pytest.approx(brute("dp", sc, data.y, data.groups.codes.tolist(),
+                                                                0.1, 0.5)[0], abs=1e-12)
