@@ -169,17 +169,26 @@ class Convex(Reduction):
     def to_cvxpy(self):
         return self._program()[0]
 
+    def exact_method_line(self) -> str:
+        """Which exact method a declaration gets by default, and why."""
+        if "model_space" in self.exact_methods:
+            return ("Exact method: model_space (every per-sample term is a twice-differentiable function of a linear "
+                    "score; the exact terms are smooth), cvxpy if it fails")
+        return f"Exact method: cvxpy (the model-space method does not apply: {self.unavailable['model_space']})"
+
     def describe_extra(self) -> list[str]:
         if self.unbounded:
             return ["", f"Unbounded: {self.unbounded}"]
         if "stochastic" in self.unavailable:
-            return ["", f"No stochastic lowering: {self.unavailable['stochastic']}"]
+            return ["", self.exact_method_line(), f"No stochastic lowering: {self.unavailable['stochastic']}"]
         form = self.form()
-        return ["", f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
+        return ["", self.exact_method_line(), f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
                     f"{len(form.objective_terms)} max term(s) in the objective, {len(form.constraint_pieces)} "
                     f"constraint piece(s) under an exact penalty (one multiplier each)",
                 "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y), "
-                "the inner minimum solved exactly (CVXPY); it bounds the suboptimality of a feasible w"]
+                "the inner minimum solved exactly (" + ("projected Newton in model space" if "model_space" in
+                                                        self.exact_methods and self.w.radius is not None else
+                                                        "CVXPY") + "); it bounds the suboptimality of a feasible w"]
 
     def model_space(self) -> ModelSpace:
         """The smooth program of the model-space method (built once: the row weights of every sample leaf)."""
