@@ -447,7 +447,7 @@ class Convex(Reduction):
                 if "model_space" in self.exact_methods and self.w.radius is not None:
                     lower_bound = self.model_space().certificate(theta, ys[:len(form.objective_terms)],
                                                                  bound * ys[-1][:-1] if form.constraint_pieces
-                                                                 else np.zeros(0))["lower_bound"]
+                                                                 else np.zeros(0))["dual_bound"]
                     how = "Frank-Wolfe bound after projected Newton (model space)"
                 else:
                     lower_bound, how = oracle.lower_bound(ys, theta, solver,

@@ -298,5 +298,5 @@ class ModelSpace:
         lower = value - fw if self.radius is not None else value
         obj, worst = self.objective(theta)
         upper = obj + float(lam_c.sum()) * max(0.0, worst)
-        return {"lower_bound": lower, "duality_gap": upper - lower, "rigorous": self.radius is not None,
+        return {"dual_bound": lower, "duality_gap": upper - lower,
                 "stationarity" if self.radius is None else "frank_wolfe_gap": fw}

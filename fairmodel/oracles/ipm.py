@@ -116,8 +116,9 @@ def solve(oracle, x0: np.ndarray, tol: float = 1e-8, gap_tol: float = 1e-8, max_
 
         def direction(r_c):
             # ds = -r_p - J dx;  lambda ds + s dlam = -r_c  =>  dlam = (-r_c + lam r_p + lam J dx) / s
-            rhs = -r_d - p.J.T @ ((lam * r_p - r_c) / s) if m else -r_d
-            dx = sla.cho_solve(factor, rhs, check_finite=False)
+            if not m:
+                return sla.cho_solve(factor, -r_d, check_finite=False), s, lam
+            dx = sla.cho_solve(factor, -r_d - p.J.T @ ((lam * r_p - r_c) / s), check_finite=False)
             ds = -r_p - p.J @ dx
             dlam = (-r_c - lam * ds) / s
             return dx, ds, dlam
