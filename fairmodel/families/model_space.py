@@ -242,8 +242,9 @@ class ModelSpace:
         values = self.leaves(theta0)[0]
         t0 = np.array([max(float(p.const + sum(v * values[k] for k, v in p.coef.items())) for p in term)
                        for term in self.form.objective_terms]) + 1.0
+        ball = None if self.radius is None else np.array([self.G.shape[0]])     # the ball is the last row
         result = ipm.solve(self._oracle, np.concatenate([theta0, t0]), tol=IPM_TOL, gap_tol=GAP_TOL,
-                           max_iter=max_iter)
+                           max_iter=max_iter, reset=ball)
         theta = result.x[:self.D]
         if self.radius is not None and np.linalg.norm(theta) > self.radius:
             theta = theta * (self.radius / np.linalg.norm(theta))
