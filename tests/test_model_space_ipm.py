@@ -74,6 +74,11 @@ def test_the_compositions_agree_with_hand_written_programs_and_are_certified(law
 # -------------------------------------------------------------------------------------------------------------
 # Randomized compositions of the supported atoms
 # -------------------------------------------------------------------------------------------------------------
+# the losses with a second derivative (Huber and the squared hinge: piecewise, the one-sided value at the kink)
+ATOMS = {"logistic": fm.logistic_loss, "squared": fm.squared_loss, "huber": fm.huber_loss,
+         "squared_hinge": fm.squared_hinge_loss}
+
+
 def _random_problem(seed, loss, objective, constraints, weighted, radius, intercept):
     """The declaration and an independent CVXPY program of the same composition on random data."""
     rng = np.random.default_rng(seed)
@@ -85,11 +90,10 @@ def _random_problem(seed, loss, objective, constraints, weighted, radius, interc
     sw = rng.uniform(0.2, 3.0, size=n) if weighted else None
     w = fm.Weights(d, radius=radius, intercept=intercept)
     s = data.score(w)
-    atom = fm.logistic_loss if loss == "logistic" else fm.squared_loss
-    ell = atom(s, y, sample_weight=sw)
+    ell = ATOMS[loss](s, y, sample_weight=sw)
     z = (X[:, 1] > 0).astype(float)
     pos = y > 0
-    bound = 1.02 * (np.log(2.0) if loss == "logistic" else 1.0)     # the group losses at w = 0, plus 2 %
+    bound = 1.02 * (np.log(2.0) if loss == "logistic" else 1.0)     # every group's loss at w = 0 (y = +-1), + 2 %
     f = fm.mean(ell) if objective == "mean" else fm.max(fm.group_mean(ell, data.groups))
     if radius is None:
         f = f + 0.01 * fm.sum_squares(w)
@@ -105,7 +109,9 @@ def _random_problem(seed, loss, objective, constraints, weighted, radius, interc
 
     theta = cp.Variable(w.shape[0])
     h = X @ theta[:d] + (theta[d] if intercept else 0.0)
-    losses = cp.logistic(cp.multiply(-y, h)) if loss == "logistic" else cp.square(h - y)
+    losses = {"logistic": lambda: cp.logistic(cp.multiply(-y, h)), "squared": lambda: cp.square(h - y),
+              "huber": lambda: cp.huber(h - y, 1.0),
+              "squared_hinge": lambda: cp.square(cp.pos(1.0 - cp.multiply(y, h)))}[loss]()
     u = np.ones(n) if sw is None else sw
 
     def wmean(mask):
@@ -130,7 +136,7 @@ def _random_problem(seed, loss, objective, constraints, weighted, radius, interc
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), loss=st.sampled_from(["logistic", "squared"]),
+@given(seed=st.integers(0, 10_000), loss=st.sampled_from(sorted(ATOMS)),
        objective=st.sampled_from(["mean", "max"]),
        constraints=st.sets(st.sampled_from(["cov", "eo", "group_loss"])),
        weighted=st.booleans(), radius=st.sampled_from([None, 2.0]), intercept=st.booleans())
