@@ -24,6 +24,7 @@ Lagrangian gap from the same dual variables.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from .. import expressions as E
 from ..exact import budget
@@ -35,6 +36,7 @@ from ..oracles import ipm
 from ..oracles.losses import LinearModelLoss, Squared
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
+SPARSE_DENSITY = 0.25     # a design with at most this share of nonzeros is kept as a sparse matrix
 CHUNK_ROWS = 65_536       # rows per block of X' D X (the weighted copy of a block, never of X)
 IPM_TOL = 1e-9            # relative KKT residuals of the interior-point method
 GAP_TOL = 1e-9            # relative complementarity gap s' lambda / (1 + |f|)
@@ -130,6 +132,8 @@ class ModelSpace:
         for ex in self.expressions:
             if ex.score is not None and id(ex.score.data) not in self.designs:
                 X = ex.score.data.in_memory_X("the model-space interior-point method")
+                if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
+                    X = sparse.csr_matrix(X)     # e.g. one-hot features: X' D X in O(sum_i nnz_i^2)
                 self.designs[id(ex.score.data)] = X
         self.exact = [k for k, leaf in enumerate(leaves) if isinstance(leaf, DeterministicLeaf)]
         # the constraint rows of the IPM: the pieces of every max term (minus its t), the constraint pieces
@@ -177,7 +181,7 @@ class ModelSpace:
         for ex in self.expressions:
             if ex.score is None:
                 h = np.broadcast_to(ex.jet(np.zeros(ex.R.shape[0]))[0], (ex.R.shape[0],))
-                values[ex.ks] = ex.R.T @ h
+                values[ex.ks] = h @ ex.R
                 continue
             model = self._loss(ex)
             key = id(ex.score.data)
@@ -185,7 +189,7 @@ class ModelSpace:
                 scores[key] = model.scores(theta)
             z = scores[key]
             h, h1, h2 = (np.broadcast_to(np.asarray(p, dtype=float), z.shape) for p in ex.jet(z))
-            values[ex.ks] = ex.R.T @ h
+            values[ex.ks] = h @ ex.R
             grads[ex.ks] = model.pullback(h1[:, None] * ex.R).T
             if omega is not None and np.any(h2):
                 curv[key] = curv.get(key, 0.0) + h2 * (ex.R @ omega[ex.ks])
@@ -197,10 +201,11 @@ class ModelSpace:
         H = np.zeros((self.D, self.D))
         for key, d in curv.items():
             X = self.designs[key]
-            for a in range(0, X.shape[0], CHUNK_ROWS):
-                block = LinearModelLoss(Squared, X[a:a + CHUNK_ROWS], None, self.w.intercept,
-                                        np.ones(min(CHUNK_ROWS, X.shape[0] - a)), drop_zero_weights=False)
-                H += block.curvature(d[a:a + CHUNK_ROWS])
+            rows = X.shape[0] if sparse.issparse(X) else CHUNK_ROWS     # a sparse X is weighted without a copy
+            for a in range(0, X.shape[0], rows):
+                block = LinearModelLoss(Squared, X[a:a + rows], None, self.w.intercept,
+                                        np.ones(min(rows, X.shape[0] - a)), drop_zero_weights=False)
+                H += block.curvature(d[a:a + rows])
         for k in self.exact:
             if omega[k] == 0:
                 continue
