@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from scipy import sparse
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import fairmodel as fm
 from fairmodel.errors import ResourceLimitError, SolverError
@@ -134,12 +134,14 @@ def _random_problem(seed, loss, objective, constraints, weighted, radius, interc
     if "group_loss" in constraints:
         cons += [r <= bound for r in risks]
     ref = cp.Problem(cp.Minimize(f_hand), cons)
-    ref.solve(solver="CLARABEL")
-    assert ref.status == "optimal", ref.status
-    return prob, w, ref, theta, f_hand
+    for solver, opts in (("CLARABEL", {}), ("ECOS", {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9})):
+        ref.solve(solver=solver, **opts)
+        if ref.status == "optimal":
+            return prob, w, ref, theta, f_hand
+    return None       # no reference solver certifies this example: it cannot judge the method
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), loss=st.sampled_from(sorted(ATOMS)),
        objective=st.sampled_from(["mean", "max"]),
        constraints=st.sets(st.sampled_from(["cov", "eo", "group_loss"])),
@@ -147,8 +149,9 @@ def _random_problem(seed, loss, objective, constraints, weighted, radius, interc
        sparse_features=st.booleans())
 def test_random_compositions_agree_with_an_independent_cvxpy_program(seed, loss, objective, constraints, weighted,
                                                                      radius, intercept, sparse_features):
-    prob, w, program, theta_ref, f_hand = _random_problem(seed, loss, objective, constraints, weighted, radius,
-                                                          intercept, sparse_features)
+    made = _random_problem(seed, loss, objective, constraints, weighted, radius, intercept, sparse_features)
+    assume(made is not None)
+    prob, w, program, theta_ref, f_hand = made
     ref = program.value
     result = prob.solve(method="model_space")
     assert result.status == "optimal", result.to_markdown()
@@ -223,3 +226,21 @@ def test_a_sparse_design_gives_the_hessian_of_the_direct_formula():
         if isinstance(leaf.expr, fm.expressions.atoms.losses.LogisticLoss):     # the affine leaf has no curvature
             weight += omega[k] * np.where(leaf.rows, 1.0, 0.0) / leaf.count
     assert np.allclose(H, Z.T @ ((weight * p * (1.0 - p))[:, None] * Z), rtol=1e-12, atol=1e-14)
+
+
+def test_the_judge_falls_back_to_the_first_order_bound_when_newton_fails(law, monkeypatch):
+    """A Newton failure in the judge's inner minimum must not leave the gap uncomputed (NaN does not fail a result):
+    the first-order Frank-Wolfe bound is used instead, and it is still a lower bound on the optimum."""
+    data, w = law
+    prob, ref = _covariance(data, w)
+    exact = prob.solve(method="model_space")
+
+    def fail(self, *args, **kwargs):
+        raise SolverError("projected Newton did not converge (forced by the test)", status="numerical")
+    monkeypatch.setattr(ModelSpace, "certificate", fail)
+    with pytest.warns(UserWarning, match="own dual bound failed"):
+        again = prob.solve(method="model_space")
+    assert again.metrics["lower_bound_method"].startswith("Frank-Wolfe bound after accelerated")
+    assert np.isfinite(again.certificate["lagrangian_gap"])
+    assert again.certificate["lower_bound"] <= ref + 1e-9
+    assert abs(again.objective - exact.objective) <= AGREE

@@ -232,7 +232,12 @@ class Convex(Reduction):
         solved = time.perf_counter()
         record = out["ipm"]
         theta, ys, lam = out["theta"], out["ys"], out["multipliers"]
-        certificate = program.certificate(theta, ys, lam)
+        try:
+            certificate = program.certificate(theta, ys, lam)
+        except SolverError as exc:      # the judge recomputes the Lagrangian gap from the duals anyway
+            certificate = {}
+            warnings.warn(f"the model-space method's own dual bound failed ({exc}); the judge's Lagrangian gap "
+                          f"certifies the result", stacklevel=3)
         variables = {self.w.name: self.w.project(theta)}
         variables.update({f"weights_{t}": y for t, y in enumerate(ys)})
         if form.constraint_pieces:   # lambda and the slack weight of the saddle form (one when every lambda is 0)
@@ -444,12 +449,8 @@ class Convex(Reduction):
         if duals is not None:
             sup = oracle.penalized(snap.leaves, snap.values)
             try:       # the bound's own slack: a hundredth of the accuracy the check asks
-                if "model_space" in self.exact_methods and self.w.radius is not None:
-                    lower_bound = self.model_space().certificate(theta, ys[:len(form.objective_terms)],
-                                                                 bound * ys[-1][:-1] if form.constraint_pieces
-                                                                 else np.zeros(0))["dual_bound"]
-                    how = "Frank-Wolfe bound after projected Newton (model space)"
-                else:
+                lower_bound, how = self._newton_bound(form, theta, ys, bound)
+                if how is None:
                     lower_bound, how = oracle.lower_bound(ys, theta, solver,
                                                           slack=SLACK_SHARE * self.accuracy(evaluation))
             except SolverError as exc:
@@ -464,6 +465,19 @@ class Convex(Reduction):
                                       "penalized_objective": sup, "multiplier_bound": bound}
         self._solver_gap(evaluation, solver_optimum)
         return evaluation
+
+    def _newton_bound(self, form, theta, ys, bound):
+        """(lower bound, how) of min_w Phi(w, y) by projected Newton with the model-space oracles (Frank-Wolfe bound,
+        rigorous on a ball), or (nan, None) where they do not apply or Newton does not converge in its steps (a
+        singular Hessian with the ball active, far from the optimum): the caller then uses the first-order bound."""
+        if "model_space" not in self.exact_methods or self.w.radius is None:
+            return np.nan, None
+        lam = bound * ys[-1][:-1] if form.constraint_pieces else np.zeros(0)
+        try:
+            cert = self.model_space().certificate(theta, ys[:len(form.objective_terms)], lam)
+        except SolverError:
+            return np.nan, None
+        return cert["dual_bound"], "Frank-Wolfe bound after projected Newton (model space)"
 
     @staticmethod
     def _solver_gap(evaluation, solver_optimum) -> None:

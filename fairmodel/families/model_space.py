@@ -40,6 +40,7 @@ SPARSE_DENSITY = 0.25     # a design with at most this share of nonzeros is kept
 CHUNK_ROWS = 65_536       # rows per block of X' D X (the weighted copy of a block, never of X)
 IPM_TOL = 1e-9            # relative KKT residuals of the interior-point method
 GAP_TOL = 1e-9            # relative complementarity gap s' lambda / (1 + |f|)
+NEWTON_STEPS = 50         # the certificate's Newton steps (from a KKT point it needs a few; beyond: SolverError)
 CERT_TOL = 1e-10          # the certificate's Newton solve: Frank-Wolfe gap relative to max(1, |Phi|)
 DESCRIPTION = ("a primal-dual interior-point method in model space (the parameters plus one epigraph variable per "
                "max term; Mehrotra's predictor-corrector) with full-data value, gradient and Hessian oracles; "
@@ -300,7 +301,7 @@ class ModelSpace:
         gap: rigorous on a ball; without a radius the gradient norm at the Newton point is reported instead and
         the bound is the value there) and the duality gap objective + sum(lambda) max(0, C) - bound."""
         fun = self.lagrangian(ys, lam_c)
-        _, value, fw = minimize_on_ball(fun, theta, self.radius, tol=CERT_TOL)
+        _, value, fw = minimize_on_ball(fun, theta, self.radius, tol=CERT_TOL, max_iter=NEWTON_STEPS)
         lower = value - fw if self.radius is not None else value
         obj, worst = self.objective(theta)
         upper = obj + float(lam_c.sum()) * max(0.0, worst)
