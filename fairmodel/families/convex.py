@@ -29,7 +29,7 @@ from ..stochastic.primal_dual import primal_dual
 from .base import Check, Evaluation, Reduction, Solution
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
-from .model_space import DESCRIPTION as MODEL_SPACE, ModelSpace, NotSmooth, smooth_reason
+from .model_space import DESCRIPTION as MODEL_SPACE, ModelSpace, estimate as model_space_estimate, smooth_reason
 from .piecewise import NotPiecewise, saddle_form
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
@@ -221,9 +221,7 @@ class Convex(Reduction):
         judge recomputes the Lagrangian gap (the certificate) from them."""
         start = time.perf_counter()
         form = self.form()
-        samples = [leaf.expr for leaf in form.leaves if hasattr(leaf, "expr")]
-        n = max((e.size for e in samples), default=0)
-        budget.check(budget.model_space(n, self.w.shape[0], len(samples), len({id(e) for e in samples})),
+        budget.check(model_space_estimate(form, self.w),
                      "Use the stochastic backend (backend='stochastic', method='primal_dual'), which reads the data "
                      "in minibatches, or fm.Dataset.subsample", max_memory_gb)
         program = self.model_space()

@@ -97,6 +97,22 @@ def smooth_reason(form: SaddleForm, w) -> str | None:
     return None
 
 
+def estimate(form: SaddleForm, w) -> budget.Estimate:
+    """The memory and time of the method from the sizes of the saddle form and its data, before anything is built
+    (one pass over each design to count its nonzeros)."""
+    samples = [leaf.expr for leaf in form.leaves if isinstance(leaf, SampleLeaf)]
+    n = max((e.size for e in samples), default=0)
+    nonzeros = None
+    for e in samples:
+        for node in e.nodes():
+            if isinstance(node, LinearScore):
+                X = node.data.in_memory_X("the model-space interior-point method")
+                count = np.count_nonzero(X)
+                if X.size and count <= SPARSE_DENSITY * X.size:
+                    nonzeros = max(nonzeros or 0.0, count / X.shape[0])
+    return budget.model_space(n, w.shape[0], len(samples), len({id(e) for e in samples}), nonzeros)
+
+
 class _Expression:
     """The sample leaves of one per-sample expression: h as a function of the score, and the row weights R
     (n x leaves, 1/|S_k| on the rows of S_k)."""
@@ -162,11 +178,6 @@ class ModelSpace:
         self.c0 = form.affine.const
         self.radius = w.radius
 
-    # -- resources ---------------------------------------------------------------------------------------------
-    def estimate(self) -> budget.Estimate:
-        n = max((X.shape[0] for X in self.designs.values()), default=0)
-        L = sum(ex.R.shape[1] for ex in self.expressions)
-        return budget.model_space(n, self.D, L, len(self.expressions))
 
     # -- the leaf oracle ---------------------------------------------------------------------------------------
     def _loss(self, ex) -> LinearModelLoss:
