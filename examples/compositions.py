@@ -1,8 +1,8 @@
-"""Compositions no single paper covers, each declared in one line and cross-checked: the exact CVXPY program
-against the generic stochastic lowering (variance-reduced mirror-prox on the Lagrangian), both judged on the
-full bundled data.
+"""Compositions no single paper covers, each declared in one line and cross-checked: the default exact method (the
+model-space interior-point method; the CVXPY program with prob.solve(method="cvxpy")) against the generic stochastic
+lowering (variance-reduced mirror-prox on the Lagrangian), both judged on the full bundled data.
 
-    python examples/compositions.py                    # all four (about 90 s on 2 busy cores)
+    python examples/compositions.py                    # all four (7 s on 2 busy cores)
     python examples/compositions.py equal_opportunity  # one of: equal_opportunity auc_gap covariance group_loss
 
 * group DRO under equal opportunity, the linear surrogate of Donini et al. 2018 (Law School by race);

@@ -175,6 +175,27 @@ def newton(n: int, d: int) -> Estimate:
                     f"8 B per entry of 3 n d + 4 r^2, n = {n:,}, d = {d:,}, r = min(n, d)", 8.0 * (3.0 * n * d + 4.0 * r * r))
 
 
+MODEL_SPACE_SECONDS = 1.0e-9     # per unit n k^2 of one Hessian X' D X (k: nonzeros per row; measured 0.6e-9 on Adult
+                                 # at n = 1e6 and 0.5e-9 on Law School at 2e4, 2 loaded cores), times two
+MODEL_SPACE_ITERATIONS = 40      # interior-point iterations (measured 13-24 on the compositions of the docs)
+
+
+def model_space(n: int, D: int, leaves: int, expressions: int, nonzeros: float | None = None) -> Estimate:
+    """The model-space interior-point method of the generic convex reduction: per per-sample expression its row
+    weights (n x leaves) and three per-sample arrays, the scores, and either one weighted block of rows of the dense
+    design (at most 65,536 x D) or, for a design kept sparse (``nonzeros`` per row), its CSR copy (12 B per nonzero,
+    twice while weighting); X itself is the data's (not counted). Time: one Hessian pass per iteration, n k^2 with
+    k = D, or the nonzeros per row plus the intercept."""
+    k = D if nonzeros is None else nonzeros + 1.0
+    design = 65_536.0 * D if nonzeros is None else 3.0 * n * nonzeros
+    units = float(n) * (leaves + 4 * max(expressions, 1) + 2) + design + 4.0 * D * D
+    what = "dense" if nonzeros is None else f"sparse, {nonzeros:.1f} nonzeros per row"
+    return Estimate("the model-space interior-point method", units,
+                    f"8 B per entry of n (leaves + 4 expressions + 2) + the design's working copy ({what}) + 4 D^2, "
+                    f"n = {n:,}, D = {D}, {leaves} leaves, {expressions} per-sample expressions", 8.0 * units,
+                    MODEL_SPACE_SECONDS * MODEL_SPACE_ITERATIONS * 2.0 * n * k * k)
+
+
 def _size(b: float) -> str:
     if b >= 0.1 * GiB:
         return f"{b / GiB:.1f} GiB"

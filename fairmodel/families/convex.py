@@ -16,7 +16,7 @@ import cvxpy as cp
 import numpy as np
 
 from ..errors import OptionError, SolverError
-from ..exact import solvers
+from ..exact import budget, solvers
 from ..exact.gdro import group_optimal_values
 from ..exact.lower import LoweringContext, lower, unlowerable
 from ..expressions import value_and_grad
@@ -29,6 +29,9 @@ from ..utilities.validate import as_generator, check_choice, check_int, check_nu
 from .base import Check, Evaluation, Reduction, Solution
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
+from .model_space import DESCRIPTION as MODEL_SPACE
+from .model_space import ModelSpace, smooth_reason
+from .model_space import estimate as model_space_estimate
 from .piecewise import NotPiecewise, saddle_form
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
@@ -47,6 +50,7 @@ ACCURACY_REASON = ("it bounds the suboptimality of the stochastic w (weak dualit
                    "objective's natural scale (the sum of its terms' absolute values without constants; at least "
                    "2e-5): below the statistical error of an empirical mean (1/sqrt(n) > 2e-3 for n < 250,000 rows), "
                    "so the answer is as good as the exact one for learning")
+EXACT_GAP = 1e-6         # the Lagrangian gap of an exact result (the model-space method), relative to max(1, |f|)
 SLACK_SHARE = 1e-2       # the certificate's inner minimum stops within this share of the accuracy
 SLACK_FULL = 1e-2        # ... (stop="checks") a constraint check fails and the slack weight is below this
 RIDGE = {"run": 1e-3, "certificate": 1e-6}   # the preconditioner's ridge, relative to each coordinate's scale
@@ -79,13 +83,15 @@ class Convex(Reduction):
     title = "generic convex program"
     supported = "a convex objective and convex constraints (convex <= concave) built from atoms with a CVXPY rule"
     priority = 100
-    exact_methods = {"cvxpy": "the problem lowered atom by atom to one CVXPY program"}
+    CVXPY = "the problem lowered atom by atom to one CVXPY program"
+    exact_methods = {"cvxpy": CVXPY}
     judge_options = ("solver",)
 
     def __init__(self, problem, structure=None):
         super().__init__(problem)
         self._compiled = None
         self._coordinates = {}
+        self._model_space = None
         self.unavailable = {}
         variables = problem.canonical.variables()
         self.w = variables[0] if len(variables) == 1 else None
@@ -99,6 +105,15 @@ class Convex(Reduction):
         except NotPiecewise as exc:
             self.stochastic_methods = {}
             self.unavailable["stochastic"] = str(exc)
+        # the model-space interior-point method, the default exact method where every per-sample term is a smooth
+        # function of a linear score (the reason otherwise, shown by describe())
+        reason = self.unavailable.get("stochastic") if self.w is None or "stochastic" in self.unavailable \
+            else smooth_reason(saddle_form(problem.canonical, self.w, structure_only=True), self.w)
+        if reason is None:
+            self.exact_methods = {"model_space": MODEL_SPACE, "cvxpy": self.CVXPY}
+            self.solverless_methods = ("model_space",)
+        else:
+            self.unavailable["model_space"] = reason
 
     @property
     def display_name(self) -> str:
@@ -156,26 +171,45 @@ class Convex(Reduction):
     def to_cvxpy(self):
         return self._program()[0]
 
+    def exact_method_line(self) -> str:
+        """Which exact method a declaration gets by default, and why."""
+        if "model_space" in self.exact_methods:
+            return ("Exact method: model_space (every per-sample term is a twice-differentiable function of a linear "
+                    "score; the exact terms are smooth), cvxpy if it fails")
+        return f"Exact method: cvxpy (the model-space method does not apply: {self.unavailable['model_space']})"
+
     def describe_extra(self) -> list[str]:
         if self.unbounded:
             return ["", f"Unbounded: {self.unbounded}"]
         if "stochastic" in self.unavailable:
-            return ["", f"No stochastic lowering: {self.unavailable['stochastic']}"]
+            return ["", self.exact_method_line(), f"No stochastic lowering: {self.unavailable['stochastic']}"]
         form = self.form()
-        return ["", f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
+        return ["", self.exact_method_line(), f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
                     f"{len(form.objective_terms)} max term(s) in the objective, {len(form.constraint_pieces)} "
                     f"constraint piece(s) under an exact penalty (one multiplier each)",
                 "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y); it "
                 "bounds the suboptimality of a feasible w. The inner minimum: " + (
+                    "projected Newton in model space with the Frank-Wolfe bound on the ball of the weights"
+                    if "model_space" in self.exact_methods and self.w is not None and self.w.radius is not None else
                     "on the ball of the weights, for a smooth Phi, a lower bound by accelerated projected gradient "
                     "and the Frank-Wolfe bound Phi(w') - <grad, w'> - R ||grad|| (valid at any w'); for a "
                     "non-smooth Phi (hinge losses, norms, |.| of per-sample terms) the CVXPY program"
-                    if self.w is not None and self.w.radius is not None else "the CVXPY program (the weights have no radius)")]
+                    if self.w is not None and self.w.radius is not None
+                    else "the CVXPY program (the weights have no radius)")]
 
-    def solve_exact(self, method, solver, verbose, **options):
-        check_options(options, (), "the exact backend of a generic convex problem")
+    def model_space(self) -> ModelSpace:
+        """The smooth program of the model-space method (built once: the row weights of every sample leaf)."""
+        if self._model_space is None:
+            self._model_space = ModelSpace(self.form(), self.w)
+        return self._model_space
+
+    def solve_exact(self, method, solver, verbose, max_memory_gb=None, **options):
+        check_options(options, ("max_iter",) if method == "model_space" else (),
+                      f"the exact method {method!r} of a generic convex problem")
         if self.unbounded:
             return self._unbounded(self.unbounded)
+        if method == "model_space":
+            return self._solve_model_space(max_memory_gb, **options)
         program, ctx = self._program()
         try:
             record = solvers.solve(program, solver, verbose)
@@ -188,6 +222,40 @@ class Convex(Reduction):
         context = {"solver_optimum": record["value"]} if record["status"] == cp.OPTIMAL else {}
         return Solution(variables=variables, status=record["status"], solver=record, timings=timings,
                         certificate={"solver_optimum": record["value"]}, judge_context=context)
+
+    def _solve_model_space(self, max_memory_gb=None, max_iter=100) -> Solution:
+        """The model-space interior-point method; its variables carry the saddle form's dual variables, so the
+        judge recomputes the Lagrangian gap (the certificate) from them."""
+        start = time.perf_counter()
+        form = self.form()
+        budget.check(model_space_estimate(form, self.w),
+                     "Use the stochastic backend (backend='stochastic', method='primal_dual'), which reads the data "
+                     "in minibatches, or fm.Dataset.subsample", max_memory_gb)
+        program = self.model_space()
+        built = time.perf_counter()
+        out = program.solve(check_int(max_iter, "max_iter"))
+        solved = time.perf_counter()
+        record = out["ipm"]
+        theta, ys, lam = out["theta"], out["ys"], out["multipliers"]
+        try:
+            certificate = program.certificate(theta, ys, lam)
+        except SolverError as exc:      # the judge recomputes the Lagrangian gap from the duals anyway
+            certificate = {}
+            warnings.warn(f"the model-space method's own dual bound failed ({exc}); the judge's Lagrangian gap "
+                          f"certifies the result", stacklevel=3)
+        variables = {self.w.name: self.w.project(theta)}
+        variables.update({f"weights_{t}": y for t, y in enumerate(ys)})
+        if form.constraint_pieces:   # lambda and the slack weight of the saddle form (one when every lambda is 0)
+            variables["multipliers"] = np.append(lam, 0.0 if lam.sum() > 0 else 1.0)
+        status = "optimal" if record.status == "optimal" else "optimal_inaccurate"
+        message = "" if status == "optimal" else (f"the interior-point method stopped after {record.iterations} "
+                                                  f"iterations with relative residuals {record.residuals}")
+        return Solution(variables=variables, status=status, message=message, history=record.history,
+                        solver={"name": "model_space", "method": "model_space", "iterations": record.iterations,
+                                "status": record.status, **{f"residual_{k}": v for k, v in record.residuals.items()}},
+                        timings={"compile": built - start, "solver": solved - built,
+                                 "certificate": time.perf_counter() - solved},
+                        metrics={"iterations": record.iterations}, certificate=certificate)
 
     # -- the generic stochastic lowering -----------------------------------------------------------------------
     def coordinates(self, form=None, use: str = "run") -> Coordinates:
@@ -386,7 +454,10 @@ class Convex(Reduction):
         if duals is not None:
             sup = oracle.penalized(snap.leaves, snap.values)
             try:       # the bound's own slack: a hundredth of the accuracy the check asks
-                lower_bound, how = oracle.lower_bound(ys, theta, solver, slack=SLACK_SHARE * self.accuracy(evaluation))
+                lower_bound, how = self._newton_bound(form, theta, ys, bound)
+                if how is None:
+                    lower_bound, how = oracle.lower_bound(ys, theta, solver,
+                                                          slack=SLACK_SHARE * self.accuracy(evaluation))
             except SolverError as exc:
                 if exc.status == solvers.UNBOUNDED:   # min_w Phi(w, y) = -inf: the gap is +inf, not unknown
                     lower_bound, how = -np.inf, "unbounded: Phi(., y) has no finite minimum (CVXPY)"
@@ -399,6 +470,19 @@ class Convex(Reduction):
                                       "penalized_objective": sup, "multiplier_bound": bound}
         self._solver_gap(evaluation, solver_optimum)
         return evaluation
+
+    def _newton_bound(self, form, theta, ys, bound):
+        """(lower bound, how) of min_w Phi(w, y) by projected Newton with the model-space oracles (Frank-Wolfe bound,
+        rigorous on a ball), or (nan, None) where they do not apply or Newton does not converge in its steps (a
+        singular Hessian with the ball active, far from the optimum): the caller then uses the first-order bound."""
+        if "model_space" not in self.exact_methods or self.w.radius is None:
+            return np.nan, None
+        lam = bound * ys[-1][:-1] if form.constraint_pieces else np.zeros(0)
+        try:
+            cert = self.model_space().certificate(theta, ys[:len(form.objective_terms)], lam)
+        except SolverError:
+            return np.nan, None
+        return cert["dual_bound"], "Frank-Wolfe bound after projected Newton (model space)"
 
     @staticmethod
     def _solver_gap(evaluation, solver_optimum) -> None:
@@ -422,7 +506,12 @@ class Convex(Reduction):
                                 "(1e-8, primal-dual gap); the objective judged on the full data must be that value, "
                                 "with a margin", "certificate"))
         gap = evaluation.certificate.get("lagrangian_gap")
-        if gap is not None:
+        if gap is not None and backend == "exact":
+            checks.append(Check("Lagrangian gap", gap, EXACT_GAP * max(1.0, abs(evaluation.objective)),
+                                "an exact method's dual variables certify its optimality to the precision of an exact "
+                                "solver: the conic solvers' duality gap (1e-8) with a margin, relative to "
+                                "max(1, |objective|)", "certificate"))
+        elif gap is not None:
             checks.append(Check("Lagrangian gap", gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate"))
         return checks
 

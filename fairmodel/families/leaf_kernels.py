@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import expressions as E
+from ..expressions import Add, Constant, LinearScore, Loss, Multiply, ScalarMul
 
 
 class NotCompiled(Exception):
@@ -81,23 +81,23 @@ def _scaled(form: tuple, c) -> tuple:
 
 def _compile(e, w) -> tuple:
     """(the LinearScore node, PerSample) of the per-sample expression ``e`` of the weights ``w``."""
-    if isinstance(e, E.LinearScore):
+    if isinstance(e, LinearScore):
         if e.w is not w or w.n_outputs is not None:
             raise NotCompiled
         return e, PerSample([Term(1.0)])
-    if isinstance(e, E.Loss):
-        if not isinstance(e.score, E.LinearScore):
+    if isinstance(e, Loss):
+        if not isinstance(e.score, LinearScore):
             raise NotCompiled
         score, _ = _compile(e.score, w)
         return score, PerSample([Term(1.0, e.kernel, e.y)])
-    if isinstance(e, E.ScalarMul):
+    if isinstance(e, ScalarMul):
         return _scaled(_compile(e.expr, w), e.c)
-    if isinstance(e, E.Multiply) and e.kind == "samples":
+    if isinstance(e, Multiply) and e.kind == "samples":
         return _scaled(_compile(e.expr, w), e.a)
-    if isinstance(e, E.Add):
+    if isinstance(e, Add):
         score, terms, const = None, [], 0.0
         for a in e.args:
-            if isinstance(a, E.Constant) and a.kind == "scalar":
+            if isinstance(a, Constant) and a.kind == "scalar":
                 const = const + float(a.constant_value())
                 continue
             s, ps = _compile(a, w)

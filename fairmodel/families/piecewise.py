@@ -21,8 +21,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import expressions as E
 from ..errors import UnsupportedProblemError
+from ..expressions import (
+    Abs,
+    Add,
+    Constant,
+    Expr,
+    GroupMean,
+    GroupOptimal,
+    Max,
+    Mean,
+    Min,
+    Multiply,
+    Norm,
+    Parameter,
+    Pos,
+    ScalarMul,
+    Sum,
+    SumSquares,
+    value_and_grad,
+)
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
 
@@ -37,7 +55,7 @@ class NotPiecewise(UnsupportedProblemError):
 class SampleLeaf:
     """(1/|S|) sum_{i in S} e_i(w) for the per-sample node ``expr`` and the row mask ``rows`` (None: all)."""
 
-    expr: E.Expr
+    expr: Expr
     rows: np.ndarray | None
     count: int
     label: str
@@ -123,7 +141,7 @@ class Builder:
         return Affine({self._index[key]: 1.0})
 
     # -- the walk: one rule per node type, in the tables SCALAR_RULES and VECTOR_RULES below -------------------
-    def scalar(self, e: E.Expr, s: float) -> PL:
+    def scalar(self, e: Expr, s: float) -> PL:
         """The piecewise form of s * e (which must be convex)."""
         if s == 0:
             return PL()
@@ -132,7 +150,7 @@ class Builder:
             return self._refuse(e, "it has no stochastic lowering")
         return rule(self, e, s)
 
-    def vector(self, e: E.Expr, s: float) -> list:
+    def vector(self, e: Expr, s: float) -> list:
         """One piecewise form per entry of s * e (a per-group or constant vector)."""
         rule = _rule(VECTOR_RULES, e)
         if rule is None:
@@ -143,7 +161,7 @@ class Builder:
         if (s > 0 and not e.is_convex()) or (s < 0 and not e.is_concave()):
             self._refuse(e, f"{'-' if s < 0 else ''}({e}) is not convex (curvature {e.curvature})")
 
-    def mean_leaf(self, e: E.Mean, s: float) -> PL:
+    def mean_leaf(self, e: Mean, s: float) -> PL:
         self.check_sign(e.expr, s)
         label = f"mean {e.expr}" + ("" if e.where is None else " [where]")
         return PL(self.leaf(SampleLeaf(e.expr, e.where, e.count, label)).scaled(s))
@@ -191,7 +209,7 @@ def _abs(b: Builder, e, s):
 
 def _sum(b: Builder, e, s):
     if e.expr.kind == "samples":
-        return b.mean_leaf(E.Mean(e.expr), s * e.expr.size)
+        return b.mean_leaf(Mean(e.expr), s * e.expr.size)
     out = PL()
     for entry in b.vector(e.expr, s):
         out = out.plus(entry)
@@ -205,7 +223,7 @@ def _exact_node(b: Builder, e, s):
         b._refuse(e, "it is a function of another variable")
 
     def value_grad(theta, node=e, w=b.w):
-        value, grads = E.value_and_grad(node, {w: theta})
+        value, grads = value_and_grad(node, {w: theta})
         return float(value), grads[w]
     return PL(b.leaf(DeterministicLeaf(value_grad, str(e), node=e, lipschitz=e.lipschitz)).scaled(s))
 
@@ -294,18 +312,18 @@ def _auc_loss(builder: Builder, atom: AUCLoss, s: float) -> PL:
 
 
 SCALAR_RULES = {
-    E.Constant: _constant, E.Parameter: _constant, E.Add: _add,
-    E.ScalarMul: lambda b, e, s: b.scalar(e.expr, s * e.c),
-    E.Max: _extremum, E.Min: _extremum, E.Pos: _pos, E.Abs: _abs, E.Sum: _sum,
-    E.Mean: lambda b, e, s: b.mean_leaf(e, s), E.SumSquares: _exact_node, E.Norm: _exact_node,
+    Constant: _constant, Parameter: _constant, Add: _add,
+    ScalarMul: lambda b, e, s: b.scalar(e.expr, s * e.c),
+    Max: _extremum, Min: _extremum, Pos: _pos, Abs: _abs, Sum: _sum,
+    Mean: lambda b, e, s: b.mean_leaf(e, s), SumSquares: _exact_node, Norm: _exact_node,
     AUCGap: _auc_gap, AUCLoss: _auc_loss,
 }
 VECTOR_RULES = {
-    E.Constant: _constant_vector, E.GroupMean: _group_mean, E.Add: _add_vector,
-    E.ScalarMul: lambda b, e, s: b.vector(e.expr, s * e.c), E.Multiply: _multiply_vector,
-    E.GroupOptimal: _group_optimal,
-    E.Pos: lambda b, e, s: _max_of_two(b, e, s, [PL() for _ in range(e.size)]),
-    E.Abs: lambda b, e, s: _max_of_two(b, e, s, b.vector(e.expr, -s)),
+    Constant: _constant_vector, GroupMean: _group_mean, Add: _add_vector,
+    ScalarMul: lambda b, e, s: b.vector(e.expr, s * e.c), Multiply: _multiply_vector,
+    GroupOptimal: _group_optimal,
+    Pos: lambda b, e, s: _max_of_two(b, e, s, [PL() for _ in range(e.size)]),
+    Abs: lambda b, e, s: _max_of_two(b, e, s, b.vector(e.expr, -s)),
 }
 
 

@@ -32,12 +32,12 @@ import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
 from ..errors import SolverError
+from .ipm import step_to_boundary
 
 # starting point: cold (hinge slacks t = pos(y) + t, λ = lam, slack floor omega) or warm from the previous
 # subproblem's (λ, u) (λ floored at warm_lam max λ, u clipped to [warm_u, 1 - warm_u], t = pos(y) + warm_t):
 # measured 60 / 35 iterations cold (first / later subproblems at n = 2000), 23-40 warm
 _INIT = {'t': 0.5, 'lam': 1.0, 'omega': 0.5, 'warm_lam': 1e-2, 'warm_u': 0.2, 'warm_t': 0.3}
-STEP_FRACTION = 0.995        # fraction to the boundary of the positive orthant (Wright 1997, ch. 10)
 
 
 class HingeRows:
@@ -162,13 +162,9 @@ class HingeProgram:
 
 
 def _step_to_boundary(pairs) -> float:
-    """Largest a in (0, 1] with z + a dz >= (1 - STEP_FRACTION) z for every (z, dz) pair."""
-    a = 1.0
-    for z, dz in pairs:
-        neg = dz < 0
-        if np.any(neg):
-            a = min(a, float(np.min(-z[neg] / dz[neg])) * STEP_FRACTION)
-    return min(a, 1.0)
+    """Largest a in (0, 1] with z + a dz >= (1 - STEP_FRACTION) z for every (z, dz) pair (the rule of the
+    interior-point core, :func:`fairmodel.oracles.ipm.step_to_boundary`)."""
+    return min([1.0] + [step_to_boundary(z, dz) for z, dz in pairs])
 
 
 def solve_subproblem(prog: HingeProgram, anchor, S, c, mu: float, *, tol: float = 1e-10, max_iter: int = 100,

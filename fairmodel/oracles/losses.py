@@ -11,6 +11,7 @@ solver, stochastic method and judge that needs the loss of a linear model calls 
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 from scipy.special import expit, log_expit, logsumexp, softmax
 
 from ..errors import DataError
@@ -259,12 +260,17 @@ class LinearModelLoss:
         return np.concatenate([g, np.sum(coef, axis=0, keepdims=True)]) if self.intercept else g
 
     def curvature(self, d) -> np.ndarray:
-        """design' diag(d) design: the Hessian in theta of sum_i phi_i when d_i = s_i phi''(z_i, y_i)."""
-        XtD = (self.X * d[:, None]).T
-        H = XtD @ self.X
+        """design' diag(d) design: the Hessian in theta of sum_i phi_i when d_i = s_i phi''(z_i, y_i). A sparse X
+        (scipy.sparse, e.g. one-hot features) costs O(sum_i nnz_i^2) instead of O(n d^2)."""
+        if sparse.issparse(self.X):
+            XtD = sparse.csr_matrix(self.X.multiply(d[:, None])).T
+            H = np.asarray((XtD @ self.X).todense())
+        else:
+            XtD = (self.X * d[:, None]).T
+            H = XtD @ self.X
         if not self.intercept:
             return H
-        b = XtD.sum(axis=1)
+        b = np.asarray(XtD.sum(axis=1)).ravel()
         return np.block([[H, b[:, None]], [b[None, :], np.array([[d.sum()]])]])
 
     def value(self, theta) -> float:

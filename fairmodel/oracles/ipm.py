@@ -1,0 +1,168 @@
+"""A primal-dual interior-point method for smooth convex programs in a small space.
+
+    min_x  f(x)   s.t.   g_j(x) <= 0,  j = 1..m
+
+with f and every g_j convex and twice differentiable, given by one oracle that returns f, grad f, g, the Jacobian
+J of g and (when asked) the Hessian of the Lagrangian H = grad^2 f + sum_j lambda_j grad^2 g_j. With slacks s > 0
+(g(x) + s = 0) and multipliers lambda > 0 the KKT residuals are
+
+    r_d = grad f + J' lambda,    r_p = g + s,    r_c = S lambda - sigma mu e,     mu = s' lambda / m,
+
+and each Newton system is reduced to the n x n system (H + J' S^-1 Lambda J) dx = -r_d - J' S^-1 (Lambda r_p - r_c)
+(Nocedal and Wright, *Numerical Optimization*, 2006, eq. (19.12) with the slacks eliminated). Mehrotra's
+predictor-corrector chooses sigma (Wright, *Primal-Dual Interior-Point Methods*, 1997, ch. 10), the steps keep
+s and lambda positive by the fraction-to-the-boundary rule, and a backtracking search on the norm of the KKT
+residual keeps the nonlinear constraints from undoing a step. The method stops when the relative residuals and the
+complementarity gap s' lambda (which, at r_p = r_d = 0, is the Lagrangian duality gap) are below the tolerances.
+The space is small (model parameters plus a few epigraph variables): one dense Cholesky factorization per step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import SolverError
+
+STEP_FRACTION = 0.995     # fraction to the boundary of the positive orthant (Wright 1997, ch. 10)
+ARMIJO = 1e-2             # sufficient decrease of the KKT residual norm per unit step
+BACKTRACK = 0.5
+MAX_BACKTRACKS = 30
+FLOOR_SHARE = 0.1         # mu is kept above this share of mu_0 times the relative infeasibility left
+
+
+@dataclass
+class Point:
+    """The oracle's answer at x: f, grad f, g (m,), J (m x n) and, when asked, the Lagrangian's Hessian H."""
+
+    f: float
+    grad: np.ndarray
+    g: np.ndarray
+    J: np.ndarray
+    H: np.ndarray | None = None
+
+
+@dataclass
+class IPMResult:
+    x: np.ndarray
+    lam: np.ndarray
+    s: np.ndarray
+    f: float
+    status: str                       # "optimal" or "max_iter"
+    iterations: int
+    residuals: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)
+
+
+def step_to_boundary(v: np.ndarray, dv: np.ndarray, fraction: float = STEP_FRACTION) -> float:
+    """The largest alpha in (0, 1] with v + alpha dv >= (1 - fraction) v (v > 0)."""
+    neg = dv < 0
+    if not np.any(neg):
+        return 1.0
+    return float(min(1.0, fraction * np.min(-v[neg] / dv[neg])))
+
+
+def _residuals(p: Point, lam, s):
+    return p.grad + p.J.T @ lam, p.g + s
+
+
+def _merit(r_d, r_p, s, lam, target: float) -> float:
+    """The norm of the KKT residual with the complementarity measured from this step's target sigma mu (the
+    direction aims there: a merit with target 0 would refuse the centering steps)."""
+    r_c = s * lam - target
+    return float(np.sqrt(r_d @ r_d + r_p @ r_p + r_c @ r_c))
+
+
+def _factor(K: np.ndarray):
+    """A Cholesky factor of the symmetric positive semidefinite K, with a small ridge when it is singular."""
+    scale = max(float(np.max(np.abs(np.diag(K)))), 1e-300)
+    for ridge in (1e-12, 1e-10, 1e-8, 1e-6):    # a ridge always: collinear features make K singular
+        try:
+            return sla.cho_factor(K + ridge * scale * np.eye(K.shape[0]), check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            continue
+    raise SolverError("the interior-point Newton system is singular (the problem may be unbounded or degenerate)",
+                      status="numerical")
+
+
+def solve(oracle, x0: np.ndarray, tol: float = 1e-8, gap_tol: float = 1e-8, max_iter: int = 100,
+          slack0: float = 1.0, reset=None) -> IPMResult:
+    """Minimize f subject to g <= 0 from ``x0`` (need not be feasible).
+
+    ``oracle(x, lam, hessian)`` returns a :class:`Point` (H the Hessian of f + lam' g when ``hessian``). Stops when
+    ||r_d||_inf <= tol (1 + ||grad f||_inf), ||r_p||_inf <= tol (1 + ||g||_inf at the start) and
+    s' lambda <= gap_tol (1 + |f|). Raises :class:`SolverError` when the Newton system cannot be solved or a step
+    cannot reduce the residual.
+
+    ``reset``: indices of nonlinear constraints whose slack is reset to -g(x) at every trial point where g(x) < 0
+    (the slack of a strictly satisfied constraint, e.g. a ball, then carries no residual: without it the
+    linearization error of g makes ||g + s|| grow with the steps and blocks them)."""
+    x = np.asarray(x0, dtype=float).copy()
+    p = oracle(x, None, False)
+    m = p.g.size
+    s = np.maximum(-p.g, slack0)
+    lam = np.full(m, 1.0) if m else np.zeros(0)
+    lam = lam * max(1.0, float(np.max(np.abs(p.grad)))) / max(1.0, float(np.max(np.abs(p.J)))) if m else lam
+    p_scale = 1.0 + float(np.max(np.abs(p.g))) if m else 1.0
+    history, start = [], None
+    for it in range(max_iter + 1):
+        p = oracle(x, lam, True)
+        r_d, r_p = _residuals(p, lam, s)
+        gap = float(s @ lam)
+        res = {"dual": float(np.max(np.abs(r_d))) / (1.0 + float(np.max(np.abs(p.grad)))),
+               "primal": float(np.max(np.abs(r_p))) / p_scale if m else 0.0,
+               "gap": gap / (1.0 + abs(p.f))}
+        history.append({"iteration": it, "f": p.f, **res})
+        start = start or (max(res["primal"], res["dual"], 1e-300), gap / max(m, 1))
+        if res["dual"] <= tol and res["primal"] <= tol and res["gap"] <= gap_tol:
+            return IPMResult(x, lam, s, p.f, "optimal", it, res, history)
+        if it == max_iter:
+            break
+        w = lam / s if m else np.zeros(0)
+        K = p.H + (p.J.T * w) @ p.J if m else p.H
+        factor = _factor(0.5 * (K + K.T))
+
+        def direction(r_c):
+            # ds = -r_p - J dx;  lambda ds + s dlam = -r_c  =>  dlam = (-r_c + lam r_p + lam J dx) / s
+            if not m:
+                return sla.cho_solve(factor, -r_d, check_finite=False), s, lam
+            dx = sla.cho_solve(factor, -r_d - p.J.T @ ((lam * r_p - r_c) / s), check_finite=False)
+            ds = -r_p - p.J @ dx
+            dlam = (-r_c - lam * ds) / s
+            return dx, ds, dlam
+
+        if m:
+            mu = gap / m
+            dx, ds, dlam = direction(s * lam)                      # the affine-scaling (predictor) direction
+            a_aff = min(step_to_boundary(s, ds, 1.0), step_to_boundary(lam, dlam, 1.0))
+            mu_aff = float((s + a_aff * ds) @ (lam + a_aff * dlam)) / m
+            sigma = min(1.0, (mu_aff / mu) ** 3) if mu > 0 else 0.0
+            # complementarity may not fall faster than the infeasibility (the neighbourhood of the infeasible
+            # path-following methods, Wright 1997, ch. 6): a mu near 0 while g + s != 0 jams the slacks at 0
+            floor = FLOOR_SHARE * start[1] * max(res["primal"], res["dual"]) / start[0]
+            sigma = min(1.0, max(sigma, floor / mu)) if mu > 0 else sigma
+            dx, ds, dlam = direction(s * lam + ds * dlam - sigma * mu)   # Mehrotra's corrector
+            alpha = min(step_to_boundary(s, ds), step_to_boundary(lam, dlam))
+            target = sigma * mu
+        else:
+            dx, ds, dlam = direction(None)
+            alpha, target = 1.0, 0.0
+        merit = _merit(r_d, r_p, s, lam, target)
+        for _ in range(MAX_BACKTRACKS):
+            x_new, s_new, lam_new = x + alpha * dx, s + alpha * ds, lam + alpha * dlam
+            q = oracle(x_new, lam_new, False)
+            if reset is not None:
+                inside = reset[q.g[reset] < 0]
+                s_new[inside] = -q.g[inside]
+            if np.isfinite(q.f) and np.all(np.isfinite(q.g)):
+                r_d_new, r_p_new = _residuals(q, lam_new, s_new)
+                if _merit(r_d_new, r_p_new, s_new, lam_new, target) <= (1.0 - ARMIJO * alpha) * merit:
+                    break
+            alpha *= BACKTRACK
+        else:
+            raise SolverError(f"the interior-point method stalled at iteration {it}: no step reduces the KKT "
+                              f"residual (relative residuals {res})", status="numerical")
+        x, s, lam = x_new, s_new, lam_new
+        history[-1]["step"] = alpha
+    return IPMResult(x, lam, s, p.f, "max_iter", max_iter, res, history)
