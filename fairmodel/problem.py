@@ -182,6 +182,10 @@ class Problem:
             if method in getattr(reduction, attr):
                 return reduction, method
         valid = list(dict.fromkeys(m for r in candidates for m in getattr(r, attr)))
+        reason = next((r.unavailable[method] for r in candidates if method in getattr(r, "unavailable", {})), None)
+        if reason:          # a method of the family that does not apply to this declaration: say why
+            raise UnsupportedProblemError(f"the {backend} method {method!r} does not apply to this problem: {reason}; "
+                                          f"valid methods here are {', '.join(valid) or '(none)'}")
         raise OptionError(f"unknown {backend} method {method!r} for {self.family.title}; valid methods are "
                           f"{', '.join(valid) or '(none)'}")
 

@@ -244,3 +244,14 @@ def test_the_judge_falls_back_to_the_first_order_bound_when_newton_fails(law, mo
     assert np.isfinite(again.certificate["lagrangian_gap"])
     assert again.certificate["lower_bound"] <= ref + 1e-9
     assert abs(again.objective - exact.objective) <= AGREE
+
+
+def test_asking_for_model_space_where_it_does_not_apply_says_why():
+    """The hinge loss has no second derivative: method='model_space' is refused with that reason (not as an unknown
+    method)."""
+    rng = np.random.default_rng(0)
+    data = fm.Dataset(rng.standard_normal((60, 3)), np.where(rng.random(60) < 0.5, 1.0, -1.0))
+    w = fm.Weights(3, radius=2.0)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.hinge_loss(data.score(w), data.y))))
+    with pytest.raises(fm.UnsupportedProblemError, match="model_space.*does not apply.*hinge"):
+        prob.solve(backend="exact", method="model_space")
