@@ -257,15 +257,6 @@ class DualRun:
         """The optimizer's output: its return value when the schedule is complete, else its current output."""
         return (self.final if self.done and self.final is not None else self.current).copy()
 
-    def usage(self, index: int | None = None) -> tuple[int, int, int]:
-        """(rounds, steps, samples) used for the dual at ``index`` of a stack (up to the round at which it passed),
-        or by the whole run."""
-        last = len(self.rounds) if index is None or self.ended[index] < 0 else int(self.ended[index]) + 1
-        done = self.rounds[:last]
-        if index is None or self.ended[index] < 0:
-            return last, self.steps, self.samples
-        return last, sum(r["steps"] for r in done), sum(r["samples"] for r in done)
-
     def status(self) -> tuple[str, str]:
         z = self.output
         if self.diverged or not np.all(np.isfinite(z)):
