@@ -86,7 +86,10 @@ def test_weak_partial_dp_methods(law):
     ssg = prob.solve(backend="stochastic", method="ssg", iterations=3000, eps=1e-3)
     pen = prob.solve(backend="stochastic", method="penalty", lam=1.0, iterations=2000, step=0.05)
     assert idca.max_violation == 0.0 and idca.certificate == {}
-    assert ssg.status in ("completed", "converged") and ssg.history
+    # an eps-feasible SSG point (level above the bound by up to eps) has no Lemma C.1 certificate (that needs an
+    # exactly feasible point): it is ok only when exactly feasible, else unverified, never ok on its constraints alone
+    assert ssg.status in ("completed", "converged", "unverified") and ssg.history
+    assert (ssg.status == "unverified") == (ssg.max_violation > 1e-7) and (ssg.ok or "certificate" in ssg.message)
     # direct SSG output is eps-feasible: level <= kappa + eps / (beta - alpha)
     assert ssg.constraints["c0"]["value"] <= 0.05 + 1e-3 / 0.3 + 1e-12
     # the penalty baseline does not solve the constrained problem: the judge decides whether its point does

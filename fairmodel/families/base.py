@@ -48,6 +48,14 @@ class Solution:
     evaluation: "Evaluation | None" = None   # the judge's evaluation of exactly these variables, if the run made it
 
 
+def certificate_missing(checks) -> bool:
+    """True when the result has certificate checks and none of them could be computed (``checks``: pairs
+    ``(kind, computed)``): its constraints may be met, but nothing bounds its suboptimality, so it is not verified.
+    A family without a certificate for a problem (e.g. a network score) has no certificate check at all."""
+    certificates = [computed for kind, computed in checks if kind == "certificate"]
+    return bool(certificates) and not any(certificates)
+
+
 @dataclass
 class Check:
     """One check of the judge's numbers: ``value`` must be ``<= tolerance``; ``reason`` says why that tolerance.

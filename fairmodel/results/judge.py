@@ -9,7 +9,8 @@ calls: the data a candidate is judged on come with the call (``data=`` for DP po
 from __future__ import annotations
 
 from ..errors import OptionError
-from ..families.base import Check, Evaluation, by_group, constraint_record, evaluate_constraints  # noqa: F401
+from ..families.base import (Check, Evaluation, by_group, certificate_missing, constraint_record,  # noqa: F401
+                              evaluate_constraints)
 from ..utilities.threads import few_threads
 
 ENDED_BADLY = ("diverged", "failed", "interrupted", "unbounded")   # the solver's own word; nothing to verify
@@ -20,7 +21,8 @@ def verdict(status: str, checks: list[Check], message: str = "", advice: str = "
 
     A failed constraint check makes the result ``infeasible``, a failed certificate ``inaccurate``, whatever the
     solver's loop said; an ``optimal_inaccurate`` exact solve stays ok only when a certificate confirms it; a
-    result without a single computed check is ``unverified`` (never ok: a loop that finished proves nothing).
+    result without a single computed check, or whose certificate checks could none be computed, is ``unverified``
+    (never ok: a loop that finished proves nothing, and met constraints alone do not bound the suboptimality).
     Checks that could not be computed (NaN) neither pass nor fail: they are named in the message. ``advice``
     (what usually fixes a failure, from the reduction) is appended when the result is not ok.
     """
@@ -35,6 +37,10 @@ def verdict(status: str, checks: list[Check], message: str = "", advice: str = "
         worst = "infeasible" if any(c.kind == "constraint" for c in failed) else "inaccurate"
         notes.insert(0, "the judge's checks failed: " + "; ".join(failure_text(c) for c in failed))
         return worst, _sentences(notes, advice)
+    if certificate_missing([(c.kind, c.computed) for c in checks]):
+        notes.insert(0, "the certificate could not be computed, so nothing bounds this result's suboptimality "
+                        "(its constraint checks alone do not verify it)")
+        return "unverified", _sentences(notes, advice)
     if not any(c.computed for c in checks):
         notes.insert(0, "no check of the judge could be computed for this result (no constraint and no "
                         "certificate), so nothing verifies it")

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ResultFileError
+from ..families.base import certificate_missing
 from ..families.registry import by_name
 from ..utilities import display
 from ..utilities.validate import check_bool
@@ -82,10 +83,12 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        """True when the solver ended normally, at least one check of the judge was computed and every computed
-        check passed (see docs/ok.md): a result without a computed check is never ok."""
+        """True when the solver ended normally, at least one check of the judge was computed, every computed check
+        passed and, where the result has a certificate, it was computed (see docs/ok.md): a result without a
+        computed check is never ok."""
         computed = [c for c in self.checks if c["value"] == c["value"]]
-        return self.status in OK_STATUSES and bool(computed) and all(c["passed"] for c in computed)
+        return (self.status in OK_STATUSES and bool(computed) and all(c["passed"] for c in computed)
+                and not certificate_missing([(c.get("kind"), c["value"] == c["value"]) for c in self.checks]))
 
     @property
     def label(self) -> str:
