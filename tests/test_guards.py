@@ -93,19 +93,40 @@ def test_dp_entropic_primal_guard(tiny_machine):
     assert prob.solve("exact").ok                                        # the certified dual needs no guard
 
 
-def test_dp_judge_keeps_the_candidate_when_its_reference_solve_fails():
-    """At eps = 1e-6 L-BFGS-B cannot bring the dual's KKT residual to its tolerance: before, the judge raised and the
-    finished stochastic run was lost; now the certificate is NaN with a warning and the run is judged."""
-    prob = _dp_problem(n=400, eps=1e-6, entropy=0.01)
+def test_dp_judge_keeps_the_candidate_when_its_reference_solve_fails(monkeypatch):
+    """When the judge's reference solve of the dual (5) fails, the finished stochastic run is kept and judged: the
+    certificate F(z) - F* is NaN with a warning and the message names it. The failure is injected (the
+    reference L-BFGS-B solver raises), so the test does not depend on a real solver failing on some input."""
+    from fairmodel.errors import SolverError
+    from fairmodel.exact import dp as exact_dp
+
+    calls = []
+
+    def failing_solver(dual, z0=None, **options):
+        calls.append(z0)
+        raise SolverError("injected failure of the reference solve")
+
+    monkeypatch.setattr(exact_dp, "solve_lbfgs", failing_solver)
+    prob = _dp_problem(n=400, eps=0.05, entropy=0.01)
     with pytest.warns(UserWarning, match="not certified.*reference solve of the dual"):
         res = prob.solve("stochastic", seed=0, T=2000)
+    assert calls, "the judge never asked for its reference solve"
     assert np.isnan(res.certificate["dual_suboptimality"])
     assert res.variables["Lambda"].shape == (21, 2)
-    assert np.isfinite(res.objective) and res.max_violation > 1e-6      # the judged numbers are kept
-    assert res.status == "infeasible" and "could not be computed" in res.message
+    assert np.isfinite(res.objective) and np.isfinite(res.max_violation)   # the judged numbers are kept
+    assert "dual suboptimality F(z) - F* could not be computed" in res.message
+    # the missing check neither passes nor fails; the duality gap of (pi_z, z) still certifies the pair
+    missing = [c for c in res.checks if c["value"] != c["value"]]
+    assert [c["name"] for c in missing] == ["dual suboptimality F(z) - F*"]
+    computed = [c for c in res.checks if c["value"] == c["value"]]
+    assert any(c["kind"] == "certificate" for c in computed)
+    assert res.ok == all(c["passed"] for c in computed)
     with pytest.warns(UserWarning, match="not certified"):
         again = prob.evaluate(res)                                      # the judge alone, on the saved candidate
     assert again.objective == pytest.approx(res.objective)
+    monkeypatch.undo()                                                  # the real solver certifies the same candidate
+    certified = prob.evaluate(res).certificate["dual_suboptimality"]
+    assert np.isfinite(certified) and certified >= -1e-9
 
 
 # -- group DRO ------------------------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class CertifiedStop:
         self.passed = False
         self.by_user = False
         self.n_checks, self.check_time = 0, 0.0
+        self.last_warnings: list = []   # (message, category) the judge raised at the last check
 
     def __call__(self, info) -> bool:
         if self.user_callback is not None and self.user_callback(info):
@@ -63,10 +64,13 @@ class CertifiedStop:
     def check(self, variables: dict, epoch=None) -> bool:
         """Judge ``variables`` now (the checks that decide ``ok``); True when every check passed."""
         start = time.perf_counter()
-        with warnings.catch_warnings():       # a certificate that cannot be computed at a checkpoint is NaN: go on
-            warnings.simplefilter("ignore")
+        # a certificate that cannot be computed at a checkpoint is NaN: go on, and keep the warnings for the user in
+        # case this evaluation becomes the result's (finish)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             evaluation, checks = self.judge(variables)
         self.last = (variables, evaluation, checks, epoch)
+        self.last_warnings = [(w.message, w.category) for w in caught]
         self.passed = bool(checks) and all(c.computed and c.passed for c in checks)
         self.check_time += time.perf_counter() - start
         self.n_checks += 1
@@ -91,6 +95,8 @@ class CertifiedStop:
                 np.array_equal(np.asarray(variables[k]), np.asarray(solution.variables[k])) for k in variables)
             if same and self.reduction is not None:
                 solution.evaluation = evaluation
+                for message, category in self.last_warnings:   # what the judge would have said on this evaluation
+                    warnings.warn(message, category, stacklevel=2)
             if self.passed and same and not self.by_user:
                 where = f" after epoch {epoch}" if epoch is not None else ""
                 numbers = "; ".join(f"{c.name} = {c.value:.3g} <= {c.tolerance:.3g}" for c in checks)
