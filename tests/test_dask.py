@@ -149,11 +149,16 @@ def test_smd_and_describe_run_on_dask_data(arrays):
     assert any(c["name"].startswith("duality gap") for c in res.checks)
 
 
-def test_exact_backend_refuses_dask_data(arrays):
+def test_exact_dual_method_runs_by_passes_and_the_epigraph_program_refuses(arrays):
+    """The certified dual method's oracles are passes over the chunks: the same optimum as on the NumPy rows; the
+    epigraph program (a CVXPY row per sample) refuses chunked data, naming the dual method and the ways out."""
     prob, _ = problem(dask_data(*arrays))
-    for method in ("dual", "epigraph"):
-        with pytest.raises(DataError, match=r"stochastic.*subsample"):
-            prob.solve(backend="exact", method=method)
+    ref = problem(fm.Dataset(*arrays))[0].solve(backend="exact", method="dual")
+    res = prob.solve(backend="exact", method="dual")
+    assert res.ok and res.objective == pytest.approx(ref.objective, rel=1e-9)
+    np.testing.assert_allclose(res.variables["w"], ref.variables["w"], atol=1e-6)
+    with pytest.raises(DataError, match=r"method='dual'.*stochastic.*subsample"):
+        prob.solve(backend="exact", method="epigraph")
     small = dask_data(*arrays).subsample(500, seed=0)     # an in-memory stratified sample solves exactly
     assert not small.is_chunked and small.n_samples == 500
     assert problem(small)[0].solve(backend="exact").ok

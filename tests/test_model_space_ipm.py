@@ -216,9 +216,10 @@ def test_a_sparse_design_gives_the_hessian_of_the_direct_formula():
     prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(s, y), data.groups))),
                       [fm.abs(fm.mean(X[:, 0] * s)) <= 0.1])
     program = prob.family.model_space()
-    assert all(sparse.issparse(D) for D in program.designs.values())
+    assert all(part.sparse for part in program.by_data)
     theta, omega = rng.normal(size=d + 1), rng.uniform(0.1, 1.0, size=len(program.form.leaves))
     _, _, H = program.leaves(theta, omega)
+    assert sparse.issparse(data.sparse_X())          # the pass read the rows from the CSR copy
     Z = np.hstack([X, np.ones((n, 1))])
     p = 1.0 / (1.0 + np.exp(-y * (Z @ theta)))
     weight = np.zeros(n)

@@ -29,6 +29,7 @@ from ..errors import DataError
 from ..utilities.validate import check_array_input, check_rows, check_scaling_stats, check_unique_names
 from .dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
 from .dataset import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
+from .passes import add_parts, row_slice
 from .parquet import parquet_columns
 
 DEFAULT_CHUNK_ROWS = 1 << 16
@@ -300,22 +301,41 @@ class DaskDataset(Dataset):
             gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
         return Xb, yb, gb
 
-    def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
-        """[fn(batch, *per-chunk slices of per_row) for every chunk], in row order, as one Dask computation
-        (one task per chunk; ``size`` is ignored: the chunks are the Dask array's)."""
+    def _tasks(self, fn, per_row) -> list:
+        """One Dask task per chunk holding rows: fn(batch, *the chunk's parts of per_row)."""
         dask, _ = dask_modules()
         Xb, yb, gb = self._blocks()
         tag, b = next(_COUNTER), self._bounds
-        tasks = [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
-                                                  *(a[b[i]:b[i + 1]] for a in per_row), local=self._local(i),
-                                                  dask_key_name=f"fairmodel-pass-{tag}-{i}")
-                 for i in range(self.n_chunks) if b[i + 1] > b[i]]     # a subset skips chunks it has no rows in
-        step = chunks_in_flight()   # chunks per computation: bounds the chunks read at once (the memory of a pass)
-        out = []
+        return [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
+                                                 *(row_slice(a, b[i], b[i + 1]) for a in per_row),
+                                                 local=self._local(i), dask_key_name=f"fairmodel-pass-{tag}-{i}")
+                for i in range(self.n_chunks) if b[i + 1] > b[i]]     # a subset skips chunks it has no rows in
+
+    def _computed(self, tasks):
+        """The tasks' results, computed a group of chunks at a time (as many as the scheduler has threads: bounds
+        the chunks read at once, the memory of a pass), one group at a time per data set."""
+        dask, _ = dask_modules()
+        step = chunks_in_flight()
         for k in range(0, len(tasks), step):
             with self._io_lock:
-                out.extend(compute_chunks(dask, *tasks[k:k + step]))
+                yield compute_chunks(dask, *tasks[k:k + step])
+
+    def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
+        """[fn(batch, *per-chunk slices of per_row) for every chunk], in row order, as one Dask computation
+        (one task per chunk; ``size`` is ignored: the chunks are the Dask array's)."""
+        out = []
+        for got in self._computed(self._tasks(fn, per_row)):
+            out.extend(got)
         return out
+
+    def reduce_chunks(self, fn, *per_row, size: int | None = None, sparse: bool = False):
+        """The sum of fn's chunk results in chunk order, added as each group of chunks is computed (the client holds
+        one group's results at a time, e.g. one d x d Hessian per worker thread)."""
+        total = None
+        for got in self._computed(self._tasks(fn, per_row)):
+            for part in got:
+                total = add_parts(total, part)
+        return total
 
     def chunks(self, size: int | None = None):
         """The chunks one at a time as NumPy Batches (a streaming pass on the client)."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
+from scipy import sparse as scipy_sparse
 
 from ..errors import DataError, ExpressionTypeError
 from ..utilities.validate import (
@@ -42,8 +43,10 @@ from ..utilities.validate import (
     is_real,
 )
 from .groups import Groups
+from .passes import add_parts, row_slice
 
 SAMPLER_KINDS = ("uniform", "per_group", "stratified")
+CHUNK_ROWS = 65_536     # rows per chunk of a pass over in-memory data
 CHUNKED_SOURCES: dict = {}  # "dask" -> the Dask-backed Dataset class (registered by fairmodel.data.dask_dataset)
 
 
@@ -123,9 +126,29 @@ class Dataset:
         """The feature matrix in memory, for ``what`` (an exact program); chunked data refuse (see DaskDataset)."""
         return self.X
 
-    def map_chunks(self, fn, size: int = 65536, *per_row) -> list:
-        """[fn(batch, *slices of per_row) for every chunk] in row order (a full pass)."""
-        return [fn(b, *(a[b.rows[0]:b.rows[-1] + 1] for a in per_row)) for b in self.chunks(size)]
+    def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
+        """[fn(batch, *slices of per_row) for every chunk of ``size`` rows (default 65,536)] in row order (a full
+        pass)."""
+        return [fn(b, *(row_slice(a, b.rows[0], b.rows[-1] + 1) for a in per_row))
+                for b in self.chunks(size or CHUNK_ROWS)]
+
+    def reduce_chunks(self, fn, *per_row, size: int = None, sparse: bool = False):
+        """The sum of ``fn(batch, *slices of per_row)`` over the chunks, in chunk order, added as they come (one
+        part in memory at a time); ``sparse``: the batches' features are row blocks of a CSR copy of X (made once
+        and kept); see :func:`fairmodel.data.passes.row_sums`."""
+        total = None
+        for b in self.chunks(size or CHUNK_ROWS):
+            if sparse:
+                b = Batch(self.sparse_X()[b.rows[0]:b.rows[-1] + 1], b.y, b.groups, b.rows)
+            total = add_parts(total, fn(b, *(row_slice(a, b.rows[0], b.rows[-1] + 1) for a in per_row)))
+        return total
+
+    def sparse_X(self):
+        """The features as a SciPy CSR matrix (made on first use and kept: 12 bytes a nonzero)."""
+        found = self.__dict__.get("_csr")
+        if found is None:
+            found = self._csr = scipy_sparse.csr_matrix(self.X)
+        return found
 
     def matvec(self, w) -> np.ndarray:
         """X @ w (one pass)."""

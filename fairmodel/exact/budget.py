@@ -181,18 +181,21 @@ MODEL_SPACE_ITERATIONS = 40      # interior-point iterations (measured 13-24 on 
 
 
 def model_space(n: int, D: int, leaves: int, expressions: int, nonzeros: float | None = None) -> Estimate:
-    """The model-space interior-point method of the generic convex reduction: per per-sample expression its row
-    weights (n x leaves) and three per-sample arrays, the scores, and either one weighted block of rows of the dense
-    design (at most 65,536 x D) or, for a design kept sparse (``nonzeros`` per row), its CSR copy (12 B per nonzero,
-    twice while weighting); X itself is the data's (not counted). Time: one Hessian pass per iteration, n k^2 with
-    k = D, or the nonzeros per row plus the intercept."""
+    """The model-space interior-point method of the generic convex reduction, whose oracles are passes over the rows:
+    the model-space state (4 D^2 + the leaves' gradients), a chunk's working arrays (65,536 rows x (D + leaves +
+    4 per expression), at most; on chunked data per worker thread), a cell code per row (at most 8 B; labels and data
+    vectors are the declaration's, not counted), and for an in-memory design read as sparse (``nonzeros`` per row)
+    its CSR copy (12 B per nonzero). Time: one Hessian pass per iteration, n k^2 with k = D, or the nonzeros per row
+    plus the intercept."""
     k = D if nonzeros is None else nonzeros + 1.0
-    design = 65_536.0 * D if nonzeros is None else 3.0 * n * nonzeros
-    units = float(n) * (leaves + 4 * max(expressions, 1) + 2) + design + 4.0 * D * D
+    chunk = 65_536.0 * (D + leaves + 4 * max(expressions, 1))
+    design = 0.0 if nonzeros is None else 1.5 * n * nonzeros
+    units = float(n) + chunk + design + 4.0 * D * D + leaves * D
     what = "dense" if nonzeros is None else f"sparse, {nonzeros:.1f} nonzeros per row"
     return Estimate("the model-space interior-point method", units,
-                    f"8 B per entry of n (leaves + 4 expressions + 2) + the design's working copy ({what}) + 4 D^2, "
-                    f"n = {n:,}, D = {D}, {leaves} leaves, {expressions} per-sample expressions", 8.0 * units,
+                    f"a cell code per row (n = {n:,}) + a chunk's working arrays (65,536 x (D + leaves + 4 "
+                    f"expressions)) + 4 D^2 + leaves x D, D = {D}, {leaves} leaves, {expressions} per-sample "
+                    f"expressions; design {what}", 8.0 * units,
                     MODEL_SPACE_SECONDS * MODEL_SPACE_ITERATIONS * 2.0 * n * k * k)
 
 

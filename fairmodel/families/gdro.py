@@ -215,7 +215,9 @@ class GroupDRO(Reduction):
     # -- backends ------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, **options):
         check_options(options, ("max_memory_gb",), "the exact group-DRO backend")
-        self.risks.data.in_memory_X("the exact backend")  # Dask-backed data: the stochastic backend or subsample
+        if method != "dual":          # the epigraph program holds a row per sample: in memory only
+            self.risks.data.in_memory_X("the group-DRO epigraph program (CVXPY; method='dual' runs by passes over "
+                                        "the chunks)")
         start = time.perf_counter()
         offsets = self.offsets(solver) if self.kind == "mero" else self.offsets()
         offsets_time = time.perf_counter() - start

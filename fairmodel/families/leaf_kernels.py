@@ -13,6 +13,10 @@ weighted sum of such expressions, one product of the rows' transpose with the su
 through the score, as in :class:`fairmodel.oracles.losses.LinearModelLoss`). Expressions outside this form (a
 hinge inside a ``pos``, a matrix of weights, two data sets) are not compiled: :func:`compile_leaves` returns None
 and the oracle walks the tree.
+
+The same compiled expressions are the model-space method's per-sample functions (:mod:`.model_space`): with
+every kernel twice differentiable, :meth:`PerSample.jet` adds the curvature d^2 e / dz^2, and a chunk of rows takes
+its part of the data vectors by :meth:`PerSample.row_slice` (a pass over chunked data ships only that part).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..expressions import Add, Constant, LinearScore, Loss, Multiply, ScalarMul
+from ..expressions import Add, Constant, LinearScore, Loss, Multiply, Parameter, ScalarMul
 
 
 class NotCompiled(Exception):
@@ -49,6 +53,28 @@ class PerSample:
             return v[rows] if isinstance(v, np.ndarray) else v
         return PerSample([Term(at(t.coef), t.kernel, None if t.y is None else t.y[rows]) for t in self.terms],
                          at(self.const))
+
+    def row_slice(self, start: int, stop: int) -> "PerSample":
+        """The expression on the rows [start, stop) (views of the data vectors): a chunk's part in a pass."""
+        return self.take(slice(start, stop))
+
+    @property
+    def smooth(self) -> bool:
+        """Every kernel has a second derivative (the model-space method's condition)."""
+        return all(t.kernel is None or t.kernel.d2phi is not None for t in self.terms)
+
+    def jet(self, z):
+        """(e, de/dz, d^2e/dz^2) at the scores z of the rows the data vectors hold (every kernel has ``d2phi``)."""
+        value, slope, curvature = np.zeros_like(z), np.zeros_like(z), np.zeros_like(z)
+        for t in self.terms:
+            if t.kernel is None:
+                value += t.coef * z
+                slope += t.coef
+                continue
+            value += t.coef * t.kernel.phi(z, t.y)
+            slope += t.coef * t.kernel.dphi(z, t.y)
+            curvature += t.coef * t.kernel.d2phi(z, t.y)
+        return value + self.const, slope, curvature
 
     def value_and_slope(self, z, rows=None):
         """(e, de/dz) on the rows whose scores are z. ``rows`` indexes the data vectors (row indices, or the
@@ -83,11 +109,11 @@ def _compile(e, w) -> tuple:
     """(the LinearScore node, PerSample) of the per-sample expression ``e`` of the weights ``w``."""
     if isinstance(e, LinearScore):
         if e.w is not w or w.n_outputs is not None:
-            raise NotCompiled
+            raise NotCompiled(f"the score {e} is not a linear score of the vector of weights {w.name}")
         return e, PerSample([Term(1.0)])
     if isinstance(e, Loss):
         if not isinstance(e.score, LinearScore):
-            raise NotCompiled
+            raise NotCompiled(f"the loss {e} is not of the linear score itself")
         score, _ = _compile(e.score, w)
         return score, PerSample([Term(1.0, e.kernel, e.y)])
     if isinstance(e, ScalarMul):
@@ -97,17 +123,24 @@ def _compile(e, w) -> tuple:
     if isinstance(e, Add):
         score, terms, const = None, [], 0.0
         for a in e.args:
-            if isinstance(a, Constant) and a.kind == "scalar":
-                const = const + float(a.constant_value())
+            if isinstance(a, (Constant, Parameter)) and not a.variables():
+                value = a.constant_value()      # a number, or one value per row
+                const = const + (float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float))
                 continue
             s, ps = _compile(a, w)
             if score is not None and (s.data is not score.data or s.w is not score.w):
-                raise NotCompiled
+                raise NotCompiled("a per-sample term combines the scores of two data sets")
             score, terms, const = (s if score is None else score), terms + ps.terms, const + ps.const
         if score is None:
-            raise NotCompiled
+            raise NotCompiled(f"{e} has no linear score")
         return score, PerSample(terms, const)
-    raise NotCompiled
+    raise NotCompiled(f"{type(e).__name__} ({e}) is not a sum of multiples of a linear score and of losses of it")
+
+
+def compile_expression(e, w) -> tuple:
+    """(the LinearScore node, :class:`PerSample`) of the per-sample expression ``e`` of the weights ``w``; raises
+    :class:`NotCompiled` saying which part is not a sum of data-weighted functions of one linear score."""
+    return _compile(e, w)
 
 
 @dataclass

@@ -1,19 +1,24 @@
 """The model-space exact method of the generic convex reduction: a primal-dual interior-point method over the model
-parameters and one epigraph variable per max term, with full-data oracles from the one loss object.
+parameters and one epigraph variable per max term, with full-data oracles computed by passes over the rows.
 
 The saddle form (:mod:`.piecewise`) writes a convex declaration as affine(leaves) + sum_t max_p piece_tp(leaves)
 subject to pieces C_j(leaves) <= 0, every piece affine in the *leaves*: means over row sets of a per-sample
 expression, and exact terms of the weights (sums of squares, the AUC pair risks' quadratics). When every
 per-sample expression is a twice-differentiable function h_i(z_i) of one linear score z_i = x_i . w + b (a loss
-with a second derivative, a data vector times the score, sums and multiples of these) the program
+with a second derivative, a data vector times the score, sums and multiples of these: the compiled expressions of
+:mod:`.leaf_kernels`) the program
 
     min_{theta, t}  a . leaves(theta) + sum_t t_t
     s.t.            M_tp . leaves(theta) + c_tp <= t_t,     C_j(leaves(theta)) <= 0,     ||theta||^2 <= R^2
 
-is smooth and convex in D + T unknowns (D parameters, T max terms). Its oracles are full passes: leaf values
-(1/|S|) sum_{i in S} h_i, gradients X' (h' restricted to S) / |S|, and the Hessian of the Lagrangian
-X' diag(sum_k omega_k 1_S_k h'' / |S_k|) X (the curvature of :class:`~fairmodel.oracles.losses.LinearModelLoss`,
-in row chunks: no copy of X). The interior-point core is :mod:`fairmodel.oracles.ipm`.
+is smooth and convex in D + T unknowns (D parameters, T max terms). Its oracles are sums over rows, computed in one
+pass over each data set's rows (:func:`fairmodel.data.passes.row_sums`: NumPy row blocks, or the chunks of a
+Dask-backed data set on whatever scheduler is active): leaf values (1/|S|) sum_{i in S} h_i, gradients
+X' (h' restricted to S) / |S|, and the Hessian of the Lagrangian X' diag(sum_k omega_k 1_S_k h'' / |S_k|) X (the
+curvature of :class:`~fairmodel.oracles.losses.LinearModelLoss`, a chunk at a time). The rows are cut into *cells*
+(rows in the same leaves' sets: groups, masks), so a row's weight in every leaf is a small table indexed by its cell
+code: what a pass ships per row is that code and the expressions' data vectors (labels, coefficients). The
+interior-point core is :mod:`fairmodel.oracles.ipm`.
 
 Certificate: the IPM's multipliers are the saddle form's dual variables (the weights of each max term, which sum
 to one at a KKT point, and the constraints' multipliers). The Lagrangian Phi(., y) is smooth and convex: its
@@ -23,63 +28,49 @@ Lagrangian gap from the same dual variables.
 """
 from __future__ import annotations
 
-import numpy as np
-from scipy import sparse
+from dataclasses import dataclass
 
+import numpy as np
+
+from ..data.passes import count_nonzeros, row_sums, sparse_enough
 from ..exact import budget
 from ..exact.newton import minimize_on_ball
-from ..expressions import Add, Constant, Multiply, Parameter, ScalarMul
-from ..expressions.atoms.losses import Loss
 from ..expressions.atoms.norms import SumSquares
-from ..expressions.variables import LinearScore
+from ..expressions.evaluate import evaluate
 from ..oracles import ipm
 from ..oracles.losses import LinearModelLoss, Squared
+from .leaf_kernels import NotCompiled, compile_expression
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
-SPARSE_DENSITY = 0.25     # a design with at most this share of nonzeros is kept as a sparse matrix
-CHUNK_ROWS = 65_536       # rows per block of X' D X (the weighted copy of a block, never of X)
+SPARSE_DENSITY = 0.25     # an in-memory design with at most this share of nonzeros is read as a sparse matrix
 IPM_TOL = 1e-9            # relative KKT residuals of the interior-point method
 GAP_TOL = 1e-9            # relative complementarity gap s' lambda / (1 + |f|)
 NEWTON_STEPS = 50         # the certificate's Newton steps (from a KKT point it needs a few; beyond: SolverError)
 CERT_TOL = 1e-10          # the certificate's Newton solve: Frank-Wolfe gap relative to max(1, |Phi|)
 DESCRIPTION = ("a primal-dual interior-point method in model space (the parameters plus one epigraph variable per "
-               "max term; Mehrotra's predictor-corrector) with full-data value, gradient and Hessian oracles; "
-               "certified by the Lagrangian dual bound of its multipliers (projected Newton, Frank-Wolfe gap)")
+               "max term; Mehrotra's predictor-corrector) with full-data value, gradient and Hessian oracles, one "
+               "pass over the rows each; certified by the Lagrangian dual bound of its multipliers (projected Newton, "
+               "Frank-Wolfe gap)")
 
 
 class NotSmooth(Exception):
     """The declaration has a part the model-space method does not take; the message says which."""
 
 
-def _jet(e, w, found: dict):
-    """A function z -> (h, h', h'') of the per-sample expression ``e`` as a function of its linear score z (the
-    score recorded in ``found['score']``); raises :class:`NotSmooth` naming the node it does not take."""
-    if isinstance(e, LinearScore):
-        if e.w is not w or e.w.n_outputs is not None:
-            raise NotSmooth(f"the score {e} is not a linear score of the vector of weights {w.name}")
-        if found.setdefault("score", e).data is not e.data:
-            raise NotSmooth("a per-sample term combines the scores of two data sets")
-        return lambda z: (z, 1.0, 0.0)
-    if isinstance(e, (Constant, Parameter)):
-        return lambda z: (np.asarray(e.constant_value(), dtype=float), 0.0, 0.0)
-    if isinstance(e, Loss):
-        kernel = e.kernel
-        if kernel.d2phi is None:
-            raise NotSmooth(f"the {kernel.name} loss is not twice differentiable")
-        inner, y = _jet(e.score, w, found), e.y
-
-        def loss(z):
-            u, u1, u2 = inner(z)
-            d1 = kernel.dphi(u, y)
-            return kernel.phi(u, y), d1 * u1, kernel.d2phi(u, y) * u1 * u1 + d1 * u2
-        return loss
-    if isinstance(e, (Multiply, ScalarMul)):
-        inner, a = _jet(e.expr, w, found), (e.a if isinstance(e, Multiply) else e.c)
-        return lambda z: tuple(a * part for part in inner(z))
-    if isinstance(e, Add):
-        parts = [_jet(t, w, found) for t in e.args]
-        return lambda z: tuple(sum(p) for p in zip(*(f(z) for f in parts)))
-    raise NotSmooth(f"{type(e).__name__} ({e}) in a per-sample term is not a smooth function of the score")
+def _compiled(expr, w):
+    """(the linear score node or None, the compiled per-sample expression or its constant values) of a sample leaf's
+    expression; raises :class:`NotSmooth` naming what the model-space method does not take."""
+    if not expr.variables():            # no weights in it: its values once
+        return None, np.broadcast_to(np.asarray(evaluate(expr, {}), dtype=float), (expr.size,))
+    try:
+        score, form = compile_expression(expr, w)
+    except NotCompiled as exc:
+        raise NotSmooth(f"{expr} is not a sum of multiples of the linear score of {w.name} and of losses of it "
+                        f"({exc})") from None
+    if not form.smooth:
+        bad = next(t.kernel.name for t in form.terms if t.kernel is not None and t.kernel.d2phi is None)
+        raise NotSmooth(f"the {bad} loss is not twice differentiable")
+    return score, form
 
 
 def smooth_reason(form: SaddleForm, w) -> str | None:
@@ -89,7 +80,7 @@ def smooth_reason(form: SaddleForm, w) -> str | None:
     for leaf in form.leaves:
         try:
             if isinstance(leaf, SampleLeaf):
-                _jet(leaf.expr, w, {})
+                _compiled(leaf.expr, w)
             elif leaf.quadratic is None and not isinstance(leaf.node, SumSquares):
                 raise NotSmooth(f"{leaf.label} is not differentiable everywhere (a norm has a kink at 0)")
         except NotSmooth as exc:
@@ -97,40 +88,120 @@ def smooth_reason(form: SaddleForm, w) -> str | None:
     return None
 
 
+def _sample_data(form: SaddleForm) -> list:
+    """The data sets of the linear scores in the form's sample leaves (each once)."""
+    found = {}
+    for leaf in form.leaves:
+        if isinstance(leaf, SampleLeaf):
+            for node in leaf.expr.nodes():
+                data = getattr(node, "data", None)
+                if data is not None and hasattr(node, "w"):
+                    found.setdefault(id(data), data)
+    return list(found.values())
+
+
 def estimate(form: SaddleForm, w) -> budget.Estimate:
-    """The memory and time of the method from the sizes of the saddle form and its data, before anything is built
-    (one pass over each design to count its nonzeros)."""
+    """The memory and time of the method from the sizes of the saddle form and its data, before anything is built:
+    the model-space state, a chunk's working arrays, and the cell code of every row (on in-memory data one pass
+    counts the nonzeros: a sparse design is read as CSR)."""
     samples = [leaf.expr for leaf in form.leaves if isinstance(leaf, SampleLeaf)]
     n = max((e.size for e in samples), default=0)
     nonzeros = None
-    for e in samples:
-        for node in e.nodes():
-            if isinstance(node, LinearScore):
-                X = node.data.in_memory_X("the model-space interior-point method")
-                count = np.count_nonzero(X)
-                if X.size and count <= SPARSE_DENSITY * X.size:
-                    nonzeros = max(nonzeros or 0.0, count / X.shape[0])
+    for data in _sample_data(form):
+        if not data.is_chunked:
+            count = data.reduce_chunks(count_nonzeros)
+            if sparse_enough(count, data.n_samples * data.n_features, SPARSE_DENSITY):
+                nonzeros = max(nonzeros or 0.0, count / data.n_samples)
     return budget.model_space(n, w.shape[0], len(samples), len({id(e) for e in samples}), nonzeros)
 
 
 class _Expression:
-    """The sample leaves of one per-sample expression: h as a function of the score, and the row weights R
-    (n x leaves, 1/|S_k| on the rows of S_k)."""
+    """The sample leaves ``ks`` of one per-sample expression: its compiled form (or constant values) and its data."""
 
-    def __init__(self, expr, leaves: list, ks: list, w):
-        found: dict = {}
-        self.jet = _jet(expr, w, found)
-        self.score = found.get("score")
+    def __init__(self, expr, ks: list, w):
         self.ks = ks
-        n = expr.size
-        self.R = np.zeros((n, len(ks)))
-        for j, k in enumerate(ks):
-            leaf = leaves[k]
-            self.R[:, j] = 1.0 / leaf.count if leaf.rows is None else np.where(leaf.rows, 1.0 / leaf.count, 0.0)
+        self.score, self.form = _compiled(expr, w)
+        self.data = None if self.score is None else self.score.data
+
+
+class _Cells:
+    """The rows of one data set cut into cells (rows in the same sets of the leaves over this data): a code per row
+    and, per expression, the weight A[k, c] = 1/|S_k| of a row of cell c in leaf k (0 outside S_k)."""
+
+    def __init__(self, leaves: list, expressions: list, n: int):
+        masks = []
+        for ex in expressions:
+            for k in ex.ks:
+                rows = leaves[k].rows
+                if rows is not None and not any(rows is m or np.array_equal(rows, m) for m in masks):
+                    masks.append(rows)
+        if masks:
+            key = np.zeros(n, dtype=np.int64)
+            for j, m in enumerate(masks):
+                key |= np.asarray(m, dtype=np.int64) << j
+            patterns, codes = np.unique(key, return_inverse=True)
+            self.codes = codes.astype(np.min_scalar_type(max(patterns.size - 1, 0)))
+        else:
+            patterns, self.codes = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.uint8)
+        self.n_cells = patterns.size
+        self.weights = []
+        for ex in expressions:
+            A = np.zeros((len(ex.ks), self.n_cells))
+            for r, k in enumerate(ex.ks):
+                leaf = leaves[k]
+                inside = np.ones(self.n_cells, dtype=bool) if leaf.rows is None else \
+                    (patterns >> _index(masks, leaf.rows)) & 1 == 1
+                A[r, inside] = 1.0 / leaf.count
+            self.weights.append(A)
+
+
+def _index(masks: list, rows) -> int:
+    return next(j for j, m in enumerate(masks) if m is rows or np.array_equal(m, rows))
+
+
+@dataclass
+class _DataPart:
+    """The sample leaves over one data set: its expressions, the cells of its rows, whether its in-memory design is
+    read as a sparse matrix."""
+
+    data: object
+    expressions: list
+    cells: _Cells
+    sparse: bool
+
+
+class _LeafSums:
+    """One chunk's part of the sample leaves of the expressions of one data set at theta: (values (L,), gradients
+    (L, D), and with ``omega`` the Hessian of sum_k omega_k leaf_k (D, D)). A picklable per-chunk function of a
+    pass: ``batch`` the chunk's rows, ``cells`` their cell codes, ``forms`` the expressions' parts for the chunk."""
+
+    def __init__(self, theta, intercept: bool, ks: list, weights: list, n_leaves: int, omega=None):
+        self.theta, self.intercept, self.ks, self.weights = theta, intercept, ks, weights
+        self.n_leaves, self.omega = n_leaves, omega
+
+    def __call__(self, batch, cells, *forms):
+        model = LinearModelLoss(Squared, batch.X, None, self.intercept, np.ones(batch.X.shape[0]),
+                                drop_zero_weights=False)
+        z = model.scores(self.theta)
+        values, grads = np.zeros(self.n_leaves), np.zeros((self.n_leaves, self.theta.size))
+        curvature = None
+        n_cells = self.weights[0].shape[1]
+        for ks, A, form in zip(self.ks, self.weights, forms):
+            h, h1, h2 = form.jet(z)
+            values[ks] += A @ np.bincount(cells, weights=h, minlength=n_cells)
+            grads[ks] += model.pullback(h1[:, None] * A[:, cells].T).T
+            if self.omega is not None:
+                part = h2 * (self.omega[ks] @ A)[cells]
+                curvature = part if curvature is None else curvature + part
+        if self.omega is None:
+            return values, grads
+        H = model.curvature(curvature) if curvature is not None and np.any(curvature) else \
+            np.zeros((self.theta.size, self.theta.size))
+        return values, grads, H
 
 
 class ModelSpace:
-    """The smooth program of a saddle form in (theta, t), its oracles, and its certificate."""
+    """The smooth program of a saddle form in (theta, t), its oracles (passes over the rows), and its certificate."""
 
     def __init__(self, form: SaddleForm, w):
         reason = smooth_reason(form, w)
@@ -144,14 +215,23 @@ class ModelSpace:
         for k, leaf in enumerate(leaves):
             if isinstance(leaf, SampleLeaf):
                 groups.setdefault(id(leaf.expr), (leaf.expr, []))[1].append(k)
-        self.expressions = [_Expression(expr, leaves, ks, w) for expr, ks in groups.values()]
-        self.designs: dict = {}
-        for ex in self.expressions:
-            if ex.score is not None and id(ex.score.data) not in self.designs:
-                X = ex.score.data.in_memory_X("the model-space interior-point method")
-                if X.size and np.count_nonzero(X) <= SPARSE_DENSITY * X.size:
-                    X = sparse.csr_matrix(X)     # e.g. one-hot features: X' D X in O(sum_i nnz_i^2)
-                self.designs[id(ex.score.data)] = X
+        expressions = [_Expression(expr, ks, w) for expr, ks in groups.values()]
+        # constant per-sample expressions: their leaves once
+        self.constant_values = np.zeros(L)
+        for ex, (expr, ks) in zip(expressions, groups.values()):
+            if ex.score is None:
+                for k in ks:
+                    rows = leaves[k].rows
+                    self.constant_values[k] = float(np.mean(ex.form if rows is None else ex.form[rows]))
+        # per data set: its expressions, the cells of its rows, whether its design is read as CSR
+        self.by_data: list = []
+        for data in _sample_data(form):
+            mine = [ex for ex in expressions if ex.data is data]
+            sparse = False
+            if not data.is_chunked:
+                sparse = sparse_enough(data.reduce_chunks(count_nonzeros), data.n_samples * data.n_features,
+                                       SPARSE_DENSITY)
+            self.by_data.append(_DataPart(data, mine, _Cells(leaves, mine, data.n_samples), sparse))
         self.exact = [k for k, leaf in enumerate(leaves) if isinstance(leaf, DeterministicLeaf)]
         # the constraint rows of the IPM: the pieces of every max term (minus its t), the constraint pieces
         rows, E_rows, self.row_kind = [], [], []
@@ -178,46 +258,27 @@ class ModelSpace:
         self.c0 = form.affine.const
         self.radius = w.radius
 
-
     # -- the leaf oracle ---------------------------------------------------------------------------------------
-    def _loss(self, ex) -> LinearModelLoss:
-        X = self.designs[id(ex.score.data)]
-        return LinearModelLoss(Squared, X, None, self.w.intercept, np.ones(X.shape[0]), drop_zero_weights=False)
-
     def leaves(self, theta, omega=None):
-        """(values (L,), gradients (L x D), and with ``omega`` the Hessian of sum_k omega_k leaf_k (D x D))."""
+        """(values (L,), gradients (L x D), and with ``omega`` the Hessian of sum_k omega_k leaf_k (D x D)): one
+        pass over the rows of each data set of the sample leaves, the exact leaves at theta."""
         L = len(self.form.leaves)
-        values, grads = np.zeros(L), np.zeros((L, self.D))
-        curv: dict = {}
-        scores: dict = {}
-        for ex in self.expressions:
-            if ex.score is None:
-                h = np.broadcast_to(ex.jet(np.zeros(ex.R.shape[0]))[0], (ex.R.shape[0],))
-                values[ex.ks] = h @ ex.R
-                continue
-            model = self._loss(ex)
-            key = id(ex.score.data)
-            if key not in scores:
-                scores[key] = model.scores(theta)
-            z = scores[key]
-            h, h1, h2 = (np.broadcast_to(np.asarray(p, dtype=float), z.shape) for p in ex.jet(z))
-            values[ex.ks] = h @ ex.R
-            grads[ex.ks] = model.pullback(h1[:, None] * ex.R).T
-            if omega is not None and np.any(h2):
-                curv[key] = curv.get(key, 0.0) + h2 * (ex.R @ omega[ex.ks])
+        values, grads = self.constant_values.copy(), np.zeros((L, self.D))
+        H = None if omega is None else np.zeros((self.D, self.D))
+        for part in self.by_data:
+            kernel = _LeafSums(np.asarray(theta, dtype=float), self.w.intercept, [ex.ks for ex in part.expressions],
+                               part.cells.weights, L, omega)
+            out = row_sums(part.data, kernel, part.cells.codes, *(ex.form for ex in part.expressions),
+                           sparse=part.sparse)
+            values += out[0]
+            grads += out[1]
+            if omega is not None:
+                H += out[2]
         for k in self.exact:
             v, g = self.form.leaves[k].value_grad(theta)
             values[k], grads[k] = v, g
         if omega is None:
             return values, grads
-        H = np.zeros((self.D, self.D))
-        for key, d in curv.items():
-            X = self.designs[key]
-            rows = X.shape[0] if sparse.issparse(X) else CHUNK_ROWS     # a sparse X is weighted without a copy
-            for a in range(0, X.shape[0], rows):
-                block = LinearModelLoss(Squared, X[a:a + rows], None, self.w.intercept,
-                                        np.ones(min(rows, X.shape[0] - a)), drop_zero_weights=False)
-                H += block.curvature(d[a:a + rows])
         for k in self.exact:
             if omega[k] == 0:
                 continue

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Groups
+from ..data.passes import ordered_sum, row_parts, row_sums
 from ..data.groups import group_means
 from .domains import check_in_ball, project_ball
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
@@ -92,14 +93,6 @@ def _column_squares(batch):
 def _row_norm_summary(intercept, batch):
     r = _row_norms(intercept, batch)
     return float(r.sum()), float(r.max()), r.size
-
-
-def _ordered_sum(parts):
-    """The sum of per-chunk results in chunk order (the same arithmetic whatever ran the chunks)."""
-    out = parts[0]
-    for p in parts[1:]:
-        out = tuple(a + b for a, b in zip(out, p)) if isinstance(out, tuple) else out + p
-    return out
 
 
 class GroupRisks:
@@ -186,7 +179,7 @@ class GroupRisks:
     def scores(self, theta, rows=None) -> np.ndarray:
         if self.data.is_chunked:  # one pass over the chunks, or a gather of the rows
             if rows is None:
-                return concatenate_rows(self.data.map_chunks(partial(_scores, self.intercept, theta)))
+                return concatenate_rows(row_parts(self.data, partial(_scores, self.intercept, theta)))
             return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
@@ -201,10 +194,9 @@ class GroupRisks:
         """(R(theta), the group accuracies of sign(score) for binary losses, else None) in one pass over the
         data source (counts of correct rows are integers: their chunk sums are exact)."""
         binary = bool(self.loss.binary)
-        parts = self.data.map_chunks(_JudgePass(self.loss, self.intercept, theta, self.m, binary), 1 << 16,
-                                     self.y, self.codes)
-        totals = _ordered_sum([p[0] for p in parts])
-        return totals / self.sizes, _ordered_sum([p[1] for p in parts]) / self.sizes if binary else None
+        totals, correct = row_sums(self.data, _JudgePass(self.loss, self.intercept, theta, self.m, binary), self.y,
+                                   self.codes)
+        return totals / self.sizes, correct / self.sizes if binary else None
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
         return group_means(per_sample, self.codes, self.m, self.sizes)
@@ -215,11 +207,13 @@ class GroupRisks:
         operator (16) at (theta, q)); the scores of every row are returned for the variance-reduced steps
         (None with ``keep_scores=False``: on chunked data, 8 bytes a row less in memory)."""
         weight = np.asarray(q, dtype=float) / self.sizes
-        parts = self.data.map_chunks(_RiskPass(self.loss, self.intercept, theta, weight, self.m, keep_scores),
-                                     chunk, self.y, self.codes)
-        totals, grad = _ordered_sum([p[:2] for p in parts])
-        z_all = concatenate_rows([p[2] for p in parts]) if keep_scores else None
-        return totals / self.sizes, grad, z_all
+        kernel = _RiskPass(self.loss, self.intercept, theta, weight, self.m, keep_scores)
+        if not keep_scores:
+            totals, grad, _ = row_sums(self.data, kernel, self.y, self.codes, size=chunk)
+            return totals / self.sizes, grad, None
+        parts = row_parts(self.data, kernel, self.y, self.codes, size=chunk)
+        totals, grad = ordered_sum([p[:2] for p in parts])
+        return totals / self.sizes, grad, concatenate_rows([p[2] for p in parts])
 
     def weighted_value_and_grad(self, theta, q) -> tuple[float, np.ndarray]:
         """f(theta) = sum_i q_i R_i(theta) and its gradient."""
@@ -242,9 +236,9 @@ class GroupRisks:
         weight = np.asarray(q, dtype=float) / self.sizes
 
         def fun(theta, value_only=False):
-            parts = self.data.map_chunks(_NewtonPass(self.loss, self.intercept, theta, weight, value_only),
-                                         None, self.y, self.codes)
-            return float(sum(parts)) if value_only else _ordered_sum(parts)
+            out = row_sums(self.data, _NewtonPass(self.loss, self.intercept, theta, weight, value_only), self.y,
+                           self.codes)
+            return float(out) if value_only else out
         return fun
 
     def group_newton_oracle(self):
@@ -252,9 +246,8 @@ class GroupRisks:
         d2phi, every request answered by one pass over the data source (the lockstep Newton solves of the group
         optima R*_g of MERO, eq. (4))."""
         def fun(requests):
-            parts = self.data.map_chunks(_GroupNewtonPass(self.loss, self.intercept, dict(requests), self.sizes),
-                                         1 << 16, self.y, self.codes)
-            return {g: _ordered_sum([p[g] for p in parts]) for g in requests}
+            return row_sums(self.data, _GroupNewtonPass(self.loss, self.intercept, dict(requests), self.sizes),
+                            self.y, self.codes)
         return fun
 
     @property
@@ -263,13 +256,12 @@ class GroupRisks:
 
     def column_second_moments(self) -> np.ndarray:
         """E[x_j^2] of every design column (1 for the intercept's), by one pass over the data source."""
-        parts = self.data.map_chunks(_column_squares)
-        moments = np.sum(parts, axis=0) / self.n_samples
+        moments = row_sums(self.data, _column_squares) / self.n_samples
         return np.append(moments, 1.0) if self.intercept else moments
 
     def row_norms_squared(self) -> np.ndarray:
         """||x_j||^2 of every design row (one pass over the data source)."""
-        return np.concatenate(self.data.map_chunks(partial(_row_norms, self.intercept)))
+        return np.concatenate(row_parts(self.data, partial(_row_norms, self.intercept)))
 
     def row_norm_stats(self) -> tuple[float, float]:
         """(mean, max) of ||x_j||^2 over the design rows, by one pass; on chunked data from per-chunk sums and
@@ -277,7 +269,7 @@ class GroupRisks:
         if not self.data.is_chunked:
             r = self.row_norms_squared()
             return float(r.mean()), float(r.max())
-        parts = self.data.map_chunks(partial(_row_norm_summary, self.intercept))
+        parts = row_parts(self.data, partial(_row_norm_summary, self.intercept))
         return sum(p[0] for p in parts) / sum(p[2] for p in parts), max(p[1] for p in parts)
 
     # -- constants of the theory --------------------------------------------------------------------------
