@@ -129,7 +129,7 @@ def test_a_prepared_block_gives_each_steps_estimate(monkeypatch):
     estimate of each step's minibatch alone, across the chunk boundaries."""
     prob, w, data, rng = _every_leaf(True, True, seed=2)
     comp = _oracles(prob, w)["compiled"]
-    monkeypatch.setattr(lagrangian, "GATHER_BYTES", 3 * 8 * comp.rows_per_step * 3)
+    monkeypatch.setattr(comp, "gather_bytes", 3 * 8 * comp.rows_per_step * 3)
     snap = comp.snapshot(*_point(comp, w, rng))
     batches = comp.draw(rng, 8)
     block = comp.prepare(batches, snap)

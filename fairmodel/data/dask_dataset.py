@@ -17,6 +17,7 @@ Dask is imported when a Dask method is first used (``pip install 'fairmodel[dask
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import importlib
 import itertools
@@ -29,7 +30,7 @@ from ..errors import DataError
 from ..utilities.validate import check_array_input, check_rows, check_scaling_stats, check_unique_names
 from .dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
 from .dataset import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
-from .passes import add_parts, row_slice
+from .passes import add_parts, counter, row_parts, row_slice, row_sums
 from .parquet import parquet_columns
 
 DEFAULT_CHUNK_ROWS = 1 << 16
@@ -45,23 +46,29 @@ def dask_modules():
                         "(dask[distributed,dataframe] and pyarrow)") from None
 
 
+def active_client():
+    """The active ``dask.distributed`` client, or None (Dask's threaded scheduler then runs the tasks)."""
+    try:
+        return importlib.import_module("distributed").get_client()
+    except (ImportError, ValueError):
+        return None
+
+
 def chunks_in_flight() -> int:
     """Chunks computed together: the threads of the active scheduler (a distributed client's workers, else this
     machine's cores; at least 2), so that every thread is busy and only a few chunks are in memory at once
     (reading a Parquet chunk takes about 2.5 times its size in floats, measured at 250,000 x 22)."""
-    try:
-        client = importlib.import_module("distributed").get_client()
-        threads = sum(client.nthreads().values())
-    except (ImportError, ValueError):
-        threads = os.cpu_count() or 1
+    client = active_client()
+    threads = sum(client.nthreads().values()) if client is not None else os.cpu_count() or 1
     return max(2, threads)
 
 
-def compute_chunks(dask, *tasks):
-    """dask.compute of the tasks; a computation cancelled under us (a distributed client or cluster closed during
-    the run) is a DataError saying so, not the scheduler's internal error."""
+@contextlib.contextmanager
+def reading_chunks():
+    """Errors of a Dask computation over the chunks as fairmodel's: a computation cancelled under us (a distributed
+    client or cluster closed during the run) or a chunk that cannot be read is a DataError saying so."""
     try:
-        return dask.compute(*tasks)
+        yield
     except concurrent.futures.CancelledError as exc:
         raise DataError(f"a Dask computation over the chunks was cancelled ({type(exc).__name__}: {exc}); was the "
                         f"dask.distributed client or cluster closed during the run? Keep it open until the solve or "
@@ -71,6 +78,49 @@ def compute_chunks(dask, *tasks):
             raise
         raise DataError(f"a chunk of the data could not be read ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
                         f"were its files changed or damaged after the data set was built? Rebuild it") from exc
+
+
+def compute_chunks(dask, *tasks):
+    """dask.compute of the tasks, with the errors of :func:`reading_chunks`."""
+    with reading_chunks():
+        return dask.compute(*tasks)
+
+
+def _cancel(client, futures) -> None:
+    """Cancel the futures not yet done (best effort: a closed client has nothing left to cancel)."""
+    try:
+        client.cancel([f for f in futures if not f.done()])
+    except Exception:
+        pass
+
+
+def computed_in_order(dask, tasks: list, lock=None, cancel=None):
+    """The results of ``tasks`` (one per chunk) in their order, one group at a time (a list per group), with the
+    errors of :func:`reading_chunks`. On a ``dask.distributed`` cluster every task is submitted at once (the
+    scheduler runs as many as the workers have threads, and a worker holds only the chunks it is computing) and
+    each result is collected in order as it arrives; on the threaded scheduler the tasks run in groups of
+    :func:`chunks_in_flight`, which bounds the chunks read at once in this process. ``lock`` is held while a group
+    computes; ``cancel`` (a ``threading.Event``) stops between groups."""
+    lock = lock if lock is not None else contextlib.nullcontext()
+    client = active_client()
+    if client is not None and tasks:
+        with lock, reading_chunks():
+            futures = client.compute(tasks)
+            try:
+                for future in futures:
+                    if cancel is not None and cancel.is_set():
+                        return
+                    yield [future.result()]
+                    future.release()
+            finally:
+                _cancel(client, futures)
+        return
+    step = chunks_in_flight()
+    for k in range(0, len(tasks), step):
+        if cancel is not None and cancel.is_set():
+            return
+        with lock:
+            yield compute_chunks(dask, *tasks[k:k + step])
 
 
 def is_dask(a) -> bool:
@@ -312,13 +362,10 @@ class DaskDataset(Dataset):
                 for i in range(self.n_chunks) if b[i + 1] > b[i]]     # a subset skips chunks it has no rows in
 
     def _computed(self, tasks):
-        """The tasks' results, computed a group of chunks at a time (as many as the scheduler has threads: bounds
-        the chunks read at once, the memory of a pass), one group at a time per data set."""
+        """The tasks' results in chunk order, a group at a time (:func:`computed_in_order`), one pass or gather at a
+        time per data set."""
         dask, _ = dask_modules()
-        step = chunks_in_flight()
-        for k in range(0, len(tasks), step):
-            with self._io_lock:
-                yield compute_chunks(dask, *tasks[k:k + step])
+        yield from computed_in_order(dask, tasks, self._io_lock)
 
     def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
         """[fn(batch, *per-chunk slices of per_row) for every chunk], in row order, as one Dask computation
@@ -352,20 +399,19 @@ class DaskDataset(Dataset):
                         np.arange(self._bounds[i], self._bounds[i + 1]))
 
     def matvec(self, w) -> np.ndarray:
-        return concatenate_rows(self.map_chunks(functools.partial(_matvec, np.asarray(w))))
+        """X @ w: one pass (the scores of every row, in the client)."""
+        return concatenate_rows(row_parts(self, functools.partial(_matvec, np.asarray(w))))
 
     def rmatvec(self, v) -> np.ndarray:
-        parts = self.map_chunks(_rmatvec, None, np.asarray(v))
-        out = parts[0]
-        for p in parts[1:]:
-            out = out + p
-        return out
+        """X' v: one pass (``v`` cut at the chunks' rows)."""
+        return row_sums(self, _rmatvec, np.asarray(v))
 
     def rows(self, rows, cancel=None) -> np.ndarray | None:
         """``X[rows]`` gathered from the chunks the rows fall in (only those chunks are read). ``cancel``: a
         ``threading.Event`` checked between groups of chunks; once set, the gather stops and returns None."""
         dask, _ = dask_modules()
         rows = check_rows(rows, self.n_samples)
+        counter(self).gathers += 1
         chunk = np.searchsorted(self._bounds, rows, side="right") - 1
         rows = rows if self._sel is None else self._sel[rows]       # rows of the Dask arrays
         order = np.argsort(chunk, kind="stable")
@@ -373,16 +419,13 @@ class DaskDataset(Dataset):
         pieces = np.split(order, starts[1:])
         Xb = self.X.to_delayed(optimize_graph=False).ravel()
         out = np.empty((rows.size, self.n_features))
-        step = chunks_in_flight()   # chunks gathered per computation: the transient copies stay a few chunks' worth
-        for k in range(0, used.size, step):
-            if cancel is not None and cancel.is_set():
-                return None
-            with self._io_lock:
-                got = compute_chunks(dask, *[dask.delayed(_take)(Xb[c], rows[p] - self._origin[c])
-                                     for c, p in zip(used[k:k + step], pieces[k:k + step])])
-            for p, block in zip(pieces[k:k + step], got):
+        tasks = [dask.delayed(_take)(Xb[c], rows[p] - self._origin[c]) for c, p in zip(used, pieces)]
+        done = 0
+        for got in computed_in_order(dask, tasks, self._io_lock, cancel):
+            for p, block in zip(pieces[done:done + len(got)], got):
                 out[p] = block
-        return out
+            done += len(got)
+        return out if done == len(tasks) else None
 
     def _local(self, i: int):
         """Positions, within chunk i of the Dask arrays, of this subset's rows (None: all rows)."""

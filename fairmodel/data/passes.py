@@ -44,11 +44,13 @@ def ordered_sum(parts) -> object:
 
 
 class PassCounter:
-    """The passes over a data source's rows (shared by a data set and its row subsets): ``count`` full passes,
-    for progress reports and benchmarks."""
+    """The reads of a data source's rows (shared by a data set and its row subsets), for progress reports and
+    benchmarks: ``count`` full passes, ``gathers`` gathers of drawn rows from chunked data (each reads the chunks
+    holding a drawn row: for random rows, about every chunk)."""
 
     def __init__(self):
         self.count = 0
+        self.gathers = 0
 
 
 def counter(data) -> PassCounter:
@@ -79,8 +81,27 @@ def row_parts(data, fn, *per_row, size: int | None = None) -> list:
 
 
 def passes_of(data) -> int:
-    """The number of full passes made so far over ``data``'s rows by :func:`row_sums`."""
+    """The number of full passes made so far over ``data``'s rows (:func:`row_sums`, :func:`row_parts`)."""
     return counter(data).count
+
+
+def gathers_of(data) -> int:
+    """The number of gathers of drawn rows made so far from ``data``'s chunks."""
+    return counter(data).gathers
+
+
+# On chunked data a variance-reduced epoch (one snapshot pass, then inner steps on drawn rows) takes at most this
+# many inner steps: the rows they draw are gathered in one or a few reads of the chunks (a read costs about a pass),
+# so an epoch costs about two passes whatever n is; in memory an epoch is one pass's worth of minibatches.
+CHUNKED_EPOCH_STEPS = 2048
+
+
+def epoch_steps(data, full_steps: int) -> int | None:
+    """The inner steps of an epoch of a variance-reduced method on ``data``: None (the method's own default,
+    ``full_steps``: one pass's worth of minibatches) in memory, at most :data:`CHUNKED_EPOCH_STEPS` on chunked data."""
+    if not getattr(data, "is_chunked", False):
+        return None
+    return int(min(full_steps, CHUNKED_EPOCH_STEPS))
 
 
 def sparse_enough(nonzeros: int, size: int, density: float) -> bool:

@@ -16,12 +16,14 @@ logistic, hinge, squared, softmax. Canonicalization makes ``fm.max(1.0 * risks)`
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import warnings
 
 import numpy as np
 
 from ..data.dataset import Groups
+from ..data.passes import epoch_steps
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
 from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
@@ -248,11 +250,16 @@ class GroupDRO(Reduction):
         opts = {"epochs": default_epochs(n_bar) * (CAP_FACTOR if stop == "checks" else 1), **options}
         if fn is not smd:  # the eta-weighted average (24): over the tail of the run, or the second half of a budget
             opts.setdefault("output", "tail" if stop == "checks" else "suffix")
+        batch = opts.get("batch_size", inspect.signature(aleg).parameters["batch_size"].default)
+        chunked_inner = epoch_steps(self.risks.data, math.ceil(n_bar / batch))   # None in memory
+        if chunked_inner is not None and fn is not smd:
+            opts.setdefault("inner", chunked_inner)
         if fn is mero_two_stage:
             # stage 1 draws as many samples per step from its one group as stage 2 draws from all m groups,
             # so both stages take the same number of (Python-level) steps per epoch
-            batch = opts.get("batch_size", inspect.signature(aleg).parameters["batch_size"].default)
             stage1 = {"epochs": 2 * default_epochs(n_bar), "output": "suffix", "batch_size": batch * self.risks.m}
+            if chunked_inner is not None:
+                stage1["inner"] = epoch_steps(self.risks.data, math.ceil(n_bar / (batch * self.risks.m)))
             if stop == "checks":      # stage 1 stops on each group's suboptimality (a cap of 10x the old budget)
                 stage1.update(epochs=2 * default_epochs(n_bar) * CAP_FACTOR, output="tail")
                 opts.setdefault("stage1_callback", self._stage1_stops(default_epochs(n_bar)))

@@ -30,7 +30,11 @@ from ..expressions.atoms.norms import SumSquares
 from ..expressions.core import Abs
 from ..expressions.variables import LinearScore
 from ..oracles.metric import Coordinates
-from .leaf_kernels import compile_leaves
+from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
+from ..data.passes import CHUNKED_EPOCH_STEPS, epoch_steps, row_sums
+from ..errors import DataError
+from ..stochastic.primal_dual import BLOCK_STEPS, MIN_INNER
+from .leaf_kernels import Cells, LeafSums, compile_leaves
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
 # rows per inner step when the batch size is not given: batch_size = max(4, ceil(32 / cells)) per cell. Measured
@@ -130,7 +134,7 @@ class PreparedBlock:
     def __init__(self, oracle, batches, snap):
         self.oracle, self.batches, self.snap = oracle, batches, snap
         d = oracle.w.shape[0] - (1 if oracle.w.intercept else 0)
-        self.chunk = max(1, GATHER_BYTES // max(1, 8 * batches.shape[1] * d))
+        self.chunk = max(1, oracle.gather_bytes // max(1, 8 * batches.shape[1] * d))
         self.start = None
 
     def __len__(self):
@@ -154,6 +158,23 @@ class PreparedBlock:
             self._load(k - k % self.chunk)
         j = k - self.start
         return PreparedStep(self.batches[k], self.X[j], self.forms, j, self.base[j], self.coef[j])
+
+
+def _rounded(v, digits: int = 9) -> np.ndarray:
+    """``v`` relative to its largest magnitude, rounded: entries equal up to summation order compare equal."""
+    v = np.asarray(v, dtype=float)
+    return np.round(v / max(float(np.max(np.abs(v))), 1e-300), digits) if v.size else v
+
+
+def _largest(v) -> int:
+    """The index of the largest entry; entries equal up to rounding: the first (so that summation order, e.g. of
+    a pass over chunks, never changes the choice)."""
+    return int(np.argmax(_rounded(v)))
+
+
+def _descending(v) -> np.ndarray:
+    """The indices from the largest entry down; entries equal up to rounding in index order."""
+    return np.lexsort((np.arange(np.size(v)), -_rounded(v)))
 
 
 class LagrangianOracle:
@@ -189,6 +210,20 @@ class LagrangianOracle:
         self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
         if self.kernels is not None:
             self._fuse()
+            self.cells = Cells(form.leaves, [ks for _, ks in self.by_expr.values()], self.n_samples)
+        # chunked data: a gather reads every chunk holding a drawn row (about a pass), so an epoch's minibatches are
+        # drawn at once and gathered in buffers of the chunk sampler's size
+        chunked = next((node.data for e, _ in self.by_expr.values() for node in e.nodes()
+                        if isinstance(node, LinearScore) and node.data.is_chunked), None)
+        if chunked is not None and self.kernels is None:
+            raise DataError("the generic stochastic method on chunked (Dask-backed) data needs every per-sample "
+                            "expression to be a sum of data-weighted losses of one linear score (it gathers the "
+                            "rows of an epoch's minibatches at once); this declaration is not: solve it on an "
+                            "in-memory sample (data.subsample(n, seed=0)), or with the exact model-space method")
+        self.block_steps = BLOCK_STEPS if chunked is None else CHUNKED_EPOCH_STEPS
+        self.epoch_steps = None if chunked is None else \
+            epoch_steps(chunked, max(MIN_INNER, -(-self.n_samples // max(self.rows_per_step, 1))))
+        self.gather_bytes = GATHER_BYTES if chunked is None else DEFAULT_BUFFER_BYTES
 
     def _block(self, pieces, scale):
         M = np.zeros((len(pieces), len(self.form.leaves)))
@@ -314,11 +349,20 @@ class LagrangianOracle:
 
     def _compiled_pass(self, theta, omega, rows=None, weights=None):
         """:meth:`_sample_pass_theta` by the compiled evaluators: one product with the rows and one with their
-        transpose for all the sample leaves."""
+        transpose for all the sample leaves (on all rows: one pass over the data source, a chunk at a time)."""
+        if rows is None:
+            values, grads = self._leaf_sums(theta)
+            return values, omega @ grads
         values = np.zeros(len(self.form.leaves))
         X = None if rows is None else self.kernels.gather(rows)
         coef = self._compiled_terms(self.kernels.scores(theta, X), omega, rows, weights, values)
         return values, self.kernels.pullback(coef, X)
+
+    def _leaf_sums(self, theta):
+        """(values (L,), gradients (L, D)) of the compiled sample leaves on all rows: one pass over the data source."""
+        kernel = LeafSums(theta, self.w.intercept, [ks for _, ks in self.by_expr.values()], self.cells.weights,
+                          len(self.form.leaves))
+        return row_sums(self.kernels.data, kernel, self.cells.codes, *self.kernels.forms)
 
     def prepare(self, batches, snap: Snapshot):
         """The minibatches of a block of inner steps (``draw``) made ready for :meth:`estimate` at the snapshot
@@ -426,7 +470,7 @@ class LagrangianOracle:
         # the curvature of w -> Phi(w, y) grows with the weights y puts on curved pieces: measured with every leaf
         # at the largest weight it has at uniform y, at y0, and at the vertex of each block that the y-steps
         # move to first (its largest piece at w0), so that a multiplier that concentrates keeps the steps stable
-        vertices = [np.eye(m)[int(np.argmax(v))] for m, v in zip(self.blocks, snap.values)]
+        vertices = [np.eye(m)[_largest(v)] for m, v in zip(self.blocks, snap.values)]
         omega = np.maximum(np.abs(snap.omega), np.abs(self.omega(vertices)))
         if y0 is not None:
             omega = np.maximum(omega, np.abs(self.omega([np.asarray(y, dtype=float) for y in y0])))
@@ -460,7 +504,9 @@ class LagrangianOracle:
             bounds = stretch * np.abs(self.M[b][:, self.rough]) @ np.array(
                 [self.form.leaves[k].lipschitz for k in self.rough]) if self.rough else np.zeros(len(norms))
             coupling = float(np.max(norms + bounds))
-            for j in np.argsort(norms)[::-1][:8]:
+            # the largest gradients first; norms equal up to rounding (a piece and its negation) by index, so that
+            # summation order never changes which pieces are probed
+            for j in _descending(norms)[:8]:
                 if norms[j] == 0:
                     break
                 d = (G[j] / norms[j]).reshape(self.shape)
@@ -490,16 +536,8 @@ class LagrangianOracle:
         return values, self.coords.gradient_to_u(self.kernels.pullback_many(coef, X).T).T
 
     def _compiled_leaf_gradients(self, u, ks) -> np.ndarray:
-        """The gradients in u (one row each) of the sample leaves ``ks`` on all rows: one product with X and one
-        with X' (a column per leaf)."""
-        z = self.kernels.scores(self.coords.to_theta(u))
-        C = np.zeros((z.shape[0], len(ks)))
-        for form, (_, form_ks) in zip(self.kernels.forms, self.by_expr.values()):
-            cols = [j for j, k in enumerate(ks) if k in form_ks]
-            if cols:
-                per_row = (self.W_cell[[ks[j] for j in cols]] / self.cell_size)[:, self.cell_of_row]
-                C[:, cols] = per_row.T * np.reshape(form.value_and_slope(z)[1], (-1, 1))
-        return self.coords.gradient_to_u(self.kernels.pullback(C)).T
+        """The gradients in u (one row each) of the sample leaves ``ks`` on all rows: one pass."""
+        return self.coords.gradient_to_u(self._leaf_sums(self.coords.to_theta(u))[1][ks].T).T
 
     def _leaf_estimates_many(self, u, batches) -> np.ndarray:
         """:meth:`_leaf_estimates` on each of the minibatches ``batches`` (one row per minibatch)."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..expressions import Add, Constant, LinearScore, Loss, Multiply, Parameter, ScalarMul
+from ..oracles.losses import LinearModelLoss, Squared
 
 
 class NotCompiled(Exception):
@@ -186,3 +187,71 @@ def compile_leaves(exprs: list, w) -> CompiledLeaves | None:
     if not compiled or any(s.data is not compiled[0][0].data for s, _ in compiled):
         return None
     return CompiledLeaves(compiled[0][0].data, w, [ps for _, ps in compiled])
+
+
+# -- full passes ----------------------------------------------------------------------------------------------------
+class Cells:
+    """The rows of one data set cut into *cells* (rows in the same row sets of the sample leaves: groups, masks): a
+    code per row (1 byte below 256 cells) and, per expression, the weight A[k, c] = 1/|S_k| of a row of cell c in its
+    leaf k (0 outside S_k). A full pass ships a chunk's codes; the weights are a small table."""
+
+    def __init__(self, leaves: list, ks_lists: list, n: int):
+        masks = []
+        for ks in ks_lists:
+            for k in ks:
+                rows = leaves[k].rows
+                if rows is not None and not any(rows is m or np.array_equal(rows, m) for m in masks):
+                    masks.append(rows)
+        if not masks:
+            patterns, codes = np.zeros((1, 0), dtype=bool), np.zeros(n, dtype=np.uint8)
+        elif len(masks) < 63:         # one integer key per row: the bits of its masks
+            key = np.zeros(n, dtype=np.int64)
+            for j, m in enumerate(masks):
+                key |= np.asarray(m, dtype=np.int64) << j
+            keys, codes = np.unique(key, return_inverse=True)
+            patterns = (keys[:, None] >> np.arange(len(masks))) & 1 == 1
+        else:
+            patterns, codes = np.unique(np.stack(masks, axis=1), axis=0, return_inverse=True)
+        self.n_cells = patterns.shape[0]
+        self.codes = np.asarray(codes).ravel().astype(np.min_scalar_type(max(self.n_cells - 1, 0)))
+        self.weights = []
+        for ks in ks_lists:
+            A = np.zeros((len(ks), self.n_cells))
+            for r, k in enumerate(ks):
+                leaf = leaves[k]
+                inside = np.ones(self.n_cells, dtype=bool) if leaf.rows is None else \
+                    patterns[:, next(j for j, m in enumerate(masks) if m is leaf.rows or np.array_equal(m, leaf.rows))]
+                A[r, inside] = 1.0 / leaf.count
+            self.weights.append(A)
+
+
+class LeafSums:
+    """One chunk's part of the sample leaves of compiled expressions of one linear score at theta: (values (L,),
+    gradients (L, D)), and with ``omega`` the Hessian of sum_k omega_k leaf_k (D, D) (every kernel twice
+    differentiable). A picklable per-chunk function of a pass (:func:`fairmodel.data.passes.row_sums`): ``batch`` the
+    chunk's rows, ``codes`` their cell codes, ``forms`` the expressions' :class:`PerSample` parts for the chunk."""
+
+    def __init__(self, theta, intercept: bool, ks: list, weights: list, n_leaves: int, omega=None):
+        self.theta, self.intercept, self.ks, self.weights = np.asarray(theta, dtype=float), intercept, ks, weights
+        self.n_leaves, self.omega = n_leaves, omega
+
+    def __call__(self, batch, codes, *forms):
+        model = LinearModelLoss(Squared, batch.X, None, self.intercept, np.ones(batch.X.shape[0]),
+                                drop_zero_weights=False)
+        z = model.scores(self.theta)
+        values, grads = np.zeros(self.n_leaves), np.zeros((self.n_leaves, self.theta.size))
+        curvature = None
+        for ks, A, form in zip(self.ks, self.weights, forms):
+            if self.omega is None:
+                h, h1 = form.value_and_slope(z)
+            else:
+                h, h1, h2 = form.jet(z)
+                part = h2 * (self.omega[ks] @ A)[codes]
+                curvature = part if curvature is None else curvature + part
+            values[ks] += A @ np.bincount(codes, weights=np.broadcast_to(h, z.shape), minlength=A.shape[1])
+            grads[ks] += model.pullback(np.broadcast_to(h1, z.shape)[:, None] * A[:, codes].T).T
+        if self.omega is None:
+            return values, grads
+        H = model.curvature(curvature) if curvature is not None and np.any(curvature) else \
+            np.zeros((self.theta.size, self.theta.size))
+        return values, grads, H

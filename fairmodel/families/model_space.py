@@ -38,8 +38,7 @@ from ..exact.newton import minimize_on_ball
 from ..expressions.atoms.norms import SumSquares
 from ..expressions.evaluate import evaluate
 from ..oracles import ipm
-from ..oracles.losses import LinearModelLoss, Squared
-from .leaf_kernels import NotCompiled, compile_expression
+from .leaf_kernels import Cells, LeafSums, NotCompiled, compile_expression
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
 SPARSE_DENSITY = 0.25     # an in-memory design with at most this share of nonzeros is read as a sparse matrix
@@ -124,41 +123,6 @@ class _Expression:
         self.data = None if self.score is None else self.score.data
 
 
-class _Cells:
-    """The rows of one data set cut into cells (rows in the same sets of the leaves over this data): a code per row
-    and, per expression, the weight A[k, c] = 1/|S_k| of a row of cell c in leaf k (0 outside S_k)."""
-
-    def __init__(self, leaves: list, expressions: list, n: int):
-        masks = []
-        for ex in expressions:
-            for k in ex.ks:
-                rows = leaves[k].rows
-                if rows is not None and not any(rows is m or np.array_equal(rows, m) for m in masks):
-                    masks.append(rows)
-        if masks:
-            key = np.zeros(n, dtype=np.int64)
-            for j, m in enumerate(masks):
-                key |= np.asarray(m, dtype=np.int64) << j
-            patterns, codes = np.unique(key, return_inverse=True)
-            self.codes = codes.astype(np.min_scalar_type(max(patterns.size - 1, 0)))
-        else:
-            patterns, self.codes = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.uint8)
-        self.n_cells = patterns.size
-        self.weights = []
-        for ex in expressions:
-            A = np.zeros((len(ex.ks), self.n_cells))
-            for r, k in enumerate(ex.ks):
-                leaf = leaves[k]
-                inside = np.ones(self.n_cells, dtype=bool) if leaf.rows is None else \
-                    (patterns >> _index(masks, leaf.rows)) & 1 == 1
-                A[r, inside] = 1.0 / leaf.count
-            self.weights.append(A)
-
-
-def _index(masks: list, rows) -> int:
-    return next(j for j, m in enumerate(masks) if m is rows or np.array_equal(m, rows))
-
-
 @dataclass
 class _DataPart:
     """The sample leaves over one data set: its expressions, the cells of its rows, whether its in-memory design is
@@ -166,38 +130,8 @@ class _DataPart:
 
     data: object
     expressions: list
-    cells: _Cells
+    cells: Cells
     sparse: bool
-
-
-class _LeafSums:
-    """One chunk's part of the sample leaves of the expressions of one data set at theta: (values (L,), gradients
-    (L, D), and with ``omega`` the Hessian of sum_k omega_k leaf_k (D, D)). A picklable per-chunk function of a
-    pass: ``batch`` the chunk's rows, ``cells`` their cell codes, ``forms`` the expressions' parts for the chunk."""
-
-    def __init__(self, theta, intercept: bool, ks: list, weights: list, n_leaves: int, omega=None):
-        self.theta, self.intercept, self.ks, self.weights = theta, intercept, ks, weights
-        self.n_leaves, self.omega = n_leaves, omega
-
-    def __call__(self, batch, cells, *forms):
-        model = LinearModelLoss(Squared, batch.X, None, self.intercept, np.ones(batch.X.shape[0]),
-                                drop_zero_weights=False)
-        z = model.scores(self.theta)
-        values, grads = np.zeros(self.n_leaves), np.zeros((self.n_leaves, self.theta.size))
-        curvature = None
-        n_cells = self.weights[0].shape[1]
-        for ks, A, form in zip(self.ks, self.weights, forms):
-            h, h1, h2 = form.jet(z)
-            values[ks] += A @ np.bincount(cells, weights=h, minlength=n_cells)
-            grads[ks] += model.pullback(h1[:, None] * A[:, cells].T).T
-            if self.omega is not None:
-                part = h2 * (self.omega[ks] @ A)[cells]
-                curvature = part if curvature is None else curvature + part
-        if self.omega is None:
-            return values, grads
-        H = model.curvature(curvature) if curvature is not None and np.any(curvature) else \
-            np.zeros((self.theta.size, self.theta.size))
-        return values, grads, H
 
 
 class ModelSpace:
@@ -231,7 +165,7 @@ class ModelSpace:
             if not data.is_chunked:
                 sparse = sparse_enough(data.reduce_chunks(count_nonzeros), data.n_samples * data.n_features,
                                        SPARSE_DENSITY)
-            self.by_data.append(_DataPart(data, mine, _Cells(leaves, mine, data.n_samples), sparse))
+            self.by_data.append(_DataPart(data, mine, Cells(leaves, [ex.ks for ex in mine], data.n_samples), sparse))
         self.exact = [k for k, leaf in enumerate(leaves) if isinstance(leaf, DeterministicLeaf)]
         # the constraint rows of the IPM: the pieces of every max term (minus its t), the constraint pieces
         rows, E_rows, self.row_kind = [], [], []
@@ -266,8 +200,8 @@ class ModelSpace:
         values, grads = self.constant_values.copy(), np.zeros((L, self.D))
         H = None if omega is None else np.zeros((self.D, self.D))
         for part in self.by_data:
-            kernel = _LeafSums(np.asarray(theta, dtype=float), self.w.intercept, [ex.ks for ex in part.expressions],
-                               part.cells.weights, L, omega)
+            kernel = LeafSums(theta, self.w.intercept, [ex.ks for ex in part.expressions], part.cells.weights, L,
+                              omega)
             out = row_sums(part.data, kernel, part.cells.codes, *(ex.form for ex in part.expressions),
                            sparse=part.sparse)
             values += out[0]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.dask_dataset import chunks_in_flight, compute_chunks, dask_modules, is_dask
+from ..data.dask_dataset import computed_in_order, dask_modules, is_dask
 from ..data.dataset import Groups
 from ..errors import DataError, OptionError
 from .assessment import Assessment, _check_needs, _metric_list
@@ -116,9 +116,9 @@ def _pass(fn, columns: dict, combine):
     keys = [k for k, v in columns.items() if v is not None]
     blocks = [columns[k].to_delayed(optimize_graph=False).ravel() for k in keys]
     tasks = [dask.delayed(fn)(**dict(zip(keys, parts))) for parts in zip(*blocks)]
-    acc, step = None, chunks_in_flight()
-    for k in range(0, len(tasks), step):
-        for part in compute_chunks(dask, *tasks[k:k + step]):
+    acc = None
+    for got in computed_in_order(dask, tasks):
+        for part in got:
             acc = part if acc is None else combine(acc, part)
     return acc
 

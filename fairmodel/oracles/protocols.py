@@ -119,6 +119,8 @@ class PrimalDualOracle(Protocol):
     blocks: list               # the sizes of the simplices y_b
     n_samples: int
     rows_per_step: int         # rows one minibatch reads (the gradient-evaluation count)
+    block_steps: int           # inner steps whose minibatches are drawn and prepared at once
+    epoch_steps: int | None    # inner steps per epoch by default (None: one pass's worth of minibatches)
 
     def project(self, u: np.ndarray) -> np.ndarray:
         """Projection onto the domain, in the method's coordinates."""

@@ -114,10 +114,11 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
         else (None, [None] * len(logy))
     gw = auto_w if step_w is None else check_number(step_w, "step_w", low=0.0, strict=True)
     gy = list(auto_y) if step_y is None else [check_number(step_y, "step_y", low=0.0, strict=True)] * len(auto_y)
-    K = check_int(inner, "inner") if inner is not None else \
+    K = check_int(inner, "inner") if inner is not None else getattr(oracle, "epoch_steps", None) or \
         max(MIN_INNER, math.ceil(oracle.n_samples / oracle.rows_per_step))
 
     simplices = Simplices(oracle.blocks)
+    block = int(getattr(oracle, "block_steps", BLOCK_STEPS))     # inner steps drawn and prepared at once
     lam = simplices.join(logy)                  # the log-weights of every simplex, one after the other
     gy_rows = simplices.expand(gy)
     snap_w, snap_lam = w.copy(), lam.copy()
@@ -153,13 +154,13 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
             snap_part_w, snap_part_lam, keep = alpha * snap_w, alpha * snap_lam, 1.0 - alpha
             half_w, half_y = gw * snap.grad, gy_rows * simplices.join(snap.values)
             for k in range(K):
-                if k % BLOCK_STEPS == 0:
-                    batches = oracle.prepare(oracle.draw(rng, min(BLOCK_STEPS, K - k)), snap)
+                if k % block == 0:
+                    batches = oracle.prepare(oracle.draw(rng, min(block, K - k)), snap)
                 anchor_w = snap_part_w + keep * w
                 anchor = snap_part_lam + keep * lam
                 w_half = oracle.project(anchor_w - half_w)
                 y_half = simplices.weights(anchor + half_y)
-                v_w, v_y = oracle.estimate(batches[k % BLOCK_STEPS], w_half, simplices.split(y_half), snap)
+                v_w, v_y = oracle.estimate(batches[k % block], w_half, simplices.split(y_half), snap)
                 w = oracle.project(anchor_w - gw * v_w)
                 lam = simplices.normalize_log(anchor + gy_rows * simplices.join(v_y))
                 acc_w += w
