@@ -351,10 +351,13 @@ class DaskDataset(Dataset):
             gb = [None] * k if self._gd is None else self._gd.to_delayed(optimize_graph=False).ravel()
         return Xb, yb, gb
 
-    def _tasks(self, fn, per_row) -> list:
-        """One Dask task per chunk holding rows: fn(batch, *the chunk's parts of per_row)."""
+    def _tasks(self, fn, per_row, labels: bool = True) -> list:
+        """One Dask task per chunk holding rows: fn(batch, *the chunk's parts of per_row); ``labels=False``: the
+        batches carry the features only (the chunk's labels and codes are not shipped with the task)."""
         dask, _ = dask_modules()
         Xb, yb, gb = self._blocks()
+        if not labels:
+            yb = gb = [None] * len(Xb)
         tag, b = next(_COUNTER), self._bounds
         return [dask.delayed(_apply, pure=False)(fn, Xb[i], yb[i], gb[i], int(b[i]), int(b[i + 1]),
                                                  *(row_slice(a, b[i], b[i + 1]) for a in per_row),
@@ -367,19 +370,19 @@ class DaskDataset(Dataset):
         dask, _ = dask_modules()
         yield from computed_in_order(dask, tasks, self._io_lock)
 
-    def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
+    def map_chunks(self, fn, size: int | None = None, *per_row, labels: bool = True) -> list:
         """[fn(batch, *per-chunk slices of per_row) for every chunk], in row order, as one Dask computation
         (one task per chunk; ``size`` is ignored: the chunks are the Dask array's)."""
         out = []
-        for got in self._computed(self._tasks(fn, per_row)):
+        for got in self._computed(self._tasks(fn, per_row, labels)):
             out.extend(got)
         return out
 
-    def reduce_chunks(self, fn, *per_row, size: int | None = None, sparse: bool = False):
-        """The sum of fn's chunk results in chunk order, added as each group of chunks is computed (the client holds
-        one group's results at a time, e.g. one d x d Hessian per worker thread)."""
+    def reduce_chunks(self, fn, *per_row, size: int | None = None, sparse: bool = False, labels: bool = True):
+        """The sum of fn's chunk results in chunk order, added as each is computed (the client holds a few results at
+        a time, e.g. one d x d Hessian per worker thread)."""
         total = None
-        for got in self._computed(self._tasks(fn, per_row)):
+        for got in self._computed(self._tasks(fn, per_row, labels)):
             for part in got:
                 total = add_parts(total, part)
         return total

@@ -126,22 +126,26 @@ class Dataset:
         """The feature matrix in memory, for ``what`` (an exact program); chunked data refuse (see DaskDataset)."""
         return self.X
 
-    def map_chunks(self, fn, size: int | None = None, *per_row) -> list:
+    def map_chunks(self, fn, size: int | None = None, *per_row, labels: bool = True) -> list:
         """[fn(batch, *slices of per_row) for every chunk of ``size`` rows (default 65,536)] in row order (a full
-        pass)."""
+        pass); ``labels=False``: the batches carry the features only (y and groups None)."""
         return [fn(b, *(row_slice(a, b.rows[0], b.rows[-1] + 1) for a in per_row))
-                for b in self.chunks(size or CHUNK_ROWS)]
+                for b in self._batches(size, labels)]
 
-    def reduce_chunks(self, fn, *per_row, size: int = None, sparse: bool = False):
+    def reduce_chunks(self, fn, *per_row, size: int = None, sparse: bool = False, labels: bool = True):
         """The sum of ``fn(batch, *slices of per_row)`` over the chunks, in chunk order, added as they come (one
         part in memory at a time); ``sparse``: the batches' features are row blocks of a CSR copy of X (made once
         and kept); see :func:`fairmodel.data.passes.row_sums`."""
         total = None
-        for b in self.chunks(size or CHUNK_ROWS):
+        for b in self._batches(size, labels):
             if sparse:
                 b = Batch(self.sparse_X()[b.rows[0]:b.rows[-1] + 1], b.y, b.groups, b.rows)
             total = add_parts(total, fn(b, *(row_slice(a, b.rows[0], b.rows[-1] + 1) for a in per_row)))
         return total
+
+    def _batches(self, size, labels: bool):
+        for b in self.chunks(size or CHUNK_ROWS):
+            yield b if labels else Batch(b.X, None, None, b.rows)
 
     def sparse_X(self):
         """The features as a SciPy CSR matrix (made on first use and kept: 12 bytes a nonzero)."""

@@ -54,9 +54,8 @@ def parquet_columns(path, target, sensitive, features, read_options: dict, dask,
     if schemas is not None:
         _check_columns(schemas, features + [c for c in (target, sensitive) if c is not None],
                        features + [c for c in (target,) if c is not None])
-    # one collection of the needed columns, cut into pandas partitions once: X, y and the groups of a
-    # chunk are three views of the same partition read (computed once per pass)
-    parts = df[list(dict.fromkeys(features + [c for c in (target, sensitive) if c is not None]))].to_delayed()
+    # X, y and the groups each read only their own columns of a partition (Parquet is columnar): after the opening
+    # passes, the labels and group codes are held in the client and every pass reads the features alone
     # partition lengths from one column (the same partitions): about 1/d of a read of every column
     probe = df[[target if target is not None else features[0]]].to_delayed()
     counts = [dask.delayed(len)(p) for p in probe]
@@ -64,15 +63,16 @@ def parquet_columns(path, target, sensitive, features, read_options: dict, dask,
     if not any(lengths):
         raise DataError(f"the Parquet data at {path} hold no rows")
 
-    def column(fn, *args, shape=(), dtype=float):
+    def column(names, fn, *args, shape=(), dtype=float):
+        parts = df[list(names)].to_delayed()
         return da.concatenate([da.from_delayed(dask.delayed(fn)(p, *args), shape=(n,) + shape, dtype=dtype)
                                for p, n in zip(parts, lengths) if n])
-    X = column(_frame_values, features, shape=(len(features),))
-    y = None if target is None else column(_frame_values, target)
+    X = column(features, _frame_values, features, shape=(len(features),))
+    y = None if target is None else column([target], _frame_values, target)
     g = None
     if sensitive is not None:
         integer = df[sensitive].dtype.kind in "biu"
-        g = column(_frame_labels, sensitive, integer, dtype=np.int64 if integer else object)
+        g = column([sensitive], _frame_labels, sensitive, integer, dtype=np.int64 if integer else object)
     return X, y, g, features
 
 

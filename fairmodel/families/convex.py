@@ -209,7 +209,7 @@ class Convex(Reduction):
         if self.unbounded:
             return self._unbounded(self.unbounded)
         if method == "model_space":
-            return self._solve_model_space(max_memory_gb, **options)
+            return self._solve_model_space(max_memory_gb, verbose=verbose, **options)
         program, ctx = self._program()
         try:
             record = solvers.solve(program, solver, verbose)
@@ -223,7 +223,7 @@ class Convex(Reduction):
         return Solution(variables=variables, status=record["status"], solver=record, timings=timings,
                         certificate={"solver_optimum": record["value"]}, judge_context=context)
 
-    def _solve_model_space(self, max_memory_gb=None, max_iter=100) -> Solution:
+    def _solve_model_space(self, max_memory_gb=None, max_iter=100, verbose=None) -> Solution:
         """The model-space interior-point method; its variables carry the saddle form's dual variables, so the
         judge recomputes the Lagrangian gap (the certificate) from them."""
         start = time.perf_counter()
@@ -233,16 +233,17 @@ class Convex(Reduction):
                      "in minibatches, or fm.Dataset.subsample", max_memory_gb)
         program = self.model_space()
         built = time.perf_counter()
-        out = program.solve(check_int(max_iter, "max_iter"))
-        solved = time.perf_counter()
-        record = out["ipm"]
-        theta, ys, lam = out["theta"], out["ys"], out["multipliers"]
-        try:
-            certificate = program.certificate(theta, ys, lam)
-        except SolverError as exc:      # the judge recomputes the Lagrangian gap from the duals anyway
-            certificate = {}
-            warnings.warn(f"the model-space method's own dual bound failed ({exc}); the judge's Lagrangian gap "
-                          f"certifies the result", stacklevel=3)
+        with program.showing_passes("model-space interior-point method", verbose):
+            out = program.solve(check_int(max_iter, "max_iter"))
+            solved = time.perf_counter()
+            record = out["ipm"]
+            theta, ys, lam = out["theta"], out["ys"], out["multipliers"]
+            try:
+                certificate = program.certificate(theta, ys, lam)
+            except SolverError as exc:      # the judge recomputes the Lagrangian gap from the duals anyway
+                certificate = {}
+                warnings.warn(f"the model-space method's own dual bound failed ({exc}); the judge's Lagrangian gap "
+                              f"certifies the result", stacklevel=3)
         variables = {self.w.name: self.w.project(theta)}
         variables.update({f"weights_{t}": y for t, y in enumerate(ys)})
         if form.constraint_pieces:   # lambda and the slack weight of the saddle form (one when every lambda is 0)

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from ..data.dataset import Groups
-from ..data.passes import epoch_steps
+from ..data.passes import epoch_steps, showing_passes
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
 from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
@@ -226,7 +226,8 @@ class GroupDRO(Reduction):
         if method == "dual":
             if solver is not None:
                 raise OptionError("the dual method uses no CVXPY solver; drop solver= or use method='epigraph'")
-            theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets, **options)
+            with showing_passes(self.risks.data, "group-DRO dual method", verbose):
+                theta, opt, q, record = exact_gdro.solve_dual(self.risks, offsets, **options)
         else:
             try:
                 theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose, **options)

@@ -28,11 +28,12 @@ Lagrangian gap from the same dual variables.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.passes import count_nonzeros, row_sums, sparse_enough
+from ..data.passes import count_nonzeros, row_sums, showing_passes, sparse_enough
 from ..exact import budget
 from ..exact.newton import minimize_on_ball
 from ..expressions.atoms.norms import SumSquares
@@ -191,6 +192,11 @@ class ModelSpace:
             self.a0[k] += v
         self.c0 = form.affine.const
         self.radius = w.radius
+
+    def showing_passes(self, desc: str, verbose=None):
+        """A progress bar of the passes over the (first) chunked data set of the sample leaves while the block runs."""
+        chunked = [part.data for part in self.by_data if part.data.is_chunked]
+        return showing_passes(chunked[0], desc, verbose) if chunked else contextlib.nullcontext()
 
     # -- the leaf oracle ---------------------------------------------------------------------------------------
     def leaves(self, theta, omega=None):
