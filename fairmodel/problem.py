@@ -14,6 +14,7 @@ from typing import Sequence
 
 from . import families  # noqa: F401  (registers the reductions)
 from .errors import (
+    DataError,
     ExpressionTypeError,
     ModelError,
     OptionError,
@@ -277,6 +278,11 @@ class Problem:
                 if m == method:
                     raise
                 continue          # a method that does not apply to this problem
+            except DataError as exc:     # e.g. a per-row program on chunked data: say so, keep the first result
+                if m == method:
+                    raise
+                failures.append(f"the exact method {m!r} cannot run on these data ({_first_line(exc)})")
+                continue
             if result.ok or result.status in ("unbounded",):
                 break
             failures.append(f"the exact method {m!r} gave a result the judge did not accept ({result.status})")

@@ -123,7 +123,9 @@ def lower_loss(kernel: type, z, y):
 
 
 def _score(e: LinearScore, ctx):
-    return linear_score(e.data.in_memory_X("the exact (CVXPY) program"), ctx.variable(e.w), e.w.intercept)
+    return linear_score(e.data.in_memory_X("the exact (CVXPY) program (a row per sample; method='model_space' solves "
+                                           "smooth compositions by passes over the chunks)"),
+                        ctx.variable(e.w), e.w.intercept)
 
 
 def _loss(e: Loss, ctx):
