@@ -169,3 +169,30 @@ def test_worker_processes_give_the_same_answer(law):
         judged = equal_opportunity(data).evaluate(res)
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
     assert judged.objective == pytest.approx(ref.objective, rel=1e-9)
+
+
+def test_an_interrupt_during_a_pass_on_a_cluster_leaves_no_task_behind(law, monkeypatch):
+    """Ctrl-C (a KeyboardInterrupt in this process while a pass collects its chunks' parts) in the middle of an
+    exact solve on a dask.distributed cluster: the pass's remaining tasks are cancelled, nothing is left running,
+    and the next solve on the same client gives the right answer."""
+    distributed = pytest.importorskip("dask.distributed")
+    from fairmodel.data import dask_dataset
+    ref = covariance(law).solve(backend="exact", method="model_space")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        data = as_dask_dataset(*arrays(law), 300)          # 10 chunks a pass
+        calls = {"n": 0}
+        original = dask_dataset.add_parts
+
+        def interrupted(total, part):
+            calls["n"] += 1
+            if calls["n"] == 25:                            # in the third pass
+                raise KeyboardInterrupt
+            return original(total, part)
+        monkeypatch.setattr(dask_dataset, "add_parts", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            covariance(data).solve(backend="exact", method="model_space")
+        monkeypatch.setattr(dask_dataset, "add_parts", original)
+        assert not any(client.processing().values())
+        res = covariance(data).solve(backend="exact", method="model_space")
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
