@@ -12,7 +12,6 @@ from scipy.special import log_softmax, softmax
 
 import fairmodel as fm
 from fairmodel import expressions as E
-from fairmodel.families import lagrangian
 from fairmodel.families.lagrangian import LagrangianOracle, PreparedStep
 from fairmodel.families.leaf_kernels import compile_leaves
 from fairmodel.families.piecewise import saddle_form

@@ -26,7 +26,6 @@ from ..exact.newton import minimize_on_ball_first_order
 from ..expressions.evaluate import Env
 from ..expressions.atoms.aggregates import Max, Min, Pos
 from ..expressions.atoms.losses import Loss
-from ..expressions.atoms.norms import SumSquares
 from ..expressions.core import Abs
 from ..expressions.variables import LinearScore
 from ..oracles.metric import Coordinates
@@ -68,14 +67,8 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
             for node in leaf.expr.nodes():
                 if isinstance(node, LinearScore) and node.w is w and id(node.data) not in moments:
                     moments[id(node.data)] = _second_moment(node.data, w.intercept)
-        elif leaf.quadratic is not None and rows == leaf.quadratic[0].shape[0]:
-            A = leaf.quadratic[0]
-            P += weight[k] * (A + A.T)
-        elif isinstance(leaf.node, SumSquares) and leaf.node.w is w:
-            mask = np.ones(rows)
-            if w.intercept and not leaf.node.include_intercept:
-                mask[-1] = 0.0
-            P += weight[k] * 2.0 * np.diag(mask)
+        elif (H := leaf.hessian()) is not None and H.shape[0] == rows:
+            P += weight[k] * H
     if moments:
         P += sum(moments.values()) / len(moments)
     return P if np.any(P) else None
@@ -478,12 +471,17 @@ class LagrangianOracle:
 
         def full_grad(t):
             return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
-        u, curvature, g0 = rng.standard_normal(self.shape), 0.0, full_grad(theta)
-        for _ in range(power_iterations):
-            u /= np.linalg.norm(u)
-            diff = (full_grad(theta + h * u) - g0) / h
-            curvature = float(np.linalg.norm(diff))
-            u = diff if curvature > 0 else rng.standard_normal(self.shape)
+        if self.epoch_steps is not None and self.kernels is not None and all(f.smooth for f in self.kernels.forms):
+            # chunked data (a pass reads every chunk): the Hessian of w -> Phi in one pass and its top eigenpair,
+            # instead of the power iteration's passes (which estimates the same eigenvalue from below)
+            curvature, u = self._top_curvature(theta, omega)
+        else:
+            u, curvature, g0 = rng.standard_normal(self.shape), 0.0, full_grad(theta)
+            for _ in range(power_iterations):
+                u /= np.linalg.norm(u)
+                diff = (full_grad(theta + h * u) - g0) / h
+                curvature = float(np.linalg.norm(diff))
+                u = diff if curvature > 0 else rng.standard_normal(self.shape)
         batches = self.draw(rng, probes)
         directions = [u / max(np.linalg.norm(u), 1e-300)] + [d / np.linalg.norm(d) for d in
                                                             rng.standard_normal((2,) + tuple(self.shape))]
@@ -522,6 +520,22 @@ class LagrangianOracle:
                 step_w = min(step_w, 0.25 / (g * c ** 2))
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
+
+    def _top_curvature(self, u, omega) -> tuple[float, np.ndarray]:
+        """(the largest |eigenvalue|, its eigenvector) of the Hessian in u of w -> sum_k omega_k leaf_k at u: the
+        sample leaves' X' D X from one pass, plus the exact quadratics (every kernel twice differentiable)."""
+        theta = self.coords.to_theta(u)
+        kernel = LeafSums(theta, self.w.intercept, [ks for _, ks in self.by_expr.values()], self.cells.weights,
+                          len(self.form.leaves), omega)
+        H = row_sums(self.kernels.data, kernel, self.cells.codes, *self.kernels.forms)[2]
+        for k in self.exact:
+            exact = self.form.leaves[k].hessian() if omega[k] != 0 else None
+            if exact is not None:
+                H = H + omega[k] * exact
+        H_u = self.coords.gradient_to_u(self.coords.gradient_to_u(H).T)
+        values, vectors = np.linalg.eigh((H_u + H_u.T) / 2)
+        top = int(np.argmax(np.abs(values)))
+        return float(abs(values[top])), vectors[:, top].reshape(self.shape)
 
     def _minibatch_passes(self, u, omega, batches):
         """:meth:`_sample_pass` on each of the minibatches ``batches`` (one per row): sample-leaf estimates

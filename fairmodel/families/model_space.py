@@ -220,14 +220,8 @@ class ModelSpace:
         if omega is None:
             return values, grads
         for k in self.exact:
-            if omega[k] == 0:
-                continue
-            leaf = self.form.leaves[k]
-            if leaf.quadratic is not None:
-                A = leaf.quadratic[0]
-                H += omega[k] * (A + A.T)
-            else:
-                H += omega[k] * 2.0 * np.diag(leaf.node._mask())
+            if omega[k] != 0:
+                H += omega[k] * self.form.leaves[k].hessian()
         return values, grads, H
 
     # -- the program in x = (theta, t) ---------------------------------------------------------------------------

@@ -77,6 +77,19 @@ class DeterministicLeaf:
     def key(self):
         return ("exact", id(self.node), self.label)
 
+    def hessian(self) -> np.ndarray | None:
+        """The Hessian of a smooth exact leaf in its variable: A + A' of a quadratic theta' A theta + g' theta + c,
+        2 diag(mask) of a sum of squares of the weights; None for a term that is not twice differentiable."""
+        if self.lipschitz is not None:
+            return None
+        if self.quadratic is not None:
+            A = self.quadratic[0]
+            return A + A.T
+        if isinstance(self.node, SumSquares):
+            mask = self.node._mask()
+            return 2.0 * np.diag(mask if mask.ndim == 1 else mask[:, 0])     # a matrix of weights: per row
+        return None
+
 
 @dataclass
 class Affine:
