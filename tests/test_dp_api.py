@@ -236,8 +236,9 @@ def test_reference_variant_runs_the_fixed_budget_without_stop(models):
     frontier = fm.dp_sweep(prob, [0.05, 0.01], parallel=True, data=Xu, T=1000, variant="reference", seed=0,
                            certify=False)
     assert [(r.metrics["stop"], r.metrics["samples_used"]) for r in frontier.results] == [("budget", calls)] * 2
-    est = fm.DemographicParityPostProcessor(reg, clf, eps=0.01, L=5, B=2.5, beta=100, backend="stochastic", T=1000,
-                                            variant="reference", random_state=0).fit(Xu)
+    with pytest.warns(UserWarning, match="status 'infeasible'"):     # T = 1000 is starved, and says so
+        est = fm.DemographicParityPostProcessor(reg, clf, eps=0.01, L=5, B=2.5, beta=100, backend="stochastic",
+                                                T=1000, variant="reference", random_state=0).fit(Xu)
     assert est.result_.metrics["stop"] == "budget" and est.result_.metrics["samples_used"] == calls
     assert prob.solve(backend="stochastic", data=Xu, seed=0, certify=False).metrics["stop"] == "checks"
 
@@ -461,7 +462,9 @@ def test_reproduction_of_one_split_lies_in_the_published_spread():
     SETTINGS of fairmodel.estimators.dp_reproduction) plus the slow test's allowance for the mean over 10 splits
     (0.0012 and 0.027) plus 3 per-split standard deviations (0.0011 and 0.011, measured over the 10 splits: one split
     is one draw); and, on the same split, the constraint must cut the unfairness at least in half at a risk no
-    smaller than at 2^-1 (measured: 0.164 -> 0.040 and 0.0158 -> 0.0169)."""
+    smaller than at 2^-1 (measured: 0.164 -> 0.040 and 0.0158 -> 0.0169). Each eps carries the judge's constraint
+    check on the unlabeled points: the loosest is met; at the tightest the authors' fixed T is not enough to meet
+    eps = 2^-512 there (its violation is above the tolerance and the result is not ok), as on Communities and Crime."""
     from fairmodel.estimators.dp_reproduction import SETTINGS, run_split
     cfg = SETTINGS["adult"]
     k = cfg["i"].index(512)
@@ -470,3 +473,5 @@ def test_reproduction_of_one_split_lies_in_the_published_spread():
     assert abs(tight["risk"] - cfg["paper_risk"][k]) <= 0.0012 + 3 * 0.0011
     assert abs(tight["U"][g0] - cfg["paper_U0"][k]) <= 0.027 + 3 * 0.011
     assert tight["U"][g0] <= 0.5 * loose["U"][g0] and tight["risk"] >= loose["risk"]
+    assert loose["ok"] and loose["violation"] <= loose["tolerance"]
+    assert not tight["ok"] and tight["violation"] > tight["tolerance"]
