@@ -26,7 +26,7 @@ from ..oracles.dp_chunked import ChunkedDual, dual_stats
 from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha, sigma2
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
 from ..utilities.progress import Progress
-from ..utilities.validate import as_generator, check_choice, check_options
+from ..utilities.validate import as_generator, check_options
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
 from .dp_runs import (
     DEFAULT_CAP,
@@ -41,10 +41,10 @@ from .dp_runs import (
     run_solution,
     smoothness_constant,
     start_run,
+    stop_rule,
     with_progress,
 )
 from .registry import register
-from .stopping import STOP_RULES
 
 POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
 CERTIFY_MAX = 5_000_000  # n m up to which the judge solves the exact dual (L-BFGS-B) for the dual suboptimality
@@ -244,8 +244,9 @@ class DPPostProcessing(Reduction):
     def solve_stochastic(self, method, seed, verbose, data=None, sample_weight=None, T=None, batch_size=None,
                          oracle=None, mu=None, inner="acsa2", variant="paper", smoothness=None, step=None,
                          tail=1.0, z0=None, history_every=0, callback=None, judge_size=JUDGE_SIZE, certify=None,
-                         stop="checks"):
-        """Algorithm 1 with ``method`` on the dual (5). ``stop="checks"`` (default): rounds of the method, each a
+                         stop=None):
+        """Algorithm 1 with ``method`` on the dual (5). ``stop="checks"`` (default, except with
+        ``variant="reference"``, whose default is ``"budget"``, the authors' fixed T): rounds of the method, each a
         complete run of it (Algorithm 4, 3 or 2, or projected SGD) warm-started at the previous round's output,
         with the gradient steps and the minibatch doubling from round to round (1,000 steps of 4 points first), and
         the judge's checks (the constraint violations and the duality gap of (pi_z, z), and the dual
@@ -256,14 +257,11 @@ class DPPostProcessing(Reduction):
             raise UnsupportedProblemError("the stochastic backend minimizes the smooth dual (5), which needs "
                                           "entropy > 0: declare fm.Problem(..., entropy=1/beta), e.g. beta = 100 "
                                           "(the paper: fm.dp_parameters('reference', n=N))")
-        if variant not in ("paper", "reference"):
-            raise OptionError(f"variant must be 'paper' or 'reference' (the authors' code's deviations from "
-                              f"Algorithms 2-4); got {variant!r}")
+        stop = stop_rule(stop, variant)
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                        or batch_size < 1):
             raise OptionError(f"batch_size must be a positive integer (or None: 1 with stop='budget', doubling from 4 "
                               f"with stop='checks'); got {batch_size!r}")
-        stop = check_choice(stop, "stop", STOP_RULES)
         stream = data is not None and hasattr(data, "__next__")
         oracle = ("stream" if stream else "resample") if oracle is None else oracle
         if oracle not in ORACLES:
@@ -469,8 +467,8 @@ class DPPostProcessing(Reduction):
         m = solution.metrics
         if m.get("stop") == "budget":
             return ("What to try: a larger T (the gradients of the one run), or stop='checks' (the default of solve "
-                    "and fit), which runs rounds of the method until the judge's checks pass; or the certified exact "
-                    "dual (backend='exact', method='lbfgs').")
+                    "and fit, except with variant='reference'), which runs rounds of the method until the judge's "
+                    "checks pass; or the certified exact dual (backend='exact', method='lbfgs').")
         used = (f" (this run sampled {m['samples_used']:,} points in {m.get('rounds', 1)} round(s))"
                 if "samples_used" in m else "")
         return (f"What to try: a larger cap T= lets the rounds continue until the checks pass{used}; the certified "
