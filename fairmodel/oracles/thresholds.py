@@ -155,6 +155,7 @@ def hull_vertices(x, y) -> np.ndarray:
     n = x.size
     if n <= 2:
         return np.arange(n)
+    x, y = np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist()   # Python floats: ~10x faster
 
     def chain(sign):
         out = []
