@@ -378,7 +378,7 @@ class WDRSCOracle(SaddleOracle):
         self._a_pos = model.delta
         self._a_neg = model.delta - (model.kappa if model.variant == "paper" else 0.0)
         self._zm = model.zeta * model.mask.astype(float)
-        self.y_box = (np.full(self.n, -1.0), np.full(self.n, 1.0))
+        self.y_box = (np.broadcast_to(-1.0, self.n), np.broadcast_to(1.0, self.n))     # views: no n-vectors
         self._scale = (model.mass * model.n).tolist() if model.weighted else None
 
     def value(self, i, u, shift):
