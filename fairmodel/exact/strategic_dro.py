@@ -48,10 +48,10 @@ def wdrsc_program(model: WDRSC, max_memory_gb=None):
     if model.chunked:
         raise DataError(f"the exact program (E1) of strategic Wasserstein DRO has an epigraph variable for every row "
                         f"labelled +1 (a per-row CVXPY program), so it needs the features in memory; these "
-                        f"{model.n} rows are backed by Dask ({model.X.data.n_chunks} chunks). Solve with the stochastic "
-                        f"backend, prob.solve(backend='stochastic') (zeroth-order OGDA-RR of Maheshwari et al. 2022, "
-                        f"Algorithm 1, reading the rows chunk by chunk; method='ogda-wr', 'sgda-rr' or 'sgda-wr' too), "
-                        f"or build the problem on an in-memory sample: data.subsample(n, seed=0)")
+                        f"{model.n} rows are backed by Dask ({model.X.data.n_chunks} chunks). Solve with the "
+                        f"stochastic backend, prob.solve(backend='stochastic') (zeroth-order OGDA-RR of Maheshwari et "
+                        f"al. 2022, Algorithm 1, reading the rows chunk by chunk; method='ogda-wr', 'sgda-rr' or "
+                        f"'sgda-wr' too), or build the problem on an in-memory sample: data.subsample(n, seed=0)")
     budget.check(budget.strategic(model.n, model.p), ALTERNATIVE, max_memory_gb)
     theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
     zp, zn = _scores(model, theta)
@@ -148,7 +148,8 @@ NORM_SMOOTHING = 1e-9    # mu of the smoothed norm sqrt(||theta||^2 + mu^2) (rel
 def inner_min_by_passes(model: WDRSC, gamma, tol: float = 1e-10) -> tuple[float, np.ndarray, float]:
     """(E3) on chunked rows: (a rigorous lower bound on the minimum, theta, alpha), alpha eliminated as in
     :func:`inner_min`, so the objective is h(theta) = g(theta) + (a / r) ||theta|| (a >= 0) or g(theta) + a alpha_max
-    (a < 0) over the ball ||theta|| <= r alpha_max, g the smooth part of :class:`~fairmodel.oracles.strategic.InnerPass`.
+    (a < 0) over the ball ||theta|| <= r alpha_max, g the smooth part of
+    :class:`~fairmodel.oracles.strategic.InnerPass`.
 
     Projected Newton steps (:func:`fairmodel.exact.newton.minimize_on_ball`), each one pass over the chunks (value,
     gradient and d x d Hessian at once), on h_mu with the norm smoothed as sqrt(||theta||^2 + mu^2) (differentiable
