@@ -1,5 +1,5 @@
 """Group-specific thresholds (Hardt, Price, Srebro 2016) on Dask-backed rows: the ROC points from the distinct
-(group, label, score) counts of the chunks, so the LP, its certificate and the judge's rates equal those of the same
+(group, score) counts of the chunks, so the LP, its certificate and the judge's rates equal those of the same
 rows in memory (thresholds exactly, mixing weights and rates to 1e-12: unit weights give integer counts, hence the
 same LP data to the last bit; real weights differ by the order of summation only), and rows replicated k times give
 the answer of the original rows. Predictions are Dask arrays drawn from the seed's stream advanced to each chunk, so
@@ -117,7 +117,8 @@ def test_predictions_on_dask_equal_the_in_memory_predictions(model):
 def test_refusals_name_the_way_out(model):
     X, y, g = _data(n=1200)
     data = as_dask_dataset(X, y, g, 400)
-    with pytest.raises(fm.DataError, match="distinct values.*max_distinct=.*round the scores"):
+    with pytest.raises(fm.DataError, match=r"more than 10 distinct \(group, score\) pairs.*max_distinct=.*round the "
+                                           r"scores"):
         _post(model, max_distinct=10).fit(data)
     with pytest.raises(fm.OptionError, match="prefit=True"):
         fm.GroupThresholdPostProcessor(LogisticRegression()).fit(data)
@@ -145,3 +146,18 @@ def test_the_per_chunk_functions_run_in_worker_processes(model):
         remote_labels = remote.predict(data, random_state=1).compute()
     _same(threaded, remote)
     assert np.array_equal(remote_labels, labels)
+
+
+def first_column(X):
+    """A "model" given as a plain function of the features: its scores are the first column."""
+    return np.asarray(X)[:, 0]
+
+
+def test_a_function_of_the_features_as_the_model():
+    X, y, g = _data()
+    memory = fm.GroupThresholdPostProcessor(first_column, prefit=True, eps=0.01).fit(X, y, sensitive_features=g)
+    chunked = fm.GroupThresholdPostProcessor(first_column, prefit=True, eps=0.01).fit(as_dask_dataset(X, y, g, 600))
+    _same(memory, chunked)
+    assert chunked.result_.metrics["distinct_scores"] == len(set(zip(g, X[:, 0])))
+    with pytest.raises(fm.OptionError, match="not callable"):
+        fm.GroupThresholdPostProcessor(object(), prefit=True).fit(X, y, sensitive_features=g)

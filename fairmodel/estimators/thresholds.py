@@ -10,8 +10,8 @@ It needs the sensitive feature when predicting: the thresholds are one per group
 ``fm.DemographicParityPostProcessor`` predicts from X alone.)
 
 Chunked rows (a Dask-backed ``fm.Dataset``, or Dask arrays): the fitted model runs chunk by chunk; one pass
-counts the weight of every distinct (group, label, score) cell, from which the ROC points are exact, and one pass
-gives the judge's rates (``oracles/thresholds.py``); ``predict`` and ``predict_proba`` return Dask arrays.
+counts the positives' and negatives' weights at every distinct (group, score), from which the ROC points are exact,
+and one pass gives the judge's rates (``oracles/thresholds.py``); ``predict`` and ``predict_proba`` return Dask arrays.
 """
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : a scikit-learn classifier (default ``LogisticRegression()``); cloned and fitted in ``fit`` unless
-        ``prefit=True``, in which case it must already be fitted and is used as is.
+        ``prefit=True``, in which case it must already be fitted and is used as is (or, with ``prefit=True``, any
+        function of the features returning the scores, e.g. a model's ``decision_function``).
     constraint : ``"equalized_odds"`` (default), ``"equal_opportunity"`` or ``"demographic_parity"``.
     eps : the bound on the largest pairwise gap of each compared rate, in [0, 1] (default 0: equal rates).
     prefit : whether ``estimator`` is already fitted.
@@ -73,7 +74,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     costs : ``(c_fp, c_fn)``, the costs of a false positive and a false negative (default (1, 1): accuracy).
     solver : the LP solver (default ``"HIGHS"``, the simplex method; ``"CLARABEL"`` also solves it).
     random_state : seed of ``predict``'s draws (the randomized thresholds) when ``predict`` gets none.
-    max_distinct : on chunked rows, the most distinct (group, label, score) cells kept (default 2^24, about 0.5 GiB);
+    max_distinct : on chunked rows, the most distinct (group, score) cells kept (default 2^24, about 0.5 GiB);
         more are refused with a message (in memory the scores are there already, and no limit applies).
 
     Chunked rows: ``fit(data)`` with a Dask-backed ``fm.Dataset`` (labels and groups from it), or ``fit(X, y,
@@ -262,7 +263,13 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         check_choice(method, "predict_method", ("auto", "predict_proba", "decision_function", "predict"))
         est = self.estimator_
         if method == "auto":
-            method = next(m for m in ("predict_proba", "decision_function", "predict") if hasattr(est, m))
+            method = next((m for m in ("predict_proba", "decision_function", "predict") if hasattr(est, m)), None)
+            if method is None and callable(est):        # a plain function of the features: its values are the scores
+                return _ModelScores(est, None, self.classes_[1])
+            if method is None:
+                raise OptionError(f"{type(est).__name__} has no predict_proba, decision_function or predict and is "
+                                  f"not callable: give a fitted classifier, or a function of the features returning "
+                                  f"the scores")
         if not hasattr(est, method):
             raise OptionError(f"predict_method={method!r}, but {type(est).__name__} has no {method}")
         return _ModelScores(est, method, self.classes_[1])
@@ -348,20 +355,21 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
 
 class _ModelScores:
     """A fitted model's scores of some features (picklable: it runs per chunk, possibly in a worker process):
-    ``predict_proba``'s positive column, ``decision_function``, or ``predict`` == the positive class."""
+    ``predict_proba``'s positive column, ``decision_function``, ``predict`` == the positive class, or (``method``
+    None) the values of the model itself, a function of the features."""
 
     def __init__(self, estimator, method: str, positive_class):
         self.estimator, self.method, self.positive_class = estimator, method, positive_class
 
     def __call__(self, X) -> np.ndarray:
-        s = np.asarray(getattr(self.estimator, self.method)(X))
+        s = np.asarray(self.estimator(X) if self.method is None else getattr(self.estimator, self.method)(X))
         if self.method == "predict_proba":
             s = s[:, 1]
         elif self.method == "predict":
             s = (s == self.positive_class).astype(float)
         s = np.asarray(s, dtype=float).ravel()
         if not np.all(np.isfinite(s)):
-            raise DataError(f"the estimator's {self.method} gave non-finite scores")
+            raise DataError(f"the estimator's {self.method or 'scores'} gave non-finite scores")
         return s
 
 

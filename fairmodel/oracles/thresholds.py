@@ -21,7 +21,7 @@ Every rate a constraint can compare is a linear function of a group's expected c
 and the expected weighted error is ``c_fp FP + c_fn (P_g - TP)`` summed over the groups, divided by the total
 weight (accuracy is one minus it when both costs are 1).
 
-Rows in chunks: the ROC points need only the weight of every distinct (group, label, score) cell
+Rows in chunks: the ROC points need only the weights of the positives and negatives at every distinct (group, score)
 (:class:`ScoreCounts`), which add over disjoint rows, and the judge's rates only per-group sums (:func:`rate_sums`).
 Both are therefore sums over chunks (:class:`CountPass`, :class:`RatePass`), exact and of memory O(distinct scores)
 and O(groups); in-memory rows are one chunk, so both data sources run the same code.
@@ -68,11 +68,11 @@ class GroupROC:
         return GroupROC(self.thresholds[keep], self.fp[keep], self.tp[keep], self.P, self.N, self.W)
 
 
-MAX_DISTINCT = 1 << 24    # distinct (group, label, score) cells a fit keeps by default: about 0.5 GiB
+MAX_DISTINCT = 1 << 24    # distinct (group, score) cells a fit keeps by default: 32 bytes each, 0.5 GiB
 
 
 class ScoreCounts:
-    """The weight of every distinct (group, label, score) cell of some rows: ``group`` (codes), ``score`` and the
+    """The cells of some rows, one per distinct (group, score): ``group`` (codes), ``score`` and the
     positives' and negatives' weights ``pos``, ``neg``, sorted by group, then by decreasing score.
 
     Counts of disjoint rows add (``a + b``: the cells merged, their weights added, ``b``'s after ``a``'s), so the
@@ -104,7 +104,7 @@ class ScoreCounts:
         starts = np.flatnonzero(first)
         if self.limit is not None and starts.size > self.limit:
             raise DataError(
-                f"the scores take more than {self.limit:,} distinct values per group and label (the exact ROC "
+                f"the rows have more than {self.limit:,} distinct (group, score) pairs (the exact ROC "
                 f"points of Hardt, Price, Srebro 2016 need one count per distinct score); raise max_distinct= if "
                 f"the memory is there (about 32 bytes a distinct score), round the scores (e.g. a model whose "
                 f"predict_proba is rounded to 6 decimals has at most 10^6 distinct scores, and its thresholds are "
