@@ -82,7 +82,8 @@ class SaddleOracle(Protocol):
     * ``project_x(x)``, ``project_y(y)``: Euclidean projections onto X and Y.
 
     Oracles with a sparse y-part set ``y_box = (lo, hi)`` (Y is a box, so the projection of the few
-    coordinates a step changes is a clip): a step then costs O(d_x) instead of O(dim).
+    coordinates a step changes is a clip): a step then costs O(d_x) instead of O(dim). ``prepare_epoch(order)``
+    is told the components of each epoch before its steps (an oracle on chunked rows gathers their rows ahead).
     """
 
     n: int
@@ -109,6 +110,9 @@ class SaddleOracle(Protocol):
 
     def project(self, u: np.ndarray) -> np.ndarray:
         return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
+
+    def prepare_epoch(self, order: np.ndarray) -> None:
+        """The components of the coming epoch, in the order the steps take them (nothing to do by default)."""
 
 
 class PrimalDualOracle(Protocol):
