@@ -200,10 +200,10 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         n = data.n_samples
         sw = check_sample_weight(sample_weight.compute() if is_dask(sample_weight) else sample_weight, n)
         self._take_estimator(None, None, None)
-        self.groups_ = data.groups if data.groups is not None else Groups(np.zeros(n, dtype=int))
-        self._sensitive = data.groups is not None
+        self.groups_ = data.groups if data.has_groups else Groups(np.zeros(n, dtype=int))
+        self._sensitive = data.has_groups
         limit = check_int(self.max_distinct, "max_distinct")
-        return _ChunkedRows(data, self._score_function(), self.classes_[1], sw, self.groups_.n_groups, limit)
+        return _ChunkedRows(data, self._score_function(), self.classes_[1], sw, self.groups_, limit)
 
     def _costs(self):
         costs = self.costs
@@ -393,9 +393,10 @@ class _ChunkedRows:
     """The rows of a Dask-backed Dataset: the counts and the judge's sums are one pass each (the model runs per
     chunk; the client holds the labels, group codes and weights, and the distinct cells)."""
 
-    def __init__(self, data, scores, positive_label, weights, n_groups, limit):
-        self.data, self.scores, self.positive_label, self.K, self.limit = data, scores, positive_label, n_groups, limit
-        self.per_row = () if weights is None else (weights,)
+    def __init__(self, data, scores, positive_label, weights, groups, limit):
+        self.data, self.scores, self.positive_label, self.K, self.limit = \
+            data, scores, positive_label, groups.n_groups, limit
+        self.per_row = (data.y, groups.codes) + (() if weights is None else (weights,))
         self._start = passes_of(data)
 
     def counts(self) -> ScoreCounts:

@@ -132,21 +132,15 @@ class ScoreCounts:
 class CountPass:
     """One chunk's :class:`ScoreCounts` (a per-chunk function of :func:`fairmodel.data.passes.row_sums`): the
     ``scores`` callable (features -> scores, e.g. a fitted model's decision function) runs on the chunk's features;
-    its labels are positive where they equal ``positive_label``; ``weights`` (per row) default to 1."""
+    the chunk's labels ``y`` are positive where they equal ``positive_label``; its group ``codes``; ``weights`` (per
+    row) default to 1."""
 
     def __init__(self, scores, positive_label, limit: int = MAX_DISTINCT):
         self.scores, self.positive_label, self.limit = scores, positive_label, limit
 
-    def __call__(self, batch, weights=None):
-        w, codes = _weights_codes(batch, weights)
-        return ScoreCounts.of(self.scores(batch.X), batch.y == self.positive_label, w, codes, self.limit)
-
-
-def _weights_codes(batch, weights):
-    """A chunk's weights (default 1) and group codes (default 0: one group)."""
-    n = batch.X.shape[0]
-    return (np.ones(n) if weights is None else weights,
-            np.zeros(n, dtype=np.intp) if batch.groups is None else batch.groups)
+    def __call__(self, batch, y, codes, weights=None):
+        w = np.ones(batch.X.shape[0]) if weights is None else weights
+        return ScoreCounts.of(self.scores(batch.X), y == self.positive_label, w, codes, self.limit)
 
 
 def hull_vertices(x, y) -> np.ndarray:
@@ -234,10 +228,10 @@ class RatePass:
     def __init__(self, scores, positive_label, thresholds, weights):
         self.scores, self.positive_label, self.thresholds, self.weights = scores, positive_label, thresholds, weights
 
-    def __call__(self, batch, weights=None):
-        w, codes = _weights_codes(batch, weights)
+    def __call__(self, batch, y, codes, weights=None):
+        w = np.ones(batch.X.shape[0]) if weights is None else weights
         q = group_probabilities(self.thresholds, self.weights, self.scores(batch.X), codes)
-        return rate_sums(q, batch.y == self.positive_label, w, codes, len(self.thresholds))
+        return rate_sums(q, y == self.positive_label, w, codes, len(self.thresholds))
 
 
 def expected_rates(sums, costs=(1.0, 1.0)) -> dict:
