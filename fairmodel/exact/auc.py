@@ -10,12 +10,14 @@ equivalent lowerings (they agree to solver tolerance when the interval I is vali
 
 * ``moment`` (default): T_i = c1 c2^2 - 2 c1 c2 Delta_i + c1 (v_S + v_S') + (c1^2 / q) Delta_i^2 with
   Delta_i = (mu_S - mu_S') . theta and v_S = ||R_S theta||^2 (R_S' R_S = population covariance of set S):
-  O(p^2) program size whatever n;
+  O(p^2) program size whatever n, its data the per-set moments of one pass over the rows (in memory or in chunks);
 * ``pairwise``: the literal surrogate (6), (1/(|S||S'|)) sum over all pairs (i, j) in S x S' (i = j
   included) of c1 (h_i - h_j - c2)^2 (with sample weights, the pair weighs w_i w_j / (W_S W_S') instead). The scores h = X theta are lifted as variables so that each pair is
-  one sparse row with two entries (memory O(#pairs), not O(#pairs x p)); refused above a memory limit;
-* ``lifted``: the x of (10): variables a_i, b_i in I and the closed-form maximum over alpha in I,
-  max_alpha {2 c1 Delta alpha - q alpha^2} = q huber(c1 Delta / q, I); exact for any interval I.
+  one sparse row with two entries (memory O(#pairs), not O(#pairs x p)); refused above a memory limit, and on
+  data whose rows are not in memory;
+* ``lifted``: the x of (10): variables a_i, b_i in I (one pair per pair risk) and the closed-form maximum over
+  alpha in I, max_alpha {2 c1 Delta alpha - q alpha^2} = q huber(c1 Delta / q, I); exact for any interval I; the same
+  moments as the moment form.
 
 Also: the exact level-set function H(r) of (22) (and H^ of (33) with a proximal term), and the
 Lagrangian lower bound on f* that certifies any candidate (the level-set bracket of the judge).

@@ -13,6 +13,12 @@ Backends: exact (linear score only) = the moment-form QCQP (default), the pairwi
 evaluates the surrogate objective and constraints exactly (closed forms in the group means and variances of the
 scores, which follow from Lemma 1), the true AUC and the true fairness gaps (2), and, for a linear score, the
 level-set bracket [f*_lower, f0(w)] on the optimum.
+
+Data in memory or in chunks (Dask): a linear score's pair risks are quadratics in the per-set moments of the design
+rows, computed once by one pass (:meth:`fairmodel.oracles.pairs.LinearMoments.of`); the moment and lifted forms, the
+judge's closed forms and its bracket use only them. The judge's true AUCs take the scores of one pass (8 bytes a row
+in the client, each set sorted there); SFLS and IQRC take minibatches gathered by the data's sampler. Only the
+pairwise form (a row per pair of rows) needs the rows in memory.
 """
 from __future__ import annotations
 
