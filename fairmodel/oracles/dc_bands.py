@@ -105,7 +105,7 @@ class RampBandBlock(Block):
         return self.avg.values(x), x
 
     def plus_grad(self, x, i, cache):
-        return self.avg.values_and_gradients(x, [i])[1][0]
+        return self.avg.gradients(x, [i])[0]
 
     def plus_jacobian(self, x) -> np.ndarray:
         return self.avg.values_and_gradients(x)[1]
@@ -165,7 +165,7 @@ class RampBandBlock(Block):
         c = 2.0 / (self.beta - self.alpha)
         lower = k * self.P + p
         # sigma = A+ - A-: its subgradient is that of A+ (the upper family) minus that of A- (the lower family)
-        _, g = self.avg.values_and_gradients(x, [lower + self.G * self.P, lower])
+        g = self.avg.gradients(x, [lower + self.G * self.P, lower])
         return c * abs(float(dev[k, p])), c * np.sign(dev[k, p]) * (g[0] - g[1])
 
 

@@ -45,10 +45,11 @@ def scores(batch, theta, intercept: bool) -> np.ndarray:
     return batch.X @ theta[:-1] + theta[-1] if intercept else batch.X @ theta
 
 
-def _active_sum(X, mask, intercept: bool) -> np.ndarray:
-    """sum of the design rows (x, 1) where ``mask``: (k, D_w) for a (n, k) mask."""
-    s = mask.T.astype(float) @ X
-    return np.hstack([s, mask.sum(axis=0)[:, None].astype(float)]) if intercept else s
+def _active_sum(X, weight, intercept: bool) -> np.ndarray:
+    """sum of the design rows (x, 1) weighted by ``weight`` (a (n, k) mask or weights): (k, D_w)."""
+    weight = np.asarray(weight, dtype=float)
+    s = weight.T @ X
+    return np.hstack([s, weight.sum(axis=0)[:, None]]) if intercept else s
 
 
 class _Scores:
@@ -78,35 +79,32 @@ class _RowNorm:
 
 
 class _Sums:
-    """One chunk's hinge sums: for every family f, sum_r pos(y_fr) and #{r : y_fr > snap} over its cell's rows of
-    the chunk, the part of the sum from the hinges with 0 < y_fr <= snap, and for the families ``grads`` the active
-    sums sum_{y_fr > snap} (x_r, 1) (a per-chunk function)."""
+    """One chunk's hinge sums: for every family f, sum_r pos(y_fr) over its cell's rows of the chunk, #{r : y_fr >
+    snap}, the part of the sum from the hinges with 0 < y_fr <= snap, and for the families ``grads`` the active sums
+    sum_{y_fr > snap} (x_r, 1) (a per-chunk function; ``values=False``: the counts and active sums of the families
+    ``grads`` alone). One (rows x families) array per quantity, no loop over the cells."""
 
-    def __init__(self, theta, intercept, scale, cell, t, grads=None, snap=0.0):
+    def __init__(self, theta, intercept, scale, cell, t, grads=None, snap=0.0, values=True):
         self.theta, self.intercept, self.scale, self.cell, self.t = theta, intercept, scale, cell, t
-        self.grads, self.snap = grads, snap
+        self.grads, self.snap, self.values = grads, snap, values
 
     def __call__(self, batch, codes):
         F = self.t.size
-        sums, counts, near = np.zeros(F), np.zeros(F), np.zeros(F)
-        grads = None if self.grads is None else np.zeros((self.grads.size, self.theta.size))
+        cols = np.arange(F) if self.values else self.grads
         z = self.scale * scores(batch, self.theta, self.intercept)
-        for c in np.unique(codes[codes >= 0]):
-            rows = codes == c
-            fam = np.flatnonzero(self.cell == c)
-            zc = np.sort(z[rows])
-            suffix = np.concatenate([np.cumsum(zc[::-1])[::-1], [0.0]])
-            t = self.t[fam]
-            first = np.searchsorted(zc, t, side="right")                  # strict: the first score above the cut
-            sums[fam] = suffix[first] - (zc.size - first) * t
-            active = np.searchsorted(zc, t + self.snap, side="right") if self.snap else first
-            counts[fam] = zc.size - active
-            near[fam] = sums[fam] - (suffix[active] - counts[fam] * t)
-            if grads is not None:
-                want = np.flatnonzero(np.isin(self.grads, fam))
-                if want.size:
-                    mask = z[rows][:, None] > self.t[self.grads[want]][None, :] + self.snap
-                    grads[want] = self.scale * _active_sum(batch.X[rows], mask, self.intercept)
+        y = z[:, None] - self.t[cols][None, :]
+        inside = codes[:, None] == self.cell[cols][None, :]
+        active = inside & (y > self.snap)
+        counts = np.zeros(F)
+        counts[cols] = active.sum(axis=0)
+        sums = near = grads = None
+        if self.values:
+            positive = np.where(inside, np.maximum(y, 0.0), 0.0)
+            sums = positive.sum(axis=0)
+            near = np.where(active, 0.0, positive).sum(axis=0) if self.snap else np.zeros(F)
+        if self.grads is not None:
+            chosen = self.grads if self.values else np.arange(cols.size)
+            grads = self.scale * _active_sum(batch.X, active[:, chosen], self.intercept)
         return sums, counts, near, grads
 
 
@@ -190,10 +188,10 @@ class HingeAverages:
         """The effective cut of every family at x: cut_f + x[j_f]."""
         return self.cut + np.where(self.has_j, np.asarray(x)[np.where(self.has_j, self.j, 0)], 0.0)
 
-    def _sums(self, x, grads=None, snap=0.0):
+    def _sums(self, x, grads=None, snap=0.0, values=True):
         x = np.asarray(x, dtype=float)
         fn = _Sums(x[self.wsl], self.intercept, self.scale, self.cell, self.cuts(x),
-                   None if grads is None else np.asarray(grads, dtype=np.intp), snap)
+                   None if grads is None else np.asarray(grads, dtype=np.intp), snap, values)
         return row_sums(self.data, fn, self.codes)
 
     def values(self, x) -> np.ndarray:
@@ -205,6 +203,12 @@ class HingeAverages:
         families = np.arange(self.F) if families is None else np.atleast_1d(np.asarray(families, dtype=np.intp))
         sums, counts, _, grads = self._sums(x, families)
         return sums / self.n_each, self.gradient(families, grads, counts[families])
+
+    def gradients(self, x, families) -> np.ndarray:
+        """Subgradients (len(families), D) of the families asked: one pass over their cells' rows only."""
+        families = np.atleast_1d(np.asarray(families, dtype=np.intp))
+        _, counts, _, grads = self._sums(x, families, values=False)
+        return self.gradient(families, grads, counts[families])
 
     def linearization(self, x, snap: float = SNAP):
         """An affine minorant of every A_f tight at x up to the hinges within ``snap`` of their kink: (values (F,),

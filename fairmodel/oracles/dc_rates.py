@@ -113,7 +113,7 @@ class RampRateBlock(Block):
         return self.avg.values(x), x
 
     def plus_grad(self, x, i, cache):
-        return self.avg.values_and_gradients(x, [i])[1][0]
+        return self.avg.gradients(x, [i])[0]
 
     def plus_jacobian(self, x) -> np.ndarray:
         return self.avg.values_and_gradients(x)[1]
@@ -161,7 +161,7 @@ class RampRateBlock(Block):
         j = int(np.argmax(np.abs(dev)))
         sign = 1.0 if dev[j] >= 0 else -1.0
         # d r / d w: the rows inside the ramp, -1/2 < u <= 1/2 (subgradient 0 at the kinks); d / d c_s = -1
-        _, g = self.avg.values_and_gradients(x, [j, self.C + j])
+        g = self.avg.gradients(x, [j, self.C + j])
         grad = 2.0 * sign * (g[0] - g[1])
         grad[self.csl.start + self.stratum[j]] -= 2.0 * sign
         return 2.0 * abs(float(dev[j])), grad
