@@ -48,8 +48,8 @@ class Result:
     reason). ``status`` is one of ``optimal``, ``optimal_inaccurate`` (exact solvers, confirmed by a certificate),
     ``converged``, ``completed``, ``budget_exhausted`` (stochastic: the iteration budget ran out, which is the
     normal end of a fixed-budget run) when the judge's checks pass; ``infeasible`` (a judged constraint violation
-    beyond its tolerance) or ``inaccurate`` (a certificate beyond its tolerance, or an inaccurate exact solve no
-    certificate confirms), whatever the solver's loop said; ``unverified`` (no check of the judge could be
+    beyond its tolerance) or ``inaccurate`` (a certificate beyond its tolerance or contradicting itself, or an
+    inaccurate exact solve no certificate confirms), whatever the solver's loop said; ``unverified`` (no check of the judge could be
     computed); ``unbounded`` (the objective has no finite minimum on the declared domain); ``diverged``,
     ``failed`` or ``interrupted`` (with ``message``).
     """
