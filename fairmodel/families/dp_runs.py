@@ -17,7 +17,7 @@ from ..oracles.dp_dual import canonical, sigma2
 from ..stochastic.dp_postprocessing import FIRST_BATCH, FIRST_STEPS, Restarts, Schedule, doubling
 from ..stochastic.sgd3 import sgd3_stages
 from ..utilities.progress import Progress
-from ..utilities.validate import as_generator
+from ..utilities.validate import as_generator, check_choice, check_int
 from .base import Solution
 from .stopping import CertifiedStop
 
@@ -298,16 +298,17 @@ def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | N
     sqrt(T) / log sqrt(T), a misprint: the authors' code uses 0.5 sqrt(N) log2(N) for every data set).
     ``"theory"`` (Thm 5.1): beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients.
     """
+    check_choice(preset, "preset", ("reference", "theory"))
+    own, other = (("n", n, "the number of unlabeled points", 2), ("T", T)) if preset == "reference" else \
+        (("T", T, "the number of stochastic gradients", 3), ("n", n))
+    if other[1] is not None:
+        raise OptionError(f"the {preset!r} preset takes {own[0]}= ({own[2]}), not {other[0]}=: drop {other[0]}= or "
+                          f"use the other preset")
+    check_int(own[1], f"{own[0]} ({own[2]}) of the {preset!r} preset", minimum=own[3])
     if preset == "reference":
-        if n is None or n < 2:
-            raise OptionError("the 'reference' preset needs n >= 2, the number of unlabeled points")
         beta = 0.5 * math.sqrt(n) * math.log2(n)
         L = math.floor(math.sqrt(n))
-    elif preset == "theory":
-        if T is None or T < 3:
-            raise OptionError("the 'theory' preset needs T >= 3, the number of stochastic gradients")
+    else:
         beta = T / (8.0 * math.log2(T))
         L = max(1, round(math.sqrt(T)))
-    else:
-        raise OptionError(f"preset must be 'reference' or 'theory'; got {preset!r}")
     return {"L": int(L), "beta": float(beta), "entropy": 1.0 / beta}

@@ -115,13 +115,14 @@ def _save(args, writers: dict, interrupted: bool = False, stale=None) -> list[st
     otherwise says that the earlier files are kept)."""
     if not getattr(args, "out", None):
         return None
+    out = Path(args.out)
     try:
-        paths = save_files(Path(args.out), writers, replace=bool(args.force) and not interrupted, stale=stale)
+        paths = save_files(out, writers, replace=bool(args.force) and not interrupted, stale=stale)
     except ResultFileError:
-        if not interrupted:
+        if not (interrupted and any(os.path.lexists(out / name) for name in writers)):
             raise
-        print(f"fairmodel: the interrupted run saved nothing: {args.out} holds earlier results of these names, "
-              f"which are kept", file=sys.stderr)
+        print(f"fairmodel: the interrupted run saved nothing: {out} holds earlier results of these names, which "
+              f"are kept (an interrupted run replaces nothing)", file=sys.stderr)
         return None
     return [str(p) for p in paths]
 

@@ -28,7 +28,7 @@ from ..families.registry import by_name
 from ..utilities import display
 from ..utilities.outputs import check_free as check_names_free
 from ..utilities.outputs import save_files
-from ..utilities.validate import check_bool
+from ..utilities.validate import check_bool, check_problem
 from .schema import validate_fields
 
 FORMAT = "fairmodel.result"
@@ -225,6 +225,9 @@ def load_result(path, problem=None) -> Result:
     ``unverified``. With ``problem=``, the declared variables must be in the file with the declared shapes.
     """
     json_path, npz_path = result_paths(path)
+    if problem is not None:
+        check_problem(problem, "load_result(problem=)", ("variables",), "a fm.Problem (whose variables the file must "
+                                                                       "hold)")
     for p in (json_path, npz_path):
         if not p.exists():
             raise ResultFileError(f"{p} does not exist; a saved result is a .json file and a .npz file side by side")

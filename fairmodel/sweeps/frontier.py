@@ -18,6 +18,7 @@ from ..errors import ModelError, OptionError
 from ..results.plotting import plot_frontier
 from ..utilities.display import frontier_repr, rows_html, rows_markdown
 from ..utilities.progress import Progress, logger
+from ..utilities.validate import check_problem
 
 
 @dataclass
@@ -96,6 +97,7 @@ def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_s
                 start = time.perf_counter()
                 try:
                     prob = build(v)
+                    check_problem(prob, f"fm.sweep: build({v!r})", ("solve",), "to return a fm.Problem")
                     options = {**solve_options, **(options_for(v) if options_for is not None else {})}
                     if warm_start and previous is not None and backend == "stochastic" and hasattr(prob, "family"):
                         options = {**prob.family.warm_start(previous), **options}
