@@ -299,13 +299,14 @@ def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | N
     ``"theory"`` (Thm 5.1): beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients.
     """
     check_choice(preset, "preset", ("reference", "theory"))
-    own, other = (("n", n, "the number of unlabeled points", 2), ("T", T)) if preset == "reference" else \
-        (("T", T, "the number of stochastic gradients", 3), ("n", n))
-    if other[1] is not None:
-        raise OptionError(f"the {preset!r} preset takes {own[0]}= ({own[2]}), not {other[0]}=: drop {other[0]}= or "
-                          f"use the other preset")
-    check_int(own[1], f"{own[0]} ({own[2]}) of the {preset!r} preset", minimum=own[3])
-    if preset == "reference":
+    reference = preset == "reference"
+    name, what, other = ("n", "the number of unlabeled points", "T") if reference else \
+        ("T", "the number of stochastic gradients", "n")
+    if (T if reference else n) is not None:
+        raise OptionError(f"the {preset!r} preset takes {name}= ({what}), not {other}=: drop {other}= or use the "
+                          f"other preset")
+    check_int(n if reference else T, f"{name} ({what}) of the {preset!r} preset", minimum=2 if reference else 3)
+    if reference:
         beta = 0.5 * math.sqrt(n) * math.log2(n)
         L = math.floor(math.sqrt(n))
     else:

@@ -2,7 +2,7 @@
 
 Exit codes: 0 success, 1 a cross-check that is not ok, 2 bad input (with the message), 3 solver failure or a
 result that is not ok, 130 interrupted by Ctrl-C (what was finished is printed, and saved where that replaces no
-earlier result), 143 terminated by SIGTERM (nothing new is saved). Every --out is saved as one unit
+earlier result), 143 terminated by SIGTERM (what it was writing is removed). Every --out is saved as one unit
 (:func:`fairmodel.utilities.outputs.save_files`): an interrupt leaves the earlier files or the new ones, never a mix
 and never a temporary file, and of several runs saving the same files at once without --force one saves and the
 others fail (exit 2, "already exist(s)").
@@ -30,7 +30,7 @@ from ..results.plotting import default_frontier_y, plot_results
 from ..results.result import _jsonable
 from ..sweeps.frontier import sweep
 from ..utilities import display
-from ..utilities.outputs import Terminated, check_free, save_files
+from ..utilities.outputs import STAGE_PREFIX, Terminated, check_free, save_files
 from . import problemfile
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
@@ -266,7 +266,8 @@ SWEEP_FILE = re.compile(r"(frontier\.(md|json)|value\d+\.(json|npz))")
 def _check_replaceable(out: Path) -> None:
     """--force replaces a sweep's files as a whole (no value of an earlier, longer sweep stays): refuse (before
     solving) a directory that holds other files."""
-    other = sorted(p.name for p in out.iterdir() if not SWEEP_FILE.fullmatch(p.name))
+    other = sorted(p.name for p in out.iterdir() if not SWEEP_FILE.fullmatch(p.name)
+                   and not p.name.startswith(STAGE_PREFIX))        # (another run's files being saved)
     if other:
         raise OptionError(f"--out {out} holds files a sweep did not write ({', '.join(other[:5])}"
                           f"{', ...' if len(other) > 5 else ''}); --force replaces the directory's sweep as a whole, "
