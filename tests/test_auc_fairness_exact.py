@@ -171,7 +171,7 @@ def test_infeasible_surrogate_is_refused_with_feasible_constants():
     # the conic solver agrees (infeasible): build the program directly, bypassing the check
     _, _, prob = reference_problem()
     fam = prob.family
-    bad = AUCPrograms(fam.model.X, PairRisks(fam.pairs.masks, fam.pairs.first, fam.pairs.second, fam.pairs.block,
+    bad = AUCPrograms(fam.moments, PairRisks(fam.pairs.masks, fam.pairs.first, fam.pairs.second, fam.pairs.block,
                                              1.0, 1.0, 1.0), [np.nan, 1.5, 1.5], 3.0, None)
     with pytest.raises(InfeasibleError, match="infeasible"):
         bad.solve("moment")

@@ -172,7 +172,7 @@ def test_sign_of_G_under_pair_swap():
     swapped = PairRisks(m, fam.pairs.second, fam.pairs.first, fam.pairs.block, 0.5, 1.0, 0.5)
     from fairmodel.stochastic.bregman_smd import AUCSaddle
     s1 = fam.saddle()
-    s2 = AUCSaddle(s1.model, swapped, fam.bounds, s1.I)
+    s2 = AUCSaddle(s1.model, swapped, fam.bounds, s1.I, s1.X)
     theta = np.array([0.3, -0.2, 0.1, 0.05, 0.0])
     for j in range(0, 400, 37):
         v1 = s1.gradients(theta, np.zeros(10), np.ones(3) / 3, np.zeros(5), [j], s1.shift(0.0))[2]

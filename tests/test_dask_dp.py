@@ -127,10 +127,33 @@ def test_judge_same_numbers_numpy_dask_and_local_cluster(X, numpy_run, monkeypat
                                prob.evaluate(result, data=X).max_violation, rtol=1e-10, atol=1e-15)
 
 
-def test_exact_backend_refuses_dask_points(X):
+def test_exact_dual_by_lbfgs_on_dask_points_and_the_per_point_programs_refuse(X):
+    """L-BFGS-B on the dual (5) sums the points by blocks (one pass of the base models' values per iteration): the
+    in-memory optimum on Dask points and Dask arrays; the per-point programs (LP, CVXPY duals) refuse, naming it."""
     prob = problem()
+    ref = prob.solve(backend="exact", data=X)
+    assert ref.solver["method"] == "lbfgs"
     for data in (dask_points(X), da.from_array(X, chunks=(CHUNK, D))):
-        with pytest.raises(DataError, match=r"stochastic.*subsample"):
-            prob.solve(backend="exact", data=data)
-    small = dask_points(X).subsample(400, seed=0)            # an in-memory sample solves exactly
-    assert prob.solve(backend="exact", data=small).ok
+        res = prob.solve(backend="exact", data=data)
+        assert res.ok and res.solver["method"] == "lbfgs"
+        assert res.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-9)
+        for name, c in ref.constraints.items():     # compared through what the duals decide (they are not unique)
+            np.testing.assert_allclose(res.constraints[name]["value"], c["value"], rtol=1e-6, atol=1e-8)
+        with pytest.raises(DataError, match=r"method='lbfgs'.*stochastic.*subsample"):
+            prob.solve(backend="exact", method="dual", data=data)
+    lp = problem(beta=np.inf)
+    with pytest.raises(DataError, match=r"method='lbfgs'"):
+        lp.solve(backend="exact", data=dask_points(X))
+    small = dask_points(X).subsample(400, seed=0)            # an in-memory sample solves every program
+    assert lp.solve(backend="exact", data=small).ok
+
+
+def test_crosscheck_on_dask_points_gives_the_in_memory_checks(X):
+    """Both backends on Dask points (the exact dual by L-BFGS-B over blocks, the stochastic rounds from the pool)
+    and the comparison of their predictions block by block: the checks of the in-memory cross-check."""
+    prob = problem()
+    on_dask, in_memory = fm.crosscheck(prob, data=dask_points(X), seed=0), fm.crosscheck(prob, data=X, seed=0)
+    assert on_dask.ok and in_memory.ok
+    assert [c.name for c in on_dask.checks] == [c.name for c in in_memory.checks]
+    for a, b in zip(on_dask.checks, in_memory.checks):
+        assert a.value == pytest.approx(b.value, rel=1e-9, abs=1e-12), a.name

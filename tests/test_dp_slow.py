@@ -51,3 +51,23 @@ def test_reproduction_matches_the_published_numbers(name, i, risk, spread, U0, U
     row = summarize(name, runs)[-1]
     assert abs(row["risk"] - risk) <= spread
     assert abs(row["U0"] - U0) <= U0_spread
+
+
+def test_communities_at_two_to_minus_8_meets_the_constraint_and_the_exact_optimum():
+    """Communities and Crime, split 0, eps = 2^-8, the protocol of the paper (Section 6, App. G). The stochastic
+    backend run to the judge's checks is ok (its judged violation on the unlabeled points within 20% of eps + 1e-6),
+    and on the test points its risk and U_0 are close to the exact optimum's: risk within 0.002, five times the
+    judge's accuracy on the unlabeled points brought to the [0, 1] scale (2% of |risk| + |entropy term| ~ 1.6e-3 on
+    [-1, 1], a quarter of it on [0, 1]), the test points being other points than the judged ones; U_0 within
+    0.2 eps m = 0.045, what the judge's tolerance lets the KS distance grow on the m = 57 grid points
+    (KS <= sum_l U_0(pi, l)). Measured: 0.0004 and 0.004. The authors' computation (variant='reference', one run of
+    the paper's T = 15,000) is not ok there: it exceeds eps on the unlabeled points beyond the tolerance (measured
+    violation 3.4e-3, tolerance 7.8e-4), as in the side-by-side with the authors' code."""
+    from fairmodel.estimators.dp_reproduction import run_split
+    stoch = run_split("communities", 0, eps_exponents=[8], variant="reference", stop="checks", T=10 ** 8)["eps"][0]
+    exact = run_split("communities", 0, eps_exponents=[8], backend="exact")["eps"][0]
+    authors = run_split("communities", 0, eps_exponents=[8], variant="reference")["eps"][0]
+    assert stoch["ok"] and stoch["violation"] <= stoch["tolerance"] and exact["ok"]
+    assert abs(stoch["risk"] - exact["risk"]) <= 0.002
+    assert abs(stoch["U"]["non-white"] - exact["U"]["non-white"]) <= 0.2 * 2.0 ** -8 * 57
+    assert not authors["ok"] and authors["violation"] > authors["tolerance"]

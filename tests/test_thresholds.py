@@ -267,3 +267,18 @@ def test_check_estimator():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         check_estimator(fm.GroupThresholdPostProcessor())
+
+
+def test_a_quiet_fit_prints_nothing_on_standard_output():
+    """HiGHS prints its banner from C++ the first time a solver is made in a process, whatever verbose says: a fit
+    in a fresh interpreter must leave standard output empty."""
+    import subprocess
+    import sys
+    code = ("import numpy as np, fairmodel as fm\n"
+            "rng = np.random.default_rng(0); s = rng.normal(size=400); y = (s + rng.normal(size=400) > 0)\n"
+            "g = rng.integers(0, 2, size=400)\n"
+            "fm.GroupThresholdPostProcessor(lambda X: X[:, 0], constraint='equalized_odds', eps=0.05, prefit=True)"
+            ".fit(s[:, None], y.astype(int), sensitive_features=g)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""

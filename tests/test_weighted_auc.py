@@ -59,8 +59,8 @@ def test_moments_equal_repeated_rows(toy):
     X, y, g, k = toy
     rep = np.repeat(np.arange(y.size), k)
     masks = np.vstack([y > 0, y < 0, g == 1])
-    a = LinearMoments(X, masks, weights=k.astype(float))
-    b = LinearMoments(X[rep], masks[:, rep])
+    a = LinearMoments.of(fm.Dataset(X), PairRisks(masks, [0], [1], [0], 0.5, 1.0, 0.5, k.astype(float)))
+    b = LinearMoments.of(fm.Dataset(X[rep]), PairRisks(masks[:, rep], [0], [1], [0], 0.5, 1.0, 0.5))
     np.testing.assert_allclose(a.means, b.means, rtol=1e-12)
     np.testing.assert_allclose(a.covs, b.covs, rtol=1e-11, atol=1e-14)
 

@@ -52,16 +52,17 @@ class DemographicParityPostProcessor(BaseEstimator):
         size are at most 5e6 (it is then faster than the stochastic default and exact), the stochastic backend
         above; or ``"exact"`` / ``"stochastic"``.
     method, T, batch_size, oracle, mu, inner, variant, stop : options of the stochastic backend. ``stop="checks"``
-        (default): rounds of the method until the judge's checks pass, ``T`` a cap on the sampled points (default
-        1e8), ``batch_size`` doubling from 4 unless given; ``stop="budget"``: one run of ``T`` stochastic gradients
-        (default 20,000; required for ``partial_fit``, which always runs its planned T).
+        (the default, ``None``, except with ``variant="reference"``): rounds of the method until the judge's checks
+        pass, ``T`` a cap on the sampled points (default 1e8), ``batch_size`` doubling from 4 unless given;
+        ``stop="budget"`` (the default with ``variant="reference"``, the authors' fixed T): one run of ``T``
+        stochastic gradients (default 20,000; required for ``partial_fit``, which always runs its planned T).
     clip : clip the regressor's predictions to [-B, B].
     random_state : seed of the sampling (and of ``predict(mode="sample")``).
     """
 
     def __init__(self, regressor, classifier, *, eps=0.01, L=None, B=None, beta=None, p=None, backend="auto",
                  method="sgd3", T=None, batch_size=None, oracle="resample", mu=None, inner="acsa2", variant="paper",
-                 stop="checks", clip=False, random_state=None):
+                 stop=None, clip=False, random_state=None):
         self.regressor = regressor
         self.classifier = classifier
         self.eps = eps

@@ -8,6 +8,10 @@ Opportunity in Supervised Learning", NeurIPS 2016: predictors derived from a sco
 
 It needs the sensitive feature when predicting: the thresholds are one per group. (The unaware post-processor
 ``fm.DemographicParityPostProcessor`` predicts from X alone.)
+
+Chunked rows (a Dask-backed ``fm.Dataset``, or Dask arrays): the fitted model runs chunk by chunk; one pass
+counts the positives' and negatives' weights at every distinct (group, score), from which the ROC points are exact,
+and one pass gives the judge's rates (``oracles/thresholds.py``); ``predict`` and ``predict_proba`` return Dask arrays.
 """
 from __future__ import annotations
 
@@ -19,14 +23,16 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..utilities.validate import as_generator, check_bool, check_choice, check_number
-from ..data import Groups
+from ..utilities.validate import as_generator, check_bool, check_choice, check_int, check_number
+from ..data import Dataset, Groups
+from ..data.dask_dataset import dask_modules, is_dask
+from ..data.passes import passes_of, row_sums
 from ..errors import DataError, OptionError
 from ..exact.thresholds import solve_thresholds
 from ..families.base import Check, Evaluation, Solution, constraint_record
 from ..results.judge import verdict
-from ..oracles.thresholds import (CONSTRAINT_RATES, expected_rates, group_rocs, largest_pairwise_gap,
-                                  threshold_probabilities)
+from ..oracles.thresholds import (CONSTRAINT_RATES, MAX_DISTINCT, CountPass, RatePass, ScoreCounts,
+                                  expected_rates, group_probabilities, group_rocs, largest_pairwise_gap, rate_sums)
 from ..results import Result
 from ._base import check_common, check_sample_weight, split_sensitive, warn_if_not_ok
 
@@ -60,7 +66,8 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : a scikit-learn classifier (default ``LogisticRegression()``); cloned and fitted in ``fit`` unless
-        ``prefit=True``, in which case it must already be fitted and is used as is.
+        ``prefit=True``, in which case it must already be fitted and is used as is (or, with ``prefit=True``, any
+        function of the features returning the scores, e.g. a model's ``decision_function``).
     constraint : ``"equalized_odds"`` (default), ``"equal_opportunity"`` or ``"demographic_parity"``.
     eps : the bound on the largest pairwise gap of each compared rate, in [0, 1] (default 0: equal rates).
     prefit : whether ``estimator`` is already fitted.
@@ -69,6 +76,13 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     costs : ``(c_fp, c_fn)``, the costs of a false positive and a false negative (default (1, 1): accuracy).
     solver : the LP solver (default ``"HIGHS"``, the simplex method; ``"CLARABEL"`` also solves it).
     random_state : seed of ``predict``'s draws (the randomized thresholds) when ``predict`` gets none.
+    max_distinct : on chunked rows, the most distinct (group, score) cells kept (default 2^24, about 0.5 GiB);
+        more are refused with a message (in memory the scores are there already, and no limit applies).
+
+    Chunked rows: ``fit(data)`` with a Dask-backed ``fm.Dataset`` (labels and groups from it), or ``fit(X, y,
+    sensitive_features=...)`` with a Dask array ``X`` (labels and groups as Dask or NumPy vectors), with
+    ``prefit=True``: the model's scores are computed chunk by chunk (it must pickle to run on a
+    ``dask.distributed`` cluster). The LP and its certificate are those of the same rows in memory.
 
     Attributes
     ----------
@@ -83,7 +97,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, estimator=None, *, constraint="equalized_odds", eps=0.0, prefit=False,
-                 predict_method="auto", costs=(1.0, 1.0), solver=None, random_state=None):
+                 predict_method="auto", costs=(1.0, 1.0), solver=None, random_state=None, max_distinct=MAX_DISTINCT):
         self.estimator = estimator
         self.constraint = constraint
         self.eps = eps
@@ -92,6 +106,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         self.costs = costs
         self.solver = solver
         self.random_state = random_state
+        self.max_distinct = max_distinct
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -101,9 +116,10 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         return tags
 
     # -- fitting -----------------------------------------------------------------------------------------------------
-    def fit(self, X, y, sensitive_features=None, sample_weight=None):
+    def fit(self, X, y=None, sensitive_features=None, sample_weight=None):
         """Fit (or take, with ``prefit=True``) the estimator, then solve the LP on its scores of ``X`` and judge
-        the result on the same rows."""
+        the result on the same rows. ``X`` may be a Dask-backed ``fm.Dataset`` or a Dask array (see the class
+        docstring)."""
         check_choice(self.constraint, "constraint", tuple(CONSTRAINT_RATES))
         eps = check_number(self.eps, "eps", low=0.0, high=1.0)
         costs = self._costs()
@@ -116,9 +132,28 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
             raise OptionError(f"estimator must be a {'fitted ' if self.prefit else 'scikit-learn '}classifier with "
                               f"predict_proba, decision_function or predict, or None (LogisticRegression()); got "
                               f"{type(est).__name__}")
-        X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        if getattr(X, "is_chunked", False) or is_dask(X):
+            rows = self._chunked_rows(X, y, sensitive_features, sample_weight)
+        else:
+            rows = self._rows(X, y, sensitive_features, sample_weight)
+        K = self.groups_.n_groups
+        rates = CONSTRAINT_RATES[self.constraint] if K > 1 else ()   # one group: the best mixture of thresholds
+        start = time.perf_counter()
+        counts = rows.counts()
+        hulls = [roc.hull() for roc in group_rocs(counts, K, rates)]
+        lp = solve_thresholds(hulls, rates, eps, costs, solver=self.solver)
+        solve_time = time.perf_counter() - start
+        self.thresholds_ = [h.thresholds[w > 0] for h, w in zip(hulls, lp["weights"])]
+        self.weights_ = [w[w > 0] for w in lp["weights"]]
+        start = time.perf_counter()
+        self.result_ = self._judge(rows, lp, hulls, eps, costs, solve_time, len(counts))
+        self.result_.timings["judge"] = time.perf_counter() - start
+        self.status_ = self.result_.status
+        warn_if_not_ok(self, self.result_)
+        return self
+
+    def _labels_of(self, y):
+        """The two classes of the labels ``y`` (``classes_``), refusing anything but binary labels."""
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -126,9 +161,9 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
             raise ValueError(f"Only binary classification is supported. The type of the target is "
                              f"{type_of_target(y, input_name='y')} ({self.classes_.size} classes); "
                              f"{type(self).__name__} post-processes a binary classifier.")
-        n = y.shape[0]
-        sw = check_sample_weight(sample_weight, n)
-        weights = np.ones(n) if sw is None else sw
+        return y
+
+    def _take_estimator(self, X, y, sw) -> None:
         base = LogisticRegression() if self.estimator is None else self.estimator
         if self.prefit:
             if isinstance(base, BaseEstimator):     # any object with a score method is accepted as fitted
@@ -138,28 +173,48 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
             self.estimator_ = clone(base).fit(X, y) if sw is None else clone(base).fit(X, y, sample_weight=sw)
         if hasattr(self.estimator_, "n_features_in_"):
             self.n_features_in_ = self.estimator_.n_features_in_
-        scores = self._scores(X)
+
+    def _rows(self, X, y, sensitive_features, sample_weight) -> "_InMemoryRows":
+        X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        y = self._labels_of(y)
+        n = y.shape[0]
+        sw = check_sample_weight(sample_weight, n)
+        self._take_estimator(X, y, sw)
+        scores = self._score_function()(X)
         if scores.shape[0] != n:
             raise DataError(f"the estimator gave {scores.shape[0]} scores for {n} labels")
         labels = _labels(sensitive_features, n)
         self.groups_ = Groups(labels if labels is not None else np.zeros(n, dtype=int))
         self._sensitive = labels is not None
-        positive = y == self.classes_[1]
-        codes, K = np.asarray(self.groups_.codes), self.groups_.n_groups
-        rates = CONSTRAINT_RATES[self.constraint]
-        start = time.perf_counter()
-        rates = rates if K > 1 else ()        # one group: no comparison, the best mixture of thresholds
-        hulls = [roc.hull() for roc in group_rocs(scores, positive, weights, codes, K, rates)]
-        lp = solve_thresholds(hulls, rates, eps, costs, solver=self.solver)
-        solve_time = time.perf_counter() - start
-        self.thresholds_ = [h.thresholds[w > 0] for h, w in zip(hulls, lp["weights"])]
-        self.weights_ = [w[w > 0] for w in lp["weights"]]
-        start = time.perf_counter()
-        self.result_ = self._judge(scores, positive, weights, codes, lp, hulls, eps, costs, solve_time)
-        self.result_.timings["judge"] = time.perf_counter() - start
-        self.status_ = self.result_.status
-        warn_if_not_ok(self, self.result_)
-        return self
+        return _InMemoryRows(scores, y == self.classes_[1], np.ones(n) if sw is None else sw,
+                             np.asarray(self.groups_.codes), self.groups_.n_groups)
+
+    def _chunked_rows(self, X, y, sensitive_features, sample_weight) -> "_ChunkedRows":
+        if not self.prefit:
+            raise OptionError(f"{type(self).__name__} fits its estimator in memory; on chunked (Dask-backed) rows "
+                              f"give a fitted model with prefit=True (e.g. fitted on an in-memory sample, "
+                              f"data.subsample(n, seed=0)): only its scores are computed, chunk by chunk")
+        if getattr(X, "is_chunked", False):
+            if y is not None or sensitive_features is not None:
+                raise DataError("a Dask-backed fm.Dataset brings its own labels and groups: call fit(data) without "
+                                "y and sensitive_features")
+            data = X
+        else:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            data = Dataset.from_dask(X, y, sensitive_features)
+        if data.y is None:
+            raise DataError("the Dask-backed fm.Dataset has no labels; build it with y (or target= for Parquet)")
+        self._labels_of(data.y)
+        n = data.n_samples
+        sw = check_sample_weight(sample_weight.compute() if is_dask(sample_weight) else sample_weight, n)
+        self._take_estimator(None, None, None)
+        self.groups_ = data.groups if data.has_groups else Groups(np.zeros(n, dtype=int))
+        self._sensitive = data.has_groups
+        limit = check_int(self.max_distinct, "max_distinct")
+        return _ChunkedRows(data, self._score_function(), self.classes_[1], sw, self.groups_, limit)
 
     def _costs(self):
         costs = self.costs
@@ -168,13 +223,12 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
                               f"{costs!r}")
         return tuple(check_number(c, name, low=0.0) for c, name in zip(costs, ("costs[0]", "costs[1]")))
 
-    def _judge(self, scores, positive, weights, codes, lp, hulls, eps, costs, solve_time) -> Result:
+    def _judge(self, rows, lp, hulls, eps, costs, solve_time, distinct: int) -> Result:
         """The judge: the expected rates of the fitted randomized predictor on the rows (from its probabilities,
-        row by row), each rate's largest pairwise gap against eps, and the LP's duality gap (the judged error minus
-        the Lagrangian bound of the solver's multipliers)."""
+        row by row; on chunked rows one pass), each rate's largest pairwise gap against eps, and the LP's duality gap
+        (the judged error minus the Lagrangian bound of the solver's multipliers)."""
         K = self.groups_.n_groups
-        q = self._probabilities(scores, codes)
-        judged = expected_rates(q, positive, weights, codes, K, costs)
+        judged = expected_rates(rows.rate_sums(self.thresholds_, self.weights_), costs)
         rates = CONSTRAINT_RATES[self.constraint] if K > 1 else ()
         constraints, checks = {}, []
         for rate in rates:
@@ -190,7 +244,9 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         metrics = {"accuracy": judged["accuracy"], "error": judged["error"], "constraint": self.constraint,
                    "comparison": "largest pairwise", "eps": eps,
                    "binding": bool(np.any(lp["multipliers"] > 1e-9)),
-                   "hull_vertices": {g: int(h.fp.size) for g, h in zip(names, hulls)}}
+                   "hull_vertices": {g: int(h.fp.size) for g, h in zip(names, hulls)}, "distinct_scores": distinct}
+        if rows.passes is not None:
+            metrics["data_passes"] = rows.passes()
         for rate in ("selection_rate", "true_positive_rate", "false_positive_rate"):
             metrics[rate] = dict(zip(names, map(float, judged[rate])))
             metrics[f"{rate}_gap_largest_pairwise"] = largest_pairwise_gap(judged[rate][np.isfinite(judged[rate])])
@@ -212,29 +268,22 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
                                  name=f"group thresholds under {self.constraint.replace('_', ' ')}")
 
     # -- prediction --------------------------------------------------------------------------------------------------
-    def _scores(self, X) -> np.ndarray:
-        method = check_choice(self.predict_method, "predict_method", PREDICT_METHODS)
+    def _score_function(self) -> "_ModelScores":
+        """The score that is thresholded, as a picklable function of the features (it runs per chunk on Dask)."""
+        method = self.predict_method
+        check_choice(method, "predict_method", PREDICT_METHODS)
         est = self.estimator_
         if method == "auto":
-            method = next(m for m in ("predict_proba", "decision_function", "predict") if hasattr(est, m))
+            method = next((m for m in ("predict_proba", "decision_function", "predict") if hasattr(est, m)), None)
+            if method is None and callable(est):        # a plain function of the features: its values are the scores
+                return _ModelScores(est, None, self.classes_[1])
+            if method is None:
+                raise OptionError(f"{type(est).__name__} has no predict_proba, decision_function or predict and is "
+                                  f"not callable: give a fitted classifier, or a function of the features returning "
+                                  f"the scores")
         if not hasattr(est, method):
             raise OptionError(f"predict_method={method!r}, but {type(est).__name__} has no {method}")
-        s = np.asarray(getattr(est, method)(X))
-        if method == "predict_proba":
-            s = s[:, 1]
-        elif method == "predict":
-            s = (s == self.classes_[1]).astype(float)
-        s = np.asarray(s, dtype=float).ravel()
-        if not np.all(np.isfinite(s)):
-            raise DataError(f"the estimator's {method} gave non-finite scores")
-        return s
-
-    def _probabilities(self, scores, codes) -> np.ndarray:
-        q = np.zeros(scores.shape[0])
-        for g, (t, w) in enumerate(zip(self.thresholds_, self.weights_)):
-            rows = codes == g
-            q[rows] = threshold_probabilities(t, w, scores[rows])
-        return q
+        return _ModelScores(est, method, self.classes_[1])
 
     def _codes(self, sensitive_features, n: int) -> np.ndarray:
         labels = _labels(sensitive_features, n)
@@ -254,20 +303,160 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X, sensitive_features=None) -> np.ndarray:
         """(n, 2): the probabilities with which the randomized predictor outputs ``classes_[0]`` and ``classes_[1]``
-        (not calibrated probabilities of the label). Needs the sensitive feature (see the class docstring)."""
+        (not calibrated probabilities of the label). Needs the sensitive feature (see the class docstring). On a
+        Dask array or Dask-backed ``fm.Dataset``: a Dask array, computed chunk by chunk."""
         check_is_fitted(self, "result_")
+        if getattr(X, "is_chunked", False) or is_dask(X):
+            return self._chunked_predictions(X, sensitive_features, None)
         X, sensitive_features = _split_predict(self, X, sensitive_features)
-        scores = self._scores(X)
-        q = self._probabilities(scores, self._codes(sensitive_features, scores.shape[0]))
+        scores = self._score_function()(X)
+        q = group_probabilities(self.thresholds_, self.weights_, scores, self._codes(sensitive_features,
+                                                                                     scores.shape[0]))
         return np.column_stack([1.0 - q, q])
 
     def predict(self, X, sensitive_features=None, random_state=None) -> np.ndarray:
         """Labels drawn from the randomized thresholds (seeded by ``random_state``, else the estimator's
-        ``random_state``). Needs the sensitive feature (see the class docstring)."""
-        q = self.predict_proba(X, sensitive_features)[:, 1]
+        ``random_state``). Needs the sensitive feature (see the class docstring).
+
+        On a Dask array or Dask-backed ``fm.Dataset``: a Dask array, each chunk drawn from the seed's stream
+        advanced to the chunk's first row, so an integer seed (or a Generator on PCG64, NumPy's default) gives the
+        same labels as in memory on the same rows, however the rows are cut; other generators give a draw of the
+        same law."""
         seed = self.random_state if random_state is None else random_state
+        if getattr(X, "is_chunked", False) or is_dask(X):
+            check_is_fitted(self, "result_")
+            n = X.n_samples if getattr(X, "is_chunked", False) else int(X.shape[0])
+            return self._chunked_predictions(X, sensitive_features, _draw_state(seed, n))
+        q = self.predict_proba(X, sensitive_features)[:, 1]
         draws = as_generator(seed).random(q.shape[0])
         return np.where(draws < q, self.classes_[1], self.classes_[0])
+
+    def _chunked_predictions(self, X, sensitive_features, state):
+        """Per chunk of a Dask array (or a Dask-backed Dataset): the probabilities (``state`` None) or the drawn
+        labels, as one Dask array."""
+        dask, da = dask_modules()
+        data = X if getattr(X, "is_chunked", False) else None
+        X = X.X if data is not None else X
+        n = int(X.shape[0])
+        index = {name: code for code, name in enumerate(self.groups_.names)}   # labels -> codes, in each chunk
+        if not self._sensitive:
+            labels, index = np.zeros(n, dtype=np.intp), None
+        elif sensitive_features is not None:
+            labels = sensitive_features
+        elif data is not None and data.groups is not None:      # the data's codes, as codes of the fitted groups
+            names = np.empty(len(data.groups.names), dtype=object)
+            names[:] = list(data.groups.names)
+            labels, index = self._codes(names, names.size)[data.groups.codes], None
+        else:
+            self._codes(None, n)                                  # raises: the groups are needed
+        labels = labels if is_dask(labels) else da.from_array(np.asarray(labels), chunks=(X.chunks[0],))
+        if labels.ndim != 1 or int(labels.shape[0]) != n:
+            raise DataError(f"sensitive_features must be one label per row ({n}); got shape {labels.shape}")
+        X, labels = X.rechunk({1: -1}), labels.rechunk((X.chunks[0],))
+        block = _Predictions(self._score_function(), self.thresholds_, self.weights_, index, self.classes_, state,
+                             list(self.groups_.names))
+        starts = np.concatenate([[0], np.cumsum(X.chunks[0])])
+        dtype = float if state is None else self.classes_.dtype
+        parts = [da.from_delayed(dask.delayed(block)(xb, lb, int(start)), dtype=dtype,
+                                 shape=(int(rows), 2) if state is None else (int(rows),))
+                 for xb, lb, start, rows in zip(X.to_delayed().ravel(), labels.to_delayed().ravel(), starts,
+                                                X.chunks[0])]
+        return da.concatenate(parts)
+
+
+class _ModelScores:
+    """A fitted model's scores of some features (picklable: it runs per chunk, possibly in a worker process):
+    ``predict_proba``'s positive column, ``decision_function``, ``predict`` == the positive class, or (``method``
+    None) the values of the model itself, a function of the features."""
+
+    def __init__(self, estimator, method: str, positive_class):
+        self.estimator, self.method, self.positive_class = estimator, method, positive_class
+
+    def __call__(self, X) -> np.ndarray:
+        s = np.asarray(self.estimator(X) if self.method is None else getattr(self.estimator, self.method)(X))
+        if self.method == "predict_proba":
+            s = s[:, 1]
+        elif self.method == "predict":
+            s = (s == self.positive_class).astype(float)
+        s = np.asarray(s, dtype=float).ravel()
+        if not np.all(np.isfinite(s)):
+            raise DataError(f"the estimator's {self.method or 'scores'} gave non-finite scores")
+        return s
+
+
+class _InMemoryRows:
+    """The rows of an in-memory fit: their scores, labels, weights and group codes (one chunk)."""
+
+    passes = None
+
+    def __init__(self, scores, positive, weights, codes, n_groups):
+        self.scores, self.positive, self.weights, self.codes, self.K = scores, positive, weights, codes, n_groups
+
+    def counts(self) -> ScoreCounts:
+        return ScoreCounts.of(self.scores, self.positive, self.weights, self.codes, limit=None)
+
+    def rate_sums(self, thresholds, weights) -> np.ndarray:
+        q = group_probabilities(thresholds, weights, self.scores, self.codes)
+        return rate_sums(q, self.positive, self.weights, self.codes, self.K)
+
+
+class _ChunkedRows:
+    """The rows of a Dask-backed Dataset: the counts and the judge's sums are one pass each (the model runs per
+    chunk; the client holds the labels, group codes and weights, and the distinct cells)."""
+
+    def __init__(self, data, scores, positive_label, weights, groups, limit):
+        self.data, self.scores, self.positive_label, self.K, self.limit = \
+            data, scores, positive_label, groups.n_groups, limit
+        self.per_row = (data.y, groups.codes) + (() if weights is None else (weights,))
+        self._start = passes_of(data)
+
+    def counts(self) -> ScoreCounts:
+        return row_sums(self.data, CountPass(self.scores, self.positive_label, self.limit), *self.per_row)
+
+    def rate_sums(self, thresholds, weights) -> np.ndarray:
+        return row_sums(self.data, RatePass(self.scores, self.positive_label, thresholds, weights), *self.per_row)
+
+    def passes(self) -> int:
+        return passes_of(self.data) - self._start
+
+
+class _Predictions:
+    """One chunk's probabilities (``state`` None) or labels drawn with the PCG64 stream of ``state`` advanced to
+    the chunk's first row (so that the draws are those of the same rows in memory)."""
+
+    def __init__(self, scores, thresholds, weights, index, classes, state, names):
+        self.scores, self.thresholds, self.weights, self.index = scores, thresholds, weights, index
+        self.classes, self.state, self.names = classes, state, names
+
+    def __call__(self, X, labels, start: int):
+        labels = np.asarray(labels)
+        if self.index is None:
+            codes = labels.astype(np.intp)
+        else:
+            unknown = sorted({repr(k) for k in labels.tolist() if k not in self.index})
+            if unknown:
+                raise DataError(f"sensitive_features has group(s) {', '.join(unknown[:5])} not seen in fit (groups: "
+                                f"{self.names}); thresholds exist only for the groups fitted")
+            codes = np.fromiter((self.index[k] for k in labels.tolist()), dtype=np.intp, count=labels.shape[0])
+        q = group_probabilities(self.thresholds, self.weights, self.scores(np.asarray(X, dtype=float)), codes)
+        if self.state is None:
+            return np.column_stack([1.0 - q, q])
+        bits = np.random.PCG64()
+        bits.state = self.state
+        bits.advance(start)
+        draws = np.random.Generator(bits).random(q.shape[0])
+        return np.where(draws < q, self.classes[1], self.classes[0])
+
+
+def _draw_state(seed, n: int) -> dict:
+    """The PCG64 state whose stream the chunked draws of n rows follow: the seed's own generator when it is a PCG64
+    (then advanced past the n draws, as ``random(n)`` in memory would), else a PCG64 seeded from it."""
+    rng = as_generator(seed)
+    if isinstance(rng.bit_generator, np.random.PCG64):
+        state = dict(rng.bit_generator.state)
+        rng.bit_generator.advance(n)
+        return state
+    return dict(np.random.PCG64(int(rng.integers(0, 2 ** 63))).state)
 
 
 def _labels(sensitive_features, n: int):

@@ -10,12 +10,14 @@ equivalent lowerings (they agree to solver tolerance when the interval I is vali
 
 * ``moment`` (default): T_i = c1 c2^2 - 2 c1 c2 Delta_i + c1 (v_S + v_S') + (c1^2 / q) Delta_i^2 with
   Delta_i = (mu_S - mu_S') . theta and v_S = ||R_S theta||^2 (R_S' R_S = population covariance of set S):
-  O(p^2) program size whatever n;
+  O(p^2) program size whatever n, its data the per-set moments of one pass over the rows (in memory or in chunks);
 * ``pairwise``: the literal surrogate (6), (1/(|S||S'|)) sum over all pairs (i, j) in S x S' (i = j
   included) of c1 (h_i - h_j - c2)^2 (with sample weights, the pair weighs w_i w_j / (W_S W_S') instead). The scores h = X theta are lifted as variables so that each pair is
-  one sparse row with two entries (memory O(#pairs), not O(#pairs x p)); refused above a memory limit;
-* ``lifted``: the x of (10): variables a_i, b_i in I and the closed-form maximum over alpha in I,
-  max_alpha {2 c1 Delta alpha - q alpha^2} = q huber(c1 Delta / q, I); exact for any interval I.
+  one sparse row with two entries (memory O(#pairs), not O(#pairs x p)); refused above a memory limit, and on
+  data whose rows are not in memory;
+* ``lifted``: the x of (10): variables a_i, b_i in I (one pair per pair risk) and the closed-form maximum over
+  alpha in I, max_alpha {2 c1 Delta alpha - q alpha^2} = q huber(c1 Delta / q, I); exact for any interval I; the same
+  moments as the moment form.
 
 Also: the exact level-set function H(r) of (22) (and H^ of (33) with a proximal term), and the
 Lagrangian lower bound on f* that certifies any candidate (the level-set bracket of the judge).
@@ -47,27 +49,25 @@ PAIRWISE_BYTES_PER_PAIR = 2500  # peak RSS per pair of the pairwise program, mea
 class AUCPrograms:
     """CVXPY programs of one AUC-fairness problem with a linear score.
 
-    X : the design (n x p, intercept column included when the weights have one); pairs : the pair table;
-    bounds : 1 + kappa_k of every constraint block (block 0 is the objective); radius : R (or None);
-    half_width : I of the interval [-I, I] (needed by the lifted form only).
+    moments : the per-set means and covariances of the design rows (:class:`LinearMoments`, one pass over the rows,
+    in memory or in chunks; the moment and lifted forms need nothing else); pairs : the pair table; bounds : 1 +
+    kappa_k of every constraint block (block 0 is the objective); radius : R (or None); half_width : I of the interval
+    [-I, I] (needed by the lifted form only); design : a callable returning the design matrix (n x p, intercept
+    column included) for the pairwise form, the one form with a row per pair of rows (None: that form is refused).
     """
 
-    def __init__(self, X, pairs: PairRisks, bounds, radius, half_width, name: str = "w"):
-        self.X, self.pairs, self.radius, self.half_width, self.name = X, pairs, radius, half_width, name
+    def __init__(self, moments: LinearMoments, pairs: PairRisks, bounds, radius, half_width, name: str = "w",
+                 design=None):
+        self.moments, self.pairs, self.radius, self.half_width, self.name = moments, pairs, radius, half_width, name
         self.bounds = np.asarray(bounds, dtype=float)
-        self._moments = None
-
-    @property
-    def moments(self) -> LinearMoments:
-        if self._moments is None:
-            self._moments = self.pairs.linear_moments(self.X)
-        return self._moments
+        self.p = moments.means.shape[1]
+        self.design = design
 
     # -- pair risks as CVXPY expressions -------------------------------------------------------------------
     def _set_variances(self, theta):
         """Vector of v_S = theta' Sigma_S theta for every set, as one vectorized expression."""
         factors = self.moments.factors()
-        stacked = np.vstack([f if f.size else np.zeros((1, self.X.shape[1])) for f in factors])
+        stacked = np.vstack([f if f.size else np.zeros((1, self.p)) for f in factors])
         rows = [max(f.shape[0], 1) for f in factors]
         owner = np.repeat(np.arange(len(factors)), rows)
         summer = (owner[None, :] == np.arange(len(factors))[:, None]).astype(float)  # dense: at most S x S p
@@ -110,9 +110,13 @@ class AUCPrograms:
 
     def _pairwise(self, theta):
         pr = self.pairs
-        n = self.X.shape[0]
+        if self.design is None:
+            raise OptionError("the pairwise form needs the design matrix; use method='moment' (the same optimum, "
+                              "O(p^2) size)")
+        X = self.design()
+        n = X.shape[0]
         h = cp.Variable(n, name="scores")
-        self._score_link = h == self.X @ theta
+        self._score_link = h == X @ theta
         risks = []
         for i in range(pr.n_pairs):  # one second-order cone per pair risk (a handful), each over all its pairs
             S, T = np.flatnonzero(pr.masks[pr.first[i]]), np.flatnonzero(pr.masks[pr.second[i]])
@@ -140,7 +144,7 @@ class AUCPrograms:
 
     def program(self, form: str = "moment"):
         """(problem, theta, constraint on the blocks, aux) of min f0 s.t. f_k <= 1 + kappa_k, ||theta|| <= R."""
-        theta = cp.Variable(self.X.shape[1], name=self.name)
+        theta = cp.Variable(self.p, name=self.name)
         aux: dict = {}
         f = self.block_values(self.pair_risks(theta, form, aux))
         cons = self._domain(theta) + aux.get("box", [])
@@ -182,7 +186,7 @@ class AUCPrograms:
         """A callable r -> (H(r), theta_r) for H of (22) (Ĥ of (33) when rho_hat > 0: lifted form, proximal
         term (rho_hat / 2) ||x - x~||^2 on x = (theta, a, b) with ``center`` = x~). r is a cp.Parameter, so
         re-solves at new levels reuse the compiled program (DPP)."""
-        theta = cp.Variable(self.X.shape[1], name=self.name)
+        theta = cp.Variable(self.p, name=self.name)
         aux: dict = {}
         if rho_hat > 0:
             form = "lifted"
@@ -254,7 +258,7 @@ def _linear_score_reason(atom) -> str | None:
 
 def _auc_blocks(atom, ctx):
     """The block values f_k of the atom's pair risks (moment form) on the lowering context's variable."""
-    programs = AUCPrograms(atom.score.design(), atom.pairs, np.full(atom.pairs.n_blocks, np.nan),
+    programs = AUCPrograms(atom.linear_moments(), atom.pairs, np.full(atom.pairs.n_blocks, np.nan),
                            atom.score.w.radius, None, atom.score.w.name)
     return programs.block_values(programs.pair_risks(ctx.variable(atom.score.w), "moment"))
 

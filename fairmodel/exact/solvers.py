@@ -9,6 +9,10 @@ fallback: unboundedness is a property of the program, and the next solver's fail
 """
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+import threading
 import time
 import warnings
 
@@ -69,7 +73,35 @@ def solve(problem: cp.Problem, solver: str | None = None, verbose: bool | None =
     return {**record, "fallback_from": tried} if tried else record
 
 
+_BANNER = {"shown": False, "lock": threading.Lock()}
+
+
+def _silence_highs_banner() -> None:
+    """HiGHS prints its banner on standard output (from C++, whatever ``verbose`` says) the first time a solver
+    object is made in a process: make that first one here with the file descriptor of standard output pointed at
+    the null device, so that a quiet solve stays quiet (later objects print nothing)."""
+    with _BANNER["lock"]:
+        if _BANNER["shown"]:
+            return
+        _BANNER["shown"] = True
+        try:
+            highspy = importlib.import_module("highspy")
+        except ImportError:
+            return
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 def _solve_with(problem: cp.Problem, name: str, verbose, what: str, options: dict) -> dict:
+    if str(name).upper() == "HIGHS" and not verbose:
+        _silence_highs_banner()
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():

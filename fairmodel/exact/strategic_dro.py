@@ -9,16 +9,22 @@ Ratliff, AISTATS 2022: Theorem 5.3 and its proof, with the corrections of docs/m
 All DCP: for y = -1 the score x.theta + zeta ||M theta||^2 is convex and enters the non-decreasing
 softplus; for y = +1 it is affine. Data enter as constants. Note: E1 and the first-order oracle use the
 agents' zeta and mask (a model-based reference); the zeroth-order methods never see them.
+
+On chunked (Dask-backed) rows, (E1) is refused: it has an epigraph variable per row labelled +1, a per-row program
+(its objective in the model's parameters alone is not smooth). (E3) is a smooth convex program in theta plus a norm,
+solved there by projected Newton steps whose oracle is one pass over the chunks (:func:`inner_min_by_passes`).
 """
 from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
 
-from ..errors import SolverError
-from ..oracles.strategic import C_LABEL, WDRSC
+from ..data.passes import row_sums
+from ..errors import DataError, SolverError
+from ..oracles.strategic import C_LABEL, WDRSC, InnerPass
 from . import budget, solvers
 from .domains import ball_constraint, domain_constraints
+from .newton import minimize_on_ball
 
 
 def _scores(model: WDRSC, theta, zeta=None):
@@ -39,6 +45,13 @@ def wdrsc_program(model: WDRSC, max_memory_gb=None):
     """(problem, theta, alpha, pos_constraints) of (E1): the epigraph
     s_i >= max{phi - c z, phi + c z - 2 kappa alpha}; refused before it is built when its memory estimate exceeds
     the limit (:mod:`fairmodel.exact.budget`)."""
+    if model.chunked:
+        raise DataError(f"the exact program (E1) of strategic Wasserstein DRO has an epigraph variable for every row "
+                        f"labelled +1 (a per-row CVXPY program), so it needs the features in memory; these "
+                        f"{model.n} rows are backed by Dask ({model.X.data.n_chunks} chunks). Solve with the "
+                        f"stochastic backend, prob.solve(backend='stochastic') (zeroth-order OGDA-RR of Maheshwari et "
+                        f"al. 2022, Algorithm 1, reading the rows chunk by chunk; method='ogda-wr', 'sgda-rr' or "
+                        f"'sgda-wr' too), or build the problem on an in-memory sample: data.subsample(n, seed=0)")
     budget.check(budget.strategic(model.n, model.p), ALTERNATIVE, max_memory_gb)
     theta, alpha = cp.Variable(model.p, name="w"), cp.Variable(name="alpha")
     zp, zn = _scores(model, theta)
@@ -95,7 +108,10 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False, max_memory_gb=Non
     (K_trunc), so alpha is eliminated exactly: alpha = ||theta|| / r when a >= 0 (a term a ||theta|| / r),
     alpha = alpha_max when a < 0 (that is why the bound is needed), with ||theta|| <= r alpha_max.
     Eliminating it also avoids the degenerate free direction that stalled Clarabel when a ~ 0.
+    On chunked rows: :func:`inner_min_by_passes` (its value a rigorous lower bound).
     """
+    if model.chunked:
+        return inner_min_by_passes(model, gamma)
     budget.check(budget.strategic(model.n, model.p, judge=True), "The judge reports the duality gap as nan; "
                  "judge on a subsample of the data for a certificate", max_memory_gb,
                  "max_memory_gb= to solve(...) or evaluate(...)")
@@ -124,6 +140,43 @@ def inner_min(model: WDRSC, gamma, solver=None, verbose=False, max_memory_gb=Non
     t = np.asarray(theta.value, dtype=float)
     alpha = float(np.linalg.norm(t)) / slope if a >= 0 else top
     return float(problem.value), t, alpha
+
+
+NORM_SMOOTHING = 1e-9    # mu of the smoothed norm sqrt(||theta||^2 + mu^2) (relative to the ball's radius)
+
+
+def inner_min_by_passes(model: WDRSC, gamma, tol: float = 1e-10) -> tuple[float, np.ndarray, float]:
+    """(E3) on chunked rows: (a rigorous lower bound on the minimum, theta, alpha), alpha eliminated as in
+    :func:`inner_min`, so the objective is h(theta) = g(theta) + (a / r) ||theta|| (a >= 0) or g(theta) + a alpha_max
+    (a < 0) over the ball ||theta|| <= r alpha_max, g the smooth part of
+    :class:`~fairmodel.oracles.strategic.InnerPass`.
+
+    Projected Newton steps (:func:`fairmodel.exact.newton.minimize_on_ball`), each one pass over the chunks (value,
+    gradient and d x d Hessian at once), on h_mu with the norm smoothed as sqrt(||theta||^2 + mu^2) (differentiable
+    at 0, where the minimum often is). By convexity h_mu(theta) minus its Frank-Wolfe gap bounds min h_mu from below,
+    and h_mu <= h + (a / r) mu, so the value returned, h_mu(theta) - gap - (a / r) mu, is <= min h whatever the
+    iterate's accuracy: the duality gap computed from it is an upper bound."""
+    gamma = np.asarray(gamma, dtype=float)
+    a = model.alpha_coefficient(gamma)
+    slope, top = model.slope, model.alpha_max
+    radius = slope * top if model.x_domain.radius is None else min(slope * top, model.x_domain.radius)
+    c, offset = (a / slope, 0.0) if a >= 0 else (0.0, a * top)
+    mu = NORM_SMOOTHING * radius
+    coef = np.where(model.pos, model.mass * (C_LABEL * (1.0 + gamma) - 1.0), 0.0)   # r_i of the linear term
+
+    def fun(theta, value_only=False):
+        part = row_sums(model.X.data, InnerPass(theta, model.zeta, model.mask, value_only), model.neg, model.mass,
+                        coef)
+        s = float(np.sqrt(theta @ theta + mu * mu))
+        if value_only:
+            return part + c * s + offset
+        value, grad, hess = part
+        return (value + c * s + offset, grad + c * theta / s,
+                hess + c * (np.eye(theta.size) / s - np.outer(theta, theta) / s ** 3))
+
+    theta, value, gap = minimize_on_ball(fun, np.zeros(model.p), radius, tol=tol, full_trial=True)
+    alpha = float(np.linalg.norm(theta)) / slope if a >= 0 else top
+    return value - gap - c * mu, theta, alpha
 
 
 def logistic_erm(X, y, mask=None, zeta: float = 0.0, ridge: float = 0.0, radius: float | None = None,

@@ -10,6 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from ..data.dataset import Dataset
+from ..data.passes import row_parts
 from ..errors import DataError, ExpressionTypeError, ModelError, OptionError
 from ..utilities.validate import check_finite, is_int, is_real
 from .core import Expr
@@ -251,7 +252,7 @@ class GridPredictor:
         if getattr(data, "is_chunked", False):
             # Dask-backed points: the base models run chunk by chunk (one Dask task per chunk); only their
             # values, (K + 1) numbers a row, come back
-            parts = data.map_chunks(_BaseValues(self.eta if self.kind == "regression" else self.cost, self.tau))
+            parts = row_parts(data, _BaseValues(self.eta if self.kind == "regression" else self.cost, self.tau))
             first, tau = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
             return self._check_values(first, tau, self.K)
         X = getattr(data, "X", data) if type(data).__name__ == "Dataset" else data

@@ -14,8 +14,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Dataset
+from ..data.passes import row_parts
 from ..errors import ExpressionTypeError, ModelError
+from ..oracles.losses import with_intercept
 from ..utilities.validate import as_generator, check_int
 from .core import Expr
 from .variables import LinearScore, SampleScore, Weights, define_rows
@@ -109,12 +112,14 @@ class MLPScore(SampleScore):
     def curvature(self):
         return "unknown"
 
-    def _numeric(self, env):
-        X = self.data.X if env.rows is None else self.data.X[env.rows]
-        return self.w.forward(env[self.w], X)[0]
+    def _numeric(self, env):    # through the data source: one pass over the rows, or a gather of env.rows
+        if env.rows is None:
+            return concatenate_rows(row_parts(self.data, _BatchScores(self.w, False, env[self.w])))
+        return self.w.forward(env[self.w], self.data.rows(env.rows))[0]
 
     def backprop(self, env, upstream, grads):
-        X = self.data.X if env.rows is None else self.data.X[env.rows]
+        X = self.data.in_memory_X("the gradient of a network's score") if env.rows is None else \
+            self.data.rows(env.rows)
         theta = env[self.w]
         _, cache = self.w.forward(theta, X)
         self.w.backprop(env, self.w.backward(theta, cache, np.asarray(upstream, dtype=float)), grads)
@@ -135,15 +140,45 @@ class MLPScore(SampleScore):
 # ---------------------------------------------------------------------------------------------------
 # Adapters used by stochastic methods: the same interface for a linear score and a network
 # ---------------------------------------------------------------------------------------------------
+class _BatchScores:
+    """The scores of one chunk's rows (a picklable per-chunk function of a pass): ``net`` a :class:`SigmoidMLP`, or
+    None for the linear score x . w (+ b)."""
+
+    def __init__(self, net, intercept: bool, theta):
+        self.net, self.intercept, self.theta = net, intercept, np.asarray(theta, dtype=float)
+
+    def __call__(self, batch) -> np.ndarray:
+        if self.net is not None:
+            return self.net.forward(self.theta, batch.X)[0]
+        return batch.X @ self.theta[:-1] + self.theta[-1] if self.intercept else batch.X @ self.theta
+
+
 class LinearModel:
-    """h = X theta (+ b): forward/backward on a design matrix (intercept column appended when present)."""
+    """h = X theta (+ b): forward/backward on a design matrix (intercept column appended when present).
+
+    ``X``, the in-memory design, is made on first use (chunked data refuse it: the stochastic methods then take the
+    design rows of their minibatches, :meth:`design`, and the judge the scores of a pass, :meth:`batch_scores`)."""
 
     convex = True
 
     def __init__(self, score: LinearScore):
         self.w = score.w
         self.shape = score.w.shape      # what the stochastic methods read (ScoreModel protocol), not w
-        self.X = score.design()
+        self.score = score
+        self._X = None
+
+    @property
+    def X(self) -> np.ndarray:
+        if self._X is None:
+            self._X = self.score.design()
+        return self._X
+
+    def design(self, X) -> np.ndarray:
+        """The design rows of feature rows X (a column of ones appended for an intercept)."""
+        return with_intercept(X, self.w.intercept)
+
+    def batch_scores(self, theta) -> _BatchScores:
+        return _BatchScores(None, self.w.intercept, theta)
 
     def forward(self, theta, X):
         return X @ theta, X
@@ -156,14 +191,24 @@ class LinearModel:
 
 
 class NetworkModel:
-    """Adapter of a :class:`SigmoidMLP` score."""
+    """Adapter of a :class:`SigmoidMLP` score (``X``: the in-memory features, refused for chunked data)."""
 
     convex = False
 
     def __init__(self, score: MLPScore):
         self.w = score.w
         self.shape = score.w.shape
-        self.X = score.data.X
+        self.data = score.data
+
+    @property
+    def X(self) -> np.ndarray:
+        return self.data.in_memory_X("the network's scores on every row")
+
+    def design(self, X) -> np.ndarray:
+        return X
+
+    def batch_scores(self, theta) -> _BatchScores:
+        return _BatchScores(self.w, False, theta)
 
     def forward(self, theta, X):
         return self.w.forward(theta, X)

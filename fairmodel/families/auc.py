@@ -13,21 +13,30 @@ Backends: exact (linear score only) = the moment-form QCQP (default), the pairwi
 evaluates the surrogate objective and constraints exactly (closed forms in the group means and variances of the
 scores, which follow from Lemma 1), the true AUC and the true fairness gaps (2), and, for a linear score, the
 level-set bracket [f*_lower, f0(w)] on the optimum.
+
+Data in memory or in chunks (Dask): a linear score's pair risks are quadratics in the per-set moments of the design
+rows, computed once by one pass (:meth:`fairmodel.oracles.pairs.LinearMoments.of`); the moment and lifted forms, the
+judge's closed forms and its bracket use only them. The judge's true AUCs take the scores of one pass (8 bytes a row
+in the client, each set sorted there); SFLS and IQRC take minibatches gathered by the data's sampler. Only the
+pairwise form (a row per pair of rows) needs the rows in memory.
 """
 from __future__ import annotations
 
-import copy
 import time
 import warnings
 
 import numpy as np
 
-from ..errors import InfeasibleError, ModelError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
+from ..data.dask_dataset import concatenate_rows
+from ..data.passes import row_parts, row_sums
+from ..errors import (DataError, InfeasibleError, ModelError, OptionError, ResourceLimitError, SolverError,
+                      UnsupportedProblemError)
 from ..exact.auc import AUCPrograms
 from ..expressions import LinearScore
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.models import MLPScore, SigmoidMLP, score_model
 from ..metrics.auc import auc_between, sets_terms
+from ..oracles.losses import with_intercept
 from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AUCSaddle
 from ..utilities.validate import check_options
@@ -96,7 +105,11 @@ class AUCFairness(Reduction):
         self.w = self.score.w
         self.model = score_model(self.score)
         self.linear = self.model.convex
+        self.data = self.score.data
         self.pairs = PairRisks.concat([loss.pairs] + [g.pairs for g in gaps])
+        # a linear score's pair risks are quadratics in the per-set moments of the design rows: one pass over the
+        # rows (in memory or in chunks) here serves the exact forms, the judge's closed forms and its certificate
+        self.moments = self.pairs.linear_moments(self.data, self.w.intercept) if self.linear else None
         self.required_half_width = self._required_half_width()
         self.half_width, self.interval_note = self._interval()
         self.exact_methods = dict(EXACT)
@@ -146,9 +159,7 @@ class AUCFairness(Reduction):
             return max(1.0, ratio) if self.w.output == "sigmoid" else None
         if self.w.radius is None:
             return None
-        X = self.model.X
-        w = pr.weights
-        means = np.vstack([np.average(X[m], axis=0, weights=None if w is None else w[m]) for m in pr.masks])
+        means = self.moments.means
         if shift is not None:
             means = means - shift
         mu_s, mu_t = means[pr.first], means[pr.second]
@@ -221,18 +232,32 @@ class AUCFairness(Reduction):
                 f"the score {self.score} of a neural network is not convex in its weights (the weakly convex case, "
                 f"Assumption 4), so there is no exact convex program; use backend='stochastic', method='iqrc'")
         if self._programs is None:
-            self._programs = AUCPrograms(self.model.X, self.pairs, self.bounds, self.w.radius, self.half_width,
-                                         self.w.name)
+            self._programs = AUCPrograms(self.moments, self.pairs, self.bounds, self.w.radius, self.half_width,
+                                         self.w.name, design=self._design)
         self._programs.bounds = self.bounds      # kappa may be a parameter changed since the last call
         return self._programs
 
+    def _design(self) -> np.ndarray:
+        """The in-memory design matrix, for the pairwise form (a row per pair of rows); chunked data refuse it."""
+        if self.data.is_chunked:
+            raise DataError(f"the pairwise form of the surrogate (6) has a row per pair of rows and needs the "
+                            f"features in memory, but this Dataset is backed by Dask ({self.data.n_samples} rows in "
+                            f"{self.data.n_chunks} chunks). Use method='moment' (the default: the same optimum from "
+                            f"the per-set means and covariances of the rows, computed by one pass over the chunks; "
+                            f"its size does not depend on n) or method='lifted', or solve an in-memory sample "
+                            f"data.subsample(n, seed=0)")
+        return self.model.X
+
     def solve_exact(self, method, solver, verbose, **options):
         """Solve the ``method`` form. The default form (moment) falls back to the other forms that apply (lifted,
-        then pairwise within its memory limit) when its solve fails or ends inaccurate without the judge's
-        bracket confirming it; the result's message says so."""
+        then pairwise within its memory limit, on in-memory data) when its solve fails or ends inaccurate without
+        the judge's bracket confirming it; the result's message says so."""
         check_options(options, ("max_memory_gb",), f"the exact {method!r} form")
         self.check_kappas()
-        forms = [method] + (list(FALLBACK) if method == next(iter(EXACT)) else [])
+        if method == "pairwise":
+            self._design()                    # chunked data: refused before anything is built
+        fallback = [f for f in FALLBACK if f != "pairwise" or not self.data.is_chunked]
+        forms = [method] + (fallback if method == next(iter(EXACT)) else [])
         failures = []
         for form in forms:
             try:
@@ -281,7 +306,7 @@ class AUCFairness(Reduction):
     def _warn_outside_interval(self, theta) -> None:
         if self.half_width is None:
             return
-        t = self.pairs.terms(self.model.forward(theta, self.model.X)[0])
+        t = self.pairs.closed_forms(*self.moments.score_moments(theta))
         worst = max(np.max(np.abs(t["m"])), np.max(np.abs(t["m_prime"])), np.max(np.abs(t["alpha"])))
         if worst > self.half_width:
             warnings.warn(f"at the solution a group mean or gap ({worst:.4g}) leaves I = [-{self.half_width:g}, "
@@ -290,30 +315,49 @@ class AUCFairness(Reduction):
 
     # -- stochastic backend ---------------------------------------------------------------------------------
     def saddle(self) -> AUCSaddle:
+        """The saddle function of Bregman SMD; on chunked data without rows in memory (``X`` None): its minibatches
+        are gathered by the run, their design rows made by ``saddle.batch_design``."""
         if self.half_width is None:
             raise OptionError("the stochastic methods need a bounded interval I: give the weights a radius "
                               "(fm.Weights(d, radius=R)) or set interval= in fm.auc_loss / fm.auc_gap")
         if not (self.linear and self.interval_note.startswith("automatic")):
-            return AUCSaddle(self.model, self.pairs, self.bounds, self.half_width)
+            saddle = AUCSaddle(self.model, self.pairs, self.bounds, self.half_width, *self._design_rows(None))
+            saddle.batch_design = _CenteredDesign(self.model, None)
+            return saddle
         # Every pair risk depends on differences of scores (within and between sets) only, so shifting all scores
         # by the constant -mean(x).w changes none of them (with an unclipped, valid I): SMD runs on the centered
         # design, an exact reformulation whose interval I (hence Bregman constant C) is smaller and whose steps are
         # better scaled (measured on the unscaled Communities features: I = 43.8 uncentered). The mean is weighted
         # by the sample weights, so weighted rows and repeated rows give the same saddle function.
-        mean = np.average(self.model.X, axis=0, weights=self.pairs.weights)
-        model = copy.copy(self.model)
-        model.X = self.model.X - mean
-        saddle = AUCSaddle(model, self.pairs, self.bounds, self._required_half_width(mean))
+        mean = self.moments.mean_all
+        saddle = AUCSaddle(self.model, self.pairs, self.bounds, self._required_half_width(mean),
+                           *self._design_rows(mean))
         saddle.score_shift = mean
+        saddle.batch_design = _CenteredDesign(self.model, mean)
         return saddle
 
-    def scores_and_blocks(self, theta) -> tuple[np.ndarray, np.ndarray]:
-        """(scores h, f_k(theta)) on the full data (closed forms with the family's interval)."""
-        h = self.model.forward(theta, self.model.X)[0]
-        return h, self.pairs.block_values(self.pairs.values(h, self.half_width))
+    def _design_rows(self, center) -> tuple:
+        """(the design rows minus ``center`` in memory, None) or, on chunked data, (None, their mean square norm by
+        one pass): the rows and the step scale of the saddle function."""
+        if not self.data.is_chunked:
+            X = self.model.X
+            return (X if center is None else X - center), None
+        total = row_sums(self.data, _SquaredNorms(_CenteredDesign(self.model, center)))
+        return None, total / self.data.n_samples
 
-    def block_values(self, theta) -> np.ndarray:
-        return self.scores_and_blocks(theta)[1]
+    def scores(self, theta) -> np.ndarray:
+        """The scores h of every row, by one pass over the rows (in memory or in chunks; 8 bytes a row)."""
+        return concatenate_rows(row_parts(self.data, self.model.batch_scores(theta)))
+
+    def block_values(self, theta, h=None) -> np.ndarray:
+        """f_k(theta) on the full data, in closed form (with the family's interval) from the per-set means and
+        variances of the scores: for a linear score those of the design moments (mu_S . theta, theta' Sigma_S
+        theta; no pass), for a network those of the scores ``h`` (one pass when not given)."""
+        if self.linear:
+            m, v = self.moments.score_moments(theta)
+        else:
+            m, v = self.pairs.moments(self.scores(theta) if h is None else h)
+        return self.pairs.block_values(self.pairs.closed_forms(m, v, self.half_width)["T"])
 
     def solve_stochastic(self, method, seed, verbose, stop="checks", **options):
         return solve_sfls(self, method, seed, verbose, options, stop=stop)
@@ -326,7 +370,8 @@ class AUCFairness(Reduction):
             raise OptionError(f"an AUC-fairness candidate has the variable {name!r} (required) and optionally "
                               f"{sorted(optional)}; got {sorted(variables)}")
         theta = self.w.check_value(variables[name], "candidate")
-        h, f = self.scores_and_blocks(theta)
+        h = self.scores(theta)       # for the true AUCs (ranks) and a network's closed forms: one pass
+        f = self.block_values(theta, h)
         constraints, metrics = {}, {"surrogate_blocks": f, "score_model": self._model_spec()}
         for j, (gap, kappa, c) in enumerate(zip(self.gaps, self.kappas, self.problem.canonical.constraints)):
             f1, f2 = f[2 * j + 1], f[2 * j + 2]
@@ -375,8 +420,7 @@ class AUCFairness(Reduction):
         if not self.certified:
             return ("What to try: more IQRC stages (S=) or SMD steps (T=); smaller steps (eta=, tau_scale=) if the "
                     "constraint is violated.")
-        X = self.model.X
-        eig = np.linalg.eigvalsh(np.cov(X, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1]))
+        eig = np.linalg.eigvalsh(self.moments.cov_all)
         positive = eig[eig > 1e-12 * max(eig.max(), 1e-300)]
         condition = float(positive.max() / positive.min()) if positive.size else 1.0
         scaling = (f" The features' covariance has condition number {condition:.2g}: SMD, a first-order method, "
@@ -446,3 +490,32 @@ class ScorePredictor:
         if self.spec.get("intercept"):
             return X @ self.theta[:-1] + self.theta[-1]
         return X @ self.theta
+
+
+class _CenteredDesign:
+    """The design rows of feature rows X minus ``center`` (None: the design rows): the rows the saddle function of
+    Bregman SMD takes (a picklable per-chunk function of a pass, and the design of a gathered minibatch)."""
+
+    def __init__(self, model, center):
+        self.intercept = bool(getattr(model.w, "intercept", False)) and model.convex
+        self.center = center
+
+    def __call__(self, X) -> np.ndarray:
+        Z = with_intercept(X, self.intercept)
+        if self.center is None:
+            return Z
+        if Z is X:                  # no copy made yet: never change the caller's rows
+            return X - self.center
+        Z -= self.center
+        return Z
+
+
+class _SquaredNorms:
+    """sum of ||z_i||^2 over a chunk's rows z_i = design(x_i) (a picklable per-chunk function)."""
+
+    def __init__(self, design: _CenteredDesign):
+        self.design = design
+
+    def __call__(self, batch) -> float:
+        Z = self.design(batch.X)
+        return float(np.einsum("ij,ij->", Z, Z))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
 from ..errors import OptionError
 from ..stochastic.bregman_smd import AVERAGING, StepRule, smd
 from ..stochastic.iqrc import iqrc
@@ -29,7 +30,8 @@ from .stopping import STOP_RULES, CertifiedStop
 
 SFLS_DEFAULTS = {"T": 4000, "batch_size": 100, "eta": "auto", "tau_scale": 0.5, "steps": "practical", "M": None,
                  "theta": 1.5, "delta": 0.05, "eps": 0.02, "eps_opt": None, "r0": None, "max_outer": 60,
-                 "averaging": "uniform", "warm_start": True, "select": "best_feasible", "max_steps": None}
+                 "averaging": "uniform", "warm_start": True, "select": "best_feasible", "max_steps": None,
+                 "prefetch": True}
 IQRC_DEFAULTS = {"S": 5, "rho_hat": 1e-5, "output": "random"}
 CAP_FACTOR = 10    # stopping on the judge's checks, the old budget (outer iterations, SMD steps, IQRC stages) x this
 CHECK_EVERY = 5    # outer iterations between the first scheduled checks (one check costs about a tenth of one)
@@ -37,6 +39,7 @@ CHECK_EVERY = 5    # outer iterations between the first scheduled checks (one ch
 # a coarse oracle moves the level as well as a fine one (measured on the bundled Adult problem: 21,500 SMD steps to
 # the 1 % bracket from T = 500, 41,000 from T = 1000, 136,000 with the fixed T = 4000).
 CHECKS_T = 500
+GATHER_BYTES = DEFAULT_BUFFER_BYTES // 2   # chunked data: the features of the minibatches drawn and gathered at once
 
 
 def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks") -> Solution:
@@ -54,6 +57,13 @@ def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks
     user_callback = opts.pop("callback", None)
     rng = as_generator(seed)
     runner = Runner(family, opts, rng, verbose)
+    try:
+        return _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback, seed)
+    finally:
+        runner.close()
+
+
+def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback, seed) -> Solution:
     stopper = CertifiedStop(family, runner.variables, every=CHECK_EVERY if method == "sfls" else 1,
                             user_callback=user_callback, enabled=checks)
     if method == "sfls":
@@ -82,6 +92,8 @@ def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks
                    "outer_iterations": sum(o["metrics"]["outer_iterations"] for o in out["calls"])}
     variables = runner.variables(out)
     metrics.update({"interval_half_width": family.half_width, "bregman_C": runner.saddle.C})
+    if runner.sampler is not None:      # chunked data: the time the steps waited for gathered rows
+        metrics["sampler_wait_s"] = runner.sampler.wait_time
     solver = {"name": method, "stop": stop if checks else "budget",
               "options": {k: v for k, v in opts.items() if isinstance(v, (int, float, str, bool)) or v is None},
               "seed": seed if isinstance(seed, int) else None}
@@ -103,6 +115,7 @@ class Runner:
     def __init__(self, family, opts: dict, rng, verbose):
         self.family, self.opts, self.rng, self.verbose = family, opts, rng, verbose
         self.saddle = family.saddle()
+        self.sampler = self.stream = None
         self.d = int(np.prod(family.w.shape))
         self.P = family.pairs.n_pairs
         self.T = check_int(opts["T"], "T (SMD steps per oracle call)")
@@ -119,7 +132,33 @@ class Runner:
         radius = family.w.radius
         if opts["steps"] == "theory" and radius is None:
             raise OptionError("steps='theory' needs the diameter of W: give the weights a radius")
+        if self.saddle.X is None:       # chunked data: uniform minibatches gathered from the chunks
+            self.sampler = family.data.sampler("uniform", self.batch, seed=rng, prefetch=bool(opts["prefetch"]))
+            self.stream = self._gathered()
         self.eta0, self.tau0 = rule.bases(self.saddle, radius, self._estimate_M)
+
+    def _gathered(self):
+        """Minibatches (rows, design rows) of chunked data: i.i.d. uniform rows (the law of the in-memory draws;
+        :class:`~fairmodel.data.dask_sampler.ChunkSampler`), drawn and gathered for as many steps at a time as half
+        a sampler buffer of features holds (GATHER_BYTES: the gathers, not the steps, cost the time on small data)."""
+        p = int(np.prod(self.family.w.shape))
+        steps = max(1, GATHER_BYTES // (8 * p * self.batch))
+        while True:
+            drawn = self.sampler.draw(steps * self.batch)
+            X = self.saddle.batch_design(drawn.X)
+            for k in range(0, steps * self.batch, self.batch):
+                yield drawn.rows[k:k + self.batch], X[k:k + self.batch]
+
+    def draw(self) -> tuple:
+        """One minibatch: (rows, None) drawn uniformly in memory, or (rows, design rows) from chunked data."""
+        if self.stream is not None:
+            return next(self.stream)
+        return self.rng.integers(0, self.saddle.n, size=self.batch), None
+
+    def close(self) -> None:
+        """End the sampler's prefetching (chunked data)."""
+        if self.sampler is not None:
+            self.sampler.close()
 
     def start_point(self, x0) -> np.ndarray:
         """x(0) = (theta, a = 0, b = 0): the given theta, or a constant score (w = 0, the paper's start; a
@@ -149,9 +188,9 @@ class Runner:
         d, P, K1 = self.d, self.P, self.saddle.K1
         gx, gy = 0.0, 0.0
         for _ in range(20):
-            rows = self.rng.integers(0, self.saddle.n, size=self.batch)
+            rows, X = self.draw()
             g, u, v = self.saddle.gradients(x[:d], x[d:], np.full(K1, 1 / K1), np.zeros(P), rows,
-                                            self.saddle.shift(0.0))
+                                            self.saddle.shift(0.0), X)
             gx = max(gx, float(np.linalg.norm(g)))
             gy = max(gy, float(np.sqrt(np.max(np.abs(u)) ** 2 + v @ v)))
         return float(np.sqrt(2 * Dx2 * gx ** 2 + 2 * Dy2 * gy ** 2))
@@ -181,7 +220,7 @@ class Runner:
         def oracle(r, delta_k, k):
             out = smd(self.saddle, r, T=state["T"], eta0=self.eta0, tau0=self.tau0, batch_size=self.batch,
                       rng=self.rng, radius=self.family.w.radius, rho_hat=rho_hat, center=center, x0=state["x"],
-                      y0=state["y"], averaging=o["averaging"])
+                      y0=state["y"], averaging=o["averaging"], stream=self.stream)
             state["steps"] += out["steps"]
             if o["warm_start"]:
                 state["x"], state["y"] = out["x"], out["y"]

@@ -26,7 +26,7 @@ from ..oracles.dp_chunked import ChunkedDual, dual_stats
 from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha, sigma2
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
 from ..utilities.progress import Progress
-from ..utilities.validate import as_generator, check_choice, check_options
+from ..utilities.validate import as_generator, check_options
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
 from .dp_runs import (
     DEFAULT_CAP,
@@ -41,10 +41,10 @@ from .dp_runs import (
     run_solution,
     smoothness_constant,
     start_run,
+    stop_rule,
     with_progress,
 )
 from .registry import register
-from .stopping import STOP_RULES
 
 POOL_R_MAX = 20_000_000  # precompute the (n, m) cost matrix of a pool up to this many entries (160 MB)
 CERTIFY_MAX = 5_000_000  # n m up to which the judge solves the exact dual (L-BFGS-B) for the dual suboptimality
@@ -190,7 +190,11 @@ class DPPostProcessing(Reduction):
     def solve_exact(self, method, solver, verbose, data=None, sample_weight=None, z0=None, certify=None, **options):
         """The exact program of ``method``; when the default method (``lbfgs``, or ``lp`` for beta = inf) fails, the
         other program of the same problem (``dual``, ``dual_lp``) is solved instead and the result says so."""
-        refuse_chunked(data, "the exact DP post-processing programs (the (n, m) policy or dual in memory)")
+        chunked = is_chunked(data)
+        if chunked and method != "lbfgs":     # L-BFGS-B on the dual (5) sums the points by blocks, like the judge
+            refuse_chunked(data, f"the exact DP post-processing program {method!r} (the (n, m) policy or dual in "
+                                 f"memory; method='lbfgs', the entropic dual (5) by L-BFGS-B, runs on chunked "
+                                 f"points when entropy > 0)")
         requested = method
         prep = self._prepare(data, sample_weight)
         dual = self._dual(prep)
@@ -206,7 +210,7 @@ class DPPostProcessing(Reduction):
             except SolverError as exc:
                 # the default method fell short: the other exact program of the same problem, said in the result
                 fallback = FALLBACK.get(method)
-                if fallback is None or options or solver is not None:
+                if fallback is None or options or solver is not None or chunked:
                     raise
                 try:
                     P, z, record = self._exact_method(fallback, dual, None, verbose, None, K, {})
@@ -244,8 +248,9 @@ class DPPostProcessing(Reduction):
     def solve_stochastic(self, method, seed, verbose, data=None, sample_weight=None, T=None, batch_size=None,
                          oracle=None, mu=None, inner="acsa2", variant="paper", smoothness=None, step=None,
                          tail=1.0, z0=None, history_every=0, callback=None, judge_size=JUDGE_SIZE, certify=None,
-                         stop="checks"):
-        """Algorithm 1 with ``method`` on the dual (5). ``stop="checks"`` (default): rounds of the method, each a
+                         stop=None):
+        """Algorithm 1 with ``method`` on the dual (5). ``stop="checks"`` (default, except with
+        ``variant="reference"``, whose default is ``"budget"``, the authors' fixed T): rounds of the method, each a
         complete run of it (Algorithm 4, 3 or 2, or projected SGD) warm-started at the previous round's output,
         with the gradient steps and the minibatch doubling from round to round (1,000 steps of 4 points first), and
         the judge's checks (the constraint violations and the duality gap of (pi_z, z), and the dual
@@ -256,14 +261,11 @@ class DPPostProcessing(Reduction):
             raise UnsupportedProblemError("the stochastic backend minimizes the smooth dual (5), which needs "
                                           "entropy > 0: declare fm.Problem(..., entropy=1/beta), e.g. beta = 100 "
                                           "(the paper: fm.dp_parameters('reference', n=N))")
-        if variant not in ("paper", "reference"):
-            raise OptionError(f"variant must be 'paper' or 'reference' (the authors' code's deviations from "
-                              f"Algorithms 2-4); got {variant!r}")
+        stop = stop_rule(stop, variant)
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
                                        or batch_size < 1):
             raise OptionError(f"batch_size must be a positive integer (or None: 1 with stop='budget', doubling from 4 "
                               f"with stop='checks'); got {batch_size!r}")
-        stop = check_choice(stop, "stop", STOP_RULES)
         stream = data is not None and hasattr(data, "__next__")
         oracle = ("stream" if stream else "resample") if oracle is None else oracle
         if oracle not in ORACLES:
@@ -469,8 +471,8 @@ class DPPostProcessing(Reduction):
         m = solution.metrics
         if m.get("stop") == "budget":
             return ("What to try: a larger T (the gradients of the one run), or stop='checks' (the default of solve "
-                    "and fit), which runs rounds of the method until the judge's checks pass; or the certified exact "
-                    "dual (backend='exact', method='lbfgs').")
+                    "and fit, except with variant='reference'), which runs rounds of the method until the judge's "
+                    "checks pass; or the certified exact dual (backend='exact', method='lbfgs').")
         used = (f" (this run sampled {m['samples_used']:,} points in {m.get('rounds', 1)} round(s))"
                 if "samples_used" in m else "")
         return (f"What to try: a larger cap T= lets the rounds continue until the checks pass{used}; the certified "
@@ -527,8 +529,7 @@ class DPPostProcessing(Reduction):
                                 "accuracy plus the weak-duality slack above"))
         if self.post.numeric_grid and (data is not None or not self.post.callable) and not math.isinf(self.beta):
             dual = self._dual(self._points(data, sample_weight))
-            pe, ps = (self._policy_of(r, dual) for r in (exact, stochastic))
-            diff_y = float(dual.w @ np.abs((pe - ps) @ self.post.grid))
+            diff_y = self._prediction_gap(dual, exact, stochastic)
             half = float(np.ptp(self.post.grid)) / 2
             bound = half * (math.sqrt(2 * self.beta * max(delta if math.isfinite(delta) else accuracy + slack, 0.0))
                             + math.sqrt(2 * self.beta * exact_tol))
@@ -542,10 +543,20 @@ class DPPostProcessing(Reduction):
         """Start a stochastic solve from the duals of a previous result (used by sweeps)."""
         return {"z0": result} if result.family == self.name and "Lambda" in result.variables else {}
 
+    def _prediction_gap(self, dual, a, b) -> float:
+        """sum_i w_i |E_pi_a[Y | x_i] - E_pi_b[Y | x_i]| of two results' policies (a primal policy P when the result
+        has one, else pi_z of its duals, eq. (7)), block by block of points on chunked data (:class:`ChunkedDual`)."""
+        blocks = dual.blocks() if hasattr(dual, "blocks") else [(slice(None), dual)]
+        total = 0.0
+        for rows, part in blocks:
+            pa, pb = (self._policy_of(r, part, rows, dual.n) for r in (a, b))
+            total += float(part.w @ np.abs((pa - pb) @ self.post.grid))
+        return total
+
     @staticmethod
-    def _policy_of(result, dual: DualProblem) -> np.ndarray:
-        if "P" in result.variables and np.shape(result.variables["P"]) == (dual.n, dual.m):
-            return np.asarray(result.variables["P"])
+    def _policy_of(result, dual: DualProblem, rows=slice(None), n: int | None = None) -> np.ndarray:
+        if "P" in result.variables and np.shape(result.variables["P"]) == (n or dual.n, dual.m):
+            return np.asarray(result.variables["P"])[rows]
         return dual.policy(np.stack([result.variables["Lambda"], result.variables["V"]]))
 
     @classmethod

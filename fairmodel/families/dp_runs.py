@@ -19,7 +19,7 @@ from ..stochastic.sgd3 import sgd3_stages
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_choice, check_int
 from .base import Solution
-from .stopping import CertifiedStop
+from .stopping import STOP_RULES, CertifiedStop
 
 STREAM_SLICE = 65_536    # rows of a stream chunk handled at once (bounds memory whatever the chunk size)
 JUDGE_SIZE = 20_000      # a stream is judged on a uniform reservoir sample of this many points
@@ -57,6 +57,21 @@ def refuse_chunked(data, what: str) -> None:
         raise DataError(f"{what} needs the points in memory, but data= is a Dask array. Solve with the stochastic "
                         f"backend (prob.solve(backend='stochastic', data=...)), or pass an in-memory sample: "
                         f"fm.Dataset.from_dask(X).subsample(n, seed=0)")
+
+
+VARIANTS = ("paper", "reference")
+
+
+def stop_rule(stop, variant: str) -> str:
+    """The stopping rule of a stochastic run, with ``variant`` checked: ``stop`` when given; else ``"budget"`` for
+    ``variant="reference"``, which reproduces the authors' code, one run of a fixed T (its length, not a cap on
+    the rounds of ``"checks"``); else ``"checks"``."""
+    if variant not in VARIANTS:
+        raise OptionError(f"variant must be 'paper' or 'reference' (the authors' code's deviations from "
+                          f"Algorithms 2-4); got {variant!r}")
+    if stop is None:
+        return "budget" if variant == "reference" else "checks"
+    return check_choice(stop, "stop", STOP_RULES)
 
 
 def check_T(T) -> int:

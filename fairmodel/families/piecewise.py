@@ -298,7 +298,7 @@ def _auc_blocks(builder: Builder, atom) -> list:
     if atom.surrogate.half_width is not None or atom.surrogate.alpha_quad_coef != "c1":
         builder._refuse(atom, "the quadratic (pairwise) form needs interval=None and alpha_quad_coef='c1'")
     pairs = atom.pairs
-    moments = pairs.linear_moments(score.design())
+    moments = atom.linear_moments()             # one pass over the rows (in memory or in chunks), once per atom
     out = []
     for k in range(pairs.n_blocks):
         A, g, c = moments.quadratic(pairs, (pairs.block == k).astype(float))

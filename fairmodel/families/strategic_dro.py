@@ -85,7 +85,7 @@ def anytime_defaults(oracle: WDRSCOracle, order: int, method: str, seed, estimat
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]) \
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else as_generator(seed)
     m = oracle.m
-    radius = R0 / float(np.sqrt(np.mean(m.mass @ (m.X * m.X)) + 1e-300))
+    radius = R0 / float(np.sqrt(np.mean(m.second_moments()) + 1e-300))
     auto = auto_steps(oracle, order, estimator, method=method, epochs=None, rng=rng, R0=radius, x_only=True,
                       diameter=m.x_domain.diameter, smoothness=order == 1)
     eta0 = auto["eta0"]
@@ -276,7 +276,7 @@ class StrategicDRO(Reduction):
                     "alpha_max in fm.wasserstein_worst_case.")
         order = solution.solver.get("order", 0)
         tips = ["a larger cap (epochs=) lets the run continue until the duality gap passes"]
-        rms = np.sqrt(self.model.mass @ (self.model.X * self.model.X))
+        rms = np.sqrt(self.model.second_moments())
         if order == 0 and rms.min() > 0 and rms.max() > 10 * rms.min():
             tips.append(f"features on comparable scales (their root-mean-squares range from {rms.min():.3g} to "
                         f"{rms.max():.3g}; the zeroth-order steps are the same in every direction, so they crawl "

@@ -12,6 +12,8 @@ The worst-case variants take the type-1 Wasserstein ball of ``radius`` delta aro
 empirical distribution, with transport cost ||x - x'||_2 (+ kappa |y - y'| when ``label_cost`` kappa is
 given; as in the problem, only +1 labels may flip, Assumption B.1). For a linear score both have exact
 closed forms: the adversary spends its budget greedily on the cheapest (per unit of effect) moves.
+
+A Dask-backed Dataset is read by one pass (the scores X theta; the margins, n numbers, are then in memory).
 """
 from __future__ import annotations
 
@@ -19,15 +21,17 @@ import numpy as np
 
 from ..data.dataset import Dataset
 from ..errors import DataError, ModelError
-from ..oracles.strategic import binary_labels, strategic_mask, strategic_scores
+from ..oracles.strategic import ChunkedRows, binary_labels, strategic_mask, strategic_scores
 from ..utilities.validate import check_matrix
 from .rates import weights_of
 
 
 def _inputs(theta, data, y, strategic_features):
-    if isinstance(data, Dataset):
-        X, names = data.X, list(data.feature_names)
+    if isinstance(data, Dataset):       # a Dask-backed Dataset: its features read by passes (ChunkedRows)
+        X, names = ChunkedRows(data) if data.is_chunked else data.X, list(data.feature_names)
         y = data.y if y is None else y
+    elif isinstance(data, ChunkedRows):
+        X, names = data, list(data.data.feature_names)
     else:
         X, names = check_matrix(data), [f"x{j}" for j in range(np.shape(data)[1])]
     if y is None:

@@ -17,10 +17,19 @@ Sample weights w_i: the pair (i, j) of S x S' weighs w_i w_j / (W_S W_S') (W_S =
 risk is the weighted pairwise mean; since sum_{ij} w_i w_j (h_i - h_j - c2)^2 / (W_S W_S') = (m - m' - c2)^2 + v + v'
 with the *weighted* means and population variances, every formula above holds with weighted moments (integer
 weights are repeated rows).
+
+Moments by one pass. The rows are cut into *cells* (rows in the same sets: for a preset, label x protected group),
+each chunk of a pass returns every cell's weighted moments (total weight, mean, scatter), and the chunks' moments are
+merged in chunk order by the pairwise update of Chan, Golub and LeVeque (1979); a set's moments merge its cells'.
+The same pass (:func:`fairmodel.data.passes.row_sums`) runs on in-memory rows and on the chunks of a Dask-backed data
+set, so the moment form, the judge's closed forms and its certificate are the same numbers on both (up to the order
+of the sums), with O(cells x p^2) state whatever n.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ..data.passes import row_sums
 
 
 class PairRisks:
@@ -41,10 +50,19 @@ class PairRisks:
         self.sizes = self.masks.sum(axis=1)
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
         self.set_weights = self.sizes.astype(float) if weights is None else self.masks.astype(float) @ self.weights
+        self._cells = None
 
     @property
     def n_pairs(self) -> int:
         return self.first.shape[0]
+
+    @property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, members): the cell of every row (rows in the same sets share a cell; 1 byte a row below 256
+        cells) and the sets of every cell (cells x sets, bool). Computed on first use."""
+        if self._cells is None:
+            self._cells = set_cells(self.masks)
+        return self._cells
 
     @classmethod
     def concat(cls, parts: list["PairRisks"]) -> "PairRisks":
@@ -68,9 +86,10 @@ class PairRisks:
         return PairRisks(self.masks[:, rows], self.first, self.second, self.block, self.c1, self.c2, self.q,
                          None if self.weights is None else self.weights[rows])
 
-    def linear_moments(self, X) -> "LinearMoments":
-        """The (weighted) per-set moments of the design rows X."""
-        return LinearMoments(X, self.masks, weights=self.weights)
+    def linear_moments(self, data, intercept: bool = False) -> "LinearMoments":
+        """The (weighted) per-set moments of the design rows of ``data`` (its features, with a column of ones when
+        ``intercept``): one pass over the rows (:meth:`LinearMoments.of`)."""
+        return LinearMoments.of(data, self, intercept)
 
     # -- values ------------------------------------------------------------------------------------------
     def moments(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,8 +111,12 @@ class PairRisks:
 
         Returns the group moments, a, b, alpha, Delta and the values T (all per pair).
         """
+        return self.closed_forms(*self.moments(h), half_width)
+
+    def closed_forms(self, m: np.ndarray, v: np.ndarray, half_width: float | None = None) -> dict:
+        """:meth:`terms` from the per-set score means ``m`` and population variances ``v`` (of the scores, or of a
+        linear score by :meth:`LinearMoments.score_moments`)."""
         I = np.inf if half_width is None else half_width
-        m, v = self.moments(h)
         c1, c2, q = self.c1, self.c2, self.q
         mS, mT, vS, vT = m[self.first], m[self.second], v[self.first], v[self.second]
         delta = mS - mT
@@ -130,31 +153,121 @@ class PairRisks:
         return out
 
 
-class LinearMoments:
-    """Per-set (weighted) means mu_S (p) and population covariances Sigma_S (p x p) of the design rows.
+def set_cells(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes (n,), members (cells x sets)): the distinct membership patterns of the rows in the sets ``masks``
+    (sets x n, bool), each row's pattern as a small integer code."""
+    masks = np.asarray(masks, dtype=bool)
+    S, n = masks.shape
+    if S <= 62:
+        key = np.zeros(n, dtype=np.int64)
+        for s in range(S):
+            key |= masks[s].astype(np.int64) << s
+        patterns, codes = np.unique(key, return_inverse=True)
+        members = (patterns[:, None] >> np.arange(S)) & 1 == 1
+    else:
+        patterns, codes = np.unique(masks, axis=1, return_inverse=True)
+        members = patterns.T
+    return codes.reshape(-1).astype(np.min_scalar_type(max(len(members) - 1, 0))), members
 
-    Computed in two chunked passes (memory O(chunk x p)), so that the moment form and the judge's
-    certificate scale to millions of rows. ``weights``: the rows' sample weights (None: 1 each).
+
+def merge_moments(Wa, ma, Ma, Wb, mb, Mb):
+    """The moments (total weight, mean, scatter sum w (x - mean)(x - mean)') of the union of two disjoint row sets
+    from theirs: the pairwise update of Chan, Golub and LeVeque (1979), elementwise over leading axes. Stable (no
+    sums of squares of raw features), and exact for an empty side."""
+    W = Wa + Wb
+    share = np.divide(Wb, W, out=np.zeros_like(W, dtype=float), where=W > 0)
+    delta = mb - ma
+    scale = (Wa * share)[..., None, None]
+    return W, ma + delta * share[..., None], Ma + Mb + scale * (delta[..., :, None] * delta[..., None, :])
+
+
+class CellMoments:
+    """The weighted moments of the feature rows of every cell: total weight ``W`` (C,), ``mean`` (C, d) and scatter
+    ``M2`` = sum_i w_i (x_i - mean)(x_i - mean)' (C, d, d). ``a + b`` is the moments of the union of disjoint rows
+    (:func:`merge_moments`), so a pass's chunk parts add up in chunk order like arrays."""
+
+    def __init__(self, W, mean, M2):
+        self.W, self.mean, self.M2 = W, mean, M2
+
+    def __add__(self, other: "CellMoments") -> "CellMoments":
+        return CellMoments(*merge_moments(self.W, self.mean, self.M2, other.W, other.mean, other.M2))
+
+    def union(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(W, mean, M2) of every union of cells: column j of ``members`` (cells x unions, bool) selects union j's
+        cells, merged in cell order."""
+        U, d = members.shape[1], self.mean.shape[1]
+        W, mean, M2 = np.zeros(U), np.zeros((U, d)), np.zeros((U, d, d))
+        for c in range(members.shape[0]):
+            j = members[c]
+            if j.any():
+                W[j], mean[j], M2[j] = merge_moments(W[j], mean[j], M2[j], self.W[c], self.mean[c], self.M2[c])
+        return W, mean, M2
+
+
+class _CellPass:
+    """One chunk's :class:`CellMoments` (a picklable per-chunk function of a pass): ``codes`` the rows' cells,
+    ``weights`` their sample weights (absent: 1 each)."""
+
+    def __init__(self, n_cells: int):
+        self.n_cells = n_cells
+
+    def __call__(self, batch, codes, weights=None) -> CellMoments:
+        X = batch.X
+        C, d = self.n_cells, X.shape[1]
+        W, mean, M2 = np.zeros(C), np.zeros((C, d)), np.zeros((C, d, d))
+        for c in np.unique(codes):
+            rows = codes == c
+            Xc = X[rows]
+            wc = None if weights is None else weights[rows]
+            W[c] = Xc.shape[0] if wc is None else wc.sum()
+            if not W[c] > 0:
+                continue
+            mean[c] = Xc.mean(axis=0) if wc is None else wc @ Xc / W[c]
+            D = Xc - mean[c]
+            M2[c] = (D.T if wc is None else (D * wc[:, None]).T) @ D
+        return CellMoments(W, mean, M2)
+
+
+def _design(W, mean, M2, intercept: bool):
+    """(weights, means, covariances) of the design rows (x, 1) from those of the feature rows x: the ones column
+    has mean 1 and no variance (nan for a set of zero weight)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means, covs = mean.copy(), M2 / W[:, None, None]
+    means[W <= 0] = np.nan
+    if intercept:
+        means = np.hstack([means, np.ones((means.shape[0], 1))])
+        covs = np.pad(covs, ((0, 0), (0, 1), (0, 1)))
+    return W, means, covs
+
+
+class LinearMoments:
+    """Per-set (weighted) means mu_S (p) and population covariances Sigma_S (p x p) of the design rows, and those of
+    all rows (``mean_all``, ``cov_all``: the centering of the stochastic method, the advice on conditioning).
+
+    Built by :meth:`of`: one pass over the rows of a data source (NumPy row blocks or Dask chunks), each chunk's
+    cell moments merged in chunk order (memory O(cells x p^2), whatever n).
     """
 
-    def __init__(self, X: np.ndarray, masks: np.ndarray, chunk: int = 65536, weights=None):
-        n, p = X.shape
-        S = masks.shape[0]
-        wts = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
-        self.counts = masks.astype(float) @ wts
-        sums = np.zeros((S, p))
-        for start in range(0, n, chunk):
-            Xc, Mc = X[start:start + chunk], masks[:, start:start + chunk] * wts[start:start + chunk]
-            sums += Mc @ Xc
-        self.means = sums / self.counts[:, None]
-        self.covs = np.zeros((S, p, p))
-        for start in range(0, n, chunk):
-            Xc, Mc, wc = X[start:start + chunk], masks[:, start:start + chunk], wts[start:start + chunk]
-            for s in range(S):
-                D = Xc[Mc[s]] - self.means[s]
-                self.covs[s] += (D.T if weights is None else (D * wc[Mc[s], None]).T) @ D
-        self.covs /= self.counts[:, None, None]
+    def __init__(self, counts, means, covs, mean_all=None, cov_all=None):
+        self.counts, self.means, self.covs = counts, means, covs
+        self.mean_all, self.cov_all = mean_all, cov_all
         self._factors = None
+
+    @classmethod
+    def of(cls, data, pairs: PairRisks, intercept: bool = False) -> "LinearMoments":
+        """The moments of the sets of ``pairs`` over the design rows of ``data``, by one pass."""
+        codes, members = pairs.cells
+        extra = () if pairs.weights is None else (pairs.weights,)
+        cells = row_sums(data, _CellPass(members.shape[0]), codes, *extra)
+        counts, means, covs = _design(*cells.union(members), intercept)
+        _, mean_all, cov_all = _design(*cells.union(np.ones((members.shape[0], 1), dtype=bool)), intercept)
+        return cls(counts, means, covs, mean_all[0], cov_all[0])
+
+    def score_moments(self, theta) -> tuple[np.ndarray, np.ndarray]:
+        """(means, population variances) of the linear score x . theta over every set: mu_S . theta and
+        theta' Sigma_S theta (clipped at 0 against rounding)."""
+        theta = np.asarray(theta, dtype=float)
+        return self.means @ theta, np.maximum(np.einsum("sij,i,j->s", self.covs, theta, theta), 0.0)
 
     def factors(self) -> list[np.ndarray]:
         """R_S with R_S' R_S = Sigma_S (eigen-decomposition; numerically zero directions dropped)."""

@@ -82,7 +82,8 @@ class SaddleOracle(Protocol):
     * ``project_x(x)``, ``project_y(y)``: Euclidean projections onto X and Y.
 
     Oracles with a sparse y-part set ``y_box = (lo, hi)`` (Y is a box, so the projection of the few
-    coordinates a step changes is a clip): a step then costs O(d_x) instead of O(dim).
+    coordinates a step changes is a clip): a step then costs O(d_x) instead of O(dim). ``prepare_epoch(order)``
+    is told the components of each epoch before its steps (an oracle on chunked rows gathers their rows ahead).
     """
 
     n: int
@@ -109,6 +110,9 @@ class SaddleOracle(Protocol):
 
     def project(self, u: np.ndarray) -> np.ndarray:
         return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
+
+    def prepare_epoch(self, order: np.ndarray) -> None:
+        """The components of the coming epoch, in the order the steps take them (nothing to do by default)."""
 
 
 class PrimalDualOracle(Protocol):
@@ -170,7 +174,7 @@ class ScoreModel(Protocol):
 
 
 class DCProgramOracle(Protocol):
-    """The DC program min f_0(x) s.t. f_i(x) = f_i^+(x) - f_i^-(x) <= 0 (Yang et al., eq. (25)) for IDCA and SSG."""
+    """The DC program min f_0(x) s.t. f_i(x) = f_i^+(x) - f_i^-(x) <= 0 (He, Huang, Yao, Lin 2025, eq. (21)) for IDCA and SSG."""
 
     labels: list               # one per constraint, for messages
 
@@ -191,6 +195,10 @@ class DCProgramOracle(Protocol):
 
     def minus(self, x: np.ndarray) -> tuple:
         """(f^- values (m,), subgradients (m, D)): the part IDCA linearizes (eq. (26))."""
+
+    def linearize(self, x: np.ndarray) -> tuple:
+        """(values (m,), slopes (m, D)) of affine minorants of the f^- tight at x: the linearization (26) IDCA
+        uses."""
 
     def values(self, x: np.ndarray) -> np.ndarray:
         """f_i(x) (m,)."""

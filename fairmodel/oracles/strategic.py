@@ -32,6 +32,11 @@ import math
 
 import numpy as np
 
+from scipy.special import expit
+
+from ..data.dask_dataset import concatenate_rows
+from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
+from ..data.passes import row_parts, row_sums
 from ..errors import ModelError
 from ..utilities.validate import check_number
 from .domains import TruncatedCone
@@ -128,6 +133,87 @@ class AgentOracle:
         return self._X + np.outer(self._neg, self._zeta_mask * theta)
 
 
+# ---------------------------------------------------------------------------------------------------
+# Rows in chunks: the features of a Dask-backed Dataset as the numerics below use a matrix
+# ---------------------------------------------------------------------------------------------------
+class _Product:
+    """One chunk's scores X theta (a per-chunk function of a pass)."""
+
+    def __init__(self, theta):
+        self.theta = theta
+
+    def __call__(self, batch):
+        return batch.X @ self.theta
+
+
+def _second_moments(batch, mass):
+    """One chunk's sum_i p_i x_i^2, per column."""
+    return mass @ (batch.X * batch.X)
+
+
+class ChunkedRows:
+    """The features of a chunked data source (a Dask-backed Dataset), never all in memory, as the strategic numerics
+    use a matrix: ``X @ theta`` is one pass (the last product is kept, since the judge asks for it at one theta
+    several times), ``X[i]`` a row of the coming epoch's components gathered a block of ``buffer_bytes`` at a time
+    (:meth:`prepare`, called by the stochastic methods at every epoch) or, for any other row, on demand;
+    :meth:`second_moments` one pass."""
+
+    is_chunked = True
+    RECENT = 4              # rows kept after use (the optimistic step asks again for the previous component's row)
+
+    def __init__(self, data, buffer_bytes: int = DEFAULT_BUFFER_BYTES):
+        self.data = data
+        self.shape = (data.n_samples, data.n_features)
+        self.block = max(1, int(buffer_bytes) // (8 * data.n_features))
+        self._product = None
+        self._order, self._next, self._keys, self._rows, self._recent = None, 0, None, None, {}
+        self.gathers = 0
+
+    def __matmul__(self, theta) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        if self._product is None or not np.array_equal(self._product[0], theta):
+            self._product = (theta.copy(), concatenate_rows(row_parts(self.data, _Product(theta))))
+        return self._product[1]
+
+    def second_moments(self, mass) -> np.ndarray:
+        return row_sums(self.data, _second_moments, mass)
+
+    def prepare(self, order) -> None:
+        """The components of the coming epoch, in order: their rows are gathered a block at a time as they come."""
+        self._order, self._next, self._keys, self._rows = order, 0, None, None
+
+    def __getitem__(self, i) -> np.ndarray:
+        i = int(i)
+        row = self._recent.get(i)
+        if row is not None:
+            return row
+        if self._keys is not None:
+            k = int(self._keys.searchsorted(i))
+            if k < self._keys.size and self._keys[k] == i:
+                row = self._rows[k]
+        if row is None and self._order is not None and self._next < self._order.size:
+            keys = np.unique(self._order[self._next:self._next + self.block])
+            k = int(keys.searchsorted(i))
+            if k < keys.size and keys[k] == i:       # the first row of the next block: gather the block
+                self._keys, self._rows = None, None
+                self._keys, self._rows = keys, self.data.rows(keys)
+                self._next += self.block
+                self.gathers += 1
+                row = self._rows[k]
+        if row is None:                              # a row outside the epoch's order (e.g. the step-size probes)
+            row = self.data.rows(np.array([i]))[0]
+            self.gathers += 1
+        self._recent[i] = row
+        if len(self._recent) > self.RECENT:
+            self._recent.pop(next(iter(self._recent)))
+        return row
+
+
+def second_moments(X, mass) -> np.ndarray:
+    """sum_i p_i x_i^2 of every column (the mean squares of the features under the masses p)."""
+    return X.second_moments(mass) if isinstance(X, ChunkedRows) else mass @ (X * X)
+
+
 def strategic_scores(theta, X, negative, zeta: float, mask) -> np.ndarray:
     """z_i = <b_i(theta), theta> = x_i . theta + zeta ||M theta||^2 [y_i = -1] (Lemma 5.2): the score of the
     linear model on the data after the agents' best response; ``negative`` marks the agents labelled -1."""
@@ -168,7 +254,10 @@ class WDRSC:
                  alpha_max: float | None = None, theta_radius: float | None = None, sample_weight=None):
         if variant not in VARIANTS:
             raise ModelError(f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
-        self.X = np.asarray(X, dtype=float)
+        if getattr(X, "is_chunked", False) and not isinstance(X, ChunkedRows):
+            X = ChunkedRows(X)                      # a Dask-backed Dataset: the features stay in their chunks
+        self.chunked = isinstance(X, ChunkedRows)
+        self.X = X if self.chunked else np.asarray(X, dtype=float)
         self.y = binary_labels(y)
         self.n, self.p = self.X.shape
         self.mask = np.asarray(mask, dtype=bool)
@@ -200,6 +289,10 @@ class WDRSC:
         self.agents = AgentOracle(self.X, self.y, self.mask, self.zeta)
 
     # -- scores -----------------------------------------------------------------------------------------
+    def second_moments(self) -> np.ndarray:
+        """sum_i p_i x_i^2 of every feature (one pass on chunked rows)."""
+        return second_moments(self.X, self.mass)
+
     def scores(self, theta, zeta: float | None = None) -> np.ndarray:
         """z_i = <b_i(theta), theta> = <x_i, theta> + zeta ||M theta||^2 [y_i = -1] (Lemma 5.2)."""
         return strategic_scores(theta, self.X, self.neg, self.zeta if zeta is None else zeta, self.mask)
@@ -282,12 +375,12 @@ class WDRSCOracle(SaddleOracle):
         self.dim = self.p + 1 + self.n
         self.zo = np.arange(self.p) if zo == "theta" else np.arange(self.dim)
         self.full_zo = zo == "all"
-        self._pos = model.pos.tolist()
+        self._pos = model.pos.tobytes()             # 1 byte a row (a list would take 8)
         # alpha coefficients of L_i: delta, minus kappa for y = -1 in the paper variant
         self._a_pos = model.delta
         self._a_neg = model.delta - (model.kappa if model.variant == "paper" else 0.0)
         self._zm = model.zeta * model.mask.astype(float)
-        self.y_box = (np.full(self.n, -1.0), np.full(self.n, 1.0))
+        self.y_box = (np.broadcast_to(-1.0, self.n), np.broadcast_to(1.0, self.n))     # views: no n-vectors
         self._scale = (model.mass * model.n).tolist() if model.weighted else None
 
     def value(self, i, u, shift):
@@ -332,8 +425,38 @@ class WDRSCOracle(SaddleOracle):
                 g[:p] = _sigmoid1(z) * (x + 2.0 * self._zm * theta)
         return g, np.array([i]), np.array([g_gamma])
 
+    def prepare_epoch(self, order):
+        """Chunked rows: the epoch's components, whose rows are gathered a block at a time as the steps reach them."""
+        if self.m.chunked:
+            self.m.X.prepare(order)
+
     def project_x(self, x):
         return self.m.x_domain.project(x)
 
     def project_y(self, y):
         return np.clip(y, -1.0, 1.0)
+
+
+class InnerPass:
+    """One chunk's part of (value, gradient, Hessian) of the smooth part of the inner minimum (E3) of the duality
+    gap, g(theta) = sum_i p_i softplus(z_i(theta)) + sum_i r_i x_i . theta, with z_i the strategic score (Lemma 5.2:
+    z_i = x_i . theta + zeta ||M theta||^2 for y_i = -1) and r_i = p_i (c (1 + gamma_i) - 1) for y_i = +1, 0 for
+    y_i = -1 (the per-chunk function of a pass; ``value_only``: the value alone)."""
+
+    def __init__(self, theta, zeta: float, mask, value_only: bool):
+        self.theta, self.zeta, self.mask, self.value_only = theta, zeta, np.asarray(mask, dtype=float), value_only
+
+    def __call__(self, batch, negative, mass, coef):
+        X, theta = batch.X, self.theta
+        linear = X @ theta
+        z = strategic_scores(theta, X, negative, self.zeta, self.mask) if self.zeta else linear
+        value = float(mass @ softplus(z) + coef @ linear)
+        if self.value_only:
+            return value
+        s = expit(z)
+        shift = 2.0 * self.zeta * self.mask * theta              # grad of zeta ||M theta||^2
+        neg_mass = float(mass[negative] @ s[negative])
+        grad = X.T @ (mass * s + coef) + neg_mass * shift
+        G = X + np.outer(negative, shift)                        # grad z_i, row by row
+        hess = (G * (mass * s * (1.0 - s))[:, None]).T @ G + np.diag(2.0 * self.zeta * neg_mass * self.mask)
+        return value, grad, hess

@@ -20,6 +20,11 @@ Every rate a constraint can compare is a linear function of a group's expected c
 
 and the expected weighted error is ``c_fp FP + c_fn (P_g - TP)`` summed over the groups, divided by the total
 weight (accuracy is one minus it when both costs are 1).
+
+Rows in chunks: the ROC points need only the weights of the positives and negatives at every distinct (group, score)
+(:class:`ScoreCounts`), which add over disjoint rows, and the judge's rates only per-group sums (:func:`rate_sums`).
+Both are therefore sums over chunks (:class:`CountPass`, :class:`RatePass`), exact and of memory O(distinct scores)
+and O(groups); in-memory rows are one chunk, so both data sources run the same code.
 """
 from __future__ import annotations
 
@@ -63,15 +68,79 @@ class GroupROC:
         return GroupROC(self.thresholds[keep], self.fp[keep], self.tp[keep], self.P, self.N, self.W)
 
 
-def roc_points(scores, positive, weights) -> GroupROC:
-    """The ROC points of one group (scores, boolean labels, nonnegative weights); ties of the score form one
-    point (a rule cannot separate rows with the same score)."""
-    order = np.argsort(-scores, kind="stable")
-    s, pos, w = scores[order], positive[order], weights[order]
-    last = np.r_[s[1:] != s[:-1], True] if s.size else np.zeros(0, dtype=bool)
-    tp, fp = np.cumsum(w * pos)[last], np.cumsum(w * ~pos)[last]
-    P, N = float(np.sum(w * pos)), float(np.sum(w * ~pos))
-    return GroupROC(np.r_[np.inf, s[last]], np.r_[0.0, fp], np.r_[0.0, tp], P, N, P + N)
+MAX_DISTINCT = 1 << 24    # distinct (group, score) cells a fit keeps by default: 32 bytes each, 0.5 GiB
+
+
+class ScoreCounts:
+    """The cells of some rows, one per distinct (group, score): ``group`` (codes), ``score`` and the
+    positives' and negatives' weights ``pos``, ``neg``, sorted by group, then by decreasing score.
+
+    Counts of disjoint rows add (``a + b``: the cells merged, their weights added, ``b``'s after ``a``'s), so the
+    counts of chunked rows are an ordered sum over the chunks (:func:`fairmodel.data.passes.row_sums`) whose memory is
+    the number of distinct cells, never the rows. Every group's ROC points follow exactly (:func:`group_rocs`). A sum
+    with more than ``limit`` cells is refused (:class:`~fairmodel.errors.DataError`).
+    """
+
+    def __init__(self, group, score, pos, neg, limit: int | None = MAX_DISTINCT):
+        self.group, self.score, self.pos, self.neg, self.limit = group, score, pos, neg, limit
+
+    @classmethod
+    def of(cls, scores, positive, weights, codes, limit: int | None = MAX_DISTINCT) -> "ScoreCounts":
+        """The cells of rows given by their scores, boolean labels, weights and group codes (``limit`` None: no
+        limit)."""
+        scores = np.asarray(scores, dtype=float)
+        if not np.all(np.isfinite(scores)):
+            raise DataError("the scores contain NaN or infinite values; the thresholds need finite scores")
+        positive, weights = np.asarray(positive, dtype=bool), np.asarray(weights, dtype=float)
+        group = np.asarray(codes, dtype=np.intp)
+        return cls(group, scores, np.where(positive, weights, 0.0), np.where(positive, 0.0, weights),
+                   limit)._merged()
+
+    def _merged(self) -> "ScoreCounts":
+        """The same cells sorted (group up, score down; a stable sort keeps equal cells in order) and merged."""
+        order = np.lexsort((-self.score, self.group))
+        g, s = self.group[order], self.score[order]
+        first = np.r_[True, (g[1:] != g[:-1]) | (s[1:] != s[:-1])] if g.size else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(first)
+        if self.limit is not None and starts.size > self.limit:
+            raise DataError(
+                f"the rows have more than {self.limit:,} distinct (group, score) pairs (the exact ROC "
+                f"points of Hardt, Price, Srebro 2016 need one count per distinct score); raise max_distinct= if "
+                f"the memory is there (about 32 bytes a distinct score), round the scores (e.g. a model whose "
+                f"predict_proba is rounded to 6 decimals has at most 10^6 distinct scores, and its thresholds are "
+                f"exact for the rounded scores), or fit on an in-memory sample of the rows")
+        pos = np.add.reduceat(self.pos[order], starts) if starts.size else self.pos[:0]
+        neg = np.add.reduceat(self.neg[order], starts) if starts.size else self.neg[:0]
+        return ScoreCounts(g[starts], s[starts], pos, neg, self.limit)
+
+    def __add__(self, other: "ScoreCounts") -> "ScoreCounts":
+        return ScoreCounts(np.r_[self.group, other.group], np.r_[self.score, other.score],
+                           np.r_[self.pos, other.pos], np.r_[self.neg, other.neg], self.limit)._merged()
+
+    def __len__(self) -> int:
+        return int(self.score.size)
+
+    def roc(self, g: int) -> "GroupROC":
+        """Group g's ROC points: "predict 1 iff score >= t" at each of its distinct scores t, ties forming one point
+        (a rule cannot separate rows with the same score), and the empty rule."""
+        lo, hi = np.searchsorted(self.group, [g, g + 1])
+        tp, fp = np.cumsum(self.pos[lo:hi]), np.cumsum(self.neg[lo:hi])
+        P, N = (float(tp[-1]), float(fp[-1])) if hi > lo else (0.0, 0.0)
+        return GroupROC(np.r_[np.inf, self.score[lo:hi]], np.r_[0.0, fp], np.r_[0.0, tp], P, N, P + N)
+
+
+class CountPass:
+    """One chunk's :class:`ScoreCounts` (a per-chunk function of :func:`fairmodel.data.passes.row_sums`): the
+    ``scores`` callable (features -> scores, e.g. a fitted model's decision function) runs on the chunk's features;
+    the chunk's labels ``y`` are positive where they equal ``positive_label``; its group ``codes``; ``weights`` (per
+    row) default to 1."""
+
+    def __init__(self, scores, positive_label, limit: int = MAX_DISTINCT):
+        self.scores, self.positive_label, self.limit = scores, positive_label, limit
+
+    def __call__(self, batch, y, codes, weights=None):
+        w = np.ones(batch.X.shape[0]) if weights is None else weights
+        return ScoreCounts.of(self.scores(batch.X), y == self.positive_label, w, codes, self.limit)
 
 
 def hull_vertices(x, y) -> np.ndarray:
@@ -80,6 +149,7 @@ def hull_vertices(x, y) -> np.ndarray:
     n = x.size
     if n <= 2:
         return np.arange(n)
+    x, y = np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist()   # Python floats: ~10x faster
 
     def chain(sign):
         out = []
@@ -97,13 +167,12 @@ def hull_vertices(x, y) -> np.ndarray:
     return np.unique(np.r_[chain(+1), chain(-1)])   # upper chain (clockwise turns) and lower chain
 
 
-def group_rocs(scores, positive, weights, codes, n_groups: int, rates) -> list[GroupROC]:
-    """The ROC points of every group, refusing a group whose compared rate is undefined (no positives for a
-    true-positive rate, no negatives for a false-positive rate, no weight at all)."""
+def group_rocs(counts: ScoreCounts, n_groups: int, rates) -> list[GroupROC]:
+    """The ROC points of every group from the rows' :class:`ScoreCounts`, refusing a group whose compared rate is
+    undefined (no positives for a true-positive rate, no negatives for a false-positive rate, no weight at all)."""
     out = []
     for g in range(n_groups):
-        rows = codes == g
-        roc = roc_points(scores[rows], positive[rows], weights[rows])
+        roc = counts.roc(g)
         need = {"true_positive_rate": ("P", "positive"), "false_positive_rate": ("N", "negative"),
                 "selection_rate": ("W", "")}
         for rate in rates:
@@ -128,18 +197,47 @@ def threshold_probabilities(thresholds, weights, scores) -> np.ndarray:
     return np.minimum(cum[np.searchsorted(t[order], scores, side="right")], 1.0)
 
 
-def expected_rates(q, positive, weights, codes, n_groups: int, costs=(1.0, 1.0)) -> dict:
-    """The expected rates of a randomized prediction (``q`` the probability of predicting 1 on each row): per group
-    selection, true-positive and false-positive rates (NaN where undefined), the accuracy and the weighted error
-    ``(c_fp FP + c_fn FN) / W``, computed row by row."""
+def group_probabilities(thresholds, weights, scores, codes) -> np.ndarray:
+    """q_g(s_i) of every row: the probability of predicting 1 under its group's randomized threshold (``thresholds``
+    and mixture ``weights``: one array per group)."""
+    q = np.zeros(scores.shape[0])
+    for g, (t, w) in enumerate(zip(thresholds, weights)):
+        rows = codes == g
+        q[rows] = threshold_probabilities(t, w, scores[rows])
+    return q
+
+
+def rate_sums(q, positive, weights, codes, n_groups: int) -> np.ndarray:
+    """(5, n_groups): per group the weights W, P, N of its rows, positives and negatives, and the expected weighted
+    counts TP, FP of a randomized prediction (``q`` the probability of predicting 1 on each row); sums over rows, so
+    the sums of chunks add."""
     q, w = np.asarray(q, dtype=float), np.asarray(weights, dtype=float)
     pos = np.asarray(positive, dtype=bool)
 
     def per_group(values):
         return np.bincount(codes, weights=values, minlength=n_groups)
 
-    W, P, N = per_group(w), per_group(w * pos), per_group(w * ~pos)
-    tp, fp = per_group(w * q * pos), per_group(w * q * ~pos)
+    return np.stack([per_group(w), per_group(w * pos), per_group(w * ~pos), per_group(w * q * pos),
+                     per_group(w * q * ~pos)])
+
+
+class RatePass:
+    """One chunk's :func:`rate_sums` of the fitted randomized thresholds (a per-chunk function of
+    :func:`fairmodel.data.passes.row_sums`): the scores from the chunk's features, the probabilities row by row."""
+
+    def __init__(self, scores, positive_label, thresholds, weights):
+        self.scores, self.positive_label, self.thresholds, self.weights = scores, positive_label, thresholds, weights
+
+    def __call__(self, batch, y, codes, weights=None):
+        w = np.ones(batch.X.shape[0]) if weights is None else weights
+        q = group_probabilities(self.thresholds, self.weights, self.scores(batch.X), codes)
+        return rate_sums(q, y == self.positive_label, w, codes, len(self.thresholds))
+
+
+def expected_rates(sums, costs=(1.0, 1.0)) -> dict:
+    """The expected rates from the :func:`rate_sums` of the rows: per group selection, true-positive and
+    false-positive rates (NaN where undefined), the accuracy and the weighted error ``(c_fp FP + c_fn FN) / W``."""
+    W, P, N, tp, fp = sums
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = {"selection_rate": (tp + fp) / W, "true_positive_rate": np.where(P > 0, tp / np.where(P > 0, P, 1),
                                                                                  np.nan),

@@ -48,26 +48,35 @@ def bregman_constant(half_width: float) -> float:
 class AUCSaddle:
     """Per-sample F_i, G_i of (8) and the stochastic gradients of Phi (26) for a score model.
 
-    model : a :class:`~fairmodel.oracles.protocols.ScoreModel` (``X``, ``shape``, ``forward(theta, X) -> (h, cache)``,
+    model : a :class:`~fairmodel.oracles.protocols.ScoreModel` (``shape``, ``forward(theta, X) -> (h, cache)``,
         ``backward(theta, cache, coef)``); pairs : the pair table (a :class:`~fairmodel.oracles.protocols.PairRiskOracle`); bounds : the constants of the blocks' F entries
         (block 0 is replaced by the level r at each call, blocks k >= 1 hold 1 + kappa_k); half_width : I.
+    X : the design rows in memory (n x p), or None when every step's rows come with the minibatch (a stream of
+        rows gathered from chunked data, :func:`smd`); mean_square_norm : the mean ||x_i||^2 of the design rows
+        (the step rule's scale; computed from X when given).
     The probabilities p_G are the training frequencies n_G / n (estimates of the paper's Pr(z in G)), so E over the
     data of the per-sample F_i equals the closed form of :class:`PairRisks`. With sample weights a row of G
     enters with w_j / (W_G / n) instead of 1 / p_G (W_G the total weight of G): a row drawn uniformly still gives an
     unbiased estimate of the weighted moments.
     """
 
-    def __init__(self, model: ScoreModel, pairs: PairRiskOracle, bounds, half_width: float):
+    def __init__(self, model: ScoreModel, pairs: PairRiskOracle, bounds, half_width: float, X=None,
+                 mean_square_norm: float | None = None):
         self.model = model
-        self.X = model.X
-        self.n = self.X.shape[0]
+        self.X = X
+        self.n = pairs.masks.shape[1]
         self.pairs = pairs
         self.P, self.K1 = pairs.n_pairs, pairs.n_blocks
         freq = pairs.set_weights / self.n
-        rows = pairs.masks if pairs.weights is None else pairs.masks * pairs.weights[None, :]
-        # W[j] = (w_j 1_S_i(z_j) / p_S_i for every pair i, then w_j 1_S'_i(z_j) / p_S'_i): n x 2P (w_j = 1 unweighted)
-        self.W = np.hstack([(rows[pairs.first] / freq[pairs.first][:, None]).T,
-                            (rows[pairs.second] / freq[pairs.second][:, None]).T])
+        # the row j of the n x 2P weights (w_j 1_S_i(z_j) / p_S_i for every pair i, then w_j 1_S'_i(z_j) / p_S'_i;
+        # w_j = 1 unweighted) from the row's cell: a table of the cells, 1 byte a row instead of 2P floats
+        self.codes, members = pairs.cells
+        self.members = np.hstack([members[:, pairs.first], members[:, pairs.second]])
+        self.freq = np.concatenate([freq[pairs.first], freq[pairs.second]])
+        self.table = self.members / self.freq
+        if mean_square_norm is None and X is not None:
+            mean_square_norm = float(np.einsum("ij,ij->", X, X)) / X.shape[0]
+        self.mean_square_norm = mean_square_norm     # mean ||x_i||^2 of the design rows (the step rule's scale)
         self.bounds = np.asarray(bounds, dtype=float)
         self.I = float(half_width)
         self.C = bregman_constant(self.I)
@@ -91,9 +100,16 @@ class AUCSaddle:
         c[0] = r
         return self.c1c2sq - c
 
-    def gradients(self, theta, ab, ytil, alpha, rows, shift):
+    def row_weights(self, rows) -> np.ndarray:
+        """The (B, 2P) weights of the rows ``rows`` (see the class docstring)."""
+        if self.pairs.weights is None:
+            return self.table[self.codes[rows]]
+        return (self.members[self.codes[rows]] * self.pairs.weights[rows][:, None]) / self.freq
+
+    def gradients(self, theta, ab, ytil, alpha, rows, shift, X=None):
         """Stochastic gradients (g_x = (g_theta, g_a, g_b), u, v) of Phi at x = (theta, ab = (a, b)) and
-        y = (y~, alpha) on a minibatch; ``shift`` = :meth:`shift` (r).
+        y = (y~, alpha) on a minibatch; ``shift`` = :meth:`shift` (r). ``X``: the design rows of ``rows`` when
+        the caller gathered them (chunked data), else ``self.X[rows]``.
 
         u = F(x, z) (one entry per block, with the constants -r, -1 - kappa) and v = G(w, z), averaged over
         the batch. With s = 1_S / p_S and s' = 1_S' / p_S', the batch means of (8) need only the weighted
@@ -103,8 +119,8 @@ class AUCSaddle:
         Written this way because the loop is dominated by NumPy call overhead at these sizes (measured: about
         half the calls of the per-pair form, 35 % fewer microseconds per step at B = 100, p = 5).
         """
-        h, cache = self.model.forward(theta, self.X[rows])
-        W = self.W[rows]
+        h, cache = self.model.forward(theta, self.X[rows] if X is None else X)
+        W = self.row_weights(rows)
         H = np.empty((3, h.shape[0]))
         H[0] = 1.0 / h.shape[0]
         np.multiply(h, H[0, 0], out=H[1])
@@ -170,8 +186,7 @@ class StepRule:
         if self.rule == "practical":
             eta = self.eta
             if eta == "auto":
-                X = saddle.X
-                eta = 1.0 / (2.0 * saddle.pairs.c1.max() * float(np.einsum("ij,ij->", X, X)) / X.shape[0])
+                eta = 1.0 / (2.0 * saddle.pairs.c1.max() * saddle.mean_square_norm)
             return eta, self.tau_scale * saddle.C
         I, P = saddle.I, saddle.P
         pairs_per_block = np.bincount(saddle.pairs.block).max()
@@ -188,8 +203,9 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
 
     x is handled as one flat vector (theta, a, b). radius : of the ball W (None: no projection).
     center : x~ of d_x (with rho_hat > 0). x0, y0 : start points (default: the paper's x = 0,
-    y~ = (1/K1, ...), alpha = 0); y0 = (y~, alpha). stream : an iterator of row-index arrays used instead of
-    uniform minibatches (any order of samples gives valid steps).
+    y~ = (1/K1, ...), alpha = 0); y0 = (y~, alpha). stream : an iterator of row-index arrays, or of (rows, design
+    rows) pairs (minibatches gathered from chunked data), used instead of uniform minibatches (any order of samples
+    gives valid steps).
 
     The loop body is a few NumPy calls on vectors of length P or d (the minibatch enters only through
     :meth:`AUCSaddle.gradients`): in-place updates, ufunc min/max instead of np.clip and pre-drawn row
@@ -207,8 +223,11 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
     weighted = averaging == "tau_weighted"
     n, status, block_rows = saddle.n, "completed", None
     for t in range(T):
+        X = None
         if stream is not None:
             rows = next(stream)
+            if isinstance(rows, tuple):
+                rows, X = rows
         else:
             if t % 1024 == 0:
                 block_rows = rng.integers(0, n, size=(min(1024, T - t), batch_size))
@@ -216,7 +235,7 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
         root = math.sqrt(t + 1.0)
         eta, tau = eta0 / root, tau0 / root
         ytil = np.exp(logy)
-        g, u, v = saddle.gradients(th, ab, ytil, alpha, rows, shift)
+        g, u, v = saddle.gradients(th, ab, ytil, alpha, rows, shift, X)
         # records of U(r) (30) and of the output average, at (x_t, y_t)
         u_sum += tau * u
         v_sum += tau * v

@@ -33,6 +33,10 @@ norm ||x||^2 + ||y||^2 / s (the projection onto a product X x Y stays blockwise)
 with D and G measured in that norm. It matters when each L_i touches one coordinate of y (strategic DRO:
 y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more slowly than x (measured
 in docs/minmax.md). ``output="suffix"`` (NON-PAPER) averages the second half of the epochs only.
+
+Memory: an epoch's directions v are drawn ``DIRECTION_BLOCK`` steps at a time (the same random stream as all at
+once), and the oracle is told the epoch's components first (``prepare_epoch``), so that an oracle on chunked rows
+gathers them a block at a time: the run never holds an n x d array.
 """
 from __future__ import annotations
 
@@ -61,6 +65,7 @@ METHODS = {
 ESTIMATORS = ("one-point", "two-point")
 NOISE_MARGIN = 2.0        # noise=: the steps shrink once the measured noise exceeds twice the noise they were set for
 HISTORY_RECORDS = 1000   # a run of a one-component game can take 10^6 epochs: its history is thinned
+DIRECTION_BLOCK = 4096   # the directions v of an epoch are drawn this many steps at a time (the same random stream)
 
 
 def _positive(value, name: str) -> float:
@@ -252,6 +257,24 @@ class IterateAverage:
         return self.running_sum(y) / self.weight if self.weight > 0 else u.copy()
 
 
+class _Constant:
+    """The bounds of a box whose every coordinate has the same bound: ``lo[j]`` without a list of n numbers."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def __getitem__(self, j) -> float:
+        return self.value
+
+
+def _bounds(b: np.ndarray):
+    """One side of the y-box for the sparse steps: plain Python numbers (a list, or one number for all)."""
+    b = np.asarray(b, dtype=float)
+    return _Constant(float(b[0])) if b.size and np.all(b == b[0]) else b.tolist()
+
+
 class _Run:
     """One run's iterate u = (x, y) (updated in place), its estimator, steps, average and the optimistic memory
     (the previous component, its estimate, and the point and direction it was taken at)."""
@@ -264,7 +287,8 @@ class _Run:
         self.steps = StepSizes(opts)
         self.avg = IterateAverage(self.d_x, oracle.dim - self.d_x, opts.output, opts.epochs, store)
         box = oracle.y_box
-        self.box, self.lo, self.hi = box, *((box[0].tolist(), box[1].tolist()) if box is not None else (None, None))
+        self.box, self.lo, self.hi = box, *((_bounds(box[0]), _bounds(box[1])) if box is not None else (None, None))
+        self.prepare = getattr(oracle, "prepare_epoch", None)
         self.prev_i, self.g_prev, self.u_prev, self.v_prev = None, None, None, None
         self.k = 0                                          # the inner step (for the message of a failure)
 
@@ -302,12 +326,14 @@ class _Run:
         eta, R = self.steps.at(t)
         g_sum, g_sq = np.zeros(self.d_x), 0.0
         step_x, step_yb = eta, eta * opts.y_step_scale
-        idx_t = rng.permutation(n) if opts.reshuffle else rng.integers(0, n, size=n)
-        V = sphere_directions(rng, n, est.d_zo) if order == 0 else np.zeros((n, 0))
         prev_i, g_prev = self.prev_i, self.g_prev
         if optimistic and t == 0 and opts.first_step == "repeat":
             prev_i, self.u_prev = int(rng.integers(0, n)), u.copy()
             self.v_prev = sphere_directions(rng, 1, est.d_zo)[0] if order == 0 else None
+        idx_t = rng.permutation(n) if opts.reshuffle else rng.integers(0, n, size=n)
+        if self.prepare is not None:        # e.g. an oracle on chunked rows gathers the epoch's rows ahead
+            self.prepare(idx_t)
+        if optimistic and t == 0 and opts.first_step == "repeat":
             g_prev = est(prev_i, self.u_prev, R, self.v_prev)
         elif optimistic and t > 0 and opts.boundary == "recompute":
             g_prev = est(prev_i, self.u_prev, R, self.v_prev)
@@ -316,7 +342,9 @@ class _Run:
         k = 0
         try:
             for k in range(n):
-                i, v = int(idx_t[k]), V[k]
+                if k % DIRECTION_BLOCK == 0:    # the directions of the next steps, a block at a time: O(block d)
+                    V = sphere_directions(rng, min(DIRECTION_BLOCK, n - k), est.d_zo) if order == 0 else None
+                i, v = int(idx_t[k]), None if V is None else V[k % DIRECTION_BLOCK]
                 g_cur = est(i, u, R, v)
                 if noise:
                     g_sum += g_cur[0]

@@ -12,11 +12,10 @@ from ..errors import OptionError, UnsupportedProblemError
 from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import dp_gap
 from ..families.dp import METHODS, DPPostProcessing
-from ..families.dp_runs import RoundJudge, run_solution
-from ..families.stopping import STOP_RULES
+from ..families.dp_runs import RoundJudge, run_solution, stop_rule
 from ..results.judge import judge_solution
 from ..results.result import Result
-from ..utilities.validate import as_generator, check_choice, check_options, check_problem
+from ..utilities.validate import as_generator, check_options, check_problem
 from .frontier import Frontier, sweep
 
 
@@ -29,8 +28,9 @@ def dp_sweep(problem, eps_values, backend: str = "stochastic", *, parallel: bool
     (stochastic backend, pools): one vectorized run solves every eps at once on the same sampled points (a
     stack of duals; the cost of a step hardly grows with the number of eps), with the same results as one
     run per eps with the same seed: the rounds of the run stop on the judge's checks of each eps (an eps whose
-    checks pass keeps that round's duals, the others go on; ``stop="budget"`` runs ``T`` for all). Every result,
-    on either path, is judged by the checks that decide ``ok`` (constraint violations and certificates). Each
+    checks pass keeps that round's duals, the others go on; ``stop="budget"``, the default with
+    ``variant="reference"``, runs ``T`` for all). Every result, on either path, is judged by the checks that decide
+    ``ok`` (constraint violations and certificates). Each
     parallel result's ``timings['solve']`` is the run's time divided by the number of eps
     (``timings['grid_solve']`` the whole run). For a scalar budget declared with ``fm.parameter``,
     ``prob.sweep(name, values)`` does the sequential sweep too. ``options`` go to ``problem.solve``
@@ -70,7 +70,7 @@ def _parallel_sweep(problems, options) -> list:
     opts = dict(options)
     data, weights, seed = opts.pop("data", None), opts.pop("sample_weight", None), opts.pop("seed", None)
     method, certify, verbose = opts.pop("method", "sgd3"), opts.pop("certify", None), opts.pop("verbose", None)
-    stop = check_choice(opts.pop("stop", "checks"), "stop", STOP_RULES)
+    stop = stop_rule(opts.pop("stop", None), opts.get("variant", "paper"))
     if method not in METHODS:
         raise OptionError(f"unknown stochastic method {method!r}; valid methods are {', '.join(METHODS)}")
     names = ("T", "batch_size", "oracle", "mu", "inner", "variant", "smoothness", "step", "tail", "history_every",

@@ -28,7 +28,7 @@ import numpy as np
 from ...data.dataset import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...metrics.auc import AUCSets, auc_sets, signed_labels
-from ...oracles.pairs import PairRisks
+from ...oracles.pairs import LinearMoments, PairRisks
 from ...utilities import display
 from ...utilities.validate import check_number, check_sample_weight
 from ..core import Expr, as_expr
@@ -130,6 +130,15 @@ class _AUCAtom(Expr):
 
     def _pairs(self, env) -> PairRisks:
         return self.pairs if env.rows is None else self.pairs.take(env.rows)
+
+    def linear_moments(self) -> LinearMoments:
+        """The per-set means and covariances of the design rows of the atom's linear score (its pair risks are
+        quadratics in them): one pass over the rows of its data, in memory or in chunks, made once per atom."""
+        found = self.__dict__.get("_moments")
+        if found is None:
+            w = self.score.w
+            found = self._moments = self.pairs.linear_moments(self.score.data, w.intercept)
+        return found
 
     def _block_values(self, env) -> np.ndarray:
         h = self.score.numeric(env)

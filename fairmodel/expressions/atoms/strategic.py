@@ -14,6 +14,7 @@ from ...data.dataset import Dataset
 from ...errors import DataError, ExpressionTypeError, ModelError
 from ...oracles.strategic import (
     WDRSC,
+    ChunkedRows,
     _check_nonneg,
     binary_labels,
     strategic_mask,
@@ -49,9 +50,10 @@ class StrategicScore(Expr):
         return "convex" if self.zeta > 0 and self.mask.any() else "affine"
 
     def _rows(self, env):
-        if env.rows is None:
-            return self.data.X, self.y < 0
-        return self.data.X[env.rows], self.y[env.rows] < 0
+        data = self.data
+        if env.rows is None:      # chunked data: X theta by a pass
+            return (ChunkedRows(data) if data.is_chunked else data.X), self.y < 0
+        return (data.rows(env.rows) if data.is_chunked else data.X[env.rows]), self.y[env.rows] < 0
 
     def _numeric(self, env):
         X, negative = self._rows(env)
@@ -117,7 +119,8 @@ class WassersteinWorstCase(Expr):
         if not np.array_equal(loss.y, binary_labels(self.data.y)):
             raise ModelError("the labels of the loss must be the data's labels (data.y): the strategic response "
                              "and the label flips of the ambiguity set depend on them")
-        self.model = WDRSC(self.data.X, loss.y, mask, zeta, radius, label_cost, variant, alpha_max,
+        self.model = WDRSC(self.data if self.data.is_chunked else self.data.X, loss.y, mask, zeta, radius,
+                           label_cost, variant, alpha_max,
                            theta_radius=self.w.radius, sample_weight=loss.sample_weight)
         self.radius, self.label_cost, self.variant = self.model.delta, self.model.kappa, variant
 
