@@ -28,7 +28,7 @@ def dp_models():
     ("mu", -1.0, "mu .* must be positive"),
     ("oracle", "bogus", "oracle must be one of"),
     ("inner", "bogus", "inner .* must be one of 'acsa2', 'acsa'"),
-    ("variant", "bogus", "variant must be one of"),
+    ("variant", "bogus", "variant must be 'paper' or 'reference'"),
     ("stop", "bogus", "stop must be one of"),
     ("clip", "yes", "clip must be True or False"),
     ("random_state", -1, "random_state must be a non-negative integer"),

@@ -25,8 +25,7 @@ from ..errors import DataError, InfeasibleError, OptionError
 from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
 from ..families.dp import CERTIFY_MAX
-from ..families.dp_runs import StreamFit, dp_parameters
-from ..families.stopping import STOP_RULES
+from ..families.dp_runs import StreamFit, dp_parameters, stop_rule
 from ..problem import Minimize, Problem
 from ..results.judge import judge_solution
 from ..results.result import Result
@@ -96,8 +95,7 @@ class DemographicParityPostProcessor(BaseEstimator):
             check_number(self.mu, "mu (None: M / T, 'theory': 2 sigma^2 / beta, or a positive number)", low=0.0,
                          strict=True)
         check_choice(self.inner, "inner (the inner solver of SGD3)", ("acsa2", "acsa"))
-        check_choice(self.variant, "variant", ("paper", "reference"))
-        check_choice(self.stop, "stop", STOP_RULES)
+        stop_rule(self.stop, self.variant)
         check_bool(self.clip, "clip")
         as_generator(self.random_state, "random_state")
 

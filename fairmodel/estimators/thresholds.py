@@ -127,11 +127,14 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         check_bool(self.prefit, "prefit")
         check_choice(self.predict_method, "predict_method", PREDICT_METHODS)
         est, fitting = self.estimator, () if self.prefit else ("fit", "get_params")
+        scoring = any(callable(getattr(est, m, None)) for m in PREDICT_METHODS[1:]) or (self.prefit and callable(est))
         if est is not None and (isinstance(est, type) or not all(callable(getattr(est, m, None)) for m in fitting)
-                                or not any(callable(getattr(est, m, None)) for m in PREDICT_METHODS[1:])):
+                                or not scoring):
             raise OptionError(f"estimator must be a {'fitted ' if self.prefit else 'scikit-learn '}classifier with "
-                              f"predict_proba, decision_function or predict, or None (LogisticRegression()); got "
-                              f"{type(est).__name__}")
+                              f"predict_proba, decision_function or predict"
+                              f"{', a function of the features returning scores' if self.prefit else ''}, or None "
+                              f"(LogisticRegression()); got {type(est).__name__}"
+                              f"{' (not callable, and none of those methods)' if self.prefit else ''}")
         if getattr(X, "is_chunked", False) or is_dask(X):
             rows = self._chunked_rows(X, y, sensitive_features, sample_weight)
         else:
