@@ -26,7 +26,7 @@ from ..expressions.diagnose import explain
 from ..oracles.metric import Coordinates
 from ..stochastic.primal_dual import primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
-from .base import Check, Evaluation, Reduction, Solution
+from .base import Check, Evaluation, Reduction, Solution, bound_order
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
 from .model_space import DESCRIPTION as MODEL_SPACE
@@ -514,6 +514,10 @@ class Convex(Reduction):
                                 "max(1, |objective|)", "certificate"))
         elif gap is not None:
             checks.append(Check("Lagrangian gap", gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate"))
+        if gap is not None:
+            cert = evaluation.certificate
+            checks.append(bound_order("lower bound min_w Phi(w, y)", cert["lower_bound"],
+                                      "penalized objective max_y Phi(w, y)", cert["penalized_objective"]))
         return checks
 
     def advice(self, backend, solution, failing) -> str:
