@@ -350,3 +350,49 @@ def test_ctrl_c_while_the_command_line_imports_exits_130_without_traceback(small
     err = "".join(lines) + proc.stderr.read()
     assert proc.wait(60) == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "fairmodel: interrupted (Ctrl-C)" in err
+
+
+FAST = 0.5   # seconds of wall time for `fairmodel --version` / `--help`, Python's own start-up included
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["solve", "--help"], ["describe", "--format", "x"]])
+def test_version_help_and_bad_options_answer_before_the_heavy_imports(argv):
+    """The console script's function (read from pyproject.toml) in a fresh interpreter, from this checkout: the answer
+    comes within FAST seconds (the best of three runs: the machine may be busy) and NumPy, SciPy and CVXPY were never
+    imported. Before the entry point parsed its arguments itself, `fairmodel --version` took about 6 s."""
+    import subprocess
+    import sys
+    import time
+    try:
+        import tomllib
+    except ImportError:         # Python 3.10
+        import tomli as tomllib
+    module, func = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["fairmodel"].split(":")
+    code = (f"import sys\nfrom {module} import {func}\ntry:\n    {func}({argv!r})\nexcept SystemExit as e:\n"
+            "    code = e.code\nloaded = sorted({'numpy', 'scipy', 'cvxpy', 'fairmodel'} & set(sys.modules))\n"
+            "print('LOADED', loaded, code, file=sys.stderr)")
+    walls = []
+    for _ in range(3):
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        walls.append(time.perf_counter() - start)
+        assert f"LOADED [] {2 if argv[-1] == 'x' else 0}" in proc.stderr, proc.stderr
+    assert min(walls) < FAST, f"{argv}: {min(walls):.2f} s (best of {walls})"
+    if argv == ["--version"]:
+        assert proc.stdout.strip() == f"fairmodel {fm.__version__}"
+    elif argv[-1] == "--help":
+        sub = argv[:-1]
+        parser = cli.build_parser()
+        if sub:
+            parser = next(a for a in parser._actions if a.dest == "command").choices[sub[0]]
+        assert proc.stdout.split() == parser.format_help().split()   # the same text, wrapped anywhere
+
+
+def test_the_entry_points_parser_is_the_command_lines():
+    """fairmodel_cli (standard library only) reads the version from the file and repeats the describe formats:
+    both equal the package's."""
+    import fairmodel_cli.arguments as arguments
+    from fairmodel.families.base import DESCRIBE_FORMATS
+    assert arguments.package_version() == fm.__version__
+    assert arguments.DESCRIBE_FORMATS == DESCRIBE_FORMATS
+    assert arguments.build_parser().format_help() == cli.build_parser().format_help()
