@@ -396,3 +396,32 @@ def test_the_entry_points_parser_is_the_command_lines():
     assert arguments.package_version() == fm.__version__
     assert arguments.DESCRIBE_FORMATS == DESCRIBE_FORMATS
     assert arguments.build_parser().format_help() == cli.build_parser().format_help()
+
+
+def test_load_problem_is_public_and_solves_as_the_command_line(small_file, capsys):
+    """fm.load_problem reads a problem file into (problem, data, options), the file's [solve] tables applied by its
+    solve() and crosscheck() as `fairmodel solve` / `crosscheck` apply them; the former path still works."""
+    assert "load_problem" in fm.__all__ and "ProblemFile" in fm.__all__
+    api = (ROOT / "docs" / "api.md").read_text()
+    assert "::: fairmodel.load_problem" in api and "::: fairmodel.ProblemFile" in api
+    text = small_file.read_text().replace("[solve.stochastic]", '[solve]\nbackend = "stochastic"\nseed = 3\n'
+                                          '[solve.exact]\nmethod = "epigraph"\n[solve.stochastic]')
+    small_file.write_text(text)
+    loaded = fm.load_problem(small_file)
+    prob, data, options = loaded
+    assert isinstance(prob, fm.Problem) and isinstance(data, fm.Dataset) and data.n_samples == 240
+    assert prob.title == "small"
+    assert options == {"backend": "stochastic", "exact": {"method": "epigraph"},
+                       "stochastic": {"epochs": 60, "seed": 3}}
+    result = loaded.solve()
+    assert result.backend == "stochastic" and result.seed == 3
+    assert loaded.solve(backend="exact").method == "epigraph"
+    code, out, _ = run(capsys, "solve", small_file, "--json")
+    assert json.loads(out)["result"]["objective"] == pytest.approx(result.objective, rel=1e-12)
+    report = loaded.crosscheck()
+    assert report.exact.method == "epigraph" and report.stochastic.seed == 3
+    old_prob, old_data, _ = problemfile.load(small_file)          # the former (private) path
+    assert old_prob.describe() == prob.describe() and old_data.n_samples == 240
+    small_file.write_text(text.replace("radius = 3.0", "radius = -1.0"))
+    with pytest.raises(fm.DataError, match=r"p\.toml: \[model\]"):
+        fm.load_problem(small_file)

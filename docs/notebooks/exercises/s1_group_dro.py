@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 GDRO = """
 title = "Group DRO on Adult by race"
@@ -44,7 +43,7 @@ seed = 0
 method = "dual"
 """
 Path("gdro.toml").write_text(GDRO)
-gdro, data, _ = load_problem_file("gdro.toml")
+gdro, data, _ = fm.load_problem("gdro.toml")
 print(data)
 
 # %% [markdown]
@@ -87,7 +86,7 @@ print(report.to_markdown())
 
 # %%
 Path("erm.toml").write_text(GDRO.replace('family = "gdro"', 'family = "erm"'))
-erm_problem, _, _ = load_problem_file("erm.toml")
+erm_problem, _, _ = fm.load_problem("erm.toml")
 erm = erm_problem.solve(backend="exact")
 print(erm.summary())
 

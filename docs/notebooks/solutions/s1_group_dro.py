@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 GDRO = """
 title = "Group DRO on Adult by race"
@@ -44,7 +43,7 @@ seed = 0
 method = "dual"
 """
 Path("gdro.toml").write_text(GDRO)
-gdro, data, _ = load_problem_file("gdro.toml")
+gdro, data, _ = fm.load_problem("gdro.toml")
 print(data)
 
 # %% [markdown]
@@ -111,7 +110,7 @@ assert report.ok and suboptimality <= gap + 1e-8
 
 # %%
 Path("erm.toml").write_text(GDRO.replace('family = "gdro"', 'family = "erm"'))
-erm_problem, _, _ = load_problem_file("erm.toml")
+erm_problem, _, _ = fm.load_problem("erm.toml")
 erm = erm_problem.solve(backend="exact")
 print(erm.summary())
 
@@ -170,7 +169,7 @@ assert all(b <= a + 1e-7 for a, b in zip(optima, optima[1:]))
 
 # %% tags=["solution"]
 Path("mero.toml").write_text(GDRO.replace('family = "gdro"', 'family = "mero"'))
-mero = load_problem_file("mero.toml")[0].solve(backend="exact")
+mero = fm.load_problem("mero.toml")[0].solve(backend="exact")
 mero_risks, optimal = mero.metrics["group_risks"], mero.metrics["group_optimal"]
 largest = max(mero_risks, key=mero_risks.get)
 for g in mero_risks:

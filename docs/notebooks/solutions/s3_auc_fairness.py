@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 AUC = """
 title = "AUC under intra-group AUC fairness on Adult (kappa = 0.05)"
@@ -50,7 +49,7 @@ method = "sfls"
 T = 500
 """
 Path("auc.toml").write_text(AUC)
-prob, data, _ = load_problem_file("auc.toml")
+prob, data, _ = fm.load_problem("auc.toml")
 print(data)
 
 

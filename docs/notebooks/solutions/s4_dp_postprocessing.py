@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 DP = """
 title = "DP post-processing of GPA on Law School (race)"
@@ -48,7 +47,7 @@ seed = 0
 T = 20000
 """
 Path("dp.toml").write_text(DP)
-prob, data, _ = load_problem_file("dp.toml")
+prob, data, _ = fm.load_problem("dp.toml")
 post = prob.family.post        # the GridPredictor the file built: eta_hat and tau_hat on the unlabeled points
 print(data)
 
@@ -203,7 +202,7 @@ beta = 100
 eps = 0.01
 """
 Path("multiclass.toml").write_text(MULTICLASS)
-classification, _, _ = load_problem_file("multiclass.toml")
+classification, _, _ = fm.load_problem("multiclass.toml")
 regression_lines = prob.describe(program=False).splitlines()
 classification_lines = classification.describe(program=False).splitlines()
 changed = [line for line in classification_lines if line not in regression_lines]
