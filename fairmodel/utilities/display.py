@@ -52,7 +52,7 @@ def short(text: str, limit: int = REPR_MAX) -> str:
 
 
 GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu", "xi",
-         "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi",
+         "pi", "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi",
          "Omega")
 _TEXT_SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{",
                  "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "<": "\\textless{}",
@@ -124,12 +124,14 @@ def latex_number(v: float) -> str:
     return text
 
 
-# In prose (method descriptions, notes): a norm ||w||_2, or a name with sub/superscripts (R_g, R*_g, x_(k+1),
-# R^99, max_(q in simplex)), is set as math; the rest is escaped text.
+# In prose (method descriptions, notes): a norm ||w||_2, a name with sub/superscripts (R_g, R*_g, x_(k+1),
+# R^99, max_(q in simplex); the script _hat is a hat: tau_hat_s), or the name of a Greek letter (pi, Lambda), is set
+# as math; the rest is escaped text.
 _SCRIPT = r"(?:\((?:[^()]|\([^()]*\))*\)|[A-Za-z0-9*+']+)"
 _PROSE_MATH = re.compile(r"(?P<norm>\|\|(?P<nv>[^|]+?)\|\|(?P<np>_\w+)?(?P<nq>\^\w+)?)"
                          r"|(?P<op><=|>=)|(?P<pow>(?<=\))\^\w+)"
-                         rf"|(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})+))")
+                         rf"|(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})+))"
+                         rf"|(?P<greek>\b(?:{'|'.join(GREEK)})\b)")
 _OPERATORS = {"min": "\\min", "max": "\\max", "sum": "\\sum", "sup": "\\sup", "inf": "\\inf", "log": "\\log",
               "exp": "\\exp", "in": "\\in", "mean": "\\operatorname*{mean}"}
 _MATH_TOKEN = re.compile(rf"(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})*))"
@@ -139,8 +141,11 @@ _MATH_TOKEN = re.compile(rf"(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?
 def _math_word(m) -> str:
     base = m.group("base")
     out = _OPERATORS.get(base) or latex_ident(base)
+    scripts = re.findall(rf"([_^])({_SCRIPT})", m.group("scripts") or "")
+    if ("_", "hat") in scripts:                    # tau_hat_s: an estimate, \hat\tau_{s}
+        out, scripts = f"\\hat{{{out}}}", [s for s in scripts if s != ("_", "hat")]
     out += "^{*}" if m.group("star") else ""
-    for kind, body in re.findall(rf"([_^])({_SCRIPT})", m.group("scripts") or ""):
+    for kind, body in scripts:
         body = body[1:-1] if body.startswith("(") and body.endswith(")") else body
         out += f"{kind}{{{_ascii_math(body)}}}"
     return out + (" " if out.startswith("\\") else "")
@@ -162,15 +167,18 @@ def _prose_math(m) -> str:
         return "$\\le$" if m.group("op") == "<=" else "$\\ge$"
     if m.group("pow"):
         return f"$^{{{_ascii_math(m.group('pow')[1:])}}}$"
+    if m.group("greek"):
+        return f"${latex_ident(m.group('greek'))}$"
     if m.group("norm"):
         sub = f"_{{{_ascii_math(m.group('np')[1:])}}}" if m.group("np") else ""
         sup = f"^{{{_ascii_math(m.group('nq')[1:])}}}" if m.group("nq") else ""
         return f"$\\|{_ascii_math(m.group('nv'))}\\|{sub}{sup}$"
     scripts = re.findall(rf"([_^])({_SCRIPT})", m.group("scripts"))
     base = m.group("base")
-    if len(scripts) > 1 or (len(base) > 1 and base not in GREEK and base not in _OPERATORS
-                            and re.fullmatch(r"_[A-Za-z]{2,}", m.group("scripts") or "")
-                            and scripts[0][1] not in GREEK):
+    hat = base in GREEK or len(base) == 1      # the script _hat of a symbol (tau_hat_s), not of a name in code
+    if len([s for s in scripts if not (hat and s == ("_", "hat"))]) > 1 or (
+            len(base) > 1 and base not in GREEK and base not in _OPERATORS
+            and re.fullmatch(r"_[A-Za-z]{2,}", m.group("scripts") or "") and scripts[0][1] not in GREEK):
         return f"\\texttt{{{latex_text(m.group(0))}}}"     # a name in code (weak_partial_dp, mean_risk)
     return f"${_math_word(m).strip()}$"
 
