@@ -425,3 +425,43 @@ def test_load_problem_is_public_and_solves_as_the_command_line(small_file, capsy
     small_file.write_text(text.replace("radius = 3.0", "radius = -1.0"))
     with pytest.raises(fm.DataError, match=r"p\.toml: \[model\]"):
         fm.load_problem(small_file)
+
+
+def _dp_like_frontier():
+    kind = "R_beta = the squared risk + the entropy term (the entropic problem (4) of Chzhen, Hebiri, Taturyan 2024)"
+    results = [fm.Result(status="optimal", objective=risk - 0.0179, timings={"solve": 0.08},
+                         metrics={"risk": risk, "entropy_term": -0.0179, "objective_kind": kind, "beta": 100.0},
+                         constraints={f"c0[{g}]": {"value": v, "bound": eps, "violation": 0.0}
+                                      for g, v in (("non-white", eps), ("white", eps / 5))},
+                         certificate={"duality_gap": 1e-9})
+               for eps, risk in ((0.01, 0.005977), (0.05, 0.005026))]
+    return fm.Frontier("problem.eps", [0.01, 0.05, 0.1], results + [None], errors={2: "the solver failed"})
+
+
+def test_the_sweep_table_fits_the_terminal_with_the_declared_objective_first():
+    """DP post-processing's objective R_beta (risk + entropy term) is negative: the table shows the declared risk
+    before it and says what each is; columns that do not fit the width are named, never wrapped."""
+    frontier = _dp_like_frontier()
+    narrow = frontier.to_text(width=80)
+    table = [line for line in narrow.splitlines() if line.startswith("|")]
+    assert len(table) == 5 and all(len(line) <= 80 for line in narrow.splitlines())
+    headers = [h.strip() for h in table[0].strip("|").split("|")]
+    assert headers[:5] == ["problem.eps", "status", "risk", "objective", "max violation"]
+    assert "metric:" not in narrow and "certificate:" not in narrow and "duality_gap" not in narrow
+    assert "not shown (2 columns too wide for 80 characters): c0[white], time (s)" in " ".join(narrow.split())
+    assert "risk: the objective declared; objective: what the solver minimizes, R_beta" in narrow
+    assert "problem.eps = 0.1: the solver failed" in narrow
+    wide = frontier.to_text(width=200)
+    assert "not shown" not in wide and "c0[white]" in wide.splitlines()[0] and "time (s)" in wide.splitlines()[0]
+    assert "certificate:duality_gap" in frontier.to_markdown()          # the full table keeps every column
+    plain = fm.Frontier("kappa", [1], [fm.Result(status="optimal", objective=0.5, metrics={"risk": 0.5})])
+    header = plain.to_text(width=80).splitlines()[0]
+    assert [h.strip() for h in header.strip("|").split("|")][:3] == ["kappa", "status", "objective"]
+
+
+def test_cli_sweep_prints_the_terminal_table(small_file, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, _ = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "0.5,1")
+    assert code == 0 and all(len(line) <= 60 for line in out.splitlines())
+    assert out.splitlines()[0].split("|")[1:4] == [" model.radius ", " status  ", " objective "]
+    assert "every column, metrics and certificates: --json, or --out DIR" in " ".join(out.split())

@@ -211,7 +211,7 @@ def _sweep(args) -> int:
         _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot,
                              "saved": saved})
     else:
-        print(frontier.to_markdown())
+        print(frontier.to_text(full="--json, or --out DIR (frontier.md, frontier.json)"))
         if saved:
             print(f"saved: {', '.join(saved)}")
         if frontier.errors:

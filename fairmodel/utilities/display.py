@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import math
 import re
+import shutil
+import textwrap
 import unicodedata
 
 REPR_MAX = 300
@@ -52,8 +54,8 @@ def short(text: str, limit: int = REPR_MAX) -> str:
 
 
 GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu", "xi",
-         "pi", "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi",
-         "Omega")
+         "pi", "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi",
+         "Psi", "Omega")
 _TEXT_SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{",
                  "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "<": "\\textless{}",
                  ">": "\\textgreater{}", "|": "\\textbar{}"}
@@ -223,6 +225,49 @@ def frontier_repr(frontier) -> str:
     failed = f", {len(frontier.errors)} failed" if frontier.errors else ""
     return short(f"<fairmodel.Frontier {frontier.param} = [{shown}] ({len(values)} values{failed}), "
                  f"{frontier.backend or 'exact'} backend; .to_markdown() / .rows() for the table>")
+
+
+def frontier_text(frontier, width: int | None = None, full: str = "to_markdown()") -> str:
+    """A sweep's table for a terminal: the swept value, the status, the objective the user declared first (the judged
+    risk when the reduction adds a regularizer to it, as DP post-processing's entropy term, then the regularized
+    objective), the largest violation, each constraint's value and the time; columns that do not fit in ``width``
+    characters (default: the terminal's) are left out from the right and named below, with ``full``, where every
+    column (metrics, certificates) is."""
+    rows = frontier.rows()
+    width = width or shutil.get_terminal_size().columns
+    regularized = any("metric:risk" in r and "metric:entropy_term" in r for r in rows)
+    cols = [(frontier.param, frontier.param), ("status", "status")]
+    cols += ([("metric:risk", "risk"), ("objective", "objective")] if regularized else [("objective", "objective")])
+    cols += [("max_violation", "max violation")]
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    cols += [(k, k.split(":", 1)[1]) for k in keys if k.startswith("constraint:")] + [("time", "time (s)")]
+    kept = len(cols)
+    fixed = 5 if regularized else 4
+    cells = [[fmt(r.get(key, "")) if r.get(key, "") != "" else "" for key, _ in cols] for r in rows]
+
+    def table(n):
+        widths = [max([len(cols[j][1])] + [len(c[j]) for c in cells]) for j in range(n)]
+        lines = ["| " + " | ".join(cols[j][1].ljust(widths[j]) for j in range(n)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(c[j].ljust(widths[j]) for j in range(n)) + " |" for c in cells]
+        return lines
+
+    lines = table(kept)
+    while kept > fixed and len(lines[0]) > width:
+        kept -= 1
+        lines = table(kept)
+    notes = []
+    if regularized:
+        kind = next((r.metrics.get("objective_kind") for r in frontier.results if r is not None), None)
+        notes.append("risk: the objective declared; objective: what the solver minimizes"
+                     + (f", {kind}" if isinstance(kind, str) else " (the risk plus a regularizer)"))
+    left = [header for _, header in cols[kept:]]
+    notes.append((f"not shown ({len(left)} column{'s' * (len(left) != 1)} too wide for {width} characters): "
+                  f"{', '.join(left)}; " if left else "") + f"every column, metrics and certificates: {full}")
+    for i, r in enumerate(rows):
+        if r.get("status") == "error":
+            notes.append(f"{frontier.param} = {fmt(r.get(frontier.param))}: {r.get('error', '')}")
+    return "\n".join(lines + [textwrap.fill(n, max(width, 40), subsequent_indent="  ") for n in notes])
 
 
 def rows_markdown(rows: list[dict]) -> str:
