@@ -146,3 +146,11 @@ def test_course_material_runs_only_scripts_the_site_ships():
     for path, script in named:
         assert (ROOT / "examples" / script).is_file(), script
         assert f"examples/{script})" in path.read_text(), f"{path.name}: {script} is named but not linked"
+
+
+def test_every_session_states_goals_prerequisites_and_length():
+    import re
+    page = (ROOT / "docs" / "teaching.md").read_text()
+    for k, body in re.findall(r"(?ms)^## Session (\d+):(.*?)(?=^## |\Z)", page):
+        head = " ".join(body.split("\n1. ", 1)[0].split())
+        assert re.search(r"\*Goals:\* .+\. \*Prerequisites:\* .+\. \*Planned length:\* \d+ minutes\.", head), k
