@@ -69,3 +69,17 @@ def test_documented_install_lines_name_extras_that_exist():
     for page in ("index.md", "getting-started.md", "README.md"):
         assert any(name == page and target.startswith(".") for name, target in seen), page
     assert {"plot", "sklearn"} <= extras
+
+
+def test_the_criterion_chapter_states_the_bundled_data_as_loaded():
+    """docs/choosing.md's table of the bundled data sets: rows and group sizes as the loaders give them."""
+    import fairmodel as fm
+    page = (ROOT / "docs" / "choosing.md").read_text()
+    assert "- Choosing a fairness criterion: choosing.md" in (ROOT / "mkdocs.yml").read_text()
+    for title, loader in (("Adult", fm.datasets.load_adult), ("Law School", fm.datasets.load_lawschool),
+                          ("Communities and Crime", fm.datasets.load_communities)):
+        row = next(line for line in page.splitlines() if line.startswith(f"| {title} |"))
+        data = loader()
+        assert f"| {data.n_samples:,} |" in row, title
+        for name, size in zip(data.groups.names, data.group_sizes):
+            assert f"{name} {int(size):,}" in row, (title, name, size)
