@@ -82,9 +82,10 @@ for (group, risk), q_g in zip(risks.items(), q):
 # ## Question 2
 #
 # `fairmodel crosscheck gdro.toml`. Read every check of the table: which one certifies that the stochastic
-# solution is near-optimal without knowing the optimum?
+# solution is near-optimal without knowing the optimum? (In Python: `fm.load_problem("gdro.toml").crosscheck()`,
+# or `fm.crosscheck(gdro, seed=0, exact_options={"method": "dual"})`.)
 
-# %%
+# %% tags=["solution"]
 report = fm.crosscheck(gdro, seed=0, exact_options={"method": "dual"})
 print(report.to_markdown())
 
@@ -142,7 +143,7 @@ assert erm.objective <= erm_problem.evaluate(w=exact.variables["w"]).objective +
 # Explain why the objective can only decrease as the radius grows. (In Python, `fm.sweep` solves a problem built
 # for each value, as the command does with each edited file.)
 
-# %%
+# %% tags=["solution"]
 def gdro_with_radius(radius):
     w = fm.Weights(data.n_features, radius=radius)
     return fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))))

@@ -121,9 +121,9 @@ assert randomized["LP"] < randomized["beta = 100"]
 #
 # `fairmodel crosscheck dp.toml`. Which entry measures how far the stochastic dual point is from the exact dual's
 # optimum, and why is it never negative, while the stochastic result's own objective $R_\beta$ may fall below the
-# exact optimum?
+# exact optimum? (In Python: `fm.crosscheck(prob, seed=0)`.)
 
-# %%
+# %% tags=["solution"]
 report = fm.crosscheck(prob, seed=0, stochastic_options={"T": 20000})
 print(report.to_markdown())
 
@@ -151,7 +151,7 @@ assert abs(F_star + report.exact.objective) < 1e-6        # strong duality at th
 # shape of the risk-unfairness curve; what does `eps = 1` give? (In Python, `fm.dp_sweep` solves one problem
 # per budget.)
 
-# %%
+# %% tags=["solution"]
 budgets = [1.0, 0.1, 0.05, 0.02, 0.01, 0.005]          # from the loosest to the tightest
 frontier = fm.dp_sweep(prob, budgets, backend="exact")
 frontier.plot(y="metric:risk").savefig("eps.png")
