@@ -4,12 +4,13 @@
   becomes a page (Markdown cells as they are, code cells as Python blocks, solution cells in a collapsed
   "Solution" box) and an ``.ipynb`` download next to it (written by jupytext, without outputs).
 * The problem files of ``examples/problems/`` are copied into the site (``problems/``) and listed with their
-  text on a generated page, ``problem-files.md``, so that the command-line exercises can be done from the site.
+  text on a generated page, ``problem-files.md``, so that the command-line exercises can be done from the site;
+  the example scripts of ``examples/`` are copied too (``examples/``), for the exercises that run one.
 * MathJax 3 is served from the installed ``django-static-mathjax`` wheel (the ``docs`` extra), so the math of the
   site renders with no network access.
 * The docstrings' reStructuredText roles (``:class:`Result```) are shown as code, without the role.
 * ``FAIRMODEL_DOCS_WITHOUT_SOLUTIONS=1`` builds the site without the worked solutions (for a course whose
-  students read the site).
+  students read the site); the notebooks page then names the solution scripts instead of linking their pages.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ NOTEBOOK_DIRS = ("notebooks/exercises/", "notebooks/solutions/")
 MATHJAX = "assets/mathjax/tex-svg-full.js"
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}   # the .ipynb downloads' kernel
 ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|obj):(?=<code>)")
+SOLUTION_LINK = re.compile(r"\[solution\]\(solutions/(\w+)\.md\)")
 
 
 def _without_solutions() -> bool:
@@ -71,9 +73,18 @@ def on_files(files: Files, config) -> Files:
     for path in problems:
         files.append(File.generated(config, f"problems/{path.name}", abs_src_path=str(path)))
     files.append(File.generated(config, "problem-files.md", content=problem_files_page(problems)))
+    for path in sorted((Path(config["config_file_path"]).parent / "examples").glob("*.py")):
+        files.append(File.generated(config, f"examples/{path.name}", abs_src_path=str(path)))
     source = package_files("mathjax").joinpath("static", "mathjax", "es5", "tex-svg-full.js")
     files.append(File.generated(config, MATHJAX, abs_src_path=str(source)))
     return files
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    """Without the solutions, the notebooks page names the solution scripts instead of linking the missing pages."""
+    if _without_solutions() and page.file.src_uri == "notebooks/index.md":
+        return SOLUTION_LINK.sub(r"`solutions/\1.py` (not in this site)", markdown)
+    return markdown
 
 
 def on_page_content(html: str, page, config, files) -> str:

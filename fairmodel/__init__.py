@@ -39,6 +39,7 @@ from .problem import Inequality, Minimize, Problem
 from .results.result import Result, load_result
 from .minmax import SaddleProblem
 from .sweeps.frontier import Frontier, sweep
+from .frontends.problemfile import ProblemFile, load_problem
 
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
@@ -57,6 +58,8 @@ def __getattr__(name):
 __all__ = [
     # data and results
     "Batch", "DaskDataset", "Dataset", "datasets", "Groups", "load_result", "Result",
+    # problem files (the TOML files of the command line)
+    "load_problem", "ProblemFile",
     # the language: variables, losses, atoms, problems
     "abs", "Constant", "dc", "equal_opportunity_gap", "equalized_odds_gap", "group_mean", "group_optimal",
     "Inequality", "max", "mean", "min", "Minimize", "multiply", "norm", "Parameter",

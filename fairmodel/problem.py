@@ -127,11 +127,13 @@ class Problem:
         return out
 
     def formulation(self, format: str = "text") -> str:
-        """The problem as math: the objective, the domain of the weights, the constraints and what every symbol
-        means (the "where" lines), as ``"text"``, ``"markdown"`` (display math) or ``"latex"`` (an ``align*``
-        environment and a list; it needs the amsmath and amssymb packages)."""
+        """The problem as math: the objective (with the term the reduction adds to it, e.g. the entropy term of DP
+        post-processing), the domain of the weights, the constraints and what every symbol means (the "where"
+        lines), as ``"text"``, ``"markdown"`` (display math) or ``"latex"`` (an ``align*`` environment and a list; it
+        needs the amsmath and amssymb packages)."""
         n = Notation(latex=format != "text")
-        objective = render_wide(self.objective.expr, n)
+        family = getattr(self, "family", None)      # None while the reductions are still being asked (their messages)
+        objective = render_wide(self.objective.expr, n) + (family.objective_regularizer(n) if family else "")
         domain = [v.domain(n) for v in self.variables() if hasattr(v, "domain")]
         constraints = [(c.name, _render_constraint(c, n)) for c in self.constraints]
         return layout("minimize", objective, domain, constraints, n.where(), format)

@@ -1,13 +1,17 @@
 """The entry point of the ``fairmodel`` command, kept outside the ``fairmodel`` package: importing any module of
 that package first runs its ``__init__`` and its heavy imports (NumPy, SciPy, CVXPY), and a Ctrl-C during them
-would end in a ``KeyboardInterrupt`` traceback. This module imports only the standard library, installs its
-handlers, then loads the command line: Ctrl-C at any moment exits with status 130 and SIGTERM with 143, with one line
+would end in a ``KeyboardInterrupt`` traceback, and ``fairmodel --version`` would take seconds. This module
+imports only the standard library, installs its handlers and parses the arguments with the parser of
+``fairmodel_cli.arguments`` (``--version``, ``--help`` and a mistyped option are answered there, in a fraction of a
+second), then loads the command line: Ctrl-C at any moment exits with status 130 and SIGTERM with 143, with one line
 on standard error. While a command runs, ``fairmodel.frontends.cli.main`` handles both itself (Ctrl-C: a stochastic
 solve returns its judged iterate, a sweep prints and saves the finished values; both: files being written are
 removed, earlier outputs kept) and returns 130 or 143."""
 import os
 import signal
 import sys
+
+from . import arguments
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
@@ -27,6 +31,8 @@ def _interrupted(signum=None, frame=None):
 def main(argv=None) -> int:
     for s in (signal.SIGINT, signal.SIGTERM):                     # before the heavy imports
         signal.signal(s, _interrupted)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    arguments.build_parser().parse_args(argv)                     # --version, --help, a bad option: answered here
     from fairmodel.frontends import cli                           # noqa: E402  (NumPy, SciPy, CVXPY, ...)
     signal.signal(signal.SIGINT, signal.default_int_handler)      # the command's own handling from here on
     try:

@@ -11,7 +11,7 @@ KNOWN_MACROS = {
     "times", "pm", "mid", "cap", "hat", "bar", "langle", "rangle", "infty", "textbar", "textless", "textgreater",
     "textasciitilde", "textasciicircum", "textbackslash", "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta",
     "theta", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta",
-    "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega", "pi", "odot", "surd", "to", "textstyle",
+    "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega", "pi", "odot", "surd", "to", "textstyle", "nabla",
 }
 ENVIRONMENTS = {"document", "align*", "itemize"}
 

@@ -350,3 +350,118 @@ def test_ctrl_c_while_the_command_line_imports_exits_130_without_traceback(small
     err = "".join(lines) + proc.stderr.read()
     assert proc.wait(60) == 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "fairmodel: interrupted (Ctrl-C)" in err
+
+
+FAST = 0.5   # seconds of wall time for `fairmodel --version` / `--help`, Python's own start-up included
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["solve", "--help"], ["describe", "--format", "x"]])
+def test_version_help_and_bad_options_answer_before_the_heavy_imports(argv):
+    """The console script's function (read from pyproject.toml) in a fresh interpreter, from this checkout: the answer
+    comes within FAST seconds (the best of three runs: the machine may be busy) and NumPy, SciPy and CVXPY were never
+    imported. Before the entry point parsed its arguments itself, `fairmodel --version` took about 6 s."""
+    import subprocess
+    import sys
+    import time
+    try:
+        import tomllib
+    except ImportError:         # Python 3.10
+        import tomli as tomllib
+    module, func = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["fairmodel"].split(":")
+    code = (f"import sys\nfrom {module} import {func}\ntry:\n    {func}({argv!r})\nexcept SystemExit as e:\n"
+            "    code = e.code\nloaded = sorted({'numpy', 'scipy', 'cvxpy', 'fairmodel'} & set(sys.modules))\n"
+            "print('LOADED', loaded, code, file=sys.stderr)")
+    walls = []
+    for _ in range(3):
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        walls.append(time.perf_counter() - start)
+        assert f"LOADED [] {2 if argv[-1] == 'x' else 0}" in proc.stderr, proc.stderr
+    assert min(walls) < FAST, f"{argv}: {min(walls):.2f} s (best of {walls})"
+    if argv == ["--version"]:
+        assert proc.stdout.strip() == f"fairmodel {fm.__version__}"
+    elif argv[-1] == "--help":
+        sub = argv[:-1]
+        parser = cli.build_parser()
+        if sub:
+            parser = next(a for a in parser._actions if a.dest == "command").choices[sub[0]]
+        assert proc.stdout.split() == parser.format_help().split()   # the same text, wrapped anywhere
+
+
+def test_the_entry_points_parser_is_the_command_lines():
+    """fairmodel_cli (standard library only) reads the version from the file and repeats the describe formats:
+    both equal the package's."""
+    import fairmodel_cli.arguments as arguments
+    from fairmodel.families.base import DESCRIBE_FORMATS
+    assert arguments.package_version() == fm.__version__
+    assert arguments.DESCRIBE_FORMATS == DESCRIBE_FORMATS
+    assert arguments.build_parser().format_help() == cli.build_parser().format_help()
+
+
+def test_load_problem_is_public_and_solves_as_the_command_line(small_file, capsys):
+    """fm.load_problem reads a problem file into (problem, data, options), the file's [solve] tables applied by its
+    solve() and crosscheck() as `fairmodel solve` / `crosscheck` apply them; the former path still works."""
+    assert "load_problem" in fm.__all__ and "ProblemFile" in fm.__all__
+    api = (ROOT / "docs" / "api.md").read_text()
+    assert "::: fairmodel.load_problem" in api and "::: fairmodel.ProblemFile" in api
+    text = small_file.read_text().replace("[solve.stochastic]", '[solve]\nbackend = "stochastic"\nseed = 3\n'
+                                          '[solve.exact]\nmethod = "epigraph"\n[solve.stochastic]')
+    small_file.write_text(text)
+    loaded = fm.load_problem(small_file)
+    prob, data, options = loaded
+    assert isinstance(prob, fm.Problem) and isinstance(data, fm.Dataset) and data.n_samples == 240
+    assert prob.title == "small"
+    assert options == {"backend": "stochastic", "exact": {"method": "epigraph"},
+                       "stochastic": {"epochs": 60, "seed": 3}}
+    result = loaded.solve()
+    assert result.backend == "stochastic" and result.seed == 3
+    assert loaded.solve(backend="exact").method == "epigraph"
+    code, out, _ = run(capsys, "solve", small_file, "--json")
+    assert json.loads(out)["result"]["objective"] == pytest.approx(result.objective, rel=1e-12)
+    report = loaded.crosscheck()
+    assert report.exact.method == "epigraph" and report.stochastic.seed == 3
+    old_prob, old_data, _ = problemfile.load(small_file)          # the former (private) path
+    assert old_prob.describe() == prob.describe() and old_data.n_samples == 240
+    small_file.write_text(text.replace("radius = 3.0", "radius = -1.0"))
+    with pytest.raises(fm.DataError, match=r"p\.toml: \[model\]"):
+        fm.load_problem(small_file)
+
+
+def _dp_like_frontier():
+    kind = "R_beta = the squared risk + the entropy term (the entropic problem (4) of Chzhen, Hebiri, Taturyan 2024)"
+    results = [fm.Result(status="optimal", objective=risk - 0.0179, timings={"solve": 0.08},
+                         metrics={"risk": risk, "entropy_term": -0.0179, "objective_kind": kind, "beta": 100.0},
+                         constraints={f"c0[{g}]": {"value": v, "bound": eps, "violation": 0.0}
+                                      for g, v in (("non-white", eps), ("white", eps / 5))},
+                         certificate={"duality_gap": 1e-9})
+               for eps, risk in ((0.01, 0.005977), (0.05, 0.005026))]
+    return fm.Frontier("problem.eps", [0.01, 0.05, 0.1], results + [None], errors={2: "the solver failed"})
+
+
+def test_the_sweep_table_fits_the_terminal_with_the_declared_objective_first():
+    """DP post-processing's objective R_beta (risk + entropy term) is negative: the table shows the declared risk
+    before it and says what each is; columns that do not fit the width are named, never wrapped."""
+    frontier = _dp_like_frontier()
+    narrow = frontier.to_text(width=80)
+    table = [line for line in narrow.splitlines() if line.startswith("|")]
+    assert len(table) == 5 and all(len(line) <= 80 for line in narrow.splitlines())
+    headers = [h.strip() for h in table[0].strip("|").split("|")]
+    assert headers[:5] == ["problem.eps", "status", "risk", "objective", "max violation"]
+    assert "metric:" not in narrow and "certificate:" not in narrow and "duality_gap" not in narrow
+    assert "not shown (2 columns too wide for 80 characters): c0[white], time (s)" in " ".join(narrow.split())
+    assert "risk: the objective declared; objective: what the solver minimizes, R_beta" in narrow
+    assert "problem.eps = 0.1: the solver failed" in narrow
+    wide = frontier.to_text(width=200)
+    assert "not shown" not in wide and "c0[white]" in wide.splitlines()[0] and "time (s)" in wide.splitlines()[0]
+    assert "certificate:duality_gap" in frontier.to_markdown()          # the full table keeps every column
+    plain = fm.Frontier("kappa", [1], [fm.Result(status="optimal", objective=0.5, metrics={"risk": 0.5})])
+    header = plain.to_text(width=80).splitlines()[0]
+    assert [h.strip() for h in header.strip("|").split("|")][:3] == ["kappa", "status", "objective"]
+
+
+def test_cli_sweep_prints_the_terminal_table(small_file, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, _ = run(capsys, "sweep", small_file, "--param", "model.radius", "--values", "0.5,1")
+    assert code == 0 and all(len(line) <= 60 for line in out.splitlines())
+    assert out.splitlines()[0].split("|")[1:4] == [" model.radius ", " status  ", " objective "]
+    assert "every column, metrics and certificates: --json, or --out DIR" in " ".join(out.split())

@@ -2,6 +2,7 @@
 the mask they come from, every symbol defined) and LaTeX that compiles. Every bundled problem file's
 ``fairmodel describe --format latex`` document passes a parser check (balanced braces and delimiters, matched
 environments, known macros only, ASCII only) and, where pdflatex is installed, compiles."""
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -147,3 +148,58 @@ def test_cli_describe_formats(capsys):
     assert cli.main(["describe", path]) == 0
     out = capsys.readouterr().out
     assert "over        (w, b) in R^9 x R, ||(w, b)||_2 <= 5" in out and "a_i: a fixed data vector" in out
+
+
+def _prose_outside_math(latex: str, paragraph: str) -> str:
+    """The text of the items of a \\paragraph{...} list with the inline math taken out."""
+    block = latex.split(f"\\paragraph{{{paragraph}}}", 1)[1].split("\\end{itemize}", 1)[0]
+    return re.sub(r"\$[^$]*\$", "", block)
+
+
+PLAIN_MATH = re.compile(r"\b(pi|tau|beta|eta|Phi|Lambda|lambda|nu|alpha|grad|eps)\b|\\textbar|\\textless|"
+                        r"\\textgreater|\\_|\\mathrm\{pi\}|\\mathrm\{hat\}")
+
+
+def test_describe_shows_the_entropic_objective_the_dp_solver_minimizes(documents, capsys):
+    """`fairmodel describe` of the DP problem file (beta = 100) prints R_beta = the risk + (1/beta) E[sum pi log pi],
+    the objective of the entropic problem (4) of Chzhen, Hebiri, Taturyan (2024), in text and in LaTeX, with beta
+    defined; and the notes after the methods (Structure ... Judge) are typeset: no Greek name, pi_z, tau_hat, |, <
+    or _ left as plain text outside the math."""
+    path = str(next(p for p in PROBLEMS if p.stem == "dp_postprocessing"))
+    assert cli.main(["describe", path]) == 0
+    text = capsys.readouterr().out
+    assert "minimize    E[sum_l pi(l|X) (eta(X) - y_l)^2] + (1/beta) E[sum_l pi(l|X) log pi(l|X)]" in text
+    assert "beta = 100: 1/beta weighs the negative entropy" in text
+    doc = documents["dp_postprocessing"]
+    objective = doc.split("\\text{minimize}\\quad &", 1)[1].split("\\\\", 1)[0]
+    assert "+ \\frac{1}{\\beta}\\,\\mathbb{E}\\left[\\sum_{l} \\pi(l \\mid X) \\log \\pi(l \\mid X)\\right]" in objective
+    assert "\\item $\\beta = 100$:" in doc
+    prose = _prose_outside_math(doc, "Structure")
+    assert "Judge:" in prose and "Dual (5):" in prose
+    assert not PLAIN_MATH.search(prose), PLAIN_MATH.search(prose)
+    methods = _prose_outside_math(doc, "Exact backend")
+    assert "pi" not in methods.split() and "\\mathrm{pi}" not in doc and "tau_{\\mathrm{hat}}" not in doc
+    assert PLAIN_MATH.search(_prose_outside_math(doc.replace("$\\pi_{z}(l", "pi_z(l"), "Structure"))   # can fail
+
+
+def test_the_lp_shows_no_entropy_term(tmp_path):
+    """beta = 0 declares the LP (3): the formulation is the risk alone."""
+    src = next(p for p in PROBLEMS if p.stem == "dp_postprocessing")
+    path = tmp_path / "lp.toml"
+    path.write_text(src.read_text().replace("beta = 100", "beta = 0"))
+    prob = fm.load_problem(path).problem
+    assert "log" not in prob.formulation() and "\\log" not in prob.formulation("latex")
+    assert "beta = inf (LP (3))" in prob.describe(program=False)
+
+
+def test_the_generic_judge_certificate_is_typeset(documents):
+    doc = documents["compositions_covariance"]
+    assert "$\\max_{y} \\Phi(w, y) - \\min_{w'} \\Phi(w', y)$" in doc
+    prose = _prose_outside_math(doc, "Structure")
+    assert "Judge certificate" in prose and "Phi" not in prose
+
+
+def test_latex_prose_sets_greek_names_and_hats():
+    assert _display.latex_prose("mean of tau_hat over (Lambda, V); pi_z of (7)") == \
+        "mean of $\\hat{\\tau}$ over ($\\Lambda$, V); $\\pi_{z}$ of (7)"
+    assert _display.latex_prose("t_hat_s(x) and fm.foo_hat") == "$\\hat{t}_{s}$(x) and fm.\\texttt{foo\\_hat}"

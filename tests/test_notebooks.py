@@ -112,3 +112,45 @@ def test_solution_notebook_runs(path, tmp_path, monkeypatch):
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_exercise_notebook_runs(path, tmp_path, monkeypatch):
     _run(NOTEBOOKS / "exercises" / path.name, tmp_path, monkeypatch)
+
+
+def test_the_course_page_and_the_notebooks_number_the_questions_alike():
+    """Session k of docs/teaching.md lists its questions 1..n (Markdown renumbers a list from 1 anyway) and
+    notebook sk has the headings "Question 1".."Question n"."""
+    import re
+    page = (ROOT / "docs" / "teaching.md").read_text()
+    sessions = {int(m.group(1)): m.group(2) for m in re.finditer(r"(?ms)^## Session (\d+):(.*?)(?=^## |\Z)", page)}
+    assert sorted(sessions) == list(range(1, len(SOLUTIONS) + 1))
+    for path in SOLUTIONS:
+        k = int(path.name[1])
+        listed = [int(n) for n in re.findall(r"(?m)^(\d+)\. ", sessions[k])]
+        headings = [int(n) for n in re.findall(r"(?m)^# ## Question (\d+)$", path.read_text())]
+        assert listed == list(range(1, len(listed) + 1)), f"session {k} numbers its questions {listed}"
+        assert headings == listed, f"{path.name}: questions {headings}, the course page {listed}"
+
+
+def test_the_notebooks_page_links_every_exercise_and_solution():
+    page = (NOTEBOOKS / "index.md").read_text()
+    for path in SOLUTIONS:
+        stem = path.stem
+        assert f"[exercise](exercises/{stem}.md)" in page and f"[solution](solutions/{stem}.md)" in page, stem
+
+
+def test_course_material_runs_only_scripts_the_site_ships():
+    """A script the course pages or notebooks tell to run is in examples/ (the site copies examples/*.py) and is
+    linked where it is named."""
+    import re
+    texts = [ROOT / "docs" / "teaching.md"] + SOLUTIONS
+    named = {(p, m) for p in texts for m in re.findall(r"examples/(\w+\.py)", p.read_text())}
+    assert named
+    for path, script in named:
+        assert (ROOT / "examples" / script).is_file(), script
+        assert f"examples/{script})" in path.read_text(), f"{path.name}: {script} is named but not linked"
+
+
+def test_every_session_states_goals_prerequisites_and_length():
+    import re
+    page = (ROOT / "docs" / "teaching.md").read_text()
+    for k, body in re.findall(r"(?ms)^## Session (\d+):(.*?)(?=^## |\Z)", page):
+        head = " ".join(body.split("\n1. ", 1)[0].split())
+        assert re.search(r"\*Goals:\* .+\. \*Prerequisites:\* .+\. \*Planned length:\* \d+ minutes\.", head), k

@@ -194,7 +194,7 @@ def test_ctrl_c_in_a_forced_sweep_keeps_the_earlier_sweep(small_problem, earlier
     err = (seen + err).decode(errors="replace")
     assert proc.returncode == 130, err
     assert check_left("sweep", base, out, old, proc.returncode, err) == "old"
-    assert "earlier results" in err and "| 1 |" in out_text.decode().replace("| 1.0 |", "| 1 |")
+    assert "earlier results" in err and re.search(r"^\| *1(\.0)? *\|", out_text.decode(), re.M)   # value 1 printed
 
 
 @pytest.mark.parametrize("kind, sig", [("crosscheck", signal.SIGINT), ("sweep", signal.SIGTERM)])

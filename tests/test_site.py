@@ -56,7 +56,8 @@ def test_the_site_builds_strictly(site):
     api = (site / "api" / "index.html").read_text()
     assert 'id="fairmodel.Problem"' in api and "fairmodel.estimators.GroupDROClassifier" in api   # from docstrings
     for name in ("notebooks/solutions/s1_group_dro.ipynb", "notebooks/exercises/s1_group_dro.py",
-                 "problems/group_dro_adult.toml", "assets/mathjax/tex-svg-full.js"):
+                 "problems/group_dro_adult.toml", "assets/mathjax/tex-svg-full.js",
+                 "examples/partial_fairness_crosscheck.py"):
         assert (site / name).is_file(), name
     solution = (site / "notebooks" / "solutions" / "s1_group_dro" / "index.html").read_text()
     exercise = (site / "notebooks" / "exercises" / "s1_group_dro" / "index.html").read_text()
@@ -93,6 +94,8 @@ def test_the_site_can_leave_out_the_solutions(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (tmp_path / "notebooks" / "exercises" / "s1_group_dro" / "index.html").is_file()
     assert not (tmp_path / "notebooks" / "solutions").exists()
+    index = (tmp_path / "notebooks" / "index.html").read_text()
+    assert "solutions/s1_group_dro.py" in index and 'href="solutions/' not in index
 
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -11,8 +11,8 @@ What is held where
   chunk. Group names come from a first pass (``unique`` over the chunks), codes from a second.
 * Minibatches (:class:`ChunkSampler`) gather only the sampled rows from the chunks they fall in.
 
-Dask is imported when a Dask method is first used (``pip install 'fairmodel[dask]'``), never by
-``import fairmodel``.
+Dask is imported when a Dask method is first used (the ``dask`` extra: ``pip install ".[dask]"`` in the source
+folder), never by ``import fairmodel``.
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def dask_modules():
     try:
         return importlib.import_module("dask"), importlib.import_module("dask.array")
     except ImportError:
-        raise DataError("Dask-backed data need the Dask extra: pip install 'fairmodel[dask]' "
-                        "(dask[distributed,dataframe] and pyarrow)") from None
+        raise DataError("Dask-backed data need the Dask extra, fairmodel[dask]: pip install 'dask[distributed,dataframe]' "
+                        "pyarrow") from None
 
 
 def active_client():

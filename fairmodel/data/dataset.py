@@ -335,8 +335,8 @@ class Dataset:
 
 def _chunked_source():
     if "dask" not in CHUNKED_SOURCES:
-        raise DataError("Dask-backed data need the Dask extra: pip install 'fairmodel[dask]' "
-                        "(dask[distributed,dataframe] and pyarrow), then import fairmodel")
+        raise DataError("Dask-backed data need the Dask extra, fairmodel[dask]: pip install 'dask[distributed,dataframe]' "
+                        "pyarrow, then import fairmodel")
     return CHUNKED_SOURCES["dask"]
 
 

@@ -19,7 +19,8 @@ try:
     from sklearn.utils.multiclass import check_classification_targets, type_of_target
     from sklearn.utils.validation import check_is_fitted, validate_data
 except ImportError as exc:  # pragma: no cover - exercised only without scikit-learn
-    raise ImportError("fairmodel.estimators needs scikit-learn: pip install 'fairmodel[sklearn]'") from exc
+    raise ImportError("fairmodel.estimators needs scikit-learn (the sklearn extra): "
+                      "pip install scikit-learn") from exc
 
 from .. import expressions as dsl
 from ..data.dataset import Dataset

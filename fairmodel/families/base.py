@@ -213,7 +213,7 @@ class Reduction(abc.ABC):
             raise OptionError(f"format must be one of {', '.join(DESCRIBE_FORMATS)}; got {format!r}")
         title = f"Problem family: {self.title}" + (f" ({self.paper})" if self.paper else "")
         methods = [("Exact backend", self.exact_methods), ("Stochastic backend", self.stochastic_methods)]
-        notes = [line for line in self.describe_extra() if line.strip()]
+        notes = [line for line in self.describe_extra() if note_text(line).strip()]
         return describe_sections(title, self.problem.formulation(format), methods, notes, format,
                                  self.program_lines() if program else [])
 
@@ -234,8 +234,15 @@ class Reduction(abc.ABC):
         lines += [f"  solving it: {w.message}" for w in caught if issubclass(w.category, SlowSolveWarning)]
         return lines
 
-    def describe_extra(self) -> list[str]:
+    def describe_extra(self) -> list:
+        """Notes of ``describe`` after the methods: lines of text, or ``(text, latex)`` pairs whose LaTeX (math in
+        ``$...$``) replaces the automatic setting of the text's ASCII math in ``format="latex"``."""
         return []
+
+    def objective_regularizer(self, n) -> str:
+        """A term the reduction adds to the declared objective (rendered in the notation ``n``, starting with its
+        sign), so that the formulation shows what the solver minimizes; none by default."""
+        return ""
 
     def structure_program(self):
         """The program whose structure ``describe`` shows: :meth:`to_cvxpy`, or one of the same structure that is
@@ -318,6 +325,15 @@ Family = Reduction   # the name used before reductions were made explicit
 DESCRIBE_FORMATS = ("text", "markdown", "latex")
 
 
+def note_text(note) -> str:
+    """The text of a note of ``describe`` (a line, or a ``(text, latex)`` pair)."""
+    return note[0] if isinstance(note, tuple) else note
+
+
+def _note_latex(note) -> str:
+    return note[1] if isinstance(note, tuple) else display.latex_prose(note.strip())
+
+
 def describe_sections(title: str, formulation: str, methods: list, notes: list, format: str,
                       structure: list = ()) -> str:
     """The sections of ``describe()``: the title ("Problem family: ..."), the formulation, the methods of each
@@ -326,13 +342,14 @@ def describe_sections(title: str, formulation: str, methods: list, notes: list, 
         lines = [title, "", formulation, ""]
         for head, table in methods:
             lines += [f"{head}:"] + ([f"  {m}: {d}" for m, d in table.items()] or ["  (none)"])
+        notes = [note_text(n) for n in notes]
         return "\n".join(lines + ([""] + notes if notes else []) + ([""] + list(structure) if structure else []))
     if format == "markdown":
         head, _, rest = title.partition(": ")
         lines = [f"**{head}:** {rest}" if rest else f"**{title}**", "", formulation, ""]
         for head, table in methods:
             lines += [f"**{head}:**", ""] + ([f"- `{m}`: {d}" for m, d in table.items()] or ["- (none)"]) + [""]
-        lines += [f"- {n}" for n in notes] + ([""] if notes else [])
+        lines += [f"- {note_text(n)}" for n in notes] + ([""] if notes else [])
         if structure:
             lines += [f"**{structure[0]}**", ""] + [f"- {s.strip()}" for s in structure[1:]]
         return "\n".join(lines)
@@ -345,7 +362,7 @@ def describe_sections(title: str, formulation: str, methods: list, notes: list, 
             or ["  \\item (none)"]
         lines += ["\\end{itemize}"]
     if notes:
-        lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {prose(n.strip())}" for n in notes]
+        lines += ["\\paragraph{Structure}", "\\begin{itemize}"] + [f"  \\item {_note_latex(n)}" for n in notes]
         lines += ["\\end{itemize}"]
     if structure:
         lines += [f"\\paragraph{{Exact program}} {prose(structure[0][len('Exact program '):])}",

@@ -184,18 +184,25 @@ class Convex(Reduction):
         if "stochastic" in self.unavailable:
             return ["", self.exact_method_line(), f"No stochastic lowering: {self.unavailable['stochastic']}"]
         form = self.form()
+        if "model_space" in self.exact_methods and self.w is not None and self.w.radius is not None:
+            inner = inner_tex = "projected Newton in model space with the Frank-Wolfe bound on the ball of the weights"
+        elif self.w is not None and self.w.radius is not None:
+            inner = ("on the ball of the weights, for a smooth Phi, a lower bound by accelerated projected gradient and "
+                     "the Frank-Wolfe bound Phi(w') - <grad, w'> - R ||grad|| (valid at any w'); for a non-smooth Phi "
+                     "(hinge losses, norms, |.| of per-sample terms) the CVXPY program")
+            inner_tex = ("on the ball $\\|w\\| \\le R$ of the weights, for a smooth $\\Phi$, a lower bound by "
+                         "accelerated projected gradient and the Frank-Wolfe bound $\\Phi(w', y) - \\langle g, w'\\rangle "
+                         "- R\\,\\|g\\|$, $g = \\nabla_{w} \\Phi(w', y)$ (valid at any $w'$); for a non-smooth $\\Phi$ "
+                         "(hinge losses, norms, $|\\cdot|$ of per-sample terms) the CVXPY program")
+        else:
+            inner = inner_tex = "the CVXPY program (the weights have no radius)"
+        judge = ("Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y); it "
+                 "bounds the suboptimality of a feasible w. The inner minimum: " + inner)
+        judge_tex = ("Judge certificate: the Lagrangian gap $\\max_{y} \\Phi(w, y) - \\min_{w'} \\Phi(w', y)$ at the "
+                     "returned $(w, y)$; it bounds the suboptimality of a feasible $w$. The inner minimum: " + inner_tex)
         return ["", self.exact_method_line(), f"Saddle form: {len(form.leaves)} leaves (sample means and exact terms), "
                     f"{len(form.objective_terms)} max term(s) in the objective, {len(form.constraint_pieces)} "
-                    f"constraint piece(s) under an exact penalty (one multiplier each)",
-                "Judge certificate: Lagrangian gap max_y Phi(w, y) - min_w' Phi(w', y) at the returned (w, y); it "
-                "bounds the suboptimality of a feasible w. The inner minimum: " + (
-                    "projected Newton in model space with the Frank-Wolfe bound on the ball of the weights"
-                    if "model_space" in self.exact_methods and self.w is not None and self.w.radius is not None else
-                    "on the ball of the weights, for a smooth Phi, a lower bound by accelerated projected gradient "
-                    "and the Frank-Wolfe bound Phi(w') - <grad, w'> - R ||grad|| (valid at any w'); for a "
-                    "non-smooth Phi (hinge losses, norms, |.| of per-sample terms) the CVXPY program"
-                    if self.w is not None and self.w.radius is not None
-                    else "the CVXPY program (the weights have no radius)")]
+                    f"constraint piece(s) under an exact penalty (one multiplier each)", (judge, judge_tex)]
 
     def model_space(self) -> ModelSpace:
         """The smooth program of the model-space method (built once: the row weights of every sample leaf)."""

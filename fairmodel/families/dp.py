@@ -25,6 +25,7 @@ from ..expressions.grid import GridPredictor, t_values
 from ..oracles.dp_chunked import ChunkedDual, dual_stats
 from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha, sigma2
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
+from ..utilities.display import latex_number as display_number
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_options
 from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
@@ -115,21 +116,65 @@ class DPPostProcessing(Reduction):
         return "DP post-processing" + (" (classification)" if self.post.kind != "regression" else "")
 
     # -- description -------------------------------------------------------------------------------------------
-    def describe_extra(self) -> list[str]:
+    def objective_regularizer(self, n) -> str:
+        """The entropy term of the entropic problem (4): R_beta(pi) = R(pi) + (1/beta) E[sum_l pi(l|X) log pi(l|X)]
+        (Chzhen, Hebiri, Taturyan 2024), what the solvers minimize when beta < inf."""
+        if math.isinf(self.beta):
+            return ""
+        beta = f"{self.beta:g}"
+        n.define("beta", f"beta = {beta}: 1/beta weighs the negative entropy sum_l pi(l|x) log pi(l|x) <= 0 (the "
+                         f"entropic regularization of problem (4) of Chzhen, Hebiri, Taturyan 2024); the objective "
+                         f"R_beta is the risk plus this term, and results report the risk alone as metrics['risk']",
+                 f"$\\beta = {display_number(self.beta)}$: $1/\\beta$ weighs the negative entropy "
+                 f"$\\sum_{{l}} \\pi(l \\mid x) \\log \\pi(l \\mid x) \\le 0$ (the entropic regularization of "
+                 f"problem~(4) of Chzhen, Hebiri, Taturyan 2024); the objective $R_{{\\beta}}$ is the risk plus this "
+                 f"term, and results report the risk alone as \\texttt{{metrics['risk']}}", order=60)
+        return n.pick(" + (1/beta) E[sum_l pi(l|X) log pi(l|X)]",
+                      " + \\frac{1}{\\beta}\\,\\mathbb{E}\\left[\\sum_{l} \\pi(l \\mid X) \\log \\pi(l \\mid X)\\right]")
+
+    def describe_extra(self) -> list:
         post = self.post
-        grid = (f"grid y_l = l B / L, l = -L..L, with L = {post.L}, B = {post.B:g} (m = {post.m} points)"
-                if post.kind == "regression" else f"grid of m = {post.m} labels with a cost matrix r(x, y_j)")
-        beta = "inf (LP (3))" if math.isinf(self.beta) else f"{self.beta:g} (entropic problem (4))"
-        p = "calibrated: mean of tau_hat over the unlabeled points" if isinstance(post.p_spec, str) else \
-            np.array2string(post.p_spec, precision=4)
-        return ["", f"Structure: {grid}; beta = {beta}; p = {p}",
-                "Constraint: U_s(pi, l) = |E[pi(l|X) t_s(X)]| <= eps_s for all l, s, with t_s = 1 - tau_s / p_s (15)",
-                "Dual (5): min_(Lambda, V >= 0) E[LSE_beta(<lambda_l - nu_l, t(X)> - r_l(X))_l] + "
-                "sum_l <lambda_l + nu_l, eps>",
-                "Prediction (7): pi(l|x) = softmax_l(beta (<lambda_l - nu_l, t(x)> - r_l(x)))",
-                "Judge: R_beta, risk, U_s per (grid point, group), dual value, KKT residual ||G_alpha(z)||, "
-                "duality gap R_beta(pi_z) + F(z), suboptimality F(z) - F* against the exact dual, identity residual "
-                "R_beta + F - <z, grad F> (Lemma 3.5)"]
+        num = display_number
+        if post.kind == "regression":
+            grid = f"grid y_l = l B / L, l = -L..L, with L = {post.L}, B = {post.B:g} (m = {post.m} points)"
+            grid_tex = (f"grid $y_{{l}} = l B / L$, $l = -L, \\dots, L$, with $L = {post.L}$, $B = {num(post.B)}$ "
+                        f"($m = {post.m}$ points)")
+        else:
+            grid = f"grid of m = {post.m} labels with a cost matrix r(x, y_j)"
+            grid_tex = f"grid of $m = {post.m}$ labels with a cost matrix $r(x, y_{{j}})$"
+        if math.isinf(self.beta):
+            beta, beta_tex = "inf (LP (3))", "$\\beta = \\infty$ (LP (3))"
+        else:
+            beta, beta_tex = f"{self.beta:g} (entropic problem (4))", f"$\\beta = {num(self.beta)}$ (entropic problem (4))"
+        if isinstance(post.p_spec, str):
+            p = "calibrated: mean of tau_hat over the unlabeled points"
+            p_tex = "$p$ calibrated: the mean of $\\hat\\tau(x)$ over the unlabeled points"
+        else:
+            p = np.array2string(post.p_spec, precision=4)
+            p_tex = "$p = (" + ",\\ ".join(num(v) for v in np.ravel(post.p_spec)) + ")$"
+        U = "U_{s}(\\pi, l) = \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_{s}(X)\\right]\\right|"
+        inner = "\\langle \\lambda_{l} - \\nu_{l}, t(X)\\rangle - r_{l}(X)"
+        return ["",
+                (f"Structure: {grid}; beta = {beta}; p = {p}", f"Structure: {grid_tex}; {beta_tex}; {p_tex}"),
+                ("Constraint: U_s(pi, l) = |E[pi(l|X) t_s(X)]| <= eps_s for all l, s, with t_s = 1 - tau_s / p_s (15)",
+                 f"Constraint: ${U} \\le \\epsilon_{{s}}$ for all $l$, $s$, with $t_{{s}} = 1 - \\hat\\tau_{{s}} / "
+                 f"p_{{s}}$ (15)"),
+                ("Dual (5): min_(Lambda, V >= 0) E[LSE_beta(<lambda_l - nu_l, t(X)> - r_l(X))_l] + "
+                 "sum_l <lambda_l + nu_l, eps>",
+                 f"Dual (5): $\\min_{{\\Lambda, V \\ge 0}}\\ \\mathbb{{E}}\\left[\\mathrm{{LSE}}_{{\\beta}}"
+                 f"\\left(({inner})_{{l}}\\right)\\right] + \\sum_{{l}} \\langle \\lambda_{{l}} + \\nu_{{l}}, "
+                 f"\\epsilon\\rangle$, with $z = (\\Lambda, V)$, $\\Lambda = (\\lambda_{{l}})_{{l}}$, "
+                 f"$V = (\\nu_{{l}})_{{l}}$ and $r_{{l}}(x)$ the cost of $y_{{l}}$ at $x$"),
+                ("Prediction (7): pi_z(l|x) = softmax_l(beta (<lambda_l - nu_l, t(x)> - r_l(x)))",
+                 f"Prediction (7): $\\pi_{{z}}(l \\mid x) = \\mathrm{{softmax}}_{{l}}\\left(\\beta\\,"
+                 f"({inner.replace('X', 'x')})\\right)$"),
+                ("Judge: R_beta, risk, U_s per (grid point, group), dual value, KKT residual ||G_alpha(z)||, "
+                 "duality gap R_beta(pi_z) + F(z), suboptimality F(z) - F* against the exact dual, identity residual "
+                 "R_beta + F - <z, grad F> (Lemma 3.5)",
+                 "Judge: $R_{\\beta}$, the risk, $U_{s}$ per (grid point, group), the dual value $F(z)$, the KKT "
+                 "residual $\\|G_{\\alpha}(z)\\|$, the duality gap $R_{\\beta}(\\pi_{z}) + F(z)$, the suboptimality "
+                 "$F(z) - F^{*}$ against the exact dual, the identity residual $R_{\\beta} + F - \\langle z, "
+                 "\\nabla F\\rangle$ (Lemma 3.5)")]
 
     def to_cvxpy(self, data=None, sample_weight=None):
         """The primal CVXPY program (3) / (4) on ``data`` (default: the points of the most recent solve)."""

@@ -19,12 +19,13 @@ import threading
 import time
 from pathlib import Path
 
+from fairmodel_cli import arguments
+
 from .. import expressions as dsl
 from .._version import __version__
 from ..crosscheck import crosscheck
 from ..data import datasets
 from ..errors import FairmodelError, OptionError, ResultFileError, SolverError
-from ..families.base import DESCRIBE_FORMATS
 from ..problem import Minimize, Problem
 from ..results.plotting import default_frontier_y, plot_results
 from ..results.result import _jsonable
@@ -245,7 +246,7 @@ def _sweep(args) -> int:
         _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot,
                              "saved": saved})
     else:
-        print(frontier.to_markdown())
+        print(frontier.to_text(full="--json, or --out DIR (frontier.md, frontier.json)"))
         if saved:
             print(f"saved: {', '.join(saved)}")
         if frontier.errors:
@@ -297,67 +298,14 @@ def _datasets(args) -> int:
     return EXIT_OK
 
 
+COMMANDS = {"demo": _demo, "datasets": _datasets, "solve": _solve, "crosscheck": _crosscheck, "sweep": _sweep,
+            "describe": _describe}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fairmodel", description="Fair and robust learning: exact and stochastic "
-                                     "solvers with a shared judge.")
-    parser.add_argument("--version", action="version", version=f"fairmodel {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="cross-check group DRO on the bundled Adult data (exact dual method vs ALEG)",
-                          description="Solve group DRO (or MERO) on the bundled Adult data with the exact backend "
-                                      "and with ALEG, judge both on the full data and print the cross-check.")
-    demo.add_argument("--problem", choices=("gdro", "mero"), default="gdro", help="group DRO (default) or MERO")
-    demo.add_argument("--groups", choices=("sex", "race", "sex_race"), default="sex", help="sensitive attribute")
-    demo.add_argument("--radius", type=float, default=5.0, help="radius of the weight ball (default 5)")
-    demo.add_argument("--exact-method", choices=("dual", "epigraph"), default="dual",
-                      help="exact method: the certified dual method (default) or the CVXPY epigraph program")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the stochastic solver")
-    demo.add_argument("--verbose", action="store_true", default=None, help="show progress bars")
-    demo.set_defaults(func=_demo)
-    ds = sub.add_parser("datasets", help="list the bundled data sets", description="List the bundled data sets "
-                        "with their shapes, targets and sensitive attributes.")
-    ds.set_defaults(func=_datasets)
-
-    def problem_command(name, func, help_text, backend=True, json_out=True, out=True):
-        p = sub.add_parser(name, help=help_text, description=help_text + " (problem files: see the 'Command line' "
-                           "page of the documentation, or docs/cli.md in the source)")
-        p.add_argument("problem_file", metavar="PROBLEM.toml", help="the problem file")
-        if backend:
-            p.add_argument("--backend", choices=("exact", "stochastic"), help="backend (default: [solve] backend, "
-                                                                              "else exact)")
-        p.add_argument("--method", help="method of the backend (default: the file's, else the family's default)")
-        p.add_argument("--seed", type=int, help="seed of the stochastic solver (default: [solve] seed, else 0)")
-        p.add_argument("--verbose", action="store_true", default=None, help="show progress bars (default: on a "
-                       "terminal)")
-        if json_out:
-            p.add_argument("--json", action="store_true", help="print one JSON document (schema 1: see the 'JSON "
-                           "output' page of the documentation, or docs/json.md in the source)")
-        if out:
-            p.add_argument("--out", metavar="DIR", help="save results (JSON + NPZ) into this directory")
-            p.add_argument("--force", action="store_true", help="overwrite results already saved in --out")
-            p.add_argument("--plot", metavar="FILE", help="save a figure (needs matplotlib): the group risks, or "
-                           "the convergence of the history against the exact optimum")
-        p.set_defaults(func=func)
-        return p
-
-    problem_command("solve", _solve, "solve a problem file with one backend")
-    problem_command("crosscheck", _crosscheck, "solve a problem file with both backends and compare them",
-                    backend=False)
-    sw = problem_command("sweep", _sweep, "solve a problem file for several values of one of its keys", out=False)
-    sw.add_argument("--out", metavar="DIR", help="save the frontier (frontier.md, frontier.json) and every "
-                    "value's result (value<i>.json + .npz) into this directory")
-    sw.add_argument("--force", action="store_true", help="overwrite results already saved in --out")
-    sw.add_argument("--param", required=True, help="dotted key of the file to vary, e.g. problem.kappa, "
-                    "data.subsample, solve.seed, solve.stochastic.epochs (others are refused with the list)")
-    sw.add_argument("--values", required=True, help="comma-separated values, e.g. 0.01,0.02,0.05")
-    sw.add_argument("--plot", metavar="FILE", help="save a plot of the frontier (needs matplotlib)")
-    sw.add_argument("--y", default=None, help="column to plot against the parameter (default: the judged risk "
-                    "when the objective adds a regularizer to it, as DP post-processing's entropy term; else the "
-                    "objective); an unknown column is refused with the list of columns")
-    desc = problem_command("describe", _describe, "print the math, the CVXPY program and the stochastic method of a "
-                           "problem file", backend=False, json_out=False, out=False)
-    desc.add_argument("--format", choices=DESCRIBE_FORMATS, default="text",
-                      help="text (default), markdown (math as $$...$$) or latex (a whole document for pdflatex)")
-    return parser
+    """The parser of ``fairmodel_cli.arguments`` (standard library only, so that the entry point answers
+    ``--version`` and ``--help`` before the heavy imports), with this package's version."""
+    return arguments.build_parser(__version__)
 
 
 def _terminate(signum, frame):
@@ -365,12 +313,11 @@ def _terminate(signum, frame):
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
-        return args.func(args)
+        return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("fairmodel: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED

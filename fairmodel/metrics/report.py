@@ -151,7 +151,7 @@ def plot_groups(metrics, labels, values, overall, lower=None, upper=None, axes=N
     try:
         import matplotlib.pyplot as plt
     except ImportError:
-        raise OptionError("plotting needs matplotlib: pip install 'fairmodel[plot]'") from None
+        raise OptionError("plotting needs matplotlib (the plot extra): pip install matplotlib") from None
     m = len(metrics)
     if axes is None:
         cols = min(m, 3)

@@ -16,7 +16,7 @@ def _plt():
     try:
         import matplotlib.pyplot as plt
     except ImportError:
-        raise OptionError("plotting needs matplotlib: pip install 'fairmodel[plot]'") from None
+        raise OptionError("plotting needs matplotlib (the plot extra): pip install matplotlib") from None
     return plt
 
 

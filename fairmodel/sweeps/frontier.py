@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ModelError, OptionError
 from ..results.plotting import plot_frontier
-from ..utilities.display import frontier_repr, rows_html, rows_markdown
+from ..utilities.display import frontier_repr, frontier_text, rows_html, rows_markdown
 from ..utilities.progress import Progress, logger
 from ..utilities.validate import check_problem
 
@@ -52,7 +52,15 @@ class Frontier:
         return [row.get(key, math.nan) for row in self.rows()]
 
     def to_markdown(self) -> str:
+        """Every column of :meth:`rows` as a Markdown table."""
         return rows_markdown(self.rows())
+
+    def to_text(self, width: int | None = None, full: str = "Frontier.to_markdown() or .rows()") -> str:
+        """The table for a terminal: the swept value, the status, the objective the user declared first (the
+        judged risk when the reduction adds a regularizer, as DP post-processing's entropy term, then the objective
+        the solver minimizes), the largest violation, the constraints and the time, in at most ``width`` characters
+        (default: the terminal's width); the columns left out are named below it."""
+        return frontier_text(self, width, full)
 
     def __repr__(self) -> str:
         return frontier_repr(self)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import math
 import re
+import shutil
+import textwrap
 import unicodedata
 
 REPR_MAX = 300
@@ -52,8 +54,8 @@ def short(text: str, limit: int = REPR_MAX) -> str:
 
 
 GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu", "nu", "xi",
-         "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi",
-         "Omega")
+         "pi", "rho", "sigma", "tau", "phi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi",
+         "Psi", "Omega")
 _TEXT_SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{",
                  "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "<": "\\textless{}",
                  ">": "\\textgreater{}", "|": "\\textbar{}"}
@@ -124,12 +126,14 @@ def latex_number(v: float) -> str:
     return text
 
 
-# In prose (method descriptions, notes): a norm ||w||_2, or a name with sub/superscripts (R_g, R*_g, x_(k+1),
-# R^99, max_(q in simplex)), is set as math; the rest is escaped text.
+# In prose (method descriptions, notes): a norm ||w||_2, a name with sub/superscripts (R_g, R*_g, x_(k+1),
+# R^99, max_(q in simplex); the script _hat is a hat: tau_hat_s), or the name of a Greek letter (pi, Lambda), is set
+# as math; the rest is escaped text.
 _SCRIPT = r"(?:\((?:[^()]|\([^()]*\))*\)|[A-Za-z0-9*+']+)"
 _PROSE_MATH = re.compile(r"(?P<norm>\|\|(?P<nv>[^|]+?)\|\|(?P<np>_\w+)?(?P<nq>\^\w+)?)"
                          r"|(?P<op><=|>=)|(?P<pow>(?<=\))\^\w+)"
-                         rf"|(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})+))")
+                         rf"|(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})+))"
+                         rf"|(?P<greek>\b(?:{'|'.join(GREEK)})\b)")
 _OPERATORS = {"min": "\\min", "max": "\\max", "sum": "\\sum", "sup": "\\sup", "inf": "\\inf", "log": "\\log",
               "exp": "\\exp", "in": "\\in", "mean": "\\operatorname*{mean}"}
 _MATH_TOKEN = re.compile(rf"(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?)(?P<scripts>(?:[_^]{_SCRIPT})*))"
@@ -139,8 +143,11 @@ _MATH_TOKEN = re.compile(rf"(?P<tok>\b(?P<base>[A-Za-z][A-Za-z0-9]*)(?P<star>\*?
 def _math_word(m) -> str:
     base = m.group("base")
     out = _OPERATORS.get(base) or latex_ident(base)
+    scripts = re.findall(rf"([_^])({_SCRIPT})", m.group("scripts") or "")
+    if ("_", "hat") in scripts:                    # tau_hat_s: an estimate, \hat\tau_{s}
+        out, scripts = f"\\hat{{{out}}}", [s for s in scripts if s != ("_", "hat")]
     out += "^{*}" if m.group("star") else ""
-    for kind, body in re.findall(rf"([_^])({_SCRIPT})", m.group("scripts") or ""):
+    for kind, body in scripts:
         body = body[1:-1] if body.startswith("(") and body.endswith(")") else body
         out += f"{kind}{{{_ascii_math(body)}}}"
     return out + (" " if out.startswith("\\") else "")
@@ -162,15 +169,18 @@ def _prose_math(m) -> str:
         return "$\\le$" if m.group("op") == "<=" else "$\\ge$"
     if m.group("pow"):
         return f"$^{{{_ascii_math(m.group('pow')[1:])}}}$"
+    if m.group("greek"):
+        return f"${latex_ident(m.group('greek'))}$"
     if m.group("norm"):
         sub = f"_{{{_ascii_math(m.group('np')[1:])}}}" if m.group("np") else ""
         sup = f"^{{{_ascii_math(m.group('nq')[1:])}}}" if m.group("nq") else ""
         return f"$\\|{_ascii_math(m.group('nv'))}\\|{sub}{sup}$"
     scripts = re.findall(rf"([_^])({_SCRIPT})", m.group("scripts"))
     base = m.group("base")
-    if len(scripts) > 1 or (len(base) > 1 and base not in GREEK and base not in _OPERATORS
-                            and re.fullmatch(r"_[A-Za-z]{2,}", m.group("scripts") or "")
-                            and scripts[0][1] not in GREEK):
+    hat = base in GREEK or len(base) == 1      # the script _hat of a symbol (tau_hat_s), not of a name in code
+    if len([s for s in scripts if not (hat and s == ("_", "hat"))]) > 1 or (
+            len(base) > 1 and base not in GREEK and base not in _OPERATORS
+            and re.fullmatch(r"_[A-Za-z]{2,}", m.group("scripts") or "") and scripts[0][1] not in GREEK):
         return f"\\texttt{{{latex_text(m.group(0))}}}"     # a name in code (weak_partial_dp, mean_risk)
     return f"${_math_word(m).strip()}$"
 
@@ -215,6 +225,49 @@ def frontier_repr(frontier) -> str:
     failed = f", {len(frontier.errors)} failed" if frontier.errors else ""
     return short(f"<fairmodel.Frontier {frontier.param} = [{shown}] ({len(values)} values{failed}), "
                  f"{frontier.backend or 'exact'} backend; .to_markdown() / .rows() for the table>")
+
+
+def frontier_text(frontier, width: int | None = None, full: str = "to_markdown()") -> str:
+    """A sweep's table for a terminal: the swept value, the status, the objective the user declared first (the judged
+    risk when the reduction adds a regularizer to it, as DP post-processing's entropy term, then the regularized
+    objective), the largest violation, each constraint's value and the time; columns that do not fit in ``width``
+    characters (default: the terminal's) are left out from the right and named below, with ``full``, where every
+    column (metrics, certificates) is."""
+    rows = frontier.rows()
+    width = width or shutil.get_terminal_size().columns
+    regularized = any("metric:risk" in r and "metric:entropy_term" in r for r in rows)
+    cols = [(frontier.param, frontier.param), ("status", "status")]
+    cols += ([("metric:risk", "risk"), ("objective", "objective")] if regularized else [("objective", "objective")])
+    cols += [("max_violation", "max violation")]
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    cols += [(k, k.split(":", 1)[1]) for k in keys if k.startswith("constraint:")] + [("time", "time (s)")]
+    kept = len(cols)
+    fixed = 5 if regularized else 4
+    cells = [[fmt(r.get(key, "")) if r.get(key, "") != "" else "" for key, _ in cols] for r in rows]
+
+    def table(n):
+        widths = [max([len(cols[j][1])] + [len(c[j]) for c in cells]) for j in range(n)]
+        lines = ["| " + " | ".join(cols[j][1].ljust(widths[j]) for j in range(n)) + " |",
+                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        lines += ["| " + " | ".join(c[j].ljust(widths[j]) for j in range(n)) + " |" for c in cells]
+        return lines
+
+    lines = table(kept)
+    while kept > fixed and len(lines[0]) > width:
+        kept -= 1
+        lines = table(kept)
+    notes = []
+    if regularized:
+        kind = next((r.metrics.get("objective_kind") for r in frontier.results if r is not None), None)
+        notes.append("risk: the objective declared; objective: what the solver minimizes"
+                     + (f", {kind}" if isinstance(kind, str) else " (the risk plus a regularizer)"))
+    left = [header for _, header in cols[kept:]]
+    notes.append((f"not shown ({len(left)} column{'s' * (len(left) != 1)} too wide for {width} characters): "
+                  f"{', '.join(left)}; " if left else "") + f"every column, metrics and certificates: {full}")
+    for i, r in enumerate(rows):
+        if r.get("status") == "error":
+            notes.append(f"{frontier.param} = {fmt(r.get(frontier.param))}: {r.get('error', '')}")
+    return "\n".join(lines + [textwrap.fill(n, max(width, 40), subsequent_indent="  ") for n in notes])
 
 
 def rows_markdown(rows: list[dict]) -> str:

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 GDRO = """
 title = "Group DRO on Adult by race"
@@ -44,7 +43,7 @@ seed = 0
 method = "dual"
 """
 Path("gdro.toml").write_text(GDRO)
-gdro, data, _ = load_problem_file("gdro.toml")
+gdro, data, _ = fm.load_problem("gdro.toml")
 print(data)
 
 # %% [markdown]
@@ -66,11 +65,8 @@ print(gdro.describe())
 # ## Question 2
 #
 # `fairmodel crosscheck gdro.toml`. Read every check of the table: which one certifies that the stochastic
-# solution is near-optimal without knowing the optimum?
-
-# %%
-report = fm.crosscheck(gdro, seed=0, exact_options={"method": "dual"})
-print(report.to_markdown())
+# solution is near-optimal without knowing the optimum? (In Python: `fm.load_problem("gdro.toml").crosscheck()`,
+# or `fm.crosscheck(gdro, seed=0, exact_options={"method": "dual"})`.)
 
 # %% [markdown]
 # *Your answer:*
@@ -87,7 +83,7 @@ print(report.to_markdown())
 
 # %%
 Path("erm.toml").write_text(GDRO.replace('family = "gdro"', 'family = "erm"'))
-erm_problem, _, _ = load_problem_file("erm.toml")
+erm_problem, _, _ = fm.load_problem("erm.toml")
 erm = erm_problem.solve(backend="exact")
 print(erm.summary())
 
@@ -103,16 +99,6 @@ print(erm.summary())
 # Sweep the radius: `fairmodel sweep gdro.toml --param model.radius --values 0.5,1,2,5,10 --plot radius.png`.
 # Explain why the objective can only decrease as the radius grows. (In Python, `fm.sweep` solves a problem built
 # for each value, as the command does with each edited file.)
-
-# %%
-def gdro_with_radius(radius):
-    w = fm.Weights(data.n_features, radius=radius)
-    return fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))))
-
-
-frontier = fm.sweep(gdro_with_radius, [0.5, 1, 2, 5, 10], param="radius", method="dual")
-frontier.plot().savefig("radius.png")
-print(frontier.to_markdown())
 
 # %% [markdown]
 # *Your answer:*

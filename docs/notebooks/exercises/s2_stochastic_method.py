@@ -28,7 +28,7 @@ fig = plot_convergence(runs, x="grad_evals", y="output_objective", optimum=opt)
 fig.savefig("convergence.png")
 
 # %% [markdown]
-# ## Question 6
+# ## Question 1
 #
 # Which method reaches a max-risk gap of $10^{-3}$ with fewer gradient evaluations? Relate the answer to the
 # variance of the two gradient estimators (ALEG's estimate is exact at the snapshot).
@@ -40,7 +40,7 @@ fig.savefig("convergence.png")
 # Your code:
 
 # %% [markdown]
-# ## Question 7
+# ## Question 2
 #
 # Run ALEG with `batch_size=1` and with `batch_size=64` at the same number of gradient evaluations. Which is
 # cheaper in wall time, and why (see the Benchmarks page, "Group DRO and MERO")?
@@ -52,7 +52,7 @@ fig.savefig("convergence.png")
 # Your code:
 
 # %% [markdown]
-# ## Question 8
+# ## Question 3
 #
 # Run ALEG with `schedule_mode="theory"`. How large is the theoretical step compared with the default one, and what
 # does that say about worst-case constants?

@@ -46,8 +46,9 @@ print(fm.metrics.partial_dp(scores, groups, band=(0.7, 1.0)))
 # %% [markdown]
 # ## Question 3
 #
-# Run `python examples/partial_fairness_crosscheck.py --n 300` (below: the same cross-check with one start of the
-# stochastic path and 100 outer iterations for each path). Both inner solvers (CVXPY and the switching
+# Run the script [`examples/partial_fairness_crosscheck.py`](../../examples/partial_fairness_crosscheck.py) with
+# `--n 300` (below: the same cross-check with one start of the stochastic path and 100 outer iterations for each
+# path). Both inner solvers (CVXPY and the switching
 # subgradient) start from the same point: do they reach the same objective? Read the Lemma C.1 certificate
 # (`nearly_kkt_eps`) and say what it guarantees and what it does not.
 

@@ -88,8 +88,9 @@ print({radius: (round(r.objective, 4), round(norm, 3)) for radius, r, norm in zi
 # ## Question 4
 #
 # Increase `zeta` (the agents' strategic power) and compare the accuracy on strategically shifted data of the
-# robust model with that of plain logistic regression (see `examples/strategic_dro.py`; here on the 800 held-out
-# points, `fm.metrics.strategic_accuracy`).
+# robust model with that of plain logistic regression (see
+# [`examples/strategic_dro.py`](../../examples/strategic_dro.py); here on the 800 held-out points,
+# `fm.metrics.strategic_accuracy`).
 
 # %% [markdown]
 # *Your answer:*

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 GDRO = """
 title = "Group DRO on Adult by race"
@@ -44,7 +43,7 @@ seed = 0
 method = "dual"
 """
 Path("gdro.toml").write_text(GDRO)
-gdro, data, _ = load_problem_file("gdro.toml")
+gdro, data, _ = fm.load_problem("gdro.toml")
 print(data)
 
 # %% [markdown]
@@ -83,9 +82,10 @@ for (group, risk), q_g in zip(risks.items(), q):
 # ## Question 2
 #
 # `fairmodel crosscheck gdro.toml`. Read every check of the table: which one certifies that the stochastic
-# solution is near-optimal without knowing the optimum?
+# solution is near-optimal without knowing the optimum? (In Python: `fm.load_problem("gdro.toml").crosscheck()`,
+# or `fm.crosscheck(gdro, seed=0, exact_options={"method": "dual"})`.)
 
-# %%
+# %% tags=["solution"]
 report = fm.crosscheck(gdro, seed=0, exact_options={"method": "dual"})
 print(report.to_markdown())
 
@@ -111,7 +111,7 @@ assert report.ok and suboptimality <= gap + 1e-8
 
 # %%
 Path("erm.toml").write_text(GDRO.replace('family = "gdro"', 'family = "erm"'))
-erm_problem, _, _ = load_problem_file("erm.toml")
+erm_problem, _, _ = fm.load_problem("erm.toml")
 erm = erm_problem.solve(backend="exact")
 print(erm.summary())
 
@@ -143,7 +143,7 @@ assert erm.objective <= erm_problem.evaluate(w=exact.variables["w"]).objective +
 # Explain why the objective can only decrease as the radius grows. (In Python, `fm.sweep` solves a problem built
 # for each value, as the command does with each edited file.)
 
-# %%
+# %% tags=["solution"]
 def gdro_with_radius(radius):
     w = fm.Weights(data.n_features, radius=radius)
     return fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))))
@@ -170,7 +170,7 @@ assert all(b <= a + 1e-7 for a, b in zip(optima, optima[1:]))
 
 # %% tags=["solution"]
 Path("mero.toml").write_text(GDRO.replace('family = "gdro"', 'family = "mero"'))
-mero = load_problem_file("mero.toml")[0].solve(backend="exact")
+mero = fm.load_problem("mero.toml")[0].solve(backend="exact")
 mero_risks, optimal = mero.metrics["group_risks"], mero.metrics["group_optimal"]
 largest = max(mero_risks, key=mero_risks.get)
 for g in mero_risks:

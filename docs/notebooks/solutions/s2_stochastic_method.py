@@ -28,7 +28,7 @@ fig = plot_convergence(runs, x="grad_evals", y="output_objective", optimum=opt)
 fig.savefig("convergence.png")
 
 # %% [markdown]
-# ## Question 6
+# ## Question 1
 #
 # Which method reaches a max-risk gap of $10^{-3}$ with fewer gradient evaluations? Relate the answer to the
 # variance of the two gradient estimators (ALEG's estimate is exact at the snapshot).
@@ -56,7 +56,7 @@ assert reach["aleg"] < np.inf and evals_to_reach(smd_long) == np.inf
 # keeps a constant step and converges at the faster rate of Theorem 4.7 (the full pass per epoch is the price).
 
 # %% [markdown]
-# ## Question 7
+# ## Question 2
 #
 # Run ALEG with `batch_size=1` and with `batch_size=64` at the same number of gradient evaluations. Which is
 # cheaper in wall time, and why (see the Benchmarks page, "Group DRO and MERO")?
@@ -81,7 +81,7 @@ assert steps[64] < steps[1] / 10 and cpu[64] < cpu[1] and gaps[64] > gaps[1]
 # wall time, not accuracy per sample.
 
 # %% [markdown]
-# ## Question 8
+# ## Question 3
 #
 # Run ALEG with `schedule_mode="theory"`. How large is the theoretical step compared with the default one, and what
 # does that say about worst-case constants?

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 AUC = """
 title = "AUC under intra-group AUC fairness on Adult (kappa = 0.05)"
@@ -50,7 +49,7 @@ method = "sfls"
 T = 500
 """
 Path("auc.toml").write_text(AUC)
-prob, data, _ = load_problem_file("auc.toml")
+prob, data, _ = fm.load_problem("auc.toml")
 print(data)
 
 
@@ -153,8 +152,9 @@ for radius, problem in ((10.0, prob), (20.0, auc_problem(20.0))):
 #
 # `fairmodel crosscheck auc.toml`. The stochastic method (SFLS) solves a sequence of level-set problems; explain why
 # the bracket `[f*_lower, f0(w)]` it reports is a certificate, and which of its two ends comes from weak duality.
+# (In Python: `fm.crosscheck(prob, seed=0, stochastic_options={"method": "sfls"})`.)
 
-# %%
+# %% tags=["solution"]
 report = fm.crosscheck(prob, seed=0, stochastic_options={"method": "sfls", "T": 500})
 print(report.to_markdown())
 
@@ -182,7 +182,7 @@ assert bracket["f_star_lower"] <= exact.objective + 1e-6 and exact.objective <= 
 # is not? (In Python, a budget declared with `fm.parameter` is swept by `prob.sweep`, re-solving the compiled
 # program.)
 
-# %%
+# %% tags=["solution"]
 kappas = [0.02, 0.05, 0.1, 0.2]
 budget = fm.parameter(0.05, "kappa")
 s = data.score(fm.Weights(data.n_features, radius=10.0))

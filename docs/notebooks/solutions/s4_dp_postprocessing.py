@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 import fairmodel as fm
-from fairmodel.frontends.problemfile import load as load_problem_file   # what the command line reads
 
 DP = """
 title = "DP post-processing of GPA on Law School (race)"
@@ -48,7 +47,7 @@ seed = 0
 T = 20000
 """
 Path("dp.toml").write_text(DP)
-prob, data, _ = load_problem_file("dp.toml")
+prob, data, _ = fm.load_problem("dp.toml")
 post = prob.family.post        # the GridPredictor the file built: eta_hat and tau_hat on the unlabeled points
 print(data)
 
@@ -122,9 +121,9 @@ assert randomized["LP"] < randomized["beta = 100"]
 #
 # `fairmodel crosscheck dp.toml`. Which entry measures how far the stochastic dual point is from the exact dual's
 # optimum, and why is it never negative, while the stochastic result's own objective $R_\beta$ may fall below the
-# exact optimum?
+# exact optimum? (In Python: `fm.crosscheck(prob, seed=0)`.)
 
-# %%
+# %% tags=["solution"]
 report = fm.crosscheck(prob, seed=0, stochastic_options={"T": 20000})
 print(report.to_markdown())
 
@@ -152,7 +151,7 @@ assert abs(F_star + report.exact.objective) < 1e-6        # strong duality at th
 # shape of the risk-unfairness curve; what does `eps = 1` give? (In Python, `fm.dp_sweep` solves one problem
 # per budget.)
 
-# %%
+# %% tags=["solution"]
 budgets = [1.0, 0.1, 0.05, 0.02, 0.01, 0.005]          # from the loosest to the tightest
 frontier = fm.dp_sweep(prob, budgets, backend="exact")
 frontier.plot(y="metric:risk").savefig("eps.png")
@@ -203,7 +202,7 @@ beta = 100
 eps = 0.01
 """
 Path("multiclass.toml").write_text(MULTICLASS)
-classification, _, _ = load_problem_file("multiclass.toml")
+classification, _, _ = fm.load_problem("multiclass.toml")
 regression_lines = prob.describe(program=False).splitlines()
 classification_lines = classification.describe(program=False).splitlines()
 changed = [line for line in classification_lines if line not in regression_lines]

@@ -123,8 +123,9 @@ assert abs(values[radii.index(zero_from)] - np.log(2)) < 1e-4 and norms[0] > 0.5
 # ## Question 4
 #
 # Increase `zeta` (the agents' strategic power) and compare the accuracy on strategically shifted data of the
-# robust model with that of plain logistic regression (see `examples/strategic_dro.py`; here on the 800 held-out
-# points, `fm.metrics.strategic_accuracy`).
+# robust model with that of plain logistic regression (see
+# [`examples/strategic_dro.py`](../../examples/strategic_dro.py); here on the 800 held-out points,
+# `fm.metrics.strategic_accuracy`).
 
 # %% tags=["solution"]
 from fairmodel.metrics import strategic_accuracy

@@ -5,7 +5,13 @@ allowed keys of [problem] with their meaning, one-line description)``; one modul
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from ...crosscheck import crosscheck
+from ...data.dataset import Dataset
 from ...errors import FairmodelError
+from ...minmax import SaddleProblem
+from ...problem import Problem
 from . import auc, composite, dp, group_risk, minmax, partial, strategic
 from .spec import (DATA_KEYS, MODEL_KEYS, ProblemFileError, Spec, build_loss, build_weights,  # noqa: F401
                    file_backend, load_data, read, set_value, solve_options)
@@ -70,6 +76,47 @@ def load_spec(spec: Spec):
 
 
 def load(path):
-    """(problem, data, spec) of a problem file."""
+    """(problem, data, spec) of a problem file (the command line's reading; the public one is :func:`load_problem`)."""
     spec = read(path)
     return (*load_spec(spec), spec)
+
+
+class ProblemFile(NamedTuple):
+    """A problem file loaded by :func:`load_problem`: unpacks as ``problem, data, options``.
+
+    ``problem``: the :class:`~fairmodel.Problem` (or :class:`~fairmodel.SaddleProblem` of a min-max family) the
+    file declares, titled with its ``title``; ``data``: the :class:`~fairmodel.Dataset` of its ``[data]`` table
+    (``None`` for a family that takes no data); ``options``: its ``[solve]`` tables as keyword arguments,
+    ``{"backend": ..., "exact": {...}, "stochastic": {...}}`` (the stochastic ones include the seed).
+    :meth:`solve` and :meth:`crosscheck` use them as ``fairmodel solve`` and ``fairmodel crosscheck`` do.
+    """
+
+    problem: Problem | SaddleProblem
+    data: Dataset | None
+    options: dict
+
+    def solve(self, backend: str | None = None, **options):
+        """``problem.solve`` with the file's options of ``backend`` (default: the file's ``[solve] backend``, else
+        exact); keyword arguments given here replace the file's."""
+        backend = backend or self.options["backend"]
+        return self.problem.solve(backend=backend, **{**self.options[backend], **options})
+
+    def crosscheck(self, **common):
+        """:func:`fairmodel.crosscheck` of the problem with the file's options of each backend and seed."""
+        stochastic = dict(self.options["stochastic"])
+        return crosscheck(self.problem, seed=stochastic.pop("seed"), exact_options=dict(self.options["exact"]),
+                          stochastic_options=stochastic, **common)
+
+
+def load_problem(path) -> ProblemFile:
+    """Read a problem file (TOML: see the 'Command line' page of the documentation) into ``(problem, data,
+    options)``: the same problem the ``fairmodel`` command solves. Any wrong key, type or value raises
+    :class:`~fairmodel.DataError` naming the file, the key and the allowed values.
+
+    >>> prob, data, _ = fm.load_problem("examples/problems/group_dro_adult.toml")   # doctest: +SKIP
+    >>> fm.load_problem("examples/problems/group_dro_adult.toml").crosscheck()     # doctest: +SKIP
+    """
+    problem, data, spec = load(path)
+    options = {"backend": file_backend(spec), "exact": solve_options(spec, "exact"),
+               "stochastic": solve_options(spec, "stochastic")}
+    return ProblemFile(problem, data, options)

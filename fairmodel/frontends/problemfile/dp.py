@@ -29,7 +29,7 @@ def build(spec, t, data):
         from sklearn.linear_model import LinearRegression, LogisticRegression
     except ImportError:
         raise spec.error("[problem] family", "dp_postprocessing fits its base models with scikit-learn: "
-                                             "pip install 'fairmodel[sklearn]'") from None
+                                             "pip install scikit-learn (the sklearn extra)") from None
     task = spec.get(t, "task", "[problem]", "str", default="regression", choices=["regression", "classification"])
     fraction = spec.get(t, "train_fraction", "[problem]", "number", default=0.5, positive=True)
     if data.y is None or not data.has_groups:
