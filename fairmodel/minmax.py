@@ -415,7 +415,7 @@ class SaddleProblem:
         d_x = self.d_x
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:],
                                                      "x_last": info["u_last"][:d_x], "y_last": info["u_last"][d_x:]},
-                                every=check_every or CHECKS_EVERY, enabled=certified)
+                                every=check_every or CHECKS_EVERY, enabled=certified, cap=opts["epochs"])
         out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0,
                    stop=RestartOnStall(stopper) if certified else None, **opts)
         solved = time.perf_counter()

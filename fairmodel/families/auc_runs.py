@@ -65,7 +65,9 @@ def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks
 
 def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback, seed) -> Solution:
     stopper = CertifiedStop(family, runner.variables, every=CHECK_EVERY if method == "sfls" else 1,
-                            user_callback=user_callback, enabled=checks)
+                            user_callback=user_callback, enabled=checks,
+                            cap=runner.max_steps if method == "sfls" else opts["S"],
+                            unit="SMD steps" if method == "sfls" else "IQRC stages")
     if method == "sfls":
         out = runner.sfls(x0=runner.start_point(opts.get("x0")), stopper=stopper, refine=checks)
         history, metrics = out["history"], out["metrics"]
@@ -240,7 +242,7 @@ class Runner:
             if stopper is None:
                 return False
             best = self._best(outputs)
-            info = {**info, "x": outputs[best]["x"], "y": outputs[best]["y"]}
+            info = {**info, "x": outputs[best]["x"], "y": outputs[best]["y"], "work": state["steps"]}
             if stopper(info):
                 return True
             if stopper.enabled and stopper.last is not None and state["checked"] != best:
@@ -249,7 +251,8 @@ class Runner:
                 f0, violation = outputs[best]["track_f0"], outputs[best]["track_violation"]
                 if violation <= 0 and f0 - lower <= self.family.accuracy_value(f0):
                     state["checked"] = best
-                    if stopper.check(stopper.to_variables(info), info["epoch"]):
+                    stopper.check(stopper.to_variables(info), info["epoch"], state["steps"])
+                    if stopper.stop_now:
                         return True
             if stopper.enabled and state["steps"] + state["T"] > self.max_steps:
                 state["cap"] = True
