@@ -316,15 +316,17 @@ class SaddleProblem:
                     "so that the judge can compute the duality gap.")
         if backend == "exact":
             return "What to try: another CVXPY solver (solver=)."
-        tips = ["a larger cap (epochs=) lets the run continue until the gap passes"]
-        if order == 0:
-            tips.append("order=1 (exact gradients; give grad=) or estimator='two-point' (far less noise)"
-                        if self.grad_fn is None else "order=1: exact gradients are available (grad=)")
-            tips.append("if the gap stalls, a smaller query radius R0= (its smoothing bias is of order ell R0)")
+        cap = "a larger cap (epochs=) lets the run continue until the gap passes"
+        if order == 0:       # the noise of value-only estimates is what usually stops these runs: what avoids it first
+            tips = ["order=1 (exact gradients; give grad=) or estimator='two-point' (far less noise)"
+                    if self.grad_fn is None else "order=1: exact gradients are available (grad=)"]
+            if self._exact is not None:
+                tips.append("method='exact'")
+            tips += ["if the gap stalls, a smaller query radius R0= (its smoothing bias is of order ell R0)", cap]
         else:
-            tips.append("if the gap stalls, a smaller step (eta0=, eta_max=)")
-        if self._exact is not None:
-            tips.append("method='exact'")
+            tips = [cap, "if the gap stalls, a smaller step (eta0=, eta_max=)"]
+            if self._exact is not None:
+                tips.append("method='exact'")
         return "What to try: " + "; ".join(tips) + "."
 
     # -- solving ------------------------------------------------------------------------------------------

@@ -20,19 +20,21 @@ checkpoint and says so instead of running to its cap. At every failed checkpoint
 at which the checks approach their tolerances: with r the largest ratio value / tolerance of the checks (the check
 farthest from passing; r <= 1 passes) at the work W done so far (epochs, outer iterations, sampled points: the unit
 of the cap), taken best so far, the rate is ``p = (log r(W') - log r(W)) / (log W - log W')`` over the last
-doubling of the work (W' the latest checkpoint at or before W / 2), the exponent of a certificate that falls like W^-p (stochastic methods: p = 1/2 for the
-O(1/sqrt(N)) rates of robust stochastic approximation, Nemirovski, Juditsky, Lan, Shapiro 2009; p = 1 for
-mirror-prox on smooth problems, Juditsky, Nemirovski, Tauvel 2011; p = 0 for a run at its noise floor). At that
-rate the checks pass after ``W r^(1/p)`` work. The run stops, with the measured rate and the projected cost in its
-message (the judge's verdict then says what failed and what to try: the reduction's advice), when that is more than
-FAIL_FAST_MARGIN times the cap and either the certificate stalled (p < STALL_RATE: no measurable decrease over a
-doubling of the work) or the previous checkpoint projected beyond the cap too (a slow rate measured twice: restarted
-methods accelerate, e.g. the generic lowering, whose Lagrangian gap fell at the rate 0.8 from 20 to 40 epochs and
-at 2.3 from 30 to 63 on group DRO with the hinge loss under equal opportunity on Adult by race). The rule needs FAIL_FAST_CHECKS checkpoints (at
-least a doubling of the work since the first), so a run is never stopped by it before about three times the work of
-its first checkpoint (which each family places at a quarter of its former fixed budget, about where the bundled
-problems pass); the best-so-far ratios make it optimistic (a noisy certificate's lucky checkpoints count, its
-unlucky ones do not), and the margin leaves room for a rate that improves later.
+doubling of the work (W' the latest checkpoint at or before W / 2), the exponent of a certificate that falls like
+W^-p (p = 1/2 for the O(1/sqrt(N)) rates of robust stochastic approximation, Nemirovski, Juditsky, Lan, Shapiro
+2009; p = 1 for mirror-prox on smooth problems, Juditsky, Nemirovski, Tauvel 2011; p = 0 for a run at its noise
+floor). At that
+rate the checks pass after ``W r^(1/p)`` work (never, for a stall: p < STALL_RATE names it so in the message). The
+run stops, with the measured rate and the projected cost in its message (the judge's verdict then says what failed
+and what to try: the reduction's advice), when two checkpoints in a row project more than FAIL_FAST_MARGIN times the
+cap. One such projection is not enough: restarted methods accelerate (the generic lowering's Lagrangian gap on group
+DRO with the hinge loss under equal opportunity, Adult by race, fell at the rate 0.8 from 20 to 40 epochs and at 2.3
+from 30 to 63), and the level-set method's bracket can stay put for its first checks (SFLS on Law School by gender:
+the rate 0.05 from 2,500 to 7,500 SMD steps, then 0.6). The first projection needs FAIL_FAST_CHECKS checkpoints (at
+least a doubling of the work since the first), so a run is never stopped by the rule before its fourth checkpoint,
+about four times the work of its first (which each family places at a quarter of its former fixed budget, about
+where the bundled problems pass); the best-so-far ratios make it optimistic (a noisy certificate's lucky checkpoints
+count, its unlucky ones do not), and the margin leaves room for a rate that improves later.
 """
 from __future__ import annotations
 
@@ -136,6 +138,7 @@ class CertifiedStop:
         self.points: list = []          # (work, largest value / tolerance) of the checkpoints with computed checks
         self.worst = ""                 # the name of the check farthest from passing at the last checkpoint
         self.gave_up: Outlook | None = None
+        self.best = None                # (ratio, check name, variables, evaluation, checks, epoch, warnings)
         self.hopeless = False           # the last checkpoint's projection exceeded the cap (by the margin)
         self.started = time.perf_counter()
 
@@ -176,19 +179,21 @@ class CertifiedStop:
         self.check_time += time.perf_counter() - start
         self.n_checks += 1
         if not self.passed:
-            self._fail_fast(checks, epoch, work)
+            self._fail_fast(variables, evaluation, checks, epoch, work)
         return self.passed
 
-    def _fail_fast(self, checks, epoch, work) -> None:
+    def _fail_fast(self, variables, evaluation, checks, epoch, work) -> None:
         worst = worst_ratio(checks)
         if worst is None:
             return
         work = float(work if work is not None else (epoch + 1 if epoch is not None else self.n_checks))
         self.points.append((work, worst[0]))
         self.worst = worst[1]
+        if self.best is None or worst[0] < self.best[0]:     # the point a run stopped by the rule returns
+            self.best = (*worst, variables, evaluation, checks, epoch, self.last_warnings)
         found = outlook(self.points) if self.cap is not None and len(self.points) >= FAIL_FAST_CHECKS else None
         hopeless = found is not None and found.projected > FAIL_FAST_MARGIN * self.cap
-        if hopeless and (found.stalled or self.hopeless):
+        if hopeless and self.hopeless:          # measured twice in a row
             self.gave_up = found
         self.hopeless = hopeless
 
@@ -207,6 +212,12 @@ class CertifiedStop:
             solution.metrics["checkpoint_ratios"] = [[w, r] for w, r in self.points]
         if solution.status in ("diverged", "failed", "interrupted"):
             return
+        returned_best = None
+        if self.gave_up is not None and not self.by_user and self.best is not None and \
+                set(self.best[2]) == set(solution.variables):   # a run stopped by the rule returns its best checkpoint
+            *_, variables, evaluation, checks, epoch, caught = self.best
+            solution.variables = dict(variables)
+            self.last, self.last_warnings, returned_best = (variables, evaluation, checks, epoch), caught, (True, epoch)
         if self.last is not None:
             variables, evaluation, checks, epoch = self.last
             same = set(variables) == set(solution.variables) and all(
@@ -226,6 +237,10 @@ class CertifiedStop:
             if solution.status == "converged":     # the method's word for "the callback stopped me"
                 solution.status = "completed"
             solution.message = self.fail_fast_message(cap)
+            if returned_best and self.best[0] < self.points[-1][1]:
+                where = f"after epoch {returned_best[1]}, " if returned_best[1] is not None else ""
+                solution.message += (f"; the result is its best checkpoint ({where}{self.best[1]} "
+                                     f"{self.best[0]:.3g}x its tolerance)")
             solution.metrics.update(certificate_rate=self.gave_up.rate, projected_work=self.gave_up.projected)
             return
         if cap and self.enabled and not self.by_user:
@@ -238,7 +253,7 @@ class CertifiedStop:
         elapsed = time.perf_counter() - self.started
         head = (f"stopped early after {o.work:.4g} {unit} ({elapsed:.3g} s): the judge's checks cannot pass before "
                 f"the cap{f' ({cap})' if cap else ''}")
-        where = f"{self.worst} is {o.ratio:.3g}x its tolerance"
+        where = f"{self.best[1] if self.best else self.worst} is {o.ratio:.3g}x its tolerance"
         if o.stalled:
             return (f"{head}: the certificate stalled ({where}, best so far, and fell at a rate of {o.rate:.2g} "
                     f"(log of the ratio to the tolerance per log of the work) from {o.since:.4g} to {o.work:.4g} "

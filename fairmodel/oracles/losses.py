@@ -5,7 +5,8 @@ derivative ``dphi`` in z, its second derivative ``d2phi`` (``None`` when the los
 facts about the scores |z| <= z_bound and labels |y| <= y_bound a domain allows: ``smoothness(z_bound, y_bound)``, a
 bound on d^2 phi / dz^2 there (``inf`` when phi is not smooth; finite on every bounded set of scores for the
 exponential loss, whose curvature grows like e^|z|), and ``dphi_bound(z_bound, y_bound)``, a bound on |d phi / dz|
-(the Lipschitz constant in the score); its sign and the check of its labels. Every subclass is registered in ``KERNELS`` by its ``name``. :class:`LinearModelLoss` composes a kernel
+(the Lipschitz constant in the score); its sign and the check of its labels. Every subclass is registered in
+``KERNELS`` by its ``name``. :class:`LinearModelLoss` composes a kernel
 with a design matrix (an intercept column appended when asked) and sample weights, as scikit-learn's
 ``LinearModelLoss`` does: value, gradient and Hessian of ``sum_i s_i phi(x_i . theta, y_i)``. Every exact
 solver, stochastic method and judge that needs the loss of a linear model calls these.
