@@ -309,8 +309,9 @@ class SaddleProblem:
         return [Check("duality gap", gap, GAP_RELATIVE * scale + GAP_FLOOR * max(1.0, level), GAP_REASON,
                       "certificate")]
 
-    def advice(self, backend: str, order: int) -> str:
-        """What usually fixes a result that is not ok."""
+    def advice(self, backend: str, order: int, stopped_early: bool = False) -> str:
+        """What usually fixes a result that is not ok (``stopped_early``: the fail-fast rule stopped the run, so the
+        measured rate says a larger cap would not do)."""
         if not self.has_gap():
             return ("What to try: give max_y= and min_x= (closed forms) or cvxpy_value= (a CVXPY expression of L) "
                     "so that the judge can compute the duality gap.")
@@ -320,6 +321,9 @@ class SaddleProblem:
         if order == 0:       # the noise of value-only estimates is what usually stops these runs: what avoids it first
             tips = ["order=1 (exact gradients; give grad=) or estimator='two-point' (far less noise)"
                     if self.grad_fn is None else "order=1: exact gradients are available (grad=)"]
+            if stopped_early:
+                tips[0] = ("order=0 cannot reach this tolerance before the cap at the rate measured (the noise of "
+                           "value-only estimates); " + tips[0])
             if self._exact is not None:
                 tips.append("method='exact'")
             tips += ["if the gap stalls, a smaller query radius R0= (its smoothing bias is of order ell R0)", cap]
@@ -447,7 +451,7 @@ class SaddleProblem:
                 evaluation = judge.evaluate(solution.variables)
             checks = judge.acceptance(evaluation, backend)
         failing = [c for c in checks if c.computed and not c.passed]
-        advice = self.advice(backend, order) if failing or not checks else ""
+        advice = self.advice(backend, order, "certificate_rate" in solution.metrics) if failing or not checks else ""
         solution.status, solution.message = verdict(solution.status, checks, solution.message, advice)
         timings = {"solve": solved - start, "judge": time.perf_counter() - solved,
                    "total": time.perf_counter() - start, **solution.timings}

@@ -80,8 +80,12 @@ def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback
                 return True
             if checks and np.array_equal(info["x"], previous["x"]):
                 # the stage made no progress (its SFLS halted at once, or its point was worse): the next stage's
-                # oracle takes twice the SMD steps (a warm restart with a doubled budget)
-                runner.T = min(2 * runner.T, runner.max_steps)
+                # oracle takes twice the SMD steps (a warm restart with a doubled budget); the certificate's rate
+                # over stages of another budget says nothing of the next, so the fail-fast rule measures it afresh
+                grown = min(2 * runner.T, runner.max_steps)
+                if grown > runner.T:
+                    runner.T = grown
+                    stopper.restart_rate()
             previous["x"] = info["x"]
             return False
         out = iqrc(runner.sfls, start, S=opts["S"], rho_hat=opts["rho_hat"], output=opts["output"], rng=rng,
