@@ -400,6 +400,7 @@ class LossSums:
 
     def curvature_bound(self, size: int) -> np.ndarray:
         """L = (sup phi'') sum_i s_i (x_i, 1)(x_i, 1)' >= every Hessian of f (one pass; ``size`` the length of
-        theta): the kernel's ``smoothness`` bound on phi''."""
-        return self.kernel.smoothness * self._pass(np.zeros(size), -1)
+        theta): the kernel's ``smoothness`` bound on phi'' over every score and label (inf for a loss whose
+        curvature is unbounded, the exponential loss)."""
+        return self.kernel.smoothness(math.inf, math.inf) * self._pass(np.zeros(size), -1)
 
