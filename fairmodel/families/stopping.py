@@ -34,7 +34,9 @@ the rate 0.05 from 2,500 to 7,500 SMD steps, then 0.6). The first projection nee
 least a doubling of the work since the first), so a run is never stopped by the rule before its fourth checkpoint,
 about four times the work of its first (which each family places at a quarter of its former fixed budget, about
 where the bundled problems pass); the best-so-far ratios make it optimistic (a noisy certificate's lucky checkpoints
-count, its unlucky ones do not), and the margin leaves room for a rate that improves later. A run whose best
+count, its unlucky ones do not), and the margin leaves room for a rate that improves later (ALEG on
+scikit-learn's 16-row sample-weight check measured 0.82, 1.37 and 1.30 at 150, 200 and 250 epochs, projecting
+64,000, 5,900 and 7,300 epochs against its cap of 2,000; it passes at epoch 1,199). A run whose best
 checkpoint is within FAIL_FAST_NEAR of passing is never stopped by the rule: there a noisy certificate's scatter
 between checkpoints is as large as the distance to its tolerance, so a flat best-so-far says nothing (strategic DRO
 on 300 synthetic points: the gap 1.17x its tolerance at epoch 100, then 1.6x and 2.3x after two warm restarts of the
@@ -53,7 +55,7 @@ GROWTH = 1.25             # once checks are sparse, one each time the run has gr
 STOP_RULES = ("checks", "budget")   # stop when the judge's checks pass (the cap a safety limit), or run the budget
 FAIL_FAST_CHECKS = 3      # checkpoints with a computed certificate before the fail-fast rule may stop a run
 FAIL_FAST_SPAN = 2.0      # the rate is measured over (at least) the last doubling of the work
-FAIL_FAST_MARGIN = 2.0    # a run stops when the projected work to pass exceeds the cap times this
+FAIL_FAST_MARGIN = 4.0    # a run stops when the projected work to pass exceeds the cap times this
 STALL_RATE = 0.05         # a measured rate below this is reported as a stall
 FAIL_FAST_NEAR = 2.0      # a run whose best checkpoint is within this factor of passing is never stopped by the rule
 
