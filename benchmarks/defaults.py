@@ -20,10 +20,13 @@ duality gap is at most 5e-2 (the accuracy docs/minmax.md states for the default 
     python benchmarks/defaults.py --quick              # the fast subset (about 10 cases)
     python benchmarks/defaults.py --cases a,b --tags dp,large --json out.json --timeout 600
     python benchmarks/defaults.py --list               # the registry
+    python benchmarks/defaults.py --baseline DIR       # before / after: each case also run by the code in DIR
 
 A case that raises is recorded as an error (exception and message), one that exceeds its time limit as a
 timeout; neither stops the suite. The full run (no --cases, --tags or --quick) rewrites the section "defaults" of
-docs/benchmarks.md; ``--doc`` writes it for any selection.
+docs/benchmarks.md; ``--doc`` writes it for any selection. ``--baseline DIR`` (a checkout of an earlier version,
+e.g. ``git archive <commit> | tar -x -C DIR``) runs every case with both versions in this session, one after the
+other in alternating order (fresh processes each, the same load), and writes both columns.
 """
 from __future__ import annotations
 
@@ -905,12 +908,13 @@ def failures(rec: dict) -> list[str]:
     return lines
 
 
-def run_isolated(name: str, timeout: float) -> dict:
-    """run_case in a fresh Python process, killed (with its process group) after ``timeout`` seconds."""
+def run_isolated(name: str, timeout: float, script: str = __file__) -> dict:
+    """run_case in a fresh Python process (``script``: this file, or the suite of another version of the code),
+    killed (with its process group) after ``timeout`` seconds."""
     c = CASES[name]
     base = {"case": name, "family": c.family, "loss": c.loss, "n": c.n, "groups": c.groups, "source": c.source}
     start, load = time.perf_counter(), os.getloadavg()[0]
-    proc = subprocess.Popen([sys.executable, __file__, "--child", name], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, script, "--child", name], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -954,6 +958,36 @@ def markdown(records: list[dict], note: str = "") -> str:
             + table(["case", "family", "n", "groups", "ok", "exact s", "stochastic s", "what failed"], rows))
 
 
+def markdown_before_after(pairs: list[tuple[dict, dict]], baseline: str, note: str = "") -> str:
+    """The section of a --baseline run: each case's verdict and stochastic time before and after."""
+    def count(records):
+        return f"{sum(r['ok'] for r in records)} / {len(records)}"
+    before, after = [b for b, _ in pairs], [a for _, a in pairs]
+    loads = [r["load_average"] for r in before + after if "load_average" in r]
+    if loads:
+        note = f"{note} Load average (1 min) at the start of the cases: {min(loads):.1f} to {max(loads):.1f}.".strip()
+    rows = []
+    for b, a in pairs:
+        changed = b["ok"] != a["ok"]
+        what = "; ".join(failures(a)) if not a["ok"] else ""
+        rows.append([f"`{a['case']}`", a["family"], ("**ok**" if changed else "ok") if a["ok"] else
+                     "**NOT OK**" if changed else "NOT OK", "ok" if b["ok"] else "NOT OK",
+                     _seconds(b, "stochastic"), _seconds(a, "stochastic"), _wall(b), _wall(a),
+                     what.replace("|", "/").replace("\n", " ")[:400]])
+    return (f"**Defaults only** (no epochs, budgets, steps or methods), `fm.crosscheck(problem, seed=0)` on "
+            f"problem x data combinations the defaults were not tuned on (`python benchmarks/defaults.py --list`), "
+            f"run before ({baseline}) and after, case by case in one session (alternating which goes first; each "
+            f"in a fresh process): **{count(after)} ok after, {count(before)} before**. Times: the stochastic "
+            f"backend's solve + judge, and the whole case (both backends, the data); a case that raises or exceeds "
+            f"its time limit is NOT OK. {note}\n\n"
+            + table(["case", "family", "after", "before", "stochastic s before", "stochastic s after",
+                     "case s before", "case s after", "what fails after"], rows))
+
+
+def _wall(rec) -> str:
+    return f"{rec['wall_seconds']:.3g}" if "wall_seconds" in rec else "-"
+
+
 SECTION = "## The defaults suite (`benchmarks/defaults.py`)\n\n"
 
 
@@ -982,13 +1016,19 @@ def main(argv=None) -> int:
     parser.add_argument("--list", action="store_true", help="print the registry and exit")
     parser.add_argument("--from-json", help="rewrite the docs/benchmarks.md section from a saved --json run")
     parser.add_argument("--note", default="", help="a sentence for the section (e.g. what else ran on the machine)")
+    parser.add_argument("--baseline", help="a directory holding an earlier version of the code: run each case with "
+                                           "both (before / after), alternating")
+    parser.add_argument("--baseline-label", default="the baseline", help="how the section names the baseline")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print("CASE-RESULT " + json.dumps(run_case(args.child), default=float))
         return 0
     if args.from_json:
-        write_section("defaults", SECTION + markdown(json.loads(Path(args.from_json).read_text()), args.note))
+        saved = json.loads(Path(args.from_json).read_text())
+        body = (markdown_before_after([(r["before"], r["after"]) for r in saved], args.baseline_label, args.note)
+                if saved and "before" in saved[0] else markdown(saved, args.note))
+        write_section("defaults", SECTION + body)
         return 0
     names = select(args.cases.split(",") if args.cases else None, args.tags.split(",") if args.tags else None,
                    args.quick)
@@ -999,6 +1039,8 @@ def main(argv=None) -> int:
                   + (", " + ", ".join(c.tags) if c.tags else "") + f"] {c.note}")
         print(f"{len(names)} cases")
         return 0
+    if args.baseline:
+        return _before_after(names, args)
     records = []
     for i, n in enumerate(names, 1):
         limit = args.timeout * (3 if "large" in CASES[n].tags else 1)
@@ -1011,6 +1053,32 @@ def main(argv=None) -> int:
     print(f"\n{sum(r['ok'] for r in records)} / {len(records)} ok")
     if args.doc or not (args.quick or args.cases or args.tags):
         write_section("defaults", SECTION + markdown(records, args.note))
+    return 0
+
+
+def _before_after(names: list[str], args) -> int:
+    """Every case with the baseline's suite and with this one, alternating the order."""
+    script = str(Path(args.baseline).resolve() / "benchmarks" / "defaults.py")
+    pairs = []
+    for i, n in enumerate(names, 1):
+        limit = args.timeout * (3 if "large" in CASES[n].tags else 1)
+        if i % 2:
+            before = run_isolated(n, limit, script)
+            after = run_isolated(n, limit)
+        else:
+            after = run_isolated(n, limit)
+            before = run_isolated(n, limit, script)
+        pairs.append((before, after))
+        print(f"[{i}/{len(names)}] {n}: before {'ok' if before['ok'] else 'NOT OK'} in {before['wall_seconds']:.1f} s, "
+              f"after {'ok' if after['ok'] else 'NOT OK'} in {after['wall_seconds']:.1f} s"
+              + ("" if after["ok"] else " -- " + " | ".join(failures(after))), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps([{"before": b, "after": a} for b, a in pairs], indent=1,
+                                                  default=float))
+    print(f"\nafter: {sum(a['ok'] for _, a in pairs)} / {len(pairs)} ok; before: "
+          f"{sum(b['ok'] for b, _ in pairs)} / {len(pairs)} ok")
+    if args.doc or not (args.quick or args.cases or args.tags):
+        write_section("defaults", SECTION + markdown_before_after(pairs, args.baseline_label, args.note))
     return 0
 
 

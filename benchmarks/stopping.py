@@ -6,12 +6,19 @@ budget of the family's default method) and the default (stop on the judge's chec
 cap of ten times it). Each row: the median wall time of ``repeat`` runs of each, whether the judged result is ok,
 the epochs / outer iterations run, and the ratio new / old. Writes the section "stopping" of docs/benchmarks.md.
 
-    python benchmarks/stopping.py [--repeat 3] [--files a.toml,b.toml] [--threads 1]
+    python benchmarks/stopping.py [--repeat 3] [--files a.toml,b.toml] [--threads 1] [--baseline DIR]
+
+``--baseline DIR`` (a checkout of an earlier version, e.g. ``git archive <commit> | tar -x -C DIR``) also runs each
+problem with that version's benchmark in a child process, just before or after this one's (alternating), and the
+table shows both versions' "stop on the checks" side by side.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -66,22 +73,50 @@ def measure(path: Path, repeat: int) -> dict:
     return row
 
 
+def measure_baseline(baseline: Path, path: Path, repeat: int) -> dict:
+    """The row of ``path`` measured by the benchmark of the code in ``baseline`` (a child process)."""
+    env = {**os.environ, "PYTHONPATH": str(baseline)}       # that version's fairmodel, not this one's
+    out = subprocess.run([sys.executable, str(baseline / "benchmarks" / "stopping.py"), "--files", path.name,
+                          "--repeat", str(repeat), "--no-write"], capture_output=True, text=True, env=env)
+    rows = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if not rows:
+        return {"note": f"the baseline failed: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"}
+    return ast.literal_eval(rows[-1])
+
+
+def _cell(r: dict, key: str) -> str:
+    return f"{r[f'{key}_s']:.2f} ({'ok' if r[f'{key}_ok'] else 'NOT ok'}, {r[f'{key}_length']})"
+
+
 def table(rows: list) -> str:
+    before = any("before" in r for r in rows)
     lines = ["| problem | family | fixed budget: s (ok, length) | stop on the checks: s (ok, length) | new / old |",
              "|---|---|---|---|---|"]
+    if before:
+        lines = ["| problem | family | fixed budget: s (ok, length) | stop on the checks, before: s (ok, length) | "
+                 "stop on the checks, after: s (ok, length) | new / old | after / before |",
+                 "|---|---|---|---|---|---|---|"]
     for r in rows:
         if "note" in r:
-            lines.append(f"| {r['problem']} | {r['family']} | {r['note']} | | |")
+            lines.append(f"| {r['problem']} | {r['family']} | {r['note']} | | |" + (" | |" if before else ""))
             continue
-        lines.append(f"| {r['problem']} | {r['family']} | {r['budget_s']:.2f} ({'ok' if r['budget_ok'] else 'NOT ok'}, "
-                     f"{r['budget_length']}) | {r['checks_s']:.2f} ({'ok' if r['checks_ok'] else 'NOT ok'}, "
-                     f"{r['checks_length']}) | {r['ratio']:.2f} |")
+        if before:
+            b = r.get("before", {})
+            earlier = _cell(b, "checks") if "checks_s" in b else b.get("note", "-")
+            versus = f"{r['checks_s'] / b['checks_s']:.2f}" if "checks_s" in b else "-"
+            lines.append(f"| {r['problem']} | {r['family']} | {_cell(r, 'budget')} | {earlier} | "
+                         f"{_cell(r, 'checks')} | {r['ratio']:.2f} | {versus} |")
+            continue
+        lines.append(f"| {r['problem']} | {r['family']} | {_cell(r, 'budget')} | {_cell(r, 'checks')} | "
+                     f"{r['ratio']:.2f} |")
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     if ratios:
         lines += ["", f"Median ratio new / old over {len(ratios)} problems: **{statistics.median(ratios):.2f}** "
                       f"(min {min(ratios):.2f}, max {max(ratios):.2f}); ok with the fixed budget "
                       f"{sum(r['budget_ok'] for r in rows if 'ratio' in r)}/{len(ratios)}, stopping on the checks "
-                      f"{sum(r['checks_ok'] for r in rows if 'ratio' in r)}/{len(ratios)}."]
+                      f"{sum(r['checks_ok'] for r in rows if 'ratio' in r)}/{len(ratios)}"
+                      + (f" (before: {sum(r['before'].get('checks_ok', False) for r in rows if 'ratio' in r)}"
+                         f"/{len(ratios)})" if before else "") + "."]
     return "\n".join(lines)
 
 
@@ -91,18 +126,28 @@ def main(argv=None) -> int:
     parser.add_argument("--files", default="", help="comma-separated problem files of examples/problems (default all)")
     parser.add_argument("--threads", type=int, default=None, help="BLAS threads (default: the library's choice)")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--baseline", help="a directory holding an earlier version of the code (before / after)")
+    parser.add_argument("--baseline-label", default="the baseline", help="how the section names the baseline")
     args = parser.parse_args(argv)
     names = [n for n in args.files.split(",") if n] or sorted(p.name for p in PROBLEMS.glob("*.toml"))
     rows = []
     with fm.thread_limit(args.threads) if args.threads else _nothing():
-        for name in names:
+        for k, name in enumerate(names):
+            if args.baseline and k % 2 == 0:
+                earlier = measure_baseline(Path(args.baseline).resolve(), PROBLEMS / name, args.repeat)
             row = measure(PROBLEMS / name, args.repeat)
+            if args.baseline and k % 2 == 1:
+                earlier = measure_baseline(Path(args.baseline).resolve(), PROBLEMS / name, args.repeat)
+            if args.baseline:
+                row["before"] = earlier
             rows.append(row)
             print(row, flush=True)
     body = ("### Stopping on the judge's checks vs the former fixed budgets\n\n"
             "Each bundled problem file, stochastic backend, seed 0, median of "
             f"{args.repeat} runs of each variant in one process (alternating order). `length`: epochs or outer "
             "iterations run. The machine is shared: compare the two columns of a row, measured side by side.\n\n"
+            + (f"'before' is {args.baseline_label}, measured in a child process just before or after each row "
+               "(alternating), with the same protocol.\n\n" if args.baseline else "")
             + table(rows))
     print(body)
     if not args.no_write:

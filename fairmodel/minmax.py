@@ -316,8 +316,9 @@ class SaddleProblem:
         return [Check("duality gap", gap, GAP_RELATIVE * scale + GAP_FLOOR * max(1.0, level), GAP_REASON,
                       "certificate"), *consistent]
 
-    def advice(self, backend: str, order: int, failing=()) -> str:
-        """What usually fixes a result that is not ok."""
+    def advice(self, backend: str, order: int, failing=(), stopped_early: bool = False) -> str:
+        """What usually fixes a result that is not ok (``stopped_early``: the fail-fast rule stopped the run, so the
+        measured rate says a larger cap would not do)."""
         if inconsistent(failing):
             return ("What to fix: the certificate contradicts itself, so the inner solutions it was computed from are "
                     "wrong: max_y= must return max over y in Y of L(x, y), min_x= the min over x in X (the mean of "
@@ -327,15 +328,20 @@ class SaddleProblem:
                     "so that the judge can compute the duality gap.")
         if backend == "exact":
             return "What to try: another CVXPY solver (solver=)."
-        tips = ["a larger cap (epochs=) lets the run continue until the gap passes"]
-        if order == 0:
-            tips.append("order=1 (exact gradients; give grad=) or estimator='two-point' (far less noise)"
-                        if self.grad_fn is None else "order=1: exact gradients are available (grad=)")
-            tips.append("if the gap stalls, a smaller query radius R0= (its smoothing bias is of order ell R0)")
+        cap = "a larger cap (epochs=) lets the run continue until the gap passes"
+        if order == 0:       # the noise of value-only estimates is what usually stops these runs: what avoids it first
+            tips = ["order=1 (exact gradients; give grad=) or estimator='two-point' (far less noise)"
+                    if self.grad_fn is None else "order=1: exact gradients are available (grad=)"]
+            if stopped_early:
+                tips[0] = ("order=0 cannot reach this tolerance before the cap at the rate measured (the noise of "
+                           "value-only estimates); " + tips[0])
+            if self._exact is not None:
+                tips.append("method='exact'")
+            tips += ["if the gap stalls, a smaller query radius R0= (its smoothing bias is of order ell R0)", cap]
         else:
-            tips.append("if the gap stalls, a smaller step (eta0=, eta_max=)")
-        if self._exact is not None:
-            tips.append("method='exact'")
+            tips = [cap, "if the gap stalls, a smaller step (eta0=, eta_max=)"]
+            if self._exact is not None:
+                tips.append("method='exact'")
         return "What to try: " + "; ".join(tips) + "."
 
     # -- solving ------------------------------------------------------------------------------------------
@@ -426,7 +432,7 @@ class SaddleProblem:
         d_x = self.d_x
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:],
                                                      "x_last": info["u_last"][:d_x], "y_last": info["u_last"][d_x:]},
-                                every=check_every or CHECKS_EVERY, enabled=certified)
+                                every=check_every or CHECKS_EVERY, enabled=certified, cap=opts["epochs"])
         out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0,
                    stop=RestartOnStall(stopper) if certified else None, **opts)
         solved = time.perf_counter()
@@ -456,7 +462,8 @@ class SaddleProblem:
                 evaluation = judge.evaluate(solution.variables)
             checks = judge.acceptance(evaluation, backend)
         failing = [c for c in checks if c.computed and not c.passed]
-        advice = self.advice(backend, order, failing) if failing or not checks else ""
+        advice = (self.advice(backend, order, failing, "certificate_rate" in solution.metrics)
+                  if failing or not checks else "")
         solution.status, solution.message = verdict(solution.status, checks, solution.message, advice)
         timings = {"solve": solved - start, "judge": time.perf_counter() - solved,
                    "total": time.perf_counter() - start, **solution.timings}

@@ -187,13 +187,13 @@ def test_rounds_warm_start_freeze_and_cap(small_dual_problem):
         r = Restarts(schedule, z0, eps, doubling(steps=200), cap=cap, check=check)
         return r.run_pool(Pool(dual.T, dual.R), "resample", np.random.default_rng(0))
 
-    stacked = run(np.zeros((2, *dual.shape)), eps, lambda z, index, k: [k >= 1 or i == 1 for i in index])
-    single = run(dual.zeros(), eps[1, 0], lambda z, index, k: True)
+    stacked = run(np.zeros((2, *dual.shape)), eps, lambda z, index, k, samples: [k >= 1 or i == 1 for i in index])
+    single = run(dual.zeros(), eps[1, 0], lambda z, index, k, samples: True)
     np.testing.assert_allclose(stacked.output[1], single.output, rtol=1e-12, atol=1e-15)
     assert stacked.usage(1) == single.usage() and stacked.usage(0)[0] == 2 == len(stacked.rounds)
-    capped = run(dual.zeros(), dual.eps, lambda z, index, k: False, cap=5000)
+    capped = run(dual.zeros(), dual.eps, lambda z, index, k, samples: False, cap=5000)
     assert capped.samples <= 5000 and capped.done and not capped.passed
     exact = Restarts(schedule, dual.zeros(), dual.eps, doubling(steps=500, batch=1), cap=10 ** 9,
-                     check=lambda z, index, k: dual.value(canonical(z)) - f_star < 1e-6)
+                     check=lambda z, index, k, samples: dual.value(canonical(z)) - f_star < 1e-6)
     exact.run_pool(Pool(dual.T, dual.R), "exact", np.random.default_rng(0))
     assert exact.passed and len(exact.rounds) >= 2    # warm-started rounds of Algorithm 4 converge

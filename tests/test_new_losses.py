@@ -1,4 +1,4 @@
-"""The Huber and squared-hinge losses, added in three files each (kernel, atom, CVXPY form): their values against
+"""The Huber, squared-hinge and exponential losses, added in three files each (kernel, atom, CVXPY form): their values against
 the formulas, gradients against finite differences, the CVXPY form against NumPy, and every path (exact and
 stochastic group DRO, a composition, the judge, problem files) working with them."""
 import numpy as np
@@ -20,17 +20,20 @@ def _data(n=400, seed=0, regression=False):
     return fm.Dataset(X, y, groups=g)
 
 
-@pytest.mark.parametrize("name", ["huber", "squared_hinge"])
+@pytest.mark.parametrize("name", ["huber", "squared_hinge", "exponential"])
 def test_values_gradients_and_cvxpy_form(name):
     data = _data(regression=name == "huber")
     w = fm.Weights(4, intercept=True)
-    make = {"huber": lambda s, y: fm.huber_loss(s, y, delta=0.7), "squared_hinge": fm.squared_hinge_loss}[name]
+    make = {"huber": lambda s, y: fm.huber_loss(s, y, delta=0.7), "squared_hinge": fm.squared_hinge_loss,
+            "exponential": fm.exponential_loss}[name]
     loss = make(data.score(w), data.y)
     theta = np.random.default_rng(1).standard_normal(5)
     z = data.X @ theta[:-1] + theta[-1]
     if name == "huber":
         r = np.abs(z - data.y)
         expected = np.where(r <= 0.7, r ** 2, 1.4 * r - 0.49)
+    elif name == "exponential":
+        expected = np.exp(-data.y * z)
     else:
         expected = np.maximum(0.0, 1.0 - data.y * z) ** 2
     value, grads = fm.expressions.value_and_grad(fm.mean(loss), {w: theta})
@@ -48,7 +51,7 @@ def test_values_gradients_and_cvxpy_form(name):
     assert loss.curvature == "convex" and loss.sign == "nonneg"
 
 
-@pytest.mark.parametrize("name", ["huber", "squared_hinge"])
+@pytest.mark.parametrize("name", ["huber", "squared_hinge", "exponential"])
 def test_group_dro_exact_methods_agree_and_the_stochastic_path_is_judged_ok(name):
     data = _data(regression=name == "huber")
     w = fm.Weights(4, radius=3.0)

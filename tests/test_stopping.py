@@ -45,7 +45,7 @@ def test_the_check_schedule_depends_only_on_the_epochs():
     """Checks after every `every` epochs, then each time the run grew by a quarter; never more than that."""
     calls = []
     stop = CertifiedStop(None, lambda info: {}, every=5, judge=lambda v: (None, [Check("c", 1.0, 0.5, "")]))
-    stop.check = lambda variables, epoch=None: calls.append(epoch) or False
+    stop.check = lambda variables, epoch=None, work=None: calls.append(epoch) or False
     for epoch in range(100):
         stop({"epoch": epoch})
     assert [e + 1 for e in calls] == [5, 10, 15, 20, 25, 32, 40, 50, 63, 79, 99]

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..expressions import (Abs, Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, Min,
     Multiply, Norm, Parameter, Pos, ScalarMul, Sum, SumSquares, Weights)
 from ..errors import UnsupportedProblemError
-from ..oracles.losses import Hinge, Huber, Logistic, Softmax, Squared, SquaredHinge
+from ..oracles.losses import Exponential, Hinge, Huber, Logistic, Softmax, Squared, SquaredHinge
 from .domains import ball_constraint
 
 
@@ -105,6 +105,7 @@ LOSS_LOWERING = {
     Squared: lambda k, z, y: cp.square(z - y),
     SquaredHinge: lambda k, z, y: cp.square(cp.pos(1 - cp.multiply(y, z))),
     Huber: lambda k, z, y: cp.huber(z - y, M=k.delta),
+    Exponential: lambda k, z, y: cp.exp(cp.multiply(-y, z)),
     Softmax: lambda k, z, y: cp.log_sum_exp(z, axis=1) - cp.sum(cp.multiply(_onehot(y, z.shape[1]), z), axis=1),
 }
 

@@ -65,7 +65,9 @@ def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks
 
 def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback, seed) -> Solution:
     stopper = CertifiedStop(family, runner.variables, every=CHECK_EVERY if method == "sfls" else 1,
-                            user_callback=user_callback, enabled=checks)
+                            user_callback=user_callback, enabled=checks,
+                            cap=runner.max_steps if method == "sfls" else opts["S"],
+                            unit="SMD steps" if method == "sfls" else "IQRC stages")
     if method == "sfls":
         out = runner.sfls(x0=runner.start_point(opts.get("x0")), stopper=stopper, refine=checks)
         history, metrics = out["history"], out["metrics"]
@@ -78,8 +80,12 @@ def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback
                 return True
             if checks and np.array_equal(info["x"], previous["x"]):
                 # the stage made no progress (its SFLS halted at once, or its point was worse): the next stage's
-                # oracle takes twice the SMD steps (a warm restart with a doubled budget)
-                runner.T = min(2 * runner.T, runner.max_steps)
+                # oracle takes twice the SMD steps (a warm restart with a doubled budget); the certificate's rate
+                # over stages of another budget says nothing of the next, so the fail-fast rule measures it afresh
+                grown = min(2 * runner.T, runner.max_steps)
+                if grown > runner.T:
+                    runner.T = grown
+                    stopper.restart_rate()
             previous["x"] = info["x"]
             return False
         out = iqrc(runner.sfls, start, S=opts["S"], rho_hat=opts["rho_hat"], output=opts["output"], rng=rng,
@@ -240,7 +246,7 @@ class Runner:
             if stopper is None:
                 return False
             best = self._best(outputs)
-            info = {**info, "x": outputs[best]["x"], "y": outputs[best]["y"]}
+            info = {**info, "x": outputs[best]["x"], "y": outputs[best]["y"], "work": state["steps"]}
             if stopper(info):
                 return True
             if stopper.enabled and stopper.last is not None and state["checked"] != best:
@@ -249,7 +255,8 @@ class Runner:
                 f0, violation = outputs[best]["track_f0"], outputs[best]["track_violation"]
                 if violation <= 0 and f0 - lower <= self.family.accuracy_value(f0):
                     state["checked"] = best
-                    if stopper.check(stopper.to_variables(info), info["epoch"]):
+                    stopper.check(stopper.to_variables(info), info["epoch"], state["steps"])
+                    if stopper.stop_now:
                         return True
             if stopper.enabled and state["steps"] + state["T"] > self.max_steps:
                 state["cap"] = True

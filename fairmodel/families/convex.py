@@ -355,7 +355,7 @@ class Convex(Reduction):
         stopper = CertifiedStop(self, lambda info: self._variables(form, coords, info["w"], info["ys"],
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
-                                enabled=stop == "checks")
+                                enabled=stop == "checks", cap=cap)
         rng = as_generator(seed)
         start = time.perf_counter()
         done, ys, rounds, restarts, history, evals = 0, None, 0, 0, [], 0
@@ -366,7 +366,7 @@ class Convex(Reduction):
             def segment(info, offset=done):
                 before = stopper.n_checks
                 if stopper({**info, "epoch": info["epoch"] + offset}):
-                    return True
+                    return True     # the checks passed, or the fail-fast rule stopped the run
                 if stopper.n_checks > before:          # a checkpoint failed: restart from the averaged output
                     raise_bound = not given and rounds < BOUND_ROUNDS and form.constraint_pieces \
                         and self._bound_too_small(stopper.last, info["ys"])
@@ -395,6 +395,7 @@ class Convex(Reduction):
             u, ys = out["w"], [(1.0 - MIX) * y + MIX / y.size for y in out["ys"]]
             if action[0] == "raise":       # the same multipliers lambda = bound mu under the larger bound
                 rounds, state["bound"] = rounds + 1, RAISE * state["bound"]
+                stopper.restart_rate()     # another penalty: its gap is measured afresh
                 mu = ys[-1][:-1] / RAISE
                 ys[-1] = np.append(mu, 1.0 - mu.sum())
             restarts += 1

@@ -364,6 +364,8 @@ class DPPostProcessing(Reduction):
         run = start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, self.beta, eps, history_every,
                         callback, stop=stop, check=round_check(list(judges)) if stop == "checks" else None,
                         max_batch=prep.n)
+        for judge in judges:        # the fail-fast rule compares its projection with the cap on sampled points
+            judge.stop.cap = run.cap
         with Progress(None, "DP post-processing", verbose) as bar:
             run.run_pool(pool, oracle, rng, wrap=lambda batches: with_progress(batches, bar, 1000))
         info = {"M": M, "T": (DEFAULT_T if stop == "budget" else DEFAULT_CAP) if T is None else T, "stop": stop,

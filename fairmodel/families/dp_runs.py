@@ -144,20 +144,26 @@ class RoundJudge:
     solve from the first round's duals took about as long as the exact backend)."""
 
     def __init__(self, family, context: dict, enabled: bool):
-        self.stop = CertifiedStop(family, duals, context=context, enabled=enabled)
+        self.stop = CertifiedStop(family, duals, context=context, enabled=enabled, unit="points sampled")
         self.full = True            # the last check's evaluation has every certificate the final judge computes
 
-    def __call__(self, z: np.ndarray, k: int) -> bool:
+    def __call__(self, z: np.ndarray, k: int, samples: int | None = None) -> bool:
+        """Judge the duals ``z`` after round ``k`` (``samples`` points sampled so far); True when the run of this dual
+        ends: its checks passed, or the fail-fast rule gave up (``self.stop.gave_up``)."""
         variables, asked = duals(z), self.stop.context.get("certify")
         if asked is False:
-            return self.stop.check(variables, k)
+            self.stop.check(variables, k, samples)
+            return self.stop.stop_now
         self.stop.context["certify"] = False
         try:
-            cheap = self.stop.check(variables, k)
+            cheap = self.stop.check(variables, k, samples)
         finally:
             self.stop.context["certify"] = asked
         self.full = cheap
-        return cheap and self.stop.check(variables, k)
+        if not cheap:
+            return self.stop.stop_now
+        self.stop.check(variables, k, samples)
+        return self.stop.stop_now
 
     def finish(self, solution, cap: str) -> None:
         self.stop.finish(solution, cap=cap)
@@ -168,10 +174,10 @@ class RoundJudge:
 def round_check(judges: list):
     """The ``check(z, index, round)`` of :class:`Restarts` from the :class:`RoundJudge` of each dual of the run (one
     for a single problem, one per eps for a stacked sweep); the canonical duals are judged."""
-    def check(z, index, k):
+    def check(z, index, k, samples=None):
         if index is None:
-            return judges[0](z, k)
-        return [judges[i](zi, k) for i, zi in zip(index, z)]
+            return judges[0](z, k, samples)
+        return [judges[i](zi, k, samples) for i, zi in zip(index, z)]
     return check
 
 
@@ -245,6 +251,7 @@ class StreamFit:
         self.run = start_run(method, family._z0(z0, K), M, mu, T, batch_size, inner, variant, step, tail,
                              family.beta, self.eps, history_every, callback, stop=stop,
                              check=self._check if stop == "checks" else None)
+        self.judge.stop.cap = self.run.cap
         self.info = {"M": M, "T": T if T is not None else DEFAULT_CAP, "stop": stop}
         self.method = method
         self.rng = as_generator(seed)
@@ -252,9 +259,9 @@ class StreamFit:
         self.seen = 0
         self.res_first = self.res_tau = None
 
-    def _check(self, z, index, k) -> bool:
+    def _check(self, z, index, k, samples=None) -> bool:
         self.judge.stop.context["prepared"] = self.judge_points()
-        return self.judge(z, k)
+        return self.judge(z, k, samples)
 
     def push(self, chunk) -> None:
         """Feed the rows of one chunk (an array or DataFrame of unlabeled points) in order."""

@@ -270,7 +270,8 @@ class GroupDRO(Reduction):
         name = self.w.name
         stopper = CertifiedStop(self, lambda info: {name: info["w"], "q": info["q"]},
                                 every=max(1, default_epochs(n_bar) // CHECKS_PER_BUDGET),
-                                user_callback=opts.pop("callback", None), enabled=stop == "checks")
+                                user_callback=opts.pop("callback", None), enabled=stop == "checks",
+                                cap=opts["epochs"])
         out = fn(self.risks, seed=seed, verbose=verbose, callback=stopper, **opts)
         metrics = {"grad_evals": out["grad_evals"], "epochs_run": out["epochs_run"], **out["steps"]}
         if self.risks.data.is_chunked and "sampler_wait" in out:   # time the steps waited for sampled rows
@@ -303,7 +304,7 @@ class GroupDRO(Reduction):
                 return None, [Check(f"stage 1, group {self.risks.names[i]}: R_i(w_i) - R*_i", excess, target,
                                     reason, "certificate")]
             return CertifiedStop(None, lambda info: {"w": info["w"]}, every=max(1, 2 * budget // CHECKS_PER_BUDGET),
-                                 judge=judge)
+                                 judge=judge, cap=2 * budget * CAP_FACTOR)
         return for_group
 
     def warm_start(self, result) -> dict:

@@ -78,7 +78,7 @@ def _smooth(expr) -> bool:
     """Whether a per-sample expression is differentiable with a Lipschitz gradient in w (no hinge, no |.|, pos,
     max or min of a per-sample expression)."""
     for node in expr.nodes():
-        if isinstance(node, Loss) and not np.isfinite(node.smoothness):
+        if isinstance(node, Loss) and not node.smooth:
             return False
         if isinstance(node, (Abs, Pos, Max, Min)) and node.kind == "samples":
             return False

@@ -50,10 +50,10 @@ def _stop_rule(family, options, stop, last_step=None):
                    "(stop='budget')")
 
 
-def _stopper(family, program, mu, options, enabled, every, user_callback):
+def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit):
     return CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
                          context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
-                         user_callback=user_callback, enabled=enabled)
+                         user_callback=user_callback, enabled=enabled, cap=cap, unit=unit)
 
 
 def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
@@ -102,7 +102,7 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     user_callback = options.get("callback")
 
     def run(x0, label):
-        stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None)
+        stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, outer, "outer iterations")
         boost["factor"] = 1
 
         def callback(info):
@@ -182,9 +182,11 @@ def solve_direct_ssg(family, seed, verbose, options, stop="checks"):
         start = time.perf_counter()
         if program.max_violation(x0) > (eps_t(0) if callable(eps_t) else eps_t):
             raise InfeasibleError("direct SSG (Algorithm 3) needs a start with f_i(w0) <= eps")
-        stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"))
+        stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"), iterations,
+                           "SSG iterations")
         out = ssg(x0, eps_t, iterations, program.objective_value_and_grad, constraint, program.project,
-                  record_every=max(1, iterations // 200), callback=stopper, callback_every=every)
+                  record_every=max(1, iterations // 200), callback_every=every,
+                  callback=lambda info: stopper({**info, "work": (info["epoch"] + 1) * every}))
         status = {"completed": "completed", "converged": "converged"}.get(out["status"], "failed")
         history = [{"iteration": t, "objective": f, "max_f": g} for t, f, g in out["trace"]]
         return {"x": out["x"], "status": status, "message": out["message"], "history": history,
@@ -210,7 +212,8 @@ def solve_penalty(family, seed, verbose, options, stop="checks"):
 
     def run(x0, label):
         start = time.perf_counter()
-        stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"))
+        stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"), iterations,
+                           "iterations")
         x, history, status, message = x0, [], "completed", ""
         record = max(1, iterations // 200)
         for t in range(iterations):
@@ -222,7 +225,7 @@ def solve_penalty(family, seed, verbose, options, stop="checks"):
             if not np.all(np.isfinite(x)):
                 status, message = "diverged", f"non-finite iterate at iteration {t}; use a smaller step"
                 break
-            if (t + 1) % every == 0 and stopper({"epoch": (t + 1) // every - 1, "x": x}):
+            if (t + 1) % every == 0 and stopper({"epoch": (t + 1) // every - 1, "x": x, "work": t + 1}):
                 message = f"stopped after iteration {t}"
                 break
         return {"x": x, "status": status, "message": message, "history": history, "outer_iterations": 0,

@@ -281,4 +281,4 @@ class GroupRisks:
         z_bound = xmax * (self.radius if self.radius is not None else np.inf)
         y_bound = float(np.max(np.abs(self.y)))
         G = xmax * self.loss.dphi_bound(z_bound, y_bound)
-        return G, float(self.loss.smoothness * xmax ** 2)
+        return G, float(self.loss.smoothness(z_bound, y_bound) * xmax ** 2)

@@ -1,14 +1,19 @@
 """Pointwise losses phi(z, y), convex in the score z, and the loss of a linear model built on them.
 
-A *kernel* (``Logistic``, ``Hinge``, ``Squared``, ``Softmax``) gives ``phi(z, y)``, its derivative ``dphi`` in z,
-its second derivative ``d2phi`` (``None`` when the loss has none, e.g. the hinge), a bound ``smoothness`` on
-d^2 phi / dz^2 (``inf`` when not smooth), a bound ``dphi_bound`` on |d phi / dz| (the Lipschitz constant in the
-score), its sign and the check of its labels. Every subclass is registered in ``KERNELS`` by its ``name``. :class:`LinearModelLoss` composes a kernel
+A *kernel* (``Logistic``, ``Hinge``, ``Squared``, ``Exponential``, ``Softmax``, ...) gives ``phi(z, y)``, its
+derivative ``dphi`` in z, its second derivative ``d2phi`` (``None`` when the loss has none, e.g. the hinge), and two
+facts about the scores |z| <= z_bound and labels |y| <= y_bound a domain allows: ``smoothness(z_bound, y_bound)``, a
+bound on d^2 phi / dz^2 there (``inf`` when phi is not smooth; finite on every bounded set of scores for the
+exponential loss, whose curvature grows like e^|z|), and ``dphi_bound(z_bound, y_bound)``, a bound on |d phi / dz|
+(the Lipschitz constant in the score); its sign and the check of its labels. Every subclass is registered in
+``KERNELS`` by its ``name``. :class:`LinearModelLoss` composes a kernel
 with a design matrix (an intercept column appended when asked) and sample weights, as scikit-learn's
 ``LinearModelLoss`` does: value, gradient and Hessian of ``sum_i s_i phi(x_i . theta, y_i)``. Every exact
 solver, stochastic method and judge that needs the loss of a linear model calls these.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy import sparse
@@ -41,7 +46,6 @@ class Kernel:
 
     name = "loss"
     symbol = "loss"
-    smoothness = np.inf
     d2phi = None
     binary = False
     nonneg = True          # phi >= 0 (every loss here): the sign fact of the loss atoms
@@ -59,6 +63,22 @@ class Kernel:
         """sup |d phi / dz| over scores |z| <= z_bound and labels |y| <= y_bound (the Lipschitz constant in z)."""
         return 1.0
 
+    @classmethod
+    def smoothness(cls, z_bound: float, y_bound: float) -> float:
+        """sup d^2 phi / dz^2 over scores |z| <= z_bound and labels |y| <= y_bound (the Lipschitz constant of
+        d phi / dz); ``inf`` for a loss that is not smooth (a kink: the hinge)."""
+        return np.inf
+
+    @classmethod
+    def smooth(cls) -> bool:
+        """Whether d phi / dz is Lipschitz on every bounded set of scores (a finite ``smoothness`` on a ball)."""
+        return bool(np.isfinite(cls.smoothness(1.0, 1.0)))
+
+
+def constant_smoothness(value: float):
+    """The ``smoothness`` of a loss whose curvature is bounded on all scores: ``value`` whatever the bounds."""
+    return classmethod(lambda cls, z_bound, y_bound: value)
+
 
 KERNELS: dict = {}
 
@@ -66,7 +86,8 @@ KERNELS: dict = {}
 class Logistic(Kernel):
     """log(1 + exp(-y z)) with labels in {-1, +1} ({0, 1} is mapped to {-1, +1})."""
 
-    name, symbol, smoothness, binary = "logistic", "logistic", 0.25, True
+    name, symbol, binary = "logistic", "logistic", True
+    smoothness = constant_smoothness(0.25)
 
     @classmethod
     def check_labels(cls, y, n, n_outputs=None):
@@ -107,7 +128,8 @@ class Hinge(Kernel):
 class Squared(Kernel):
     """(z - y)^2 for real-valued targets."""
 
-    name, symbol, smoothness = "squared", "squared", 2.0
+    name, symbol = "squared", "squared"
+    smoothness = constant_smoothness(2.0)
 
     @classmethod
     def dphi_bound(cls, z_bound, y_bound):
@@ -130,7 +152,8 @@ class Huber(Kernel):
     """(z - y)^2 for |z - y| <= delta and 2 delta |z - y| - delta^2 beyond: the squared loss made robust to
     outliers (Huber 1964; CVXPY's ``huber``). ``Huber.with_delta(delta)`` is the kernel of another delta."""
 
-    name, symbol, smoothness = "huber", "huber", 2.0
+    name, symbol = "huber", "huber"
+    smoothness = constant_smoothness(2.0)
     delta = 1.0
 
     @classmethod
@@ -166,7 +189,8 @@ _HUBER_VARIANTS: dict = {}
 class SquaredHinge(Kernel):
     """max(0, 1 - y z)^2 with labels in {-1, +1} ({0, 1} is mapped): the smooth hinge of L2-SVMs."""
 
-    name, symbol, smoothness, binary = "squared_hinge", "squared_hinge", 2.0, True
+    name, symbol, binary = "squared_hinge", "squared_hinge", True
+    smoothness = constant_smoothness(2.0)
 
     @classmethod
     def check_labels(cls, y, n, n_outputs=None):
@@ -189,10 +213,48 @@ class SquaredHinge(Kernel):
         return np.where(y * z < 1.0, 2.0, 0.0)
 
 
+def _exp(t: float) -> float:
+    """e^t as a float, inf beyond the largest double (no overflow warning)."""
+    return math.exp(t) if t < 709.0 else math.inf
+
+
+class Exponential(Kernel):
+    """exp(-y z) with labels in {-1, +1} ({0, 1} is mapped): the loss AdaBoost minimizes (Freund, Schapire 1997;
+    Friedman, Hastie, Tibshirani 2000, eq. (10)). Its curvature exp(-y z) is unbounded on the line, bounded by
+    exp(z_bound) on scores |z| <= z_bound."""
+
+    name, symbol, binary = "exponential", "exponential", True
+
+    @classmethod
+    def check_labels(cls, y, n, n_outputs=None):
+        return binary_labels(y, n, "exponential_loss")
+
+    @classmethod
+    def dphi_bound(cls, z_bound, y_bound):
+        return _exp(z_bound)
+
+    @classmethod
+    def smoothness(cls, z_bound, y_bound):
+        return _exp(z_bound)
+
+    @staticmethod
+    def phi(z, y):
+        return np.exp(-y * z)
+
+    @staticmethod
+    def dphi(z, y):
+        return -y * np.exp(-y * z)
+
+    @staticmethod
+    def d2phi(z, y):
+        return np.exp(-y * z)
+
+
 class Softmax(Kernel):
     """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
 
-    name, symbol, smoothness = "softmax", "softmax_ce", 0.5
+    name, symbol = "softmax", "softmax_ce"
+    smoothness = constant_smoothness(0.5)
 
     @classmethod
     def dphi_bound(cls, z_bound, y_bound):
@@ -338,6 +400,7 @@ class LossSums:
 
     def curvature_bound(self, size: int) -> np.ndarray:
         """L = (sup phi'') sum_i s_i (x_i, 1)(x_i, 1)' >= every Hessian of f (one pass; ``size`` the length of
-        theta): the kernel's ``smoothness`` bound on phi''."""
-        return self.kernel.smoothness * self._pass(np.zeros(size), -1)
+        theta): the kernel's ``smoothness`` bound on phi'' over every score and label (inf for a loss whose
+        curvature is unbounded, the exponential loss)."""
+        return self.kernel.smoothness(math.inf, math.inf) * self._pass(np.zeros(size), -1)
 

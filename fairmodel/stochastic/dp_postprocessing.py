@@ -339,9 +339,10 @@ class Restarts:
 
     ``plan`` yields (steps, batch) per round (:func:`doubling`, or a single round: a fixed budget); ``cap`` bounds
     the sampled points of all rounds (a round is shortened to fit; a later round shortened below a quarter of its
-    plan, or below the method's minimum, is not run); ``check(z, index, round)`` judges the output of a round
-    (``index``: the positions in a stack of duals, else None) and returns True (or one bool per stacked dual) when
-    it passes: a passing dual is frozen with that output, and the run ends when every dual passed. Fed by a pool
+    plan, or below the method's minimum, is not run); ``check(z, index, round, samples)`` judges the output of a
+    round (``index``: the positions in a stack of duals, else None; ``samples``: the points sampled so far) and
+    returns True (or one bool per stacked dual) when that dual's run ends (it passed, or its checks cannot pass
+    within the cap): a dual whose run ended is frozen with that output, and the run ends when every dual's has. Fed by a pool
     (:meth:`run_pool`) or by stream rows in order (:meth:`feed`).
     """
 
@@ -409,14 +410,14 @@ class Restarts:
         if self.check is not None:
             k = len(self.rounds) - 1
             if self.stacked:
-                ok = np.asarray(self.check(self.z[self.active], self.active, k), dtype=bool)
+                ok = np.asarray(self.check(self.z[self.active], self.active, k, self.samples), dtype=bool)
                 self.passed[self.active[ok]] = True
                 self.ended[self.active[ok]] = k
                 self.active = self.active[~ok]
                 if not self.active.size:
                     self.done = True
                     return
-            elif self.check(self.z, None, k):
+            elif self.check(self.z, None, k, self.samples):
                 self.passed = self.done = True
                 return
         if not self._start_round():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DataError, ExpressionTypeError, ModelError
-from ...oracles.losses import Hinge, Huber, Kernel, Logistic, Softmax, Squared, SquaredHinge
+from ...oracles.losses import Exponential, Hinge, Huber, Kernel, Logistic, Softmax, Squared, SquaredHinge
 from ...utilities.validate import check_sample_weight
 from ..core import Expr
 from ..variables import LinearScore
@@ -53,8 +53,9 @@ class Loss(Expr):
         return self.kernel.symbol
 
     @property
-    def smoothness(self) -> float:
-        return self.kernel.smoothness
+    def smooth(self) -> bool:
+        """Whether the loss has a Lipschitz derivative on every bounded set of scores (``Kernel.smooth``)."""
+        return self.kernel.smooth()
 
     own_curvature = "convex"       # convex in the score, in no direction monotone: the score must be affine
     dcp_rule = "a loss is convex in w only of an affine score"
@@ -138,6 +139,14 @@ class SquaredHingeLoss(Loss):
                   "$\\operatorname{squared\\_hinge}(z, y) = \\max(0, 1 - yz)^2$: the squared hinge loss")
 
 
+class ExponentialLoss(Loss):
+    """exp(-y z) with labels in {-1, +1} ({0, 1} is mapped)."""
+
+    kernel = Exponential
+    definition = ("exponential(z, y) = exp(-y z): the exponential loss",
+                  "$\\operatorname{exponential}(z, y) = e^{-y z}$: the exponential loss")
+
+
 class SoftmaxLoss(Loss):
     """Multiclass cross-entropy logsumexp(z) - z[y] of a matrix score (n x C); labels are integers 0..C-1."""
 
@@ -178,6 +187,12 @@ def squared_hinge_loss(score: Expr, y, *, sample_weight=None) -> SquaredHingeLos
     return SquaredHingeLoss(score, y, sample_weight)
 
 
+def exponential_loss(score: Expr, y, *, sample_weight=None) -> ExponentialLoss:
+    """Per-sample exponential loss exp(-y s) (the loss of AdaBoost; smooth on bounded scores); labels in {-1, +1} or
+    {0, 1}."""
+    return ExponentialLoss(score, y, sample_weight)
+
+
 def softmax_loss(score: Expr, y, *, sample_weight=None) -> SoftmaxLoss:
     """Per-sample multiclass cross-entropy of a matrix score (Weights with n_outputs=C); labels 0..C-1."""
     return SoftmaxLoss(score, y, sample_weight)
@@ -185,5 +200,5 @@ def softmax_loss(score: Expr, y, *, sample_weight=None) -> SoftmaxLoss:
 
 # the public constructors, by the loss's name (``fm.<name>_loss``; problem files' ``loss = "<name>"``)
 LOSSES = {f.__name__[: -len("_loss")]: f for f in (logistic_loss, hinge_loss, squared_loss, huber_loss, squared_hinge_loss,
-                                                      softmax_loss)}
+                                                      exponential_loss, softmax_loss)}
 __all__ = [f.__name__ for f in LOSSES.values()]

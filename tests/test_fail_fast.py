@@ -1,0 +1,189 @@
+"""Failing fast: a stochastic run whose certificate stalls, or falls too slowly to pass before its cap, stops at a
+checkpoint with the measured rate and the projected cost (families/stopping.py); a converging run is not stopped.
+And the facts the default steps read: a loss kernel's smoothness as a function of the score bound."""
+import math
+
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.families.base import Check
+from fairmodel.families.stopping import FAIL_FAST_MARGIN, FAIL_FAST_NEAR, CertifiedStop, outlook
+from fairmodel.oracles.losses import KERNELS, Exponential
+
+from tests.test_stopping import _gdro
+
+
+def _scripted(ratios, works, cap, tolerance=1e-3):
+    """A CertifiedStop whose judge returns the certificate ratio x tolerance of the scripted sequence, checked at
+    ``works``; returns (the stopper, the checkpoint index at which it gave up or None)."""
+    values = iter(ratios)
+    stop = CertifiedStop(None, lambda info: {}, cap=cap,
+                         judge=lambda v: (None, [Check("gap", next(values) * tolerance, tolerance, "", "certificate")]))
+    for k, work in enumerate(works):
+        stop.check({}, work - 1, work)
+        if stop.stop_now:
+            return stop, k
+    return stop, None
+
+
+def test_the_projected_cost_is_computed_from_the_measured_rate():
+    """r falls from 100 to 25 while the work grows 10 -> 40: p = log(100/25) / log(40/10) = 1 over the last doubling
+    (20 -> 40: log(50/25) / log 2 = 1), and the checks pass at W r^(1/p) = 40 x 25 = 1000; halving as the work
+    quadruples is p = 1/2 and a projection of 40 x 25^2 = 25,000."""
+    fast = outlook([(10, 100.0), (20, 50.0), (40, 25.0)])
+    assert fast.rate == pytest.approx(1.0) and fast.since == 20 and fast.projected == pytest.approx(1000.0)
+    slow = outlook([(10, 100.0), (20, 100 / math.sqrt(2)), (40, 50.0)])
+    assert slow.rate == pytest.approx(0.5) and slow.projected == pytest.approx(40 * 50.0 ** 2)
+    # best so far: an unlucky checkpoint (80 at 40) does not count, a lucky one (30 at 20) does
+    noisy = outlook([(10, 100.0), (20, 30.0), (40, 80.0), (50, 40.0)])
+    assert noisy.ratio == 30.0 and noisy.since == 20 and noisy.rate == pytest.approx(0.0)
+    assert math.isinf(noisy.projected) and noisy.stalled
+    # no checkpoint at or before half the work yet: no rate
+    assert outlook([(10, 100.0), (15, 50.0)]) is None
+
+
+def test_a_scripted_slow_run_stops_on_its_second_hopeless_projection_with_the_rate_in_the_message():
+    """p = 1/2 from r = 100 at 10: projection 40 x 50^2 = 80 x 35.4^2 = 1e5 > 2 x cap 1000 at the third checkpoint
+    and at the fourth: the run stops there (not at the third: the projection must exceed twice the cap at two
+    checkpoints in a row), its message names the rate and the projected work."""
+    works = [10, 20, 40, 80, 160]
+    ratios = [100 * math.sqrt(10 / w) for w in works]
+    stop, at = _scripted(ratios, works, cap=1000)
+    assert at == 3 and not stop.passed
+    assert stop.gave_up.rate == pytest.approx(0.5) and stop.gave_up.projected == pytest.approx(80 * ratios[3] ** 2)
+    solution = fm.families.base.Solution(variables={}, status="converged")
+    stop.finish(solution, cap="epochs=1000")
+    assert solution.status == "completed"
+    assert "rate of 0.5" in solution.message and "pass after about 1e+05 epochs" in solution.message
+    assert solution.metrics["projected_work"] == pytest.approx(80 * ratios[3] ** 2)
+
+
+def test_a_converging_run_is_not_stopped():
+    """The Lagrangian gap / tolerance of the generic lowering at its checkpoints on group DRO with the hinge loss under
+    equal opportunity (Adult by race, 6,000 rows; it passed at epoch 124 of its cap 400): a slow start (rate 0.79 from
+    20 to 40 epochs, projecting 1,500 epochs) and then the linear convergence of the restarts. And a run at the rate 1/2
+    that would pass within the margin over the cap (it is stopped when it would not)."""
+    works = [10, 20, 30, 40, 50, 63, 79, 99]
+    stop, at = _scripted([89.2, 30.5, 17.7, 20.7, 5.14, 3.26, 2.11, 1.41], works, cap=400)
+    assert at is None and stop.points[-1] == (99.0, 1.41)
+    borderline = [100 * (10 / w) ** 0.5 for w in works]           # passes at 1e5
+    assert _scripted(borderline, works, cap=1.01e5 / FAIL_FAST_MARGIN)[1] is None
+    assert _scripted(borderline, works, cap=0.9e5 / FAIL_FAST_MARGIN)[1] == 3
+
+
+def test_a_noisy_certificate_near_its_tolerance_is_not_stopped_for_a_stall():
+    """The duality gap / tolerance of strategic DRO on 300 synthetic points at its checkpoints (50-250 epochs, cap
+    2,000): 1.17x at epoch 100, then worse after two warm restarts of the tail average; best so far it is flat (rate 0,
+    a stall) but within FAIL_FAST_NEAR of passing, so the run goes on (it passes at epoch 489). The same trace three
+    times farther from its tolerance is stopped at its fifth checkpoint."""
+    works = [50, 100, 150, 200, 250]
+    ratios = [2.44, 1.17, 1.63, 2.25, 2.29]
+    stop, at = _scripted(ratios, works, cap=2000)
+    assert at is None and stop.gave_up is None
+    assert outlook(stop.points).stalled
+    far, at = _scripted([3 * r for r in ratios], works, cap=2000)
+    assert at == 4 and far.gave_up.stalled and far.gave_up.ratio > FAIL_FAST_NEAR
+
+
+def test_a_restart_of_the_rate_forgets_the_checkpoints_and_the_hopeless_projection():
+    """A method that changes its problem (IQRC doubling the SMD steps of a stage that made no progress) restarts the
+    rate: a stalled trace that is hopeless at its third checkpoint is not stopped at its fourth after a restart; the
+    stall measured afresh needs a doubling of the work since the restart and two hopeless projections in a row."""
+    tolerance, ratios = 1e-3, iter([5.0] * 9)
+    stop = CertifiedStop(None, lambda info: {}, cap=50,
+                         judge=lambda v: (None, [Check("gap", next(ratios) * tolerance, tolerance, "", "certificate")]))
+    for work in (1, 2, 3):
+        stop.check({}, work - 1, work)
+    assert stop.hopeless and stop.gave_up is None
+    stop.restart_rate()
+    for work in (4, 5, 6, 7, 8):
+        stop.check({}, work - 1, work)
+        assert stop.gave_up is None
+    stop.check({}, 8, 9)
+    assert stop.gave_up is not None and stop.gave_up.stalled and stop.gave_up.since == 4
+
+
+def test_a_starved_run_stops_early_with_the_stall_message_and_is_not_ok():
+    """ALEG with steps 1e-6 leaves the duality gap where it started (251x its tolerance): the run stops at its fourth
+    checkpoint (60 of its 600 epochs) saying that the certificate stalled; the judge's verdict is not ok."""
+    prob = _gdro()
+    res = prob.solve(backend="stochastic", seed=0, step_w=1e-6, step_q=1e-6)
+    assert not res.ok and res.status == "inaccurate"
+    assert res.metrics["epochs_run"] == 60 and res.metrics["certificate_rate"] < 0.05
+    assert "stopped early after 60 epochs" in res.message and "the certificate stalled" in res.message
+    assert "What to try" in res.message
+
+
+def test_a_cap_far_beyond_need_on_a_plateau_stops_in_seconds_and_says_what_can():
+    """The (30, 4, 3) matrix game of normal entries at order 0: the one-point estimates' noise (sigma 8.2 against 1.8
+    for the gradients) leaves the duality gap on a plateau about 26x its tolerance; the run ran to its cap of 33,334
+    epochs (409 s, inaccurate) before the fail-fast rule, and now stops at its fourth checkpoint. With gradients the
+    same default passes at its third checkpoint."""
+    A = np.random.default_rng(0).standard_normal((30, 4, 3))
+    sp = fm.SaddleProblem.matrix_game(A)
+    zeroth = sp.solve(method="ogda-rr", order=0, seed=0)
+    assert not zeroth.ok and zeroth.metrics["epochs_run"] == 1000
+    assert "stopped early after 1000 epochs" in zeroth.message and "stalled" in zeroth.message
+    assert "order=0 cannot reach this tolerance" in zeroth.message
+    assert "order=1" in zeroth.message and "method='exact'" in zeroth.message
+    first = sp.solve(method="ogda-rr", order=1, seed=0)
+    assert first.ok and first.status == "converged" and "certificate_rate" not in first.metrics
+
+
+def test_every_loss_smoothness_bounds_its_second_derivative_on_the_ball():
+    """smoothness(B, y_bound) bounds |phi''| for every score |z| <= B (central differences of phi' on a fine grid),
+    and for the exponential loss it is that bound itself (e^B, attained at z = -y B): finite on every ball, so the
+    steps that read it are finite too."""
+    h = 1e-5
+    for name, K in KERNELS.items():
+        if name == "softmax" or not K.smooth():
+            continue
+        for B in (0.5, 2.0, 6.0):
+            z = np.linspace(-B, B, 2001)
+            for label in ((-1.0, 1.0) if K.binary else (-0.7, 0.0, 1.3)):
+                y = np.full_like(z, label)
+                second = (K.dphi(z + h, y) - K.dphi(z - h, y)) / (2 * h)
+                assert np.max(np.abs(second)) <= K.smoothness(B, abs(label)) * (1 + 1e-6) + 1e-6, (name, B)
+    for B in (0.5, 2.0, 6.0):
+        z = np.linspace(-B, B, 2001)
+        for label in (-1.0, 1.0):
+            y = np.full_like(z, label)
+            second = (Exponential.dphi(z + h, y) - Exponential.dphi(z - h, y)) / (2 * h)
+            assert np.max(second) == pytest.approx(Exponential.smoothness(B, 1.0), rel=1e-6)
+    assert math.isinf(KERNELS["hinge"].smoothness(1.0, 1.0)) and not KERNELS["hinge"].smooth()
+    assert Exponential.smooth() and math.isinf(Exponential.smoothness(800.0, 1.0))
+
+
+@pytest.mark.slow
+def test_aleg_with_the_exponential_loss_on_adult_by_race_is_ok_with_the_defaults():
+    """Group DRO of the exponential loss on Adult by race at radius 5: with the curvature of the hinge (1) ALEG's
+    steps diverged (the snapshot's largest group risk 4e5 after 12 epochs) and the run ended inaccurate with the
+    objective 0.70 against the optimum 0.597; with the exponential loss's smoothness on unit scores it passes."""
+    data = fm.datasets.load_adult(sensitive="race")
+    w = fm.Weights(data.n_features, radius=5.0, intercept=True)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.exponential_loss(data.score(w), data.y), data.groups))))
+    res = prob.solve(backend="stochastic", seed=0)
+    assert res.ok and res.status == "converged" and res.method == "aleg"
+    assert res.objective == pytest.approx(0.5969, abs=2e-3)
+
+
+def test_dp_rounds_that_cannot_pass_stop_early_on_the_sampled_points():
+    """DP post-processing (Law School GPA by race, 2,000 unlabeled points, eps 0.01) with SGD3's regularization
+    mu = 10: its bias leaves the constraint violation falling at the rate 0.23 per log of the sampled points, which
+    projects about 9e8 points against the cap T = 1e8; the rounds stop after the fourth (340,000 points) instead of
+    running to the cap, and the result is not ok."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    data = fm.datasets.load_lawschool(target="ugpa")
+    y = 2 * (data.y - data.y.min()) / np.ptp(data.y) - 1
+    s = np.asarray(data.groups.names)[data.groups.codes]
+    rows = np.random.default_rng(0).permutation(data.n_samples)
+    train, unlabeled = rows[:2000], rows[2000:4000]
+    reg = LinearRegression().fit(data.X[train], y[train])
+    clf = LogisticRegression().fit(data.X[train], s[train])
+    post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=20, B=1.0)
+    prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.01], entropy=1 / 100)
+    res = prob.solve(backend="stochastic", seed=0, data=data.X[unlabeled], method="sgd3", mu=10.0)
+    assert not res.ok and res.metrics["rounds"] == 4 and res.metrics["samples_used"] == 340000
+    assert "stopped early after 3.4e+05 points sampled" in res.message and "T=100000000" in res.message
+    assert res.metrics["projected_work"] > 2 * 1e8 and 0.1 < res.metrics["certificate_rate"] < 0.5
