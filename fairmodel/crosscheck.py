@@ -123,20 +123,27 @@ def _fmt(v) -> str:
 
 
 def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_options: dict | None = None,
-               **common) -> CrossCheckReport:
+               exact=None, **common) -> CrossCheckReport:
     """Solve ``problem`` (a :class:`fairmodel.Problem` or a :class:`fairmodel.SaddleProblem`) with both backends and
     compare the judged results.
 
     ``exact_options`` / ``stochastic_options`` are keyword arguments for ``problem.solve`` on each path
     (``method``, ``solver``, and method options); ``common`` options (e.g. ``data=`` or ``verbose=``) go
-    to both. The checks and their tolerances come from the reduction that produced the stochastic result (the
-    problem's family, or the generic convex reduction when a method of it was asked for), each with its reason.
+    to both. ``exact``: a result of ``problem.solve(backend="exact")`` already computed (e.g. a long solve on large
+    data), compared instead of solving again. The checks and their tolerances come from the reduction that produced
+    the stochastic result (the problem's family, or the generic convex reduction when a method of it was asked
+    for), each with its reason.
     """
     for name, given in (("exact_options", exact_options), ("stochastic_options", stochastic_options)):
         if given is not None and not isinstance(given, dict):
             raise OptionError(f"{name} must be a dict of keyword options for problem.solve (e.g. {{'method': ...}}) "
                               f"or None; got {type(given).__name__}")
-    exact = _solve_or_failed(problem, "exact", **{**common, **(exact_options or {})})
+    if exact is None:
+        exact = _solve_or_failed(problem, "exact", **{**common, **(exact_options or {})})
+    elif getattr(exact, "backend", None) != "exact" or exact_options:
+        raise OptionError("exact= takes a result of problem.solve(backend='exact') (then no exact_options); got "
+                          + (f"a {type(exact).__name__}" if getattr(exact, "backend", None) is None
+                             else f"a result of the {exact.backend!r} backend"))
     stochastic = _solve_or_failed(problem, "stochastic", seed=seed, **{**common, **(stochastic_options or {})})
     if "failed" in (exact.status, stochastic.status) and not (exact.variables and stochastic.variables):
         checks, family = [], getattr(getattr(problem, "family", None), "name", "minmax")   # nothing to compare

@@ -56,7 +56,7 @@ def test_newton_solution_matches_the_direct_exponential_cone_program(small, anch
     mu = 0.1
     sub = Subproblem(prog, mu)
     x_hat, _, _ = sub.solve(anchor)
-    vals, S = prog.minus(anchor)
+    vals, S = prog.linearize(anchor)
     c = vals - S @ anchor
     X, y, n = np.hstack([data.X, np.ones((data.n_samples, 1))]), data.y, data.n_samples
     v, th = cp.Variable(X.shape[1]), cp.Variable(4)

@@ -37,7 +37,7 @@ def lawschool_problem(n=1500):
 def anchors(prog, hinge):
     """The default start (w = 0) and the next IDCA iterate (scores spread out, some constraints active)."""
     x0 = prog.start()
-    vals, S = prog.minus(x0)
+    vals, S = prog.linearize(x0)
     x1 = solve_subproblem(hinge, x0, S, vals - S @ x0, MU)[0]
     return [x0, x1]
 
@@ -49,10 +49,10 @@ def anchors(prog, hinge):
     pytest.param(lambda: lawschool_problem(1500), id="lawschool-1500", marks=pytest.mark.slow)])
 def test_ipm_agrees_with_the_cvxpy_program(make):
     prog = make().family.program
-    hinge = hinge_program(prog)
+    hinge = hinge_program(prog).in_memory()      # every hinge in memory: the full program
     sub = Subproblem(prog, MU, newton_tol=1e-15)
     for anchor in anchors(prog, hinge):
-        vals, S = prog.minus(anchor)
+        vals, S = prog.linearize(anchor)
         x, lam, u, info = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU)
         assert info["status"] == "optimal"
         x_cvx, lam_cvx, _ = sub.solve(anchor, **TIGHT)
@@ -68,9 +68,9 @@ def test_ipm_agrees_with_the_cvxpy_program(make):
 
 def test_certificate_small_at_the_answer_and_large_at_a_perturbed_point():
     prog = lawschool_problem(1000).family.program
-    hinge = hinge_program(prog)
+    hinge = hinge_program(prog).in_memory()      # every hinge in memory: the full program
     anchor = anchors(prog, hinge)[1]
-    vals, S = prog.minus(anchor)
+    vals, S = prog.linearize(anchor)
     c = vals - S @ anchor
     x, lam, u, info = solve_subproblem(hinge, anchor, S, c, MU)
     at = duality_gap(hinge, x, lam, u, anchor, S, c, MU)

@@ -111,7 +111,7 @@ def test_majorization_and_tightness(law):
     mu = 0.05
     for _ in range(3):
         anchor = rng.standard_normal(prog.D) * 0.5
-        vals, S = prog.minus(anchor)
+        vals, S = prog.linearize(anchor)
         c = vals - S @ anchor
 
         def g(v):

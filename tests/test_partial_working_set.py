@@ -24,18 +24,17 @@ def test_working_set_gives_the_full_minimizer_and_certificate(make, radius_facto
     prog = make().family.program
     hinge = hinge_program(prog)
     anchor, step = late_anchor(prog, hinge)
-    vals, S = prog.minus(anchor)
+    vals, S = prog.linearize(anchor)
     c = vals - S @ anchor
-    x_full, lam_full, _, full = solve_subproblem(hinge, anchor, S, c, MU)
+    x_full, lam_full, _, full = solve_subproblem(hinge.in_memory(), anchor, S, c, MU)
     x, lam, u, info = solve_with_working_set(hinge, anchor, S, c, MU, radius_factor * step)
     assert info["status"] == "optimal" and full["status"] == "optimal"
     # (25) is mu-strongly convex: both solvers certify gaps <= 1e-8, so ||x - x_full||^2 <= 4 gap / mu
     assert np.linalg.norm(x - x_full) <= 2 * np.sqrt(4 * max(info["gap"], full["gap"], 1e-14) / MU) + 1e-9
     assert abs(info["primal"] - full["primal"]) <= 1e-8
     assert info["gap"] <= 1e-8 and info["max_g"] <= 1e-9
-    assert all(np.all((ub >= 0) & (ub <= 1)) for ub in u)
-    assert [ub.shape for ub in u] == [(b.idx.size, b.n) for b in hinge.blocks]
-    assert 0 < info["working_set"] <= 1
+    assert np.all((u.values >= 0) & (u.values <= 1)) and u.keys.size == info["working_set_pairs"]
+    assert 0 < info["working_set"] <= 1 and info["working_set_rows"] <= info["working_set_pairs"]
 
 
 def test_a_tiny_radius_is_repaired_by_re_solving():
@@ -44,7 +43,7 @@ def test_a_tiny_radius_is_repaired_by_re_solving():
     prog = lawschool_problem(800).family.program
     hinge = hinge_program(prog)
     anchor, step = late_anchor(prog, hinge)
-    vals, S = prog.minus(anchor)
+    vals, S = prog.linearize(anchor)
     c = vals - S @ anchor
     x, lam, u, info = solve_with_working_set(hinge, anchor, S, c, MU, 1e-6 * step)
     assert info["rounds"] >= 2
@@ -58,19 +57,20 @@ def test_every_subproblem_of_an_idca_run_matches_the_full_solve():
     prog = lawschool_problem(800).family.program
     hinge = hinge_program(prog)
     inner = certified_inner(prog, hinge, MU)
+    full_program = hinge.in_memory()
     shares = []
 
     def checked(anchor, k):
         x, info = inner(anchor, k)
-        vals, S = prog.minus(anchor)
-        x_full, _, _, full = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU)
+        vals, S = prog.linearize(anchor)
+        x_full, _, _, full = solve_subproblem(full_program, anchor, S, vals - S @ anchor, MU)
         bound = np.sqrt(4 * max(info["subproblem_gap"], full["gap"], 1e-14) / MU)
         assert np.linalg.norm(x - x_full) <= 2 * bound + 1e-9
         assert abs(hinge.objective_value(x, anchor, MU) - full["primal"]) <= 1e-8
         shares.append(info["working_set"])
         return x, info
     idca(prog, prog.start(), checked, outer=12, mu=MU)
-    assert shares[0] == 1.0 and min(shares[1:]) < 0.5
+    assert shares[0] < 0.5 and min(shares[1:]) < 0.5      # the first: the hinges that cross their kink
 
 
 def test_judge_certificate_with_a_working_set_equals_the_full_solve():

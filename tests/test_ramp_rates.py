@@ -110,7 +110,7 @@ def test_dc_split_oracles_ipm_and_cvxpy_agree(kind):
     assert np.allclose(fp - fm_, block.values(x), atol=1e-12)
     hinge = hinge_program(program)
     assert not isinstance(hinge, str)
-    assert np.allclose(hinge.plus(x), fp, atol=1e-12)
+    assert np.allclose(hinge.in_memory().plus(x), fp, atol=1e-12)
     ctx = LoweringContext()
     aux = {block.aux_name: cp.Variable(block.atom.n_strata)}
     expr = BLOCK_LOWERING[type(block)](block, ctx, aux)

@@ -54,6 +54,19 @@ def test_crosscheck_passes_with_enough_budget_and_fails_without(gdro):
     assert not bad.ok and bad.failed()
 
 
+def test_crosscheck_of_an_exact_result_already_computed(gdro):
+    """exact=: the given exact result is compared (not solved again): the same checks as a full cross-check; a
+    result of the other backend, or exact_options beside it, are refused."""
+    exact = gdro.solve(backend="exact")
+    given, full = fm.crosscheck(gdro, seed=0, exact=exact), fm.crosscheck(gdro, seed=0)
+    assert given.exact is exact
+    assert [(c.name, c.value) for c in given.checks] == [(c.name, c.value) for c in full.checks]
+    with pytest.raises(fm.errors.OptionError, match="exact= takes a result"):
+        fm.crosscheck(gdro, seed=0, exact=given.stochastic)
+    with pytest.raises(fm.errors.OptionError, match="exact= takes a result"):
+        fm.crosscheck(gdro, seed=0, exact=exact, exact_options={"method": "epigraph"})
+
+
 def test_crosscheck_on_mero(small):
     risks = small[2]
     rep = fm.crosscheck(fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))), seed=1)

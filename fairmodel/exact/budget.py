@@ -150,24 +150,25 @@ def strategic(n: int, p: int, judge: bool = False) -> Estimate:
 
 
 def partial_program(program) -> Estimate:
-    """The IDCA subproblem (25): the ramp pieces of every partial-parity block (n samples x P levels x 2 sides;
-    2 n for a weak block) and the design of every score."""
+    """The IDCA subproblem (25): the ramp pieces of every partial-parity block and ramp rate gap (rows x families:
+    n samples x P levels x 2 sides; 2 n for a weak block, 2 per row of a rate) and the design of every score."""
     pieces, entries = 0.0, 0.0
     for block in program.blocks:
-        gs = getattr(block, "gs", None)
-        if gs is None and hasattr(block, "pieces"):             # ramp rate gaps: two hinges per row
-            pieces += float(block.pieces)
-            entries += 0.5 * block.pieces * block.D
-            continue
-        if gs is None:
-            continue
-        n, d = gs.X.shape
-        pieces += 2.0 * n * max(int(getattr(block, "P", 1)), 1)
-        entries += float(n) * d
+        avg = getattr(block, "avg", None)
+        if avg is not None:
+            pieces += float(avg.pieces)
+            entries += float(avg.sizes.sum()) * avg.d_w
     return Estimate("the partial-fairness subproblem (25)", pieces,
                     f"{PARTIAL_PIECE_BYTES:g} B per ramp piece (samples x levels x 2) = {pieces:,.0f} pieces + "
                     f"{DESIGN_BYTES:g} B per design entry", BASE_BYTES + PARTIAL_PIECE_BYTES * pieces
                     + DESIGN_BYTES * entries, PARTIAL_SECONDS * pieces)
+
+
+def working_set(nbytes: float, pairs: int, d: int) -> Estimate:
+    """The working set of the interior-point solver of (25) on chunked rows: the kept hinges' rows and the solver's
+    arrays, 8 (d + 32) bytes per (row, constraint) pair (:data:`fairmodel.oracles.dc_working_set.PAIR_FLOATS`)."""
+    return Estimate("the working set of hinges of the IDCA subproblem (25)", float(pairs),
+                    f"8 B x (d + 32) per kept hinge, {pairs:,} hinges near their kinks, d = {d}", float(nbytes))
 
 
 def newton(n: int, d: int) -> Estimate:

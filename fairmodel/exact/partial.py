@@ -38,32 +38,39 @@ from ..expressions import Add, LinearScore, LogisticLoss, Mean, Multiply, Scalar
 from ..errors import SolverError, UnsupportedProblemError
 from ..oracles.dc import DCProgram, ExprBlock
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
+from ..oracles.dc_hinges import design_rows
 from ..oracles.dc_rates import RampRateBlock
 from ..oracles.losses import LinearModelLoss
 from . import solvers
 from .lower import LoweringContext, group_average_matrix, lower
 
 
+def _design(avg) -> np.ndarray:
+    """The in-memory design rows (x, 1) of a block's hinge averages (the CVXPY program holds every row)."""
+    return design_rows(avg.data.in_memory_X("the CVXPY program of the IDCA subproblem (25)"), avg.intercept)
+
+
 def _ramp_band(block: RampBandBlock, ctx, aux):
     """f+ of (13): [A-_{k,p} (lower) ; A+_{k,p} (upper)], k major, A+-_{k,p} = (1/n_k) sum_i pos(z_i - θ_p -+ 1/2).
 
-    Vectorized: constant matrices map w and θ to every z_i - θ_p at once (level major, rows sorted by group:
-    the dense (n |Î|) x d block of the design repeated, a sparse -1 per row for θ), and a sparse averaging
-    matrix sums each (k, p) block: two ``cp.pos`` of one affine expression, no per-row or per-level expressions.
+    Vectorized: constant matrices map w and θ to every z_i - θ_p at once (level major: the dense (n |Î|) x d block
+    of the design repeated, a sparse -1 per row for θ), and a sparse averaging matrix sums each (k, p) block: two
+    ``cp.pos`` of one affine expression, no per-row or per-level expressions.
     """
-    gs, P, G = block.gs, block.P, block.G
-    n = gs.X.shape[0]
+    X, P, G = _design(block.avg), block.P, block.G
+    codes, sizes = block.atom.groups.codes, block.atom.groups.sizes.astype(float)
+    n = X.shape[0]
     w = ctx.variable(block.atom.score.w)
     theta = aux[f"theta_{block.name}"]
-    Mw = np.tile(gs.X, (P, 1))
+    Mw = np.tile(X, (P, 1))
     Mt = sp.csr_matrix((-np.ones(n * P), (np.arange(n * P), np.repeat(np.arange(P), n))), shape=(n * P, P))
     rows, cols, vals = [], [], []
     for k in range(G):
-        lo, hi = gs.bounds[k], gs.bounds[k + 1]
+        members = np.flatnonzero(codes == k)
         for p in range(P):
-            rows.append(np.full(hi - lo, k * P + p))
-            cols.append(p * n + np.arange(lo, hi))
-            vals.append(np.full(hi - lo, 1.0 / gs.sizes[k]))
+            rows.append(np.full(members.size, k * P + p))
+            cols.append(p * n + members)
+            vals.append(np.full(members.size, 1.0 / sizes[k]))
     A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(G * P, n * P))
     Z = Mw @ w + Mt @ theta
     return cp.hstack([A @ cp.pos(Z - 0.5), A @ cp.pos(Z + 0.5)])
@@ -84,14 +91,14 @@ def _weak_band(block: WeakBandBlock, ctx, aux):
 
 def _ramp_rates(block: RampRateBlock, ctx, aux):
     """f+ of the ramp rate gaps: [A+_j (upper) ; A-_j (lower)] over the cells j, A+-_j = (1/n_j) sum pos(u_i +- 1/2),
-    u_i = (x_i . w - t) / width: one affine expression over the stacked cells and a sparse averaging matrix."""
+    u_i = (x_i . w - t) / width: one affine expression over the rows in a cell and a sparse averaging matrix."""
     w = ctx.variable(block.atom.score.w)
-    X = np.vstack(block.X)
-    sizes = [Xc.shape[0] for Xc in block.X]
-    cols = np.arange(X.shape[0])
-    rows = np.repeat(np.arange(block.C), sizes)
-    A = sp.csr_matrix((1.0 / np.repeat(sizes, sizes), (rows, cols)), shape=(block.C, X.shape[0]))
-    u = X @ w - block.cut
+    avg = block.avg
+    inside = np.flatnonzero(avg.codes >= 0)
+    X = avg.scale * _design(avg)[inside]
+    cells = avg.codes[inside].astype(np.intp)
+    A = sp.csr_matrix((1.0 / avg.sizes[cells], (cells, np.arange(inside.size))), shape=(block.C, inside.size))
+    u = X @ w - avg.cut[0] - 0.5                 # the upper families' cut is t / width - 1/2
     return cp.hstack([A @ cp.pos(u + 0.5), A @ cp.pos(u - 0.5)])
 
 
@@ -141,8 +148,8 @@ class _LossModel:
 
     def __init__(self, coef, term: Mean, layout):
         loss, rows = loss_rows(term)
-        self.loss = LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
-                                    sample_weight=coef * rows)
+        self.loss = LinearModelLoss(loss.kernel, loss.score.data.in_memory_X("the CVXPY program of (25)"), loss.y,
+                                    loss.score.w.intercept, sample_weight=coef * rows)
         self.sl = layout.slices[loss.score.w.name]
 
     def add_to(self, x, grad, hess):
@@ -198,15 +205,15 @@ class Subproblem:
         # of the ramp sums is 45 s at n = 1e4 (measured); above DPP_LIMIT every solve recompiles with the
         # parameters as constants instead (8.8 s at n = 1e4, linear in the number of nonzeros)
         n_param = sum(p.size for p in self.problem.parameters())
-        n_var = sum(v.size for v in self.problem.variables()) + 2 * sum(
-            b.gs.X.shape[0] * b.P for b in program.blocks if isinstance(b, RampBandBlock))
+        n_var = sum(v.size for v in self.problem.variables()) + sum(
+            b.avg.pieces for b in program.blocks if isinstance(b, RampBandBlock))
         self.ignore_dpp = n_var * n_param > DPP_LIMIT
         self.compile_time = time.perf_counter() - start
         self.solves = 0
 
     def linearize(self, anchor: np.ndarray):
         """(S, c) of the linearization of every f_i- at the anchor (eq. (26))."""
-        vals, jac = self.program.minus(anchor)
+        vals, jac = self.program.linearize(anchor)
         return jac, vals - jac @ anchor
 
     def set_anchor(self, anchor: np.ndarray, center: np.ndarray | None = None) -> None:

@@ -28,14 +28,16 @@ import warnings
 
 import numpy as np
 
-from ..errors import OptionError, ResourceLimitError, SolverError
+from ..errors import OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import budget
 from ..exact.partial import Subproblem, loss_rows, split_objective
 from ..exact.solvers import check_solver
 from ..expressions import LinearScore, LogisticLoss, Loss
 from ..expressions.atoms.partial import PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
+from ..metrics.partial import weak_partial_dp_counts
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
+from ..oracles.dc_hinges import accuracy, count_above, score_vector
 from ..oracles.dc_rates import RampRateBlock
 from ..oracles.dc_working_set import solve_with_working_set
 from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon
@@ -82,6 +84,10 @@ STEP_REASON = ("the subproblem (25) anchored at a DC critical point returns that
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of Law School: 416,000 pieces)
 WORKING_SET_PIECES = 5_000_000     # ... and with its working set sized by the run's last step (n = 1e5: 2e6)
+WORKING_SET_ALTERNATIVE = ("Use backend='stochastic' with split='exact' (IDCA with switching-subgradient subproblems "
+                           "whose oracles are passes over the rows: it holds a few chunks, not the hinges near their "
+                           "kinks, at the cost of a pass per subgradient step), or solve on an in-memory stratified "
+                           "sample data.subsample(n, seed=0)")
 PARTIAL_ALTERNATIVE = ("Use inner='ipm' where it applies (the certified interior-point solver of (25), no CVXPY), "
                        "backend='stochastic' (IDCA with switching-subgradient inner steps, memory O(n d)), fewer "
                        "levels=, or a subsample of the data")
@@ -98,12 +104,14 @@ class PartialFairness(Reduction):
                              "interior-point method in (w, theta) (inner='ipm', default for partial_dp with a smooth "
                              "objective) or by the CVXPY program compiled once (inner='cvxpy')"}
     stochastic_methods = {
-        "idca": "IDCA with the switching-subgradient inner solver (Algorithms 1 + 2), full batch",
+        "idca": "IDCA with the switching-subgradient inner solver (Algorithms 1 + 2), full batch (on chunked rows "
+                "with split='curvature': the objective by its quadratic majorant, the hinges of a working set)",
         "ssg": "switching subgradient applied directly to the DC program (Algorithm 3; no guarantee)",
         "penalty": "penalty baseline (78)/(83): f_0 + lam * (unfairness surrogate), subgradient descent",
     }
 
     priority = 10
+    judge_options = ("certificate",)      # prob.evaluate(w=..., certificate=True): the Lemma C.1 solve of (25)
 
     def __init__(self, problem, kinds):
         super().__init__(problem)
@@ -180,7 +188,35 @@ class PartialFairness(Reduction):
         sub.S.value, sub.c.value, sub.anchor.value = S, c, x0
         return sub.problem
 
+    @property
+    def chunked(self) -> bool:
+        """Whether a score of the problem reads Dask-backed (chunked) rows."""
+        c = self.problem.canonical
+        nodes = list(c.objective.nodes()) + [n for con in c.constraints for n in con.lhs.nodes()]
+        return any(isinstance(n, LinearScore) and n.data.is_chunked for n in nodes)
+
+    def _refuse_chunked(self, why: str = "") -> None:
+        """The CVXPY program of (25) holds every row: refused on chunked data, naming the methods that run there."""
+        if self.chunked:
+            reason = f" (it does not apply here: {why})" if why else ""
+            raise UnsupportedProblemError(
+                "the CVXPY program of the IDCA subproblem (25) holds every row, but the data are Dask-backed (chunked). "
+                "On chunked data exact IDCA solves (25) with the certified interior-point method on a working set of "
+                "the hinges near their kinks (inner='ipm': partial_dp and ramp rate gaps with a smooth objective, "
+                f"weights without a radius){reason}; otherwise use backend='stochastic' (IDCA with switching-subgradient "
+                "subproblems, whose oracles are passes over the chunks), or an in-memory stratified sample "
+                "data.subsample(n, seed=0)")
+
+    def working_set_guard(self, max_memory_gb=None):
+        """(nbytes, pairs) -> None, raising ResourceLimitError when the working set of (25) would not fit."""
+        d = max((b.avg.d_w for b in self.program.blocks if hasattr(b, "avg")), default=0)
+
+        def guard(nbytes, pairs):
+            budget.check(budget.working_set(nbytes, pairs, d), WORKING_SET_ALTERNATIVE, max_memory_gb)
+        return guard
+
     def subproblem(self, mu, solver, max_memory_gb=None) -> Subproblem:
+        self._refuse_chunked(self._inner_why(mu))
         key = (float(mu), check_solver(solver))
         if key not in self._subproblems:
             budget.check(budget.partial_program(self.program), PARTIAL_ALTERNATIVE, max_memory_gb)
@@ -200,12 +236,16 @@ class PartialFairness(Reduction):
         if inner not in (None, "ipm", "cvxpy"):
             raise OptionError(f"inner must be 'ipm' (certified interior-point solver of (25)) or 'cvxpy' (the "
                               f"conic program); got {inner!r}")
-        hinge = self.hinge()
-        why = hinge if isinstance(hinge, str) else ("mu = 0 (the subproblem is not strongly convex)" if mu <= 0
-                                                     else None)
+        why = self._inner_why(mu)
         if inner == "ipm" and why:
             raise OptionError(f"inner='ipm' does not apply: {why}; use inner='cvxpy'")
         return ("cvxpy" if why or inner == "cvxpy" else "ipm"), why
+
+    def _inner_why(self, mu):
+        """Why the interior-point solver of (25) does not apply (None: it does)."""
+        hinge = self.hinge()
+        return hinge if isinstance(hinge, str) else ("mu = 0 (the subproblem is not strongly convex)" if mu <= 0
+                                                     else None)
 
     def solve_exact(self, method, solver, verbose, stop="checks", **options):
         """IDCA with exact subproblems (25). ``stop="checks"`` (default): stop at the first iterate x_k whose
@@ -229,8 +269,10 @@ class PartialFairness(Reduction):
         start = time.perf_counter()
         notes = {}
         if kind == "ipm":
-            inner = self._with_fallback(certified_inner(self.program, self.hinge(), mu, **solver_options), mu,
-                                        solver, options.get("max_memory_gb"), notes)
+            guard = self.working_set_guard(options.get("max_memory_gb"))
+            inner = certified_inner(self.program, self.hinge(), mu, guard=guard, **solver_options)
+            if not self.chunked:        # the CVXPY program needs the rows in memory
+                inner = self._with_fallback(inner, mu, solver, options.get("max_memory_gb"), notes)
             info = {"name": "idca+ipm", "inner_solver": "certified interior point (duality gap of (25))"}
         else:
             inner, name = self._cvxpy_inner(mu, solver, options.get("max_memory_gb"), solver_options)
@@ -295,7 +337,7 @@ class PartialFairness(Reduction):
         common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time", "callback")
         if method == "idca":
             check_options(options, common + ("mu", "outer", "inner", "eps", "eps_decay", "eps_min", "margin", "tol",
-                                             "theory_eps"),
+                                             "theory_eps", "split"),
                           "the stochastic IDCA method")
             return solve_idca_ssg(self, seed, verbose, options, stop)
         if method == "ssg":
@@ -380,8 +422,7 @@ class PartialFairness(Reduction):
         for name, b in zip(program.names, program.blocks):
             constraints[name] = constraint_record(levels[name], b.bound)
             if isinstance(b, (RampBandBlock, WeakBandBlock)):
-                scores = b.atom.score.design() @ x[b.gs.wsl]
-                measured = b.atom.measure(scores)
+                measured = band_measure(b, x)
                 metrics[f"{name}.gap"] = measured.gap
                 metrics[f"{name}.fairness"] = measured.fairness
                 metrics[f"{name}.pairwise"] = measured.pairwise
@@ -399,17 +440,17 @@ class PartialFairness(Reduction):
 
     def _accuracy(self, x):
         """Training accuracy of sign(score) (ŷ = +1 iff score > 0) for a binary loss of a linear score,
-        weighted by the loss's sample weights when it has them."""
+        weighted by the loss's sample weights when it has them: one pass."""
         for _, term in split_objective(self.program.objective)[0]:
             loss, rows = loss_rows(term)
             if isinstance(loss, LogisticLoss):
-                scores = loss.score.design() @ x[self.program.layout.slices[loss.score.w.name]]
-                return float(np.average(np.where(scores > 0, 1.0, -1.0) == loss.y, weights=rows))
+                theta = x[self.program.layout.slices[loss.score.w.name]]
+                uniform = bool(np.all(rows == rows[0]))
+                return accuracy(loss.score.data, theta, loss.score.w.intercept, loss.y, None if uniform else rows)
         for node in self.problem.objective.expr.nodes():
             if isinstance(node, Loss) and node.kernel.binary and isinstance(node.score, LinearScore):
                 theta = x[self.program.layout.slices[node.score.w.name]]
-                scores = node.score.design() @ theta
-                return float(np.mean(np.where(scores > 0, 1.0, -1.0) == node.y))
+                return accuracy(node.score.data, theta, node.score.w.intercept, node.y)
         return None
 
     def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None, last_step=None):
@@ -433,19 +474,28 @@ class PartialFairness(Reduction):
         else:
             solved = None
             if kind == "ipm":
-                vals, S = self.program.minus(x)
+                vals, S = self.program.linearize(x)
                 hinge = self.hinge()
-                radius = None if not last_step else 2.0 * last_step * (1.0 + max(
-                    float(np.max(np.linalg.norm(b.X, axis=1), initial=0.0)) for b in hinge.blocks))
-                x_hat, lam, _, info = solve_with_working_set(hinge, x, S, vals - S @ x, mu, radius)
+                # the working set: hinges within 2 (1 + max_r ||E_r||) last_step of their kinks (those that cross are
+                # added by its sign check); without a step, only the hinges that cross
+                radius = 2.0 * last_step * (1.0 + hinge.max_row_norm()) if last_step else 0.0
+                try:
+                    x_hat, lam, _, info = solve_with_working_set(hinge, x, S, vals - S @ x, mu, radius,
+                                                                 guard=self.working_set_guard())
+                except ResourceLimitError as exc:
+                    warnings.warn(f"the Lemma C.1 certificate (He, Huang, Yao, Lin 2025) is not computed: {exc}",
+                                  UserWarning, stacklevel=3)
+                    return {}
                 if info["status"] == "optimal" and info["max_g"] <= 1e-9:
                     solved, extra["subproblem_gap"] = (x_hat, lam), info["gap"]
+                    extra["working_set_pairs"] = float(info["working_set_pairs"])
+                    extra["working_set_rows"] = float(info["working_set_rows"])
             if solved is None:           # no interior-point solver, or it failed: the CVXPY program of (25)
                 try:
                     sub = self.subproblem(mu, solver)
                     opts = CLARABEL_OPTIONS if sub.solver == "CLARABEL" else {}
                     solved = sub.solve(x, **opts)[:2]
-                except (ResourceLimitError, SolverError) as exc:   # the candidate is judged; no certificate
+                except (ResourceLimitError, SolverError, UnsupportedProblemError) as exc:   # judged; no certificate
                     warnings.warn(f"the Lemma C.1 certificate (He, Huang, Yao, Lin 2025) is not computed: {exc}",
                                   UserWarning, stacklevel=3)
                     return {}
@@ -469,8 +519,10 @@ class PartialFairness(Reduction):
         sizes its working set)."""
         if certificate is not None:
             return bool(certificate)
-        pieces = sum(b.gs.X.shape[0] * b.m if hasattr(b, "gs") else getattr(b, "pieces", 0) for b in self.program.blocks)
         kind = self._inner_method(None, mu)[0]
+        if self.chunked and kind != "ipm":
+            return False                 # the CVXPY program of (25) needs the rows in memory
+        pieces = sum(getattr(b, "pieces", 0) for b in self.program.blocks)
         limit = AUTO_CERTIFICATE_PIECES if kind != "ipm" else (
             WORKING_SET_PIECES if last_step else IPM_CERTIFICATE_PIECES)
         return pieces <= limit
@@ -553,8 +605,9 @@ class PartialFairness(Reduction):
 
 def rate_metrics(name: str, block: RampRateBlock, x) -> dict:
     """The judge's numbers of a ramp rate gap at x: the true (0/1) and ramp rates of every (rate, group) cell, the
-    true and ramp gaps (largest pairwise, worst rate) and the slack that bounds their difference."""
-    m = block.atom.measure(block.atom.score.design() @ x[block.wsl])
+    true and ramp gaps (largest pairwise, worst rate) and the slack that bounds their difference (one pass of
+    per-cell sums of indicators)."""
+    m = block.measure(x)
     out = {f"{name}.true_gap": m["true_gap"], f"{name}.ramp_gap": m["ramp_gap"],
            f"{name}.slack": float(np.max(m["slack"] + m["ramp_gaps"]) - m["ramp_gap"])}
     for j, label in enumerate(m["labels"]):
@@ -563,6 +616,17 @@ def rate_metrics(name: str, block: RampRateBlock, x) -> dict:
     for s, stratum in enumerate(m["strata"]):
         out[f"{name}.true_gap[{stratum}]"] = float(m["true_gaps"][s])
     return out
+
+
+def band_measure(block, x):
+    """The true DP^I (eq. (6)) or WDP^I (eq. (9)) of a partial-parity block at x: WDP^I from each group's count of
+    scores above the threshold (one pass of sums of indicators); DP^I, a maximum over every threshold, from the
+    scores (one pass; 8 bytes a row held while the group CCDFs are compared)."""
+    atom, avg = block.atom, block.avg
+    if isinstance(block, WeakBandBlock):
+        above = count_above(avg.data, x[block.wsl], avg.intercept, atom.groups.codes, block.G, atom.threshold)
+        return weak_partial_dp_counts(above, atom.groups.sizes, atom.groups.names, atom.band, atom.threshold)
+    return atom.measure(score_vector(avg.data, x[block.wsl], avg.intercept))
 
 
 # -- problem files (fairmodel/problemfile.py): family = "partial_fairness" ----------------------------------------

@@ -13,9 +13,10 @@ from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kapp
 from ..expressions.atoms.rates import RampRateGap
 from ..oracles.dc import DCProgram, ExprBlock, Layout
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
-from ..oracles.dc_ipm import HingeProgram, HingeRows, SmoothObjective
+from ..oracles.dc_ipm import SmoothObjective
 from ..oracles.dc_rates import RampRateBlock
-from ..oracles.losses import LinearModelLoss
+from ..oracles.dc_working_set import HingeSource
+from ..oracles.losses import LossSums
 from ..utilities.validate import check_int, check_number
 
 # Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
@@ -121,7 +122,11 @@ def dc_program(problem, kinds) -> DCProgram:
             blocks.append(RampRateBlock(*rest, layout))
         else:
             blocks.append(ExprBlock(*rest, layout, value_and_grad))
-    return DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], value_and_grad)
+    program = DCProgram(problem.canonical.objective, blocks, layout, [k[-1].name for k in kinds], value_and_grad)
+    smooth = smooth_objective(program)
+    if not isinstance(smooth, str):
+        program.smooth = smooth          # the objective by passes over the rows
+    return program
 
 
 def smooth_objective(program):
@@ -132,8 +137,8 @@ def smooth_objective(program):
     losses, ridges, constant = [], [], 0.0
     for coef, term in modeled:
         loss, rows = loss_rows(term)
-        losses.append((LinearModelLoss(loss.kernel, loss.score.data.X, loss.y, loss.score.w.intercept,
-                                       sample_weight=coef * rows), layout.slices[loss.score.w.name]))
+        losses.append((LossSums(loss.kernel, loss.score.data, loss.y, loss.score.w.intercept, coef * rows),
+                       layout.slices[loss.score.w.name]))
     for coef, term in rest:
         if isinstance(term, SumSquares) and term.w.n_outputs is None and coef >= 0:
             mask = np.ones(term.w.size, dtype=bool)
@@ -149,37 +154,25 @@ def smooth_objective(program):
 
 
 def hinge_program(program):
-    """The data of the interior-point solver of (25) (:mod:`fairmodel.oracles.dc_ipm`) for a DC program whose
-    constraints are all partial_dp (model (13)) or ramp rate gaps on unbounded vector weights, or a string saying
-    why not."""
+    """The data of the interior-point solver of (25) (:mod:`fairmodel.oracles.dc_ipm`, with the working set of
+    :mod:`fairmodel.oracles.dc_working_set`) for a DC program whose constraints are all partial_dp (model (13)) or
+    ramp rate gaps on unbounded vector weights, with a smooth objective: a
+    :class:`~fairmodel.oracles.dc_working_set.HingeSource` (every f+_i one hinge average, by passes over the rows),
+    or a string saying why not."""
     if any(w.radius is not None or w.n_outputs is not None for w in program.layout.weights):
         return "weights with a radius (a ball domain) or several outputs"
     for b in program.blocks:
         if not isinstance(b, (RampBandBlock, RampRateBlock)):
             return f"constraint {b.name} is neither a partial_dp constraint (model (13)) nor a ramp rate gap"
-    objective = smooth_objective(program)
-    if isinstance(objective, str):
-        return objective
-    blocks = []
-    for r, b in zip(program.ranges, program.blocks):
-        if isinstance(b, RampRateBlock):
-            # cell j: upper f+ = A+ (cut t/width - 1/2), lower f+ = A- (cut t/width + 1/2); no threshold variable
-            for j, Xc in enumerate(b.X):
-                blocks.append(HingeRows(Xc, b.wsl, [r.start + j, r.start + b.C + j], [-1, -1],
-                                        [b.cut - 0.5, b.cut + 0.5]))
-            continue
-        G, P = b.G, b.P
-        for k in range(G):
-            # lower (k, p): f+ = A-_{k,p}, cut theta_p + 1/2; upper: f+ = A+_{k,p}, cut theta_p - 1/2
-            idx = [r.start + k * P + p for p in range(P)] + [r.start + G * P + k * P + p for p in range(P)]
-            j = [b.tsl.start + p for p in range(P)] * 2
-            cut = [0.5] * P + [-0.5] * P
-            blocks.append(HingeRows(b.gs.rows(k), b.gs.wsl, idx, j, cut))
-    return HingeProgram(objective, blocks, program.m, program.D)
+    if program.smooth is None:
+        return smooth_objective(program)
+    # each block's family i is its constraint i (f+_i = A_i)
+    parts = [(b.avg, np.arange(r.start, r.stop)) for r, b in zip(program.ranges, program.blocks)]
+    return HingeSource(program.smooth, parts, program.m, program.D)
 
 
 def subproblem_g(program, v, anchor, mu: float) -> np.ndarray:
     """g_i(v) of the subproblem (25) anchored at ``anchor`` (exact NumPy oracles; for the KKT checks)."""
-    vals, S = program.minus(anchor)
+    vals, S = program.linearize(anchor)
     d = v - anchor
     return program.plus(v)[0] - (S @ v + vals - S @ anchor) + 0.5 * mu * float(d @ d)

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError
-from ..stochastic.idca import idca, ssg_inner
+from ..stochastic.idca import idca, ssg_inner, working_set_ssg_inner
 from ..stochastic.ssg import ssg
 from ..utilities.validate import check_choice
 from .partial_program import MU, max_constraint, nonneg, positive_int, schedule
@@ -92,8 +92,13 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     inner_cap = INNER_CAP_FACTOR * IDCA_DEFAULTS["inner"]
     base_T = schedule(inner_T, "inner", integer=True)
     boost = {"factor": 1}          # raised where a check finds SSG's steps far shorter than the exact step
-    inner = ssg_inner(program, mu, eps_k, lambda k: min(inner_cap, base_T(k) * boost["factor"]), margin,
-                      travel=travel, max_iterations=inner_cap)
+    T = (lambda k: min(inner_cap, base_T(k) * boost["factor"]))
+    split = objective_split(family, options)
+    if split == "curvature":
+        inner = working_set_ssg_inner(program, family.hinge(), mu, eps_k, T, margin, travel=travel,
+                                      max_iterations=inner_cap, guard=family.working_set_guard())
+    else:
+        inner = ssg_inner(program, mu, eps_k, T, margin, travel=travel, max_iterations=inner_cap)
     user_callback = options.get("callback")
 
     def run(x0, label):
@@ -125,13 +130,33 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
         out.update(stopper=stopper, cap=f"outer={outer}")
         return out
 
-    solver = {"name": "idca+ssg", "mu": mu, "outer": outer, "margin": margin, "stop": "checks" if checks else "budget",
+    solver = {"name": "idca+ssg" + ("" if split == "exact" else " (working set, curvature split)"), "split": split,
+              "mu": mu, "outer": outer, "margin": margin, "stop": "checks" if checks else "budget",
               "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
               "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule"}
     sol = family.multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver,
                             note=note)
     sol.metrics.update({f"theory_{k}": v for k, v in theory.items()})
     return sol
+
+
+SPLITS = ("exact", "curvature")
+
+
+def objective_split(family, options) -> str:
+    """How IDCA + SSG treats the objective's smooth part: ``"exact"`` (f_0 in every subproblem, its value and gradient
+    at every SSG step: a pass over the rows each) or ``"curvature"`` (f_0 split as [(1/2) v'Lv] - [(1/2) v'Lv - f_0]
+    with L >= its Hessian, the second part linearized at each anchor like every f_i-, and the constraints on a
+    working set of hinges: SSG runs in the client, a few passes per outer iteration). Default: "curvature" on chunked
+    rows where the program has the hinge form (partial_dp, ramp rate gaps; a smooth objective), else "exact"."""
+    split = options.get("split")
+    if split is None:
+        return "curvature" if family.chunked and not isinstance(family.hinge(), str) else "exact"
+    split = check_choice(split, "split", SPLITS)
+    if split == "curvature" and isinstance(family.hinge(), str):
+        raise OptionError(f"split='curvature' needs the hinge form of the constraints and a smooth objective: "
+                          f"{family.hinge()}; use split='exact'")
+    return split
 
 
 def solve_direct_ssg(family, seed, verbose, options, stop="checks"):

@@ -8,6 +8,7 @@ import numpy as np
 from ..errors import OptionError
 from ..oracles.dc import DCProgram
 from ..oracles.dc_bands import RampBandBlock
+from ..oracles.dc_hinges import score_vector
 from ..stochastic.idca import check_feasible_start, theory_schedule
 from ..stochastic.ssg import polyak_feasibility
 from ..utilities.validate import as_generator
@@ -37,7 +38,7 @@ def random_start(program: DCProgram, rng):
     x = np.zeros(program.D)
     for w in program.layout.weights:
         x[program.layout.slices[w.name]] = rng.standard_normal(w.size)
-    scores = [b.gs.X @ x[b.gs.wsl] for b in program.blocks if hasattr(b, "gs")]
+    scores = [score_vector(b.avg.data, x[b.wsl], b.avg.intercept) for b in program.blocks if hasattr(b, "avg")]
     spread = max((float(np.std(s)) for s in scores), default=1.0) or 1.0
     for w in program.layout.weights:
         x[program.layout.slices[w.name]] *= STARTS_SCALE / spread
@@ -65,7 +66,5 @@ def lipschitz_estimate(program: DCProgram, points) -> float:
         M = max(M, float(np.linalg.norm(program.objective_value_and_grad(x)[1])))
         _, jac = program.minus(x)
         M = max(M, float(np.max(np.linalg.norm(jac, axis=1), initial=0.0)))
-        _, caches = program.plus(x)
-        for i in range(program.m):
-            M = max(M, float(np.linalg.norm(program.plus_grad(x, i, caches))))
+        M = max(M, float(np.max(np.linalg.norm(program.plus_jacobian(x), axis=1), initial=0.0)))
     return M

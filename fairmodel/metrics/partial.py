@@ -189,11 +189,22 @@ def weak_partial_dp(scores, groups, band=(0.0, 1.0), *, threshold: float = 0.0,
     if estimator == "clip" and w is not None:
         rates = [float(band_rate(weighted_ccdf(s[ix], w[ix], t), band)[0]) for ix in g.indices()]
     elif estimator == "clip":
-        rates = [float(band_rate(ccdf(srt, t), band)[0]) for srt in per_group]
+        above = np.array([srt.size - np.searchsorted(srt, t, side="right")[0] for srt in per_group])
+        return weak_partial_dp_counts(above, g.sizes, g.names, band, float(threshold))
     else:
         rates = [float(ccdf(kept, t)[0]) if kept.size else 0.0 for kept in (_trimmed(srt, band) for srt in per_group)]
     pairwise = {_key(g, a, b): abs(rates[a] - rates[b]) for a, b in _pairs(g)}
     return PartialParity(max(pairwise.values()), pairwise, "weak_partial_dp", band, estimator, float(threshold))
+
+
+def weak_partial_dp_counts(above, sizes, names, band, threshold: float) -> PartialParity:
+    """:func:`weak_partial_dp` (the ``clip`` estimator, unweighted) from each group's count of scores above the
+    threshold and its size: ``Fbar_k(θ̂) = above_k / n_k`` (sums of indicators, e.g. added over the chunks of a data
+    source)."""
+    g = Groups(np.arange(len(names)), names=tuple(names))
+    rates = [float(band_rate(np.array([a / n]), band)[0]) for a, n in zip(np.asarray(above), np.asarray(sizes))]
+    pairwise = {_key(g, a, b): abs(rates[a] - rates[b]) for a, b in _pairs(g)}
+    return PartialParity(max(pairwise.values()), pairwise, "weak_partial_dp", band, "clip", float(threshold))
 
 
 def rank_curve(scores, groups) -> dict:

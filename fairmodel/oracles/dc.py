@@ -72,7 +72,7 @@ class Block:
     """One DSL constraint as ``m`` DC constraints; ``bound + scale * max_i f_i`` is the reported value.
 
     Subclasses give ``plus(x) -> (f+ values (m,), cache)``, ``plus_grad(x, i, cache) -> (D,)`` (a
-    subgradient of f_i+) and ``minus(x) -> (f- values (m,), subgradients (m, D))``, the part IDCA
+    subgradient of f_i+), ``plus_jacobian(x) -> (m, D)`` (all of them) and ``minus(x) -> (f- values (m,), subgradients (m, D))``, the part IDCA
     linearizes (eq. (26)).
     """
 
@@ -83,6 +83,11 @@ class Block:
     def values(self, x) -> np.ndarray:
         """f_i = f_i+ - f_i- (m,)."""
         return self.plus(x)[0] - self.minus(x)[0]
+
+    def linearize(self, x):
+        """(values (m,), slopes (m, D)) of an affine minorant of every f_i- tight at x, the linearization (26) of
+        IDCA (default: f_i-(x) and its subgradient)."""
+        return self.minus(x)
 
     def start(self, x) -> None:
         """Fill this block's auxiliary variables of a starting point in place (no-op without any)."""
@@ -106,6 +111,9 @@ class ExprBlock(Block):
     def plus_grad(self, x, i, cache):
         return self.layout.flat(self.value_and_grad(self.g, self.layout.assignment(x))[1])
 
+    def plus_jacobian(self, x) -> np.ndarray:
+        return self.plus_grad(x, 0, None)[None, :]
+
     def minus(self, x):
         if self.h is None:
             return np.array([self.bound]), np.zeros((1, self.layout.D))
@@ -119,6 +127,7 @@ class DCProgram:
     def __init__(self, objective, blocks: list, layout: Layout, names: list, value_and_grad):
         self.objective, self.blocks, self.layout, self.names = objective, blocks, layout, names
         self.value_and_grad = value_and_grad
+        self.smooth = None        # the objective as passes (a SmoothObjective), when it is one: set by the builder
         self.D = layout.D
         starts = np.cumsum([0] + [b.m for b in blocks])
         self.ranges = [range(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
@@ -127,9 +136,13 @@ class DCProgram:
 
     # -- objective ---------------------------------------------------------------------------------------
     def objective_value(self, x) -> float:
+        if self.smooth is not None:
+            return float(self.smooth.value(x))
         return float(self.value_and_grad(self.objective, self.layout.assignment(x))[0])
 
     def objective_value_and_grad(self, x):
+        if self.smooth is not None:
+            return self.smooth.value_and_grad(x)
         val, grads = self.value_and_grad(self.objective, self.layout.assignment(x))
         return float(val), self.layout.flat(grads)
 
@@ -144,12 +157,24 @@ class DCProgram:
                 return b.plus_grad(x, i - r.start, cache)
         raise IndexError(i)
 
+    def plus_jacobian(self, x) -> np.ndarray:
+        """Subgradients (m, D) of every f_i+ at x (one pass per block)."""
+        return np.vstack([b.plus_jacobian(x) for b in self.blocks])
+
     def minus(self, x):
         parts = [b.minus(x) for b in self.blocks]
         return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
 
     def values(self, x) -> np.ndarray:
         return np.concatenate([b.values(x) for b in self.blocks])
+
+    def linearize(self, x):
+        """(values, slopes) of the affine minorants of every f_i- at x that IDCA linearizes with (eq. (26)): a
+        subgradient, the hinges within a hair of their kink given slope 0 with their value's exact correction
+        (:meth:`fairmodel.oracles.dc_hinges.HingeAverages.linearization`), so that the path does not depend on the
+        order rows are summed in. One pass per block."""
+        parts = [b.linearize(x) for b in self.blocks]
+        return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
 
     def max_violation(self, x) -> float:
         return float(np.max(self.values(x), initial=-np.inf))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dc import Block, Layout
+from .dc_hinges import HingeAverages, score_vector
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -37,50 +38,28 @@ def min_identity(s_plus, s_minus, c):
     return s_plus + c - np.maximum(s_minus + c, s_plus)
 
 
-class _GroupedScore:
-    """A linear score with its design matrix permuted so that every group is one contiguous row range."""
-
-    def __init__(self, score, groups, layout: Layout):
-        order = np.argsort(groups.codes, kind="stable")
-        self.X = np.ascontiguousarray(score.design()[order])
-        self.sizes = groups.sizes.astype(float)
-        self.bounds = np.concatenate([[0], np.cumsum(groups.sizes)]).astype(int)
-        self.names = groups.names
-        self.G = groups.n_groups
-        self.wsl = layout.slices[score.w.name]
-        self.D = layout.D
-
-    def z(self, x) -> list:
-        z = self.X @ x[self.wsl]
-        return [z[self.bounds[k]:self.bounds[k + 1]] for k in range(self.G)]
-
-    def rows(self, k):
-        return self.X[self.bounds[k]:self.bounds[k + 1]]
-
-    def mean_grad(self, k, weights) -> np.ndarray:
-        """d/dw of (1/n_k) sum_i weights_i z_i over group k; ``weights`` (n_k,) or (n_k, P) -> (p,) or (P, p)."""
-        return (weights.T.astype(float) @ self.rows(k)) / self.sizes[k]
+def band_averages(atom, cell, j, cut, layout: Layout) -> HingeAverages:
+    """The hinge averages over the groups of a partial-parity atom's linear score, family f over the group
+    ``cell[f]`` with threshold variable ``j[f]`` (-1: none) and cut ``cut[f]``."""
+    score, groups = atom.score, atom.groups
+    return HingeAverages(score.data, groups.codes, groups.sizes, layout.slices[score.w.name], score.w.intercept,
+                         layout.D, cell, j, cut)
 
 
 class _Sorted:
-    """The scores of one group, sorted, with suffix sums: every (1/n_k) sum_i pos(z_i - c) and every active
-    set {i : z_i > c} for many cuts c at O(log n_k) each (the Z = z - θ^T matrix is never formed; measured
-    10x faster than the dense n x |Î| form on Law School)."""
+    """The scores of one group, sorted, with suffix sums: every (1/n_k) sum_i pos(z_i - c) for many cuts c at
+    O(log n_k) each."""
 
-    __slots__ = ("n", "z", "zs", "suffix")
+    __slots__ = ("n", "zs", "suffix")
 
     def __init__(self, z):
-        self.n, self.z = z.shape[0], z
+        self.n = z.shape[0]
         self.zs = np.sort(z)
         self.suffix = np.concatenate([np.cumsum(self.zs[::-1])[::-1], [0.0]])
 
-    def first_above(self, c):
-        """Index (in sorted order) of the first score > c (strict: subgradient 0 at a kink)."""
-        return np.searchsorted(self.zs, c, side="right")
-
     def pos_mean(self, c):
         """(1/n) sum_i max(z_i - c, 0) for a number or an array of cuts c."""
-        idx = self.first_above(c)
+        idx = np.searchsorted(self.zs, c, side="right")
         return (self.suffix[idx] - (self.n - idx) * c) / self.n
 
     def ramp_mean(self, theta):
@@ -95,7 +74,8 @@ class RampBandBlock(Block):
     upper  avg sigma <= p + kappa':   f+ = A+_{k,p},  f- = A-_{k,p} + p + kappa'      (kappa' = kappa (beta - alpha))
 
     A+-_{k,p}(w, θ) = (1/n_k) sum_i sigma+-(h_w(ξ_i^k) - θ_p) = (1/n_k) sum_i pos(z_i - (θ_p -+ 1/2));
-    rho = 0 for the linear model . Constraint order: all lower (k, p) then all upper (k, p), k major.
+    rho = 0 for the linear model. Constraint order: all lower (k, p) then all upper (k, p), k major. The hinge
+    averages (one family per constraint, its f+) are passes over the score's data (:mod:`fairmodel.oracles.dc_hinges`).
     """
 
     def __init__(self, atom, kappa: float, levels: np.ndarray, name: str, layout: Layout):
@@ -105,60 +85,48 @@ class RampBandBlock(Block):
         self.kp = kappa * (self.beta - self.alpha)
         self.levels = levels
         self.P = self.levels.size
-        self.gs = _GroupedScore(atom.score, atom.groups, layout)
+        self.G = atom.groups.n_groups
         self.tsl = layout.slices[f"theta_{name}"]
-        self.G = self.gs.G
+        self.wsl = layout.slices[atom.score.w.name]
+        self.D = layout.D
         self.m = 2 * self.G * self.P
+        # family i = constraint i (its f+): lower (k, p) cut θ_p + 1/2, upper (k, p) cut θ_p - 1/2
+        side, k, p = (a.ravel() for a in np.meshgrid(np.arange(2), np.arange(self.G), np.arange(self.P),
+                                                     indexing="ij"))
+        self.avg = band_averages(atom, k, self.tsl.start + p, np.where(side == 0, 0.5, -0.5), layout)
+        self.swap = np.concatenate([np.arange(self.G * self.P, self.m), np.arange(self.G * self.P)])  # other side
+        self.pieces = self.avg.pieces
         self.scale, self.bound = 1.0 / (self.beta - self.alpha), kappa
-        self.labels = [f"{name}:{side}[{self.gs.names[k]},p={p:.4g}]" for side in ("lower", "upper")
+        names = atom.groups.names
+        self.labels = [f"{name}:{side}[{names[k]},p={p:.4g}]" for side in ("lower", "upper")
                        for k in range(self.G) for p in self.levels]
 
-    def _sorted(self, x):
-        return [_Sorted(zk) for zk in self.gs.z(x)], x[self.tsl]
-
     def plus(self, x):
-        srt, theta = self._sorted(x)
-        a_minus = np.array([s.pos_mean(theta + 0.5) for s in srt])
-        a_plus = np.array([s.pos_mean(theta - 0.5) for s in srt])
-        return np.concatenate([a_minus.ravel(), a_plus.ravel()]), (srt, theta)
-
-    def _decode(self, i):
-        upper, r = divmod(i, self.G * self.P)
-        k, p = divmod(r, self.P)
-        return bool(upper), k, p
-
-    def _active_grad(self, srt, theta, k, p, cut, out):
-        """Add the subgradient of A_{k,p} = (1/n_k) sum_i pos(z_i - θ_p - cut) to ``out`` (rows z_i > θ_p + cut)."""
-        s = srt[k]
-        mask = s.z > theta[p] + cut
-        out[self.gs.wsl] += self.gs.mean_grad(k, mask)
-        out[self.tsl.start + p] -= np.count_nonzero(mask) / s.n
+        return self.avg.values(x), x
 
     def plus_grad(self, x, i, cache):
-        srt, theta = cache
-        upper, k, p = self._decode(i)
-        g = np.zeros(self.gs.D)
-        self._active_grad(srt, theta, k, p, -0.5 if upper else 0.5, g)   # upper: A+ ; lower: A-
-        return g
+        return self.avg.gradients(x, [i])[0]
+
+    def plus_jacobian(self, x) -> np.ndarray:
+        return self.avg.values_and_gradients(x)[1]
+
+    def _offsets(self):
+        """f- = (the other side's average) + offset: -p (lower), p + kappa' (upper)."""
+        return np.concatenate([np.tile(-self.levels, self.G), np.tile(self.levels + self.kp, self.G)])
 
     def minus(self, x):
-        srt, theta = self._sorted(x)
-        G, P, D = self.G, self.P, self.gs.D
-        vals = np.empty((2, G, P))
-        jac = np.zeros((2, G, P, D))
-        for k, s in enumerate(srt):
-            # lower: f- = A+ - p (cut theta - 1/2); upper: f- = A- + p + kappa' (cut theta + 1/2)
-            vals[0, k] = s.pos_mean(theta - 0.5) - self.levels
-            vals[1, k] = s.pos_mean(theta + 0.5) + self.levels + self.kp
-            for p in range(P):
-                self._active_grad(srt, theta, k, p, -0.5, jac[0, k, p])
-                self._active_grad(srt, theta, k, p, 0.5, jac[1, k, p])
-        return vals.ravel(), jac.reshape(self.m, D)
+        A, dA = self.avg.values_and_gradients(x)
+        return A[self.swap] + self._offsets(), dA[self.swap]
+
+    def linearize(self, x):
+        L, dL = self.avg.linearization(x)
+        return L[self.swap] + self._offsets(), dL[self.swap]
 
     def averages(self, x) -> np.ndarray:
         """avg sigma_{k,p} = (1/n_k) sum_i sigma(h_w(ξ_i^k) - θ_p), shape (G, P)."""
-        srt, theta = self._sorted(x)
-        return np.array([s.ramp_mean(theta) for s in srt])
+        A = self.avg.values(x)
+        half = self.G * self.P
+        return (A[half:] - A[:half]).reshape(self.G, self.P)
 
     def values(self, x):
         avg = self.averages(x)
@@ -172,10 +140,11 @@ class RampBandBlock(Block):
         """θ minimizing max_k max(p - avg sigma_k(θ_p), avg sigma_k(θ_p) - p - kappa') for every level p.
 
         The first term increases and the second decreases in θ_p (avg sigma is nonincreasing), so the
-        minimum is at their crossing: bisection, all levels at once. Used to judge a candidate given
-        without θ and to complete starting points.
+        minimum is at their crossing: bisection, all levels at once, on the scores (one pass; 8 bytes a row held
+        while it runs). Used to judge a candidate given without θ and to complete starting points.
         """
-        srt, _ = self._sorted(x)
+        z = score_vector(self.avg.data, x[self.wsl], self.avg.intercept)
+        srt = [_Sorted(z[ix]) for ix in self.atom.groups.indices()]
         lo = np.full(self.P, min(s.zs[0] for s in srt) - 1.0)
         hi = np.full(self.P, max(s.zs[-1] for s in srt) + 1.0)
         for _ in range(iterations):
@@ -186,21 +155,18 @@ class RampBandBlock(Block):
         return 0.5 * (lo + hi)
 
     def start(self, x):
-        w_zero = not np.any(x[self.gs.wsl])
+        w_zero = not np.any(x[self.wsl])
         x[self.tsl] = self.initial_thresholds() if w_zero else self.best_thresholds(x)
 
     def penalty(self, x):
         """(P(x), subgradient) of the penalty of (78): (2/(beta-alpha)) max_{p,k} |avg sigma_{k,p} - p|."""
-        srt, theta = self._sorted(x)
-        dev = np.array([s.ramp_mean(theta) for s in srt]) - self.levels
+        dev = self.averages(x) - self.levels
         k, p = np.unravel_index(int(np.argmax(np.abs(dev))), dev.shape)
         c = 2.0 / (self.beta - self.alpha)
-        g = np.zeros(self.gs.D)
-        # sigma = A+ - A-: its subgradient is that of A+ (cut θ - 1/2) minus that of A- (cut θ + 1/2)
-        self._active_grad(srt, theta, k, p, -0.5, g)
-        minus = np.zeros(self.gs.D)
-        self._active_grad(srt, theta, k, p, 0.5, minus)
-        return c * abs(float(dev[k, p])), c * np.sign(dev[k, p]) * (g - minus)
+        lower = k * self.P + p
+        # sigma = A+ - A-: its subgradient is that of A+ (the upper family) minus that of A- (the lower family)
+        g = self.avg.gradients(x, [lower + self.G * self.P, lower])
+        return c * abs(float(dev[k, p])), c * np.sign(dev[k, p]) * (g[0] - g[1])
 
 
 class WeakBandBlock(Block):
@@ -210,8 +176,9 @@ class WeakBandBlock(Block):
     minimal split: f+ = M_alpha(k) + M_beta(k'),  f- = M_beta(k) + M_alpha(k') + kappa'
     paper split (Example B.5): both parts also carry S+_k + S+_k' (they cancel in f).
 
-    S+-_k(w) = (1/n_k) sum_i sigma+-(h_w(ξ_i^k) - θ̂). Erratum fixed: (51) uses the average
-    S+_k, not the sum. Subgradient of M_c: the active piece, ties to the first (S- + c).
+    S+-_k(w) = (1/n_k) sum_i sigma+-(h_w(ξ_i^k) - θ̂): the hinge averages of two families per group (S+ with cut
+    θ̂ - 1/2, S- with θ̂ + 1/2), passes over the score's data. Erratum fixed: (51) uses the average S+_k, not the
+    sum. Subgradient of M_c: the active piece, ties to the first (S- + c).
     """
 
     def __init__(self, atom, kappa: float, name: str, layout: Layout):
@@ -219,38 +186,42 @@ class WeakBandBlock(Block):
         self.kappa = kappa
         self.alpha, self.beta = atom.band
         self.kp = kappa * (self.beta - self.alpha)
-        self.gs = _GroupedScore(atom.score, atom.groups, layout)
-        self.G = self.gs.G
+        self.G = atom.groups.n_groups
+        self.wsl, self.D = layout.slices[atom.score.w.name], layout.D
+        t, G = atom.threshold, self.G          # families: S+ of every group (cut θ̂ - 1/2), then S- (θ̂ + 1/2)
+        self.avg = band_averages(atom, np.tile(np.arange(G), 2), np.full(2 * G, -1),
+                                 np.repeat([t - 0.5, t + 0.5], G), layout)
+        self.pieces = self.avg.pieces
         self.pairs = [(k, l) for k in range(self.G) for l in range(self.G) if k != l]
         self.m = len(self.pairs)
         self.paper = atom.decomposition == "paper"
         self.scale, self.bound = 1.0 / (self.beta - self.alpha), kappa
-        self.labels = [f"{name}:pair[{self.gs.names[k]},{self.gs.names[l]}]" for k, l in self.pairs]
+        names = atom.groups.names
+        self.labels = [f"{name}:pair[{names[k]},{names[l]}]" for k, l in self.pairs]
 
-    def _parts(self, x, grads: bool):
-        """S+, S- (G,), and if asked their gradients (G, D)."""
-        zs = [z - self.atom.threshold for z in self.gs.z(x)]
-        sp = np.array([np.maximum(z + 0.5, 0.0).mean() for z in zs])
-        sm = np.array([np.maximum(z - 0.5, 0.0).mean() for z in zs])
+    def _parts(self, x, grads: bool, linear: bool = False):
+        """S+, S- (G,), and if asked their gradients (G, D) (``linear``: their minorants' values and slopes,
+        :meth:`HingeAverages.linearization`, and the exact values to choose the active pieces)."""
+        G = self.G
         if not grads:
-            return sp, sm, None, None
-        dsp, dsm = np.zeros((self.G, self.gs.D)), np.zeros((self.G, self.gs.D))
-        for k, z in enumerate(zs):
-            dsp[k, self.gs.wsl] = self.gs.mean_grad(k, z > -0.5)
-            dsm[k, self.gs.wsl] = self.gs.mean_grad(k, z > 0.5)
-        return sp, sm, dsp, dsm
+            A = self.avg.values(x)
+            return A[:G], A[G:], None, None, None
+        A, dA = self.avg.linearization(x) if linear else self.avg.values_and_gradients(x)
+        exact = self.avg.values(x) if linear else A
+        return A[:G], A[G:], dA[:G], dA[G:], (exact[:G], exact[G:])
 
-    def _M(self, sp, sm, dsp, dsm, c):
-        first = sm + c >= sp
+    def _M(self, sp, sm, dsp, dsm, c, exact=None):
+        ep, em = (sp, sm) if exact is None else exact
+        first = em + c >= ep                       # the active piece, by the exact values
         val = np.where(first, sm + c, sp)
         grad = None if dsp is None else np.where(first[:, None], dsm, dsp)
         return val, grad
 
-    def _split(self, x, grads: bool):
-        """(f+, f-, df+, df-) over the ordered pairs."""
-        sp, sm, dsp, dsm = self._parts(x, grads)
-        ma, dma = self._M(sp, sm, dsp, dsm, self.alpha)
-        mb, dmb = self._M(sp, sm, dsp, dsm, self.beta)
+    def _split(self, x, grads: bool, linear: bool = False):
+        """(f+, f-, df+, df-) over the ordered pairs (``linear``: of the minorants of the linearization)."""
+        sp, sm, dsp, dsm, exact = self._parts(x, grads, linear)
+        ma, dma = self._M(sp, sm, dsp, dsm, self.alpha, exact)
+        mb, dmb = self._M(sp, sm, dsp, dsm, self.beta, exact)
         k, l = np.array(self.pairs).T
         fp, fm = ma[k] + mb[l], mb[k] + ma[l] + self.kp
         dfp = dfm = None
@@ -268,13 +239,22 @@ class WeakBandBlock(Block):
     def plus_grad(self, x, i, cache):
         return self._split(x, True)[2][i]
 
+    def plus_jacobian(self, x) -> np.ndarray:
+        return self._split(x, True)[2]
+
     def minus(self, x):
         _, fm, _, dfm = self._split(x, True)
         return fm, dfm
 
+    def linearize(self, x):
+        """The active piece of each M_c linearized by its minorant (a minorant of the max), S+ terms likewise."""
+        _, fm, _, dfm = self._split(x, True, linear=True)
+        return fm, dfm
+
     def rates(self, x) -> np.ndarray:
-        """S_k = (1/n_k) sum_i sigma(h_w(ξ_i^k) - θ̂) (G,)."""
-        return np.array([ramp(z - self.atom.threshold).mean() for z in self.gs.z(x)])
+        """S_k = (1/n_k) sum_i sigma(h_w(ξ_i^k) - θ̂) = S+_k - S-_k (G,)."""
+        sp, sm = self._parts(x, False)[:2]
+        return sp - sm
 
     def values(self, x):
         """The original (17): min{S_k,beta} - min{S_k,alpha} - min{S_k',beta} + min{S_k',alpha} - kappa'."""
@@ -285,16 +265,15 @@ class WeakBandBlock(Block):
 
     def penalty(self, x):
         """(P(x), subgradient) of the penalty of (83) (max over pairs): (1/(beta-alpha)) max |d_kk'|."""
-        zs = [z - self.atom.threshold for z in self.gs.z(x)]
-        s = np.array([ramp(z).mean() for z in zs])
+        sp, sm, dsp, dsm, _ = self._parts(x, True)
+        s = sp - sm
         band = np.minimum(s, self.beta) - np.minimum(s, self.alpha)
         k, l = np.array(self.pairs).T
         d = band[k] - band[l]
         i = int(np.argmax(np.abs(d)))
         c = 1.0 / (self.beta - self.alpha)
         slope = (s < self.beta).astype(float) - (s < self.alpha)
-        g = np.zeros(self.gs.D)
-        for grp, sign in ((k[i], 1.0), (l[i], -1.0)):
-            inside = (zs[grp] > -0.5) & (zs[grp] < 0.5)
-            g[self.gs.wsl] += sign * slope[grp] * self.gs.mean_grad(grp, inside)
+        g = np.zeros(self.D)
+        for grp, sign in ((k[i], 1.0), (l[i], -1.0)):       # d sigma-mean: the rows inside the ramp
+            g += sign * slope[grp] * (dsp[grp] - dsm[grp])
         return c * abs(float(d[i])), c * np.sign(d[i]) * g

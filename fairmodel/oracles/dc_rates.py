@@ -26,28 +26,64 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.passes import row_sums
 from .dc import Block, Layout
+from .dc_hinges import HingeAverages, scores, small_codes
 
 
-def ramp_rate(u: np.ndarray) -> float:
-    """The mean of sigma(u) = clip(u + 1/2, 0, 1) (u = (score - threshold) / width)."""
-    return float(np.mean(np.clip(u + 0.5, 0.0, 1.0)))
+def cell_codes(groups, strata) -> tuple:
+    """(per-row cell code, [(stratum, group)] of the cells, rows per cell) for disjoint boolean stratum masks: cell
+    s G + k holds the rows of group k in stratum s; rows in no stratum get -1."""
+    G, codes = groups.n_groups, np.asarray(groups.codes)
+    out = np.full(codes.size, -1, dtype=np.intp)
+    for s, mask in enumerate(strata):
+        if np.any(mask & (out >= 0)):
+            raise ValueError("the strata of a rate gap must be disjoint")
+        out[mask] = s * G + codes[mask]
+    keys = [(s, k) for s in range(len(strata)) for k in range(G)]
+    return small_codes(out), keys, np.bincount(out[out >= 0], minlength=len(keys))
 
 
-def true_rate(u: np.ndarray) -> float:
-    """The mean of the decisions 1[u > 0] (score > threshold)."""
-    return float(np.mean(u > 0))
+def rate_cell_sums(z, codes, C: int, threshold: float, width: float) -> np.ndarray:
+    """(C, 4) per cell: rows, decisions 1[z > t], ramp sum of sigma((z - t) / width) and rows with
+    |z - t| < width / 2, of the scores ``z`` with cell ``codes`` (-1: none): sums, so that chunks add up."""
+    inside = codes >= 0
+    c, u = codes[inside], (np.asarray(z, dtype=float)[inside] - threshold) / width
+    return np.column_stack([np.bincount(c, minlength=C), np.bincount(c, weights=(u > 0), minlength=C),
+                            np.bincount(c, weights=np.clip(u + 0.5, 0.0, 1.0), minlength=C),
+                            np.bincount(c, weights=np.abs(u) < 0.5, minlength=C)]).astype(float)
 
 
-def rate_slack(u: np.ndarray) -> float:
-    """(1/2) x the share of rows with |u| < 1/2: a bound on |ramp rate - true rate| of these rows."""
-    return 0.5 * float(np.mean(np.abs(u) < 0.5))
+class _RateSums:
+    """One chunk's :func:`rate_cell_sums` (a per-chunk function of the judge)."""
+
+    def __init__(self, theta, intercept, C, threshold, width):
+        self.theta, self.intercept, self.C, self.threshold, self.width = theta, intercept, C, threshold, width
+
+    def __call__(self, batch, codes):
+        return rate_cell_sums(scores(batch, self.theta, self.intercept), codes, self.C, self.threshold, self.width)
+
+
+def rate_measure(sums, stratum, n_strata: int) -> dict:
+    """Ramp and true rates of every cell, the gaps per stratum (largest pairwise) and the slack (the two largest
+    group slacks of each stratum: true gap <= ramp gap + slack) from the per-cell sums of :func:`rate_cell_sums`."""
+    n = sums[:, 0]
+    true, ramp, cell_slack = sums[:, 1] / n, sums[:, 2] / n, 0.5 * sums[:, 3] / n
+
+    def gaps(r):
+        return np.array([r[stratum == s].max() - r[stratum == s].min() for s in range(n_strata)])
+
+    slack = np.array([np.sort(cell_slack[stratum == s])[-2:].sum() for s in range(n_strata)])
+    return {"ramp_rates": ramp, "true_rates": true, "cell_slack": cell_slack, "ramp_gaps": gaps(ramp),
+            "true_gaps": gaps(true), "slack": slack, "ramp_gap": float(gaps(ramp).max()),
+            "true_gap": float(gaps(true).max())}
 
 
 class RampRateBlock(Block):
     """The gap constraint ``max_k r_sk - min_k r_sk <= eps`` on every stratum s of a ramp-rate-gap atom, as the
     2 C DC constraints of the module docstring (C = strata x groups cells; all upper (s, k) then all lower (s, k)),
-    with the centres c_s in the auxiliary variable ``rate_<name>`` (one per stratum)."""
+    with the centres c_s in the auxiliary variable ``rate_<name>`` (one per stratum). The hinge averages A+-_sk
+    (one family per constraint: its f+) are passes over the score's data (:mod:`fairmodel.oracles.dc_hinges`)."""
 
     def __init__(self, atom, eps: float, name: str, layout: Layout):
         self.atom, self.name, self.eps = atom, name, eps
@@ -55,55 +91,47 @@ class RampRateBlock(Block):
         self.csl = layout.slices[self.aux_name]
         self.wsl = layout.slices[atom.score.w.name]
         self.D = layout.D
-        X = atom.score.design()
-        self.cells = atom.cells                                 # (stratum, group, rows)
-        self.X = [X[rows] / atom.width for _, _, rows in self.cells]
-        self.cut = atom.threshold / atom.width
-        self.stratum = np.array([s for s, _, _ in self.cells])
-        self.C = len(self.cells)
+        self.C = len(atom.cell_keys)
+        self.stratum = np.array([s for s, _ in atom.cell_keys])
         self.m = 2 * self.C
+        cut = atom.threshold / atom.width
+        # family i = constraint i: upper j: A+_j = mean pos(u + 1/2) (cut t/width - 1/2); lower j: A-_j (+ 1/2)
+        self.avg = HingeAverages(atom.score.data, atom.codes, atom.cell_sizes, self.wsl, atom.score.w.intercept,
+                                 layout.D, np.tile(np.arange(self.C), 2), np.full(self.m, -1),
+                                 np.repeat([cut - 0.5, cut + 0.5], self.C), scale=1.0 / atom.width)
+        self.swap = np.concatenate([np.arange(self.C, self.m), np.arange(self.C)])
         self.scale, self.bound = 2.0, eps                       # bound + 2 max f = the ramp gap at the midpoint c
         self.labels = [f"{name}:{side}[{atom.cell_label(j)}]" for side in ("upper", "lower") for j in range(self.C)]
-        self.pieces = 2 * sum(Xc.shape[0] for Xc in self.X)     # hinges of the f+ (one per row and side)
-
-    def _u(self, x) -> list:
-        w = x[self.wsl]
-        return [Xc @ w - self.cut for Xc in self.X]
-
-    def _grad(self, j, mask, out, sign=1.0) -> None:
-        """out[w] += sign (1/n) sum of the rows of cell j where ``mask``."""
-        out[self.wsl] += sign * (mask.astype(float) @ self.X[j]) / mask.size
+        self.pieces = self.avg.pieces                           # hinges of the f+ (one per row and side)
 
     def rates(self, x) -> np.ndarray:
-        """The ramp rates r_sk of every cell (C,)."""
-        return np.array([ramp_rate(u) for u in self._u(x)])
+        """The ramp rates r_sk = A+_sk - A-_sk of every cell (C,)."""
+        A = self.avg.values(x)
+        return A[:self.C] - A[self.C:]
 
     def plus(self, x):
-        us = self._u(x)
-        a_plus = [float(np.maximum(u + 0.5, 0.0).mean()) for u in us]
-        a_minus = [float(np.maximum(u - 0.5, 0.0).mean()) for u in us]
-        return np.array(a_plus + a_minus), us
+        return self.avg.values(x), x
 
     def plus_grad(self, x, i, cache):
-        lower, j = divmod(i, self.C)
-        g = np.zeros(self.D)
-        self._grad(j, cache[j] > (0.5 if lower else -0.5), g)      # upper: A+ (u > -1/2); lower: A- (u > 1/2)
-        return g
+        return self.avg.gradients(x, [i])[0]
+
+    def plus_jacobian(self, x) -> np.ndarray:
+        return self.avg.values_and_gradients(x)[1]
 
     def minus(self, x):
-        us = self._u(x)
+        return self._minus(x, *self.avg.values_and_gradients(x))
+
+    def linearize(self, x):
+        return self._minus(x, *self.avg.linearization(x))
+
+    def _minus(self, x, A, dA):
         c = x[self.csl][self.stratum]
-        a_plus = np.array([np.maximum(u + 0.5, 0.0).mean() for u in us])
-        a_minus = np.array([np.maximum(u - 0.5, 0.0).mean() for u in us])
-        jac = np.zeros((self.m, self.D))
-        for j, u in enumerate(us):
-            s = self.csl.start + self.stratum[j]
-            self._grad(j, u > 0.5, jac[j])                   # upper: f- = A- + c + eps/2
-            jac[j, s] += 1.0
-            self._grad(j, u > -0.5, jac[self.C + j])         # lower: f- = A+ - c + eps/2
-            jac[self.C + j, s] -= 1.0
         half = 0.5 * self.eps
-        return np.concatenate([a_minus + c + half, a_plus - c + half]), jac
+        jac = dA[self.swap]
+        at = self.csl.start + self.stratum
+        jac[np.arange(self.C), at] += 1.0                         # upper: f- = A- + c + eps/2
+        jac[self.C + np.arange(self.C), at] -= 1.0                # lower: f- = A+ - c + eps/2
+        return np.concatenate([A[self.C:] + c + half, A[:self.C] - c + half]), jac
 
     def values(self, x):
         r, c = self.rates(x), x[self.csl][self.stratum]
@@ -119,15 +147,21 @@ class RampRateBlock(Block):
     def start(self, x) -> None:
         x[self.csl] = self.centres(x)
 
+    def measure(self, x) -> dict:
+        """The atom's measure (true and ramp rates, gaps, slack) at x from one pass of per-cell sums."""
+        atom = self.atom
+        sums = row_sums(self.avg.data, _RateSums(np.asarray(x[self.wsl], dtype=float), self.avg.intercept, self.C,
+                                                 atom.threshold, atom.width), self.avg.codes)
+        return atom.measure_sums(sums)
+
     def penalty(self, x):
         """(P(x), subgradient) of the penalty of the centred form, the analogue of (78) of He, Huang, Yao, Lin 2025:
         P = 2 max_{s,k} |r_sk - c_s| (>= the largest ramp gap, equal to it at the midpoint centres)."""
-        us = self._u(x)
-        dev = np.array([ramp_rate(u) for u in us]) - x[self.csl][self.stratum]
+        dev = self.rates(x) - x[self.csl][self.stratum]
         j = int(np.argmax(np.abs(dev)))
         sign = 1.0 if dev[j] >= 0 else -1.0
-        grad = np.zeros(self.D)
         # d r / d w: the rows inside the ramp, -1/2 < u <= 1/2 (subgradient 0 at the kinks); d / d c_s = -1
-        self._grad(j, (us[j] > -0.5) & (us[j] <= 0.5), grad, 2.0 * sign)
+        g = self.avg.gradients(x, [j, self.C + j])
+        grad = 2.0 * sign * (g[0] - g[1])
         grad[self.csl.start + self.stratum[j]] -= 2.0 * sign
         return 2.0 * abs(float(dev[j])), grad

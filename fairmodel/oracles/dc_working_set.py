@@ -1,5 +1,5 @@
 """A working set of hinges for the IDCA subproblem (25): solve it exactly while the interior-point method only
-sees the hinges near their kinks.
+sees the hinges near their kinks, and the rows stay behind the data source.
 
 Every hinge pos(y_ir(v)) of (25) whose argument at the anchor is far from 0 keeps its sign over the short
 step IDCA takes (the step shrinks as IDCA converges: after 15 outer iterations 2-9 % of the hinges lie within
@@ -11,37 +11,58 @@ and keeps the hinges with |y(anchor)| <= r. Since pos(y) >= y and pos(y) >= 0, e
 working-set program is a relaxation of (25), so its minimizer x is the minimizer of (25) as soon as every
 replaced hinge keeps its sign at x (then g_i(x) is the same in both programs). Hinges that changed sign join
 the working set and the program is solved again, warm (an active-set method: finitely many rounds, at most
-every hinge). The replaced hinges fold into the linearization: sum_{r: y > r} y_ir(v) is affine in v.
+every hinge). The replaced hinges fold into the linearization: sum_{r: y > r} y_ir(v) is affine in v, a
+model-space sum.
 
-The returned hinge weights u (1 on hinges replaced by y, 0 on those replaced by 0) and λ are a dual point of
-the full (25), and the certificate is :func:`~fairmodel.oracles.dc_ipm.duality_gap` on the full program:
-the same numbers as without a working set, from the exact full-data oracles.
+On a data source (:class:`HingeSource`: the hinge averages of :mod:`fairmodel.oracles.dc_hinges`, whatever holds
+the rows) a round is one pass: it classifies every hinge (at the anchor, and at the earlier rounds' minimizers),
+adds the folded sums, returns the newly kept (row, constraint) pairs, and at the last minimizer the exact f+
+values, the sign changes and the largest change of a hinge argument. Only the kept pairs' rows are gathered
+(``data.rows``: the chunks holding them); the client holds the working set, never the data.
+
+Certificate: with hinge weights u = 1 on the hinges replaced by y and 0 on those replaced by 0, the Lagrangian
+lower bound of :func:`~fairmodel.oracles.dc_ipm.duality_gap` for the full (25) *is* that of the working-set program
+at its own (λ, u) (the replaced hinges' terms are the folded sums), so the dual bound comes from the working set and
+the primal feasibility max_i g_i(x) and complementarity from the exact f+ of the last pass: the same numbers as a
+solve of the full program, from the exact full-data oracles.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
 
-from .dc_ipm import HingeProgram, duality_gap, solve_subproblem
+from .dc_ipm import HingeProgram, HingeRows, duality_gap, solve_subproblem
 
-MAX_ROUNDS = 8     # re-solves after sign changes before the full program is solved instead
+MAX_ROUNDS = 8     # re-solves after sign changes before every hinge joins the working set
+PAIR_FLOATS = 32   # floats the interior-point method keeps per hinge of its program (epigraph slack, multipliers,
+                   # residuals and Newton directions: about 25, plus the pair's indices), besides the row's features
 
 
 class HingePairs:
     """Some hinges of many constraints as one flat block (the :class:`~fairmodel.oracles.dc_ipm.HingeRows`
     interface with 1-d arrays over the pairs): pair p is the hinge of constraint ``idx[local[p]]`` on the row
-    ``X[p]`` (rows repeat when they belong to several constraints), y_p(v) = X_p . v[wsl] - v[j] - cut, and
-    f+_i sums its pairs over ``n_each[i]`` (the constraint's full row count)."""
+    ``X[row[p]]`` (a row appears once in ``X`` however many constraints it has a hinge in), y_p(v) =
+    X_row(p) . v[wsl] - v[j] - cut, and f+_i sums its pairs over ``n_each[i]`` (the constraint's full row count)."""
 
-    def __init__(self, X, wsl: slice, idx, local, j, cut, n_each):
-        self.X, self.wsl = np.asarray(X, dtype=float), wsl
+    def __init__(self, X, row, wsl: slice, idx, local, j, cut, n_each):
+        self.X, self.row, self.wsl = np.asarray(X, dtype=float), np.asarray(row, dtype=np.intp), wsl
         self.idx, self.local = np.asarray(idx, dtype=int), np.asarray(local, dtype=int)
         self.j, self.cut, self.n_each = np.asarray(j, dtype=int), np.asarray(cut, float), np.asarray(n_each, float)
         self.has_j = self.j[self.local] >= 0
         self.j_pair = np.where(self.has_j, self.j[self.local], 0)
         self.cut_pair = self.cut[self.local]
-        m_b, N = self.idx.size, self.local.size
-        self.sum_matrix = sparse.csr_matrix((np.ones(N), (self.local, np.arange(N))), shape=(m_b, N))
+        self.n_rows = self.X.shape[0]
+        # the (constraint, row) pattern of the pairs (each pair once), built once: V enters through a permutation
+        N = self.local.size
+        self._pattern = sparse.csr_matrix((np.arange(1.0, N + 1), (self.local, self.row)),
+                                          shape=(self.idx.size, self.n_rows))
+        self._perm = self._pattern.data.astype(np.intp) - 1
+
+    def _by_constraint(self, V):
+        """(m_b, rows) sparse matrix of V per (constraint, row)."""
+        M = self._pattern.copy()
+        M.data = np.asarray(V, dtype=float)[self._perm]
+        return M
 
     def expand(self, per_constraint) -> np.ndarray:
         return np.asarray(per_constraint)[self.idx][self.local]
@@ -53,28 +74,28 @@ class HingePairs:
         return self.cut_pair
 
     def y(self, v) -> np.ndarray:
-        return self.X @ v[self.wsl] - np.where(self.has_j, v[self.j_pair], 0.0) - self.cut_pair
+        return (self.X @ v[self.wsl])[self.row] - np.where(self.has_j, v[self.j_pair], 0.0) - self.cut_pair
 
     def apply(self, dv) -> np.ndarray:
-        return self.X @ dv[self.wsl] - np.where(self.has_j, dv[self.j_pair], 0.0)
+        return (self.X @ dv[self.wsl])[self.row] - np.where(self.has_j, dv[self.j_pair], 0.0)
 
     def adjoint_each(self, V, D: int) -> np.ndarray:
         out = np.zeros((self.idx.size, D))
-        out[:, self.wsl] = self.sum_matrix @ (V[:, None] * self.X)
+        out[:, self.wsl] = self._by_constraint(V) @ self.X
         rows = np.flatnonzero(self.j >= 0)
         out[rows, self.j[rows]] -= self.per_constraint(V)[rows]
         return out
 
     def adjoint(self, V, D: int) -> np.ndarray:
         out = np.zeros(D)
-        out[self.wsl] = self.X.T @ V
+        out[self.wsl] = self.X.T @ np.bincount(self.row, weights=V, minlength=self.n_rows)
         out -= np.bincount(self.j_pair[self.has_j], weights=V[self.has_j], minlength=D)
         return out
 
     def add_gram(self, Psi, K) -> None:
-        PX = Psi[:, None] * self.X
-        K[self.wsl, self.wsl] += self.X.T @ PX
-        C = self.sum_matrix @ PX
+        K[self.wsl, self.wsl] += self.X.T @ (np.bincount(self.row, weights=Psi, minlength=self.n_rows)[:, None]
+                                             * self.X)
+        C = self._by_constraint(Psi) @ self.X
         sums = self.per_constraint(Psi)
         for i in np.flatnonzero(self.j >= 0):
             j = self.j[i]
@@ -85,91 +106,226 @@ class HingePairs:
     def plus(self, v) -> np.ndarray:
         return self.per_constraint(np.maximum(self.y(v), 0.0)) / self.n_each
 
-
-def _restrict(prog: HingeProgram, Y, keep, S, c):
-    """The working-set program: the hinges ``keep`` (per block, (m_b, n) booleans) as one :class:`HingePairs`
-    block; the others replaced by y (where Y > 0) or 0 (where Y <= 0), folded into (S, c).
-    Returns (program, S', c')."""
-    S, c = S.copy(), c.copy()
-    parts = {}
-    for b, y, k in zip(prog.blocks, Y, keep):
-        positive = (y > 0) & ~k
-        S[b.idx] -= b.adjoint_each(positive.astype(float), prog.D) / b.n_each[:, None]
-        c[b.idx] += positive.sum(axis=1) * b.cut / b.n_each
-        local, rows = np.nonzero(k)
-        parts.setdefault((b.wsl.start, b.wsl.stop), []).append((b.X[rows], b.idx[local]))
-    j, cut, n_each = np.empty(prog.m, int), np.empty(prog.m), np.empty(prog.m)
-    for b in prog.blocks:
-        j[b.idx], cut[b.idx], n_each[b.idx] = b.j, b.cut, b.n_each
-    blocks = []
-    for (lo, hi), part in parts.items():         # one flat block per score (its weights' slice)
-        cons = np.concatenate([i for _, i in part])
-        if cons.size:
-            idx, local = np.unique(cons, return_inverse=True)
-            blocks.append(HingePairs(np.concatenate([x for x, _ in part]), slice(lo, hi), idx, local, j[idx],
-                                     cut[idx], n_each[idx]))
-    return HingeProgram(prog.objective, blocks, prog.m, prog.D, complete=False), S, c
+    def add_grad(self, v, k: int, out) -> None:
+        """out += a subgradient of f+ of this block's constraint ``idx[k]`` at v (its pairs with y > 0)."""
+        pairs = np.flatnonzero(self.local == k)
+        rows = self.row[pairs]
+        y = self.X[rows] @ v[self.wsl] - (v[self.j[k]] if self.j[k] >= 0 else 0.0) - self.cut[k]
+        active = y > 0
+        out[self.wsl] += self.X[rows[active]].sum(axis=0) / self.n_each[k]
+        if self.j[k] >= 0:
+            out[self.j[k]] -= np.count_nonzero(active) / self.n_each[k]
 
 
-def _expand(prog, Y, keep, reduced, u_reduced):
-    """The hinge weights of the full program: the working set's u, 1 on hinges replaced by y, 0 elsewhere."""
-    u = [((y > 0) & ~k).astype(float) for y, k in zip(Y, keep)]
-    for pairs, flat in zip(reduced.blocks, u_reduced):
-        offset = 0
-        for b, ub, k in zip(prog.blocks, u, keep):
-            if b.wsl == pairs.wsl:
-                count = int(k.sum())
-                ub[k] = flat[offset:offset + count]
-                offset += count
-    return u
+class HingeSource:
+    """The data of subproblem (25) whose every f+_i is one hinge average of a data source's rows: the smooth
+    objective F (value, gradient, Hessian by passes) and ``parts``, a list of (:class:`HingeAverages`, ``idx``) with
+    f+_{idx[f]} = A_f. Its oracles are passes; :meth:`in_memory` gathers every hinge (for small programs and tests)."""
+
+    def __init__(self, objective, parts: list, m: int, D: int):
+        self.objective, self.parts, self.m, self.D = objective, parts, m, D
+        covered = np.sort(np.concatenate([idx for _, idx in parts])) if parts else np.zeros(0, int)
+        if covered.tolist() != list(range(m)):
+            raise ValueError("the hinge averages must cover every constraint exactly once")
+        self.offsets = np.cumsum([0] + [avg.F for avg, _ in parts])
+        self.pieces = sum(avg.pieces for avg, _ in parts)
+
+    def plus(self, v) -> np.ndarray:
+        out = np.zeros(self.m)
+        for avg, idx in self.parts:
+            out[idx] = avg.values(v)
+        return out
+
+    def g_values(self, v, anchor, S, c, mu) -> np.ndarray:
+        d = v - anchor
+        return self.plus(v) - (S @ v + c) + 0.5 * mu * float(d @ d)
+
+    def objective_value(self, v, anchor, mu) -> float:
+        d = v - anchor
+        return float(self.objective.value(v)) + 0.5 * mu * float(d @ d)
+
+    def max_row_norm(self) -> float:
+        """The largest ||E_ir|| over the hinges' rows (w part): sizes the working set from a step."""
+        return max((avg.max_row_norm() for avg, _ in self.parts), default=0.0)
+
+    def in_memory(self) -> HingeProgram:
+        """The full program with every hinge in memory (:class:`HingeRows` per cell; gathers every row)."""
+        blocks = []
+        for avg, idx in self.parts:
+            for c in np.unique(avg.cell):
+                fam = np.flatnonzero(avg.cell == c)
+                rows = avg.hinge_rows(np.flatnonzero(avg.codes == c))
+                blocks.append(HingeRows(rows, avg.wsl, idx[fam], avg.j[fam], avg.cut[fam]))
+        return HingeProgram(self.objective, blocks, self.m, self.D)
 
 
-def _restrict_warm(prog, keep, reduced, warm):
-    lam, u_full = warm
-    return lam, [np.concatenate([ub[k] for b, ub, k in zip(prog.blocks, u_full, keep) if b.wsl == pairs.wsl])
-                 for pairs in reduced.blocks]
+class PairWeights:
+    """The hinge weights u of a working set's pairs, by pair key (row x families + family): the warm start of the
+    next subproblem's working set."""
+
+    def __init__(self, keys, values):
+        order = np.argsort(keys)
+        self.keys, self.values = keys[order], values[order]
+
+    def lookup(self, keys, default) -> np.ndarray:
+        if self.keys.size == 0:
+            return default
+        pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        return np.where(self.keys[pos] == keys, self.values[pos], default)
 
 
-def solve_with_working_set(prog: HingeProgram, anchor, S, c, mu: float, radius: float | None, *,
-                           tol: float = 1e-10, max_iter: int = 100, warm=None):
+class WorkingSet:
+    """The kept (row, family) pairs of every part of a :class:`HingeSource`, with the hinge rows scale (x_r, 1) of
+    their distinct rows, gathered once each (``data.rows``: only the chunks holding them are read)."""
+
+    def __init__(self, source: HingeSource):
+        self.source = source
+        P = len(source.parts)
+        self.ids = [np.zeros(0, np.int64) for _ in range(P)]                 # distinct rows gathered, in order
+        self.X = [np.zeros((0, avg.d_w)) for avg, _ in source.parts]
+        self.pos = [np.zeros(0, np.intp) for _ in range(P)]                  # per pair: its row's position in X
+        self.families = [np.zeros(0, np.int64) for _ in range(P)]
+
+    @property
+    def pairs(self) -> int:
+        return sum(f.size for f in self.families)
+
+    @property
+    def rows(self) -> int:
+        return sum(i.size for i in self.ids)
+
+    def nbytes(self, new_pairs: int = 0, new_rows: int = 0) -> float:
+        """The memory of the working set with some more pairs and rows: the rows' features and the interior-point
+        method's arrays per pair."""
+        d = max((avg.d_w for avg, _ in self.source.parts), default=0)
+        return 8.0 * ((self.rows + new_rows) * d + (self.pairs + new_pairs) * PAIR_FLOATS)
+
+    def new_rows(self, scans) -> int:
+        return sum(np.setdiff1d(s["rows"], i).size for s, i in zip(scans, self.ids))
+
+    def add(self, scans) -> None:
+        for p, ((avg, _), scan) in enumerate(zip(self.source.parts, scans)):
+            if not scan["rows"].size:
+                continue
+            fresh = np.setdiff1d(scan["rows"], self.ids[p])
+            if fresh.size:
+                self.X[p] = np.vstack([self.X[p], avg.hinge_rows(fresh)])
+                self.ids[p] = np.concatenate([self.ids[p], fresh])
+            # the new pairs in a canonical order (by row, then family), whatever the chunks they came from: the
+            # interior-point method then does the same arithmetic on in-memory and chunked rows
+            new = np.lexsort((scan["families"], scan["rows"]))
+            rows, fams = scan["rows"][new], scan["families"][new]
+            order = np.argsort(self.ids[p])
+            where = order[np.searchsorted(self.ids[p], rows, sorter=order)]
+            self.pos[p] = np.concatenate([self.pos[p], where])
+            self.families[p] = np.concatenate([self.families[p], fams])
+
+    def keys(self) -> np.ndarray:
+        F = int(self.source.offsets[-1])
+        return np.concatenate([ids[pos] * F + f + off for ids, pos, f, off in
+                               zip(self.ids, self.pos, self.families, self.source.offsets)])
+
+    def program(self, S, c, scans):
+        """The working-set program: the kept pairs as :class:`HingePairs` blocks, the replaced positive hinges folded
+        into (S, c). Returns (program, S', c')."""
+        src = self.source
+        S, c = S.copy(), c.copy()
+        blocks = []
+        for (avg, idx), scan, fam, pos, X in zip(src.parts, scans, self.families, self.pos, self.X):
+            n = avg.n_each
+            S[idx, avg.wsl] -= scan["fold"] / n[:, None]
+            jj = np.flatnonzero(avg.has_j)
+            np.add.at(S, (idx[jj], avg.j[jj]), scan["fold_count"][jj] / n[jj])
+            c[idx] += scan["fold_count"] * avg.cut / n
+            if fam.size:
+                used, local = np.unique(fam, return_inverse=True)
+                blocks.append(HingePairs(X, pos, avg.wsl, idx[used], local, avg.j[used], avg.cut[used], n[used]))
+        return HingeProgram(src.objective, blocks, src.m, src.D, complete=False), S, c
+
+    def weights(self, u_blocks) -> PairWeights:
+        values = np.concatenate(u_blocks) if u_blocks else np.zeros(0)
+        return PairWeights(self.keys(), values)
+
+    def warm(self, reduced, anchor, warm):
+        """(λ, u per block) from a previous solve's (λ, PairWeights); pairs new to the set start from 1 where the
+        hinge is positive at the anchor, else 0 (the weights the replaced hinges had)."""
+        lam, pw = warm
+        keys = self.keys()
+        y = np.concatenate([b.y(anchor) for b in reduced.blocks]) if reduced.blocks else np.zeros(0)
+        u = pw.lookup(keys, (y > 0).astype(float))
+        sizes = np.cumsum([0] + [b.local.size for b in reduced.blocks])
+        return lam, [u[a:b] for a, b in zip(sizes[:-1], sizes[1:])]
+
+
+def working_set_rounds(source: HingeSource, anchor, S, c, radius: float | None, solve, guard=None):
+    """The active-set loop of the module docstring: ``solve(reduced, S', c', ws) -> (x, ok)`` on the working-set
+    program, then one scan per part at x; hinges replaced before x whose sign changed at x join the working set
+    and ``solve`` runs again (after MAX_ROUNDS rounds every hinge joins). ``guard(nbytes, pairs)`` runs before rows
+    are gathered. Returns (x, reduced, S', c', the last scans (at x), ws, rounds, passes)."""
+    a = np.asarray(anchor, dtype=float)
+    r = np.inf if radius is None else float(radius)
+    ws = WorkingSet(source)
+    points = []
+    scans = [avg.scan(a, points, r) for avg, _ in source.parts]
+    passes = len(scans)
+    for rounds in range(1, 10 ** 9):
+        new = sum(s["rows"].size for s in scans)
+        if guard is not None:
+            guard(ws.nbytes(new, ws.new_rows(scans)), ws.pairs + new)
+        ws.add(scans)
+        reduced, S_r, c_r = ws.program(S, c, scans)
+        x, ok = solve(reduced, S_r, c_r, ws)
+        points.append(x)
+        scans = [avg.scan(a, points, r) for avg, _ in source.parts]
+        passes += len(scans)
+        if not ok or not any(s["flips"] for s in scans):
+            return x, reduced, S_r, c_r, scans, ws, rounds, passes
+        if rounds >= MAX_ROUNDS and np.isfinite(r):      # every hinge joins the working set
+            r, points, ws = np.inf, [], WorkingSet(source)
+            scans = [avg.scan(a, points, r) for avg, _ in source.parts]
+            passes += len(scans)
+
+
+def full_plus(source: HingeSource, scans) -> np.ndarray:
+    """f+ of the full program at the last scan's point, from the scan's exact sums."""
+    plus = np.zeros(source.m)
+    for (avg, idx), scan in zip(source.parts, scans):
+        plus[idx] = scan["plus"] / avg.n_each
+    return plus
+
+
+def solve_with_working_set(source: HingeSource, anchor, S, c, mu: float, radius: float | None, *,
+                           tol: float = 1e-10, max_iter: int = 100, warm=None, guard=None):
     """Solve (25) as :func:`~fairmodel.oracles.dc_ipm.solve_subproblem` does, the interior-point method seeing
-    only the hinges with |y(anchor)| <= ``radius`` (all of them when ``radius`` is None).
+    only the hinges with |y(anchor)| <= ``radius`` (every hinge when ``radius`` is None), then the sign changes.
 
-    Returns ``(x, lam, u, info)`` as ``solve_subproblem`` (u over the full program), ``info`` with the working
-    set's size (``working_set``, a fraction of the hinges), ``rounds``, the certificate of the full program and
-    ``hinge_change``, the largest change of a hinge argument from the anchor to x.
+    ``warm``: (λ, :class:`PairWeights`) of a previous solve. ``guard(nbytes, pairs)``: called before rows are
+    gathered with the working set's memory (bytes) and size (pairs); it raises to refuse.
+
+    Returns ``(x, lam, u, info)``: u the :class:`PairWeights` of the final working set, ``info`` with ``status``,
+    ``iterations`` (of the interior-point method, all rounds), the certificate of the full program (``primal``,
+    ``dual_bound``, ``gap``, ``max_g``, ``complementarity``), the working set's size (``working_set``: a fraction of
+    the hinges, ``working_set_pairs``, ``working_set_rows``, ``working_set_bytes``), ``rounds``, ``passes`` and
+    ``hinge_change``, the largest change of a hinge argument from the anchor to x (the next radius).
     """
     a = np.asarray(anchor, dtype=float)
-    Y = [b.y(a) for b in prog.blocks]
-    if radius is None:
-        x, lam, u, info = solve_subproblem(prog, a, S, c, mu, tol=tol, max_iter=max_iter, warm=warm)
-        return x, lam, u, dict(info, working_set=1.0, rounds=1, hinge_change=_largest_change(prog, Y, x))
-    keep = [np.abs(y) <= radius for y in Y]
-    total = sum(y.size for y in Y)
-    iterations = 0
-    for rounds in range(1, MAX_ROUNDS + 1):
-        reduced, S_r, c_r = _restrict(prog, Y, keep, S, c)
-        warm_r = _restrict_warm(prog, keep, reduced, warm) if warm is not None else None
+    state = {"warm": warm, "iterations": 0}
+
+    def solve(reduced, S_r, c_r, ws):
+        warm_r = None if state["warm"] is None else ws.warm(reduced, a, state["warm"])
         x, lam, u_r, info = solve_subproblem(reduced, a, S_r, c_r, mu, tol=tol, max_iter=max_iter, warm=warm_r)
-        iterations += info["iterations"]
-        u = _expand(prog, Y, keep, reduced, u_r)
-        Yx = [b.y(x) for b in prog.blocks]
-        # a replaced hinge whose sign changed: its y joined pos(y) = y or 0 wrongly; add it (and its neighbours)
-        flipped = [~k & ((y > 0) != (yx > 0)) & (yx != 0) for y, yx, k in zip(Y, Yx, keep)]
-        if info["status"] != "optimal" or not any(f.any() for f in flipped):
-            break
-        keep = [k | f | (np.abs(yx) <= radius) for k, f, yx in zip(keep, flipped, Yx)]
-        warm = (lam, u)
-    else:
-        x, lam, u, info = solve_subproblem(prog, a, S, c, mu, tol=tol, max_iter=max_iter, warm=(lam, u))
-        iterations += info["iterations"]
-        keep = [np.ones_like(k) for k in keep]
-    cert = duality_gap(prog, x, lam, u, a, S, c, mu)
-    share = sum(int(k.sum()) for k in keep) / max(total, 1)
-    return x, lam, u, {**info, **cert, "iterations": iterations, "working_set": share, "rounds": rounds,
-                       "hinge_change": _largest_change(prog, Y, x)}
+        state.update(iterations=state["iterations"] + info["iterations"], warm=(lam, ws.weights(u_r)), lam=lam,
+                     u=u_r, info=info)
+        return x, info["status"] == "optimal"
 
-
-def _largest_change(prog, Y, x) -> float:
-    """max over the hinges of |y(x) - y(anchor)| (``Y``: the arguments at the anchor): the next radius."""
-    return max((float(np.max(np.abs(b.y(x) - y), initial=0.0)) for b, y in zip(prog.blocks, Y)), default=0.0)
+    x, reduced, S_r, c_r, scans, ws, rounds, passes = working_set_rounds(source, a, S, c, radius, solve, guard)
+    lam, info = state["lam"], state["info"]
+    cert = duality_gap(reduced, x, lam, state["u"], a, S_r, c_r, mu)
+    d = x - a
+    g = full_plus(source, scans) - (S @ x + c) + 0.5 * mu * float(d @ d)       # the full program's g_i(x), exact
+    cert.update(max_g=float(np.max(g, initial=-np.inf)), complementarity=float(np.max(np.abs(lam * g), initial=0.0)))
+    return x, lam, state["warm"][1], {**info, **cert, "iterations": state["iterations"], "rounds": rounds,
+                                      "passes": passes, "working_set": ws.pairs / max(source.pieces, 1),
+                                      "working_set_pairs": ws.pairs, "working_set_rows": ws.rows,
+                                      "working_set_bytes": ws.nbytes(),
+                                      "hinge_change": max((s["change"] for s in scans), default=0.0)}

@@ -14,6 +14,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit, log_expit, logsumexp, softmax
 
+from ..data.passes import row_sums
 from ..errors import DataError
 from ..utilities.validate import check_vector
 
@@ -296,3 +297,51 @@ class LinearModelLoss:
         def fun(theta, value_only=False):
             return self.value(theta) if value_only else self.value_gradient_hessian(theta)
         return fun
+
+
+class _LossPass:
+    """One chunk's part of :class:`LossSums`: the chunk's :class:`LinearModelLoss` value (``order`` 0), with its
+    gradient (1) and Hessian (2)."""
+
+    def __init__(self, kernel, intercept, theta, weight, order):
+        self.kernel, self.intercept, self.theta, self.weight, self.order = kernel, intercept, theta, weight, order
+
+    def __call__(self, batch, y, *weights):
+        s = weights[0] if weights else np.full(batch.X.shape[0], self.weight)
+        model = LinearModelLoss(self.kernel, batch.X, y, self.intercept, sample_weight=s)
+        if self.order < 0:                                  # sum_i s_i (x_i, 1)(x_i, 1)'
+            return model.curvature(model.s)
+        if self.order == 0:
+            return model.value(self.theta)
+        return model.value_and_gradient(self.theta) if self.order == 1 else model.value_gradient_hessian(self.theta)
+
+
+class LossSums:
+    """The :class:`LinearModelLoss` f(theta) = sum_i s_i phi(x_i . w + b, y_i) on a data source's rows, by passes
+    (:func:`fairmodel.data.passes.row_sums`: row blocks of NumPy data, the chunks of Dask-backed data): one pass per
+    value, gradient or Hessian. Uniform weights are kept as one number, not a vector."""
+
+    def __init__(self, kernel, data, y, intercept: bool, sample_weight):
+        s = np.asarray(sample_weight, dtype=float)
+        self.kernel, self.data, self.y, self.intercept = kernel, data, y, bool(intercept)
+        uniform = s.size > 0 and bool(np.all(s == s[0]))
+        self.weight, self.weights = (float(s[0]), ()) if uniform else (None, (s,))
+
+    def _pass(self, theta, order):
+        return row_sums(self.data, _LossPass(self.kernel, self.intercept, np.asarray(theta, dtype=float),
+                                             self.weight, order), self.y, *self.weights)
+
+    def value(self, theta) -> float:
+        return float(self._pass(theta, 0))
+
+    def value_and_gradient(self, theta):
+        return self._pass(theta, 1)
+
+    def value_gradient_hessian(self, theta):
+        return self._pass(theta, 2)
+
+    def curvature_bound(self, size: int) -> np.ndarray:
+        """L = (sup phi'') sum_i s_i (x_i, 1)(x_i, 1)' >= every Hessian of f (one pass; ``size`` the length of
+        theta): the kernel's ``smoothness`` bound on phi''."""
+        return self.kernel.smoothness * self._pass(np.zeros(size), -1)
+

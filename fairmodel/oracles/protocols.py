@@ -174,7 +174,7 @@ class ScoreModel(Protocol):
 
 
 class DCProgramOracle(Protocol):
-    """The DC program min f_0(x) s.t. f_i(x) = f_i^+(x) - f_i^-(x) <= 0 (Yang et al., eq. (25)) for IDCA and SSG."""
+    """The DC program min f_0(x) s.t. f_i(x) = f_i^+(x) - f_i^-(x) <= 0 (He, Huang, Yao, Lin 2025, eq. (21)) for IDCA and SSG."""
 
     labels: list               # one per constraint, for messages
 
@@ -195,6 +195,10 @@ class DCProgramOracle(Protocol):
 
     def minus(self, x: np.ndarray) -> tuple:
         """(f^- values (m,), subgradients (m, D)): the part IDCA linearizes (eq. (26))."""
+
+    def linearize(self, x: np.ndarray) -> tuple:
+        """(values (m,), slopes (m, D)) of affine minorants of the f^- tight at x: the linearization (26) IDCA
+        uses."""
 
     def values(self, x: np.ndarray) -> np.ndarray:
         """f_i(x) (m,)."""

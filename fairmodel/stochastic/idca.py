@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
-from ..oracles.dc_working_set import solve_with_working_set
+from ..oracles.dc_working_set import solve_with_working_set, working_set_rounds
 from ..oracles.protocols import DCProgramOracle
 from ..utilities.progress import Progress
 from .ssg import ssg
@@ -67,6 +67,42 @@ def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
 # ---------------------------------------------------------------------------------------------------
 # Inner solvers
 # ---------------------------------------------------------------------------------------------------
+def _ssg_on_subproblem(anchor, k, mu, e, T, objective_fn, plus_fn, plus_grad_fn, S, c, margin, project,
+                       anchor_feasible):
+    """SSG (Algorithm 2) on (25) at the anchor: g_0 = objective_fn + the proximal term, g_i = f+_i (``plus_fn``)
+    minus the linearization (S, c) plus the proximal term, each tightened by ε_k with ``margin``."""
+    shift = e if margin else 0.0
+
+    def constraint(v):
+        fp, cache = plus_fn(v)
+        d = v - anchor
+        g = fp - (S @ v + c) + 0.5 * mu * float(d @ d) + shift
+        i = int(np.argmax(g))
+        return float(g[i]), (lambda: plus_grad_fn(v, i, cache) - S[i] + mu * d)
+
+    def objective(v):
+        f, grad = objective_fn(v)
+        d = v - anchor
+        return f + 0.5 * mu * float(d @ d), grad + mu * d
+
+    out = ssg(anchor, e, T, objective, constraint, project)
+    # "never_feasible" happens only from an infeasible anchor (allow_infeasible_start): the last iterate of the
+    # Polyak steps is then the next anchor; from a feasible anchor a stall means (25) is infeasible there
+    if out["status"] == "stalled" and anchor_feasible():
+        raise InfeasibleError(f"SSG could not solve the IDCA subproblem (25) at outer iteration {k}: "
+                              f"{out['message']}. The subproblem is infeasible at this anchor; start "
+                              f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
+    return out
+
+
+def _iterations(program_grad, anchor, e, T, travel, max_iterations):
+    """T_k, raised to 2 travel ||g_0'(anchor)|| / ε_k (at most ``max_iterations``) when ``travel`` is given."""
+    if travel is None:
+        return T
+    need = math.ceil(2.0 * travel(anchor) * float(np.linalg.norm(program_grad(anchor))) / e)
+    return max(T, min(need, max_iterations or need))
+
+
 def ssg_inner(program: DCProgramOracle, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) at the anchor.
 
@@ -80,59 +116,86 @@ def ssg_inner(program: DCProgramOracle, mu: float, eps, iterations, margin: bool
     T_k = iterations if callable(iterations) else (lambda k: iterations)
 
     def inner(anchor, k):
-        e, T = float(eps_k(k)), int(T_k(k))
-        if travel is not None:
-            grad = program.objective_value_and_grad(anchor)[1]
-            need = math.ceil(2.0 * travel(anchor) * float(np.linalg.norm(grad)) / e)
-            T = max(T, min(need, max_iterations or need))
-        vals, S = program.minus(anchor)
-        c = vals - S @ anchor
-        shift = e if margin else 0.0
-
-        def constraint(v):
-            fp, caches = program.plus(v)
-            d = v - anchor
-            g = fp - (S @ v + c) + 0.5 * mu * float(d @ d) + shift
-            i = int(np.argmax(g))
-            return float(g[i]), (lambda: program.plus_grad(v, i, caches) - S[i] + mu * d)
-
-        def objective(v):
-            f, grad = program.objective_value_and_grad(v)
-            d = v - anchor
-            return f + 0.5 * mu * float(d @ d), grad + mu * d
-
-        out = ssg(anchor, e, T, objective, constraint, program.project)
-        # "never_feasible" happens only from an infeasible anchor (allow_infeasible_start): the last
-        # iterate of the Polyak steps is then the next anchor
-        # from a feasible anchor a stall means (25) is infeasible there; from an infeasible one (only with
-        # allow_infeasible_start) the run goes on and the judge reports the violation left
-        if out["status"] == "stalled" and program.max_violation(anchor) <= 0:
-            raise InfeasibleError(f"SSG could not solve the IDCA subproblem (25) at outer iteration {k}: "
-                                  f"{out['message']}. The subproblem is infeasible at this anchor; start "
-                                  f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
+        e = float(eps_k(k))
+        T = _iterations(lambda a: program.objective_value_and_grad(a)[1], anchor, e, int(T_k(k)), travel,
+                        max_iterations)
+        vals, S = program.linearize(anchor)
+        out = _ssg_on_subproblem(anchor, k, mu, e, T, program.objective_value_and_grad, program.plus,
+                                 program.plus_grad, S, vals - S @ anchor, margin, program.project,
+                                 lambda: program.max_violation(anchor) <= 0)
         return out["x"], {"inner_iterations": out["iterations"], "n_feasible": out["n_feasible"], "eps": e,
                           "inner_status": out["status"]}
     return inner
 
 
-def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200, working_set: bool = True):
+def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iterations, margin: bool = True,
+                          travel=None, max_iterations=None, guard=None):
+    """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) with no pass over the
+    rows per step: the objective's smooth part enters by its quadratic majorant at the anchor
+    (:class:`~fairmodel.oracles.dc_ipm.Majorant`: the DC split f_0 = [(1/2) v'Lv + ridge] - [(1/2) v'Lv - loss] of
+    eq. (21), linearized like every f_i-, L >= the loss's Hessian), and the constraints by the working set of
+    hinges of :mod:`fairmodel.oracles.dc_working_set` (a relaxation of (25), exact once no replaced hinge changes
+    sign at SSG's output: checked by one scan, else the changed hinges join and SSG runs again). Per outer
+    iteration: a pass for the linearization, one for the majorant, one scan per round, and the gathered rows of the
+    working set; ``source`` is the program's :class:`~fairmodel.oracles.dc_working_set.HingeSource` (rows behind
+    passes), ``guard`` may refuse a working set. The working set's radius is the previous output's largest change
+    of a hinge argument (0 at the first outer iteration)."""
+    eps_k = eps if callable(eps) else (lambda k: eps)
+    T_k = iterations if callable(iterations) else (lambda k: iterations)
+    state = {"L": None, "radius": 0.0}
+
+    def inner(anchor, k):
+        if state["L"] is None:
+            state["L"] = source.objective.curvature_bound()          # one pass, once
+        if k == 0:
+            state["radius"] = 0.0
+        e = float(eps_k(k))
+        model = source.objective.majorant(anchor, state["L"])
+        T = _iterations(lambda a: model.value_and_grad(a)[1], anchor, e, int(T_k(k)), travel, max_iterations)
+        vals, S = program.linearize(anchor)
+        c = vals - S @ anchor
+        runs = {"iterations": 0}
+
+        def solve(reduced, S_r, c_r, ws):
+            out = _ssg_on_subproblem(anchor, k, mu, e, T, model.value_and_grad, lambda v: (reduced.plus(v), None),
+                                     lambda v, i, _: reduced.plus_grad(v, i), S_r, c_r, margin, program.project,
+                                     lambda: program.max_violation(anchor) <= 0)
+            runs.update(out=out, iterations=runs["iterations"] + out["iterations"])
+            return out["x"], True
+
+        x, _, _, _, scans, ws, rounds, passes = working_set_rounds(source, anchor, S, c, state["radius"], solve,
+                                                                   guard)
+        state["radius"] = max((s["change"] for s in scans), default=0.0)
+        out = runs["out"]
+        return x, {"inner_iterations": runs["iterations"], "n_feasible": out["n_feasible"], "eps": e,
+                   "inner_status": out["status"], "working_set_pairs": ws.pairs, "working_set_rows": ws.rows,
+                   "working_set_rounds": rounds}
+    return inner
+
+
+def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-10, max_iter: int = 200,
+                    working_set: bool = True, first_radius: float = 0.0, guard=None):
     """An inner solver ``(anchor, k) -> (x_hat, info)`` solving (25) by the certified interior-point method
     (:func:`fairmodel.oracles.dc_ipm.solve_subproblem`); ``info`` carries λ, the hinge weights u and the
     duality gap of (25) at x_hat.
 
     With ``working_set`` (the default) the interior-point method sees only the hinges within the previous
     outer iteration's largest change of a hinge argument (:mod:`fairmodel.oracles.dc_working_set`; the first
-    outer iteration sees all): the same minimizer and certificate, each iteration on a few percent of the hinges.
+    outer iteration those within ``first_radius``, by default only the hinges that cross their kink, found by the
+    sign check): the same minimizer and certificate, each iteration on a few percent of the hinges, and never every
+    row of chunked data at once. Without ``working_set`` every hinge is in every subproblem. ``guard(nbytes,
+    pairs)`` may refuse a working set (raises).
     """
-    state = {"warm": None, "radius": None}
+    first_radius = first_radius if working_set else None
+    state = {"warm": None, "radius": first_radius}
 
     def inner(anchor, k):
-        if k == 0:                      # a new start (multistart): no warm start, no working set
-            state.update(warm=None, radius=None)
-        vals, S = program.minus(anchor)
+        if k == 0:                      # a new start (multistart): no warm start, the first radius
+            state.update(warm=None, radius=first_radius)
+        vals, S = program.linearize(anchor)
         c = vals - S @ anchor
         x_hat, lam, u, info = solve_with_working_set(hinge, anchor, S, c, mu, state["radius"], tol=tol,
-                                                     max_iter=max_iter, warm=state["warm"])
+                                                     max_iter=max_iter, warm=state["warm"], guard=guard)
         if info["status"] != "optimal" or info["max_g"] > 1e-9:
             raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
                               f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
@@ -143,7 +206,8 @@ def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-
             state["radius"] = info["hinge_change"]
         return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
                        "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"],
-                       "working_set": info["working_set"], "working_set_rounds": info["rounds"]}
+                       "working_set": info["working_set"], "working_set_pairs": info["working_set_pairs"],
+                       "working_set_rows": info["working_set_rows"], "working_set_rounds": info["rounds"]}
     return inner
 
 

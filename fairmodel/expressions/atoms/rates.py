@@ -22,7 +22,7 @@ import numpy as np
 from ...utilities.validate import check_number
 from ...data import Groups
 from ...errors import DataError, ModelError
-from ...oracles.dc_rates import rate_slack, ramp_rate, true_rate
+from ...oracles.dc_rates import cell_codes, rate_cell_sums, rate_measure
 from .partial import _check_score
 from ..core import Expr
 
@@ -48,15 +48,12 @@ class RampRateGap(Expr):
                             f"group; give two or more groups")
         self.strata = [(name, np.asarray(mask, dtype=bool)) for name, mask in strata]
         self.n_strata = len(self.strata)
-        codes = np.asarray(self.groups.codes)
-        self.cells = []
-        for s, (name, mask) in enumerate(self.strata):
-            for k, g in enumerate(self.groups.names):
-                rows = np.flatnonzero(mask & (codes == k))
-                if rows.size == 0:
-                    raise DataError(f"group {g!r} has no row for its {name}; every group needs rows in every "
-                                    f"stratum: merge or drop that group, or use more data")
-                self.cells.append((s, k, rows))
+        # the (stratum, group) cells: a per-row cell code (-1: in no stratum), the strata being disjoint
+        self.codes, self.cell_keys, self.cell_sizes = cell_codes(self.groups, [m for _, m in self.strata])
+        for (s, k), size in zip(self.cell_keys, self.cell_sizes):
+            if size == 0:
+                raise DataError(f"group {self.groups.names[k]!r} has no row for its {self.strata[s][0]}; every group "
+                                f"needs rows in every stratum: merge or drop that group, or use more data")
         self.args = (self.score,)
 
     @property
@@ -67,32 +64,24 @@ class RampRateGap(Expr):
         return (id(self),)
 
     def cell_label(self, j: int) -> str:
-        s, k, _ = self.cells[j]
+        s, k = self.cell_keys[j]
         return f"{self.strata[s][0]},{self.groups.names[k]}"
 
     # -- values ----------------------------------------------------------------------------------------
-    def _cell_u(self, scores) -> list:
-        scores = np.asarray(scores, dtype=float)
-        return [(scores[rows] - self.threshold) / self.width for _, _, rows in self.cells]
-
-    def _gaps(self, rates) -> np.ndarray:
-        strata = np.array([s for s, _, _ in self.cells])
-        return np.array([rates[strata == s].max() - rates[strata == s].min() for s in range(self.n_strata)])
-
     def measure(self, scores) -> dict:
         """Ramp and true (0/1) rates of every (stratum, group) cell, the gaps per stratum and the slack (the sum of
         the two largest group slacks of each stratum: true gap <= ramp gap + slack on every stratum)."""
-        us = self._cell_u(scores)
-        ramp = np.array([ramp_rate(u) for u in us])
-        true = np.array([true_rate(u) for u in us])
-        cell_slack = np.array([rate_slack(u) for u in us])
-        strata = np.array([s for s, _, _ in self.cells])
-        slack = np.array([np.sort(cell_slack[strata == s])[-2:].sum() for s in range(self.n_strata)])
-        return {"ramp_rates": ramp, "true_rates": true, "cell_slack": cell_slack,
-                "ramp_gaps": self._gaps(ramp), "true_gaps": self._gaps(true), "slack": slack,
-                "ramp_gap": float(self._gaps(ramp).max()), "true_gap": float(self._gaps(true).max()),
-                "labels": [self.cell_label(j) for j in range(len(self.cells))],
-                "strata": [name for name, _ in self.strata]}
+        sums = rate_cell_sums(np.asarray(scores, dtype=float), self.codes, len(self.cell_keys), self.threshold,
+                              self.width)
+        return self.measure_sums(sums)
+
+    def measure_sums(self, sums) -> dict:
+        """:meth:`measure` from the per-cell sums of :func:`fairmodel.oracles.dc_rates.rate_cell_sums` (e.g. added
+        over the chunks of a data source)."""
+        out = rate_measure(sums, np.array([s for s, _ in self.cell_keys]), self.n_strata)
+        out.update(labels=[self.cell_label(j) for j in range(len(self.cell_keys))],
+                   strata=[name for name, _ in self.strata])
+        return out
 
     def _numeric(self, env):
         if env.rows is not None:
