@@ -9,6 +9,7 @@ from .errors import InfeasibleError, OptionError, ResourceLimitError, SolverErro
 from .families.base import Check
 from .results.result import HEADLINE_METRICS, Result, _jsonable
 from .utilities import display
+from .utilities.validate import check_problem
 
 
 @dataclass
@@ -134,6 +135,7 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
     the stochastic result (the problem's family, or the generic convex reduction when a method of it was asked
     for), each with its reason.
     """
+    check_problem(problem, "crosscheck", ("solve", "crosscheck_checks", "label"), "a fm.Problem or a fm.SaddleProblem")
     for name, given in (("exact_options", exact_options), ("stochastic_options", stochastic_options)):
         if given is not None and not isinstance(given, dict):
             raise OptionError(f"{name} must be a dict of keyword options for problem.solve (e.g. {{'method': ...}}) "

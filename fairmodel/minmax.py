@@ -28,7 +28,7 @@ from .errors import ModelError, OptionError
 from .exact import minmax as exact_minmax
 from .exact.newton import ball_qp_step
 from .expressions.notation import layout
-from .families.base import DESCRIBE_FORMATS, Check, Solution, describe_sections
+from .families.base import DESCRIBE_FORMATS, Check, Solution, bound_order, describe_sections, inconsistent
 from .families.stopping import STOP_RULES, CertifiedStop
 from .oracles.domains import Ball, Box, Simplex, as_domain
 from .oracles.protocols import SaddleOracle
@@ -296,21 +296,32 @@ class SaddleProblem:
         return self._scale
 
     def gap_checks(self, evaluation: Evaluation, backend: str, target=None, solver=None) -> list[Check]:
-        """The checks that decide ``ok``: the duality gap within its tolerance (none when it is not computable)."""
-        gap = evaluation.certificate.get("duality_gap")
+        """The checks that decide ``ok``: the duality gap within its tolerance (none when it is not computable), and
+        the certificate's consistency: ``min_x L(., y) <= L(x, y) <= max_y L(x, .)`` up to rounding
+        (:func:`~fairmodel.families.base.bound_order`); a gap below zero beyond rounding proves a closed form
+        (``max_y=``, ``min_x=``) or ``cvxpy_value`` wrong, and fails."""
+        cert = evaluation.certificate
+        gap = cert.get("duality_gap")
         if gap is None:
             return []
+        consistent = [bound_order("L(x, y)", cert["saddle_value"], "max_y L(x, .)", cert["primal"]),
+                      bound_order("min_x L(., y)", cert["dual"], "L(x, y)", cert["saddle_value"])]
         if backend == "exact":
             return [Check("duality gap", gap, 1e-6 * max(1.0, abs(evaluation.objective)), "an exact saddle point has "
-                          "gap 0 up to the LP / conic solver's tolerance (1e-8), with a margin", "certificate")]
+                          "gap 0 up to the LP / conic solver's tolerance (1e-8), with a margin", "certificate"),
+                    *consistent]
         if target is not None:
-            return [Check("duality gap", gap, float(target), "the target_gap asked for", "certificate")]
+            return [Check("duality gap", gap, float(target), "the target_gap asked for", "certificate"), *consistent]
         scale, level = self.gap_scale(solver)
         return [Check("duality gap", gap, GAP_RELATIVE * scale + GAP_FLOOR * max(1.0, level), GAP_REASON,
-                      "certificate")]
+                      "certificate"), *consistent]
 
-    def advice(self, backend: str, order: int) -> str:
+    def advice(self, backend: str, order: int, failing=()) -> str:
         """What usually fixes a result that is not ok."""
+        if inconsistent(failing):
+            return ("What to fix: the certificate contradicts itself, so the inner solutions it was computed from are "
+                    "wrong: max_y= must return max over y in Y of L(x, y), min_x= the min over x in X (the mean of "
+                    "value(x, y, i) over i), and cvxpy_value= the same function as value.")
         if not self.has_gap():
             return ("What to try: give max_y= and min_x= (closed forms) or cvxpy_value= (a CVXPY expression of L) "
                     "so that the judge can compute the duality gap.")
@@ -445,7 +456,7 @@ class SaddleProblem:
                 evaluation = judge.evaluate(solution.variables)
             checks = judge.acceptance(evaluation, backend)
         failing = [c for c in checks if c.computed and not c.passed]
-        advice = self.advice(backend, order) if failing or not checks else ""
+        advice = self.advice(backend, order, failing) if failing or not checks else ""
         solution.status, solution.message = verdict(solution.status, checks, solution.message, advice)
         timings = {"solve": solved - start, "judge": time.perf_counter() - solved,
                    "total": time.perf_counter() - start, **solution.timings}

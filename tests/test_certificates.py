@@ -446,3 +446,59 @@ def test_exact_mero_and_offset_group_dro_against_hand_written_programs(gdro_inst
         for method in ("epigraph", "dual"):
             res = prob.solve("exact", method=method)
             assert res.objective == pytest.approx(opt, abs=1e-6), method
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A certificate that contradicts itself (a lower bound above the value it bounds: a negative gap) is never ok
+# ---------------------------------------------------------------------------------------------------------------
+def _wrong_closed_forms():
+    """A matrix game whose user-given closed forms are wrong: max_y= says -100, min_x= says 100 (gap -200)."""
+    good = fm.SaddleProblem.matrix_game(np.random.default_rng(0).standard_normal((20, 3, 3)))
+    return fm.SaddleProblem(good.value_fn, 20, fm.Simplex(3), fm.Simplex(3), grad=good.grad_fn,
+                            max_y=lambda x: -100.0, min_x=lambda y: 100.0)
+
+
+def test_a_negative_duality_gap_from_wrong_closed_forms_is_not_ok():
+    """The reported case: the run said 'completed', ok, with a duality gap of -200. Each inner solution is checked
+    against L(x, y) itself, so the failed check names the closed form that is wrong; the run stops at its first
+    checkpoint (no iteration repairs a wrong closed form)."""
+    sp = _wrong_closed_forms()
+    for options in ({}, {"stop": "budget", "epochs": 50}):
+        res = sp.solve(seed=0, **options)
+        assert res.certificate["duality_gap"] == pytest.approx(-200.0)
+        assert not res.ok and res.status == "inaccurate"
+        failed = [c["name"] for c in res.failed_checks()]
+        assert failed == ["L(x, y) - max_y L(x, .) (a lower bound above the value it bounds)",
+                          "min_x L(., y) - L(x, y) (a lower bound above the value it bounds)"]
+        assert "What to fix" in res.message and "max_y=" in res.message
+    assert res.metrics["epochs_run"] == 50
+    assert sp.solve(seed=0).metrics["epochs_run"] < 1000                   # stopped at the first checkpoint
+    exact = fm.SaddleProblem.matrix_game(np.random.default_rng(0).standard_normal((20, 3, 3)))
+    exact.min_x = lambda y: 100.0                                          # the exact backend's judge, too
+    res = exact.solve(method="exact")
+    assert not res.ok and [c["name"] for c in res.failed_checks()][-1].startswith("min_x L(., y) - L(x, y)")
+
+
+def test_the_rounding_tolerance_of_a_lower_bound():
+    """bound_order passes a lower bound above its value by rounding (1e-6 relative to max(1, |values|)), fails one
+    beyond, and is not computed (NaN) when a side is missing; an unbounded side passes."""
+    from fairmodel.families.base import ROUNDING, bound_order
+    assert bound_order("l", 1e3 + 0.5 * ROUNDING * 1e3, "u", 1e3).passed
+    assert not bound_order("l", 1e3 + 2 * ROUNDING * 1e3, "u", 1e3).passed
+    assert bound_order("l", 1.0 + 0.5 * ROUNDING, "u", 1.0).passed and not bound_order("l", 100.0, "u", -100.0).passed
+    assert not bound_order("l", np.nan, "u", 1.0).computed and bound_order("l", -np.inf, "u", 1.0).passed
+
+
+def test_a_family_certificate_whose_lower_bound_exceeds_the_objective_fails(gdro_instance):
+    """Group DRO: a certificate with its lower bound above the judged objective (a negative gap) makes the result
+    inaccurate, whatever the gap's own check says."""
+    from fairmodel.results.judge import verdict
+    data, w, risks = gdro_instance
+    prob = fm.Problem(fm.Minimize(fm.max(risks)))
+    evaluation = prob.evaluate(w=w.project(np.ones(5)), q=np.ones(3) / 3)
+    evaluation.certificate.update(duality_gap=-1.0, lower_bound=evaluation.objective + 1.0)
+    checks = prob.family.acceptance(evaluation, "stochastic")
+    assert [c.name for c in checks if not c.passed] == ["lower bound - objective (a lower bound above the value it "
+                                                        "bounds)"]
+    status, message = verdict("completed", checks)
+    assert status == "inaccurate" and "lower bound - objective" in message

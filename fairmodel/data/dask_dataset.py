@@ -27,7 +27,8 @@ import threading
 import numpy as np
 
 from ..errors import DataError
-from ..utilities.validate import check_array_input, check_rows, check_scaling_stats, check_unique_names
+from ..utilities.validate import (check_array_input, check_magnitude, check_rows, check_scaling_stats,
+                                  check_unique_names)
 from .dask_sampler import DEFAULT_BUFFER_BYTES, ChunkSampler
 from .dataset import CHUNKED_SOURCES, Batch, Dataset, Groups, checked_feature_names
 from .passes import add_parts, counter, row_parts, row_slice, row_sums
@@ -137,9 +138,11 @@ def _apply(fn, X, y, g, start, stop, *extra, local=None):
 def _chunk_stats(batch):
     """(all finite, column min, max, count, mean, M2, labels, distinct group labels) of one chunk."""
     X = batch.X
-    mean = X.mean(axis=0)
-    return (bool(np.isfinite(X).all()), X.min(axis=0), X.max(axis=0), X.shape[0], mean,
-            ((X - mean) ** 2).sum(axis=0), batch.y, None if batch.groups is None else _distinct(batch.groups))
+    with np.errstate(over="ignore", invalid="ignore"):    # features too large for this are refused after the pass
+        mean = X.mean(axis=0)
+        m2 = ((X - mean) ** 2).sum(axis=0)
+    return (bool(np.isfinite(X).all()), X.min(axis=0), X.max(axis=0), X.shape[0], mean, m2, batch.y,
+            None if batch.groups is None else _distinct(batch.groups))
 
 
 def _distinct(labels):
@@ -276,6 +279,7 @@ class DaskDataset(Dataset):
         if not all(p[0] for p in parts):
             raise DataError("X contains NaN or infinite values; drop or impute them first")
         lo, hi = np.min([p[1] for p in parts], axis=0), np.max([p[2] for p in parts], axis=0)
+        check_magnitude(np.where(-lo > hi, lo, hi), "X", "column")
         std = _pooled_std([p[3] for p in parts], [p[4] for p in parts], [p[5] for p in parts])
         if yd is not None:
             self.y = concatenate_rows(parts, 6).astype(float, copy=False)

@@ -26,7 +26,6 @@ through ``matvec``, ``rmatvec`` and ``rows``, so ``X`` need not be in memory.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -38,6 +37,7 @@ from ..utilities.validate import (
     as_generator,
     check_bool,
     check_complete,
+    check_int,
     check_matrix,
     check_sparse_matrix,
     check_rows,
@@ -308,8 +308,7 @@ class Dataset:
 
         Each group gets ``n * n_g / N`` rows (largest remainders rounding) and at least one row.
         """
-        if not isinstance(n, (numbers.Integral, np.integer)) or n < 1:
-            raise DataError(f"subsample size must be a positive integer; got {n!r}")
+        check_int(n, "n (the subsample size)", error=DataError)
         if n >= self.n_samples:
             return self
         rng = as_generator(seed)
@@ -378,8 +377,7 @@ class Sampler:
     def __init__(self, data: Dataset, kind: str, batch_size: int, seed=None, groups=None):
         if kind not in SAMPLER_KINDS:
             raise DataError(f"unknown sampler kind {kind!r}; valid kinds are {', '.join(SAMPLER_KINDS)}")
-        if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
-            raise DataError(f"batch_size must be a positive integer; got {batch_size!r}")
+        check_int(batch_size, "batch_size", error=DataError)
         self.data, self.kind, self.batch_size = data, kind, int(batch_size)
         self.rng = as_generator(seed)
         self.groups = None

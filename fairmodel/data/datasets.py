@@ -22,7 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import DataError
-from ..utilities.validate import as_generator, check_bool
+from ..utilities.validate import as_generator, check_bool, check_int, check_number
 from .dataset import Dataset, encode_columns, standardize_columns
 
 ADULT_CATEGORICAL = ("workclass", "education", "marital.status", "occupation", "relationship", "race", "sex",
@@ -199,8 +199,8 @@ def make_auc_synthetic(n: int = 400, p: int = 5, seed=0) -> Dataset:
     probability sigmoid(x . beta + 0.5 gamma), beta = (1.5, -1, 0.5, 0, 0.3) (padded with zeros or truncated to
     p). With the defaults (n = 400, p = 5, seed 0) it reproduces the tests' data exactly; groups are +1 / -1.
     """
-    if int(n) < 2 or int(p) < 1:
-        raise DataError(f"n must be >= 2 and p >= 1; got n={n}, p={p}")
+    n = check_int(n, "n (the number of rows)", minimum=2, error=DataError)
+    p = check_int(p, "p (the number of features)", error=DataError)
     rng = as_generator(seed)
     gamma = np.where(rng.random(n) < 0.4, 1, -1)
     X = rng.normal(size=(n, p))
@@ -219,15 +219,13 @@ def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, 
     y = sign(x . w_i*), flipped with probability ``flip`` (a number, or one number per group).
     ``n_per_group`` is an integer or one integer per group. Groups are named ``0..m-1``.
     """
-    if int(m) < 1 or int(d) < 1:
-        raise DataError(f"m and d must be positive integers; got m={m}, d={d}")
+    m = check_int(m, "m (the number of groups)", error=DataError)
+    d = check_int(d, "d (the number of features)", error=DataError)
     rng = as_generator(seed)
-    sizes = np.broadcast_to(np.asarray(n_per_group, dtype=int), (m,))
-    flips = np.broadcast_to(np.asarray(flip, dtype=float), (m,))
-    if np.any(sizes < 1):
-        raise DataError("every group needs at least one sample")
-    if np.any((flips < 0) | (flips > 1)):
-        raise DataError(f"flip probabilities must lie in [0, 1]; got {flips.tolist()}")
+    sizes = [check_int(s, "n_per_group (an integer, or one per group)", error=DataError)
+             for s in _per_group(n_per_group, m, "n_per_group")]
+    flips = np.array([check_number(f, "flip (a probability, or one per group)", low=0.0, high=1.0, error=DataError)
+                      for f in _per_group(flip, m, "flip")])
     w_star = rng.standard_normal((m, d))
     w_star /= np.linalg.norm(w_star, axis=1, keepdims=True)
     Xs, ys, gs = [], [], []
@@ -318,10 +316,12 @@ def make_strategic_synthetic(n: int = 1000, p: int = 10, n_strategic: int = 5, n
     (a scalar of variance 0.1; the paper prints N(0, 0.1 I_d)), sign(0) = +1. The first ``n_strategic`` features are the
     strategic ones (named ``s0..``; the others ``x..``): pass ``strategic_features=range(n_strategic)``.
     """
-    if int(n) < 1 or int(p) < 1 or not 0 <= int(n_strategic) <= int(p):
-        raise DataError(f"need n >= 1, p >= 1 and 0 <= n_strategic <= p; got n={n}, p={p}, n_strategic={n_strategic}")
-    if not noise_var >= 0:
-        raise DataError(f"noise_var must be non-negative; got {noise_var}")
+    n = check_int(n, "n (the number of rows)", error=DataError)
+    p = check_int(p, "p (the number of features)", error=DataError)
+    n_strategic = check_int(n_strategic, "n_strategic (the number of strategic features)", minimum=0, error=DataError)
+    if n_strategic > p:
+        raise DataError(f"n_strategic (the number of strategic features) must be at most p = {p}; got {n_strategic}")
+    noise_var = check_number(noise_var, "noise_var", low=0.0, error=DataError)
     rng = as_generator(seed)
     theta_gt = rng.standard_normal(p)
     X = rng.standard_normal((n, p))
@@ -329,6 +329,16 @@ def make_strategic_synthetic(n: int = 1000, p: int = 10, n_strategic: int = 5, n
     y[y == 0] = 1.0
     names = [f"s{j}" for j in range(n_strategic)] + [f"x{j}" for j in range(n_strategic, p)]
     return Dataset(X, y, feature_names=names, name=f"strategic-synthetic(n={n},p={p})")
+
+
+def _per_group(value, m: int, name: str) -> list:
+    """One entry per group from a scalar or a sequence of m entries (each checked by the caller)."""
+    if np.ndim(value) == 0:
+        return [value] * m
+    values = list(np.asarray(value, dtype=object).ravel()) if np.ndim(value) == 1 else None
+    if values is None or len(values) != m:
+        raise DataError(f"{name} must be one value or one per group ({m}); got shape {np.shape(value)}")
+    return values
 
 
 BUNDLED = {

@@ -65,8 +65,8 @@ def parquet_columns(path, target, sensitive, features, read_options: dict, dask,
 
     def column(names, fn, *args, shape=(), dtype=float):
         parts = df[list(names)].to_delayed()
-        return da.concatenate([da.from_delayed(dask.delayed(fn)(p, *args), shape=(n,) + shape, dtype=dtype)
-                               for p, n in zip(parts, lengths) if n])
+        return da.concatenate([da.from_delayed(dask.delayed(_read)(fn, p, n, k, path, *args), shape=(n,) + shape,
+                                               dtype=dtype) for k, (p, n) in enumerate(zip(parts, lengths)) if n])
     X = column(features, _frame_values, features, shape=(len(features),))
     y = None if target is None else column([target], _frame_values, target)
     g = None
@@ -163,6 +163,16 @@ def _check_columns(schemas: dict, needed: list, numeric: list) -> None:
                         or pa.types.is_decimal(t) or pa.types.is_null(t)):
                     raise DataError(f"column {col!r} has type {t} in {f}; features and labels must be numeric in "
                                     f"every file")
+
+
+def _read(fn, frame, rows: int, part: int, path, *args):
+    """``fn(frame, *args)`` of a partition read by a pass, refused if its rows are not those counted when the data
+    were opened: the files were rewritten since (a pass would otherwise combine rows of two versions)."""
+    if len(frame) != rows:
+        raise DataError(f"the Parquet data at {path} changed after the data set was built: partition {part} has "
+                        f"{len(frame)} rows, {rows} when it was opened; build the data set again "
+                        f"(fm.Dataset.from_parquet) after rewriting its files")
+    return fn(frame, *args)
 
 
 def _frame_values(frame, columns):

@@ -23,9 +23,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
 
 from .. import expressions as dsl
 from ..data.dataset import Dataset
-from ..errors import DataError
+from ..errors import DataError, OptionError
+from ..utilities.validate import as_generator, check_bool, check_choice, non_numeric_columns
 from ..utilities.validate import check_sample_weight as validated_sample_weight
-from ..utilities.validate import non_numeric_columns
 
 MAX_DENSE_BYTES = 2 ** 30      # a sparse X is densified (the solvers use dense NumPy) up to 1 GiB of float64
 
@@ -212,15 +212,28 @@ def weighted_group_risks(loss, groups, sw):
 BACKENDS = ("exact", "stochastic")
 
 
+def check_common(est, backends=BACKENDS) -> None:
+    """The options the estimators share, checked at fit whichever backend runs (an option the chosen backend does
+    not use is refused when it is invalid, never ignored): backend, fit_intercept, random_state (None, a
+    non-negative integer, a numpy Generator or RandomState) and solver_options, where the estimator has them."""
+    if hasattr(est, "backend"):
+        check_choice(est.backend, "backend", backends)
+    if hasattr(est, "fit_intercept"):
+        check_bool(est.fit_intercept, "fit_intercept")
+    seed = getattr(est, "random_state", None)
+    if not isinstance(seed, np.random.RandomState):
+        as_generator(seed, "random_state")
+    options = getattr(est, "solver_options", None)
+    if options is not None and not isinstance(options, dict):
+        raise OptionError(f"solver_options must be a dict of options for Problem.solve (e.g. {{'epochs': 40}}) or "
+                          f"None; got {type(options).__name__}")
+
+
 def solve_problem(est, prob, backend: str, method=None, use_options: bool = True, **extra):
     """Solve ``prob`` with the estimator's backend, ``random_state`` and ``solver_options`` (not passed when
     ``use_options`` is False: a fallback program of another family) and the estimator's own ``extra`` options
     (overridden by ``solver_options``); raise when the solve fails."""
-    options = est.solver_options
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"solver_options must be a dict of options for Problem.solve or None; got "
-                         f"{type(options).__name__}")
-    options = options if use_options else None
+    options = est.solver_options if use_options else None   # checked by check_common at fit
     seed = est.random_state if backend == "stochastic" else None
     if isinstance(seed, np.random.RandomState):      # scikit-learn's convention; fairmodel takes an integer
         seed = int(seed.randint(np.iinfo(np.int32).max))

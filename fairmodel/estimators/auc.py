@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import expressions as dsl
-from ..errors import DataError
+from ..errors import DataError, OptionError
 from ..expressions.atoms.auc import auc_gap, auc_loss
 from ..metrics.auc import PRESETS
 from ..problem import Minimize, Problem
 from ..utilities.validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, check_sample_weight, solve_problem, two_groups
+from ._base import FairLinearClassifier, check_common, check_sample_weight, solve_problem, two_groups
 
 
 def accuracy_threshold(scores, signed, sample_weight=None) -> float:
@@ -96,7 +96,7 @@ class FairAUCClassifier(FairLinearClassifier):
         check_number(self.radius, "radius", low=0.0, strict=True)
         check_number(self.c1, "c1", low=0.0, strict=True)
         check_number(self.c2, "c2", low=0.0, strict=True)
-        check_choice(self.backend, "backend", BACKENDS)
+        check_common(self)
 
     def _problem(self, data, sw=None):
         w = dsl.Weights(data.n_features, radius=self.radius)
@@ -109,9 +109,12 @@ class FairAUCClassifier(FairLinearClassifier):
                 two_groups(data, "the AUC-fairness constraint")
                 protected = self.protected
                 if protected is None and len(self.groups_) > 2:
-                    raise ValueError(f"protected must name the protected group when sensitive_features has more "
-                                     f"than two groups (every other group is gamma = -1); groups are {self.groups_}")
+                    raise OptionError(f"protected must name the protected group when sensitive_features has more "
+                                      f"than two groups (every other group is gamma = -1); groups are {self.groups_}")
                 protected = self.groups_[0] if protected is None else protected
+                if protected not in self.groups_:
+                    raise OptionError(f"protected={protected!r} is not a group of sensitive_features; groups are "
+                                      f"{self.groups_}")
                 gap = auc_gap(s, data, kind=self.kind, protected=protected, c1=self.c1, c2=self.c2, sample_weight=sw)
                 constraints.append(gap <= self.kappa)
         return Problem(Minimize(auc_loss(s, data.y, c1=self.c1, c2=self.c2, sample_weight=sw)), constraints), w

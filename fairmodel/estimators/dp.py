@@ -25,11 +25,12 @@ from ..errors import DataError, InfeasibleError, OptionError
 from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
 from ..expressions.grid import GridPredictor
 from ..families.dp import CERTIFY_MAX
-from ..families.dp_runs import StreamFit, dp_parameters
+from ..families.dp_runs import StreamFit, dp_parameters, stop_rule
 from ..problem import Minimize, Problem
 from ..results.judge import judge_solution
 from ..results.result import Result
-from ..utilities.validate import check_array_input, check_choice
+from ..stochastic.dp_postprocessing import METHODS, ORACLES
+from ..utilities.validate import as_generator, check_array_input, check_bool, check_choice, check_int, check_number
 from ._base import densify, warn_if_not_ok
 
 
@@ -81,6 +82,23 @@ class DemographicParityPostProcessor(BaseEstimator):
         self.random_state = random_state
 
     # -- construction --------------------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        """Every option, whichever backend runs (an option the exact backend does not use is still refused when it
+        is invalid, never ignored); eps, L, B, beta and p are checked where the problem is built."""
+        check_choice(self.backend, "backend", ("auto", "exact", "stochastic"))
+        check_choice(self.method, "method (of the stochastic backend)", tuple(METHODS))
+        for name in ("T", "batch_size"):
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), f"{name} (or None for the default)")
+        check_choice(self.oracle, "oracle", ORACLES)
+        if self.mu is not None and self.mu != "theory":
+            check_number(self.mu, "mu (None: M / T, 'theory': 2 sigma^2 / beta, or a positive number)", low=0.0,
+                         strict=True)
+        check_choice(self.inner, "inner (the inner solver of SGD3)", ("acsa2", "acsa"))
+        stop_rule(self.stop, self.variant)
+        check_bool(self.clip, "clip")
+        as_generator(self.random_state, "random_state")
+
     def _problem(self, X, N: int) -> Problem:
         for name, model, attr in (("regressor", self.regressor, "predict"),
                                   ("classifier", self.classifier, "predict_proba")):
@@ -109,7 +127,7 @@ class DemographicParityPostProcessor(BaseEstimator):
         """Solve the dual (5) on the unlabeled points ``X`` (``y`` is ignored): exactly or stochastically, see
         ``backend``. A result the judge does not accept (violation or certificate beyond its tolerance) gives a
         ``ConvergenceWarning`` with the numbers; ``status_`` says which."""
-        check_choice(self.backend, "backend", ("auto", "exact", "stochastic"))
+        self._check_params()
         X, n = _points(X)
         problem = self._problem(X, n)
         backend = self.backend
@@ -133,6 +151,7 @@ class DemographicParityPostProcessor(BaseEstimator):
         """Feed one batch of a stream of unlabeled points (in order); the duals are updated in place."""
         X, _ = _points(X)
         if getattr(self, "_stream", None) is None:
+            self._check_params()
             if self.T is None:
                 raise OptionError("partial_fit needs T= (the total number of stream points to use): SGD3 and AC-SA^2 "
                                   "plan their stages by it")

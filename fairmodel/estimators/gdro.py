@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
+from ..errors import OptionError
 from ..utilities.validate import check_choice
 from ._base import (
-    BACKENDS,
     FairLinearClassifier,
     LogisticProbabilities,
+    check_common,
     check_sample_weight,
     solve_problem,
     weighted_group_risks,
@@ -47,11 +48,11 @@ class GroupDROClassifier(LogisticProbabilities, FairLinearClassifier):
 
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         check_choice(self.objective, "objective", ("gdro", "mero"))
-        check_choice(self.backend, "backend", BACKENDS)
+        check_common(self)
         data = self._validate_fit(X, y, sensitive_features)
         sw = check_sample_weight(sample_weight, data.n_samples)
         if sw is not None and self.objective == "mero":
-            raise ValueError("sample_weight is supported with objective='gdro' (MERO's per-group optima are "
+            raise OptionError("sample_weight is supported with objective='gdro' (MERO's per-group optima are "
                              "computed by the group-DRO family, which takes unweighted risks)")
         w = dsl.Weights(data.n_features, radius=self.radius, intercept=self.fit_intercept)
         loss = dsl.logistic_loss(data.score(w), data.y)

@@ -6,9 +6,9 @@ from .. import expressions as dsl
 from ..problem import Minimize, Problem
 from ..utilities.validate import check_choice, check_number
 from ._base import (
-    BACKENDS,
     FairLinearClassifier,
     LogisticProbabilities,
+    check_common,
     regularized_logistic,
     solve_problem,
     two_groups,
@@ -55,7 +55,7 @@ class FairLogisticRegression(LogisticProbabilities, FairLinearClassifier):
         check_choice(self.constraint, "constraint", CONSTRAINTS)
         check_number(self.bound, "bound", low=0.0)
         check_number(self.alpha, "alpha", low=0.0)
-        check_choice(self.backend, "backend", BACKENDS)
+        check_common(self)
 
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from ..expressions.atoms.partial import partial_dp, weak_partial_dp
+from ..errors import OptionError
 from ..metrics.partial import check_band
 from ..problem import Minimize, Problem
 from ..utilities.validate import check_choice, check_number
 from ._base import (
-    BACKENDS,
     FairLinearClassifier,
     LogisticProbabilities,
+    check_common,
     regularized_logistic,
     solve_problem,
     two_groups,
@@ -71,11 +72,11 @@ class PartialFairnessClassifier(LogisticProbabilities, FairLinearClassifier):
         check_band(self.band)
         check_number(self.kappa, "kappa", low=0.0, high=1.0)
         if self.constraint == "pdp" and self.kappa == 1:
-            raise ValueError("kappa must be < 1 for constraint='pdp' (partial_dp <= 1 holds for every model); use "
+            raise OptionError("kappa must be < 1 for constraint='pdp' (partial_dp <= 1 holds for every model); use "
                              "sensitive_features=None for the unconstrained model")
         check_number(self.threshold, "threshold")
         check_number(self.alpha, "alpha", low=0.0)
-        check_choice(self.backend, "backend", BACKENDS)
+        check_common(self)
 
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         self._check_params()

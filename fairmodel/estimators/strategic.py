@@ -8,8 +8,9 @@ from ..data.dataset import Dataset
 from ..expressions.atoms.strategic import strategic_score, wasserstein_worst_case
 from ..oracles.strategic import strategic_mask
 from ..problem import Minimize, Problem
-from ..utilities.validate import check_choice, check_number
-from ._base import BACKENDS, FairLinearClassifier, LogisticProbabilities, check_sample_weight, solve_problem
+from ..errors import OptionError
+from ..utilities.validate import check_bool, check_number
+from ._base import FairLinearClassifier, LogisticProbabilities, check_common, check_sample_weight, solve_problem
 
 
 class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
@@ -71,25 +72,26 @@ class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
         check_number(self.zeta, "zeta", low=0.0)
         check_number(self.radius, "radius", low=0.0, strict=True)
         check_number(self.label_cost, "label_cost", low=0.0, strict=True)
-        check_choice(self.backend, "backend", BACKENDS)
+        check_bool(self.center, "center")
+        check_common(self)
         if isinstance(self.order, bool) or self.order not in (0, 1):
-            raise ValueError(f"order must be 0 (zeroth order) or 1 (first order); got {self.order!r}")
+            raise OptionError(f"order must be 0 (zeroth order) or 1 (first order); got {self.order!r}")
 
     def _mask(self, n_features: int) -> np.ndarray:
         features = self.strategic_features
-        if isinstance(features, (str, int, np.integer)):
-            features = [features]
+        if isinstance(features, (str, bytes)) or features is not None and not hasattr(features, "__iter__"):
+            features = [features]            # one column (checked with the others by strategic_mask)
         names = getattr(self, "feature_names_in_", None)
         if features is not None and not isinstance(features, np.ndarray):
             features = list(features)
             if any(isinstance(f, str) for f in features) and names is None:
-                raise ValueError(f"strategic_features names columns {features}, but X has no column names; fit "
-                                 f"on a DataFrame or give column indices")
+                raise OptionError(f"strategic_features names columns {features}, but X has no column names; fit "
+                                  f"on a DataFrame or give column indices")
         names = [f"x{j}" for j in range(n_features)] if names is None else [str(c) for c in names]
         try:
             return strategic_mask(features, names, n_features)
         except ValueError as exc:
-            raise ValueError(f"strategic_features: {exc}") from None
+            raise OptionError(f"strategic_features: {exc}") from None
 
     def fit(self, X, y, sensitive_features=None, sample_weight=None):
         if sensitive_features is not None:

@@ -23,7 +23,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..utilities.validate import as_generator, check_choice, check_int, check_number
+from ..utilities.validate import as_generator, check_bool, check_choice, check_int, check_number
 from ..data import Dataset, Groups
 from ..data.dask_dataset import dask_modules, is_dask
 from ..data.passes import passes_of, row_sums
@@ -34,7 +34,7 @@ from ..results.judge import verdict
 from ..oracles.thresholds import (CONSTRAINT_RATES, MAX_DISTINCT, CountPass, RatePass, ScoreCounts,
                                   expected_rates, group_probabilities, group_rocs, largest_pairwise_gap, rate_sums)
 from ..results import Result
-from ._base import check_sample_weight, split_sensitive, warn_if_not_ok
+from ._base import check_common, check_sample_weight, split_sensitive, warn_if_not_ok
 
 CONSTRAINT_TOL = 1e-9    # the judged largest pairwise gap may exceed eps by this much
 CERTIFICATE_TOL = 1e-8   # the judged error may exceed the Lagrangian lower bound by this much
@@ -43,6 +43,8 @@ _REASON_CONSTRAINT = ("the rates are recomputed row by row from the fitted proba
 _REASON_CERTIFICATE = ("weak duality: the Lagrangian bound of the solver's multipliers is a lower bound on the best "
                        "error under the constraint; HiGHS's optimality tolerance is 1e-10 on O(1) costs")
 
+
+PREDICT_METHODS = ("auto", "predict_proba", "decision_function", "predict")
 
 class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     """Post-process a classifier's scores by one randomized threshold per group: the accuracy-maximizing (or
@@ -121,6 +123,18 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         check_choice(self.constraint, "constraint", tuple(CONSTRAINT_RATES))
         eps = check_number(self.eps, "eps", low=0.0, high=1.0)
         costs = self._costs()
+        check_common(self)
+        check_bool(self.prefit, "prefit")
+        check_choice(self.predict_method, "predict_method", PREDICT_METHODS)
+        est, fitting = self.estimator, () if self.prefit else ("fit", "get_params")
+        scoring = any(callable(getattr(est, m, None)) for m in PREDICT_METHODS[1:]) or (self.prefit and callable(est))
+        if est is not None and (isinstance(est, type) or not all(callable(getattr(est, m, None)) for m in fitting)
+                                or not scoring):
+            raise OptionError(f"estimator must be a {'fitted ' if self.prefit else 'scikit-learn '}classifier with "
+                              f"predict_proba, decision_function or predict"
+                              f"{', a function of the features returning scores' if self.prefit else ''}, or None "
+                              f"(LogisticRegression()); got {type(est).__name__}"
+                              f"{' (not callable, and none of those methods)' if self.prefit else ''}")
         if getattr(X, "is_chunked", False) or is_dask(X):
             rows = self._chunked_rows(X, y, sensitive_features, sample_weight)
         else:
@@ -260,7 +274,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     def _score_function(self) -> "_ModelScores":
         """The score that is thresholded, as a picklable function of the features (it runs per chunk on Dask)."""
         method = self.predict_method
-        check_choice(method, "predict_method", ("auto", "predict_proba", "decision_function", "predict"))
+        check_choice(method, "predict_method", PREDICT_METHODS)
         est = self.estimator_
         if method == "auto":
             method = next((m for m in ("predict_proba", "decision_function", "predict") if hasattr(est, m)), None)

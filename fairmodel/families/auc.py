@@ -42,7 +42,7 @@ from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AUCSaddle
 from ..utilities.validate import check_options
 from .auc_runs import solve_sfls
-from .base import Check, Evaluation, Reduction, Solution, constraint_record
+from .base import Check, Evaluation, Reduction, Solution, bound_order, constraint_record
 from .registry import register
 
 EXACT = {"moment": "moment-form QCQP: group means and covariance factors, O(p^2) size",
@@ -408,15 +408,19 @@ class AUCFairness(Reduction):
                 "suboptimality_bound": f0 - bound["lower_bound"]}
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
-        width = evaluation.certificate.get("suboptimality_bound")
+        cert = evaluation.certificate
+        width = cert.get("suboptimality_bound")
         if width is None:
             return []
+        # the bracket's ends in order (f* in [lower, f0(w)]), where f0(w) is an upper end: w feasible
+        consistent = [bound_order("f* lower bound", cert["f_star_lower"], "f0(w)", cert["f_star_upper"])] \
+            if cert["f_star_upper"] == cert["f_star_upper"] else []
         if backend == "exact":
             return [Check("level-set bracket width", width, 1e-5 * max(1.0, abs(evaluation.objective)),
                           "the weak-duality lower bound meets the exact optimum up to the solver's tolerance",
-                          "certificate")]
+                          "certificate"), *consistent]
         return [Check("level-set bracket width", width, self.accuracy_value(evaluation.objective), ACCURACY_REASON,
-                      "certificate")]
+                      "certificate"), *consistent]
 
     def advice(self, backend, solution, failing) -> str:
         if backend == "exact":

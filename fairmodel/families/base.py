@@ -109,6 +109,31 @@ class Evaluation:
         return max((c["violation"] for c in self.constraints.values()), default=0.0)
 
 
+ROUNDING = 1e-6
+BOUND_ORDER = "a lower bound above the value it bounds"
+ROUNDING_REASON = ("a lower bound can exceed the value it bounds only by the errors of computing the two: rounding "
+                   "(about n x 1e-16 relative for closed forms over n terms) and the tolerance of an exact inner "
+                   "solve (the conic solvers' 1e-8 relative); 1e-6 max(1, |values|) is that with the margin of the "
+                   "exact checks. A larger excess is no rounding: it proves one of the two computations wrong, so the "
+                   "certificate (a negative gap) proves nothing")
+
+
+def bound_order(lower_name: str, lower: float, upper_name: str, upper: float) -> Check:
+    """The check that a lower bound does not exceed the value it bounds (weak duality: a dual bound below its primal
+    value, ``min_x L(., y) <= L(x, y) <= max_y L(x, .)``), i.e. that the gap ``upper - lower`` is not negative
+    beyond rounding (:data:`ROUNDING`, relative to the larger of 1 and the two values). A gap check alone passes a
+    negative gap; this check fails it, naming the two numbers."""
+    lower, upper = float(lower), float(upper)
+    scale = max([1.0] + [abs(v) for v in (lower, upper) if math.isfinite(v)])
+    return Check(f"{lower_name} - {upper_name} ({BOUND_ORDER})", lower - upper, ROUNDING * scale, ROUNDING_REASON,
+                 "certificate")
+
+
+def inconsistent(checks) -> list[Check]:
+    """The failed :func:`bound_order` checks: a certificate that contradicts itself (no further iteration fixes it)."""
+    return [c for c in checks if c.computed and not c.passed and c.name.endswith(f"({BOUND_ORDER})")]
+
+
 def constraint_record(value: float, bound: float) -> dict:
     """The record of a constraint ``value <= bound``."""
     value, bound = float(value), float(bound)

@@ -28,7 +28,7 @@ from ..oracles.metric import Coordinates
 from ..oracles.smoothing import smoothed
 from ..stochastic.primal_dual import primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
-from .base import Check, Evaluation, Reduction, Solution
+from .base import Check, Evaluation, Reduction, Solution, bound_order
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
 from .model_space import CERT_TOL, NEWTON_STEPS, ModelSpace, smooth_reason
@@ -536,6 +536,10 @@ class Convex(Reduction):
                                 "max(1, |objective|)", "certificate"))
         elif gap is not None:
             checks.append(Check("Lagrangian gap", gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate"))
+        if gap is not None:
+            cert = evaluation.certificate
+            checks.append(bound_order("lower bound min_w Phi(w, y)", cert["lower_bound"],
+                                      "penalized objective max_y Phi(w, y)", cert["penalized_objective"]))
         return checks
 
     def advice(self, backend, solution, failing) -> str:

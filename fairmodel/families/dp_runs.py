@@ -17,7 +17,7 @@ from ..oracles.dp_dual import canonical, sigma2
 from ..stochastic.dp_postprocessing import FIRST_BATCH, FIRST_STEPS, Restarts, Schedule, doubling
 from ..stochastic.sgd3 import sgd3_stages
 from ..utilities.progress import Progress
-from ..utilities.validate import as_generator, check_choice
+from ..utilities.validate import as_generator, check_choice, check_int
 from .base import Solution
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -313,16 +313,18 @@ def dp_parameters(preset: str = "reference", *, n: int | None = None, T: int | N
     sqrt(T) / log sqrt(T), a misprint: the authors' code uses 0.5 sqrt(N) log2(N) for every data set).
     ``"theory"`` (Thm 5.1): beta = T / (8 log2 T), L = round(sqrt(T)) for T stochastic gradients.
     """
-    if preset == "reference":
-        if n is None or n < 2:
-            raise OptionError("the 'reference' preset needs n >= 2, the number of unlabeled points")
+    check_choice(preset, "preset", ("reference", "theory"))
+    reference = preset == "reference"
+    name, what, other = ("n", "the number of unlabeled points", "T") if reference else \
+        ("T", "the number of stochastic gradients", "n")
+    if (T if reference else n) is not None:
+        raise OptionError(f"the {preset!r} preset takes {name}= ({what}), not {other}=: drop {other}= or use the "
+                          f"other preset")
+    check_int(n if reference else T, f"{name} ({what}) of the {preset!r} preset", minimum=2 if reference else 3)
+    if reference:
         beta = 0.5 * math.sqrt(n) * math.log2(n)
         L = math.floor(math.sqrt(n))
-    elif preset == "theory":
-        if T is None or T < 3:
-            raise OptionError("the 'theory' preset needs T >= 3, the number of stochastic gradients")
+    else:
         beta = T / (8.0 * math.log2(T))
         L = max(1, round(math.sqrt(T)))
-    else:
-        raise OptionError(f"preset must be 'reference' or 'theory'; got {preset!r}")
     return {"L": int(L), "beta": float(beta), "entropy": 1.0 / beta}

@@ -32,7 +32,7 @@ from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
 from ..stochastic.smd import smd
 from ..utilities.validate import check_choice, check_options
-from .base import Check, Evaluation, Reduction, Solution, by_group
+from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -388,11 +388,13 @@ class GroupDRO(Reduction):
         gap = evaluation.certificate.get("duality_gap")
         if gap is None:
             return []
+        consistent = bound_order("lower bound", evaluation.certificate["lower_bound"], "objective",
+                                 evaluation.objective)
         if backend == "exact":
             scale = self.scale * max(1.0, abs(evaluation.objective))
             return [Check(GAP_CHECK, gap, 1e-5 * scale, "an exact saddle point has gap 0 up to the "
-                          "solver's tolerance (1e-8), with a margin", "certificate")]
-        return [Check(GAP_CHECK, gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate")]
+                          "solver's tolerance (1e-8), with a margin", "certificate"), consistent]
+        return [Check(GAP_CHECK, gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate"), consistent]
 
     def advice(self, backend, solution, failing) -> str:
         if backend == "exact":

@@ -23,6 +23,8 @@ import warnings
 
 import numpy as np
 
+from .base import inconsistent
+
 GROWTH = 1.25             # once checks are sparse, one each time the run has grown by this factor
 STOP_RULES = ("checks", "budget")   # stop when the judge's checks pass (the cap a safety limit), or run the budget
 
@@ -46,6 +48,7 @@ class CertifiedStop:
         self.next = self.every        # check after the epoch that completes this many epochs
         self.last = None              # (variables, evaluation, checks, epoch) of the last check
         self.passed = False
+        self.contradicted = []        # the failed consistency checks of the last check (base.inconsistent)
         self.by_user = False
         self.n_checks, self.check_time = 0, 0.0
         self.last_warnings: list = []   # (message, category) the judge raised at the last check
@@ -59,7 +62,7 @@ class CertifiedStop:
             return False
         self.next = max(done + self.every, math.ceil(done * GROWTH))
         self.check(self.to_variables(info), info["epoch"])
-        return self.passed
+        return self.passed or bool(self.contradicted)    # a certificate that contradicts itself: no epoch repairs it
 
     def check(self, variables: dict, epoch=None) -> bool:
         """Judge ``variables`` now (the checks that decide ``ok``); True when every check passed."""
@@ -72,6 +75,7 @@ class CertifiedStop:
         self.last = (variables, evaluation, checks, epoch)
         self.last_warnings = [(w.message, w.category) for w in caught]
         self.passed = bool(checks) and all(c.computed and c.passed for c in checks)
+        self.contradicted = inconsistent(checks)
         self.check_time += time.perf_counter() - start
         self.n_checks += 1
         return self.passed
@@ -104,6 +108,10 @@ class CertifiedStop:
                 solution.message = (f"stopped{where}: every check of the judge passed ({numbers}); {self.n_checks} "
                                     f"check(s) took {self.check_time:.3g} s")
                 return
+        if self.contradicted:
+            solution.message = (f"{solution.message}; " if solution.message else "") + \
+                f"stopped at a checkpoint whose certificate contradicts itself ({self.contradicted[0].name})"
+            return
         if cap and self.enabled and not self.by_user:
             solution.message = (f"{solution.message}; " if solution.message else "") + \
                 f"the run reached its cap ({cap}) before a checkpoint of the judge passed"

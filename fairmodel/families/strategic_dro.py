@@ -29,7 +29,7 @@ from ..oracles.strategic import WDRSCOracle
 from ..stochastic.ogda import METHODS, RestartOnStall, ogda
 from ..stochastic.ogda_estimator import auto_steps
 from ..utilities.validate import as_generator, check_choice, check_int, check_options
-from .base import Check, Evaluation, Reduction, Solution
+from .base import Check, Evaluation, Reduction, Solution, bound_order
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -258,14 +258,17 @@ class StrategicDRO(Reduction):
         return RELATIVE * max(abs(evaluation.objective), RISK_FLOOR)
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
-        gap = evaluation.certificate.get("duality_gap")
+        cert = evaluation.certificate
+        gap = cert.get("duality_gap")
         if gap is None:
             return []
+        consistent = [bound_order("dual min L(., gamma)", cert["dual"], "primal max_gamma L", cert["primal"])] \
+            if "primal" in cert else []
         if backend == "exact":
             return [Check("duality gap", gap, 1e-5 * max(1.0, abs(evaluation.objective)),
                           "the exact saddle point (gamma* from the duals) has gap 0 up to the conic solver's tolerance "
-                          "(1e-8), with a margin", "certificate")]
-        return [Check("duality gap", gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate")]
+                          "(1e-8), with a margin", "certificate"), *consistent]
+        return [Check("duality gap", gap, self.accuracy(evaluation), ACCURACY_REASON, "certificate"), *consistent]
 
     def advice(self, backend, solution, failing) -> str:
         if backend == "exact":

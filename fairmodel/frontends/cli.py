@@ -1,19 +1,20 @@
 """The ``fairmodel`` command line.
 
 Exit codes: 0 success, 1 a cross-check that is not ok, 2 bad input (with the message), 3 solver failure or a
-result that is not ok, 130 interrupted by Ctrl-C (what was finished is printed and saved first).
+result that is not ok, 130 interrupted by Ctrl-C (what was finished is printed, and saved where that replaces no
+earlier result), 143 terminated by SIGTERM (what it was writing is removed). Every --out is saved as one unit
+(:func:`fairmodel.utilities.outputs.save_files`): an interrupt leaves the earlier files or the new ones, never a mix
+and never a temporary file, and of several runs saving the same files at once without --force one saves and the
+others fail (exit 2, "already exist(s)").
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -22,16 +23,17 @@ from .. import expressions as dsl
 from .._version import __version__
 from ..crosscheck import crosscheck
 from ..data import datasets
-from ..errors import FairmodelError, OptionError, SolverError
+from ..errors import FairmodelError, OptionError, ResultFileError, SolverError
 from ..families.base import DESCRIBE_FORMATS
 from ..problem import Minimize, Problem
 from ..results.plotting import default_frontier_y, plot_results
-from ..results.result import _jsonable, check_free, umask
+from ..results.result import _jsonable
 from ..sweeps.frontier import sweep
 from ..utilities import display
+from ..utilities.outputs import STAGE_PREFIX, Terminated, check_free, save_files
 from . import problemfile
 
-EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_SOLVER, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 130, 143
 
 
 def _demo(args) -> int:
@@ -87,39 +89,62 @@ def _verbose(args):
     return False if getattr(args, "json", False) else getattr(args, "verbose", None)
 
 
-def _outputs(args, names) -> list[Path]:
-    """The result paths under --out, checked before any solving: the directory can be created and written to,
-    and existing results need --force."""
+def _check_out(args, names) -> None:
+    """--out checked before any solving: a directory, or a path where one can be created, that can be written to;
+    without --force, none of ``names`` in it (checked again, in one step with the writing, when the files are
+    saved: another run may save there meanwhile). The directory itself is created only when the files are saved."""
     if not getattr(args, "out", None):
-        return []
+        return
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise OptionError(f"--out {out} is a file; --out names a directory to save the results in")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OptionError(f"--out {out}: cannot create the directory ({exc.strerror or exc}); choose a directory "
-                          f"you can write to") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise OptionError(f"--out {out}: the directory is not writable; choose another one")
-    paths = [out / name for name in names]
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise OptionError(f"--out {out}: cannot create the directory ({existing} is a file); choose a directory you "
+                          f"can write to")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OptionError(f"--out {out}: {'the directory' if existing == out else f'its parent {existing}'} is not "
+                          f"writable; choose another one")
     if not getattr(args, "force", False):
-        for p in paths:
-            if p.suffix != ".md":
-                check_free(p)
-            elif p.exists():
-                raise OptionError(f"{p} already exists; choose another --out directory or pass --force")
-    return paths
+        check_free(out, names)
+
+
+def _save(args, writers: dict, interrupted: bool = False, stale=None) -> list[str] | None:
+    """Save the command's files into --out as one unit; with --force they replace the earlier ones, unless the run
+    was interrupted: an interrupted run replaces nothing (it saves only where no file of that name exists, and
+    otherwise says that the earlier files are kept)."""
+    if not getattr(args, "out", None):
+        return None
+    out = Path(args.out)
+    try:
+        paths = save_files(out, writers, replace=bool(args.force) and not interrupted, stale=stale)
+    except ResultFileError:
+        if not (interrupted and any(os.path.lexists(out / name) for name in writers)):
+            raise
+        print(f"fairmodel: the interrupted run saved nothing: {out} holds earlier results of these names, which "
+              f"are kept (an interrupted run replaces nothing)", file=sys.stderr)
+        return None
+    return [str(p) for p in paths]
+
+
+RESULT_FILES = ("json", "npz")
+
+
+def _result_names(*names) -> list[str]:
+    return [f"{n}.{ext}" for n in names for ext in RESULT_FILES]
+
+
+def _text(text: str):
+    return lambda f: f.write(text.encode())
 
 
 def _solve(args) -> int:
     prob, data, spec = _load(args)
     backend = _backend(args, spec)
-    targets = _outputs(args, ["result"])
+    _check_out(args, _result_names("result"))
     result = prob.solve(backend=backend, verbose=_verbose(args), **_solve_args(args, spec, backend))
-    saved = None
-    if targets:
-        saved = [str(p) for p in result.save(targets[0], overwrite=True)]
+    interrupted = result.status == "interrupted"
+    saved = _save(args, result.writers("result"), interrupted)
     if args.json:
         _emit_json("result", {"file": str(spec.path), "title": spec.doc.get("title", ""), "result": result.to_dict(),
                               "saved": saved})
@@ -128,7 +153,7 @@ def _solve(args) -> int:
         if saved:
             print(f"saved: {', '.join(saved)}")
     _plot(args, {backend: result})   # after the output: a figure that cannot be drawn loses no result
-    if result.status == "interrupted":
+    if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if result.ok else EXIT_SOLVER
 
@@ -138,15 +163,12 @@ def _crosscheck(args) -> int:
     exact = _solve_args(args, spec, "exact")
     stochastic = _solve_args(args, spec, "stochastic")
     seed = stochastic.pop("seed")
-    targets = _outputs(args, ["exact", "stochastic", "crosscheck.md"])
+    _check_out(args, _result_names("exact", "stochastic") + ["crosscheck.md"])
     report = crosscheck(prob, seed=seed, exact_options=exact, stochastic_options=stochastic,
                         verbose=_verbose(args))
-    saved = None
-    if targets:
-        saved = [str(p) for r, target in zip((report.exact, report.stochastic), targets)
-                 for p in r.save(target, overwrite=True)]
-        targets[2].write_text(report.to_markdown() + "\n")
-        saved.append(str(targets[2]))
+    interrupted = "interrupted" in (report.exact.status, report.stochastic.status)
+    saved = _save(args, {**report.exact.writers("exact"), **report.stochastic.writers("stochastic"),
+                         "crosscheck.md": _text(report.to_markdown() + "\n")}, interrupted)
     if args.json:
         _emit_json("crosscheck", {"file": str(spec.path), "title": spec.doc.get("title", ""),
                                   "report": report.to_dict(), "saved": saved})
@@ -155,6 +177,8 @@ def _crosscheck(args) -> int:
         if saved:
             print(f"saved: {', '.join(saved)}")
     _plot(args, {"exact": report.exact, "stochastic": report.stochastic}, optimum=report.exact.objective)
+    if interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_OK if report.ok else EXIT_NOT_OK
 
 
@@ -163,11 +187,17 @@ def _plot(args, results: dict, optimum=None) -> None:
     if not args.plot:
         return
     try:
-        plot_results(results, optimum=optimum).savefig(args.plot)
+        _save_figure(plot_results(results, optimum=optimum), args.plot)
     except (FairmodelError, ValueError, OSError) as exc:
         print(f"fairmodel: warning: no figure saved: {exc}", file=sys.stderr)
         return
     print(f"saved: {args.plot}", file=sys.stderr if getattr(args, "json", False) else sys.stdout)
+
+
+def _save_figure(figure, path) -> None:
+    """A figure saved as one file (replacing an earlier one, never left half written)."""
+    path = Path(path)
+    save_files(path.parent, {path.name: lambda f: figure.savefig(f, format=path.suffix[1:] or None)}, replace=True)
 
 
 def _parse_values(text: str) -> list:
@@ -194,8 +224,8 @@ def _sweep(args) -> int:
         raise OptionError(f"{args.param} is swept, but the command line's --{args.param.split('.')[-1]} would "
                           f"override it in every solve; drop the flag")
     values = _parse_values(args.values)
-    targets = _outputs(args, ["frontier.md", "frontier.json"] + [f"value{i}" for i in range(len(values))])
-    if targets and args.force:
+    _check_out(args, ["frontier.md", "frontier.json"] + _result_names(*(f"value{i}" for i in range(len(values)))))
+    if getattr(args, "out", None) and args.force and Path(args.out).is_dir():
         _check_replaceable(Path(args.out))
 
     def spec_of(value):
@@ -205,7 +235,12 @@ def _sweep(args) -> int:
         return problemfile.load_spec(spec_of(value))[0]
     frontier = sweep(build, values, param=args.param, backend=backend, verbose=_verbose(args),
                      options_for=lambda value: _solve_args(args, spec_of(value), backend))
-    saved = _save_frontier(frontier, targets, replace=bool(args.force))
+    writers = {"frontier.md": _text(frontier.to_markdown() + "\n"),
+               "frontier.json": _text(json.dumps(_jsonable(frontier.to_dict(), None), indent=1))}
+    for i, result in enumerate(frontier.results):
+        if result is not None:
+            writers.update(result.writers(f"value{i}"))
+    saved = _save(args, writers, frontier.interrupted, stale=SWEEP_FILE)
     if args.json:
         _emit_json("sweep", {"file": str(spec.path), "frontier": frontier.to_dict(), "plot": args.plot,
                              "saved": saved})
@@ -218,8 +253,8 @@ def _sweep(args) -> int:
         if frontier.interrupted:
             print(f"\ninterrupted (Ctrl-C) after {len(frontier.values)} of {len(values)} values; the finished "
                   f"ones are above", file=sys.stderr)
-    if args.plot:
-        frontier.plot(y=args.y or default_frontier_y(frontier)).savefig(args.plot)   # an unknown --y: OptionError
+    if args.plot:      # an unknown --y: OptionError
+        _save_figure(frontier.plot(y=args.y or default_frontier_y(frontier)), args.plot)
     if frontier.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if not frontier.errors else EXIT_SOLVER
@@ -229,55 +264,14 @@ SWEEP_FILE = re.compile(r"(frontier\.(md|json)|value\d+\.(json|npz))")
 
 
 def _check_replaceable(out: Path) -> None:
-    """--force replaces a sweep's directory as a whole: refuse (before solving) one that holds other files."""
-    other = sorted(p.name for p in out.iterdir() if not SWEEP_FILE.fullmatch(p.name))
+    """--force replaces a sweep's files as a whole (no value of an earlier, longer sweep stays): refuse (before
+    solving) a directory that holds other files."""
+    other = sorted(p.name for p in out.iterdir() if not SWEEP_FILE.fullmatch(p.name)
+                   and not p.name.startswith(STAGE_PREFIX))        # (another run's files being saved)
     if other:
         raise OptionError(f"--out {out} holds files a sweep did not write ({', '.join(other[:5])}"
                           f"{', ...' if len(other) > 5 else ''}); --force replaces the directory's sweep as a whole, "
                           f"so give a sweep's directory or a new one")
-
-
-@contextlib.contextmanager
-def _ctrl_c_held():
-    """Ctrl-C is delivered after the block, not inside it (the two renames of a swap happen both or neither)."""
-    block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
-    try:
-        yield
-    finally:
-        if block:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _save_frontier(frontier, targets, replace: bool = False) -> list[str] | None:
-    """Write the frontier and the results; with ``replace`` (--force) into a new directory beside --out that then
-    takes its place, so no file of an earlier sweep (e.g. value5 of a longer one) stays next to the new ones."""
-    if not targets:
-        return None
-    out = targets[0].parent
-    real = out.resolve()
-    where = Path(tempfile.mkdtemp(prefix=f".{real.name}.", dir=real.parent)) if replace else out
-    try:
-        md, js = where / targets[0].name, where / targets[1].name
-        md.write_text(frontier.to_markdown() + "\n")
-        js.write_text(json.dumps(_jsonable(frontier.to_dict(), None), indent=1))
-        for result, target in zip(frontier.results, targets[2:]):
-            if result is not None:
-                result.save(where / target.name, overwrite=True)
-        if replace:
-            os.chmod(where, 0o777 & ~umask())
-            old = Path(tempfile.mkdtemp(prefix=f".{real.name}.old.", dir=real.parent))
-            with _ctrl_c_held():
-                os.replace(real, old / real.name)    # the swap: the old sweep aside, the new one in its place
-                os.replace(where, real)
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        if replace:
-            shutil.rmtree(where, ignore_errors=True)
-        raise
-    return [str(out / p.name) for p in targets[:2]] + [
-        str(out / name) for result, target in zip(frontier.results, targets[2:]) if result is not None
-        for name in (target.name + ".json", target.name + ".npz")]
 
 
 def _describe(args) -> int:
@@ -366,20 +360,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, frame):
+    raise Terminated
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
         return args.func(args)
     except KeyboardInterrupt:
         print("fairmodel: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print("fairmodel: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except SolverError as exc:
         print(f"fairmodel: solver failure: {exc}", file=sys.stderr)
         return EXIT_SOLVER
     except (FairmodelError, ValueError, TypeError, OSError) as exc:
         print(f"fairmodel: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

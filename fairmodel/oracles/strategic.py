@@ -82,6 +82,8 @@ def strategic_mask(strategic_features, feature_names, p: int) -> np.ndarray:
     """A boolean mask over the p features from names, indices or a boolean mask of length p."""
     if strategic_features is None:
         return np.zeros(p, dtype=bool)
+    if isinstance(strategic_features, (str, bytes)) or not hasattr(strategic_features, "__iter__"):
+        strategic_features = [strategic_features]          # one feature (checked below like any entry)
     arr = np.asarray(list(strategic_features) if not isinstance(strategic_features, np.ndarray)
                      else strategic_features)
     if arr.dtype == bool:

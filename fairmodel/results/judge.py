@@ -8,10 +8,10 @@ calls: the data a candidate is judged on come with the call (``data=`` for DP po
 """
 from __future__ import annotations
 
-from ..errors import OptionError
 from ..families.base import (Check, Evaluation, by_group, certificate_missing, constraint_record,  # noqa: F401
                               evaluate_constraints)
 from ..utilities.threads import few_threads
+from ..utilities.validate import check_problem
 
 ENDED_BADLY = ("diverged", "failed", "interrupted", "unbounded")   # the solver's own word; nothing to verify
 
@@ -86,10 +86,8 @@ def judge(problem, candidate=None, **variables) -> Evaluation:
     Keyword arguments that are not variables of the problem (e.g. ``data=`` of DP post-processing) are
     passed to the reduction's judge as context.
     """
-    reduction = getattr(problem, "family", None)
-    if reduction is None or not hasattr(reduction, "evaluate"):
-        raise OptionError(f"judge needs a fm.Problem (the declaration to judge the candidate against); got "
-                          f"{type(problem).__name__}")
+    check_problem(problem, "judge", ("family",), "a fm.Problem (the declaration to judge the candidate against)")
+    reduction = problem.family
     if candidate is not None:
         produced_by = getattr(candidate, "family", None)      # a Result: judged by the reduction that produced it
         if isinstance(produced_by, str) and produced_by != reduction.name:

@@ -2,10 +2,11 @@
 
 ``result.save("run")`` writes ``run.json`` (everything but arrays, with a format tag and schema version)
 and ``run.npz`` (the variables, the history columns and any array-valued metric); the suffixes are appended to
-the name given (``run_eps0.01`` gives ``run_eps0.01.json``). Both files carry one random id and are written to
-temporary files first, then moved into place with ``os.replace``, so an interrupted save never leaves a pair that
-loads as one run. Existing results are kept unless ``overwrite=True``. ``fm.load_result`` reads a pair back and
-refuses files that are missing, corrupt, not written by fairmodel, from two different saves, or not of the
+the name given (``run_eps0.01`` gives ``run_eps0.01.json``). Both files carry one random id and are saved as one
+unit (:func:`fairmodel.utilities.outputs.save_files`: written aside, then moved into place together), so an
+interrupted or concurrent save never leaves a mixed pair or a temporary file. Existing results are kept unless
+``overwrite=True``, also when another save takes the name while this one writes. ``fm.load_result`` reads a pair
+back and refuses files that are missing, corrupt, not written by fairmodel, from two different saves, or not of the
 documented schema (types, shapes, statuses; object arrays are never loaded).
 """
 from __future__ import annotations
@@ -14,7 +15,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import uuid
 import zipfile
 from dataclasses import dataclass, field
@@ -26,7 +26,9 @@ from ..errors import ResultFileError
 from ..families.base import certificate_missing
 from ..families.registry import by_name
 from ..utilities import display
-from ..utilities.validate import check_bool
+from ..utilities.outputs import check_free as check_names_free
+from ..utilities.outputs import save_files
+from ..utilities.validate import check_bool, check_problem
 from .schema import validate_fields
 
 FORMAT = "fairmodel.result"
@@ -46,8 +48,8 @@ class Result:
     reason). ``status`` is one of ``optimal``, ``optimal_inaccurate`` (exact solvers, confirmed by a certificate),
     ``converged``, ``completed``, ``budget_exhausted`` (stochastic: the iteration budget ran out, which is the
     normal end of a fixed-budget run) when the judge's checks pass; ``infeasible`` (a judged constraint violation
-    beyond its tolerance) or ``inaccurate`` (a certificate beyond its tolerance, or an inaccurate exact solve no
-    certificate confirms), whatever the solver's loop said; ``unverified`` (no check of the judge could be
+    beyond its tolerance) or ``inaccurate`` (a certificate beyond its tolerance or contradicting itself, or an
+    inaccurate exact solve no certificate confirms), whatever the solver's loop said; ``unverified`` (no check of the judge could be
     computed); ``unbounded`` (the objective has no finite minimum on the declared domain); ``diverged``,
     ``failed`` or ``interrupted`` (with ``message``).
     """
@@ -145,23 +147,28 @@ class Result:
                 "message": self.message, "problem": self.problem, "checks": self.checks, "name": self.name}
 
     def save(self, path, overwrite: bool = False) -> tuple[Path, Path]:
-        """Write ``<path>.json`` and ``<path>.npz`` (suffixes appended); returns both paths.
+        """Write ``<path>.json`` and ``<path>.npz`` (suffixes appended) as one unit; returns both paths.
 
         Refuses to replace an existing result unless ``overwrite=True``.
         """
         json_path, npz_path = result_paths(path)
-        if not check_bool(overwrite, "overwrite", error=ResultFileError):
+        replace = check_bool(overwrite, "overwrite", error=ResultFileError)
+        if not replace:
             check_free(path)
+        save_files(json_path.parent, self.writers(json_path.stem), replace=replace)
+        return json_path, npz_path
+
+    def writers(self, name: str) -> dict:
+        """``{name.json: write, name.npz: write}``: the two files of this result with one id, for
+        :func:`~fairmodel.utilities.outputs.save_files` (which :meth:`save` calls; the command line saves several
+        results as one unit with it)."""
         save_id = uuid.uuid4().hex
         arrays: dict[str, np.ndarray] = {}
         doc = {"format": FORMAT, "schema": SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
         doc["digest"] = _digest(arrays)
         arrays[ID_KEY] = np.array(save_id)
-        make_directory(json_path.parent)
-        text = json.dumps(doc, indent=1, allow_nan=True)
-        _replace_atomically(npz_path, lambda f: np.savez_compressed(f, **arrays))
-        _replace_atomically(json_path, lambda f: f.write(text.encode()))
-        return json_path, npz_path
+        text = json.dumps(doc, indent=1, allow_nan=True).encode()
+        return {f"{name}.json": lambda f: f.write(text), f"{name}.npz": lambda f: np.savez_compressed(f, **arrays)}
 
     # -- notebook display ---------------------------------------------------------------------------------
     def __repr__(self):
@@ -203,43 +210,10 @@ def result_paths(path) -> tuple[Path, Path]:
     return base.with_name(base.name + ".json"), base.with_name(base.name + ".npz")
 
 
-def make_directory(directory: Path) -> None:
-    """Create ``directory`` (and its parents) for saved results, or a :class:`ResultFileError` saying why not."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise ResultFileError(f"cannot save into {directory}: it (or a parent) is a file, not a directory; choose "
-                              f"another path") from None
-    except OSError as exc:
-        raise ResultFileError(f"cannot create the directory {directory}: {exc.strerror or exc}; choose a path you "
-                              f"can write to") from None
-
-
 def check_free(path) -> None:
     """Raise :class:`ResultFileError` if a result is already saved under ``path`` (checked before long work)."""
-    existing = [str(p) for p in result_paths(path) if p.exists()]
-    if existing:
-        raise ResultFileError(f"{' and '.join(existing)} already exist(s); choose another name, or overwrite with "
-                              f"overwrite=True (command line: --force)")
-
-
-def umask() -> int:
-    """The process's umask (new files get mode 0o666 & ~umask, new directories 0o777 & ~umask)."""
-    mask = os.umask(0o022)    # the only way to read it; set back at once
-    os.umask(mask)
-    return mask
-
-
-def _replace_atomically(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.chmod(tmp, 0o666 & ~umask())      # mkstemp makes 0600; a saved result gets the mode of any new file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    json_path, npz_path = result_paths(path)
+    check_names_free(json_path.parent, [json_path.name, npz_path.name])
 
 
 def load_result(path, problem=None) -> Result:
@@ -251,6 +225,9 @@ def load_result(path, problem=None) -> Result:
     ``unverified``. With ``problem=``, the declared variables must be in the file with the declared shapes.
     """
     json_path, npz_path = result_paths(path)
+    if problem is not None:
+        check_problem(problem, "load_result(problem=)", ("variables",), "a fm.Problem (whose variables the file must "
+                                                                       "hold)")
     for p in (json_path, npz_path):
         if not p.exists():
             raise ResultFileError(f"{p} does not exist; a saved result is a .json file and a .npz file side by side")

@@ -15,7 +15,7 @@ from ..families.dp import METHODS, DPPostProcessing
 from ..families.dp_runs import RoundJudge, run_solution, stop_rule
 from ..results.judge import judge_solution
 from ..results.result import Result
-from ..utilities.validate import as_generator, check_options
+from ..utilities.validate import as_generator, check_options, check_problem
 from .frontier import Frontier, sweep
 
 
@@ -40,6 +40,7 @@ def dp_sweep(problem, eps_values, backend: str = "stochastic", *, parallel: bool
     records it in every result (``result.seed``): ``dp_sweep(..., seed=frontier.results[0].seed)`` repeats the
     sweep exactly.
     """
+    check_problem(problem, "dp_sweep", what="a DP post-processing fm.Problem")
     family = problem.family
     if not isinstance(family, DPPostProcessing) or family.constraint is None:
         raise OptionError("dp_sweep needs a DP post-processing problem with a constraint fm.dp_gap(post) <= eps")

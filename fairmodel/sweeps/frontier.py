@@ -18,6 +18,7 @@ from ..errors import ModelError, OptionError
 from ..results.plotting import plot_frontier
 from ..utilities.display import frontier_repr, rows_html, rows_markdown
 from ..utilities.progress import Progress, logger
+from ..utilities.validate import check_problem
 
 
 @dataclass
@@ -91,30 +92,36 @@ def sweep(build, values, *, param: str = "value", backend: str = "exact", warm_s
         raise ModelError("sweep needs at least one value")
     results, errors, previous, interrupted = [], {}, None, False
     with Progress(len(values), f"sweep {param}", verbose) as bar:
-        for i, v in enumerate(values):
-            start = time.perf_counter()
-            try:
-                prob = build(v)
-                options = {**solve_options, **(options_for(v) if options_for is not None else {})}
-                if warm_start and previous is not None and backend == "stochastic" and hasattr(prob, "family"):
-                    options = {**prob.family.warm_start(previous), **options}
-                res = prob.solve(backend=backend, verbose=False, **options)
-                results.append(res)
-                # a finished result warm-starts the next value even when the judge did not accept it
-                previous = res if res.status not in ("diverged", "failed", "interrupted") else previous
-                interrupted = res.status == "interrupted"
-            except KeyboardInterrupt:
-                results.append(None)
-                errors[i] = "interrupted (Ctrl-C)"
-                interrupted = True
-            except Exception as exc:   # any failure of one value is recorded; the sweep goes on
-                logger.warning("sweep: %s = %r failed: %s: %s", param, v, type(exc).__name__, exc)
-                results.append(None)
-                errors[i] = f"{type(exc).__name__}: {exc}"
-            bar.update(1, **{param: v, "s": round(time.perf_counter() - start, 2)})
-            if interrupted:
-                logger.warning("sweep: interrupted at %s = %r; %d finished value(s) kept", param, v, i)
-                break
+        try:
+            for i, v in enumerate(values):
+                start = time.perf_counter()
+                try:
+                    prob = build(v)
+                    check_problem(prob, f"fm.sweep: build({v!r})", ("solve",), "to return a fm.Problem")
+                    options = {**solve_options, **(options_for(v) if options_for is not None else {})}
+                    if warm_start and previous is not None and backend == "stochastic" and hasattr(prob, "family"):
+                        options = {**prob.family.warm_start(previous), **options}
+                    res = prob.solve(backend=backend, verbose=False, **options)
+                    results.append(res)
+                    # a finished result warm-starts the next value even when the judge did not accept it
+                    previous = res if res.status not in ("diverged", "failed", "interrupted") else previous
+                    interrupted = res.status == "interrupted"
+                except KeyboardInterrupt:
+                    results.append(None)
+                    errors[i] = "interrupted (Ctrl-C)"
+                    interrupted = True
+                except Exception as exc:   # any failure of one value is recorded; the sweep goes on
+                    logger.warning("sweep: %s = %r failed: %s: %s", param, v, type(exc).__name__, exc)
+                    results.append(None)
+                    errors[i] = f"{type(exc).__name__}: {exc}"
+                bar.update(1, **{param: v, "s": round(time.perf_counter() - start, 2)})
+                if interrupted:
+                    break
+        except KeyboardInterrupt:        # between two values: the finished ones are kept all the same
+            interrupted = True
+    if interrupted:
+        logger.warning("sweep: interrupted after %d of %d value(s); the finished ones are kept", len(results),
+                       len(values))
     done = len(results)
     return Frontier(param=param, values=values[:done], results=results, errors=errors, backend=backend,
                     interrupted=interrupted)

@@ -1,5 +1,6 @@
-"""The one set of input checks: numbers, integers, choices, option names, arrays, seeds, and for data: missing
-values, group labels, names that read the same as text, column scaling.
+"""The one set of input checks: numbers, integers, choices, option names, arrays, seeds, problems (where a function
+or another object is given instead), and for data: missing values, group labels, names that read the same as text,
+features too large for the solvers' sums, column scaling.
 
 Every check returns the cleaned value (or nothing) or raises an error that names the argument, says what is
 allowed and what was given; ``check_scaling`` only warns. ``error`` selects the class:
@@ -81,15 +82,26 @@ def check_options(options: dict, allowed: Sequence[str], where: str) -> None:
                           f"{', '.join(sorted(allowed)) or '(none)'}")
 
 
-def as_generator(seed) -> np.random.Generator:
+def as_generator(seed, name: str = "seed") -> np.random.Generator:
     """A ``numpy.random.Generator`` from ``None``, a non-negative integer seed, or a generator (returned as is)."""
     if isinstance(seed, np.random.Generator):
         return seed
     if is_int(seed) and seed < 0:
-        raise OptionError(f"seed must be a non-negative integer, None or a numpy Generator; got {seed}")
+        raise OptionError(f"{name} must be a non-negative integer, None or a numpy Generator; got {seed}")
     if seed is None or is_int(seed):
         return np.random.default_rng(seed)
-    raise ExpressionTypeError(f"seed must be an integer, None or a numpy Generator, not {type(seed).__name__}")
+    raise ExpressionTypeError(f"{name} must be an integer, None or a numpy Generator, not {type(seed).__name__}")
+
+
+def check_problem(problem, where: str, needs: Sequence[str] = ("solve", "family"),
+                  what: str = "a fm.Problem") -> None:
+    """Refuse anything but a declared problem (read by the attributes ``where`` uses: ``needs``) with an
+    :class:`OptionError` naming what was given; a function (e.g. the ``build`` of a sweep) gets the hint to pass the
+    problem it builds."""
+    if isinstance(problem, type) or not all(hasattr(problem, a) for a in needs):
+        hint = (": pass the problem itself (e.g. build(value)), not a function that builds it" if callable(problem)
+                else "")
+        raise OptionError(f"{where} needs {what}; got {type(problem).__name__}{hint}")
 
 
 def check_finite(arr: np.ndarray, name: str) -> None:
@@ -98,6 +110,24 @@ def check_finite(arr: np.ndarray, name: str) -> None:
         where = np.argwhere(bad)[0]
         raise DataError(f"{name} contains {int(bad.sum())} NaN or infinite value(s), the first at index "
                         f"{tuple(int(i) for i in where)}; drop or impute them first")
+
+
+# The largest feature magnitude the solvers can use: they form sums of squares of the features over the rows
+# (Hessians X^T D X, second moments, Lipschitz constants), which overflow float64 (largest 1.8e308) once a feature
+# exceeds sqrt(1.8e308) = 1.3e154 divided by the square root of the rows; 1e150 leaves room for 1e8 rows.
+MAX_FEATURE = 1e150
+
+
+def check_magnitude(arr: np.ndarray, name: str, what: str = "index") -> None:
+    """Refuse values beyond :data:`MAX_FEATURE` in ``arr`` (their squares overflow the solvers' sums), naming the
+    first one's ``what`` (its index)."""
+    if arr.size and max(float(arr.max()), -float(arr.min())) > MAX_FEATURE:
+        big = np.abs(arr) > MAX_FEATURE
+        where = tuple(int(i) for i in np.argwhere(big)[0])
+        raise DataError(f"{name} has {int(big.sum())} value(s) beyond {MAX_FEATURE:.0e} in magnitude, the first "
+                        f"{float(arr[where]):.3g} at {what} {where[0] if len(where) == 1 else where}; the solvers sum "
+                        f"squares of the features, which overflow float64 (largest 1.8e308): rescale the columns "
+                        f"(standardize: (X - X.mean(0)) / X.std(0), or standardize = true in a problem file's [data])")
 
 
 def _numeric(arr: np.ndarray, name: str, hint: str = "") -> None:
@@ -174,6 +204,7 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
     _numeric(arr, name, ". Encode categorical columns first (Dataset.from_frame one-hot encodes them).")
     arr = np.asarray(arr, dtype=float)
     check_finite(arr, name)
+    check_magnitude(arr, name)
     return arr
 
 
