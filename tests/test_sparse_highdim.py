@@ -54,6 +54,10 @@ def test_a_sparse_matrix_is_validated_and_the_callers_is_left_alone():
     X.data[0] = np.nan
     with pytest.raises(DataError, match=r"1 NaN or infinite stored value\(s\), the first in row 0"):
         fm.Dataset(X)
+    X.data[0] = 1e200
+    with pytest.raises(DataError, match=r"1 value\(s\) beyond 1e\+150 in magnitude, the first 1e\+200 at \(row, "
+                                        r"column\) \(0, 1\)"):
+        fm.Dataset(X)
 
 
 @pytest.mark.parametrize("name", ["covariance", "gdro", "gdro_eo_hinge", "auc"])

@@ -228,6 +228,14 @@ def check_sparse_matrix(X, name: str = "X"):
         row = int(np.searchsorted(out.indptr, int(np.flatnonzero(bad)[0]), side="right") - 1)
         raise DataError(f"{name} contains {int(bad.sum())} NaN or infinite stored value(s), the first in row {row}; "
                         f"drop or impute them first")
+    big = np.abs(out.data) > MAX_FEATURE
+    if big.any():
+        at = int(np.flatnonzero(big)[0])
+        row = int(np.searchsorted(out.indptr, at, side="right") - 1)
+        raise DataError(f"{name} has {int(big.sum())} value(s) beyond {MAX_FEATURE:.0e} in magnitude, the first "
+                        f"{float(out.data[at]):.3g} at (row, column) ({row}, {int(out.indices[at])}); the solvers sum "
+                        f"squares of the features, which overflow float64 (largest 1.8e308): rescale the columns "
+                        f"(divide each by its largest magnitude: a sparse design stays sparse)")
     return out
 
 
