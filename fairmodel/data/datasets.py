@@ -277,7 +277,7 @@ def with_interactions(data: Dataset, columns=None, name: str | None = None) -> D
     """``data`` with the pairwise products x_j x_k (j < k) of the given columns (default: every column with values
     in {0, 1}, e.g. one-hot categories) appended, as a sparse design: only products that are not 0 on every row are
     kept, named ``a*b``. With one-hot encodings the products of two categories of the same attribute are 0 and
-    dropped, so Adult's 102 columns give about 4,500 more."""
+    dropped: Adult by sex (103 columns) becomes 2,736 columns, 34 nonzeros a row."""
     X = data.X.tocsr() if data.is_sparse else sparse.csr_matrix(data.X)
     if columns is None:
         values = X.tocsc()
