@@ -117,10 +117,12 @@ def test_dataset_X_that_is_not_an_array(X, message):
         fm.Dataset(X)
 
 
-def test_dataset_from_a_sparse_matrix_says_to_densify():
+def test_dataset_keeps_a_sparse_matrix_and_a_program_that_needs_dense_rows_says_to_densify():
     sparse = pytest.importorskip("scipy.sparse")
-    with pytest.raises(DataError, match=r"sparse .*toarray\(\)"):
-        fm.Dataset(sparse.csr_matrix(np.eye(3)))
+    data = fm.Dataset(sparse.csr_matrix(np.eye(3)))
+    assert data.is_sparse
+    with pytest.raises(DataError, match=r"sparse 3 x 3 design.*toarray\(\)"):
+        data.dense_X("a per-row program")
 
 
 def test_dataset_from_a_dataframe_with_text_names_the_column():

@@ -1,7 +1,10 @@
 """Datasets: validation, group encoding, seeded subsampling and splits, minibatch samplers.
 
-A :class:`Dataset` holds a numeric feature matrix ``X`` (n x d), optional labels ``y`` (n,) and optional
-group labels (n,) of any hashable type, encoded to integer codes with the names kept.
+A :class:`Dataset` holds a numeric feature matrix ``X`` (n x d: a NumPy array, or a SciPy sparse matrix kept as
+CSR, e.g. one-hot categories and their interactions with d in the thousands to millions), optional labels ``y``
+(n,) and optional group labels (n,) of any hashable type, encoded to integer codes with the names kept. A sparse
+design is read only through ``matvec``, ``rmatvec``, ``rows`` (CSR rows) and passes (CSR row blocks), so the
+methods that run by them take it as they take a dense one; the per-row programs that need a dense matrix refuse it.
 
 Minibatch sampling interface
 ----------------------------
@@ -36,11 +39,13 @@ from ..utilities.validate import (
     check_complete,
     check_int,
     check_matrix,
+    check_sparse_matrix,
     check_rows,
     check_scaling,
     check_unique_names,
     check_vector,
     is_real,
+    is_sparse,
 )
 from .groups import Groups
 from .passes import add_parts, row_slice
@@ -78,7 +83,8 @@ class Dataset:
 
     Parameters
     ----------
-    X : array-like (n, d), numeric and finite.
+    X : array-like (n, d), numeric and finite; or a SciPy sparse matrix (stored as CSR float64, its stored values
+        finite).
     y : array-like (n,), numeric and finite, optional.
     groups : array-like (n,) of hashable labels (strings, ints, tuples, ...), optional.
     feature_names : names of the d columns (default ``x0..x{d-1}``).
@@ -87,7 +93,7 @@ class Dataset:
 
     def __init__(self, X, y=None, groups=None, *, feature_names: Sequence[str] | None = None,
                  name: str = "data", target_name: str | None = None, sensitive_name: str | None = None):
-        self.X = check_matrix(X)
+        self.X = check_sparse_matrix(X) if is_sparse(X) else check_matrix(X)
         n, d = self.X.shape
         if n == 0 or d == 0:
             raise DataError(f"X must have at least one row and one column; got shape {self.X.shape}")
@@ -104,7 +110,8 @@ class Dataset:
         self.name = name
         self.target_name = target_name
         self.sensitive_name = sensitive_name
-        self.X.setflags(write=False)
+        for part in (self.X.data, self.X.indices, self.X.indptr) if self.is_sparse else (self.X,):
+            part.setflags(write=False)
         if self.y is not None:
             self.y.setflags(write=False)
 
@@ -122,8 +129,24 @@ class Dataset:
         """A Dask-backed Dataset read from Parquet file(s) through dask.dataframe (numeric features)."""
         return _chunked_source().from_parquet(path, target, sensitive, features, **kwargs)
 
+    @property
+    def is_sparse(self) -> bool:
+        """Whether the features are a sparse (CSR) matrix."""
+        return is_sparse(self.X)
+
     def in_memory_X(self, what: str) -> np.ndarray:
         """The feature matrix in memory, for ``what`` (an exact program); chunked data refuse (see DaskDataset)."""
+        return self.X
+
+    def dense_X(self, what: str) -> np.ndarray:
+        """The feature matrix as a dense array, for ``what`` (a method that needs one); a sparse design is refused
+        with its size (a dense copy of a high-dimensional design would not fit)."""
+        if self.is_sparse:
+            n, d = self.X.shape
+            raise DataError(f"{what} needs the features as a dense array, but this Dataset holds a sparse {n:,} x "
+                            f"{d:,} design ({n * d * 8 / 2 ** 30:.2g} GiB dense). Use a method that reads the rows by "
+                            f"passes (the generic stochastic lowering, group DRO's ALEG), or "
+                            f"fm.Dataset(X.toarray(), y, groups) when it fits")
         return self.X
 
     def map_chunks(self, fn, size: int | None = None, *per_row, labels: bool = True) -> list:
@@ -149,6 +172,8 @@ class Dataset:
 
     def sparse_X(self):
         """The features as a SciPy CSR matrix (made on first use and kept: 12 bytes a nonzero)."""
+        if self.is_sparse:
+            return self.X
         found = self.__dict__.get("_csr")
         if found is None:
             found = self._csr = scipy_sparse.csr_matrix(self.X)
@@ -163,7 +188,7 @@ class Dataset:
         return self.X.T @ v
 
     def rows(self, rows) -> np.ndarray:
-        """The feature rows ``X[rows]`` as a NumPy array."""
+        """The feature rows ``X[rows]`` (a NumPy array; CSR rows of a sparse design)."""
         return self.X[rows]
 
     # -- basic facts ------------------------------------------------------------------------------
@@ -198,7 +223,8 @@ class Dataset:
 
     def __repr__(self) -> str:
         g = "" if self._groups is None else f", groups={dict(zip(self._groups.names, self._groups.sizes.tolist()))}"
-        return f"Dataset({self.name!r}, n={self.n_samples}, d={self.n_features}{g})"
+        kind = f", sparse: {self.X.nnz / self.n_samples:.1f} nonzeros per row" if self.is_sparse else ""
+        return f"Dataset({self.name!r}, n={self.n_samples}, d={self.n_features}{kind}{g})"
 
     # -- DSL entry point ------------------------------------------------------------------------------
     def score(self, w):

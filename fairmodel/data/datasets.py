@@ -19,6 +19,7 @@ import io
 from importlib import resources
 
 import numpy as np
+from scipy import sparse
 
 from ..errors import DataError
 from ..utilities.validate import as_generator, check_bool, check_int, check_number
@@ -235,6 +236,76 @@ def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, 
         y = np.where(rng.random(sizes[i]) < flips[i], -y, y)
         Xs.append(X), ys.append(y), gs.append(np.full(sizes[i], i))
     return Dataset(np.vstack(Xs), np.concatenate(ys), np.concatenate(gs), name=f"gdro-synthetic(m={m},d={d})")
+
+
+def make_sparse_synthetic(n: int = 20_000, d: int = 100_000, nnz: int = 20, groups: int = 2, seed=None) -> Dataset:
+    """A high-dimensional sparse classification task, text-like (a sparse ``Dataset``, CSR).
+
+    Every row has ``nnz`` distinct active columns of value 1, drawn with Zipf-like frequencies (column j with
+    probability proportional to 1 / (j + 10)), so a few columns are common and most are rare, as words in documents
+    or one-hot categories with their interactions. Groups (``groups`` of them, shares 2:1:...) shift the frequencies:
+    group g draws its active columns from the ranks shifted by 7 g, so the groups use partly different columns. The
+    label is +1 with probability sigmoid(x . beta + 0.5 (g == 0)), beta sparse (every 50th column, N(0, 1)
+    entries, scaled by 2 / sqrt(nnz))."""
+    n, d, nnz, groups = int(n), int(d), int(nnz), int(groups)
+    if n < 2 or d < 2 or not 1 <= nnz <= d // 2 or groups < 1:
+        raise DataError(f"need n >= 2, d >= 2, 1 <= nnz <= d / 2 and groups >= 1; got n={n}, d={d}, nnz={nnz}, "
+                        f"groups={groups}")
+    rng = as_generator(seed)
+    shares = np.linspace(2.0, 1.0, groups)
+    g = rng.choice(groups, size=n, p=shares / shares.sum())
+    weight = 1.0 / (np.arange(d) + 10.0)
+    cdf = np.cumsum(weight) / weight.sum()
+    draws = np.searchsorted(cdf, rng.random((n, 2 * nnz)))           # more draws than needed: repeats are dropped
+    draws = (draws + 7 * g[:, None]) % d
+    cols = np.empty((n, nnz), dtype=np.int64)
+    for i in range(n):
+        found = np.unique(draws[i])
+        if found.size < nnz:                                           # rare: fill with uniform columns
+            found = np.union1d(found, rng.choice(d, nnz, replace=False))
+        cols[i] = rng.permutation(found)[:nnz]
+    cols.sort(axis=1)
+    X = sparse.csr_matrix((np.ones(n * nnz), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
+    beta = np.zeros(d)
+    beta[::50] = rng.standard_normal(beta[::50].size) * 2.0 / np.sqrt(nnz)
+    logit = X @ beta + 0.5 * (g == 0)
+    y = np.where(rng.random(n) < 1.0 / (1.0 + np.exp(-logit)), 1.0, -1.0)
+    return Dataset(X, y, g, name=f"sparse-synthetic(n={n},d={d},nnz={nnz})")
+
+
+def with_interactions(data: Dataset, columns=None, name: str | None = None) -> Dataset:
+    """``data`` with the pairwise products x_j x_k (j < k) of the given columns (default: every column with values
+    in {0, 1}, e.g. one-hot categories) appended, as a sparse design: only products that are not 0 on every row are
+    kept, named ``a*b``. With one-hot encodings the products of two categories of the same attribute are 0 and
+    dropped: Adult by sex (103 columns) becomes 2,736 columns, 34 nonzeros a row."""
+    X = data.X.tocsr() if data.is_sparse else sparse.csr_matrix(data.X)
+    if columns is None:
+        values = X.tocsc()
+        binary = [j for j in range(X.shape[1]) if np.all(np.isin(values[:, j].data, (0.0, 1.0)))]
+    else:
+        index = {f: j for j, f in enumerate(data.feature_names)}
+        binary = [index[c] if c in index else int(c) for c in columns]
+    B = X[:, binary].tocsr()
+    B.eliminate_zeros()
+    B.sort_indices()
+    per_row = np.diff(B.indptr)
+    rows, codes, values = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    for k in np.unique(per_row[per_row >= 2]):          # the rows with k active columns: their k (k - 1) / 2 pairs
+        at = np.flatnonzero(per_row == k)
+        slots = B.indptr[at][:, None] + np.arange(k)
+        first, second = np.triu_indices(k, 1)
+        cols, vals = B.indices[slots], B.data[slots]
+        rows.append(np.repeat(at, first.size))
+        codes.append((cols[:, first] * len(binary) + cols[:, second]).ravel())
+        values.append((vals[:, first] * vals[:, second]).ravel())
+    rows, codes, values = np.concatenate(rows), np.concatenate(codes), np.concatenate(values)
+    kept, column = np.unique(codes, return_inverse=True)           # products that are not 0 on every row
+    products = sparse.csr_matrix((values, (rows, column.ravel())), shape=(X.shape[0], kept.size))
+    names = list(data.feature_names) + [f"{data.feature_names[binary[c // len(binary)]]}*"
+                                        f"{data.feature_names[binary[c % len(binary)]]}" for c in kept.tolist()]
+    design = sparse.hstack([X, products], format="csr")
+    return Dataset(design, data.y, data.groups if data.has_groups else None, feature_names=names, name=name or f"{data.name} with interactions",
+                   target_name=data.target_name, sensitive_name=data.sensitive_name)
 
 
 def make_strategic_synthetic(n: int = 1000, p: int = 10, n_strategic: int = 5, noise_var: float = 0.1,

@@ -144,5 +144,21 @@ def sparse_enough(nonzeros: int, size: int, density: float) -> bool:
 
 
 def count_nonzeros(batch) -> int:
-    """The nonzero features of a chunk (a per-chunk function)."""
-    return int(np.count_nonzero(batch.X))
+    """The nonzero features of a chunk (a per-chunk function; the stored values of CSR rows)."""
+    X = batch.X
+    return int(X.count_nonzero() if hasattr(X, "count_nonzero") and hasattr(X, "nnz") else np.count_nonzero(X))
+
+
+def column_squares(batch) -> np.ndarray:
+    """sum_i x_ij^2 of every column over a chunk's rows (a per-chunk function; dense or CSR rows)."""
+    X = batch.X
+    if hasattr(X, "multiply") and hasattr(X, "nnz"):
+        return np.bincount(X.indices, weights=X.data * X.data, minlength=X.shape[1])
+    return np.einsum("ij,ij->j", X, X)
+
+
+def row_squares(X) -> np.ndarray:
+    """||x_i||^2 of every row of X (dense or CSR)."""
+    if hasattr(X, "multiply") and hasattr(X, "nnz"):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)

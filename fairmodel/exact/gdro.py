@@ -18,6 +18,9 @@ from ..errors import OptionError, SolverError
 from ..oracles.domains import frank_wolfe_gap
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
+from ..oracles.metric import Coordinates
+from ..oracles.smoothing import STEPS as SMOOTHING
+from ..oracles.smoothing import minorant, smoothable, smoothed
 from ..utilities.threads import few_threads
 from . import budget, solvers
 from .domains import ball_constraint
@@ -78,18 +81,28 @@ def solve_epigraph(risks: GroupRisks, offsets=None, solver=None, verbose=False, 
     return np.asarray(theta.value, dtype=float), float(t.value), q, record
 
 
+SMOOTHED_TOL = 1e-9    # the relative gap at which the smoothing path stops (and its record says optimal)
+
+
 def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method: str = "auto", max_memory_gb=None,
                        theta0=None, **options):
     """(theta, record) of min_{theta in W} sum_i q_i R_i(theta) (the inner minimum of (13)).
 
     ``method="newton"`` (the default for logistic and squared losses of a vector of weights) uses the
     certified projected Newton method of :mod:`fairmodel.exact.newton` (started at ``theta0``, e.g. the
-    candidate being judged); ``"cvxpy"`` the conic program.
+    candidate being judged); a hinge loss on a ball (``"auto"``) the minimum of its smoothing and the tangent lines
+    there (:func:`smoothed_weighted_erm`); ``"cvxpy"`` the conic program.
     """
+    start = time.perf_counter()
     if method == "newton" or (method == "auto" and risks.has_hessian and solver is None):
-        start = time.perf_counter()
         theta, value, gap, name = newton_weighted_erm(risks, q, theta0, max_memory_gb=max_memory_gb)
         return theta, {"name": name, "status": "optimal", "value": value, "fw_gap": gap,
+                       "solve": time.perf_counter() - start, "compile": 0.0}
+    if method == "auto" and solver is None and smoothable(risks.loss) and risks.radius is not None \
+            and len(risks.shape) == 1:
+        theta, value, bound, name = smoothed_weighted_erm(risks, q, theta0, max_memory_gb=max_memory_gb)
+        status = "optimal" if value - bound <= SMOOTHED_TOL * max(1.0, abs(value)) else "inaccurate"
+        return theta, {"name": name, "status": status, "value": value, "fw_gap": value - bound,
                        "solve": time.perf_counter() - start, "compile": 0.0}
     keep = int(np.count_nonzero(risks.sample_weights(q)))
     budget.check(budget.gdro_epigraph(keep, risks.shape[0], "the weighted-ERM program (CVXPY)"),
@@ -101,7 +114,31 @@ def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method:
     return risks.project(np.asarray(theta.value, dtype=float)), record
 
 
-def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, max_memory_gb=None):
+def smoothed_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float | None = None, max_memory_gb=None):
+    """(theta, f(theta), a lower bound on min_W f, method) for f = sum_i q_i R_i of a non-smooth loss (the hinge) on a
+    ball: for each smoothing parameter mu in turn (:mod:`fairmodel.oracles.smoothing`), the minimum theta_mu of the
+    smoothed risks (:func:`newton_weighted_erm`, warm started), then the Frank-Wolfe bound of the tangent lines'
+    risks at theta_mu, a convex minorant of f; stops when the bound is within ``tol * max(1, |f|)`` of the smallest
+    f seen. Rigorous whatever the accuracy of theta_mu (e.g. on 6,000 rows of Adult, 2e-7 below the CVXPY minimum
+    at mu = 1e-3; on 1,500 rows with group weights (0.9, 0.1), 8e-6 below: the minorant loses on the rows at a kink,
+    and projected Newton on the smoothing stops converging at mu = 1e-4)."""
+    tol = SMOOTHED_TOL if tol is None else tol
+    theta = np.zeros(risks.shape) if theta0 is None else np.asarray(theta0, dtype=float)
+    upper, best, name = risks.weighted_value_and_grad(theta, q)[0], -np.inf, ""
+    for mu in SMOOTHING:
+        theta, _, _, how = newton_weighted_erm(risks.with_loss(smoothed(risks.loss, mu)), q, theta,
+                                               max_memory_gb=max_memory_gb, strict=False)
+        value, grad = risks.with_loss(minorant(risks.loss, mu)).weighted_value_and_grad(theta, q)
+        best = max(best, value - frank_wolfe_gap(theta, grad, risks.radius))
+        upper = min(upper, risks.weighted_value_and_grad(theta, q)[0])
+        name = f"tangent lines at the smoothed minimum (mu = {mu:g}; {how})"
+        if upper - best <= tol * max(1.0, abs(upper)):
+            break
+    return theta, upper, best, name
+
+
+def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, max_memory_gb=None,
+                        strict: bool = True):
     """(theta, f(theta), Frank-Wolfe gap, method name) of min_{||theta|| <= rho} sum_i q_i R_i(theta) by projected
     Newton, in the row space of the design when it has fewer rows than columns.
 
@@ -111,36 +148,41 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
     r = rank <= n. The gradient X^T g lies in span(V) as well, so the Frank-Wolfe gap, hence the certificate,
     is the same in both coordinates. Cost with n < d: one SVD O(n^2 d), then O(n d) per step.
 
-    When the Newton method's memory (:func:`fairmodel.exact.budget.newton`) exceeds the limit and the domain is a
-    ball, the accelerated projected gradient method is used instead: its Frank-Wolfe gap certifies the same way.
+    When the Newton method's memory (:func:`fairmodel.exact.budget.newton`) exceeds the limit, or its steps are larger
+    than ``budget.DENSE_PARAMETERS`` (an r x r eigendecomposition per step), and the domain is a ball,
+    the accelerated projected gradient method is used instead, in the diagonal metric of the columns' second
+    moments and by passes over the rows (a sparse design stays sparse): its Frank-Wolfe gap certifies the same way.
+    ``strict=False``: a Newton solve that does not reach ``tol`` returns its last point instead of failing.
     """
-    if risks.data.is_chunked:  # Dask-backed data: every Newton step is one pass over the chunks (d x d Hessian)
-        start = np.zeros(risks.shape) if theta0 is None else theta0
-        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), start, risks.radius, tol=tol,
-                                             full_trial=True)   # a Hessian per chunk costs little more than a read
-        return theta, value, gap, "projected-newton (chunked passes)"
+    start = np.zeros(risks.shape) if theta0 is None else theta0
     n_rows = int(np.count_nonzero(risks.sample_weights(q)))
     estimate = budget.newton(n_rows, risks.shape[0])
-    if not budget.fits(estimate, max_memory_gb):
-        if risks.radius is None:
-            budget.check(estimate, "Give the Weights a radius (the first-order method then certifies the gap with "
-                                   "memory O(n d))", max_memory_gb)
-        loss = risks.weighted_loss(q)
-        start = np.zeros(risks.shape) if theta0 is None else theta0
-        theta, value, gap = minimize_on_ball_first_order(loss.value_and_gradient, start, risks.radius, tol=tol)
-        return theta, value, gap, "accelerated projected gradient"
+    rank = risks.shape[0] if risks.data.is_chunked else min(n_rows, risks.shape[0])    # the size of a Newton step
+    large = rank > budget.DENSE_PARAMETERS or not (risks.data.is_chunked or budget.fits(estimate, max_memory_gb))
+    if large and risks.radius is not None:
+        coordinates = Coordinates.from_second_moment(risks.column_second_moments(), risks.radius) \
+            if len(risks.shape) == 1 else None
+        theta, value, gap = minimize_on_ball_first_order(lambda t: risks.weighted_value_and_grad(t, q), start,
+                                                         risks.radius, tol=tol, coordinates=coordinates)
+        return theta, value, gap, "accelerated projected gradient (diagonal metric)"
+    if risks.data.is_chunked:  # Dask-backed data: every Newton step is one pass over the chunks (d x d Hessian)
+        theta, value, gap = minimize_on_ball(risks.weighted_oracle(q), start, risks.radius, tol=tol,
+                                             full_trial=True, strict=strict)   # a Hessian per chunk: about a read
+        return theta, value, gap, "projected-newton (chunked passes)"
+    if large:
+        budget.check(estimate, "Give the Weights a radius (the first-order method then certifies the gap with "
+                               "memory O(n d))", max_memory_gb)
     loss = risks.weighted_loss(q)
     X = loss.X
     if X.shape[0] >= X.shape[1]:
-        start = np.zeros(risks.shape) if theta0 is None else theta0
-        theta, value, gap = minimize_on_ball(loss.newton_oracle(), start, risks.radius, tol=tol)
+        theta, value, gap = minimize_on_ball(loss.newton_oracle(), start, risks.radius, tol=tol, strict=strict)
         return theta, value, gap, "projected-newton"
-    _, S, Vt = np.linalg.svd(X, full_matrices=False)
+    _, S, Vt = np.linalg.svd(X.toarray() if hasattr(X, "toarray") else X, full_matrices=False)
     keep = S > S[0] * 1e-14 if S.size and S[0] > 0 else np.zeros(S.size, dtype=bool)
     V = Vt[keep].T                                                  # d x r, orthonormal columns
     reduced = LinearModelLoss(risks.loss, X @ V, loss.y, sample_weight=loss.s)
     a0 = np.zeros(V.shape[1]) if theta0 is None else V.T @ theta0
-    a, value, gap = minimize_on_ball(reduced.newton_oracle(), a0, risks.radius, tol=tol)
+    a, value, gap = minimize_on_ball(reduced.newton_oracle(), a0, risks.radius, tol=tol, strict=strict)
     return V @ a, value, gap, "projected-newton (row space)"
 
 

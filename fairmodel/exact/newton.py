@@ -42,17 +42,18 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
 
 
 def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e-10,
-                     max_iter: int = 100, full_trial: bool = False) -> tuple[np.ndarray, float, float]:
+                     max_iter: int = 100, full_trial: bool = False, strict: bool = True) -> tuple[np.ndarray, float, float]:
     """Minimize ``fun`` (theta -> (value, grad, hessian)) over the ball; returns (theta, value, fw_gap).
 
     ``full_trial``: evaluate the whole Newton step's (value, grad, hessian) at once, and reuse them when the
     step is accepted (for oracles where one call is one pass over chunked data and the Hessian costs little
     more than the value: one pass per accepted step instead of two).
 
-    Raises :class:`SolverError` if the gap does not fall below ``tol * max(1, |f|)`` in ``max_iter`` steps.
+    Raises :class:`SolverError` if the gap does not fall below ``tol * max(1, |f|)`` in ``max_iter`` steps
+    (``strict=False``: returns the last iterate and its gap instead, e.g. for a point at which a bound is computed).
     Without a radius the gap is ||grad|| (a stationarity measure, not a bound).
     """
-    steps = newton_steps(theta0, rho, tol, max_iter, full_trial)
+    steps = newton_steps(theta0, rho, tol, max_iter, full_trial, strict)
     try:
         theta, value_only = next(steps)
         while True:
@@ -80,7 +81,7 @@ def minimize_many_on_ball(batch_fun, starts: list, rho: float | None, tol: float
 
 
 def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_iter: int = 100,
-                 full_trial: bool = False):
+                 full_trial: bool = False, strict: bool = True):
     """The projected Newton method as a generator: it yields oracle requests ``(theta, value_only)`` and is sent
     ``value`` (value_only) or ``(value, grad, hessian)``; it returns (theta, value, fw_gap) (see
     :func:`minimize_on_ball`)."""
@@ -118,7 +119,7 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
         theta = cand
         value, grad, hess = trial if trial is not None else (yield theta, False)
     gap = _fw_gap(theta, grad, rho)
-    if gap <= max(tol, 1e-7) * max(1.0, abs(value)):
+    if gap <= max(tol, 1e-7) * max(1.0, abs(value)) or not strict:
         return theta, value, gap
     raise SolverError(f"projected Newton did not converge: Frank-Wolfe gap {gap:.3g} after {max_iter} steps",
                       status="max_iterations")

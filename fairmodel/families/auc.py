@@ -31,6 +31,7 @@ from ..data.dask_dataset import concatenate_rows
 from ..data.passes import row_parts, row_sums
 from ..errors import (DataError, InfeasibleError, ModelError, OptionError, ResourceLimitError, SolverError,
                       UnsupportedProblemError)
+from ..exact import budget
 from ..exact.auc import AUCPrograms
 from ..expressions import LinearScore
 from ..expressions.atoms.auc import AUCGap, AUCLoss
@@ -80,6 +81,13 @@ def _parse(problem):
         return "the AUC loss and every fairness gap must have the same sample_weight"
     if not isinstance(obj.score, (LinearScore, MLPScore)):
         return f"the score {obj.score} must be data.score(w) (linear) or data.score(net) (fm.SigmoidMLP)"
+    if isinstance(obj.score, LinearScore) and obj.score.w.shape[0] > budget.DENSE_PARAMETERS:
+        return (f"the linear score has {obj.score.w.shape[0]:,} parameters, more than {budget.DENSE_PARAMETERS:,}: "
+                f"the moment form, the judge's closed forms and its bracket need a D x D covariance per set; the "
+                f"generic lowering solves it from minibatches (means of the squared score per set)")
+    if isinstance(obj.score, LinearScore) and getattr(obj.score.data, "is_sparse", False):
+        return ("the design is sparse (CSR): the SFLS steps take dense rows; the generic lowering reads CSR rows "
+                "(the same pair risks as quadratics of the per-set moments)")
     if canonical.options:
         return f"no family options are accepted; got {sorted(canonical.options)}"
     return obj, gaps

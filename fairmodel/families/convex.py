@@ -19,18 +19,20 @@ from ..errors import OptionError, SolverError
 from ..exact import budget, solvers
 from ..exact.gdro import group_optimal_values
 from ..exact.lower import LoweringContext, lower, unlowerable
+from ..exact.newton import minimize_on_ball
 from ..expressions import value_and_grad
 from ..expressions.atoms.aggregates import GroupOptimal
 from ..expressions.canonicalize import constraint_pieces
 from ..expressions.diagnose import explain
 from ..oracles.metric import Coordinates
+from ..oracles.smoothing import smoothed
 from ..stochastic.primal_dual import primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
+from .model_space import CERT_TOL, NEWTON_STEPS, ModelSpace, smooth_reason
 from .model_space import DESCRIPTION as MODEL_SPACE
-from .model_space import ModelSpace, smooth_reason
 from .model_space import estimate as model_space_estimate
 from .piecewise import NotPiecewise, saddle_form
 from .registry import register
@@ -466,7 +468,8 @@ class Convex(Reduction):
                 lower_bound, how = self._newton_bound(form, theta, ys, bound)
                 if how is None:
                     lower_bound, how = oracle.lower_bound(ys, theta, solver,
-                                                          slack=SLACK_SHARE * self.accuracy(evaluation))
+                                                          slack=SLACK_SHARE * self.accuracy(evaluation),
+                                                          minimize_smoothed=self._smoothed_newton(form, ys, bound))
             except SolverError as exc:
                 if exc.status == solvers.UNBOUNDED:   # min_w Phi(w, y) = -inf: the gap is +inf, not unknown
                     lower_bound, how = -np.inf, "unbounded: Phi(., y) has no finite minimum (CVXPY)"
@@ -484,7 +487,7 @@ class Convex(Reduction):
         """(lower bound, how) of min_w Phi(w, y) by projected Newton with the model-space oracles (Frank-Wolfe bound,
         rigorous on a ball), or (nan, None) where they do not apply or Newton does not converge in its steps (a
         singular Hessian with the ball active, far from the optimum): the caller then uses the first-order bound."""
-        if "model_space" not in self.exact_methods or self.w.radius is None:
+        if "model_space" not in self.exact_methods or not self._newton_fits(form):
             return np.nan, None
         lam = bound * ys[-1][:-1] if form.constraint_pieces else np.zeros(0)
         try:
@@ -492,6 +495,25 @@ class Convex(Reduction):
         except SolverError:
             return np.nan, None
         return cert["dual_bound"], "Frank-Wolfe bound after projected Newton (model space)"
+
+    def _newton_fits(self, form) -> bool:
+        """Whether projected Newton in model space can serve the certificate: a ball, at most budget.DENSE_PARAMETERS
+        parameters (a D x D eigendecomposition per step) and the model-space state within the memory guard."""
+        return self.w.radius is not None and self.w.shape[0] <= budget.DENSE_PARAMETERS and \
+            budget.fits(model_space_estimate(form, self.w))
+
+    def _smoothed_newton(self, form, ys, bound):
+        """``(kernel_map, theta0) -> theta``: projected Newton in model space on the Lagrangian at ``ys`` with the
+        non-smooth losses replaced by ``kernel_map`` (their softplus smoothings), for the minorant bound of
+        :meth:`LagrangianOracle.lower_bound`; None where model space does not serve (then accelerated gradient)."""
+        if not self._newton_fits(form) or smooth_reason(form, self.w, lambda k: smoothed(k, 1.0)) is not None:
+            return None
+        lam = bound * ys[-1][:-1] if form.constraint_pieces else np.zeros(0)
+
+        def minimize(kernel_map, theta0):
+            fun = ModelSpace(form, self.w, kernel_map).lagrangian(ys[:len(form.objective_terms)], lam)
+            return minimize_on_ball(fun, theta0, self.w.radius, tol=CERT_TOL, max_iter=NEWTON_STEPS, strict=False)[0]
+        return minimize
 
     @staticmethod
     def _solver_gap(evaluation, solver_optimum) -> None:

@@ -15,12 +15,14 @@ oracle's protocol is in u; the judge's values are in theta.
 """
 from __future__ import annotations
 
+import copy
+import math
 from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 
-from ..exact import solvers
+from ..exact import budget, solvers
 from ..exact.lower import LoweringContext, lower
 from ..exact.newton import minimize_on_ball_first_order
 from ..expressions.evaluate import Env
@@ -28,10 +30,13 @@ from ..expressions.atoms.aggregates import Max, Min, Pos
 from ..expressions.atoms.losses import Loss
 from ..expressions.core import Abs
 from ..expressions.variables import LinearScore
+from ..oracles.domains import frank_wolfe_gap
 from ..oracles.metric import Coordinates
+from ..oracles.smoothing import STEPS as SMOOTHING
+from ..oracles.smoothing import minorant, smoothable, smoothed
 from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
-from ..data.passes import CHUNKED_EPOCH_STEPS, epoch_steps, row_sums
-from ..errors import DataError
+from ..data.passes import CHUNKED_EPOCH_STEPS, column_squares, epoch_steps, row_sums
+from ..errors import DataError, SolverError
 from ..stochastic.primal_dual import BLOCK_STEPS, MIN_INNER
 from .leaf_kernels import Cells, LeafSums, compile_leaves
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
@@ -53,7 +58,8 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
     drawn with a fixed seed), H_k the Hessian of a smooth exact leaf (a sum of squares, an AUC pair risk) and c_k
     the largest coefficient it has in the saddle form. For a loss of a linear score the Hessian of the mean is
     (1/n) sum_i l''_i z_i z_i', so P has its shape up to the curvature of the loss: features of any scale and
-    nearly collinear columns no longer slow the steps down."""
+    nearly collinear columns no longer slow the steps down. Beyond budget.DENSE_PARAMETERS parameters P is the vector of the
+    diagonal of that matrix (S's diagonal by one pass over all rows), a Jacobi preconditioner in O(D) memory."""
     weight = np.zeros(len(form.leaves))
     for k, v in form.affine.coef.items():
         weight[k] += abs(v)
@@ -61,13 +67,15 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
         for k, v in piece.coef.items():
             weight[k] = max(weight[k], abs(v))
     rows = w.shape[0]
-    moments, P = {}, np.zeros((rows, rows))
+    full = rows <= budget.DENSE_PARAMETERS
+    moments, P = {}, np.zeros((rows, rows) if full else rows)
     for k, leaf in enumerate(form.leaves):
         if isinstance(leaf, SampleLeaf):
             for node in leaf.expr.nodes():
                 if isinstance(node, LinearScore) and node.w is w and id(node.data) not in moments:
-                    moments[id(node.data)] = _second_moment(node.data, w.intercept)
-        elif (H := leaf.hessian()) is not None and H.shape[0] == rows:
+                    moments[id(node.data)] = _second_moment(node.data, w.intercept) if full else \
+                        _column_moment(node.data, w.intercept)
+        elif (H := leaf.hessian() if full else leaf.hessian_diagonal()) is not None and H.shape[0] == rows:
             P += weight[k] * H
     if moments:
         P += sum(moments.values()) / len(moments)
@@ -88,10 +96,20 @@ def _smooth(expr) -> bool:
 def _second_moment(data, intercept: bool) -> np.ndarray:
     n = data.n_samples
     rows = np.arange(n) if n <= METRIC_ROWS else np.sort(np.random.default_rng(0).choice(n, METRIC_ROWS, False))
-    Z = np.asarray(data.rows(rows), dtype=float)
-    if intercept:
-        Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
-    return Z.T @ Z / Z.shape[0]
+    Z = data.rows(rows)
+    S = Z.T @ Z
+    S = S.toarray() if hasattr(S, "toarray") else np.asarray(S, dtype=float)
+    if intercept:                       # the column of ones: its products are the column sums
+        total = np.asarray(Z.sum(axis=0), dtype=float).ravel()
+        S = np.block([[S, total[:, None]], [total[None, :], np.array([[float(Z.shape[0])]])]])
+    return S / Z.shape[0]
+
+
+def _column_moment(data, intercept: bool) -> np.ndarray:
+    """The diagonal of the second moment of the rows (x, 1): E[x_j^2] by one pass over all rows (a rare column of
+    a sparse design would be missed by a subsample), and 1 for the intercept."""
+    moment = row_sums(data, column_squares) / data.n_samples
+    return np.append(moment, 1.0) if intercept else moment
 
 
 @dataclass
@@ -126,8 +144,7 @@ class PreparedBlock:
 
     def __init__(self, oracle, batches, snap):
         self.oracle, self.batches, self.snap = oracle, batches, snap
-        d = oracle.w.shape[0] - (1 if oracle.w.intercept else 0)
-        self.chunk = max(1, oracle.gather_bytes // max(1, 8 * batches.shape[1] * d))
+        self.chunk = max(1, int(oracle.gather_bytes // max(1.0, batches.shape[1] * oracle.kernels.row_bytes())))
         self.start = None
 
     def __len__(self):
@@ -194,13 +211,13 @@ class LagrangianOracle:
         self.rough = [k for k in self.exact if form.leaves[k].lipschitz is not None]     # non-smooth exact terms
         self.smooth = not self.rough and all(_smooth(form.leaves[k].expr) for k in self.sample)
         self._cells()
+        # the sample leaves' per-sample expressions as vectorized evaluators (None: walk the tree at every step)
+        self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
         C = len(self.cell_rows)
-        self.b = max(4, -(-ROWS_PER_STEP // max(C, 1))) if batch_size is None else int(batch_size)
+        self.b = max(4, -(-self._rows_per_step() // max(C, 1))) if batch_size is None else int(batch_size)
         self.batch_cells = np.repeat(np.arange(C), self.b)
         self.W_batch = self.W_cell[:, self.batch_cells] / self.b
         self.rows_per_step = C * self.b
-        # the sample leaves' per-sample expressions as vectorized evaluators (None: walk the tree at every step)
-        self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
         if self.kernels is not None:
             self._fuse()
             self.cells = Cells(form.leaves, [ks for _, ks in self.by_expr.values()], self.n_samples)
@@ -217,6 +234,16 @@ class LagrangianOracle:
         self.epoch_steps = None if chunked is None else \
             epoch_steps(chunked, max(MIN_INNER, -(-self.n_samples // max(self.rows_per_step, 1))))
         self.gather_bytes = GATHER_BYTES if chunked is None else DEFAULT_BUFFER_BYTES
+
+    def _rows_per_step(self) -> int:
+        """Rows per inner step when the batch size is not given: ROWS_PER_STEP, or more with many parameters. A step
+        costs O(D) for the iterate (anchors, projection, coordinates: a few dozen vector operations) plus O(rows x
+        nonzeros per row) for its rows; with D / (nonzeros per row) rows the two are alike (a sparse design with
+        D = 1e5 and 20 nonzeros a row: 5,000 rows), capped so that an epoch keeps MIN_INNER steps of its pass."""
+        if self.kernels is None:
+            return ROWS_PER_STEP
+        balance = self.shape[0] / max(self.kernels.nonzeros_per_row(), 1.0)
+        return int(min(max(ROWS_PER_STEP, math.ceil(balance)), max(ROWS_PER_STEP, self.n_samples // MIN_INNER)))
 
     def _block(self, pieces, scale):
         M = np.zeros((len(pieces), len(self.form.leaves)))
@@ -471,7 +498,8 @@ class LagrangianOracle:
 
         def full_grad(t):
             return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
-        if self.epoch_steps is not None and self.kernels is not None and all(f.smooth for f in self.kernels.forms):
+        if self.epoch_steps is not None and self.kernels is not None and all(f.smooth for f in self.kernels.forms) \
+                and self.shape[0] <= budget.DENSE_PARAMETERS:
             # chunked data (a pass reads every chunk): the Hessian of w -> Phi in one pass and its top eigenpair,
             # instead of the power iteration's passes (which estimates the same eigenvalue from below)
             curvature, u = self._top_curvature(theta, omega)
@@ -588,22 +616,70 @@ class LagrangianOracle:
         value = self.a0 @ (s_values + e_values) + self.c0 + sum(float(y @ v) for y, v in zip(ys, values))
         return float(value), s_grad + e_grad
 
-    def lower_bound(self, ys, theta0, solver=None, slack: float = 0.0) -> tuple[float, str]:
+    def with_kernels(self, kernel_map) -> "LagrangianOracle":
+        """The same oracle with every loss kernel k of the compiled sample leaves replaced by ``kernel_map(k)``."""
+        out = copy.copy(self)
+        out.kernels = self.kernels.substituted(kernel_map)
+        return out
+
+    @property
+    def smoothable(self) -> bool:
+        """Whether a non-smooth Phi is smooth but for loss kernels with a smoothing (the hinge): compiled sample
+        leaves, no norm."""
+        return self.kernels is not None and not self.rough and all(
+            t.kernel is None or np.isfinite(t.kernel.smoothness) or smoothable(t.kernel)
+            for f in self.kernels.forms for t in f.terms)
+
+    def _first_order_minimum(self, ys, theta0, slack):
+        """(theta, value, Frank-Wolfe gap) of min Phi(., ys) on the ball by accelerated projected gradient from
+        ``theta0``, in the oracle's preconditioned coordinates."""
+        scale = max(1.0, abs(self.phi(theta0, ys)[0]))
+        return minimize_on_ball_first_order(lambda t: self.phi(t, ys), theta0, self.w.radius,
+                                            tol=max(1e-8, slack / scale),
+                                            coordinates=None if self.coords.identity else self.coords)
+
+    def lower_bound(self, ys, theta0, solver=None, slack: float = 0.0, minimize_smoothed=None) -> tuple[float, str]:
         """A certified lower bound on min_w Phi(w, ys), hence on the optimum (weak duality), and how.
 
         On a ball, for a smooth Phi: accelerated projected gradient from ``theta0`` (in the oracle's
         preconditioned coordinates), then the Frank-Wolfe bound Phi(w') - <grad, w'> - R ||grad|| at its best
-        iterate (valid by convexity at any w'). Without a radius, or for a non-smooth Phi (hinge losses, norms,
-        |.| of per-sample terms: a first-order method's gradient need not vanish at a kink, so the Frank-Wolfe
-        bound stays loose; measured 4e-2 below the true minimum after 2,000 steps and 140 s on 6,000 rows, where
-        the CVXPY program takes 1.3 s): the exact minimum of the CVXPY program."""
+        iterate (valid by convexity at any w'). For a Phi that is non-smooth through its losses (the hinge): the
+        bound of the linear minorant at the minimum of the softplus-smoothed Phi (:meth:`_minorant_bound`; a
+        first-order method's gradient need not vanish at a kink, so the plain Frank-Wolfe bound stays loose:
+        measured 4e-2 below the true minimum after 2,000 steps). Without a radius, or with other kinks (norms, |.|
+        of per-sample terms): the exact minimum of the CVXPY program."""
         if self.w.radius is not None and self.smooth:
-            scale = max(1.0, abs(self.phi(theta0, ys)[0]))
-            theta, value, gap = minimize_on_ball_first_order(
-                lambda t: self.phi(t, ys), theta0, self.w.radius, tol=max(1e-8, slack / scale),
-                coordinates=None if self.coords.identity else self.coords)
+            _, value, gap = self._first_order_minimum(ys, theta0, slack)
             return value - gap, "Frank-Wolfe bound after accelerated projected gradient"
+        if self.w.radius is not None and self.smoothable:
+            return self._minorant_bound(ys, theta0, slack, minimize_smoothed)
         return self._cvxpy_minimum(ys, solver), "CVXPY"
+
+    def _minorant_bound(self, ys, theta0, slack, minimize_smoothed=None) -> tuple[float, str]:
+        """The lower bound of :mod:`fairmodel.oracles.smoothing`: for mu in SMOOTHING, minimize Phi with its
+        non-smooth losses replaced by their softplus smoothings (``minimize_smoothed(kernel_map, theta0) -> theta``,
+        e.g. projected Newton in model space, else accelerated projected gradient), then bound min Phi from below by
+        the Frank-Wolfe bound of the linear minorant Phi_lin <= Phi at that point (rigorous: Phi_lin is convex).
+        Stops when the bound is within ``slack`` of the smallest Phi seen (an upper bound on the minimum)."""
+        theta = np.asarray(theta0, dtype=float)
+        upper, best, used = self.phi(theta, ys)[0], -np.inf, None
+        for mu in SMOOTHING:
+            def smooth_map(k, mu=mu):
+                return smoothed(k, mu)
+            if minimize_smoothed is not None:
+                theta = minimize_smoothed(smooth_map, theta)
+            else:
+                theta = self.with_kernels(smooth_map)._first_order_minimum(ys, theta, slack)[0]
+            value, grad = self.with_kernels(lambda k, mu=mu: minorant(k, mu)).phi(theta, ys)
+            bound = value - frank_wolfe_gap(theta, grad, self.w.radius)
+            upper = min(upper, self.phi(theta, ys)[0])
+            if bound > best:
+                best, used = bound, mu
+            if upper - best <= max(slack, 1e-12 * max(1.0, abs(upper))):
+                break
+        how = "projected Newton in model space" if minimize_smoothed is not None else "accelerated projected gradient"
+        return best, (f"Frank-Wolfe bound of the linear minorant at the minimum of the softplus-smoothed Lagrangian "
+                      f"(mu = {used:g}; {how})")
 
     def _cvxpy_minimum(self, ys, solver=None) -> float:
         """min_w Phi(w, ys), solved by CVXPY."""
@@ -621,6 +697,9 @@ class LagrangianOracle:
             leaf = self.form.leaves[k]
             if omega[k] == 0:
                 continue
+            if leaf.low_rank:
+                raise SolverError(f"{leaf.label} has no CVXPY form (a product of means, possibly indefinite alone); "
+                                  f"give the weights a radius for the first-order bound", status="not_applicable")
             if leaf.quadratic is not None:
                 A, g, c = leaf.quadratic
                 lam, V = np.linalg.eigh((A + A.T) / 2)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scipy import sparse
+
 from ..expressions import Add, Constant, LinearScore, Loss, Multiply, Parameter, ScalarMul
 from ..oracles.losses import LinearModelLoss, Squared
 
@@ -54,6 +56,11 @@ class PerSample:
             return v[rows] if isinstance(v, np.ndarray) else v
         return PerSample([Term(at(t.coef), t.kernel, None if t.y is None else t.y[rows]) for t in self.terms],
                          at(self.const))
+
+    def substituted(self, kernel_map) -> "PerSample":
+        """The expression with every kernel k replaced by ``kernel_map(k)`` (e.g. a smoothed hinge)."""
+        return PerSample([Term(t.coef, None if t.kernel is None else kernel_map(t.kernel), t.y) for t in self.terms],
+                         self.const)
 
     def row_slice(self, start: int, stop: int) -> "PerSample":
         """The expression on the rows [start, stop) (views of the data vectors): a chunk's part in a pass."""
@@ -144,36 +151,85 @@ def compile_expression(e, w) -> tuple:
     return _compile(e, w)
 
 
+class SparseRows:
+    """Gathered CSR feature rows of a sparse design, for row indices of any ``shape`` (e.g. minibatches x rows):
+    ``csr`` holds them one after the other; ``X[j]`` are the rows of index j along the first axis (a slice of
+    consecutive CSR rows). The dense counterpart is an array of shape ``shape + (d,)``."""
+
+    def __init__(self, csr, shape: tuple):
+        self.csr, self.shape = csr, tuple(shape)
+
+    def __getitem__(self, j) -> "SparseRows":
+        per = int(np.prod(self.shape[1:], dtype=int))
+        return SparseRows(self.csr[j * per:(j + 1) * per], self.shape[1:])
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+
 @dataclass
 class CompiledLeaves:
     """The compiled per-sample expressions of an oracle's sample leaves, all of one linear score of w on one data
-    set: ``forms[j]`` evaluates the j-th distinct expression."""
+    set: ``forms[j]`` evaluates the j-th distinct expression. Gathered rows are dense arrays, or
+    :class:`SparseRows` for a sparse design (the products below take either: one code path)."""
 
     data: object
     w: object
     forms: list
 
-    def gather(self, rows) -> np.ndarray:
-        """The feature rows X[rows] (any shape of row indices: the rows' features along a last axis)."""
+    @property
+    def sparse(self) -> bool:
+        return bool(getattr(self.data, "is_sparse", False))
+
+    def substituted(self, kernel_map) -> "CompiledLeaves":
+        """The same leaves with every kernel k replaced by ``kernel_map(k)``."""
+        return CompiledLeaves(self.data, self.w, [f.substituted(kernel_map) for f in self.forms])
+
+    def nonzeros_per_row(self) -> float:
+        """The stored entries of a row: d for a dense design, the mean number of nonzeros of a sparse one."""
+        return self.data.X.nnz / max(self.data.n_samples, 1) if self.sparse else float(self.data.n_features)
+
+    def row_bytes(self) -> float:
+        """The memory of one gathered row: 8 d bytes dense, 12 bytes per nonzero (CSR) for a sparse design."""
+        return 12.0 * self.nonzeros_per_row() + 8.0 if self.sparse else 8.0 * self.data.n_features
+
+    def gather(self, rows):
+        """The feature rows X[rows] (any shape of row indices: the rows' features along a last axis; CSR rows
+        of a sparse design as :class:`SparseRows`)."""
         rows = np.asarray(rows)
-        return self.data.rows(rows.ravel()).reshape(rows.shape + (-1,))
+        found = self.data.rows(rows.ravel())
+        if sparse.issparse(found):
+            return SparseRows(found, rows.shape)
+        return found.reshape(rows.shape + (-1,))
 
     def scores(self, theta, X=None) -> np.ndarray:
         """z = X w + b on the gathered rows X (None: all rows, one pass through the data source)."""
         w, b = self.w.split(theta)
-        return (self.data.matvec(w) if X is None else X @ w) + b
+        if X is None:
+            return self.data.matvec(w) + b
+        if isinstance(X, SparseRows):
+            return (X.csr @ w).reshape(X.shape) + b
+        return X @ w + b
 
     def pullback(self, coef, X=None) -> np.ndarray:
         """The gradient in theta of sum_i coef_i z_i: X' coef (and sum coef for the intercept); a matrix coef
         (a column per function) gives one gradient per column."""
-        g = self.data.rmatvec(coef) if X is None else X.T @ coef
+        if X is None:
+            g = self.data.rmatvec(coef)
+        else:
+            g = (X.csr.T if isinstance(X, SparseRows) else X.T) @ coef
         return np.concatenate([g, coef.sum(axis=0, keepdims=True)]) if self.w.intercept else g
-
 
     def pullback_many(self, coef, X) -> np.ndarray:
         """:meth:`pullback` of several minibatches at once: coef (batches, rows), X (batches, rows, features);
         one gradient per row of the result."""
-        g = np.einsum("srd,sr->sd", X, coef)
+        if isinstance(X, SparseRows):       # (block-diagonal coefficients) @ rows: one sparse product
+            batches, per = coef.shape
+            C = sparse.csr_matrix((coef.ravel(), np.arange(batches * per), np.arange(0, batches * per + 1, per)),
+                                  shape=(batches, batches * per))
+            g = (C @ X.csr).toarray()
+        else:
+            g = np.einsum("srd,sr->sd", X, coef)
         return np.hstack([g, coef.sum(axis=1, keepdims=True)]) if self.w.intercept else g
 
 

@@ -57,9 +57,11 @@ class NotSmooth(Exception):
     """The declaration has a part the model-space method does not take; the message says which."""
 
 
-def _compiled(expr, w):
+def _compiled(expr, w, kernel_map=None):
     """(the linear score node or None, the compiled per-sample expression or its constant values) of a sample leaf's
-    expression; raises :class:`NotSmooth` naming what the model-space method does not take."""
+    expression, its kernels replaced by ``kernel_map`` (e.g. the softplus smoothing of a hinge,
+    :mod:`fairmodel.oracles.smoothing`); raises :class:`NotSmooth` naming what the model-space method does not
+    take."""
     if not expr.variables():            # no weights in it: its values once
         return None, np.broadcast_to(np.asarray(evaluate(expr, {}), dtype=float), (expr.size,))
     try:
@@ -67,20 +69,26 @@ def _compiled(expr, w):
     except NotCompiled as exc:
         raise NotSmooth(f"{expr} is not a sum of multiples of the linear score of {w.name} and of losses of it "
                         f"({exc})") from None
+    if kernel_map is not None:
+        form = form.substituted(kernel_map)
     if not form.smooth:
         bad = next(t.kernel.name for t in form.terms if t.kernel is not None and t.kernel.d2phi is None)
         raise NotSmooth(f"the {bad} loss is not twice differentiable")
     return score, form
 
 
-def smooth_reason(form: SaddleForm, w) -> str | None:
-    """Why the model-space method does not take this saddle form (None: it does). Cheap: no data pass."""
+def smooth_reason(form: SaddleForm, w, kernel_map=None) -> str | None:
+    """Why the model-space method does not take this saddle form, its kernels replaced by ``kernel_map`` (None: it
+    does). Cheap: no data pass."""
     if w.n_outputs is not None:
         return "the weights are a matrix (several outputs); the model-space method takes a vector of weights"
     for leaf in form.leaves:
         try:
             if isinstance(leaf, SampleLeaf):
-                _compiled(leaf.expr, w)
+                _compiled(leaf.expr, w, kernel_map)
+            elif leaf.low_rank:
+                raise NotSmooth(f"{leaf.label} is given without its D x D Hessian (more than "
+                                f"{budget.DENSE_PARAMETERS} parameters): the stochastic method takes it")
             elif leaf.quadratic is None and not isinstance(leaf.node, SumSquares):
                 raise NotSmooth(f"{leaf.label} is not differentiable everywhere (a norm has a kink at 0)")
         except NotSmooth as exc:
@@ -118,9 +126,9 @@ def estimate(form: SaddleForm, w) -> budget.Estimate:
 class _Expression:
     """The sample leaves ``ks`` of one per-sample expression: its compiled form (or constant values) and its data."""
 
-    def __init__(self, expr, ks: list, w):
+    def __init__(self, expr, ks: list, w, kernel_map=None):
         self.ks = ks
-        self.score, self.form = _compiled(expr, w)
+        self.score, self.form = _compiled(expr, w, kernel_map)
         self.data = None if self.score is None else self.score.data
 
 
@@ -136,10 +144,12 @@ class _DataPart:
 
 
 class ModelSpace:
-    """The smooth program of a saddle form in (theta, t), its oracles (passes over the rows), and its certificate."""
+    """The smooth program of a saddle form in (theta, t), its oracles (passes over the rows), and its certificate.
+    ``kernel_map``: every loss kernel k of the sample leaves replaced by ``kernel_map(k)`` (the smoothed program of
+    a non-smooth declaration, for its certificate)."""
 
-    def __init__(self, form: SaddleForm, w):
-        reason = smooth_reason(form, w)
+    def __init__(self, form: SaddleForm, w, kernel_map=None):
+        reason = smooth_reason(form, w, kernel_map)
         if reason is not None:
             raise NotSmooth(reason)
         self.form, self.w = form, w
@@ -150,7 +160,7 @@ class ModelSpace:
         for k, leaf in enumerate(leaves):
             if isinstance(leaf, SampleLeaf):
                 groups.setdefault(id(leaf.expr), (leaf.expr, []))[1].append(k)
-        expressions = [_Expression(expr, ks, w) for expr, ks in groups.values()]
+        expressions = [_Expression(expr, ks, w, kernel_map) for expr, ks in groups.values()]
         # constant per-sample expressions: their leaves once
         self.constant_values = np.zeros(L)
         for ex, (expr, ks) in zip(expressions, groups.values()):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UnsupportedProblemError
+from ..exact import budget
 from ..expressions import (
     Abs,
     Add,
@@ -37,12 +38,14 @@ from ..expressions import (
     Parameter,
     Pos,
     ScalarMul,
+    SquaredLoss,
     Sum,
     SumSquares,
     value_and_grad,
 )
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
+from ..oracles.pairs import set_means
 
 MAX_PIECES = 10_000     # a constraint's product expansion beyond this size is refused (state the sizes)
 
@@ -73,6 +76,8 @@ class DeterministicLeaf:
     node: object = None            # the declared node it stands for (lowered to CVXPY by the certificate)
     quadratic: tuple | None = None  # (A, g, c): theta' A theta + g' theta + c, when it is a quadratic
     lipschitz: float | None = None  # for a non-smooth term (a norm): its Lipschitz constant, else None
+    low_rank: bool = False          # a smooth quadratic of low rank given by value_grad only, possibly indefinite
+                                    # (the AUC atoms' mean products at many parameters): no Hessian is formed
 
     def key(self):
         return ("exact", id(self.node), self.label)
@@ -80,7 +85,7 @@ class DeterministicLeaf:
     def hessian(self) -> np.ndarray | None:
         """The Hessian of a smooth exact leaf in its variable: A + A' of a quadratic theta' A theta + g' theta + c,
         2 diag(mask) of a sum of squares of the weights; None for a term that is not twice differentiable."""
-        if self.lipschitz is not None:
+        if self.lipschitz is not None or self.low_rank:
             return None
         if self.quadratic is not None:
             A = self.quadratic[0]
@@ -88,6 +93,17 @@ class DeterministicLeaf:
         if isinstance(self.node, SumSquares):
             mask = self.node._mask()
             return 2.0 * np.diag(mask if mask.ndim == 1 else mask[:, 0])     # a matrix of weights: per row
+        return None
+
+    def hessian_diagonal(self) -> np.ndarray | None:
+        """The diagonal of :meth:`hessian` without forming the matrix (high-dimensional weights)."""
+        if self.lipschitz is not None or self.low_rank:
+            return None
+        if self.quadratic is not None:
+            return 2.0 * np.diag(self.quadratic[0])
+        if isinstance(self.node, SumSquares):
+            mask = self.node._mask()
+            return 2.0 * np.asarray(mask if mask.ndim == 1 else mask[:, 0], dtype=float)
         return None
 
 
@@ -297,6 +313,8 @@ def _auc_blocks(builder: Builder, atom) -> list:
         builder._refuse(atom, "the AUC atoms lower to quadratics only for the linear score of the weights")
     if atom.surrogate.half_width is not None or atom.surrogate.alpha_quad_coef != "c1":
         builder._refuse(atom, "the quadratic (pairwise) form needs interval=None and alpha_quad_coef='c1'")
+    if builder.w.shape[0] > budget.DENSE_PARAMETERS:
+        return _auc_blocks_by_samples(builder, atom)
     pairs = atom.pairs
     moments = atom.linear_moments()             # one pass over the rows (in memory or in chunks), once per atom
     out = []
@@ -308,6 +326,47 @@ def _auc_blocks(builder: Builder, atom) -> list:
             return float(theta @ At + g @ theta + c), 2.0 * At + g
         leaf = DeterministicLeaf(value_grad, f"{atom} block {k}", node=atom, quadratic=(A, g, c))
         out.append(builder.leaf(leaf))
+    return out
+
+
+def _auc_blocks_by_samples(builder: Builder, atom) -> list:
+    """The blocks of an AUC atom without D x D moments (more than budget.DENSE_PARAMETERS parameters, e.g. a sparse design).
+    With q = c1 and no interval, a pair risk is c1 [(m_S - m_S' - c2)^2 + v_S + v_S'] (Lemma 1, eq. (7), at its
+    optimal a = m_S, b = m_S', alpha = m_S - m_S'), that is
+
+        c1 [E_S h^2 + E_S' h^2] + c1 [c2^2 - 2 c2 (m_S - m_S') - 2 m_S m_S'],
+
+    the means of the squared score over the sets (sample leaves: minibatch estimates) plus a quadratic of rank two in
+    the score means m_S = mu_S . theta, exact from the per-set mean design rows mu_S (one pass, O(sets x D))."""
+    pairs, score = atom.pairs, atom.score
+    means = set_means(score.data, pairs, builder.w.intercept)
+    square = SquaredLoss(score, np.zeros(score.size))
+    found = {}
+
+    def mean_square(s: int) -> Affine:
+        if s not in found:
+            mask = pairs.masks[s]
+            expr = square if pairs.weights is None else \
+                Multiply(pairs.weights * (mask.sum() / pairs.set_weights[s]), square)
+            found[s] = builder.leaf(SampleLeaf(expr, mask, int(mask.sum()), f"mean h^2 [{type(atom).__name__} set {s}]"))
+        return found[s]
+    out = []
+    for k in range(pairs.n_blocks):
+        i = np.flatnonzero(pairs.block == k)
+        first, second, c1, c2 = pairs.first[i], pairs.second[i], pairs.c1[i], pairs.c2[i]
+        block = Affine()
+        for f, t, c in zip(first, second, c1):
+            block = block.plus(mean_square(f).scaled(c)).plus(mean_square(t).scaled(c))
+
+        def value_grad(theta, first=first, second=second, c1=c1, c2=c2):
+            m = means @ theta
+            mf, mt = m[first], m[second]
+            value = float(np.sum(c1 * (c2 ** 2 - 2.0 * c2 * (mf - mt) - 2.0 * mf * mt)))
+            dm = np.bincount(first, c1 * (-2.0 * c2 - 2.0 * mt), len(means)) + \
+                np.bincount(second, c1 * (2.0 * c2 - 2.0 * mf), len(means))
+            return value, dm @ means
+        leaf = DeterministicLeaf(value_grad, f"{type(atom).__name__} block {k}: products of means", node=atom, low_rank=True)
+        out.append(block.plus(builder.leaf(leaf)))
     return out
 
 

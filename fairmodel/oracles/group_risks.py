@@ -6,13 +6,14 @@ gradient ``sum_i q_i grad R_i`` with one product ``X @ theta`` and one ``X.T @ v
 """
 from __future__ import annotations
 
+import copy
 from functools import partial
 
 import numpy as np
 
 from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Groups
-from ..data.passes import ordered_sum, row_parts, row_sums
+from ..data.passes import column_squares, ordered_sum, row_parts, row_squares, row_sums
 from ..data.groups import group_means
 from .domains import check_in_ball, project_ball
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
@@ -83,11 +84,7 @@ def _scores(intercept, theta, batch):
 
 def _row_norms(intercept, batch):
     """||x_j||^2 of the design rows (plus 1 for the intercept's column of ones)."""
-    return np.einsum("ij,ij->i", batch.X, batch.X) + (1.0 if intercept else 0.0)
-
-
-def _column_squares(batch):
-    return np.einsum("ij,ij->j", batch.X, batch.X)
+    return row_squares(batch.X) + (1.0 if intercept else 0.0)
 
 
 def _row_norm_summary(intercept, batch):
@@ -165,6 +162,12 @@ class GroupRisks:
         out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
         out.sizes, out._index = out.groups.sizes.astype(float), None
         out._X = None if self._X is None else self._X[rows]
+        return out
+
+    def with_loss(self, kernel) -> "GroupRisks":
+        """The same group risks of another pointwise loss ``kernel`` (e.g. a smoothed hinge)."""
+        out = copy.copy(self)
+        out.loss = kernel
         return out
 
     def project(self, theta):
@@ -256,7 +259,7 @@ class GroupRisks:
 
     def column_second_moments(self) -> np.ndarray:
         """E[x_j^2] of every design column (1 for the intercept's), by one pass over the data source."""
-        moments = row_sums(self.data, _column_squares) / self.n_samples
+        moments = row_sums(self.data, column_squares) / self.n_samples
         return np.append(moments, 1.0) if self.intercept else moments
 
     def row_norms_squared(self) -> np.ndarray:

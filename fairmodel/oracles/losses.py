@@ -289,7 +289,11 @@ def score_gradient(kernel, z, y, weights) -> np.ndarray:
 
 def with_intercept(X: np.ndarray, intercept: bool) -> np.ndarray:
     """The design matrix: X with a column of ones appended when the model has an intercept (stored last)."""
-    return np.hstack([X, np.ones((X.shape[0], 1))]) if intercept else X
+    if not intercept:
+        return X
+    if sparse.issparse(X):
+        return sparse.hstack([X, np.ones((X.shape[0], 1))], format="csr")
+    return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
 class LinearModelLoss:

@@ -8,7 +8,9 @@ approximates the Hessian's shape (the second moment of the design matrix) is the
 ``||theta||_P^2 / 2`` (mirror descent and mirror-prox allow any strongly convex distance-generating function;
 Nemirovski 2004): the condition number becomes that of ``P^{-1/2} H P^{-1/2}``. The ridge added to P is relative
 to each coordinate's own scale (``P = S + ridge diag(S)``), so features of very different scales stay
-preconditioned. The ball is an axis-aligned
+preconditioned. With many features (a high-dimensional sparse design) a d x d matrix and its eigendecomposition
+would not fit: ``P`` is then a diagonal (Jacobi preconditioning, the diagonal of the second moment from one pass;
+``theta = P^{-1/2} u``), which equalizes the columns' scales at O(d) memory and cost. The ball is an axis-aligned
 ellipsoid in ``u``; its projection (in the metric of ``u``) is the trust-region problem
 ``u_i = v_i d_i / (d_i + nu)``, with ``nu >= 0`` the root of the secular equation, found by Newton's method on
 ``1 / ||theta(nu)|| - 1 / R`` (Moré and Sorensen 1983: concave and increasing, so Newton converges monotonically
@@ -26,7 +28,8 @@ RIDGE = 1e-6    # P = S + ridge diag(S): a positive definite metric when S is si
 
 class Coordinates:
     """``theta = to_theta(u)``, ``u = to_u(theta)``, gradients mapped both ways, and the projection of ``u`` onto
-    the ball ``||theta|| <= radius`` (None: no ball). ``P = None`` gives the identity (plain Euclidean steps).
+    the ball ``||theta|| <= radius`` (None: no ball). ``P = None`` gives the identity (plain Euclidean steps); a
+    vector ``P`` is a diagonal metric (no eigendecomposition: O(d)).
 
     Arrays of parameters have the metric's dimension in their first axis (a vector, or a matrix with one column
     per output: the Frobenius ball)."""
@@ -34,27 +37,34 @@ class Coordinates:
     def __init__(self, P=None, radius: float | None = None):
         self.radius = radius
         self.identity = P is None
+        self.diagonal = P is not None and np.ndim(P) == 1
         if not self.identity:
-            d, Q = np.linalg.eigh((np.asarray(P, dtype=float) + np.asarray(P, dtype=float).T) / 2)
+            P = np.asarray(P, dtype=float)
+            d, Q = (P.copy(), None) if self.diagonal else np.linalg.eigh((P + P.T) / 2)
             d = np.maximum(d, 1e-12 * max(float(d.max()), 1e-300))
             self.d = d
-            self.M = Q / np.sqrt(d)                  # theta = M u
-            self.M_inv = (Q * np.sqrt(d)).T          # u = M_inv theta (M' g maps a gradient to u, M_inv' back)
+            if self.diagonal:                        # theta = u / sqrt(d) entrywise
+                self.scale, self.root = 1.0 / np.sqrt(d), np.sqrt(d)
+            else:
+                self.M = Q / np.sqrt(d)              # theta = M u
+                self.M_inv = (Q * np.sqrt(d)).T      # u = M_inv theta (M' g maps a gradient to u, M_inv' back)
             self._inv_d = 1.0 / d
             self._nu = 0.0                           # the last projection's multiplier (a warm start)
 
     @classmethod
     def from_second_moment(cls, S, radius: float | None = None, ridge: float = RIDGE) -> "Coordinates":
-        """The coordinates of ``S + ridge diag(S)`` (S a second-moment matrix, PSD; None: the identity). The ridge
-        is relative to each coordinate's own scale: features whose scales differ by orders of magnitude keep
-        their preconditioning, and nearly collinear ones a positive definite metric."""
+        """The coordinates of ``S + ridge diag(S)`` (S a second-moment matrix, PSD, or the vector of its diagonal;
+        None: the identity). The ridge is relative to each coordinate's own scale: features whose scales differ by
+        orders of magnitude keep their preconditioning, and nearly collinear ones a positive definite metric."""
         if S is None:
             return cls(None, radius)
         S = np.asarray(S, dtype=float)
-        diag = np.diag(S).copy()
+        diag = S.copy() if S.ndim == 1 else np.diag(S).copy()
         top = float(diag.max()) if diag.size else 0.0
         if not np.isfinite(top) or top <= 0:
             return cls(None, radius)
+        if S.ndim == 1:
+            return cls(S + ridge * np.maximum(diag, 1e-6 * top), radius)
         return cls(S + np.diag(ridge * np.maximum(diag, 1e-6 * top)), radius)
 
     def fresh(self) -> "Coordinates":
@@ -64,18 +74,31 @@ class Coordinates:
         out._nu = 0.0
         return out
 
+    def _scaled(self, v, power: int):
+        """v times scale^power along its first axis (a diagonal metric)."""
+        s = self.scale if power == 1 else self.root
+        return v * (s if v.ndim == 1 else s.reshape((-1,) + (1,) * (v.ndim - 1)))
+
     def to_theta(self, u):
-        return u if self.identity else self.M @ u
+        if self.identity:
+            return u
+        return self._scaled(u, 1) if self.diagonal else self.M @ u
 
     def to_u(self, theta):
-        return theta if self.identity else self.M_inv @ theta
+        if self.identity:
+            return theta
+        return self._scaled(theta, -1) if self.diagonal else self.M_inv @ theta
 
     def gradient_to_u(self, g):
         """The gradient in u of a function whose gradient in theta is g."""
-        return g if self.identity else self.M.T @ g
+        if self.identity:
+            return g
+        return self._scaled(g, 1) if self.diagonal else self.M.T @ g
 
     def gradient_to_theta(self, g_u):
-        return g_u if self.identity else self.M_inv.T @ g_u
+        if self.identity:
+            return g_u
+        return self._scaled(g_u, -1) if self.diagonal else self.M_inv.T @ g_u
 
     def lipschitz_factor(self) -> float:
         """||M||_2: a function L-Lipschitz in theta is at most L ||M||_2-Lipschitz in u."""

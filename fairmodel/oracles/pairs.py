@@ -28,6 +28,7 @@ of the sums), with O(cells x p^2) state whatever n.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from ..data.passes import row_sums
 
@@ -288,3 +289,30 @@ class LinearMoments:
         A = np.einsum("i,ijk->jk", weights * c1, cov) + (delta.T * (weights * c1 ** 2 / q)) @ delta
         g = -2.0 * (weights * c1 * c2) @ delta
         return A, g, float(np.sum(weights * c1 * c2 ** 2))
+
+
+class _CellSums:
+    """One chunk's (weight, sum of the feature rows) per cell (a picklable per-chunk function; dense or CSR rows):
+    ``codes`` the rows' cells, ``weights`` their sample weights (absent: 1 each)."""
+
+    def __init__(self, n_cells: int):
+        self.n_cells = n_cells
+
+    def __call__(self, batch, codes, weights=None):
+        n = batch.X.shape[0]
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+        C = sparse.csr_matrix((w, (np.asarray(codes, dtype=np.intp), np.arange(n))), shape=(self.n_cells, n))
+        S = C @ batch.X
+        return np.bincount(codes, weights=w, minlength=self.n_cells), (S.toarray() if sparse.issparse(S) else S)
+
+
+def set_means(data, pairs: PairRisks, intercept: bool = False) -> np.ndarray:
+    """The (weighted) mean design row mu_S of every set of ``pairs`` (sets x p; a 1 appended for the intercept): one
+    pass over the rows, O(cells x p) memory, a sparse design read as it is (the per-set covariances of
+    :class:`LinearMoments` are p x p each)."""
+    codes, members = pairs.cells
+    extra = () if pairs.weights is None else (pairs.weights,)
+    W, S = row_sums(data, _CellSums(members.shape[0]), codes, *extra)
+    M = members.T.astype(float)
+    means = (M @ S) / (M @ W)[:, None]
+    return np.hstack([means, np.ones((means.shape[0], 1))]) if intercept else means

@@ -25,6 +25,7 @@ import math
 import time
 
 import numpy as np
+from scipy import sparse
 
 from ..errors import OptionError
 from ..oracles.domains import project_ball_in_metric
@@ -189,7 +190,13 @@ def draw_block(risks: GroupRiskOracle, sampler, batch_size: int, n_steps: int, z
         a = a.reshape((m, n_steps, batch_size) + a.shape[1:]).swapaxes(0, 1)
         return a.reshape((n_steps, m * batch_size) + a.shape[3:])
     Xb, yb, phi_s, dphi_s = snapshot_terms(risks, batch, z_s, snap_w)
-    return by_step(Xb), by_step(yb), by_step(phi_s), by_step(dphi_s)
+    if sparse.issparse(Xb):       # CSR rows (a sparse design): reordered step-major, one slice of rows per step
+        per = m * batch_size
+        Xb = Xb[by_step(np.arange(Xb.shape[0])).ravel()]
+        Xb = [Xb[j * per:(j + 1) * per] for j in range(n_steps)]
+    else:
+        Xb = by_step(Xb)
+    return Xb, by_step(yb), by_step(phi_s), by_step(dphi_s)
 
 
 def vr_operator(risks: GroupRiskOracle, Xb, yb, phi_s, dphi_s, batch_size: int, w_half, q_half, snap_q, r_s, g_s):

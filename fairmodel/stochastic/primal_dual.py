@@ -115,7 +115,7 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
     gw = auto_w if step_w is None else check_number(step_w, "step_w", low=0.0, strict=True)
     gy = list(auto_y) if step_y is None else [check_number(step_y, "step_y", low=0.0, strict=True)] * len(auto_y)
     K = check_int(inner, "inner") if inner is not None else getattr(oracle, "epoch_steps", None) or \
-        max(MIN_INNER, math.ceil(oracle.n_samples / oracle.rows_per_step))
+        max(MIN_INNER, math.ceil(oracle.n_samples / max(oracle.rows_per_step, 1)))   # no sample leaf: 0 rows
 
     simplices = Simplices(oracle.blocks)
     block = int(getattr(oracle, "block_steps", BLOCK_STEPS))     # inner steps drawn and prepared at once

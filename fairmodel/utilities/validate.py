@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Sequence
 
 import numpy as np
+from scipy.sparse import diags as scipy_diags
 
 from ..errors import DataError, ExpressionTypeError, OptionError
 
@@ -161,9 +162,10 @@ def check_array_input(X, name: str = "X") -> None:
                            if isinstance(X, dict) else ""))
     if hasattr(X, "toarray") and hasattr(X, "nnz"):
         rows, cols = X.shape
-        raise DataError(f"{name} is a scipy sparse {rows} x {cols} matrix; fairmodel's data sets hold dense arrays. "
-                        f"Pass {name}.toarray() (it needs {rows * cols * 8 / 2 ** 20:.1f} MiB), or reduce the columns "
-                        f"first (the scikit-learn estimators densify sparse input after a memory check)")
+        raise DataError(f"{name} is a scipy sparse {rows} x {cols} matrix; this input must be dense. Pass "
+                        f"{name}.toarray() (it needs {rows * cols * 8 / 2 ** 20:.1f} MiB), or reduce the columns first "
+                        f"(fm.Dataset(X, y, groups) keeps a sparse design in memory; the scikit-learn estimators "
+                        f"densify sparse input after a memory check)")
     text = non_numeric_columns(X)
     if text:
         raise DataError(f"{name} has non-numeric column(s) {', '.join(map(repr, text))}; encode them first: "
@@ -204,6 +206,37 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
     check_finite(arr, name)
     check_magnitude(arr, name)
     return arr
+
+
+def is_sparse(X) -> bool:
+    """Whether ``X`` is a SciPy sparse matrix or array."""
+    return hasattr(X, "tocsr") and hasattr(X, "nnz")
+
+
+def check_sparse_matrix(X, name: str = "X"):
+    """A SciPy sparse ``X`` as a finite float64 CSR matrix with sorted, summed indices (a copy: the caller's matrix
+    is never changed), or a :class:`DataError` that says what is wrong."""
+    if X.ndim != 2:
+        raise DataError(f"{name} must be 2-D (n_samples, n_features); got a sparse array of shape {X.shape}")
+    data = np.asarray(X.data)
+    _numeric(data, name)
+    out = X.tocsr().astype(float, copy=True)
+    out.sum_duplicates()
+    out.sort_indices()
+    bad = ~np.isfinite(out.data)
+    if bad.any():
+        row = int(np.searchsorted(out.indptr, int(np.flatnonzero(bad)[0]), side="right") - 1)
+        raise DataError(f"{name} contains {int(bad.sum())} NaN or infinite stored value(s), the first in row {row}; "
+                        f"drop or impute them first")
+    big = np.abs(out.data) > MAX_FEATURE
+    if big.any():
+        at = int(np.flatnonzero(big)[0])
+        row = int(np.searchsorted(out.indptr, at, side="right") - 1)
+        raise DataError(f"{name} has {int(big.sum())} value(s) beyond {MAX_FEATURE:.0e} in magnitude, the first "
+                        f"{float(out.data[at]):.3g} at (row, column) ({row}, {int(out.indices[at])}); the solvers sum "
+                        f"squares of the features, which overflow float64 (largest 1.8e308): rescale the columns "
+                        f"(divide each by its largest magnitude: a sparse design stays sparse)")
+    return out
 
 
 def check_vector(v, n: int | None, name: str) -> np.ndarray:
@@ -308,7 +341,19 @@ SCALE_RATIO = 1e3
 
 def check_scaling(X: np.ndarray, names: Sequence[str]) -> None:
     """Warn (``UserWarning``) when the standard deviations of the non-constant columns of ``X`` differ by more
-    than a factor :data:`SCALE_RATIO`, naming the (at most 5) columns furthest from the median scale."""
+    than a factor :data:`SCALE_RATIO`, naming the (at most 5) columns furthest from the median scale. A sparse ``X``
+    (CSR) is read through its stored values only (no dense copy)."""
+    if is_sparse(X):
+        n = X.shape[0]
+        size = np.asarray(abs(X).max(axis=0).todense()).ravel()
+        size[size == 0] = 1.0
+        scaled = X @ scipy_diags(1.0 / size)
+        mean = np.asarray(scaled.mean(axis=0)).ravel()
+        square = np.asarray(scaled.multiply(scaled).sum(axis=0)).ravel() / n
+        std = np.sqrt(np.maximum(square - mean * mean, 0.0)) * size
+        ptp = np.asarray(X.max(axis=0).todense() - X.min(axis=0).todense()).ravel()
+        check_scaling_stats(std, ptp, names)
+        return
     size = np.abs(X).max(axis=0)
     size[size == 0] = 1.0
     std = (X / size).std(axis=0) * size  # scaled first: no overflow for entries near the float limit
