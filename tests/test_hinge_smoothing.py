@@ -40,7 +40,7 @@ def test_a_tangent_line_lies_below_the_hinge_everywhere_and_touches_its_smoothed
 def test_only_the_hinge_is_smoothed():
     assert smoothable(Hinge) and not smoothable(Logistic) and not smoothable(None)
     assert smoothed(Logistic, 0.1) is Logistic
-    assert smoothed(Hinge, 0.1).smoothness == pytest.approx(2.5)
+    assert smoothed(Hinge, 0.1).smoothness(np.inf, 1.0) == pytest.approx(2.5) and smoothed(Hinge, 0.1).smooth()
     assert minorant(Hinge, 0.1).d2phi is None
 
 

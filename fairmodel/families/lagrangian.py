@@ -627,7 +627,7 @@ class LagrangianOracle:
         """Whether a non-smooth Phi is smooth but for loss kernels with a smoothing (the hinge): compiled sample
         leaves, no norm."""
         return self.kernels is not None and not self.rough and all(
-            t.kernel is None or np.isfinite(t.kernel.smoothness) or smoothable(t.kernel)
+            t.kernel is None or t.kernel.smooth() or smoothable(t.kernel)
             for f in self.kernels.forms for t in f.terms)
 
     def _first_order_minimum(self, ys, theta0, slack):

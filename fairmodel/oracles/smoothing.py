@@ -44,7 +44,7 @@ STEPS = (1e-1, 1e-2, 1e-3, 1e-4)           # the smoothing parameters a certific
 
 def smoothable(kernel) -> bool:
     """Whether ``kernel`` is non-smooth with a smoothing here (a smooth kernel is used as it is)."""
-    return kernel is not None and not np.isfinite(kernel.smoothness) and kernel.name in SMOOTHINGS
+    return kernel is not None and not kernel.smooth() and kernel.name in SMOOTHINGS
 
 
 def smoothed(kernel, mu: float):
@@ -55,7 +55,15 @@ def smoothed(kernel, mu: float):
     s = SMOOTHINGS[kernel.name]
 
     class Smoothed:
-        name, symbol, smoothness, binary = f"{kernel.name}_smoothed", f"{kernel.symbol}_mu", 0.25 / mu, kernel.binary
+        name, symbol, binary = f"{kernel.name}_smoothed", f"{kernel.symbol}_mu", kernel.binary
+
+        @staticmethod
+        def smoothness(z_bound, y_bound):
+            return 0.25 / mu
+
+        @staticmethod
+        def smooth():
+            return True
 
         @staticmethod
         def phi(z, y):
@@ -80,8 +88,16 @@ def minorant(kernel, mu: float):
     s = SMOOTHINGS[kernel.name]
 
     class Minorant:
-        name, symbol, smoothness, binary = f"{kernel.name}_tangent", f"{kernel.symbol}_lin", np.inf, kernel.binary
+        name, symbol, binary = f"{kernel.name}_tangent", f"{kernel.symbol}_lin", kernel.binary
         d2phi = None
+
+        @staticmethod
+        def smoothness(z_bound, y_bound):
+            return np.inf
+
+        @staticmethod
+        def smooth():
+            return False
 
         @staticmethod
         def phi(z, y):
