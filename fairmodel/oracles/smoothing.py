@@ -47,36 +47,25 @@ def smoothable(kernel) -> bool:
     return kernel is not None and not kernel.smooth() and kernel.name in SMOOTHINGS
 
 
+def _kernel(name, symbol, binary, curvature: float, values, second: bool):
+    """A kernel class (phi, dphi, d2phi or None, its smoothness) from ``values(z, y)`` -> (phi, dphi[, d2phi])."""
+    return type(name, (), {
+        "name": name, "symbol": symbol, "binary": binary,
+        "smoothness": staticmethod(lambda z_bound, y_bound: curvature),
+        "smooth": staticmethod(lambda: bool(np.isfinite(curvature))),
+        "phi": staticmethod(lambda z, y: values(z, y)[0]),
+        "dphi": staticmethod(lambda z, y: values(z, y)[1]),
+        "d2phi": staticmethod(lambda z, y: values(z, y)[2]) if second else None})
+
+
 def smoothed(kernel, mu: float):
     """The smoothing phi_mu of a non-smooth ``kernel`` as a kernel (phi, dphi, d2phi; smoothness 1/(4 mu)); any
     other kernel as it is."""
     if not smoothable(kernel):
         return kernel
     s = SMOOTHINGS[kernel.name]
-
-    class Smoothed:
-        name, symbol, binary = f"{kernel.name}_smoothed", f"{kernel.symbol}_mu", kernel.binary
-
-        @staticmethod
-        def smoothness(z_bound, y_bound):
-            return 0.25 / mu
-
-        @staticmethod
-        def smooth():
-            return True
-
-        @staticmethod
-        def phi(z, y):
-            return s.smooth(z, y, mu)[0]
-
-        @staticmethod
-        def dphi(z, y):
-            return s.smooth(z, y, mu)[1]
-
-        @staticmethod
-        def d2phi(z, y):
-            return s.smooth(z, y, mu)[2]
-    return Smoothed
+    return _kernel(f"{kernel.name}_smoothed", f"{kernel.symbol}_mu", kernel.binary, 0.25 / mu,
+                   lambda z, y: s.smooth(z, y, mu), second=True)
 
 
 def minorant(kernel, mu: float):
@@ -86,24 +75,5 @@ def minorant(kernel, mu: float):
     if not smoothable(kernel):
         return kernel
     s = SMOOTHINGS[kernel.name]
-
-    class Minorant:
-        name, symbol, binary = f"{kernel.name}_tangent", f"{kernel.symbol}_lin", kernel.binary
-        d2phi = None
-
-        @staticmethod
-        def smoothness(z_bound, y_bound):
-            return np.inf
-
-        @staticmethod
-        def smooth():
-            return False
-
-        @staticmethod
-        def phi(z, y):
-            return s.tangent(z, y, mu)[0]
-
-        @staticmethod
-        def dphi(z, y):
-            return s.tangent(z, y, mu)[1]
-    return Minorant
+    return _kernel(f"{kernel.name}_tangent", f"{kernel.symbol}_lin", kernel.binary, np.inf,
+                   lambda z, y: s.tangent(z, y, mu), second=False)
