@@ -80,10 +80,10 @@ class Notes:
     """Lines about a long run written between the redraws of a :class:`Progress` bar, at most one every
     ``min_interval`` seconds (``note(text)`` returns whether it was written)."""
 
-    def __init__(self, verbose: bool | None = None, stream=None, min_interval: float = NOTE_INTERVAL):
+    def __init__(self, verbose: bool | None = None, stream=None, min_interval: float | None = None):
         self.stream = sys.stderr if stream is None else stream
         self.enabled = progress_enabled(verbose, self.stream)
-        self.min_interval = min_interval
+        self.min_interval = NOTE_INTERVAL if min_interval is None else min_interval
         self._last = -float("inf")
 
     def note(self, text: str) -> bool:
