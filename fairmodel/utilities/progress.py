@@ -94,9 +94,8 @@ class Notes:
         if not self.enabled:
             logger.info(text)
             return True
-        isatty = getattr(self.stream, "isatty", None)
-        # on a terminal the line replaces the bar's (the bar redraws below it at its next update)
-        self.stream.write(f"\r{text}\033[K\n" if isatty and isatty() else f"{text}\n")
+        # the line replaces the bar's, as the bar redraws itself (the bar redraws below it at its next update)
+        self.stream.write(f"\r{text}\033[K\n")
         self.stream.flush()
         return True
 
