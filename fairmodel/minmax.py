@@ -11,10 +11,12 @@ zeroth-order (value oracle) or first-order OGDA/SGDA with random reshuffling and
 
 The duality gap ``max_{y'} L(x, y') - min_{x'} L(x', y)`` of a candidate is computed from closed forms
 where the structure gives one (``max_y=`` / ``min_x=`` callables; built in for the matrix game and the
-quadratic game) and otherwise by two exact CVXPY solves of a user's ``cvxpy_value(x, y)``. It decides ``ok``
-(:meth:`SaddleProblem.gap_checks`, tolerance relative to the gap at the start) and, by default, when a stochastic
-run stops (:class:`~fairmodel.families.stopping.CertifiedStop` on the same check); without it a result is
-``unverified``.
+quadratic game) and otherwise by two exact CVXPY solves of a user's ``cvxpy_value(x, y)``. The exact backend
+solves the built-in games by an LP or a conic program, and a problem given by callables with ``grad=`` and a
+computable gap by the extragradient method on the full gradient, stopped when that gap passes the exact tolerance.
+The gap decides ``ok`` (:meth:`SaddleProblem.gap_checks`, tolerance relative to the gap at the start) and, by
+default, when a stochastic run stops (:class:`~fairmodel.families.stopping.CertifiedStop` on the same check);
+without it a result is ``unverified``.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from .errors import ModelError, OptionError
+from .errors import ModelError, OptionError, UnsupportedProblemError
 from .exact import minmax as exact_minmax
 from .exact.newton import ball_qp_step
 from .expressions.notation import layout
@@ -58,6 +60,11 @@ GAP_REASON = ("it bounds the suboptimality of both players, max_y L(x, .) - OPT 
               "domains: the run must remove 99 % of it), and where the start is nearly a saddle point, of 1 % of the "
               "spread of L over 8 points of the domain around it, plus 1e-6 max(1, |L|) for the inner solves' "
               "tolerance")
+# The exact backend of a problem given by callables: the extragradient method on the full gradient, the judge's gap
+# checked after EXACT_CHECK_EVERY steps (then every 25 % of the run), at most EXACT_MAX_STEPS steps (max_steps=).
+EXACT_MAX_STEPS, EXACT_CHECK_EVERY = 10_000, 10
+EXACT_METHOD = ("the extragradient method (Korpelevich 1976) on the full gradient (1/n) sum_i grad L_i, stopped when "
+                "the judge's duality gap passes the exact tolerance")
 OGDA_OPTIONS = [f.name for f in fields(OGDAOptions) if f.name not in ("method", "order")] + \
     ["callback", "max_queries", "max_time", "store_iterates"]
 
@@ -68,7 +75,8 @@ def _method_for_backend(method, backend) -> str:
         return method or "ogda-rr"
     check_choice(backend, "backend", ("exact", "stochastic"))
     if backend == "exact" and method not in (None, "exact"):
-        raise OptionError(f"the exact backend of a saddle problem has one method, 'exact'; got {method!r}")
+        raise OptionError(f"the exact backend of a saddle problem has one method, 'exact' (the default); got "
+                          f"{method!r}")
     if backend == "stochastic" and method == "exact":
         raise OptionError(f"method='exact' is the exact backend; the stochastic methods are {', '.join(METHODS)}")
     return "exact" if backend == "exact" else method or "ogda-rr"
@@ -218,8 +226,9 @@ class SaddleProblem:
                self.max_y is not None and self.min_x is not None else "duality gap max_y L(x, .) - min_x L(., y) by "
                "two exact CVXPY solves of cvxpy_value" if self.cvxpy_value is not None else "no duality gap (give "
                "max_y= and min_x=, or cvxpy_value=): the judge reports L(x, y)")
-        methods = [("Exact backend", {"exact": "the exact saddle point (an LP for the matrix game, a Huber program "
-                                               "for the quadratic game)"} if self._exact else {}),
+        exact = ("the exact saddle point (an LP for the matrix game, a Huber program for the quadratic game)"
+                 if self._exact else EXACT_METHOD if self.exact_missing() is None else None)
+        methods = [("Exact backend", {"exact": exact} if exact else {}),
                    ("Stochastic backend", METHODS)]
         head = f"Min-max problem: {self.title or self.name} (Maheshwari, Chiu, Mazumdar, Sastry, Ratliff 2022)"
         return describe_sections(head, body, methods, [f"Judge certificate: {gap}"], format)
@@ -308,7 +317,8 @@ class SaddleProblem:
                       bound_order("min_x L(., y)", cert["dual"], "L(x, y)", cert["saddle_value"])]
         if backend == "exact":
             return [Check("duality gap", gap, 1e-6 * max(1.0, abs(evaluation.objective)), "an exact saddle point has "
-                          "gap 0 up to the LP / conic solver's tolerance (1e-8), with a margin", "certificate"),
+                          "gap 0 up to the LP / conic solver's tolerance (1e-8), with a margin; the extragradient "
+                          "method runs until its gap is below it", "certificate"),
                     *consistent]
         if target is not None:
             return [Check("duality gap", gap, float(target), "the target_gap asked for", "certificate"), *consistent]
@@ -335,14 +345,45 @@ class SaddleProblem:
             if stopped_early:
                 tips[0] = ("order=0 cannot reach this tolerance before the cap at the rate measured (the noise of "
                            "value-only estimates); " + tips[0])
-            if self._exact is not None:
-                tips.append("method='exact'")
+            tips += [tip for tip in (self._exact_tip(),) if tip]
             tips += ["if the gap stalls, a smaller query radius R0= (its smoothing bias is of order ell R0)", cap]
         else:
             tips = [cap, "if the gap stalls, a smaller step (eta0=, eta_max=)"]
-            if self._exact is not None:
-                tips.append("method='exact'")
+            tips += [tip for tip in (self._exact_tip(),) if tip]
         return "What to try: " + "; ".join(tips) + "."
+
+    def _exact_tip(self) -> str | None:
+        """The exact backend as advice: what it runs, or that grad= would open it (None when it cannot)."""
+        if self._exact is not None:
+            return "backend='exact' (the exact saddle point)"
+        if self.exact_missing() is None:
+            return "backend='exact' (the extragradient method on the full gradient: no sampling noise)"
+        if self.grad_fn is None and self.has_gap():
+            return "grad= also opens the exact backend (backend='exact': the extragradient method on the full gradient)"
+        return None
+
+    def exact_missing(self) -> str | None:
+        """None when the exact backend can solve this problem; else why not and what to give (the message of its
+        refusal). The built-in games have exact programs; a problem given by callables is solved exactly by the
+        extragradient method on the full gradient, which needs ``grad=`` (each step uses the exact F = (grad_x L,
+        -grad_y L), not an estimate), and certified by the judge's duality gap, which needs ``max_y=`` and ``min_x=``
+        or ``cvxpy_value=``."""
+        if self._exact is not None:
+            return None
+        missing = []
+        if self.grad_fn is None:
+            missing.append("no grad= (the method steps along the exact gradient (1/n) sum_i grad L_i(x, y); values "
+                           "alone give only the noisy estimates of the stochastic methods): give grad=lambda x, y, i: "
+                           "(grad_x L_i, grad_y L_i)")
+        if not self.has_gap():
+            missing.append("no duality gap for the judge (no exact result can be certified without it): give "
+                           "cvxpy_value= (a CVXPY expression of the mean L, DCP: convex in x, concave in y) or the "
+                           "closed forms max_y= and min_x=")
+        if not missing:
+            return None
+        return (f"the exact backend of a saddle problem given by callables is {EXACT_METHOD}; this problem has "
+                + "; and ".join(missing) + f". Without {'it' if len(missing) == 1 else 'them'}, solve with the stochastic backend alone (sp.solve()), "
+                "whose result is judged " + ("by the duality gap" if self.has_gap() else "as unverified"))
 
     # -- solving ------------------------------------------------------------------------------------------
     def oracle(self) -> SaddleOracle:
@@ -351,8 +392,10 @@ class SaddleProblem:
     @few_threads
     def solve(self, method: str | None = None, order: int | None = None, seed=0, *, backend: str | None = None,
               verbose=None, solver=None, x0=None, y0=None, stop: str = "checks", **options) -> Result:
-        """Solve with ``method`` in ``ogda-rr`` (default), ``ogda-wr``, ``sgda-rr``, ``sgda-wr``, or ``"exact"`` for
-        the built-in problems; returns an ``fm.Result`` judged by the duality gap (``ok`` only when it passes).
+        """Solve with ``method`` in ``ogda-rr`` (default), ``ogda-wr``, ``sgda-rr``, ``sgda-wr``, or with the exact
+        backend (``backend="exact"``, or ``method="exact"``: the exact program of a built-in game, the extragradient
+        method on the full gradient for a problem given by callables with ``grad=`` and a computable gap, option
+        ``max_steps``); returns an ``fm.Result`` judged by the duality gap (``ok`` only when it passes).
 
         ``order``: 1 (exact gradients, the default when ``grad=`` was given: on smooth problems it reaches a small
         gap orders of magnitude faster) or 0 (values only: the paper's zeroth-order methods, the default without
@@ -369,11 +412,11 @@ class SaddleProblem:
         if order is None:
             order = 1 if self.grad_fn is not None else 0
         if method == "exact":
-            check_options(options, (), "the exact method of a saddle problem")
-            return self._solve_exact(solver)
+            check_options(options, () if self._exact else ("max_steps",), "the exact method of a saddle problem")
+            return self._solve_exact(solver, verbose, **options)
         if method not in METHODS:
             raise OptionError(f"unknown method {method!r}; valid methods are {', '.join(METHODS)} "
-                              f"(and 'exact' for the built-in problems)")
+                              f"(and 'exact', the exact backend)")
         check_options(options, OGDA_OPTIONS + ["check_every", "target_gap"], f"the stochastic method {method!r}")
         stop = check_choice(stop, "stop", STOP_RULES)
         if options.get("callback") is not None and not callable(options["callback"]):
@@ -432,7 +475,8 @@ class SaddleProblem:
         d_x = self.d_x
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:],
                                                      "x_last": info["u_last"][:d_x], "y_last": info["u_last"][d_x:]},
-                                every=check_every or CHECKS_EVERY, enabled=certified, cap=opts["epochs"])
+                                every=check_every or CHECKS_EVERY, enabled=certified, cap=opts["epochs"],
+                                verbose=verbose)
         out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0,
                    stop=RestartOnStall(stopper) if certified else None, **opts)
         solved = time.perf_counter()
@@ -486,18 +530,44 @@ class SaddleProblem:
                 Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
                       tolerance, GAP_REASON),
                 Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-6 * scale,
-                      "an exact saddle point has gap 0 up to the LP / conic solver's tolerance")], "minmax"
+                      "an exact saddle point has gap 0 up to the exact method's tolerance")], "minmax"
 
-    def _solve_exact(self, solver) -> Result:
-        if self._exact is None:
-            raise OptionError("method='exact' is available for the built-in problems (SaddleProblem.matrix_game, "
-                              "SaddleProblem.quadratic); for your own problem use a stochastic method")
-        start = time.perf_counter()
-        value, x, y, record = self._exact(solver)
+    def _solve_exact(self, solver, verbose=None, max_steps=EXACT_MAX_STEPS) -> Result:
+        """The exact program of a built-in game, else the extragradient method on the full gradient (refused, with
+        what is missing, where it cannot run: :meth:`exact_missing`)."""
+        missing = self.exact_missing()
+        if missing is not None:
+            raise UnsupportedProblemError(missing)
+        judge, start = _GapJudge(self, solver), time.perf_counter()
+        if self._exact is not None:
+            value, x, y, record = self._exact(solver)
+            solution = Solution(variables={"x": x, "y": y}, status=record["status"], solver=record,
+                                metrics={"solver_optimum": value})
+            return self._judged(solution, "exact", "exact", start, time.perf_counter(), None, judge)
+        max_steps = check_int(max_steps, "max_steps")
+        self.x_domain.require_bounded("x_domain")
+        self.y_domain.require_bounded("y_domain")
+        oracle, d_x = self.oracle(), self.d_x
+
+        def operator(u):       # F(u) = (grad_x L, -grad_y L) of the mean L, from the n components' gradients
+            parts = [oracle.gradient(i, u, True) for i in range(self.n)]
+            return np.concatenate([sum(p[0] for p in parts), -sum(p[2] for p in parts)]) / self.n
+
+        stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:]}, backend="exact",
+                                every=EXACT_CHECK_EVERY, cap=max_steps, unit="extragradient steps", verbose=verbose)
+        u0 = np.concatenate([self.x_domain.center(), self.y_domain.center()])
+        try:
+            out = exact_minmax.extragradient(operator, oracle.project, u0, stopper, max_steps, verbose)
+        except NonFiniteValue as exc:
+            solution = Solution(variables={"x": u0[:d_x], "y": u0[d_x:]}, status="failed", message=str(exc))
+            return self._judged(solution, "exact", "exact", start, time.perf_counter(), None, judge)
+        solution = Solution(variables={"x": out["u"][:d_x], "y": out["u"][d_x:]}, status=out["status"],
+                            message=out["message"], solver={"name": "extragradient", "max_steps": max_steps},
+                            metrics={"steps": out["steps"], "gradients": out["operator_calls"] * self.n,
+                                     "step_size": out["step_size"]})
         solved = time.perf_counter()
-        solution = Solution(variables={"x": x, "y": y}, status=record["status"], solver=record,
-                            metrics={"solver_optimum": value})
-        return self._judged(solution, "exact", "exact", start, solved, None, _GapJudge(self, solver))
+        stopper.finish(solution, cap=f"max_steps={max_steps}")
+        return self._judged(solution, "exact", "exact", start, solved, None, judge)
 
     # -- built-in test problems (not from the paper) --------------------------------------------------------
     @classmethod

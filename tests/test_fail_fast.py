@@ -126,7 +126,7 @@ def test_a_cap_far_beyond_need_on_a_plateau_stops_in_seconds_and_says_what_can()
     assert not zeroth.ok and zeroth.metrics["epochs_run"] == 1000
     assert "stopped early after 1000 epochs" in zeroth.message and "stalled" in zeroth.message
     assert "order=0 cannot reach this tolerance" in zeroth.message
-    assert "order=1" in zeroth.message and "method='exact'" in zeroth.message
+    assert "order=1" in zeroth.message and "backend='exact'" in zeroth.message
     first = sp.solve(method="ogda-rr", order=1, seed=0)
     assert first.ok and first.status == "converged" and "certificate_rate" not in first.metrics
 

@@ -135,8 +135,10 @@ def test_saddle_problem_takes_backend_and_crosschecks(game):
 
 def test_a_user_saddle_problem_without_an_exact_method_is_refused_by_crosscheck_with_the_reason():
     user = fm.SaddleProblem(lambda x, y, i: float(x @ y), 4, fm.Ball(2, 1.0), fm.Box(-1, 1, size=2))
-    with pytest.raises(fm.OptionError, match="built-in problems"):
-        fm.crosscheck(user, seed=0)
+    report = fm.crosscheck(user, seed=0)
+    assert not report.ok and report.exact.status == "failed"
+    assert "no grad=" in report.exact.message and "no duality gap for the judge" in report.exact.message
+    assert "method='exact'" not in report.exact.message
 
 
 def test_min_max_games_as_problem_files(tmp_path, capsys):

@@ -67,7 +67,7 @@ def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback
     stopper = CertifiedStop(family, runner.variables, every=CHECK_EVERY if method == "sfls" else 1,
                             user_callback=user_callback, enabled=checks,
                             cap=runner.max_steps if method == "sfls" else opts["S"],
-                            unit="SMD steps" if method == "sfls" else "IQRC stages")
+                            unit="SMD steps" if method == "sfls" else "IQRC stages", verbose=verbose)
     if method == "sfls":
         out = runner.sfls(x0=runner.start_point(opts.get("x0")), stopper=stopper, refine=checks)
         history, metrics = out["history"], out["metrics"]

@@ -357,7 +357,7 @@ class Convex(Reduction):
         stopper = CertifiedStop(self, lambda info: self._variables(form, coords, info["w"], info["ys"],
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
-                                enabled=stop == "checks", cap=cap)
+                                enabled=stop == "checks", cap=cap, verbose=verbose)
         rng = as_generator(seed)
         start = time.perf_counter()
         done, ys, rounds, restarts, history, evals = 0, None, 0, 0, [], 0

@@ -339,7 +339,7 @@ class DPPostProcessing(Reduction):
                             metrics={"samples_used": 0, "rounds": 0},
                             judge_context={"prepared": prep, "certify": certify})
         exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
-        judge = RoundJudge(self, {"prepared": prep, "certify": certify}, enabled=stop == "checks")
+        judge = RoundJudge(self, {"prepared": prep, "certify": certify}, enabled=stop == "checks", verbose=verbose)
         run, info = self._pool_run(prep, prep.eps, self._z0(z0, prep.T.shape[1]), rng, oracle, T, batch_size, method,
                                    mu, inner, variant, smoothness, step, tail, history_every, callback, verbose,
                                    stop=stop, judges=[judge])

@@ -143,8 +143,9 @@ class RoundJudge:
     only when those pass, so that the exact dual is solved once, from a start near the solution (at n = 100,000 the
     solve from the first round's duals took about as long as the exact backend)."""
 
-    def __init__(self, family, context: dict, enabled: bool):
-        self.stop = CertifiedStop(family, duals, context=context, enabled=enabled, unit="points sampled")
+    def __init__(self, family, context: dict, enabled: bool, verbose: bool | None = None):
+        self.stop = CertifiedStop(family, duals, context=context, enabled=enabled, unit="points sampled",
+                                  verbose=verbose)
         self.full = True            # the last check's evaluation has every certificate the final judge computes
 
     def __call__(self, z: np.ndarray, k: int, samples: int | None = None) -> bool:

@@ -271,7 +271,7 @@ class GroupDRO(Reduction):
         stopper = CertifiedStop(self, lambda info: {name: info["w"], "q": info["q"]},
                                 every=max(1, default_epochs(n_bar) // CHECKS_PER_BUDGET),
                                 user_callback=opts.pop("callback", None), enabled=stop == "checks",
-                                cap=opts["epochs"])
+                                cap=opts["epochs"], verbose=verbose)
         out = fn(self.risks, seed=seed, verbose=verbose, callback=stopper, **opts)
         metrics = {"grad_evals": out["grad_evals"], "epochs_run": out["epochs_run"], **out["steps"]}
         if self.risks.data.is_chunked and "sampler_wait" in out:   # time the steps waited for sampled rows

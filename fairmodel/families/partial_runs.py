@@ -50,10 +50,10 @@ def _stop_rule(family, options, stop, last_step=None):
                    "(stop='budget')")
 
 
-def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit):
+def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose):
     return CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
                          context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
-                         user_callback=user_callback, enabled=enabled, cap=cap, unit=unit)
+                         user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
 
 
 def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
@@ -102,7 +102,8 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     user_callback = options.get("callback")
 
     def run(x0, label):
-        stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, outer, "outer iterations")
+        stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, outer, "outer iterations",
+                           verbose)
         boost["factor"] = 1
 
         def callback(info):
@@ -183,7 +184,7 @@ def solve_direct_ssg(family, seed, verbose, options, stop="checks"):
         if program.max_violation(x0) > (eps_t(0) if callable(eps_t) else eps_t):
             raise InfeasibleError("direct SSG (Algorithm 3) needs a start with f_i(w0) <= eps")
         stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"), iterations,
-                           "SSG iterations")
+                           "SSG iterations", verbose)
         out = ssg(x0, eps_t, iterations, program.objective_value_and_grad, constraint, program.project,
                   record_every=max(1, iterations // 200), callback_every=every,
                   callback=lambda info: stopper({**info, "work": (info["epoch"] + 1) * every}))
@@ -213,7 +214,7 @@ def solve_penalty(family, seed, verbose, options, stop="checks"):
     def run(x0, label):
         start = time.perf_counter()
         stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"), iterations,
-                           "iterations")
+                           "iterations", verbose)
         x, history, status, message = x0, [], "completed", ""
         record = max(1, iterations // 200)
         for t in range(iterations):

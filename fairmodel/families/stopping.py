@@ -41,6 +41,11 @@ checkpoint is within FAIL_FAST_NEAR of passing is never stopped by the rule: the
 between checkpoints is as large as the distance to its tolerance, so a flat best-so-far says nothing (strategic DRO
 on 300 synthetic points: the gap 1.17x its tolerance at epoch 100, then 1.6x and 2.3x after two warm restarts of the
 tail average, a measured rate 0; it passes at epoch 489).
+
+Progress. Each checkpoint writes one line (:class:`~fairmodel.utilities.progress.Notes`: on standard error where the
+progress bar is drawn, a terminal or ``verbose=True``; at most one every few seconds): the work done and the time, the
+check farthest from passing against its tolerance, and the time left, estimated from the rate measured as above (the
+seconds per unit of work so far times the work still projected), or up to the cap while no rate is measured yet.
 """
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..utilities.progress import Notes
 from .base import inconsistent
 
 GROWTH = 1.25             # once checks are sparse, one each time the run has grown by this factor
@@ -123,7 +129,8 @@ class CertifiedStop:
     reduction's ``evaluate`` (e.g. ``data=``); ``user_callback``: the user's own callback, called first (True stops);
     ``judge``: ``variables -> (evaluation, checks)`` in place of the reduction's (the inner stage of a method);
     ``cap``: the run's cap in the units of its work (``info["work"]`` when the method gives it, else the epochs
-    done), for the fail-fast rule (None: no such rule); ``unit``: the name of that unit, for the messages.
+    done), for the fail-fast rule (None: no such rule); ``unit``: the name of that unit, for the messages;
+    ``verbose``: the progress lines of the checkpoints (None: on a terminal, as the progress bars).
 
     After a checkpoint, ``passed`` says whether every check passed and ``gave_up`` holds the :class:`Outlook` of a
     run that the fail-fast rule stops (None otherwise); ``stop_now`` is either.
@@ -131,7 +138,7 @@ class CertifiedStop:
 
     def __init__(self, reduction, to_variables, *, every: int = 1, backend: str = "stochastic",
                  context: dict | None = None, user_callback=None, enabled: bool = True, judge=None,
-                 cap: float | None = None, unit: str = "epochs"):
+                 cap: float | None = None, unit: str = "epochs", verbose: bool | None = None):
         self.reduction, self.to_variables, self.backend = reduction, to_variables, backend
         self.judge = judge or self._reduction_judge   # variables -> (evaluation, checks)
         self.context = dict(context or {})
@@ -151,6 +158,7 @@ class CertifiedStop:
         self.best = None                # (ratio, check name, variables, evaluation, checks, epoch, warnings)
         self.hopeless = False           # the last checkpoint's projection exceeded the cap (by the margin)
         self.started = time.perf_counter()
+        self.notes = Notes(verbose)
 
     @property
     def stop_now(self) -> bool:
@@ -192,7 +200,33 @@ class CertifiedStop:
         self.n_checks += 1
         if not self.passed:
             self._fail_fast(variables, evaluation, checks, epoch, work)
+        self.notes.note(self.progress_line(checks, epoch, work))
         return self.passed
+
+    def progress_line(self, checks, epoch=None, work=None) -> str:
+        """One line on the checkpoint just judged: the work done and the time, the check farthest from passing
+        against its tolerance, and the time left (from the rate measured by :func:`outlook`; up to the cap while
+        no rate is measured yet)."""
+        elapsed = time.perf_counter() - self.started
+        work = float(work if work is not None else (epoch + 1 if epoch is not None else self.n_checks))
+        head = f"checkpoint {self.n_checks}: {work:,.0f} {self.unit}, {elapsed:.1f} s"
+        if self.passed:
+            return f"{head}: every check passed"
+        worst = worst_ratio(checks)
+        if worst is None:
+            return f"{head}: the certificate was not computed at this checkpoint"
+        check = next(c for c in checks if c.name == worst[1])
+        text = f"{head}: {check.name} = {check.value:.3g}, {worst[0]:.3g}x its tolerance {check.tolerance:.3g}"
+        to_cap = elapsed * (self.cap / work - 1.0) if self.cap is not None and work > 0 else None
+        found = outlook(self.points) if self.points and self.points[-1][0] == work else None
+        if found is None or found.stalled or found.projected == math.inf:
+            why = "no rate measured yet" if found is None else f"the certificate stalled (rate {found.rate:.2g})"
+            return text + (f"; {why}: at most {to_cap:.3g} s left (to the cap)" if to_cap is not None else f"; {why}")
+        left = elapsed * (found.projected / work - 1.0)
+        if to_cap is not None and left > to_cap:
+            return text + (f"; at the measured rate ({found.rate:.2g}) it would pass after {found.projected:.3g} "
+                           f"{self.unit}, past the cap: at most {to_cap:.3g} s left")
+        return text + f"; at the measured rate ({found.rate:.2g}): about {left:.3g} s left"
 
     def _fail_fast(self, variables, evaluation, checks, epoch, work) -> None:
         worst = worst_ratio(checks)

@@ -195,7 +195,7 @@ class StrategicDRO(Reduction):
         stopper = CertifiedStop(self, lambda info: {name: info["u"][:p], "alpha": float(info["u"][p]),
                                                     "gamma": info["u"][p + 1:]},
                                 every=CHECKS_EVERY if check_every is None else check_int(check_every, "check_every"),
-                                enabled=stop == "checks", cap=opts["epochs"])
+                                enabled=stop == "checks", cap=opts["epochs"], verbose=verbose)
         agents_before = self.model.agents.queries
         start = time.perf_counter()
         out = ogda(oracle, method=method, order=order, seed=seed, verbose=verbose,

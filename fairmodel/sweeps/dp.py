@@ -88,7 +88,7 @@ def _parallel_sweep(problems, options) -> list:
         exact_dp.check_feasible(f._dual(prep), f._p_is_calibrated())
     eps = np.stack([prep.eps for prep in preps])[:, None, :]
     z0 = np.zeros((len(preps), 2, head.post.m, base.p.shape[0]))
-    judges = [RoundJudge(f, {"prepared": prep, "certify": certify}, enabled=stop == "checks")
+    judges = [RoundJudge(f, {"prepared": prep, "certify": certify}, enabled=stop == "checks", verbose=verbose)
               for f, prep in zip(families, preps)]
     oracle = args.pop("oracle")
     start = time.perf_counter()

@@ -3,6 +3,9 @@
 The bar is drawn on standard error only when it is a terminal and ``verbose`` is not ``False``;
 ``verbose=True`` forces it on, ``verbose=False`` (or a non-terminal stream) keeps it silent.
 Messages that are not progress go through the ``logging`` module (logger ``"fairmodel"``).
+:class:`Notes` are whole lines about a long run (a stochastic method's checkpoints: the work done, the certificate
+against its tolerance, the time left), at most one every ``NOTE_INTERVAL`` seconds: on standard error where the bar
+is drawn, else as INFO records of the logger (silent unless the application configures logging).
 
 Interrupts: inside :func:`interruptible` (a stochastic solve), the first Ctrl-C does not raise; it asks the
 running method to stop at its next progress point (an epoch or outer iteration: every loop checks
@@ -68,6 +71,33 @@ def interruptible():
         STOP.depth -= 1
         if install:
             signal.signal(signal.SIGINT, previous)
+
+
+NOTE_INTERVAL = 5.0    # seconds between two lines of Notes (the first one is written at once)
+
+
+class Notes:
+    """Lines about a long run written between the redraws of a :class:`Progress` bar, at most one every
+    ``min_interval`` seconds (``note(text)`` returns whether it was written)."""
+
+    def __init__(self, verbose: bool | None = None, stream=None, min_interval: float | None = None):
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = progress_enabled(verbose, self.stream)
+        self.min_interval = NOTE_INTERVAL if min_interval is None else min_interval
+        self._last = -float("inf")
+
+    def note(self, text: str) -> bool:
+        now = time.perf_counter()
+        if now - self._last < self.min_interval:
+            return False
+        self._last = now
+        if not self.enabled:
+            logger.info(text)
+            return True
+        # the line replaces the bar's, as the bar redraws itself (the bar redraws below it at its next update)
+        self.stream.write(f"\r{text}\033[K\n")
+        self.stream.flush()
+        return True
 
 
 class Progress:

@@ -1,0 +1,99 @@
+"""The exact backend of a saddle problem given by callables (the extragradient method on the full gradient, stopped
+on the judge's duality gap), against independent solutions, and its precise refusal where it cannot run; the
+progress lines of the checkpoints of a stochastic run."""
+import logging
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.utilities import progress
+
+
+def _ball_simplex_game(n=10, d=4, k=3, seed=1, **given):
+    """L_i(x, y) = ||x - c_i||^2 / 2 + x^T A_i y on the unit ball of R^d times the simplex of R^k."""
+    rng = np.random.default_rng(seed)
+    A, c = rng.standard_normal((n, d, k)), rng.standard_normal((n, d))
+    sp = fm.SaddleProblem(lambda x, y, i: 0.5 * np.sum((x - c[i]) ** 2) + x @ A[i] @ y, n, fm.Ball(d, 1.0),
+                          fm.Simplex(k), **{"grad": lambda x, y, i: (x - c[i] + A[i] @ y, A[i].T @ x),
+                                            "cvxpy_value": lambda x, y: 0.5 * sum(cp.sum_squares(x - c[i])
+                                                                                  for i in range(n)) / n
+                                            + x @ A.mean(axis=0) @ y, **given})
+    return sp, A, c
+
+
+def test_the_exact_path_of_a_user_ball_simplex_game_equals_an_independent_convex_program():
+    sp, A, c = _ball_simplex_game()
+    res = sp.solve(backend="exact")
+    assert res.ok and res.backend == "exact" and res.solver["name"] == "extragradient", res.message
+    # L is linear in y: max over the simplex is the max over its vertices, min_x of a convex program (epigraph form)
+    x = cp.Variable(4)
+    cbar = c.mean(axis=0)
+    const = 0.5 * float(np.mean(np.sum(c ** 2, axis=1)) - cbar @ cbar)
+    program = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(x - cbar) + const + cp.max(A.mean(axis=0).T @ x)),
+                         [cp.norm(x) <= 1.0])
+    program.solve()
+    tol = 1e-6 * max(1.0, abs(program.value))        # the exact backend's gap tolerance bounds the primal error
+    assert 0.0 <= res.objective - program.value <= tol + 1e-8
+    assert np.linalg.norm(res.variables["x"] - x.value) < 1e-3    # strongly convex in x: the minimizer is unique
+
+
+def test_the_exact_path_finds_the_closed_form_saddle_point_of_rock_paper_scissors():
+    P = np.array([[0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [1.0, -1.0, 0.0]])
+    sp = fm.SaddleProblem(lambda x, y, i: x @ P @ y, 1, fm.Simplex(3), fm.Simplex(3),
+                          grad=lambda x, y, i: (P @ y, P.T @ x),
+                          max_y=lambda x: float(np.max(P.T @ x)), min_x=lambda y: float(np.min(P @ y)))
+    res = sp.solve(backend="exact")
+    assert res.ok, res.message
+    assert abs(res.objective) <= 1e-6                              # the value of the game is 0 at (1/3, 1/3, 1/3)
+    np.testing.assert_allclose(res.variables["x"], np.full(3, 1 / 3), atol=1e-5)
+
+
+def test_crosscheck_of_a_user_ball_simplex_game_is_ok():
+    sp, _, _ = _ball_simplex_game()
+    report = fm.crosscheck(sp, seed=0)
+    assert report.ok, report.to_markdown()
+    assert report.exact.status == "converged" and report.stochastic.status == "converged"
+
+
+def test_a_problem_without_gradients_is_refused_by_the_exact_backend_saying_what_is_missing():
+    sp, _, _ = _ball_simplex_game(grad=None)
+    with pytest.raises(fm.UnsupportedProblemError) as err:
+        sp.solve(backend="exact")
+    text = str(err.value)
+    assert "no grad=" in text and "grad=lambda x, y, i: (grad_x L_i, grad_y L_i)" in text
+    assert "method='exact'" not in text and "cvxpy_value" not in text     # the gap is there: only grad= is missing
+    no_gap = fm.SaddleProblem(lambda x, y, i: float(x @ y), 4, fm.Ball(2, 1.0), fm.Box(-1, 1, size=2),
+                              grad=lambda x, y, i: (y, x))
+    with pytest.raises(fm.UnsupportedProblemError, match="no duality gap for the judge .*cvxpy_value="):
+        no_gap.solve(backend="exact")
+    report = fm.crosscheck(no_gap, seed=0, stochastic_options={"epochs": 20})
+    assert not report.ok and report.exact.status == "failed"
+    assert "no duality gap for the judge" in report.exact.message and "no grad=" not in report.exact.message
+
+
+def _slow_game():
+    game = fm.SaddleProblem.matrix_game(np.random.default_rng(0).standard_normal((20, 3, 3)))
+    return dict(game=game, options=dict(seed=0, target_gap=1e-12, epochs=400, check_every=40))
+
+
+def test_a_stochastic_run_with_progress_on_writes_its_certificate_and_the_time_left(capsys, monkeypatch):
+    monkeypatch.setattr(progress, "NOTE_INTERVAL", 0.0)      # every checkpoint writes its line
+    case = _slow_game()
+    res = case["game"].solve(verbose=True, **case["options"])
+    lines = [line.split("\r")[-1] for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
+    assert len(lines) == res.metrics["checks_run"] >= 3
+    assert "40 epochs" in lines[0] and "its tolerance 1e-12" in lines[0] and "duality gap = " in lines[0]
+    assert "s left (to the cap)" in lines[0]                       # no rate yet: the time to the cap
+    assert any("at the measured rate" in line and "s left" in line for line in lines[2:])
+
+
+def test_checkpoint_lines_follow_the_progress_convention(capsys, caplog):
+    case = _slow_game()
+    case["game"].solve(verbose=False, **case["options"])
+    assert "checkpoint" not in capsys.readouterr().err
+    with caplog.at_level(logging.INFO, logger="fairmodel"):
+        case["game"].solve(**case["options"])                    # not a terminal: log records, not stderr lines
+    assert "checkpoint" not in capsys.readouterr().err
+    assert sum("checkpoint" in r.getMessage() for r in caplog.records) == 1      # throttled: one line in 5 s
