@@ -49,8 +49,13 @@ class Expr:
 
     @property
     def curvature(self) -> str:
-        """Constant, affine, convex, concave or unknown, by the DCP rule from the facts above."""
-        return dcp_curvature(self)
+        """Constant, affine, convex, concave or unknown, by the DCP rule from the facts above; computed once per
+        node (nodes are immutable and no fact depends on a parameter's value), so that the rule, which asks each
+        argument for its curvature several times, stays linear in the size of the tree however deep it nests."""
+        known = self.__dict__.get("_curvature")
+        if known is None:
+            known = self.__dict__["_curvature"] = dcp_curvature(self)
+        return known
 
     def get_data(self) -> tuple:
         """What besides the arguments makes two atoms of this type the same (compared by :func:`same_data`); an
