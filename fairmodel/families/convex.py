@@ -241,17 +241,14 @@ class Convex(Reduction):
                 raise InfeasibleError(f"constraint {c.name!r} is infeasible: {c.lhs} is never negative but its bound "
                                       f"is {float(c.rhs.constant_value()):g}; give a bound >= 0")
 
-    def _after_stall(self, exc: SolverError, solver, verbose) -> Solution:
-        """The model-space method stalled: the CVXPY program decides (InfeasibleError when no point satisfies the
-        constraints), else the stall is reported with what causes it."""
+    def _after_stall(self, exc: SolverError, solver, verbose):
+        """The model-space method stalled: the CVXPY program decides whether any point satisfies the constraints
+        (its InfeasibleError is raised), else the stall is reported with what causes it."""
         try:
-            solution = self._solve_cvxpy(solver, verbose)
-        except (SolverError, DataError, ResourceLimitError) as other:
-            raise SolverError(f"the model-space method failed ({exc}) and so did the CVXPY program ({other}). "
-                              f"{STALL_ADVICE}", status=exc.status) from None
-        solution.message = (f"the model-space method stalled ({exc}); the CVXPY program solved the problem "
-                            f"instead. {STALL_ADVICE}")
-        return solution
+            self._solve_cvxpy(solver, verbose)
+        except (SolverError, DataError, ResourceLimitError):   # e.g. chunked data: the stall is reported as it is
+            pass
+        raise SolverError(f"{exc}. {STALL_ADVICE}; or use method='cvxpy'", status=exc.status) from None
 
     def _solve_cvxpy(self, solver, verbose) -> Solution:
         program, ctx = self._program()
