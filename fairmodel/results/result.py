@@ -32,7 +32,8 @@ from ..utilities.validate import check_bool, check_problem, nesting_depth
 from .schema import validate_fields
 
 FORMAT = "fairmodel.result"
-SCHEMA = 2                 # 2: the digest covers every field of the JSON file and the arrays (1: the arrays only)
+SCHEMA = 1                 # of the JSON document of a result (to_dict; the command line's output, docs/schema-v1.json)
+FILE_SCHEMA = 2            # of a saved result: 2, the digest covers every field and array (1: the arrays only)
 MAX_NESTING = 64           # JSON nested deeper is not a saved result (a result nests about 6 deep)
 HEADLINE_METRICS = ("risk", "entropy_term")   # shown by summary() and the cross-check table when a family has them
 OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
@@ -165,7 +166,7 @@ class Result:
         results as one unit with it)."""
         save_id = uuid.uuid4().hex
         arrays: dict[str, np.ndarray] = {}
-        doc = {"format": FORMAT, "schema": SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
+        doc = {"format": FORMAT, "schema": FILE_SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
         doc["digest"] = _digest(doc, arrays)
         arrays[ID_KEY] = np.array(save_id)
         text = json.dumps(doc, indent=1, allow_nan=True).encode()
@@ -247,9 +248,9 @@ def load_result(path, problem=None) -> Result:
         raise ResultFileError(f"{json_path} could not be read: {exc.strerror or exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResultFileError(f"{json_path} was not written by fairmodel (no format tag {FORMAT!r})")
-    if doc.get("schema") != SCHEMA:
+    if doc.get("schema") != FILE_SCHEMA:
         raise ResultFileError(f"{json_path} has schema {display.short(repr(doc.get('schema')))}; this fairmodel "
-                              f"reads schema {SCHEMA} (earlier files: load them with the fairmodel that saved them, "
+                              f"reads schema {FILE_SCHEMA} (earlier files: load them with the fairmodel that saved them, "
                               f"or re-run the solve)")
     if nesting_depth(doc, MAX_NESTING) > MAX_NESTING:
         raise ResultFileError(f"{json_path} nests lists or tables more than {MAX_NESTING} deep; a saved result does "
