@@ -250,8 +250,8 @@ def load_result(path, problem=None) -> Result:
         raise ResultFileError(f"{json_path} was not written by fairmodel (no format tag {FORMAT!r})")
     if doc.get("schema") != FILE_SCHEMA:
         raise ResultFileError(f"{json_path} has schema {display.short(repr(doc.get('schema')))}; this fairmodel "
-                              f"reads schema {FILE_SCHEMA} (earlier files: load them with the fairmodel that saved them, "
-                              f"or re-run the solve)")
+                              f"reads schema {FILE_SCHEMA} (earlier files: load them with the fairmodel that saved "
+                              f"them, or re-run the solve)")
     if nesting_depth(doc, MAX_NESTING) > MAX_NESTING:
         raise ResultFileError(f"{json_path} nests lists or tables more than {MAX_NESTING} deep; a saved result does "
                               f"not: the file is corrupt")
