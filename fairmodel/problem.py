@@ -23,7 +23,7 @@ from .errors import (
     UnsupportedProblemError,
 )
 from .expressions.canonicalize import canonical_problem
-from .expressions.core import Inequality, Minimize, Parameter
+from .expressions.core import Inequality, Minimize, Parameter, check_depth
 from .expressions.notation import Notation, layout, render_wide
 from .families.registry import recognize
 from .results.judge import judge, judge_solution
@@ -91,6 +91,14 @@ class Problem:
         for i, c in enumerate(constraints):
             if not isinstance(c, Inequality):
                 raise ExpressionTypeError(f"constraint {i} must be built with <= or >=; got {type(c).__name__}")
+        check_depth(objective.expr, "the objective")
+        for i, c in enumerate(constraints):
+            check_depth(c.lhs, f"constraint {c.name or i}")
+            check_depth(c.rhs, f"constraint {c.name or i}")
+        if objective.expr.curvature == "constant":
+            raise ModelError(f"the objective {display.short(str(objective.expr))} does not depend on any variable "
+                             f"(it is a constant, e.g. a function of the labels y alone): minimize an expression of "
+                             f"the model, e.g. fm.mean(fm.logistic_loss(data.score(w), data.y))")
         names = [c.name or f"c{i}" for i, c in enumerate(constraints)]
         if len(set(names)) != len(names):
             raise ModelError(f"constraint names must be unique; got {names}")

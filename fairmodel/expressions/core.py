@@ -20,10 +20,41 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExpressionTypeError, ModelError, UnsupportedProblemError
+from ..utilities.display import short as display_short
 from ..utilities.validate import is_real
 from .evaluate import Env
 from .notation import Notation, wrap
 from .rules import VECTOR_KINDS, combine_kinds, dcp_curvature, flip_sign, kind_text, monotone_in_sign, sum_sign
+
+
+# The largest coefficient c of a product c * expr: beyond it, terms of order 1 next to c * expr fall below the solvers'
+# relative tolerances (about 1e-8 of the largest term, in double precision with 16 digits).
+MAX_COEFFICIENT = 1e12
+MAX_DEPTH = 100      # nesting depth of an expression (e.g. abs(abs(...))); the tree walks recurse once per level
+
+
+def nesting_depth(e: "Expr") -> int:
+    """How many levels ``e`` nests (a leaf is 1), computed without recursion, each shared node once."""
+    depth: dict = {}
+    todo = [e]
+    while todo:
+        node = todo[-1]
+        pending = [a for a in node.args if id(a) not in depth]
+        if pending:
+            todo.extend(pending)
+            continue
+        todo.pop()
+        depth[id(node)] = 1 + max((depth[id(a)] for a in node.args), default=0)
+    return depth[id(e)]
+
+
+def check_depth(e: "Expr", what: str) -> None:
+    """Refuse an expression nested more than :data:`MAX_DEPTH` levels deep, naming ``what`` it is."""
+    levels = nesting_depth(e)
+    if levels > MAX_DEPTH:
+        raise ModelError(f"{what} nests {levels} levels deep (e.g. abs(abs(...)) or a - (b - (c - ...))); at most "
+                         f"{MAX_DEPTH} levels are allowed: a long sum is one level (a + b + c, fm.sum), and an atom "
+                         f"applied to itself many times is usually a mistake")
 
 
 class Expr:
@@ -49,8 +80,13 @@ class Expr:
 
     @property
     def curvature(self) -> str:
-        """Constant, affine, convex, concave or unknown, by the DCP rule from the facts above."""
-        return dcp_curvature(self)
+        """Constant, affine, convex, concave or unknown, by the DCP rule from the facts above; computed once per
+        node (nodes are immutable and no fact depends on a parameter's value), so that the rule, which asks each
+        argument for its curvature several times, stays linear in the size of the tree however deep it nests."""
+        known = self.__dict__.get("_curvature")
+        if known is None:
+            known = self.__dict__["_curvature"] = dcp_curvature(self)
+        return known
 
     def get_data(self) -> tuple:
         """What besides the arguments makes two atoms of this type the same (compared by :func:`same_data`); an
@@ -145,10 +181,10 @@ class Expr:
         return Abs(self)
 
     def __le__(self, other):
-        return Inequality(self, as_expr(other))
+        return Inequality(self, _bound(other, self, "<="))
 
     def __ge__(self, other):
-        return Inequality(as_expr(other), self)
+        return Inequality(_bound(other, self, ">="), self)
 
     def __eq__(self, other):  # noqa: D105  (identity; == is not a constraint in fairmodel)
         return self is other
@@ -252,11 +288,21 @@ class Expr:
 
 def _as_number(value, what: str) -> float:
     if is_real(value):
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:           # an integer of hundreds of digits
+            v = float("inf")
         if not np.isfinite(v):
             raise ModelError(f"{what} must be finite; got {value}")
         return v
     raise ExpressionTypeError(f"{what} must be a number; got {type(value).__name__}")
+
+
+def _bound(value, expr: "Expr", op: str) -> "Expr":
+    """The other side of ``expr <= value`` (or ``>=``): a finite number is named in the message when it is not."""
+    if is_real(value):
+        _as_number(value, f"the bound of the constraint {expr} {op} ...")
+    return as_expr(value)
 
 
 def as_expr(value) -> "Expr":
@@ -279,7 +325,8 @@ class Constant(Expr):
         except (TypeError, ValueError):
             raise ExpressionTypeError(f"a constant must be a number or a numeric vector; got {value!r}") from None
         if not np.all(np.isfinite(arr)):
-            raise ModelError(f"constant {name or ''} contains NaN or infinite values")
+            raise ModelError(f"the constant {name or display_short(value)} contains NaN or infinite values; "
+                             f"constants, bounds and coefficients must be finite numbers")
         if arr.ndim > 1:
             raise ModelError(f"constants must be numbers or 1-D vectors; got shape {arr.shape}")
         self._value_arr = arr.copy()
@@ -376,6 +423,8 @@ class Add(Expr):
     def __init__(self, *terms: Expr):
         if len(terms) < 2:
             raise ModelError("Add needs at least two terms")
+        # a sum of sums is one sum: a sum built term by term in a loop (total = total + term) stays one level deep
+        terms = tuple(a for t in terms for a in (t.args if type(t) is Add else (t,)))
         for t in terms:
             reject_parameters(t, "a sum")
         shaped = terms[0]            # the term that sets the kind so far (errors name it)
@@ -450,6 +499,10 @@ class ScalarMul(Expr):
 
     def __init__(self, c: float, expr: Expr):
         reject_parameters(expr, "a product")
+        if not -MAX_COEFFICIENT <= c <= MAX_COEFFICIENT:      # (abs is the language's here)
+            raise ModelError(f"the coefficient {c:.3g} of {display_short(str(expr))} is beyond {MAX_COEFFICIENT:.0e} "
+                             f"in magnitude: in double precision (16 digits) the solvers' tolerances would swallow "
+                             f"every other term next to it; rescale the expression (e.g. divide it by a constant)")
         self.c, self.expr = float(c), expr
         self.args = (expr,)
         self.kind, self.size = expr.kind, expr.size

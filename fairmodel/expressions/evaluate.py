@@ -23,13 +23,15 @@ class Env:
             raise ModelError(f"no value given for the variable {w.name!r}") from None
 
 
-def environment(assignment: dict, rows=None) -> Env:
-    """An :class:`Env` from ``{variable: array}`` (each value checked by its variable)."""
+def environment(assignment: dict, rows=None, anywhere: bool = False) -> Env:
+    """An :class:`Env` from ``{variable: array}`` (each value checked by its variable; ``anywhere``: only its shape,
+    for the trial points of a method that may step outside the domain, e.g. an infeasible-start interior-point
+    method)."""
     values = {}
     for w, v in assignment.items():
         if not hasattr(w, "check_value"):
             raise ExpressionTypeError("assignments map fairmodel.Weights to arrays")
-        values[w] = w.check_value(v)
+        values[w] = np.asarray(v, dtype=float).reshape(w.shape) if anywhere else w.check_value(v)
     return Env(values, rows)
 
 
@@ -38,11 +40,11 @@ def evaluate(expr, assignment: dict, rows=None):
     return expr.numeric(environment(assignment, rows))
 
 
-def value_and_grad(expr, assignment: dict, rows=None):
+def value_and_grad(expr, assignment: dict, rows=None, anywhere: bool = False):
     """(value, {Weights: gradient}) of a scalar expression (subgradient where not differentiable)."""
     if expr.kind != "scalar":
         raise ExpressionTypeError(f"value_and_grad needs a scalar expression; got a {kind_text(expr)} one")
-    env = environment(assignment, rows)
+    env = environment(assignment, rows, anywhere)
     val = expr.numeric(env)
     grads: dict = {}
     expr.backprop(env, 1.0, grads)

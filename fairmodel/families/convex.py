@@ -15,7 +15,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from ..errors import OptionError, SolverError
+from ..errors import DataError, InfeasibleError, OptionError, ResourceLimitError, SolverError
 from ..exact import budget, solvers
 from ..exact.gdro import group_optimal_values
 from ..exact.lower import LoweringContext, lower, unlowerable
@@ -23,6 +23,8 @@ from ..exact.newton import minimize_on_ball
 from ..expressions import value_and_grad
 from ..expressions.atoms.aggregates import GroupOptimal
 from ..expressions.canonicalize import constraint_pieces
+from ..expressions.core import Inequality
+from ..expressions.rules import is_nonneg
 from ..expressions.diagnose import explain
 from ..oracles.metric import Coordinates
 from ..oracles.smoothing import smoothed
@@ -77,6 +79,12 @@ def _convexity_reason(problem) -> str | None:
     if canonical.options:
         return f"no family options are accepted; got {sorted(canonical.options)}"
     return None
+
+
+STALL_ADVICE = ("A stall of the interior-point method comes from a badly scaled program: a radius far from the scale "
+                "of a good model (e.g. 1e6 or 1e-6; try a radius between 0.1 and 100), features of very different "
+                "scales (standardize them), or a constraint with no strictly feasible point (e.g. a bound of 0 on a "
+                "gap or a norm: give a small positive bound)")
 
 
 @register
@@ -217,8 +225,32 @@ class Convex(Reduction):
                       f"the exact method {method!r} of a generic convex problem")
         if self.unbounded:
             return self._unbounded(self.unbounded)
+        self._check_sign_feasible()
         if method == "model_space":
-            return self._solve_model_space(max_memory_gb, verbose=verbose, **options)
+            try:
+                return self._solve_model_space(max_memory_gb, verbose=verbose, **options)
+            except SolverError as exc:
+                return self._after_stall(exc, solver, verbose)
+        return self._solve_cvxpy(solver, verbose)
+
+    def _check_sign_feasible(self) -> None:
+        """Refuse a constraint whose left side is never negative (a norm, a square, an absolute value) under a
+        negative bound: no point satisfies it, whatever a solver would report."""
+        for c in self.problem.canonical.constraints:
+            if type(c) is Inequality and is_nonneg(c.lhs.sign) and float(c.rhs.constant_value()) < 0:
+                raise InfeasibleError(f"constraint {c.name!r} is infeasible: {c.lhs} is never negative but its bound "
+                                      f"is {float(c.rhs.constant_value()):g}; give a bound >= 0")
+
+    def _after_stall(self, exc: SolverError, solver, verbose):
+        """The model-space method stalled: the CVXPY program decides whether any point satisfies the constraints
+        (its InfeasibleError is raised), else the stall is reported with what causes it."""
+        try:
+            self._solve_cvxpy(solver, verbose)
+        except (SolverError, DataError, ResourceLimitError):   # e.g. chunked data: the stall is reported as it is
+            pass
+        raise SolverError(f"{exc}. {STALL_ADVICE}; or use method='cvxpy'", status=exc.status) from None
+
+    def _solve_cvxpy(self, solver, verbose) -> Solution:
         program, ctx = self._program()
         try:
             record = solvers.solve(program, solver, verbose)

@@ -252,7 +252,7 @@ def _exact_node(b: Builder, e, s):
         b._refuse(e, "it is a function of another variable")
 
     def value_grad(theta, node=e, w=b.w):
-        value, grads = value_and_grad(node, {w: theta})
+        value, grads = value_and_grad(node, {w: theta}, anywhere=True)    # an IPM trial point may leave the ball
         return float(value), grads[w]
     return PL(b.leaf(DeterministicLeaf(value_grad, str(e), node=e, lipschitz=e.lipschitz)).scaled(s))
 

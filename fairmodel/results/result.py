@@ -28,11 +28,13 @@ from ..families.registry import by_name
 from ..utilities import display
 from ..utilities.outputs import check_free as check_names_free
 from ..utilities.outputs import save_files
-from ..utilities.validate import check_bool, check_problem
+from ..utilities.validate import check_bool, check_problem, nesting_depth
 from .schema import validate_fields
 
 FORMAT = "fairmodel.result"
-SCHEMA = 1
+SCHEMA = 1                 # of the JSON document of a result (to_dict; the command line's output, docs/schema-v1.json)
+FILE_SCHEMA = 2            # of a saved result: 2, the digest covers every field and array (1: the arrays only)
+MAX_NESTING = 64           # JSON nested deeper is not a saved result (a result nests about 6 deep)
 HEADLINE_METRICS = ("risk", "entropy_term")   # shown by summary() and the cross-check table when a family has them
 OK_STATUSES = ("optimal", "optimal_inaccurate", "converged", "completed", "budget_exhausted")
 STATUSES = OK_STATUSES + ("inaccurate", "infeasible", "unverified", "unbounded", "diverged", "failed",
@@ -164,8 +166,8 @@ class Result:
         results as one unit with it)."""
         save_id = uuid.uuid4().hex
         arrays: dict[str, np.ndarray] = {}
-        doc = {"format": FORMAT, "schema": SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
-        doc["digest"] = _digest(arrays)
+        doc = {"format": FORMAT, "schema": FILE_SCHEMA, "id": save_id, **_jsonable(self._fields(), arrays)}
+        doc["digest"] = _digest(doc, arrays)
         arrays[ID_KEY] = np.array(save_id)
         text = json.dumps(doc, indent=1, allow_nan=True).encode()
         return {f"{name}.json": lambda f: f.write(text), f"{name}.npz": lambda f: np.savez_compressed(f, **arrays)}
@@ -219,10 +221,11 @@ def check_free(path) -> None:
 def load_result(path, problem=None) -> Result:
     """Read a result written by :meth:`Result.save` (give the name used to save, or the ``.json`` path).
 
-    The pair is refused when the arrays changed after saving (their digest is in the JSON file), when a saved
-    check's verdict does not follow from its value and tolerance, or when the saved status contradicts the saved
-    checks (an ok status with a failing check); a result saved without any computed check loads as
-    ``unverified``. With ``problem=``, the declared variables must be in the file with the declared shapes.
+    The pair is refused when any field or array changed after saving (the JSON file holds a digest of both, and a
+    pair without one is refused), when a saved check's verdict does not follow from its value and tolerance, or
+    when the saved status contradicts the saved checks or objective (an ok status with a failing check or a
+    non-finite objective); a result saved without any computed check loads as ``unverified``. With ``problem=``,
+    the declared variables must be in the file with the declared shapes.
     """
     json_path, npz_path = result_paths(path)
     if problem is not None:
@@ -236,14 +239,26 @@ def load_result(path, problem=None) -> Result:
     try:
         with open(json_path) as f:
             doc = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise ResultFileError(f"{json_path} nests lists or tables too deeply to be a saved result; the file is "
+                              f"corrupt") from None
+    except ValueError as exc:        # invalid JSON, text that is not UTF-8, an integer of thousands of digits
         raise ResultFileError(f"{json_path} is not valid JSON ({exc}); the file is corrupt") from None
     except OSError as exc:
         raise ResultFileError(f"{json_path} could not be read: {exc.strerror or exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResultFileError(f"{json_path} was not written by fairmodel (no format tag {FORMAT!r})")
-    if doc.get("schema") != SCHEMA:
-        raise ResultFileError(f"{json_path} has schema {doc.get('schema')!r}; this fairmodel reads schema {SCHEMA}")
+    if doc.get("schema") != FILE_SCHEMA:
+        raise ResultFileError(f"{json_path} has schema {display.short(repr(doc.get('schema')))}; this fairmodel "
+                              f"reads schema {FILE_SCHEMA} (earlier files: load them with the fairmodel that saved "
+                              f"them, or re-run the solve)")
+    if nesting_depth(doc, MAX_NESTING) > MAX_NESTING:
+        raise ResultFileError(f"{json_path} nests lists or tables more than {MAX_NESTING} deep; a saved result does "
+                              f"not: the file is corrupt")
+    if not isinstance(doc.get("digest"), str) or not isinstance(doc.get("id"), str):
+        raise ResultFileError(f"{json_path} has no {'digest' if not isinstance(doc.get('digest'), str) else 'id'}: "
+                              f"every saved result carries both, so the file was edited or not saved by "
+                              f"Result.save; re-run the solve or restore the file")
     try:
         with np.load(npz_path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
@@ -254,13 +269,9 @@ def load_result(path, problem=None) -> Result:
         raise ResultFileError(f"{npz_path} could not be read ({exc or type(exc).__name__}); the file is corrupt or "
                               f"empty") from None
     npz_id = arrays.pop(ID_KEY, None)
-    if "id" in doc or npz_id is not None:   # files saved before ids existed have neither
-        if npz_id is None or str(npz_id) != doc.get("id"):
-            raise ResultFileError(f"{json_path} and {npz_path} come from different saves (their ids differ); "
-                                  f"the pair was mixed, e.g. by an interrupted or concurrent save")
-    if "digest" in doc and doc["digest"] != _digest(arrays):
-        raise ResultFileError(f"{npz_path} was changed after it was saved (its arrays do not match the digest in "
-                              f"{json_path}); re-run the solve or restore the file")
+    if npz_id is None or str(npz_id) != doc["id"]:
+        raise ResultFileError(f"{json_path} and {npz_path} come from different saves (their ids differ); "
+                              f"the pair was mixed, e.g. by an interrupted or concurrent save")
     try:
         fields = _restore(doc, arrays)
         fields = {k: v for k, v in fields.items() if k not in ("format", "schema", "id", "digest")}
@@ -270,6 +281,10 @@ def load_result(path, problem=None) -> Result:
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultFileError(f"{json_path} is incomplete or inconsistent with {npz_path}: {exc}") from None
     _check_status(result, str(json_path))
+    digest = doc.pop("digest")
+    if digest != _digest(doc, arrays):
+        raise ResultFileError(f"{json_path} or {npz_path} was changed after it was saved (the fields and arrays do "
+                              f"not match the digest in {json_path}); re-run the solve or restore the file")
     if problem is not None:
         _check_declared(result, problem, str(json_path))
     return result
@@ -285,6 +300,9 @@ def _check_status(result: Result, where: str) -> None:
                                   f"the file was edited")
     if result.status not in OK_STATUSES:
         return
+    if not math.isfinite(result.objective):
+        raise ResultFileError(f"{where}: the status {result.status!r} says ok, but the objective is "
+                              f"{result.objective}; a judged ok result has a finite objective: the file was edited")
     failed = [c for c in result.checks if c["value"] == c["value"] and not c["passed"]]
     if failed:
         raise ResultFileError(f"{where}: the status {result.status!r} says ok, but the saved checks failed ("
@@ -309,9 +327,10 @@ def _check_declared(result: Result, problem, where: str) -> None:
                                   f"{tuple(w.shape)}: it is a result of another problem")
 
 
-def _digest(arrays: dict) -> str:
-    """SHA-256 of the arrays (names, dtypes, shapes and bytes, in name order): detects an edited NPZ file."""
-    h = hashlib.sha256()
+def _digest(doc: dict, arrays: dict) -> str:
+    """SHA-256 of the JSON fields (``doc`` without its digest, keys sorted) and of the arrays (names, dtypes, shapes
+    and bytes, in name order): detects an edited JSON or NPZ file."""
+    h = hashlib.sha256(json.dumps(doc, sort_keys=True, allow_nan=True).encode())
     for key in sorted(arrays):
         a = np.ascontiguousarray(arrays[key])
         h.update(f"{key}|{a.dtype.str}|{a.shape}|".encode())

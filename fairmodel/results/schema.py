@@ -49,9 +49,12 @@ def _constraint(v) -> bool:
     return isinstance(v, dict) and all(_is_number(v.get(k)) for k in ("value", "bound", "violation"))
 
 
+CHECK = "a check {name: text, value: number, tolerance: number, passed: true or false}"
+
+
 def _check(v) -> bool:
     return (isinstance(v, dict) and isinstance(v.get("name"), str) and _is_number(v.get("value"))
-            and isinstance(v.get("passed"), bool))
+            and _is_number(v.get("tolerance")) and isinstance(v.get("passed"), bool))
 
 
 def _history(v) -> bool:
@@ -91,5 +94,13 @@ def validate_fields(fields: dict, where: str, statuses) -> None:
     for key, value in fields.items():
         valid, expected = rules[key]
         if not valid(value):
-            shown = repr(value) if not isinstance(value, (dict, list, np.ndarray)) else type(value).__name__
-            raise ResultFileError(f"{where}: field {key!r} must be {expected}; found {shown[:80]}")
+            raise ResultFileError(f"{where}: field {key!r} must be {expected}; found {_shown(key, value)}")
+
+
+def _shown(key: str, value) -> str:
+    """The wrong value of a field: a number or a text itself, the first wrong check of a list of checks, else its
+    type."""
+    if isinstance(value, list) and key == "checks":
+        i = next(i for i, c in enumerate(value) if not _check(c))
+        return f"entry {i}, {repr(value[i])[:120]}, which is not {CHECK}"
+    return repr(value)[:80] if not isinstance(value, (dict, list, np.ndarray)) else type(value).__name__

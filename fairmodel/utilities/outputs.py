@@ -122,6 +122,9 @@ def save_files(directory, writers: dict[str, Callable], *, replace: bool = False
                 write(f)
         with signals_deferred(), _locked(directory):
             _publish(stage, directory, names, replace, stale)
+    except OSError as exc:      # a read-only directory, a full disk, a name taken by a directory
+        raise ResultFileError(f"cannot write {' and '.join(names)} in {directory}: {exc.strerror or exc}; choose a "
+                              f"directory you can write to (with free space)") from None
     finally:
         if stage is not None:
             with signals_deferred():

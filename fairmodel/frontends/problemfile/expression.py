@@ -17,6 +17,7 @@ from ... import expressions as dsl
 from ...errors import FairmodelError, ModelError
 from ...expressions.atoms.auc import auc_gap, auc_loss
 from ...expressions.core import Expr, Inequality
+from ...utilities import display
 
 FUNCTIONS = {
     "mean": dsl.mean, "group_mean": dsl.group_mean, "sum": dsl.sum, "max": dsl.max, "min": dsl.min,
@@ -30,6 +31,8 @@ NAMES = {"w": "the weights (fm.Weights of [model])", "score": "the linear score 
          "loss": "the per-sample loss of [problem] loss", "y": "the labels (for masks: y > 0)",
          "groups": "the groups of [data] sensitive", "data": "the data set (for equal_opportunity_gap(score, data))"}
 MAX_LENGTH = 2000
+MAX_DEPTH = 50       # levels of the syntax tree (each is one or two levels of the DSL, which allows 100)
+MAX_INTEGER = 2 ** 63     # TOML's own limit on integers (64-bit)
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
                ast.BitAnd: operator.and_, ast.BitOr: operator.or_}
 _COMPARE = {ast.LtE: operator.le, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.Gt: operator.gt,
@@ -51,6 +54,13 @@ def evaluate(text: str, names: dict):
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ModelError(f"not a valid expression ({exc.msg} at column {exc.offset})") from None
+    except (RecursionError, MemoryError):
+        raise ModelError(f"the expression nests too deeply to be read; at most {MAX_DEPTH} levels") from None
+    levels = _depth(tree.body)
+    if levels > MAX_DEPTH:
+        raise ModelError(f"the expression nests {levels} levels deep (calls in calls, or operators); at most "
+                         f"{MAX_DEPTH}: a sum a + b + c is one level per term, so write long sums with sum(...) or "
+                         f"split the expression")
     try:
         return _Walker(names).visit(tree.body)
     except (FairmodelError, ValueError, TypeError) as exc:   # a refused construct, or an atom's own check
@@ -70,7 +80,11 @@ class _Walker:
 
     def _Constant(self, node):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float, str)):
-            raise ModelError(f"the constant {node.value!r} is not allowed (numbers and text only)")
+            raise ModelError(f"the constant {display.short(repr(node.value))} is not allowed (numbers and text only)")
+        if isinstance(node.value, int) and abs(node.value) >= MAX_INTEGER:
+            raise ModelError(f"the integer {display.short(str(node.value)[:40])} ({len(str(abs(node.value)))} digits) "
+                             f"is too large; numbers in an expression must be below 2**63 in magnitude (write 1e12, "
+                             f"not 1000000000000...)")
         return node.value
 
     def _Name(self, node):
@@ -118,8 +132,21 @@ class _Walker:
         for kw in node.keywords:
             if kw.arg is None:
                 raise ModelError(f"{_shown(node)}: ** arguments are not allowed")
+            if kw.arg in kwargs:
+                raise ModelError(f"{_shown(node)}: the keyword {kw.arg}= is given twice; give it once (combine "
+                                 f"row masks with & or |, e.g. where=(y > 0) & (y < 2))")
             kwargs[kw.arg] = self.visit(kw.value)
         return FUNCTIONS[node.func.id](*args, **kwargs)
+
+
+def _depth(tree) -> int:
+    """The depth of a syntax tree, without recursion."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _is_mask(v) -> bool:

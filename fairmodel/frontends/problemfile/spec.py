@@ -42,7 +42,7 @@ from ...data.dataset import Dataset, encode_columns, standardize_columns
 from ...errors import DataError, FairmodelError
 from ...expressions import Weights
 from ...expressions.atoms.losses import LOSSES as ALL_LOSSES
-from ...utilities.validate import check_complete, check_unique_names
+from ...utilities.validate import check_complete, check_unique_names, nesting_depth
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -114,6 +114,8 @@ class Spec:
               "str": isinstance(v, str), "list": isinstance(v, list),
               "str list": isinstance(v, list) and all(isinstance(x, str) for x in v),
               "number list": isinstance(v, list) and all(map(_number, v))}[kind]
+        if ok and kind in ("number", "number list") and not np.all(np.isfinite(v)):
+            raise self.error(f"{where} {key}", f"must be finite; got {v!r}")
         if not ok:
             what = {"str list": "list of strings", "number list": "list of numbers", "int": "integer",
                     "str": "string (text in quotes)"}.get(kind, kind)
@@ -126,18 +128,55 @@ class Spec:
         return v
 
 
+MAX_FILE_BYTES = 1 << 20      # a problem file is a few hundred bytes; the data are in [data]
+MAX_NESTING = 16              # tables and arrays in tables (a problem file nests 3 deep)
+MAX_INTEGER = 2 ** 63         # TOML integers are 64-bit (TOML 1.0); tomllib reads longer ones
+
+
 def read(path) -> Spec:
     path = Path(path)
     if not path.is_file():
         raise ProblemFileError(f"{path}: no such problem file")
     try:
-        doc = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ProblemFileError(f"{path}: cannot read the problem file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ProblemFileError(f"{path.name}: larger than {MAX_FILE_BYTES >> 20} MiB: not a problem file (the data "
+                               f"go in a CSV file named by [data] csv)")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8-sig"))     # a byte order mark (e.g. from Notepad) is skipped
+    except UnicodeDecodeError as exc:
+        raise ProblemFileError(f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as "
+                               f"UTF-8") from None
+    except RecursionError:
+        raise ProblemFileError(f"{path.name}: arrays or tables nest too deeply; a problem file nests at most "
+                               f"{MAX_NESTING} deep") from None
+    except ValueError as exc:     # TOMLDecodeError, and integers of more than 4300 digits
         raise ProblemFileError(f"{path.name}: not valid TOML: {exc}") from None
+    _check_values(doc, path.name)
     spec = Spec(doc, path)
     spec.check_keys(doc, TOP_KEYS, "top level")
     spec.get(doc, "title", "top level", "str")
     return spec
+
+
+def _check_values(doc: dict, name: str) -> None:
+    """Refuse nesting beyond :data:`MAX_NESTING` and integers beyond 64 bits (TOML's own limit), without recursion."""
+    if nesting_depth(doc, MAX_NESTING) > MAX_NESTING:
+        raise ProblemFileError(f"{name}: arrays or tables nest more than {MAX_NESTING} deep; a problem file nests "
+                               f"at most 3 deep ([problem.constraints])")
+    todo = [("", doc)]
+    while todo:
+        key, v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend((f"{key}.{k}" if key else k, x) for k, x in v.items())
+        elif isinstance(v, list):
+            todo.extend((key, x) for x in v)
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= MAX_INTEGER:
+            raise ProblemFileError(f"{name}: {key}: the integer of {len(str(abs(v)))} digits is beyond TOML's "
+                                   f"64-bit integers; write a number of ordinary size (e.g. 1e6 or 1000000)")
 
 
 def load_data(spec: Spec) -> Dataset:

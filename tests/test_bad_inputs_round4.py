@@ -1,0 +1,292 @@
+"""Bad inputs, round 4: nesting, huge numbers, tampered result files, problem-file DSL and TOML oddities and the
+model-space method's failures each give a fairmodel error that names the input and the fix, or a correct result;
+never a raw exception, a hang or a silent wrong answer. Each case is small and runs in well under a second."""
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.errors import FairmodelError, InfeasibleError, ModelError, ResultFileError, SolverError
+from fairmodel.frontends.problemfile import ProblemFileError
+
+
+@pytest.fixture(scope="module")
+def toy():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=120) > 0, 1.0, -1.0)
+    g = np.where(rng.random(120) < 0.5, "a", "b")
+    data = fm.Dataset(X, y, g)
+    w = fm.Weights(3, radius=2.0)
+    return data, w, fm.mean(fm.logistic_loss(data.score(w), data.y)), fm.mean(data.score(w))
+
+
+def _nest(atom, depth, e):
+    for _ in range(depth):
+        e = atom(e)
+    return e
+
+
+# -- nesting: linear work, and a limit with its own message ---------------------------------------------------------
+@pytest.mark.parametrize("atom, inner", [(fm.abs, lambda s, l: s - 0.3), (fm.pos, lambda s, l: l - 0.5),
+                                         (lambda e: fm.max(e, 0.1), lambda s, l: l)])
+def test_twelve_nested_atoms_compile_in_milliseconds_and_equal_one(toy, atom, inner):
+    """|(|x|)| = |x| and pos(pos(x)) = pos(x): 12 levels give the optimum of one level (the curvature of each
+    node is computed once, so the DCP rule's repeated questions stay linear in the depth)."""
+    _, _, l, s = toy
+    start = time.perf_counter()
+    deep = fm.Problem(fm.Minimize(l + _nest(atom, 12, inner(s, l))))
+    assert time.perf_counter() - start < 0.5
+    one = fm.Problem(fm.Minimize(l + _nest(atom, 1, inner(s, l))))
+    assert deep.solve().objective == pytest.approx(one.solve().objective, abs=1e-6)
+
+
+@pytest.mark.parametrize("build", [lambda s: _nest(lambda e: -e, 500, s), lambda s: _nest(fm.abs, 500, s),
+                                   lambda s: _nest(lambda e: 1.0 * e, 500, s), lambda s: _nest(lambda e: s - e, 300, s),
+                                   lambda s: _nest(lambda e: fm.max(e, s), 200, s)])
+def test_deep_nesting_in_python_is_refused_with_the_limit(toy, build):
+    _, _, l, s = toy
+    with pytest.raises(ModelError, match=r"nests \d+ levels deep .* at most 100"):
+        fm.Problem(fm.Minimize(l + build(s)))
+
+
+def test_a_sum_built_term_by_term_is_one_level(toy):
+    _, _, l, s = toy
+    total = l
+    for k in range(300):
+        total = total + 0.001 * s
+    assert len(total.args) == 301
+    res = fm.Problem(fm.Minimize(total)).solve()
+    assert res.ok and res.objective == pytest.approx(fm.Problem(fm.Minimize(l + 0.3 * s)).solve().objective, abs=1e-6)
+
+
+# -- problem files ----------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def csv_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("files")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
+    g = np.where(rng.random(80) < 0.5, "a", "b")
+    (d / "d.csv").write_text("x1,x2,y,sex\n" + "".join(f"{a},{b},{t},{s}\n" for (a, b), t, s in zip(X, y, g)))
+    return d
+
+
+def _file(d, objective="mean(loss)", constraint="none", extra="", constraints=None, name="p.toml", bound=None):
+    text = (f"[data]\ncsv = 'd.csv'\ntarget = 'y'\nsensitive = 'sex'\n[model]\nradius = 2.0\n{extra}\n[problem]\n"
+            f"family = 'composition'\nconstraint = '{constraint}'\nobjective = '''{objective}'''\n")
+    text += f"bound = {bound}\n" if bound is not None else ""
+    if constraints:
+        text += "[problem.constraints]\n" + "".join(f"{k} = '''{v}'''\n" for k, v in constraints.items())
+    (d / name).write_text(text)
+    return d / name
+
+
+def test_twelve_nested_abs_in_a_problem_file_solve_at_once(csv_dir):
+    start = time.perf_counter()
+    res = fm.load_problem(_file(csv_dir, "mean(loss) + " + "abs(" * 12 + "mean(score) - 0.2" + ")" * 12)).solve()
+    one = fm.load_problem(_file(csv_dir, "mean(loss) + abs(mean(score) - 0.2)", name="q.toml")).solve()
+    assert time.perf_counter() - start < 5 and res.ok and res.objective == pytest.approx(one.objective, abs=1e-6)
+
+
+@pytest.mark.parametrize("objective, message", [
+    ("mean(loss) + " + "abs(" * 150 + "mean(score)" + ")" * 150, r"nests \d+ levels deep"),
+    ("mean(loss) + " + "pos(" * 60 + "mean(loss)" + ")" * 60, r"nests \d+ levels deep"),
+    ("mean(loss) + " + "-" * 500 + "mean(score)", r"nests \d+ levels deep"),
+    ("mean(loss) + " + "9" * 400 + " * mean(score)", r"integer .*400 digits.*too large"),
+    ("mean(loss) + 1e300 * mean(score)", r"coefficient 1e\+300 .* beyond 1e\+12"),
+    ("mean(loss) + mean(score) / 1e-300", r"coefficient .* beyond 1e\+12"),
+    ("mean(loss) + 1e400 * mean(score)", "finite"),
+    ("max(group_mean(loss, groups, where=y > 0, where=y < 1))", r"keyword where= is given twice"),
+    ("max(y)", "does not depend on any variable"),
+    ("mean(y)", "mean needs a per-sample expression"),
+])
+def test_bad_problem_file_expressions(csv_dir, objective, message):
+    start = time.perf_counter()
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_file(csv_dir, objective)).solve()
+    assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("x = " + "[" * 2000 + "]" * 2000, "nest"), ("x = " + "{a=" * 2000 + "1" + "}" * 2000, "nest"),
+    ("x = " + "[" * 40 + "]" * 40, "nest more than 16 deep"),
+])
+def test_deeply_nested_toml_is_refused(csv_dir, extra, message):
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_file(csv_dir, extra=extra))
+
+
+@pytest.mark.parametrize("bound, message", [("9" * 5000, "not valid TOML|digits"), ("9" * 400, "400 digits"),
+                                            ("1" + "0" * 30, "64-bit"), ("nan", "finite"), ("inf", "finite"),
+                                            ("-inf", "finite")])
+def test_huge_or_non_finite_numbers_in_toml(csv_dir, bound, message):
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_file(csv_dir, constraint="demographic_parity", bound=bound)).solve()
+
+
+def test_a_byte_order_mark_is_skipped(csv_dir):
+    plain = _file(csv_dir)
+    (csv_dir / "bom.toml").write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert fm.load_problem(csv_dir / "bom.toml").solve().objective == pytest.approx(
+        fm.load_problem(plain).solve().objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("constraint", ["sum_squares(w) <= -1", "norm(w) <= -0.5", "abs(mean(score)) <= -1",
+                                        "-1 >= sum_squares(w)"])
+def test_a_nonnegative_side_under_a_negative_bound_is_infeasible(csv_dir, constraint):
+    with pytest.raises(InfeasibleError, match="infeasible.*never negative"):
+        fm.load_problem(_file(csv_dir, constraints={"c": constraint})).solve()
+
+
+# -- the DSL in Python ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bound", [float("nan"), float("inf"), -float("inf"), 10 ** 400])
+def test_a_non_finite_bound_names_the_constraint(toy, bound):
+    data, w, _, _ = toy
+    with pytest.raises(ModelError, match=r"bound of the constraint .*rampgap.* must be finite"):
+        fm.selection_rate_gap(data.score(w), data, surrogate="ramp") <= bound
+
+
+@pytest.mark.parametrize("make", [lambda s: 1e300 * s, lambda s: s * -1e13, lambda s: s / 1e-20,
+                                  lambda s: 10 ** 400 * s, lambda s: 1e7 * (1e7 * s)])
+def test_huge_coefficients_are_refused(toy, make):
+    _, _, l, s = toy
+    with pytest.raises(ModelError, match="coefficient|finite"):
+        fm.Problem(fm.Minimize(l + make(s)))
+
+
+def test_a_constant_objective_is_refused(toy):
+    data = toy[0]
+    with pytest.raises(ModelError, match="does not depend on any variable"):
+        fm.Problem(fm.Minimize(fm.max(data.y)))
+
+
+def test_infeasible_composition_with_the_model_space_method_is_infeasible(toy):
+    data, w, _, _ = toy
+    risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(data.score(w), data.y))), [fm.max(risks) <= 0.05])
+    for method in ("model_space", None):
+        with pytest.raises(InfeasibleError):
+            prob.solve(**({"method": method} if method else {}))
+
+
+def test_a_model_space_stall_gives_advice(toy):
+    data = toy[0]
+    w = fm.Weights(3, radius=1e-8)
+    loss = fm.logistic_loss(data.score(w), data.y)
+    prob = fm.Problem(fm.Minimize(fm.mean(loss)), [fm.max(fm.group_mean(loss, data.groups)) <= 0.7])
+    try:
+        res = prob.solve(method="model_space")
+    except SolverError as exc:
+        assert "radius" in str(exc) and "standardize" in str(exc) and "method='cvxpy'" in str(exc)
+    else:
+        assert res.ok
+    assert prob.solve().ok           # the default falls back to the CVXPY program
+
+
+# -- result files -----------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, toy):
+    data, w, l, _ = toy
+    res = fm.Problem(fm.Minimize(l), [fm.sum_squares(w) <= 1.0]).solve()
+    assert res.ok
+    base = tmp_path_factory.mktemp("res") / "r"
+    res.save(base)
+    return res, base
+
+
+def _copy(saved, tmp_path, edit_doc=None, edit_arrays=None, raw=None):
+    _, base = saved
+    doc = json.loads(base.with_suffix(".json").read_text())
+    if edit_doc:
+        edit_doc(doc)
+    (tmp_path / "t.json").write_text(raw if raw is not None else json.dumps(doc))
+    with np.load(base.with_suffix(".npz")) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    if edit_arrays:
+        edit_arrays(arrays)
+    np.savez_compressed(tmp_path / "t.npz", **arrays)
+    return tmp_path / "t"
+
+
+def _set(key, value):
+    return lambda doc: doc.__setitem__(key, value)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set("objective", -123.0), "changed after it was saved"),
+    (_set("objective", {"__float__": "nan"}), "objective is nan"),
+    (_set("objective", {"__float__": "inf"}), "objective is inf"),
+    (_set("message", "all good"), "changed after it was saved"),
+    (_set("method", "cvxpy"), "changed after it was saved"),
+    (_set("seed", 7), "changed after it was saved"),
+    (_set("timings", {"solve": 0.0}), "changed after it was saved"),
+    (lambda d: d["checks"][0].__setitem__("tolerance", "0.1"), r"entry 0, .* not a check .*tolerance: number"),
+    (lambda d: d["checks"][0].__setitem__("tolerance", 1e9), "changed after it was saved"),
+    (lambda d: d["checks"].append({"name": "x", "value": 0.0}), r"entry \d, .* not a check"),
+    (lambda d: d.pop("digest"), "has no digest"),
+    (lambda d: d.pop("id"), "has no id"),
+    (_set("digest", 5), "has no digest"),
+    (_set("schema", 1), "schema 1"),
+    (_set("schema", 10 ** 100), "schema"),
+])
+def test_edited_result_fields_are_refused(saved, tmp_path, edit, message):
+    with pytest.raises(ResultFileError, match=message):
+        fm.load_result(_copy(saved, tmp_path, edit_doc=edit))
+
+
+def test_arrays_changed_without_the_digest_are_refused(saved, tmp_path):
+    def scale(arrays):
+        key = next(k for k in arrays if k.startswith("variables/"))
+        arrays[key] = arrays[key] * 100.0       # outside the radius
+    with pytest.raises(ResultFileError, match="has no digest"):
+        fm.load_result(_copy(saved, tmp_path, edit_doc=lambda d: d.pop("digest"), edit_arrays=scale))
+    with pytest.raises(ResultFileError, match="changed after it was saved"):
+        fm.load_result(_copy(saved, tmp_path, edit_arrays=scale))
+
+
+@pytest.mark.parametrize("raw, message", [
+    ('{"format": "fairmodel.result", "schema": 2, "x": ' + "[" * 5000 + "]" * 5000 + "}", "deep|nest"),
+    ('{"format": "fairmodel.result", "schema": 2, "x": ' + "[" * 100 + "]" * 100 + "}", "more than 64 deep"),
+    ('{"format": "fairmodel.result", "schema": 2, "objective": ' + "9" * 5000 + "}", "not valid JSON"),
+    ('{"format": "fairmodel.result", "schema": ' + "9" * 3000 + "}", "schema"),
+])
+def test_corrupt_json_is_a_result_file_error(saved, tmp_path, raw, message):
+    with pytest.raises(ResultFileError, match=message):
+        fm.load_result(_copy(saved, tmp_path, raw=raw))
+
+
+def test_an_unchanged_result_loads_as_it_was(saved):
+    res, base = saved
+    back = fm.load_result(base)
+    assert back.ok and back.objective == res.objective and back.status == res.status
+
+
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root writes anywhere")
+def test_saving_into_a_read_only_directory(saved, tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o500)
+    try:
+        with pytest.raises(ResultFileError, match="cannot write .* choose a directory you can write to"):
+            saved[0].save(d / "r")
+    finally:
+        d.chmod(0o700)
+
+
+def test_a_write_error_while_saving_is_a_result_file_error(saved, tmp_path, monkeypatch):
+    """The same path as a read-only directory or a full disk (for root, who may write anywhere)."""
+    import fairmodel.utilities.outputs as outputs
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(outputs.tempfile, "mkdtemp", refuse)
+    with pytest.raises(ResultFileError, match="Permission denied; choose a directory you can write to"):
+        saved[0].save(tmp_path / "r")
+
+
+def test_every_raised_error_is_a_fairmodel_error():
+    assert issubclass(ProblemFileError, FairmodelError) and issubclass(ResultFileError, FairmodelError)
