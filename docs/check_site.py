@@ -8,7 +8,13 @@ driven through the Chrome DevTools protocol over a pipe (--remote-debugging-pipe
 standard library only). Checks:
 
 * every page (every index.html of the site) loads and shows its article with a title;
-* on every page with math, MathJax has typeset every formula (no raw TeX left in the arithmatex spans);
+* on every page with math, MathJax has typeset every formula (no raw TeX left in the arithmatex spans) without an
+  error (no formula MathJax could not parse, no undefined command);
+* no page shows raw TeX or plain-text math in its rendered text outside code (a "$", a TeX command such as
+  "\frac", a "_{" or "^{", a subscript written "R_i") nor an emphasis that Markdown made of the underscores or
+  asterisks of such math ("R_i*) with R_i*" in italics);
+* every notebook page shows the outputs of its code cells (an output box under a code cell), and every figure on
+  it is a loaded image;
 * the search box returns results for a few queries (typed as keystrokes into Material's search field).
 
 Exit 0 when every check passes, 1 otherwise; one line per check. --screenshot DIR saves a PNG of a few pages.
@@ -21,6 +27,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--remote-debugging-pipe", "--window-size=1280,900"]
+NOTEBOOK_PAGES = ("notebooks/exercises/", "notebooks/solutions/")
 SEARCHES = {"duality gap": "gdro", "equalized odds": "assessment", "Lemma C.1": "glossary"}
 SCREENSHOTS = ["", "glossary/", "notebooks/solutions/s1_group_dro/"]
 
@@ -156,6 +164,46 @@ TITLE = """(() => {
   return [...h1.childNodes].filter(n => !(n.classList && n.classList.contains('headerlink')))
     .map(n => n.textContent).join('').trim();
 })()"""
+# The rendered text of the article outside code and typeset math: what a reader sees as prose.
+PROSE = """(() => {
+  const article = document.querySelector('article');
+  if (!article) return '';
+  const skip = 'pre, code, mjx-container, script, style, .arithmatex, .headerlink';
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT,
+    {acceptNode: n => n.parentElement.closest(skip) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  const parts = [];
+  while (walker.nextNode()) parts.push(walker.currentNode.textContent);
+  return parts.join('');
+})()"""
+# Emphasis made of math: the text between two underscores or asterisks of formulas ("R_i*) with R_i*").
+STRAY_EMPHASIS = """[...document.querySelectorAll('article em, article strong')]
+  .filter(e => !e.closest('pre, code, .arithmatex'))
+  .map(e => e.textContent).filter(t => /^[)\\],;=]|[_^=]/.test(t))"""
+# Formulas MathJax typeset with an error: a parse error (merror) or an undefined command (shown in red).
+MATH_ERRORS = """(() => {
+  const bad = [];
+  for (const item of MathJax.startup.document.math) {
+    item.root.walkTree(node => {
+      if (node.isKind('merror') || (node.isKind('mtext') && node.attributes.get('mathcolor') === 'red'))
+        bad.push(item.math.slice(0, 60));
+    });
+  }
+  return bad;
+})()"""
+NOTEBOOK_STATE = """(() => ({
+  outputs: document.querySelectorAll('article .admonition.output').length,
+  code: document.querySelectorAll('article .language-python').length,
+  figures: [...document.querySelectorAll('article .admonition.output img')].map(i => i.complete && i.naturalWidth > 0),
+}))()"""
+# Raw TeX, or math typed as plain text, in the prose of a page (after MathJax ran): what the pattern matches.
+RAW_MATH = re.compile(r"\$|\\[A-Za-z]+|[_^]\{|\b[A-Za-zα-ωΑ-Ω][_^][A-Za-z0-9]{1,2}\b")
+
+
+def raw_math(prose: str) -> list[str]:
+    """The raw TeX or plain-text math in a page's prose, with a little context (at most three)."""
+    return [prose[max(0, m.start() - 20): m.end() + 20] for m in RAW_MATH.finditer(prose)][:3]
+
+
 MATH_STATE = """(() => {
   const spans = [...document.querySelectorAll('.arithmatex')];
   const raw = spans.filter(s => !s.querySelector('mjx-container')).map(s => s.textContent.slice(0, 60));
@@ -184,10 +232,22 @@ def check(site: Path, chromium: str, screenshots: Path | None) -> list[tuple[boo
                 if browser.wait_for("!!(window.MathJax && MathJax.startup)", timeout=5):   # the script loaded
                     browser.wait_for("MathJax.startup.promise.then(() => true)")
                 state = browser.evaluate(MATH_STATE)
-                ok = ok and state["mathjax"] and not state["raw"] and state["typeset"] >= state["spans"]
+                errors = browser.evaluate(MATH_ERRORS) if state["mathjax"] else []
+                ok = ok and state["mathjax"] and not state["raw"] and not errors and state["typeset"] >= state["spans"]
                 detail += f"; math {state['typeset']}/{state['spans']} typeset"
                 if state["raw"]:
                     detail += f", raw TeX left: {state['raw'][:3]}"
+                if errors:
+                    detail += f", MathJax errors in: {errors[:3]}"
+            raw, stray = raw_math(browser.evaluate(PROSE)), browser.evaluate(STRAY_EMPHASIS)
+            if raw or stray:
+                ok = False
+                detail += f"; raw math in the text: {raw}" if raw else f"; emphasis made of math: {stray[:3]}"
+            if page.startswith(NOTEBOOK_PAGES):
+                notebook = browser.evaluate(NOTEBOOK_STATE)
+                ok = ok and notebook["outputs"] > 0 and all(notebook["figures"])
+                detail += (f"; {notebook['outputs']} outputs under {notebook['code']} code cells, "
+                           f"{sum(notebook['figures'])}/{len(notebook['figures'])} figures loaded")
             results.append((ok, detail))
         results.append((math_pages >= 3, f"{math_pages} pages have math"))
         for query, expected in SEARCHES.items():
