@@ -191,8 +191,10 @@ def run_notebook(notebook, path: str) -> tuple[list, str]:
     "data": ...}; "" or what the first failing cell raised, the later cells not run)."""
     namespace = {"__name__": "__main__"}
     outputs = [[] for _ in notebook.cells]
-    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), warnings.catch_warnings():
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*non-interactive.*cannot be shown")   # plt.show() on Agg
+        os.chdir(folder)
         sys.path.insert(0, path)
         try:
             for i, cell in enumerate(notebook.cells):
@@ -215,6 +217,7 @@ def run_notebook(notebook, path: str) -> tuple[list, str]:
                     return outputs, failure
         finally:
             sys.path.remove(path)
+            os.chdir(here)
     return outputs, ""
 
 
