@@ -14,6 +14,9 @@
 * The problem files of ``examples/problems/`` are copied into the site (``problems/``) and listed with their
   text on a generated page, ``problem-files.md``, so that the command-line exercises can be done from the site;
   the example scripts of ``examples/`` are copied too (``examples/``), for the exercises that run one.
+* The family pages show the formulation of a bundled problem file as ``describe(format="markdown")`` writes it
+  (a ``<!-- formulation: FILE.toml -->`` line): the site's displayed declarations and the library's LaTeX are one
+  notation from one source.
 * MathJax 3 is served from the installed ``django-static-mathjax`` wheel (the ``docs`` extra), so the math of the
   site renders with no network access.
 * The docstrings' reStructuredText roles (``:class:`Result```) are shown as code, without the role.
@@ -44,6 +47,8 @@ import jupytext
 import matplotlib.pyplot as plt
 from mkdocs.structure.files import File, Files
 
+import fairmodel as fm
+
 plt.switch_backend("Agg")   # the notebooks' figures are drawn off screen, and saved as PNG under their cells
 
 NOTEBOOK_DIRS = ("notebooks/exercises/", "notebooks/solutions/")
@@ -51,6 +56,7 @@ MATHJAX = "assets/mathjax/tex-svg-full.js"
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}   # the .ipynb downloads' kernel
 ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|obj):(?=<code>)")
 SOLUTION_LINK = re.compile(r"\[solution\]\(solutions/(\w+)\.md\)")
+FORMULATION = re.compile(r"(?m)^<!-- formulation: ([\w.-]+\.toml) -->$")
 OUTPUTS = "build/notebook-outputs"   # the executed notebooks' outputs, by digest (relative to mkdocs.yml)
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
@@ -117,10 +123,13 @@ def on_files(files: Files, config) -> Files:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    """Without the solutions, the notebooks page names the solution scripts instead of linking the missing pages."""
+    """A ``<!-- formulation: FILE.toml -->`` line becomes the formulation of that bundled problem file as
+    ``describe(format="markdown")`` writes it. Without the solutions, the notebooks page names the solution scripts
+    instead of linking the missing pages."""
     if _without_solutions() and page.file.src_uri == "notebooks/index.md":
         return SOLUTION_LINK.sub(r"`solutions/\1.py` (not in this site)", markdown)
-    return markdown
+    problems = Path(config["config_file_path"]).parent / "examples" / "problems"
+    return FORMULATION.sub(lambda m: fm.load_problem(problems / m.group(1)).problem.formulation("markdown"), markdown)
 
 
 def on_page_content(html: str, page, config, files) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import fairmodel as fm
 from fairmodel.frontends.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +79,11 @@ def test_the_site_builds_strictly(site):
                  "problems/group_dro_adult.toml", "assets/mathjax/tex-svg-full.js",
                  "examples/partial_fairness_crosscheck.py"):
         assert (site / name).is_file(), name
+    gdro = (site / "gdro" / "index.html").read_text()   # the problem file's formulation, as describe writes it
+    formulation = fm.load_problem(ROOT / "examples" / "problems" / "group_dro_adult.toml").problem.formulation(
+        "markdown")
+    assert "\\operatorname{logistic}\\left(x_i^\\top w, y_i\\right)" in formulation
+    assert formulation.split("\n")[2].replace("&", "&amp;") in gdro and "the rows of group" in gdro
     solution = (site / "notebooks" / "solutions" / "s1_group_dro" / "index.html").read_text()
     exercise = (site / "notebooks" / "exercises" / "s1_group_dro" / "index.html").read_text()
     assert "Solution" in solution and "Your answer" in exercise and "Your answer" not in solution
