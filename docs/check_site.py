@@ -203,8 +203,9 @@ NOTEBOOK_STATE = """(() => ({
 # Raw TeX in the prose of a page (after MathJax ran): a "$", a math delimiter "\(" or "\[", a command, a braced
 # sub- or superscript.
 RAW_TEX = re.compile(r"\$|\\[A-Za-z()\[\]]|[_^]\{")
-# Math typed as plain text: a one-letter symbol with a sub- or superscript ("R_i", "σ^2", "n_gc").
-PLAIN_MATH = re.compile(r"\b[A-Za-zα-ωΑ-Ω][_^][A-Za-z0-9]{1,2}\b")
+# Math typed as plain text: a one-letter symbol with a sub- or superscript ("R_i", "σ^2", "n_gc"); and Markdown
+# left as text: a list item's "* " run into the paragraph before it.
+PLAIN_MATH = re.compile(r"\b[A-Za-zα-ωΑ-Ω][_^][A-Za-z0-9]{1,2}\b|(?:^|\s)\*\s")
 # Pages whose text is the library's own plain-text notation ("max_{y in Y}", "R_g"), not Markdown written for the
 # site: the API reference (rendered from the docstrings) and the benchmark report (sections written by the
 # benchmark scripts). Their typeset math is checked; their prose and emphasis are not (the docstrings' "x*" still
