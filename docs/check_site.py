@@ -8,7 +8,14 @@ driven through the Chrome DevTools protocol over a pipe (--remote-debugging-pipe
 standard library only). Checks:
 
 * every page (every index.html of the site) loads and shows its article with a title;
-* on every page with math, MathJax has typeset every formula (no raw TeX left in the arithmatex spans);
+* on every page with math, MathJax has typeset every formula (no raw TeX left in the arithmatex spans) without an
+  error (no formula MathJax could not parse, no undefined command);
+* every page written for the site (all but the API reference and the benchmark report, which show the library's
+  own plain-text notation) shows in its rendered text outside code no raw TeX (a "$", "\(", a TeX command such
+  as "\frac", a "_{" or "^{"), no plain-text math (a subscript written "R_i") and no emphasis that Markdown made of
+  the underscores or asterisks of such math ("R_i*) with R_i*" in italics);
+* every notebook page shows the outputs of its code cells (an output box under a code cell), and every figure on
+  it is a loaded image;
 * the search box returns results for a few queries (typed as keystrokes into Material's search field).
 
 Exit 0 when every check passes, 1 otherwise; one line per check. --screenshot DIR saves a PNG of a few pages.
@@ -21,6 +28,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--remote-debugging-pipe", "--window-size=1280,900"]
-SEARCHES = {"duality gap": "gdro", "equalized odds": "assessment", "Lemma C.1": "glossary"}
+NOTEBOOK_PAGES = ("notebooks/exercises/", "notebooks/solutions/")
+SEARCHES = {"mirror snapshot": "gdro", "equalized odds": "assessment", "Lemma C.1": "glossary"}
 SCREENSHOTS = ["", "glossary/", "notebooks/solutions/s1_group_dro/"]
 
 
@@ -156,6 +165,60 @@ TITLE = """(() => {
   return [...h1.childNodes].filter(n => !(n.classList && n.classList.contains('headerlink')))
     .map(n => n.textContent).join('').trim();
 })()"""
+# The rendered text of the article outside code and typeset math: what a reader sees as prose.
+PROSE = """(() => {
+  const article = document.querySelector('article');
+  if (!article) return '';
+  const skip = 'pre, code, mjx-container, script, style, .arithmatex, .headerlink';
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT,
+    {acceptNode: n => n.parentElement.closest(skip) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  const parts = [];
+  while (walker.nextNode()) parts.push(walker.currentNode.textContent);
+  return parts.join('');
+})()"""
+# Emphasis made of math: the text between two underscores or asterisks of formulas ("R_i*) with R_i*"), i.e. an
+# emphasis whose own text (without its code and typeset math) starts with a closing bracket or has a "_" or "^".
+STRAY_EMPHASIS = """[...document.querySelectorAll('article em, article strong')]
+  .filter(e => !e.closest('pre, code, .arithmatex'))
+  .map(e => { const c = e.cloneNode(true);
+              c.querySelectorAll('code, .arithmatex, mjx-container').forEach(n => n.remove());
+              return c.textContent; })
+  .filter(t => /^[)\\],;]|[_^]/.test(t))"""
+# Formulas MathJax typeset with an error: a parse error (merror) or an undefined command (shown in red).
+MATH_ERRORS = """(() => {
+  const bad = [];
+  for (const item of MathJax.startup.document.math) {
+    item.root.walkTree(node => {
+      if (node.isKind('merror') || (node.isKind('mtext') && node.attributes.get('mathcolor') === 'red'))
+        bad.push(item.math.slice(0, 60));
+    });
+  }
+  return bad;
+})()"""
+NOTEBOOK_STATE = """(() => ({
+  outputs: document.querySelectorAll('article .admonition.output').length,
+  code: document.querySelectorAll('article .highlight').length,
+  figures: [...document.querySelectorAll('article .admonition.output img')].map(i => i.complete && i.naturalWidth > 0),
+}))()"""
+# Raw TeX in the prose of a page (after MathJax ran): a "$", a math delimiter "\(" or "\[", a command, a braced
+# sub- or superscript.
+RAW_TEX = re.compile(r"\$|\\[A-Za-z()\[\]]|[_^]\{")
+# Math typed as plain text: a one-letter symbol with a sub- or superscript ("R_i", "σ^2", "n_gc"); and Markdown
+# left as text: a list item's "* " run into the paragraph before it.
+PLAIN_MATH = re.compile(r"\b[A-Za-zα-ωΑ-Ω][_^][A-Za-z0-9]{1,2}\b|(?:^|\s)\*\s")
+# Pages whose text is the library's own plain-text notation ("max_{y in Y}", "R_g"), not Markdown written for the
+# site: the API reference (rendered from the docstrings) and the benchmark report (sections written by the
+# benchmark scripts). Their typeset math is checked; their prose and emphasis are not (the docstrings' "x*" still
+# turn into emphasis on the API page: fixed in the docstrings, not here).
+LIBRARY_TEXT_PAGES = ("api/", "benchmarks/")
+
+
+def raw_math(prose: str) -> list[str]:
+    """The raw TeX and plain-text math in a page's prose, with a little context (at most three)."""
+    hits = [m for pattern in (RAW_TEX, PLAIN_MATH) for m in pattern.finditer(prose)]
+    return [prose[max(0, m.start() - 20): m.end() + 20] for m in hits][:3]
+
+
 MATH_STATE = """(() => {
   const spans = [...document.querySelectorAll('.arithmatex')];
   const raw = spans.filter(s => !s.querySelector('mjx-container')).map(s => s.textContent.slice(0, 60));
@@ -184,10 +247,24 @@ def check(site: Path, chromium: str, screenshots: Path | None) -> list[tuple[boo
                 if browser.wait_for("!!(window.MathJax && MathJax.startup)", timeout=5):   # the script loaded
                     browser.wait_for("MathJax.startup.promise.then(() => true)")
                 state = browser.evaluate(MATH_STATE)
-                ok = ok and state["mathjax"] and not state["raw"] and state["typeset"] >= state["spans"]
+                errors = browser.evaluate(MATH_ERRORS) if state["mathjax"] else []
+                ok = ok and state["mathjax"] and not state["raw"] and not errors and state["typeset"] >= state["spans"]
                 detail += f"; math {state['typeset']}/{state['spans']} typeset"
                 if state["raw"]:
                     detail += f", raw TeX left: {state['raw'][:3]}"
+                if errors:
+                    detail += f", MathJax errors in: {errors[:3]}"
+            written = page not in LIBRARY_TEXT_PAGES
+            raw = raw_math(browser.evaluate(PROSE)) if written else []
+            stray = browser.evaluate(STRAY_EMPHASIS) if written else []
+            if raw or stray:
+                ok = False
+                detail += f"; raw math in the text: {raw}" if raw else f"; emphasis made of math: {stray[:3]}"
+            if page.startswith(NOTEBOOK_PAGES):
+                notebook = browser.evaluate(NOTEBOOK_STATE)
+                ok = ok and notebook["outputs"] > 0 and all(notebook["figures"])
+                detail += (f"; {notebook['outputs']} outputs under {notebook['code']} code cells, "
+                           f"{sum(notebook['figures'])}/{len(notebook['figures'])} figures loaded")
             results.append((ok, detail))
         results.append((math_pages >= 3, f"{math_pages} pages have math"))
         for query, expected in SEARCHES.items():

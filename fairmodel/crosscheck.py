@@ -1,6 +1,7 @@
 """Cross-check: run both backends, judge both candidates on the full data, compare with stated tolerances."""
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -72,10 +73,13 @@ class CrossCheckReport:
             lines.append(f"| {_cell(name)} | {_fmt(e.certificate.get(name))} | {_fmt(s.certificate.get(name))} |")
         lines.append(f"| solve time (s) | {e.timings.get('solve', float('nan')):.3g} | "
                      f"{s.timings.get('solve', float('nan')):.3g} |")
+        marks, reasons = _reason_notes(self.checks)
         lines += ["", "| check | value | tolerance | verdict | why this tolerance |", "|---|---|---|---|---|"]
-        for c in self.checks:
+        for c, mark in zip(self.checks, marks):
             tolerance = "– (not checked)" if math.isinf(c.tolerance) else f"{c.tolerance:.3g}"
-            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {tolerance} | {c.verdict} | {_cell(c.reason)} |")
+            lines.append(f"| {_cell(c.name)} | {c.value:.3g} | {tolerance} | {c.verdict} | {mark} |")
+        if reasons:
+            lines += ["", "Why these tolerances:", ""] + [f"- ({k}) {r}" for k, r in enumerate(reasons, 1)]
         for r in (e, s):
             if not r.ok:
                 lines.append(f"\n{r.backend} backend ended with status {r.status}: {r.message}")
@@ -102,11 +106,21 @@ class CrossCheckReport:
         rows += [[f"constraint {k}", display.fmt(e.constraints.get(k, {}).get("value"), 6),
                   display.fmt(s.constraints.get(k, {}).get("value"), 6)]
                  for k in dict.fromkeys(list(e.constraints) + list(s.constraints))]
+        marks, reasons = _reason_notes(self.checks)
         checks = [[c.name, display.fmt(c.value, 3), "–" if math.isinf(c.tolerance) else display.fmt(c.tolerance, 3),
-                   c.verdict, c.reason] for c in self.checks]
+                   c.verdict, mark] for c, mark in zip(self.checks, marks)]
+        notes = "".join(f"<li>({k}) {html.escape(r)}</li>" for k, r in enumerate(reasons, 1))
         return (display.html_table(["", "exact", "stochastic"], rows,
                                     caption=f"Cross-check: {self.label} — {'OK' if self.ok else 'NOT OK'}")
-                + display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks))
+                + display.html_table(["check", "value", "tolerance", "verdict", "why this tolerance"], checks)
+                + (f"<p>Why these tolerances:</p><ul style=\"list-style: none\">{notes}</ul>" if notes else ""))
+
+
+def _reason_notes(checks) -> tuple[list[str], list[str]]:
+    """Each distinct reason once: the note mark of every check, "(1)", "(2)", ... (numbered in order of first use;
+    checks with the same reason share a note), and the notes' texts in that order."""
+    reasons = list(dict.fromkeys(c.reason for c in checks))
+    return [f"({reasons.index(c.reason) + 1})" for c in checks], reasons
 
 
 def _cell(text) -> str:

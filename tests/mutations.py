@@ -93,7 +93,7 @@ MUTATIONS = [
       "wq_s = np.repeat(snap_q / batch_size, batch_size)",
       "wq_s = np.repeat(q_half / batch_size, batch_size)",
       ("tests/test_estimates.py", "tests/test_gdro_aleg.py"),
-      "ALEG: the snapshot term of the w-part uses q_half instead of q^s (swapped argument)"),
+      "ALEG: the snapshot term of the w-part uses `q_half` instead of $q^s$ (swapped argument)"),
     M("aleg-vr-batch-norm", "fairmodel/stochastic/aleg.py",
       "diff = (risks.loss.phi(z_half, yb) - phi_s).reshape(m, batch_size).sum(axis=1) / batch_size",
       "diff = (risks.loss.phi(z_half, yb) - phi_s).reshape(m, batch_size).sum(axis=1) / (batch_size + 1)",
@@ -158,7 +158,7 @@ MUTATIONS = [
       "freq = pairs.set_weights / self.n",
       "freq = pairs.set_weights / (self.n - 1)",
       ("tests/test_estimates.py", "tests/test_auc_fairness_stochastic.py", "tests/test_weighted_auc.py"),
-      "Bregman SMD: the set probabilities p_G off by one (biased pair estimates)"),
+      "Bregman SMD: the set probabilities $p_G$ off by one (biased pair estimates)"),
     M("auc-smd-prox-bound", "fairmodel/stochastic/bregman_smd.py",
       "0.5 * rho_hat * prox_sum / tau_sum)",
       "rho_hat * prox_sum / tau_sum)",
@@ -168,7 +168,7 @@ MUTATIONS = [
       "x *= 1.0 / (1.0 + eta * rho_hat)",
       "x *= 1.0 / (1.0 + 2.0 * eta * rho_hat)",
       ("tests/test_estimates.py", "tests/test_auc_fairness_stochastic.py"),
-      "IQRC's SMD: the proximal x-step (29) with d_x = rho/2 ||x - x~||^2 has the wrong denominator"),
+      "IQRC's SMD: the proximal $x$-step (29) with $d_x = \\frac{\\rho}{2}\\lVert x - \\tilde x \\rVert^2$ has the wrong denominator"),
     M("auc-upper-bound", "fairmodel/stochastic/bregman_smd.py",
       "a = np.clip(v_avg / (2 * q), -I, I)",
       "a = np.clip(v_avg / q, -I, I)",
@@ -518,7 +518,7 @@ MUTATIONS = [
       "return sp.csr_matrix((1.0 / sizes[codes[keep]], (codes[keep], keep)), shape=(sizes.shape[0], n))",
       "return sp.csr_matrix((1.0 / n * np.ones(keep.size), (codes[keep], keep)), shape=(sizes.shape[0], n))",
       ("tests/test_gdro_exact.py", "tests/test_compositions.py", "tests/test_lowerings.py"),
-      "CVXPY group averaging divides by n instead of n_g"),
+      "CVXPY group averaging divides by $n$ instead of $\\lvert G_g \\rvert$"),
     # -- exact programs ----------------------------------------------------------------------------------------------
     M("gdro-epigraph-offsets", "fairmodel/exact/gdro.py",
       "group_constraint = cvxpy_risks(risks, theta) - c <= t",
@@ -564,7 +564,7 @@ MUTATIONS = [
       "return (weights.T.astype(float) @ self.rows(k)) / self.sizes[k]",
       "return (weights.T.astype(float) @ self.rows(k)) / self.sizes.sum()",
       ("tests/test_partial_model.py", "tests/test_partial_family.py"),
-      "partial fairness: a group's mean gradient divided by n instead of n_k"),
+      "partial fairness: a group's mean gradient divided by $n$ instead of $n_k$"),
 ]
 
 

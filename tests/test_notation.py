@@ -203,3 +203,26 @@ def test_latex_prose_sets_greek_names_and_hats():
     assert _display.latex_prose("mean of tau_hat over (Lambda, V); pi_z of (7)") == \
         "mean of $\\hat{\\tau}$ over ($\\Lambda$, V); $\\pi_{z}$ of (7)"
     assert _display.latex_prose("t_hat_s(x) and fm.foo_hat") == "$\\hat{t}_{s}$(x) and fm.\\texttt{foo\\_hat}"
+
+
+@pytest.mark.parametrize("stem", ["dp_postprocessing", "mero_adult"])
+def test_the_markdown_where_lines_are_markdown_not_latex_text(stem):
+    """`describe(format="markdown")` (what a notebook and the site show) writes the "where" lines of the LaTeX
+    form as Markdown: the math in $...$ as it is, no text-mode LaTeX around it (\\texttt{...}, eq.~(4), \\%)."""
+    prob, _, _ = problemfile.load(next(p for p in PROBLEMS if p.stem == stem))
+    latex, markdown = prob.formulation("latex"), prob.formulation("markdown")
+    where = markdown.split("\nwhere\n", 1)[1]
+    prose = re.sub(r"\$[^$]*\$", "", where)
+    assert not re.search(r"\\[A-Za-z]|~", prose), prose
+    items = re.findall(r"(?m)^  \\item (.*)$", latex)
+    assert [re.findall(r"\$[^$]*\$", i) for i in items] == [re.findall(r"\$[^$]*\$", w) for w in
+                                                             re.findall(r"(?m)^- (.*)$", where)]   # the same math
+    assert "eq.~(" in latex and "eq.\u00a0(" in where
+
+
+def test_markdown_prose_turns_latex_text_into_markdown():
+    line = r"as \texttt{metrics['risk\_x']} (eq.~(4), 50\%) --- $x_i \in G_{g}$ ``q'' a*b \textless{}1"
+    assert _display.markdown_prose(line) == ("as `metrics['risk_x']` (eq.\u00a0(4), 50%) — $x_i \\in G_{g}$ “q” "
+                                              "a\\*b &lt;1")
+    assert _display.markdown_prose(_display.latex_prose("R_g(w) <= 5 for 3% & more")) == \
+        "$R_{g}$(w) $\\le$ 5 for 3% & more"

@@ -1,4 +1,6 @@
 """Result save/load (JSON + NPZ), cross-check verdicts, and the errors of solve()."""
+import dataclasses
+import html
 import json
 
 import cvxpy as cp
@@ -49,6 +51,15 @@ def test_crosscheck_passes_with_enough_budget_and_fails_without(gdro):
     assert good.ok and all(c.passed for c in good.checks)
     assert "why this tolerance" in good.to_markdown()
     json.dumps(good.to_dict())
+    # two checks with one reason: the reason is printed once, as note (1), in the Markdown and the HTML tables
+    first = good.checks[0]
+    good.checks = [first, dataclasses.replace(first, name="the same check again"), good.checks[1]]
+    markdown, page = good.to_markdown(), good._repr_html_()
+    for reason in (first.reason, good.checks[2].reason):
+        assert markdown.count(reason) == 1 and page.count(html.escape(reason)) == 1
+    assert f"| the same check again | {first.value:.3g} | {first.tolerance:.3g} | pass | (1) |" in markdown
+    assert f"- (1) {first.reason}" in markdown and f"- (2) {good.checks[2].reason}" in markdown
+    assert "<td>the same check again</td>" in page and "<td>(1)</td>" in page and "<td>(2)</td>" in page
     # one epoch with tiny steps cannot reach 1e-3: the verdict must say so
     bad = fm.crosscheck(gdro, seed=0, stochastic_options={"epochs": 1, "step_w": 1e-4, "step_q": 1e-4})
     assert not bad.ok and bad.failed()

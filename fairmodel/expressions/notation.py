@@ -142,7 +142,7 @@ def layout(sense: str, objective: str, domain: list, constraints: list, where: l
     math = " \\\\\n".join(rows)
     if fmt == "markdown":
         return "\n".join(["$$", "\\begin{aligned}", math, "\\end{aligned}", "$$"]
-                         + (["", "where", ""] + [f"- {w}" for w in where] if where else []))
+                         + (["", "where", ""] + [f"- {display.markdown_prose(w)}" for w in where] if where else []))
     return "\n".join(["\\begin{align*}", math, "\\end{align*}"]
                      + (["where", "\\begin{itemize}"] + [f"  \\item {w}" for w in where] + ["\\end{itemize}"]
                         if where else []))

@@ -197,6 +197,37 @@ def latex_prose(text: str) -> str:
     return "".join(out)
 
 
+# LaTeX text mode back to Markdown: what latex_text writes (and the ties and quotes of hand-written LaTeX prose), in
+# this order. "\\$" and "\\_" stay escaped (a "$" would start math on a page that typesets $...$), "*" is escaped.
+_TEXT_MARKDOWN = [("~", "\u00a0"), ("\\textbackslash{}", "\\\\"), ("\\textasciitilde{}", "~"),
+                  ("\\textasciicircum{}", "^"), ("\\textless{}", "&lt;"), ("\\textgreater{}", "&gt;"),
+                  ("\\textbar{}", "|"), ("\\dots{}", "…"), ("\\&", "&"), ("\\%", "%"), ("\\#", "#"), ("\\{", "{"),
+                  ("\\}", "}"), ("---", "—"), ("--", "–"), ("``", "“"), ("''", "”"), ("`", "‘"), ("*", "\\*")]
+_TEXTTT = re.compile(r"\\texttt\{((?:[^{}]|\{\})*)\}")
+_INLINE_MATH = re.compile(r"(\$[^$]*\$)")
+
+
+def markdown_prose(tex: str) -> str:
+    """A line of LaTeX prose (math in ``$...$``, e.g. the "where" lines of ``describe(format="latex")``) as
+    Markdown: the math as it is, ``\\texttt{x}`` as a code span, the text's escapes, ties and quotes as
+    characters."""
+    return "".join(part if k % 2 else _markdown_text(part) for k, part in enumerate(_INLINE_MATH.split(tex)))
+
+
+def _markdown_text(tex: str) -> str:
+    out = []
+    for k, part in enumerate(_TEXTTT.split(tex)):      # text, code, text, code, ...
+        if k % 2:
+            for ch, latex in _TEXT_SPECIAL.items():
+                part = part.replace(latex, ch)
+            out.append(f"`{part}`")
+            continue
+        for latex, markdown in _TEXT_MARKDOWN:
+            part = part.replace(latex, markdown)
+        out.append(part)
+    return "".join(out)
+
+
 LATEX_PACKAGES = ("amsmath", "amssymb")
 
 
