@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.errors import FairmodelError, InfeasibleError, ModelError, ResultFileError, SolverError
+from fairmodel.errors import DataError, FairmodelError, InfeasibleError, ModelError, ResultFileError, SolverError
 from fairmodel.frontends.problemfile import ProblemFileError
 
 
@@ -290,3 +290,127 @@ def test_a_write_error_while_saving_is_a_result_file_error(saved, tmp_path, monk
 
 def test_every_raised_error_is_a_fairmodel_error():
     assert issubclass(ProblemFileError, FairmodelError) and issubclass(ResultFileError, FairmodelError)
+
+
+# -- the threshold post-processor: which score is thresholded, and the labels it is compared with ----------------------
+@pytest.fixture(scope="module")
+def rows():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(240, 3))
+    y3 = np.where(X[:, 0] + rng.normal(size=240) > 0.6, 2, np.where(X[:, 1] + rng.normal(size=240) > 0, 1, 0))
+    g = np.where(rng.random(240) < 0.5, "f", "m")
+    return X, y3, g
+
+
+def _post(model, X, y, g, **kw):
+    return fm.GroupThresholdPostProcessor(model, prefit=True, eps=0.05, **kw).fit(X, y, sensitive_features=g)
+
+
+def _same_fit(a, b):
+    assert a.result_.ok and b.result_.ok
+    assert a.result_.metrics["accuracy"] == pytest.approx(b.result_.metrics["accuracy"], abs=1e-12)
+    for ta, tb in zip(a.thresholds_, b.thresholds_):
+        np.testing.assert_allclose(ta, tb, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("labels, method", [((0, 2), "predict_proba"), ((1, 2), "decision_function"),
+                                            ((0, 1), "predict_proba")])
+def test_a_multiclass_model_is_thresholded_on_the_positive_class(rows, labels, method):
+    """Thresholding a 3-class model for positive class 2 uses its score of class 2: the same fit as the function of
+    the features returning that column (the old code thresholded the column of class 1)."""
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    model = LogisticRegression().fit(X, y3)
+    y = np.where(y3 == labels[1], labels[1], labels[0])
+    column = list(model.classes_).index(labels[1])
+    _same_fit(_post(model, X, y, g, predict_method=method),
+              _post(lambda Z: getattr(model, method)(Z)[:, column], X, y, g))
+
+
+def test_a_binary_model_whose_first_class_is_the_positive_label(rows):
+    """A model fitted on 0/1 used for labels -1/0: the positive label 0 is the model's first class, so its score is
+    P(0), and its decision value is negated."""
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    model = LogisticRegression().fit(X, (y3 == 2).astype(int))
+    y = np.where(y3 == 2, -1, 0)
+    _same_fit(_post(model, X, y, g), _post(lambda Z: model.predict_proba(Z)[:, 0], X, y, g))
+    _same_fit(_post(model, X, y, g, predict_method="decision_function"),
+              _post(lambda Z: -model.decision_function(Z), X, y, g))
+
+
+def test_a_model_with_only_predict_thresholds_its_predictions(rows):
+    from sklearn.tree import DecisionTreeClassifier
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+
+    class OnlyPredict:
+        def predict(self, Z):
+            return tree.predict(Z)
+    _same_fit(_post(OnlyPredict(), X, y, g), _post(lambda Z: (tree.predict(Z) == 1).astype(float), X, y, g))
+
+
+class _Scores:
+    """A prefit model with the given methods and (optionally) classes_."""
+
+    def __init__(self, classes=None, **methods):
+        if classes is not None:
+            self.classes_ = np.asarray(classes)
+        for name, f in methods.items():
+            setattr(self, name, f)
+
+
+def _p(Z):
+    return 1.0 / (1.0 + np.exp(-Z[:, 0]))
+
+
+@pytest.mark.parametrize("model, message", [
+    (_Scores(predict_proba=lambda Z: _p(Z)[:, None]), r"predict_proba gave shape \(240, 1\) .*no classes_"),
+    (_Scores(predict_proba=_p), r"predict_proba gave shape \(240,\)"),
+    (_Scores([0, 1], predict_proba=lambda Z: np.c_[1 - _p(Z), _p(Z), _p(Z)]), r"shape \(240, 3\) .*classes \[0, 1\]"),
+    (_Scores(predict_proba=lambda Z: np.c_[1 - _p(Z), np.where(Z[:, 1] > 2, np.nan, _p(Z))]), r"\d+ non-finite"),
+    (_Scores(decision_function=lambda Z: Z[:, :2]), r"decision_function gave shape \(240, 2\) .*no classes_"),
+    (_Scores(predict=lambda Z: np.where(Z[:, 0] > 0, "yes", "no")),
+     r"predicts label\(s\) 'no', 'yes', which are not labels of y \(\[0, 1\]\)"),
+    (_Scores(["no", "yes"], predict=lambda Z: np.where(Z[:, 0] > 0, "yes", "no")),
+     r"classes \['no', 'yes'\] do not include the positive label 1 of y"),
+    (_Scores([0, 1, 2], predict_proba=lambda Z: np.full((len(Z), 3), 1 / 3)), None),
+    (_Scores([2, 3], predict_proba=lambda Z: np.c_[1 - _p(Z), _p(Z)]), r"classes \[2, 3\] do not include"),
+    (_Scores(predict=lambda Z: Z[:, 0]), r"not labels of y .*a regressor's values"),
+    (_Scores(predict=lambda Z: np.c_[Z[:, 0] > 0, Z[:, 0] > 0]), r"shape \(240, 2\); one predicted label per row"),
+    (lambda Z: Z[:, :2], r"function of the features gave shape \(240, 2\); one score per row \(240\)"),
+    (lambda Z: np.array(["a"] * len(Z)), r"dtype <U1 .*need numbers"),
+    (lambda Z: None, r"shape \(\); one score per row"),
+    (lambda Z: Z[:10, 0], r"shape \(10,\); one score per row \(240\)"),
+    (lambda Z: np.r_[np.inf, Z[1:, 0]], r"1 non-finite score"),
+])
+def test_estimator_oddities_are_named(rows, model, message):
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    if message is None:          # a 3-class model for labels 0/1: its column of class 1
+        assert _post(model, X, y, g).result_.ok
+        return
+    start = time.perf_counter()
+    with pytest.raises(DataError, match=message):
+        _post(model, X, y, g)
+    assert time.perf_counter() - start < 5
+
+
+def test_groups_are_named_by_their_labels(rows):
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    y[g == "m"] = 1                                   # group "m" has no negatives: its false-positive rate is undefined
+    with pytest.raises(DataError, match=r"group 'm' has no negative rows"):
+        _post(lambda Z: Z[:, 0], X, y, g)
+
+
+@pytest.mark.parametrize("model, message", [
+    (_Scores(predict_proba=lambda Z: _p(Z)[:, None]), r"predict_proba gave shape \(\d+, 1\)"),
+    (_Scores(predict=lambda Z: np.where(Z[:, 0] > 0, 3, 4)), r"predicts label\(s\) 3, 4"),
+])
+def test_estimator_oddities_on_dask_rows(rows, model, message):
+    da = pytest.importorskip("dask.array")
+    X, y3, g = rows
+    with pytest.raises(DataError, match=message):
+        _post(model, da.from_array(X, chunks=80), (y3 == 2).astype(int), g)
