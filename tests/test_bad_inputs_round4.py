@@ -414,3 +414,142 @@ def test_estimator_oddities_on_dask_rows(rows, model, message):
     X, y3, g = rows
     with pytest.raises(DataError, match=message):
         _post(model, da.from_array(X, chunks=80), (y3 == 2).astype(int), g)
+
+
+# -- data files: one group, control characters, paths that are not files of known size, saddle-game tables -----------
+def _csv(d, name, groups, extra_rows=""):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(len(groups), 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=len(groups)) > 0).astype(int)
+    (d / name).write_text("x1,x2,y,sex\n" + "".join(f"{a},{b},{t},{s}\n" for (a, b), t, s in zip(X, y, groups))
+                          + extra_rows)
+    return name
+
+
+def _made(path, make):
+    """Make ``path`` (a directory, a FIFO, a file) and return its name."""
+    make(path)
+    return path.name
+
+
+def _csv_problem(d, csv, constraint="demographic_parity", family="composition"):
+    text = (f"[data]\ncsv = '{csv}'\ntarget = 'y'\nsensitive = 'sex'\n[model]\nradius = 2.0\n[problem]\n"
+            f"family = '{family}'\n")
+    text += f"constraint = '{constraint}'\nobjective = 'mean(loss)'\n" if family == "composition" else ""
+    (d / "c.toml").write_text(text)
+    return d / "c.toml"
+
+
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equal_opportunity", "equalized_odds", "covariance",
+                                        "auc_gap"])
+def test_a_group_comparison_with_one_group_is_refused(tmp_path, constraint):
+    """With one group every comparison of groups holds trivially: the constraint is refused, as the gap atoms do."""
+    path = _csv_problem(tmp_path, _csv(tmp_path, "one.csv", ["a"] * 60), constraint)
+    with pytest.raises(ProblemFileError, match=rf"{constraint} compares groups, but .* one group \('a'\)"):
+        fm.load_problem(path)
+
+
+def test_dp_post_processing_with_one_group_is_refused(tmp_path):
+    path = _csv_problem(tmp_path, _csv(tmp_path, "one.csv", ["a"] * 60), family="dp_postprocessing")
+    with pytest.raises(ProblemFileError, match=r"demographic parity compares groups, .* one group \('a'\)"):
+        fm.load_problem(path)
+
+
+def test_a_group_constraint_on_one_group_is_still_allowed(tmp_path):
+    """Bounded group loss is meaningful for one group: that group's risk is bounded (the mean risk here)."""
+    path = _csv_problem(tmp_path, _csv(tmp_path, "one.csv", ["a"] * 60), "group_loss")
+    text = path.read_text().replace("constraint = 'group_loss'", "constraint = 'group_loss'\nbound = 0.6")
+    path.write_text(text)
+    res = fm.load_problem(path).solve()
+    assert res.ok and res.constraints["group_loss"]["value"] <= 0.6 + 1e-6
+
+
+@pytest.mark.parametrize("label", ['"a\nb"', '"a\rb"', '"a\tb"', '"a\x01b"'])
+def test_a_control_character_in_a_group_label_is_refused(tmp_path, label):
+    path = _csv_problem(tmp_path, _csv(tmp_path, "nl.csv", [label, "c"] * 30))
+    with pytest.raises(ProblemFileError, match=r"group label 'a\\[nrtx01]+b' holds a control character"):
+        fm.load_problem(path)
+
+
+@pytest.mark.parametrize("labels", [["a\nb", "c"], [("x", "a\tb"), ("x", "c")]])
+def test_a_control_character_in_a_group_label_in_python(labels):
+    with pytest.raises(DataError, match="holds a control character"):
+        fm.Groups(np.array(labels * 3, dtype=object) if isinstance(labels[0], str) else labels * 3)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: "/dev/zero", "is not a regular file"),
+    (lambda d: "/dev/null", "is not a regular file"),
+    (lambda d: _made(d / "dir.csv", os.mkdir), "is a directory"),
+    (lambda d: _made(d / "fifo.csv", os.mkfifo), "is not a regular file"),
+    (lambda d: "missing.csv", "cannot read the CSV file .*No such file"),
+    (lambda d: _made(d / "empty.csv", lambda p: p.write_text("")), "has no data rows"),
+    (lambda d: _made(d / "header.csv", lambda p: p.write_text("x1,x2,y,sex\n")), "has no data rows"),
+    (lambda d: _made(d / "blank.csv", lambda p: p.write_text("x1,x2,y,sex\n\n\n")), "has no data rows"),
+])
+def test_data_paths_that_are_not_csv_files(tmp_path, make, message):
+    start = time.perf_counter()
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_csv_problem(tmp_path, make(tmp_path))).solve()
+    assert time.perf_counter() - start < 5
+
+
+def test_a_csv_larger_than_the_cap_is_refused_before_reading(tmp_path, monkeypatch):
+    import fairmodel.frontends.problemfile.spec as spec
+    name = _csv(tmp_path, "d.csv", ["a", "b"] * 30)
+    monkeypatch.setattr(spec, "MAX_CSV_BYTES", 100)
+    with pytest.raises(ProblemFileError, match=r"has \d[\d,]* bytes, more than the 100 read at most .*a sample of its rows"):
+        fm.load_problem(_csv_problem(tmp_path, name))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: "/dev/zero", "not a regular file"), (lambda d: _made(d / "p.toml", os.mkdir), "is a directory"),
+    (lambda d: _made(d / "f.toml", os.mkfifo), "not a regular file"),
+])
+def test_problem_paths_that_are_not_files(tmp_path, make, message):
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(tmp_path / make(tmp_path))
+
+
+def _saddle(d, body):
+    (d / "s.toml").write_text("[problem]\nfamily = 'saddle'\n" + body + "\n")
+    return d / "s.toml"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("A = [[1, 2], [3]]", "rows of different lengths"), ("A = [[[1, 2], [3, 4]], [[1, 2]]]", "same shape"),
+    ("A = [['a', 'b'], ['c', 'd']]", "entries must be finite numbers; got '[a-d]'"),
+    ("A = [[1, 'b'], [2, 3]]", "got 'b'"), ("A = [[true, false], [false, true]]", "got True"),
+    ("A = [[{a = 1}]]", r"got \{'a': 1\}"), ("A = [[nan, 1], [1, 1]]", "got nan"), ("A = [[inf, 1], [1, 1]]", "inf"),
+    ("A = [1, 2]", "one payoff matrix"), ("A = []", "one payoff matrix"), ("A = [[], []]", "empty rows"),
+    ("A = [[[[1]]]]", "one payoff matrix"), ("A = [[1, 2], [3, [4]]]", "one payoff matrix"),
+    ("n = 100000000\nm = 100\nk = 100", r"1,000,000,000,000 entries .*more than the 10,000,000"),
+    ("m = 1000000\nk = 1000000", r"entries .*choose fewer components n or smaller matrices"),
+    ("game = 'quadratic'\nn = 100000000\nq = 100\nd = 100", r"n \(q d \+ q \+ m d \+ m\) .* entries"),
+    ("seed = -1", r"seed: must be a non-negative integer \(a seed\); got -1"),
+    ("seed = 1.5", "seed: must be a non-negative integer"), ("seed = true", "seed: must be a non-negative integer"),
+])
+def test_bad_saddle_problem_tables(tmp_path, body, message):
+    start = time.perf_counter()
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_saddle(tmp_path, body))
+    assert time.perf_counter() - start < 2
+
+
+def test_a_saddle_matrix_from_a_file_is_the_game_written(tmp_path):
+    """Integer and float entries give the matrix written: rock-paper-scissors has value 0 at the uniform point."""
+    res = fm.load_problem(_saddle(tmp_path, "A = [[0, -1, 1.0], [1, 0, -1], [-1, 1, 0]]")).solve()
+    assert res.ok and res.objective == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("table, message", [("[solve]\nseed = -3\n", r"\[solve\] seed: must be a non-negative"),
+                                            ("[data]\nseed = -1\n", r"\[data\] seed: must be a non-negative")])
+def test_negative_seeds_in_other_tables(csv_dir, table, message):
+    text = _file(csv_dir).read_text()
+    if table.startswith("[data]"):
+        text = text.replace("[data]\n", table)
+    else:
+        text += table
+    (csv_dir / "seed.toml").write_text(text)
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(csv_dir / "seed.toml")
