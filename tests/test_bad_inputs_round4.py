@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.errors import DataError, FairmodelError, InfeasibleError, ModelError, ResultFileError, SolverError
+from fairmodel.errors import (DataError, FairmodelError, InfeasibleError, ModelError, OptionError, ResultFileError,
+                             SolverError)
 from fairmodel.frontends.problemfile import ProblemFileError
 
 
@@ -498,7 +499,7 @@ def test_a_csv_larger_than_the_cap_is_refused_before_reading(tmp_path, monkeypat
     import fairmodel.frontends.problemfile.spec as spec
     name = _csv(tmp_path, "d.csv", ["a", "b"] * 30)
     monkeypatch.setattr(spec, "MAX_CSV_BYTES", 100)
-    with pytest.raises(ProblemFileError, match=r"has \d[\d,]* bytes, more than the 100 read at most .*a sample of its rows"):
+    with pytest.raises(ProblemFileError, match=r"has \d[\d,]* bytes, more than the 100 read at most .*a sample of"):
         fm.load_problem(_csv_problem(tmp_path, name))
 
 
@@ -553,3 +554,61 @@ def test_negative_seeds_in_other_tables(csv_dir, table, message):
     (csv_dir / "seed.toml").write_text(text)
     with pytest.raises(ProblemFileError, match=message):
         fm.load_problem(csv_dir / "seed.toml")
+
+
+# -- more estimator oddities (the catalogue): the model's own failures and the labels, named ---------------------------
+def _boom(Z):
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("fit, error, message", [
+    (lambda X, y, g: _post(_unfitted(), X, y, g), OptionError, r"prefit=True, but the LogisticRegression given is not"),
+    (lambda X, y, g: _post(_Scores(predict_proba=_boom), X, y, g), DataError,
+     r"predict_proba failed on the features given \(RuntimeError: boom\)"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0] + 1j, X, y, g), DataError, r"dtype complex128 .*need numbers"),
+    (lambda X, y, g: _post(lambda Z: np.where(Z[:, 0] > 1, np.inf, Z[:, 0]), X, y, g), DataError, "non-finite score"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, np.where(y == 1, np.nan, 0.0), g), DataError, "missing values in y"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, np.where(y == 1, np.inf, 0.0), g), DataError, "y: .*infinity"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, np.ones(len(y)), g), DataError, r"y has 1 class\(es\) \[1.0\]"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, y[:100], g), DataError, "y has 100 labels but X has 240 rows"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, X[:, 0], g), DataError, "y: Unknown label type: continuous"),
+    (lambda X, y, g: fm.GroupThresholdPostProcessor().fit(np.where(X > 2, np.nan, X), y, sensitive_features=g),
+     DataError, r"fitting the estimator LogisticRegression failed \(ValueError: Input X contains NaN"),
+])
+def test_model_failures_are_named(rows, fit, error, message):
+    X, y3, g = rows
+    with pytest.raises(error, match=message):
+        fit(X, (y3 == 2).astype(int), g)
+
+
+def _unfitted():
+    from sklearn.linear_model import LogisticRegression
+    return LogisticRegression()
+
+
+def test_predicting_with_features_of_another_width_is_named(rows):
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    post = _post(LogisticRegression().fit(X, y), X, y, g)
+    for call in (post.predict, post.predict_proba):
+        with pytest.raises(DataError, match="failed on the features given .*X has 2 features"):
+            call(X[:, :2], sensitive_features=g)
+
+
+def test_dask_rows_score_the_positive_class_and_name_model_failures(rows):
+    """On chunked rows the same column is thresholded (the same fit as in memory), and the model's failures and an
+    unfitted model are named as in memory."""
+    da = pytest.importorskip("dask.array")
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    model = LogisticRegression().fit(X, y3)
+    y = np.where(y3 == 2, 2, 0)
+    Xd = da.from_array(X, chunks=80)
+    _same_fit(_post(model, Xd, y, g), _post(model, X, y, g))
+    _same_fit(_post(model, Xd, y, g), _post(lambda Z: model.predict_proba(Z)[:, 2], X, y, g))
+    with pytest.raises(OptionError, match="not fitted"):
+        _post(_unfitted(), Xd, y, g)
+    post = _post(model, Xd, y, g)
+    with pytest.raises(DataError, match="failed on the features given"):
+        post.predict(Xd[:, :2], sensitive_features=g).compute()

@@ -21,13 +21,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..utilities.validate import as_generator, check_bool, check_choice, check_int, check_number
+from ..utilities.validate import as_generator, check_bool, check_choice, check_complete, check_int, check_number
 from ..data import Dataset, Groups
 from ..data.dask_dataset import dask_modules, is_dask
 from ..data.passes import passes_of, row_sums
-from ..errors import DataError, OptionError
+from ..errors import DataError, FairmodelError, OptionError
 from ..exact.thresholds import solve_thresholds
 from ..families.base import Check, Evaluation, Solution, constraint_record
 from ..results.judge import verdict
@@ -157,23 +158,39 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
 
     def _labels_of(self, y):
         """The two classes of the labels ``y`` (``classes_``), refusing anything but binary labels."""
-        y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
+        try:
+            y = column_or_1d(y, warn=True)
+            check_complete(y, "y")
+            check_classification_targets(y)
+        except FairmodelError:
+            raise
+        except ValueError as exc:        # scikit-learn's words (its estimator checks match them)
+            raise DataError(f"y: {exc}") from None
         self.classes_ = np.unique(y)
         if self.classes_.size != 2 or type_of_target(y, input_name="y") != "binary":
             raise DataError(f"Only binary classification is supported. The type of the target is "
-                             f"{type_of_target(y, input_name='y')} ({self.classes_.size} classes); "
-                             f"{type(self).__name__} post-processes a binary classifier.")
+                            f"{type_of_target(y, input_name='y')}: y has {self.classes_.size} class(es) "
+                            f"{_listed(self.classes_[:5])}; {type(self).__name__} post-processes a binary classifier.")
         return y
 
     def _take_estimator(self, X, y, sw) -> None:
         base = LogisticRegression() if self.estimator is None else self.estimator
         if self.prefit:
             if isinstance(base, BaseEstimator):     # any object with a score method is accepted as fitted
-                check_is_fitted(base)
+                try:
+                    check_is_fitted(base)
+                except NotFittedError:
+                    raise OptionError(f"prefit=True, but the {type(base).__name__} given is not fitted: fit it "
+                                      f"first, or pass prefit=False to fit it here") from None
             self.estimator_ = base
         else:
-            self.estimator_ = clone(base).fit(X, y) if sw is None else clone(base).fit(X, y, sample_weight=sw)
+            try:
+                self.estimator_ = clone(base).fit(X, y) if sw is None else clone(base).fit(X, y, sample_weight=sw)
+            except (FairmodelError, MemoryError, TypeError):    # TypeError: scikit-learn's contract for bad X
+                raise
+            except Exception as exc:        # the model's own error (missing values, a 1-D X, ...), named
+                raise DataError(f"fitting the estimator {type(base).__name__} failed ({type(exc).__name__}: {exc}); "
+                                f"give features it can fit, or a fitted model with prefit=True") from exc
         if hasattr(self.estimator_, "n_features_in_"):
             self.n_features_in_ = self.estimator_.n_features_in_
 
@@ -183,6 +200,8 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
             raise DataError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         y = self._labels_of(y)
         n = y.shape[0]
+        if n_rows(X) not in (None, n):
+            raise DataError(f"y has {n} labels but X has {n_rows(X)} rows; give one label per row")
         sw = check_sample_weight(sample_weight, n)
         self._take_estimator(X, y, sw)
         scores = self._score_function()(X)
@@ -378,7 +397,13 @@ class _ModelScores:
 
     def __call__(self, X) -> np.ndarray:
         what = f"the estimator's {self.method}" if self.method else "the function of the features"
-        s = np.asarray(self.estimator(X) if self.method is None else getattr(self.estimator, self.method)(X))
+        try:
+            s = np.asarray(self.estimator(X) if self.method is None else getattr(self.estimator, self.method)(X))
+        except (FairmodelError, MemoryError, TypeError):    # TypeError: scikit-learn's contract for bad X
+            raise
+        except Exception as exc:            # the model's own error (e.g. features of another width), named
+            raise DataError(f"{what} failed on the features given ({type(exc).__name__}: {exc}); the thresholded "
+                            f"model must score these rows (the same columns as when it was fitted)") from exc
         if self.method == "predict":
             return self._predicted(s, what, n_rows(X))
         if self.method is not None:
