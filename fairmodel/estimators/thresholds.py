@@ -72,7 +72,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     constraint : ``"equalized_odds"`` (default), ``"equal_opportunity"`` or ``"demographic_parity"``.
     eps : the bound on the largest pairwise gap of each compared rate, in [0, 1] (default 0: equal rates).
     prefit : whether ``estimator`` is already fitted.
-    predict_method : ``"auto"`` (``predict_proba``'s positive column, else ``decision_function``, else
+    predict_method : ``"auto"`` (``predict_proba``'s column of the positive class, else ``decision_function``, else
         ``predict``), or one of those names: the score that is thresholded.
     costs : ``(c_fp, c_fn)``, the costs of a false positive and a false negative (default (1, 1): accuracy).
     solver : the LP solver (default ``"HIGHS"``, the simplex method; ``"CLARABEL"`` also solves it).
