@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.errors import FairmodelError, InfeasibleError, ModelError, ResultFileError, SolverError
+from fairmodel.errors import (DataError, FairmodelError, InfeasibleError, ModelError, OptionError, ResultFileError,
+                             SolverError)
 from fairmodel.frontends.problemfile import ProblemFileError
 
 
@@ -290,3 +291,324 @@ def test_a_write_error_while_saving_is_a_result_file_error(saved, tmp_path, monk
 
 def test_every_raised_error_is_a_fairmodel_error():
     assert issubclass(ProblemFileError, FairmodelError) and issubclass(ResultFileError, FairmodelError)
+
+
+# -- the threshold post-processor: which score is thresholded, and the labels it is compared with ----------------------
+@pytest.fixture(scope="module")
+def rows():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(240, 3))
+    y3 = np.where(X[:, 0] + rng.normal(size=240) > 0.6, 2, np.where(X[:, 1] + rng.normal(size=240) > 0, 1, 0))
+    g = np.where(rng.random(240) < 0.5, "f", "m")
+    return X, y3, g
+
+
+def _post(model, X, y, g, **kw):
+    return fm.GroupThresholdPostProcessor(model, prefit=True, eps=0.05, **kw).fit(X, y, sensitive_features=g)
+
+
+def _same_fit(a, b):
+    assert a.result_.ok and b.result_.ok
+    assert a.result_.metrics["accuracy"] == pytest.approx(b.result_.metrics["accuracy"], abs=1e-12)
+    for ta, tb in zip(a.thresholds_, b.thresholds_):
+        np.testing.assert_allclose(ta, tb, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("labels, method", [((0, 2), "predict_proba"), ((1, 2), "decision_function"),
+                                            ((0, 1), "predict_proba")])
+def test_a_multiclass_model_is_thresholded_on_the_positive_class(rows, labels, method):
+    """Thresholding a 3-class model for positive class 2 uses its score of class 2: the same fit as the function of
+    the features returning that column (the old code thresholded the column of class 1)."""
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    model = LogisticRegression().fit(X, y3)
+    y = np.where(y3 == labels[1], labels[1], labels[0])
+    column = list(model.classes_).index(labels[1])
+    _same_fit(_post(model, X, y, g, predict_method=method),
+              _post(lambda Z: getattr(model, method)(Z)[:, column], X, y, g))
+
+
+def test_a_binary_model_whose_first_class_is_the_positive_label(rows):
+    """A model fitted on 0/1 used for labels -1/0: the positive label 0 is the model's first class, so its score is
+    P(0), and its decision value is negated."""
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    model = LogisticRegression().fit(X, (y3 == 2).astype(int))
+    y = np.where(y3 == 2, -1, 0)
+    _same_fit(_post(model, X, y, g), _post(lambda Z: model.predict_proba(Z)[:, 0], X, y, g))
+    _same_fit(_post(model, X, y, g, predict_method="decision_function"),
+              _post(lambda Z: -model.decision_function(Z), X, y, g))
+
+
+def test_a_model_with_only_predict_thresholds_its_predictions(rows):
+    from sklearn.tree import DecisionTreeClassifier
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+
+    class OnlyPredict:
+        def predict(self, Z):
+            return tree.predict(Z)
+    _same_fit(_post(OnlyPredict(), X, y, g), _post(lambda Z: (tree.predict(Z) == 1).astype(float), X, y, g))
+
+
+class _Scores:
+    """A prefit model with the given methods and (optionally) classes_."""
+
+    def __init__(self, classes=None, **methods):
+        if classes is not None:
+            self.classes_ = np.asarray(classes)
+        for name, f in methods.items():
+            setattr(self, name, f)
+
+
+def _p(Z):
+    return 1.0 / (1.0 + np.exp(-Z[:, 0]))
+
+
+@pytest.mark.parametrize("model, message", [
+    (_Scores(predict_proba=lambda Z: _p(Z)[:, None]), r"predict_proba gave shape \(240, 1\) .*no classes_"),
+    (_Scores(predict_proba=_p), r"predict_proba gave shape \(240,\)"),
+    (_Scores([0, 1], predict_proba=lambda Z: np.c_[1 - _p(Z), _p(Z), _p(Z)]), r"shape \(240, 3\) .*classes \[0, 1\]"),
+    (_Scores(predict_proba=lambda Z: np.c_[1 - _p(Z), np.where(Z[:, 1] > 2, np.nan, _p(Z))]), r"\d+ non-finite"),
+    (_Scores(decision_function=lambda Z: Z[:, :2]), r"decision_function gave shape \(240, 2\) .*no classes_"),
+    (_Scores(predict=lambda Z: np.where(Z[:, 0] > 0, "yes", "no")),
+     r"predicts label\(s\) 'no', 'yes', which are not labels of y \(\[0, 1\]\)"),
+    (_Scores(["no", "yes"], predict=lambda Z: np.where(Z[:, 0] > 0, "yes", "no")),
+     r"classes \['no', 'yes'\] do not include the positive label 1 of y"),
+    (_Scores([0, 1, 2], predict_proba=lambda Z: np.full((len(Z), 3), 1 / 3)), None),
+    (_Scores([2, 3], predict_proba=lambda Z: np.c_[1 - _p(Z), _p(Z)]), r"classes \[2, 3\] do not include"),
+    (_Scores(predict=lambda Z: Z[:, 0]), r"not labels of y .*a regressor's values"),
+    (_Scores(predict=lambda Z: np.c_[Z[:, 0] > 0, Z[:, 0] > 0]), r"shape \(240, 2\); one predicted label per row"),
+    (lambda Z: Z[:, :2], r"function of the features gave shape \(240, 2\); one score per row \(240\)"),
+    (lambda Z: np.array(["a"] * len(Z)), r"dtype <U1 .*need numbers"),
+    (lambda Z: None, r"shape \(\); one score per row"),
+    (lambda Z: Z[:10, 0], r"shape \(10,\); one score per row \(240\)"),
+    (lambda Z: np.r_[np.inf, Z[1:, 0]], r"1 non-finite score"),
+])
+def test_estimator_oddities_are_named(rows, model, message):
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    if message is None:          # a 3-class model for labels 0/1: its column of class 1
+        assert _post(model, X, y, g).result_.ok
+        return
+    start = time.perf_counter()
+    with pytest.raises(DataError, match=message):
+        _post(model, X, y, g)
+    assert time.perf_counter() - start < 5
+
+
+def test_groups_are_named_by_their_labels(rows):
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    y[g == "m"] = 1                                   # group "m" has no negatives: its false-positive rate is undefined
+    with pytest.raises(DataError, match=r"group 'm' has no negative rows"):
+        _post(lambda Z: Z[:, 0], X, y, g)
+
+
+@pytest.mark.parametrize("model, message", [
+    (_Scores(predict_proba=lambda Z: _p(Z)[:, None]), r"predict_proba gave shape \(\d+, 1\)"),
+    (_Scores(predict=lambda Z: np.where(Z[:, 0] > 0, 3, 4)), r"predicts label\(s\) 3, 4"),
+])
+def test_estimator_oddities_on_dask_rows(rows, model, message):
+    da = pytest.importorskip("dask.array")
+    X, y3, g = rows
+    with pytest.raises(DataError, match=message):
+        _post(model, da.from_array(X, chunks=80), (y3 == 2).astype(int), g)
+
+
+# -- data files: one group, control characters, paths that are not files of known size, saddle-game tables -----------
+def _csv(d, name, groups, extra_rows=""):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(len(groups), 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=len(groups)) > 0).astype(int)
+    (d / name).write_text("x1,x2,y,sex\n" + "".join(f"{a},{b},{t},{s}\n" for (a, b), t, s in zip(X, y, groups))
+                          + extra_rows)
+    return name
+
+
+def _made(path, make):
+    """Make ``path`` (a directory, a FIFO, a file) and return its name."""
+    make(path)
+    return path.name
+
+
+def _csv_problem(d, csv, constraint="demographic_parity", family="composition"):
+    text = (f"[data]\ncsv = '{csv}'\ntarget = 'y'\nsensitive = 'sex'\n[model]\nradius = 2.0\n[problem]\n"
+            f"family = '{family}'\n")
+    text += f"constraint = '{constraint}'\nobjective = 'mean(loss)'\n" if family == "composition" else ""
+    (d / "c.toml").write_text(text)
+    return d / "c.toml"
+
+
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equal_opportunity", "equalized_odds", "covariance",
+                                        "auc_gap"])
+def test_a_group_comparison_with_one_group_is_refused(tmp_path, constraint):
+    """With one group every comparison of groups holds trivially: the constraint is refused, as the gap atoms do."""
+    path = _csv_problem(tmp_path, _csv(tmp_path, "one.csv", ["a"] * 60), constraint)
+    with pytest.raises(ProblemFileError, match=rf"{constraint} compares groups, but .* one group \('a'\)"):
+        fm.load_problem(path)
+
+
+def test_dp_post_processing_with_one_group_is_refused(tmp_path):
+    path = _csv_problem(tmp_path, _csv(tmp_path, "one.csv", ["a"] * 60), family="dp_postprocessing")
+    with pytest.raises(ProblemFileError, match=r"demographic parity compares groups, .* one group \('a'\)"):
+        fm.load_problem(path)
+
+
+def test_a_group_constraint_on_one_group_is_still_allowed(tmp_path):
+    """Bounded group loss is meaningful for one group: that group's risk is bounded (the mean risk here)."""
+    path = _csv_problem(tmp_path, _csv(tmp_path, "one.csv", ["a"] * 60), "group_loss")
+    text = path.read_text().replace("constraint = 'group_loss'", "constraint = 'group_loss'\nbound = 0.6")
+    path.write_text(text)
+    res = fm.load_problem(path).solve()
+    assert res.ok and res.constraints["group_loss"]["value"] <= 0.6 + 1e-6
+
+
+@pytest.mark.parametrize("label", ['"a\nb"', '"a\rb"', '"a\tb"', '"a\x01b"'])
+def test_a_control_character_in_a_group_label_is_refused(tmp_path, label):
+    path = _csv_problem(tmp_path, _csv(tmp_path, "nl.csv", [label, "c"] * 30))
+    with pytest.raises(ProblemFileError, match=r"group label 'a\\[nrtx01]+b' holds a control character"):
+        fm.load_problem(path)
+
+
+@pytest.mark.parametrize("labels", [["a\nb", "c"], [("x", "a\tb"), ("x", "c")]])
+def test_a_control_character_in_a_group_label_in_python(labels):
+    with pytest.raises(DataError, match="holds a control character"):
+        fm.Groups(np.array(labels * 3, dtype=object) if isinstance(labels[0], str) else labels * 3)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: "/dev/zero", "is not a regular file"),
+    (lambda d: "/dev/null", "is not a regular file"),
+    (lambda d: _made(d / "dir.csv", os.mkdir), "is a directory"),
+    (lambda d: _made(d / "fifo.csv", os.mkfifo), "is not a regular file"),
+    (lambda d: "missing.csv", "cannot read the CSV file .*No such file"),
+    (lambda d: _made(d / "empty.csv", lambda p: p.write_text("")), "has no data rows"),
+    (lambda d: _made(d / "header.csv", lambda p: p.write_text("x1,x2,y,sex\n")), "has no data rows"),
+    (lambda d: _made(d / "blank.csv", lambda p: p.write_text("x1,x2,y,sex\n\n\n")), "has no data rows"),
+])
+def test_data_paths_that_are_not_csv_files(tmp_path, make, message):
+    start = time.perf_counter()
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_csv_problem(tmp_path, make(tmp_path))).solve()
+    assert time.perf_counter() - start < 5
+
+
+def test_a_csv_larger_than_the_cap_is_refused_before_reading(tmp_path, monkeypatch):
+    import fairmodel.frontends.problemfile.spec as spec
+    name = _csv(tmp_path, "d.csv", ["a", "b"] * 30)
+    monkeypatch.setattr(spec, "MAX_CSV_BYTES", 100)
+    with pytest.raises(ProblemFileError, match=r"has \d[\d,]* bytes, more than the 100 read at most .*a sample of"):
+        fm.load_problem(_csv_problem(tmp_path, name))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: "/dev/zero", "not a regular file"), (lambda d: _made(d / "p.toml", os.mkdir), "is a directory"),
+    (lambda d: _made(d / "f.toml", os.mkfifo), "not a regular file"),
+])
+def test_problem_paths_that_are_not_files(tmp_path, make, message):
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(tmp_path / make(tmp_path))
+
+
+def _saddle(d, body):
+    (d / "s.toml").write_text("[problem]\nfamily = 'saddle'\n" + body + "\n")
+    return d / "s.toml"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("A = [[1, 2], [3]]", "rows of different lengths"), ("A = [[[1, 2], [3, 4]], [[1, 2]]]", "same shape"),
+    ("A = [['a', 'b'], ['c', 'd']]", "entries must be finite numbers; got '[a-d]'"),
+    ("A = [[1, 'b'], [2, 3]]", "got 'b'"), ("A = [[true, false], [false, true]]", "got True"),
+    ("A = [[{a = 1}]]", r"got \{'a': 1\}"), ("A = [[nan, 1], [1, 1]]", "got nan"), ("A = [[inf, 1], [1, 1]]", "inf"),
+    ("A = [1, 2]", "one payoff matrix"), ("A = []", "one payoff matrix"), ("A = [[], []]", "empty rows"),
+    ("A = [[[[1]]]]", "one payoff matrix"), ("A = [[1, 2], [3, [4]]]", "one payoff matrix"),
+    ("n = 100000000\nm = 100\nk = 100", r"1,000,000,000,000 entries .*more than the 10,000,000"),
+    ("m = 1000000\nk = 1000000", r"entries .*choose fewer components n or smaller matrices"),
+    ("game = 'quadratic'\nn = 100000000\nq = 100\nd = 100", r"n \(q d \+ q \+ m d \+ m\) .* entries"),
+    ("seed = -1", r"seed: must be a non-negative integer \(a seed\); got -1"),
+    ("seed = 1.5", "seed: must be a non-negative integer"), ("seed = true", "seed: must be a non-negative integer"),
+])
+def test_bad_saddle_problem_tables(tmp_path, body, message):
+    start = time.perf_counter()
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(_saddle(tmp_path, body))
+    assert time.perf_counter() - start < 2
+
+
+def test_a_saddle_matrix_from_a_file_is_the_game_written(tmp_path):
+    """Integer and float entries give the matrix written: rock-paper-scissors has value 0 at the uniform point."""
+    res = fm.load_problem(_saddle(tmp_path, "A = [[0, -1, 1.0], [1, 0, -1], [-1, 1, 0]]")).solve()
+    assert res.ok and res.objective == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("table, message", [("[solve]\nseed = -3\n", r"\[solve\] seed: must be a non-negative"),
+                                            ("[data]\nseed = -1\n", r"\[data\] seed: must be a non-negative")])
+def test_negative_seeds_in_other_tables(csv_dir, table, message):
+    text = _file(csv_dir).read_text()
+    if table.startswith("[data]"):
+        text = text.replace("[data]\n", table)
+    else:
+        text += table
+    (csv_dir / "seed.toml").write_text(text)
+    with pytest.raises(ProblemFileError, match=message):
+        fm.load_problem(csv_dir / "seed.toml")
+
+
+# -- more estimator oddities (the catalogue): the model's own failures and the labels, named ---------------------------
+def _boom(Z):
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("fit, error, message", [
+    (lambda X, y, g: _post(_unfitted(), X, y, g), OptionError, r"prefit=True, but the LogisticRegression given is not"),
+    (lambda X, y, g: _post(_Scores(predict_proba=_boom), X, y, g), DataError,
+     r"predict_proba failed on the features given \(RuntimeError: boom\)"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0] + 1j, X, y, g), DataError, r"dtype complex128 .*need numbers"),
+    (lambda X, y, g: _post(lambda Z: np.where(Z[:, 0] > 1, np.inf, Z[:, 0]), X, y, g), DataError, "non-finite score"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, np.where(y == 1, np.nan, 0.0), g), DataError, "missing values in y"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, np.where(y == 1, np.inf, 0.0), g), DataError, "y: .*infinity"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, np.ones(len(y)), g), DataError, r"y has 1 class\(es\) \[1.0\]"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, y[:100], g), DataError, "y has 100 labels but X has 240 rows"),
+    (lambda X, y, g: _post(lambda Z: Z[:, 0], X, X[:, 0], g), DataError, "y: Unknown label type: continuous"),
+    (lambda X, y, g: fm.GroupThresholdPostProcessor().fit(np.where(X > 2, np.nan, X), y, sensitive_features=g),
+     DataError, r"fitting the estimator LogisticRegression failed \(ValueError: Input X contains NaN"),
+])
+def test_model_failures_are_named(rows, fit, error, message):
+    X, y3, g = rows
+    with pytest.raises(error, match=message):
+        fit(X, (y3 == 2).astype(int), g)
+
+
+def _unfitted():
+    from sklearn.linear_model import LogisticRegression
+    return LogisticRegression()
+
+
+def test_predicting_with_features_of_another_width_is_named(rows):
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    y = (y3 == 2).astype(int)
+    post = _post(LogisticRegression().fit(X, y), X, y, g)
+    for call in (post.predict, post.predict_proba):
+        with pytest.raises(DataError, match="failed on the features given .*X has 2 features"):
+            call(X[:, :2], sensitive_features=g)
+
+
+def test_dask_rows_score_the_positive_class_and_name_model_failures(rows):
+    """On chunked rows the same column is thresholded (the same fit as in memory), and the model's failures and an
+    unfitted model are named as in memory."""
+    da = pytest.importorskip("dask.array")
+    from sklearn.linear_model import LogisticRegression
+    X, y3, g = rows
+    model = LogisticRegression().fit(X, y3)
+    y = np.where(y3 == 2, 2, 0)
+    Xd = da.from_array(X, chunks=80)
+    _same_fit(_post(model, Xd, y, g), _post(model, X, y, g))
+    _same_fit(_post(model, Xd, y, g), _post(lambda Z: model.predict_proba(Z)[:, 2], X, y, g))
+    with pytest.raises(OptionError, match="not fitted"):
+        _post(_unfitted(), Xd, y, g)
+    post = _post(model, Xd, y, g)
+    with pytest.raises(DataError, match="failed on the features given"):
+        post.predict(Xd[:, :2], sensitive_features=g).compute()

@@ -6,7 +6,7 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from ..errors import DataError
-from ..utilities.validate import check_labels, check_unique_names
+from ..utilities.validate import check_labels, check_printable_names, check_unique_names
 
 
 class Groups:
@@ -42,6 +42,7 @@ class Groups:
             index = {u: i for i, u in enumerate(uniques)}
             self.codes = np.fromiter((index[v] for v in items), dtype=np.intp, count=len(items))
             self.names = tuple(uniques)
+        check_printable_names(self.names, "the group label")
         check_unique_names(self.names, "distinct group labels read as the same text",
                            "reports name groups by text, so they would merge: make the labels one type (e.g. strings)")
         self.codes.setflags(write=False)

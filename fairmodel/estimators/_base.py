@@ -53,7 +53,7 @@ def split_sensitive(est, X, sensitive_features, fitting: bool):
     names = sensitive_features if fitting else getattr(est, "sensitive_columns_", None)
     by_name = isinstance(names, str) or (isinstance(names, (list, tuple)) and names
                                          and all(isinstance(n, str) for n in names))
-    if by_name and fitting and not isinstance(names, str) and len(names) == _n_rows(X) and not (
+    if by_name and fitting and not isinstance(names, str) and len(names) == n_rows(X) and not (
             hasattr(X, "columns") and all(n in X.columns for n in names)):
         by_name = False        # one text label per row (e.g. ["a", "b", ...]), not column names
     if fitting and not by_name:
@@ -79,7 +79,8 @@ def split_sensitive(est, X, sensitive_features, fitting: bool):
     return X.drop(columns=columns), groups
 
 
-def _n_rows(X):
+def n_rows(X):
+    """The number of rows of X (None when it has neither a shape nor a length)."""
     shape = getattr(X, "shape", None)
     return shape[0] if shape is not None and len(shape) else (len(X) if hasattr(X, "__len__") else None)
 

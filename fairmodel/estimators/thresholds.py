@@ -21,20 +21,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..utilities.validate import as_generator, check_bool, check_choice, check_int, check_number
+from ..utilities.validate import as_generator, check_bool, check_choice, check_complete, check_int, check_number
 from ..data import Dataset, Groups
 from ..data.dask_dataset import dask_modules, is_dask
 from ..data.passes import passes_of, row_sums
-from ..errors import DataError, OptionError
+from ..errors import DataError, FairmodelError, OptionError
 from ..exact.thresholds import solve_thresholds
 from ..families.base import Check, Evaluation, Solution, constraint_record
 from ..results.judge import verdict
 from ..oracles.thresholds import (CONSTRAINT_RATES, MAX_DISTINCT, CountPass, RatePass, ScoreCounts,
                                   expected_rates, group_probabilities, group_rocs, largest_pairwise_gap, rate_sums)
 from ..results import Result
-from ._base import check_common, check_sample_weight, split_sensitive, warn_if_not_ok
+from ._base import n_rows, check_common, check_sample_weight, split_sensitive, warn_if_not_ok
 
 CONSTRAINT_TOL = 1e-9    # the judged largest pairwise gap may exceed eps by this much
 CERTIFICATE_TOL = 1e-8   # the judged error may exceed the Lagrangian lower bound by this much
@@ -71,7 +72,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
     constraint : ``"equalized_odds"`` (default), ``"equal_opportunity"`` or ``"demographic_parity"``.
     eps : the bound on the largest pairwise gap of each compared rate, in [0, 1] (default 0: equal rates).
     prefit : whether ``estimator`` is already fitted.
-    predict_method : ``"auto"`` (``predict_proba``'s positive column, else ``decision_function``, else
+    predict_method : ``"auto"`` (``predict_proba``'s column of the positive class, else ``decision_function``, else
         ``predict``), or one of those names: the score that is thresholded.
     costs : ``(c_fp, c_fn)``, the costs of a false positive and a false negative (default (1, 1): accuracy).
     solver : the LP solver (default ``"HIGHS"``, the simplex method; ``"CLARABEL"`` also solves it).
@@ -143,7 +144,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         rates = CONSTRAINT_RATES[self.constraint] if K > 1 else ()   # one group: the best mixture of thresholds
         start = time.perf_counter()
         counts = rows.counts()
-        hulls = [roc.hull() for roc in group_rocs(counts, K, rates)]
+        hulls = [roc.hull() for roc in group_rocs(counts, self.groups_.names, rates)]
         lp = solve_thresholds(hulls, rates, eps, costs, solver=self.solver)
         solve_time = time.perf_counter() - start
         self.thresholds_ = [h.thresholds[w > 0] for h, w in zip(hulls, lp["weights"])]
@@ -157,37 +158,53 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
 
     def _labels_of(self, y):
         """The two classes of the labels ``y`` (``classes_``), refusing anything but binary labels."""
-        y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
+        try:
+            y = column_or_1d(y, warn=True)
+            check_complete(y, "y")
+            check_classification_targets(y)
+        except FairmodelError:
+            raise
+        except ValueError as exc:        # scikit-learn's words (its estimator checks match them)
+            raise DataError(f"y: {exc}") from None
         self.classes_ = np.unique(y)
         if self.classes_.size != 2 or type_of_target(y, input_name="y") != "binary":
-            raise ValueError(f"Only binary classification is supported. The type of the target is "
-                             f"{type_of_target(y, input_name='y')} ({self.classes_.size} classes); "
-                             f"{type(self).__name__} post-processes a binary classifier.")
+            raise DataError(f"Only binary classification is supported. The type of the target is "
+                            f"{type_of_target(y, input_name='y')}: y has {self.classes_.size} class(es) "
+                            f"{_listed(self.classes_[:5])}; {type(self).__name__} post-processes a binary classifier.")
         return y
 
     def _take_estimator(self, X, y, sw) -> None:
         base = LogisticRegression() if self.estimator is None else self.estimator
         if self.prefit:
             if isinstance(base, BaseEstimator):     # any object with a score method is accepted as fitted
-                check_is_fitted(base)
+                try:
+                    check_is_fitted(base)
+                except NotFittedError:
+                    raise OptionError(f"prefit=True, but the {type(base).__name__} given is not fitted: fit it "
+                                      f"first, or pass prefit=False to fit it here") from None
             self.estimator_ = base
         else:
-            self.estimator_ = clone(base).fit(X, y) if sw is None else clone(base).fit(X, y, sample_weight=sw)
+            try:
+                self.estimator_ = clone(base).fit(X, y) if sw is None else clone(base).fit(X, y, sample_weight=sw)
+            except (FairmodelError, MemoryError, TypeError):    # TypeError: scikit-learn's contract for bad X
+                raise
+            except Exception as exc:        # the model's own error (missing values, a 1-D X, ...), named
+                raise DataError(f"fitting the estimator {type(base).__name__} failed ({type(exc).__name__}: {exc}); "
+                                f"give features it can fit, or a fitted model with prefit=True") from exc
         if hasattr(self.estimator_, "n_features_in_"):
             self.n_features_in_ = self.estimator_.n_features_in_
 
     def _rows(self, X, y, sensitive_features, sample_weight) -> "_InMemoryRows":
         X, sensitive_features = split_sensitive(self, X, sensitive_features, fitting=True)
         if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            raise DataError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         y = self._labels_of(y)
         n = y.shape[0]
+        if n_rows(X) not in (None, n):
+            raise DataError(f"y has {n} labels but X has {n_rows(X)} rows; give one label per row")
         sw = check_sample_weight(sample_weight, n)
         self._take_estimator(X, y, sw)
         scores = self._score_function()(X)
-        if scores.shape[0] != n:
-            raise DataError(f"the estimator gave {scores.shape[0]} scores for {n} labels")
         labels = _labels(sensitive_features, n)
         self.groups_ = Groups(labels if labels is not None else np.zeros(n, dtype=int))
         self._sensitive = labels is not None
@@ -206,7 +223,7 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
             data = X
         else:
             if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+                raise DataError(f"{type(self).__name__} requires y to be passed, but the target y is None")
             data = Dataset.from_dask(X, y, sensitive_features)
         if data.y is None:
             raise DataError("the Dask-backed fm.Dataset has no labels; build it with y (or target= for Parquet)")
@@ -279,14 +296,14 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
         if method == "auto":
             method = next((m for m in ("predict_proba", "decision_function", "predict") if hasattr(est, m)), None)
             if method is None and callable(est):        # a plain function of the features: its values are the scores
-                return _ModelScores(est, None, self.classes_[1])
+                return _ModelScores(est, None, self.classes_)
             if method is None:
                 raise OptionError(f"{type(est).__name__} has no predict_proba, decision_function or predict and is "
                                   f"not callable: give a fitted classifier, or a function of the features returning "
                                   f"the scores")
         if not hasattr(est, method):
             raise OptionError(f"predict_method={method!r}, but {type(est).__name__} has no {method}")
-        return _ModelScores(est, method, self.classes_[1])
+        return _ModelScores(est, method, self.classes_, _positive_column(est, self.classes_))
 
     def _codes(self, sensitive_features, n: int) -> np.ndarray:
         labels = _labels(sensitive_features, n)
@@ -369,22 +386,106 @@ class GroupThresholdPostProcessor(ClassifierMixin, BaseEstimator):
 
 class _ModelScores:
     """A fitted model's scores of some features (picklable: it runs per chunk, possibly in a worker process):
-    ``predict_proba``'s positive column, ``decision_function``, ``predict`` == the positive class, or (``method``
-    None) the values of the model itself, a function of the features."""
+    ``predict_proba``'s column of the positive class, ``decision_function`` (its column of the positive class for a
+    multiclass model, negated when the positive class is the model's first of two), ``predict`` == the positive
+    class, or (``method`` None) the values of the model itself, a function of the features. ``classes`` are the two
+    classes of the labels; ``column`` the positive class's index in the model's ``classes_`` (None: the model has
+    none). Every score is checked: one finite number per row, and predictions among the labels' classes."""
 
-    def __init__(self, estimator, method: str, positive_class):
-        self.estimator, self.method, self.positive_class = estimator, method, positive_class
+    def __init__(self, estimator, method: str | None, classes, column: int | None = None):
+        self.estimator, self.method, self.classes, self.column = estimator, method, classes, column
 
     def __call__(self, X) -> np.ndarray:
-        s = np.asarray(self.estimator(X) if self.method is None else getattr(self.estimator, self.method)(X))
-        if self.method == "predict_proba":
-            s = s[:, 1]
-        elif self.method == "predict":
-            s = (s == self.positive_class).astype(float)
-        s = np.asarray(s, dtype=float).ravel()
-        if not np.all(np.isfinite(s)):
-            raise DataError(f"the estimator's {self.method or 'scores'} gave non-finite scores")
-        return s
+        what = f"the estimator's {self.method}" if self.method else "the function of the features"
+        try:
+            s = np.asarray(self.estimator(X) if self.method is None else getattr(self.estimator, self.method)(X))
+        except (FairmodelError, MemoryError, TypeError):    # TypeError: scikit-learn's contract for bad X
+            raise
+        except Exception as exc:            # the model's own error (e.g. features of another width), named
+            raise DataError(f"{what} failed on the features given ({type(exc).__name__}: {exc}); the thresholded "
+                            f"model must score these rows (the same columns as when it was fitted)") from exc
+        if self.method == "predict":
+            return self._predicted(s, what, n_rows(X))
+        if self.method is not None:
+            s = self._positive_score(s, what)
+        return _one_score_per_row(s, what, n_rows(X))
+
+    def _positive_score(self, s, what: str) -> np.ndarray:
+        """The positive class's score among ``predict_proba``'s or ``decision_function``'s columns: the column of the
+        positive class in the model's ``classes_`` (without them, predict_proba's second of two columns); a binary
+        model's one decision value scores its second class, so it is negated when the positive class is its first."""
+        model_classes = getattr(self.estimator, "classes_", None)
+        columns = s.shape[1] if s.ndim == 2 else 1
+        if self.method == "decision_function" and columns == 1 and (model_classes is None or len(model_classes) == 2):
+            return -s.ravel() if self.column == 0 else s.ravel()
+        if self.column is not None and columns == len(model_classes):
+            return s[:, self.column]
+        if self.column is None and self.method == "predict_proba" and columns == 2:
+            return s[:, 1]
+        known = f"the model's classes {_listed(model_classes)}" if model_classes is not None else "no classes_"
+        other = "predict_method='decision_function', " if self.method == "predict_proba" else ""
+        raise DataError(f"{what} gave shape {s.shape} and the model has {known}: which column scores the positive "
+                        f"class {_label(self.classes[1])} is unknown (one column per class of classes_ is needed); "
+                        f"give a binary classifier fitted on y's labels, {other}or prefit=True with a function of "
+                        f"the features returning the positive class's score")
+
+    def _predicted(self, s, what: str, n: int) -> np.ndarray:
+        """Predicted labels as 0/1 scores (1 at the positive class), refusing labels that are not the labels'
+        classes (e.g. 'yes'/'no' predicted for labels 0/1: no prediction would ever be positive)."""
+        if s.ndim != 1 or s.shape[0] != (s.shape[0] if n is None else n):
+            raise DataError(f"{what} gave shape {s.shape}; one predicted label per row ({n}) is needed")
+        known = set(self.classes.tolist())
+        values = set(s.tolist()) if s.dtype == object else np.unique(s).tolist()
+        foreign = sorted(_label(v) for v in values if v not in known)
+        if foreign:
+            regressor = " (a regressor's values: prefit=True with its predict as the function of the features)"
+            raise DataError(f"{what} predicts label(s) {', '.join(foreign[:5])}, which are not labels of y "
+                            f"({_listed(self.classes)}); fit the model on the same labels as y or map its "
+                            f"predictions to them{regressor if s.dtype.kind == 'f' else ''}")
+        return (s == self.classes[1]).astype(float)
+
+
+def _listed(values) -> str:
+    return "none" if values is None else repr(list(np.asarray(values).tolist()))
+
+
+def _label(value) -> str:
+    return repr(np.asarray(value).tolist())
+
+
+def _one_score_per_row(s, what: str, n: int) -> np.ndarray:
+    """``s`` as one finite float per row (a column vector is accepted), or a DataError naming what is wrong."""
+    s = np.asarray(s)
+    if s.ndim == 2 and s.shape[1] == 1:
+        s = s[:, 0]
+    if s.ndim != 1 or s.shape[0] != (s.shape[0] if n is None else n):
+        raise DataError(f"{what} gave shape {s.shape}; one score per row ({n}) is needed")
+    try:
+        numbers = s.astype(float) if s.dtype.kind in "biufO" else None
+    except (TypeError, ValueError):
+        numbers = None
+    if numbers is None:
+        raise DataError(f"{what} gave scores of dtype {s.dtype} (e.g. {_label(s[0]) if n else ''}); the "
+                        f"thresholds need numbers")
+    s = numbers
+    if not np.all(np.isfinite(s)):
+        raise DataError(f"{what} gave {int(np.sum(~np.isfinite(s)))} non-finite score(s) (NaN or infinite) of {n}; "
+                        f"the thresholds need finite scores")
+    return s
+
+
+def _positive_column(estimator, classes) -> int | None:
+    """The index of the positive class ``classes[1]`` in the model's ``classes_`` (None when it has none), refusing a
+    model that never saw it: its scores would be those of another class (a multiclass model thresholded on
+    P(class 1) for a positive class 2)."""
+    model_classes = getattr(estimator, "classes_", None)
+    if model_classes is None:
+        return None
+    found = np.flatnonzero(np.asarray(model_classes) == classes[1]) if np.ndim(model_classes) == 1 else []
+    if len(found) != 1:
+        raise DataError(f"the estimator's classes {_listed(model_classes)} do not include the positive label "
+                        f"{_label(classes[1])} of y (labels {_listed(classes)}); fit the model on the same labels as y")
+    return int(found[0])
 
 
 class _InMemoryRows:

@@ -167,18 +167,19 @@ def hull_vertices(x, y) -> np.ndarray:
     return np.unique(np.r_[chain(+1), chain(-1)])   # upper chain (clockwise turns) and lower chain
 
 
-def group_rocs(counts: ScoreCounts, n_groups: int, rates) -> list[GroupROC]:
-    """The ROC points of every group from the rows' :class:`ScoreCounts`, refusing a group whose compared rate is
-    undefined (no positives for a true-positive rate, no negatives for a false-positive rate, no weight at all)."""
+def group_rocs(counts: ScoreCounts, names, rates) -> list[GroupROC]:
+    """The ROC points of every group (``names``: the groups' labels, in code order) from the rows'
+    :class:`ScoreCounts`, refusing a group whose compared rate is undefined (no positives for a true-positive rate,
+    no negatives for a false-positive rate, no weight at all), named by its label."""
     out = []
-    for g in range(n_groups):
+    for g, name in enumerate(names):
         roc = counts.roc(g)
         need = {"true_positive_rate": ("P", "positive"), "false_positive_rate": ("N", "negative"),
                 "selection_rate": ("W", "")}
         for rate in rates:
             attr, what = need[rate]
             if getattr(roc, attr) <= 0:
-                raise DataError(f"group {g} has no {what + ' ' if what else ''}rows with positive weight, so its "
+                raise DataError(f"group {name!r} has no {what + ' ' if what else ''}rows with positive weight, so its "
                                 f"{rate.replace('_', ' ')} is undefined; drop the group or choose a constraint on "
                                 f"rates it has")
         out.append(roc)

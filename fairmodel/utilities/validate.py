@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import stat
 import warnings
 from collections import Counter
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -347,6 +349,38 @@ def check_unique_names(names, what: str, hint: str) -> None:
             counts = Counter(map(repr, same))  # repr tells 1 from '1'
             parts.append(" and ".join(r if c == 1 else f"{r} ({c} times)" for r, c in counts.items()))
         raise DataError(f"{what}: {', '.join(parts)}; {hint}")
+
+
+def check_printable_names(names, what: str) -> None:
+    """Raise a :class:`DataError` when a text name (or a text part of a tuple name) holds a line break, a tab or
+    another control character: names are printed in tables, reports and file keys, where they would break lines
+    (e.g. a quoted newline inside a CSV cell)."""
+    for name in names:
+        for part in name if isinstance(name, tuple) else (name,):
+            if isinstance(part, str) and any(ord(c) < 32 or ord(c) == 127 for c in part):
+                raise DataError(f"{what} {part!r} holds a control character (a line break, tab or similar); names "
+                                f"are printed in tables and reports, where it would break the lines: replace it "
+                                f"(e.g. by a space) in the data")
+
+
+def check_regular_file(path, what: str, max_bytes: int | None = None, hint: str = "", error=DataError):
+    """The ``path`` of a regular file to read (a ``Path``), refusing a missing path, a directory, a device, a pipe
+    or a socket (/dev/zero would be read until the memory runs out, a pipe without a writer blocks forever) and,
+    with ``max_bytes``, a file larger than that (``hint``: what to do instead); the errors name ``what``."""
+    path = Path(path)
+    try:
+        mode, size = path.stat().st_mode, path.stat().st_size
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise error(f"cannot read {what} {path}: it is a directory; give the path of a file")
+    if not stat.S_ISREG(mode):
+        raise error(f"cannot read {what} {path}: it is not a regular file (a device, a pipe or a socket); fairmodel "
+                    f"reads files of known size: save the contents to a file and give its path")
+    if max_bytes is not None and size > max_bytes:
+        raise error(f"cannot read {what} {path}: it has {size:,} bytes, more than the {max_bytes:,} read at "
+                    f"most{hint}")
+    return path
 
 
 SCALE_RATIO = 1e3

@@ -32,6 +32,7 @@ from . import expression
 from .spec import build_loss, build_weights
 
 OBJECTIVES = ("max_group_risk", "mean_risk")
+COMPARING = ("demographic_parity", "equal_opportunity", "equalized_odds", "auc_gap", "covariance")
 CONSTRAINTS = ("demographic_parity", "equal_opportunity", "equalized_odds", "auc_gap", "covariance", "group_loss",
                "none")
 KEYS = {"objective": "max_group_risk (group DRO), mean_risk, or a DSL expression such as \"mean(loss) + 0.01 * "
@@ -102,6 +103,11 @@ def build(spec, t, data):
         raise spec.error("[problem] kind", "only for constraint = \"auc_gap\"")
     if "bound" in t and kind == "none":
         raise spec.error("[problem] bound", "no preset constraint takes it (constraint = \"none\")")
+    if kind in COMPARING and data.n_groups < 2:
+        raise spec.error("[problem] constraint", f"{kind} compares groups, but the sensitive attribute has one group "
+                                                 f"({data.groups.names[0]!r}): the constraint would always hold. Give "
+                                                 f"a sensitive column with two or more groups, or constraint = "
+                                                 f"\"group_loss\" or \"none\"")
     constraints = constraints_of(kind, data, score, risks, float(np.asarray(bound)), preset)
     for name, text in table.items():
         made = _parsed(spec, f"[problem.constraints] {name}", lambda text=text: expression.constraint_of(text, names))

@@ -34,6 +34,10 @@ def build(spec, t, data):
     fraction = spec.get(t, "train_fraction", "[problem]", "number", default=0.5, positive=True)
     if data.y is None or not data.has_groups:
         raise spec.error("[data]", "dp_postprocessing needs a target and a sensitive attribute")
+    if data.n_groups < 2:
+        raise spec.error("[data] sensitive", f"demographic parity compares groups, but the sensitive attribute has one "
+                                             f"group ({data.groups.names[0]!r}): the constraint would always hold. "
+                                             f"Give a sensitive column with two or more groups")
     train, unl = data.split([fraction, 1.0 - fraction], seed=0)
     s_train = train.groups.codes          # codes, not names: intersectional names are tuples
     clf = LogisticRegression(max_iter=1000).fit(train.X, s_train)

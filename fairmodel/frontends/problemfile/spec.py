@@ -42,7 +42,7 @@ from ...data.dataset import Dataset, encode_columns, standardize_columns
 from ...errors import DataError, FairmodelError
 from ...expressions import Weights
 from ...expressions.atoms.losses import LOSSES as ALL_LOSSES
-from ...utilities.validate import check_complete, check_unique_names, nesting_depth
+from ...utilities.validate import check_complete, check_regular_file, check_unique_names, nesting_depth
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,7 +64,7 @@ DATA_KEYS = {"name": "a bundled data set: " + ", ".join(datasets.BUNDLED), "csv"
              "standardize": "standardize numeric features (CSV: the non-categorical ones)",
              "include_sensitive": "keep the sensitive attribute as a feature"}
 DATA_TYPES = {"name": "str", "csv": "str", "target": "str", "sensitive": "str", "features": "str list",
-              "categorical": "str list", "subsample": "int", "split": "number list", "seed": "int", "encoding": "str",
+              "categorical": "str list", "subsample": "int", "split": "number list", "seed": "seed", "encoding": "str",
               "standardize": "bool", "include_sensitive": "bool"}
 CSV_ONLY, BUNDLED_ONLY = ("features", "categorical"), ("encoding",)
 LOADER_OPTIONS = ("target", "sensitive", "encoding", "standardize", "include_sensitive")
@@ -105,12 +105,13 @@ class Spec:
             raise self.error(f"{where} {unknown[0]}", f"unknown key; allowed keys are {', '.join(allowed)}")
 
     def get(self, table: dict, key: str, where: str, kind, default=None, choices=None, positive=False):
-        """``table[key]`` checked against a type (``number``, ``int``, ``bool``, ``str``, ``list``, ``str list``,
-        ``number list``)."""
+        """``table[key]`` checked against a type (``number``, ``int``, ``seed`` (a non-negative integer), ``bool``,
+        ``str``, ``list``, ``str list``, ``number list``)."""
         if key not in table:
             return default
         v = table[key]
-        ok = {"number": _number(v), "int": isinstance(v, int) and not isinstance(v, bool), "bool": isinstance(v, bool),
+        is_int = isinstance(v, int) and not isinstance(v, bool)
+        ok = {"number": _number(v), "int": is_int, "seed": is_int and v >= 0, "bool": isinstance(v, bool),
               "str": isinstance(v, str), "list": isinstance(v, list),
               "str list": isinstance(v, list) and all(isinstance(x, str) for x in v),
               "number list": isinstance(v, list) and all(map(_number, v))}[kind]
@@ -118,6 +119,7 @@ class Spec:
             raise self.error(f"{where} {key}", f"must be finite; got {v!r}")
         if not ok:
             what = {"str list": "list of strings", "number list": "list of numbers", "int": "integer",
+                    "seed": "non-negative integer (a seed)",
                     "str": "string (text in quotes)"}.get(kind, kind)
             raise self.error(f"{where} {key}", f"must be {'an' if what[0] in 'aeiou' else 'a'} {what}; got {v!r}")
         if choices is not None and v not in choices:
@@ -129,14 +131,15 @@ class Spec:
 
 
 MAX_FILE_BYTES = 1 << 20      # a problem file is a few hundred bytes; the data are in [data]
+MAX_CSV_BYTES = 1 << 28       # [data] csv is read into Python lists: about 10x its size in memory
 MAX_NESTING = 16              # tables and arrays in tables (a problem file nests 3 deep)
 MAX_INTEGER = 2 ** 63         # TOML integers are 64-bit (TOML 1.0); tomllib reads longer ones
 
 
 def read(path) -> Spec:
-    path = Path(path)
-    if not path.is_file():
+    if not Path(path).exists():
         raise ProblemFileError(f"{path}: no such problem file")
+    path = check_regular_file(path, "the problem file", error=ProblemFileError)
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
@@ -203,8 +206,6 @@ def load_data(spec: Spec) -> Dataset:
                                                   "to one-hot encode in [data] categorical")
         data = _read_csv(spec, t)
     seed = t.get("seed", 0)
-    if seed < 0:
-        raise spec.error("[data] seed", f"must be a non-negative integer; got {seed}")
     if "subsample" in t:
         try:
             data = data.subsample(spec.get(t, "subsample", "[data]", "int", positive=True), seed=seed)
@@ -223,6 +224,12 @@ def _read_csv(spec: Spec, t: dict) -> Dataset:
     numeric unless listed in categorical, neither the target nor (unless include_sensitive) the sensitive one."""
     path = Path(t["csv"])
     path = path if path.is_absolute() else spec.path.parent / path
+    try:
+        check_regular_file(path, "the CSV file", MAX_CSV_BYTES, " into memory by a problem file; write a sample of "
+                           "its rows to a smaller file, or in Python read the data as a Dask-backed fm.Dataset "
+                           "(fm.Dataset.from_parquet)")
+    except DataError as exc:
+        raise spec.error("[data] csv", str(exc)) from None
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
@@ -331,7 +338,7 @@ def solve_options(spec: Spec, backend: str) -> dict:
     if method is not None and backend == file_backend(spec):
         options.setdefault("method", method)
     if backend == "stochastic":
-        options.setdefault("seed", spec.get(t, "seed", "[solve]", "int", default=0))
+        options.setdefault("seed", spec.get(t, "seed", "[solve]", "seed", default=0))
     return options
 
 
