@@ -10,7 +10,8 @@ lam * fm.sum_squares(w)``) with at least one of
 * ``fm.dc(g, h) <= b``                                         g - h <= b, g and h convex;
 * ``fm.selection_rate_gap / fm.equal_opportunity_gap / fm.equalized_odds_gap(s, data, surrogate="ramp") <= eps``:
   the ramp surrogate of a gap in group decision rates (largest pairwise), 2 K DC constraints per label stratum
-  with one centre rate per stratum (:mod:`fairmodel.oracles.dc_rates`);
+  with one centre rate per stratum (:mod:`fairmodel.oracles.dc_rates`); judged on the true (0/1) gap, which exact
+  IDCA brings to eps by a continuation on the ramp bound (:mod:`fairmodel.families.partial_rates`);
 
 and optionally convex constraints ``c(w) <= b``. Every constraint becomes DC constraints
 f_i = f_i+ - f_i- <= 0 of (21) (:mod:`fairmodel.oracles.dc`), built here from the canonical declaration.
@@ -184,8 +185,9 @@ class PartialFairness(Reduction):
                 lines.append(f"  {name}: f+ = {b.g}, f- = {b.h if b.h is not None else 0} + {b.bound:g}")
         lines += ["IDCA: at x_k linearize every f_i-, solve (25) with the proximal term (mu/2)||v - x_k||^2 in the "
                   f"objective and every constraint (default mu = {MU:g}); stop when ||x_(k+1) - x_k|| <= tol",
-                  "Judge: objective, every constraint's level (<= bound iff its DC constraints hold), the true "
-                  "empirical DP^I / WDP^I, and the nearly-KKT certificate of Lemma C.1 of He, Huang, Yao, Lin 2025 "
+                  "Judge: objective, every constraint's level (<= bound iff its DC constraints hold; a ramp rate "
+                  "gap: its true (0/1) gap <= bound + 1e-3, the exact backend lowering the ramp bound until it holds), "
+                  "the true empirical DP^I / WDP^I, and the nearly-KKT certificate of Lemma C.1 of He, Huang, Yao, Lin 2025 "
                   "from one exact subproblem solve"]
         return lines
 
