@@ -629,9 +629,18 @@ class PartialFairness(Reduction):
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
-        checks = [
-            Check("objective |stochastic - exact|", abs(gap), self.agreement(exact.objective), AGREEMENT_REASON),
-        ]
+        solved = {backend: {name: res.metrics[f"{name}.surrogate_bound"] for name in res.constraints
+                            if f"{name}.surrogate_bound" in res.metrics}
+                  for backend, res in (("exact", exact), ("stochastic", stochastic))}
+        if solved["exact"] == solved["stochastic"]:
+            checks = [Check("objective |stochastic - exact|", abs(gap), self.agreement(exact.objective),
+                            AGREEMENT_REASON)]
+        else:       # the true-rate continuation of one backend lowered a ramp bound: two different DC programs
+            checks = [Check("objective |stochastic - exact|", abs(gap), math.inf,
+                            f"reported, not enforced: the two answers solve different ramp bounds (exact "
+                            f"{solved['exact']}, stochastic {solved['stochastic']}; the true-rate continuation "
+                            f"lowers the bound until the true gap meets the declared one), so their objectives are "
+                            f"those of two programs; each result is judged on the declared true-rate bound")]
         for res, backend in ((stochastic, "stochastic"), (exact, "exact")):
             # the constraint furthest over its tolerance (the family has at least one constraint)
             name = max(res.constraints, key=lambda n: res.constraints[n]["violation"] / self.constraint_tolerance(
