@@ -215,6 +215,11 @@ def test_the_judge_fails_a_planted_answer_whose_true_gap_exceeds_the_bound():
     failed = [c for c in checks if c.kind == "constraint" and not c.passed]
     assert [c.name.split(" - ")[0] for c in failed] == ["true (0/1) gap of gap"]
     assert planted.status == "infeasible" and f"= {true - eps:.3g} > 0.001" in planted.message
+    # the ramp bound of a certificate is named by constraint; the declared bounds are restored after the judge
+    with pytest.raises(fm.OptionError, match="not ramp rate gap constraints"):
+        prob.evaluate({w.name: theta}, surrogate_bounds={"other": 0.01})
+    judged = prob.evaluate({w.name: theta}, surrogate_bounds={"gap": 0.01})
+    assert judged.metrics["gap.surrogate_bound"] == 0.01 and prob.family.program.blocks[0].eps == eps
 
 
 @pytest.mark.slow
