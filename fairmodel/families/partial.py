@@ -310,7 +310,7 @@ class PartialFairness(Reduction):
 
         def run(x0, label):
             out = solve_once(x0, label)
-            if not rate_steps or not rate_blocks(self.program):
+            if not rate_steps or not rate_blocks(self.program) or not np.all(np.isfinite(out["x"])):
                 return out
             return continue_on_true_rates(self.program, solve_once, out, rate_steps, verbose)
 
