@@ -5,8 +5,9 @@ ExponentiatedGradient (Agarwal et al. 2018) with LogisticRegression, at the same
 Protocol: a 70/30 group-stratified split (seed 0) of Adult by sex and Law School by race; both methods train on the
 same seeded row subsample of the training part (``--n``, default 5,000 rows, for the time box; ``--n 0`` for all of
 it) and are scored on the whole test part. Per bound: the true training gap of the decisions (score > 0; the
-largest pairwise gap between the groups, as fairlearn's *_difference metrics), the ramp's slack at the solution
-(the judge's bound on |true gap - ramp gap|), the true test gap, test accuracy and wall time. fairmodel minimizes
+largest pairwise gap between the groups, as fairlearn's *_difference metrics), which the judge checks against
+eps + 1e-3, the ramp bound eps' the answer solved (the exact backend lowers it below eps until the true gap meets
+eps) and the IDCA runs that took, the true test gap, test accuracy and wall time. fairmodel minimizes
 the mean logistic loss + 1e-4 ||w||^2 of a linear score (intercept) under ``gap <= eps`` (ramp width ``--width``);
 ExponentiatedGradient gets ``difference_bound=eps`` (its constraint compares each group with the population, so its
 pairwise gap may be larger than eps; both are measured the same way) and predicts with one seeded random draw.
@@ -62,10 +63,11 @@ def run_ramp(train, test, kind, eps, width):
     theta = np.asarray(res.variables[w.name]).ravel()
     scores_tr = train.X @ theta[:-1] + theta[-1]
     scores_te = test.X @ theta[:-1] + theta[-1]
-    return {"status": res.status, "time": elapsed, "outer": res.metrics["outer_iterations"],
+    return {"status": res.status, "ok": res.ok, "time": elapsed, "outer": res.metrics["outer_iterations"],
             "train_gap": true_gap(kind, scores_tr > 0, train.y, train.groups.codes),
             "judge_true_gap": res.metrics["gap.true_gap"], "ramp_gap": res.metrics["gap.ramp_gap"],
-            "slack": res.metrics["gap.slack"],
+            "slack": res.metrics["gap.slack"], "surrogate_bound": res.metrics["gap.surrogate_bound"],
+            "runs": len(res.metrics.get("rate_steps", [None])),
             "test_gap": true_gap(kind, scores_te > 0, test.y, test.groups.codes),
             "accuracy": float(np.mean(np.where(scores_te > 0, 1, -1) == test.y))}
 
@@ -158,13 +160,14 @@ def main(argv=None):
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     test_sizes = ", ".join(sorted({f"{r['dataset']}: {r['n_test']:,}" for r in rows}))
-    header = ["data", "rate", "bound", "ramp: train gap", "slack", "test gap", "test acc", "time (s)",
-              "EG: train gap", "test gap", "test acc", "time (s)"]
+    header = ["data", "rate", "bound", "ramp: train gap", "status", "ramp bound", "runs", "test gap", "test acc",
+              "time (s)", "EG: train gap", "test gap", "test acc", "time (s)"]
     body = []
     for r in rows:
-        eg = r.get("eg", {})
-        body.append([r["dataset"], r["kind"], r["eps"], r["ramp"]["train_gap"], r["ramp"]["slack"],
-                     r["ramp"]["test_gap"], r["ramp"]["accuracy"], r["ramp"]["time"], eg.get("train_gap", "-"),
+        eg, ramp = r.get("eg", {}), r["ramp"]
+        body.append([r["dataset"], r["kind"], r["eps"], ramp["train_gap"], ramp["status"],
+                     ramp.get("surrogate_bound", "-"), ramp.get("runs", "-"), ramp["test_gap"], ramp["accuracy"],
+                     ramp["time"], eg.get("train_gap", "-"),
                      eg.get("test_gap", "-"), eg.get("accuracy", "-"), eg.get("time", "-")])
     base_rows = sorted({(r["dataset"], r["kind"], r["unconstrained"]["train_gap"], r["unconstrained"]["test_gap"],
                          r["unconstrained"]["accuracy"]) for r in rows})
@@ -172,8 +175,10 @@ def main(argv=None):
             f"`python benchmarks/rates.py` (train on a seeded {rows[0]['n_train']:,}-row subsample of the 70 % "
             f"training split, test on all test rows ({test_sizes}); ramp width "
             f"{args.width:g}, logistic loss + {L2:g} ||w||^2). Gaps are true (0/1) gaps of the decisions, largest "
-            "pairwise between the groups. `slack` is the judge's bound on |true gap - ramp gap| at the solution "
-            "(the ramp constraint guarantees train gap <= bound + slack). ExponentiatedGradient's `difference_bound` "
+            "pairwise between the groups. The judge checks the ramp method's train gap against bound + 1e-3 "
+            "(`status` converged: it passed with the certificate); `ramp bound` is the bound of the ramp surrogate "
+            "the answer solved (below the declared bound when the true-rate continuation lowered it) and `runs` the "
+            "IDCA runs it took. ExponentiatedGradient's `difference_bound` "
             "compares each group with the population, so its pairwise gaps can exceed the bound. Wall times on the "
             "machine below, shared with other jobs (both methods ran under the same load, one after the other).\n\n"
             + table(header, body) + "\n\nUnconstrained logistic regression (scikit-learn):\n\n"

@@ -104,6 +104,10 @@ class RampRateBlock(Block):
         self.labels = [f"{name}:{side}[{atom.cell_label(j)}]" for side in ("upper", "lower") for j in range(self.C)]
         self.pieces = self.avg.pieces                           # hinges of the f+ (one per row and side)
 
+    def set_bound(self, eps: float) -> None:
+        """Bound the ramp gap by ``eps`` (the continuation on the true rates tightens it below the declared bound)."""
+        self.eps = self.bound = float(eps)
+
     def rates(self, x) -> np.ndarray:
         """The ramp rates r_sk = A+_sk - A-_sk of every cell (C,)."""
         A = self.avg.values(x)

@@ -22,7 +22,8 @@ is the weighted mean of ``s`` there (``multiply`` by a non-negative data vector 
 ``surrogate="ramp"`` (with ``width=`` and ``threshold=``) replaces the linear surrogate by the ramp surrogate of the
 true rates of the decisions ``score > threshold`` (:mod:`.rates`): the largest pairwise gap of the groups' ramp
 rates, a difference-of-convex constraint that the partial-fairness family solves by IDCA (He, Huang, Yao, Lin
-2025), and that bounds the true rate gap up to a stated slack. ``selection_rate_gap`` is the same pair of surrogates
+2025); ``gap <= eps`` declares the true rate gap <= eps, which the judge checks (the ramp gap bounds it only up to a
+stated slack, so the exact backend lowers the ramp bound until the true gap meets eps). ``selection_rate_gap`` is the same pair of surrogates
 for demographic parity of decisions (the selection rates on all rows). The linear surrogates bound the spread of the
 groups' mean scores, not the rates of the decisions: a small bound need not give a small true rate gap.
 """
@@ -95,8 +96,9 @@ def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=Non
     ``surrogate="linear"`` (default): max_g - min_g of the groups' mean scores on the positives (the linear-loss
     surrogate of the true-positive-rate gap, Donini et al. 2018); a convex expression of a linear score that bounds
     the mean-score gap, not the rate gap. ``surrogate="ramp"``: the largest pairwise gap of the groups' ramp
-    true-positive rates of the decisions ``score > threshold`` (ramp ``width``; a DC constraint solved by IDCA); it
-    bounds the true-positive-rate gap up to the share of positives within ``width / 2`` of the threshold.
+    true-positive rates of the decisions ``score > threshold`` (ramp ``width``; a DC constraint solved by IDCA); a
+    bound on it declares the true-positive-rate gap <= eps, which the judge checks (the ramp gap is within the share
+    of positives near the threshold of it).
     For the true rates of a fitted classifier's decisions without retraining, post-process with
     ``fm.GroupThresholdPostProcessor``."""
     pos, groups = _labels_groups(data, y, groups, positive)
@@ -114,7 +116,7 @@ def equalized_odds_gap(score, data=None, *, y=None, groups=None, positive=None, 
     (the linear-loss surrogate of the true- and false-positive-rate gaps, Donini et al. 2018); convex; bounds the
     mean-score gaps, not the rate gaps. ``surrogate="ramp"``: the larger of the largest pairwise gaps of the groups'
     ramp true-positive and false-positive rates of the decisions ``score > threshold`` (a DC constraint solved by
-    IDCA); it bounds the true equalized-odds gap up to the share of rows within ``width / 2`` of the threshold."""
+    IDCA); a bound on it declares the true equalized-odds gap <= eps, which the judge checks."""
     pos, groups = _labels_groups(data, y, groups, positive)
     if check_surrogate(surrogate) == "ramp":
         return _ramp(score, groups, [("true-positive rate", pos), ("false-positive rate", ~pos)], sample_weight,
@@ -130,8 +132,8 @@ def selection_rate_gap(score, data=None, *, groups=None, sample_weight=None, sur
 
     ``surrogate="linear"`` (default): max_g - min_g of the groups' mean scores (convex; bounds the mean-score gap,
     not the gap in selection rates). ``surrogate="ramp"``: the largest pairwise gap of the groups' ramp selection
-    rates of the decisions ``score > threshold`` (a DC constraint solved by IDCA); it bounds the true selection-rate
-    gap up to the share of rows within ``width / 2`` of the threshold. ``groups`` may be a :class:`Groups` or labels,
+    rates of the decisions ``score > threshold`` (a DC constraint solved by IDCA); a bound on it declares the true
+    selection-rate gap <= eps, which the judge checks. ``groups`` may be a :class:`Groups` or labels,
     tuples of labels for intersections."""
     if data is not None and groups is None:
         groups = data.groups

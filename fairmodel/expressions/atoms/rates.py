@@ -12,8 +12,9 @@ Lin 2025, stretched to ``width``), taken over the strata:
 It is a difference of convex functions of a linear score, so ``gap <= eps`` is lowered by the partial-fairness
 family to DC constraints solved by IDCA (:mod:`fairmodel.oracles.dc_rates`). It bounds the true (0/1) rate gap up to
 the slack: each ramp rate is within (1/2) x (the share of the group's rows with |score - threshold| < width / 2) of
-the true rate, so on every stratum ``true gap <= ramp gap + (the two largest of those group slacks)``. The judge
-reports the true rates and gaps, the ramp gaps and this slack.
+the true rate, so on every stratum ``true gap <= ramp gap + (the two largest of those group slacks)``. ``gap <= eps``
+declares the true gap <= eps: the judge checks the true gap (the ramp gap and this slack are reported), and the
+exact backend lowers the ramp bound until the true gap meets eps (:mod:`fairmodel.families.partial_rates`).
 """
 from __future__ import annotations
 
