@@ -159,7 +159,13 @@ def test_example_problem_files_parse():
         problemfile.load(path)
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "problems").glob("*.toml")), ids=lambda p: p.stem)
+# the ramp twin runs IDCA with the true-rate continuation on both backends (about 80 s alone, the longest test);
+# tests/test_ramp_rates.py and the ramp_rates.py example check the family in the default run
+TWINS = [pytest.param(p, marks=pytest.mark.slow) if p.stem == "ramp_rates" else p
+         for p in sorted((ROOT / "examples" / "problems").glob("*.toml"))]
+
+
+@pytest.mark.parametrize("path", TWINS, ids=lambda p: p.stem)
 def test_every_example_twin_crosschecks_ok(path, capsys, tmp_path):
     """`fairmodel crosscheck --json --plot` on every twin exits 0 with a schema-valid document and a figure
     (all twins together take about two minutes here, so this runs by default); the figure `solve --plot` draws

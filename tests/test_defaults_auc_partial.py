@@ -15,7 +15,10 @@ from _crosscheck_cases import run_case  # noqa: E402
 FAST = [c for module in (defaults_auc, defaults_partial) for c in module.CASES if "fast" in c.tags]
 # partial fairness on nearly collinear features: the interior-point solver of (25) stalls at a duality gap of 1e-8 to
 # 1e-9 (its tolerance 1e-10) and IDCA falls back to the CVXPY program at every outer iteration: right, but about 300 s
-SLOW = {(defaults_partial, "synthetic-collinear")}
+# two more partial-fairness cases of 35-45 s each (a sphere domain with a general DC constraint; a loose kappa on
+# all Law School rows by race) run under -m slow; the other held-out cases of both families run by default
+SLOW = {(defaults_partial, "synthetic-collinear"), (defaults_partial, "sphere-dc"),
+        (defaults_partial, "law-race-kappa-0.5")}
 FAST = [pytest.param(c, marks=pytest.mark.slow) if any(c in m.CASES and c.name == n for m, n in SLOW) else c
         for c in FAST]
 

@@ -111,6 +111,7 @@ def test_the_strict_settings_fail_a_broken_link(tmp_path, page, message):
     assert _build(tmp_path / "mkdocs.yml", tmp_path / "site", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.slow      # a second full strict build (about 40 s); the default run builds the site once
 @needs_docs
 def test_the_site_can_leave_out_the_solutions(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],

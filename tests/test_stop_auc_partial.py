@@ -151,6 +151,7 @@ def test_interior_point_failure_falls_back_to_the_cvxpy_subproblem(law, monkeypa
     assert r.max_violation <= 1e-7 and len(r.history) == 7
 
 
+@pytest.mark.slow      # about 40 s; SSG's agreement with the exact subproblem runs by default (test_partial_idca.py)
 def test_idca_with_ssg_stops_on_the_step(law):
     r = law.solve("stochastic")
     assert r.status == "converged" and r.ok, r.message
