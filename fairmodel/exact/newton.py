@@ -7,7 +7,8 @@ Moré-Sorensen trust-region steps), then backtracks along the feasible segment (
 
 The stopping test is the Frank-Wolfe gap  <grad f(theta), theta> + rho ||grad f(theta)||, an upper bound
 on f(theta) - min f by convexity, so the returned lower bound  f(theta) - gap  is rigorous whatever the
-iterate's accuracy.
+iterate's accuracy. Used by the judge for the inner minimum of the group-DRO duality gap, where a conic
+interior-point solve of tens of thousands of exponential cones is slow and sometimes stalls.
 
 Projected Newton can stall on the boundary of the ball when f is flat in some directions (a one-hot design with
 an intercept has exactly collinear columns, and a rare category that the labels separate makes the curvature
@@ -16,8 +17,7 @@ for the ball amplifies the gradient's rounding noise along the flat directions, 
 gradient cannot be antiparallel to it (no descent, a Frank-Wolfe gap far from 0). Such a solve continues with
 the primal-dual interior-point method of :mod:`fairmodel.oracles.ipm` on the same function with the ball as its
 constraint, from the solve's start (its Newton systems carry the barrier's curvature lambda / rho in every
-direction); the Frank-Wolfe gap of its point certifies as before. Used by the judge for the inner minimum of the group-DRO duality gap, where a conic
-interior-point solve of tens of thousands of exponential cones is slow and sometimes stalls.
+direction); the Frank-Wolfe gap of its point certifies as before.
 """
 from __future__ import annotations
 
@@ -117,7 +117,8 @@ def _converged(theta, value, gap, tol, max_iter, strict):
     """(theta, value, gap), or :class:`SolverError` when ``strict`` and the solve has not converged."""
     if _accepted(value, gap, tol) or not strict:
         return theta, value, gap
-    raise SolverError(f"projected Newton (and its interior-point continuation) did not converge: Frank-Wolfe gap {gap:.3g} after {max_iter} steps",
+    raise SolverError(f"projected Newton (and its interior-point continuation) did not converge: Frank-Wolfe gap "
+                      f"{gap:.3g} after {max_iter} steps",
                       status="max_iterations")
 
 
