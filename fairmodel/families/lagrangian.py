@@ -468,11 +468,10 @@ class LagrangianOracle:
         estimates; measured again at every restart, so that they follow the constants near the solution.
 
         step_w = 1 / (2 L_ww): L_ww is the mean-square Lipschitz constant of the minibatch gradient of
-        w -> Phi(w, y) (along the top curvature direction, and two random directions; where every kernel is twice
-        differentiable and the parameters fit a D x D matrix, that direction is the top eigenvector of the Hessian
-        of one pass, else found by power iteration on full gradients, and the constant is also taken in its
-        worst direction, from the same pass: the square root of the top eigenvalue of H^2 + K / b,
-        :meth:`_curvature_moments`, since probes of a few minibatches miss a rare row: on Adult's one-hot design,
+        w -> Phi(w, y) (along the top curvature direction found by power iteration on full gradients, or on
+        chunked data from the Hessian of one pass, and two random directions; where every kernel is twice
+        differentiable and the parameters fit a D x D matrix, at least its value in the worst direction, from one
+        pass: the square root of the top eigenvalue of H^2 + K / b, :meth:`_curvature_moments`, since probes of a few minibatches miss a rare row: on Adult's one-hot design,
         where a category of one row stretches the metric, the probes gave a step 5x too large and the run
         oscillated 4e-3 above the optimum), with every leaf at the largest weight it has at uniform y, at y0 and
         at the vertex of each simplex on its largest piece at w0 (a multiplier that concentrates on a curved
@@ -504,17 +503,19 @@ class LagrangianOracle:
 
         def full_grad(t):
             return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
-        worst = 0.0
-        if self.kernels is not None and all(f.smooth for f in self.kernels.forms) \
-                and self.shape[0] <= budget.DENSE_PARAMETERS:
-            # the Hessian of w -> Phi in one pass and its top eigenpair (not the power iteration's passes, which
-            # estimate the same eigenvalue from below), and the minibatch Hessians' mean-square norm in their worst
-            # direction: sampled probes miss it when it lies along a rare row (a one-hot category of a few rows)
+        worst, moments = 0.0, self.kernels is not None and all(f.smooth for f in self.kernels.forms) \
+            and self.shape[0] <= budget.DENSE_PARAMETERS
+        if moments:
+            # the minibatch Hessians' mean-square norm in their worst direction, from one pass: sampled probes
+            # miss it when it lies along a rare row (a one-hot category of a few rows); it only ever lowers the step
             H_u, K_u = self._curvature_moments(theta, omega)
+            worst = float(np.sqrt(max(np.linalg.eigvalsh(H_u @ H_u + K_u)[-1], 0.0)))
+        if moments and self.epoch_steps is not None:
+            # chunked data (a pass reads every chunk): the top eigenpair of the Hessian of that pass, instead of the
+            # power iteration's passes (which estimates the same eigenvalue from below)
             values, vectors = np.linalg.eigh(H_u)
             top = int(np.argmax(np.abs(values)))
             curvature, u = float(abs(values[top])), vectors[:, top].reshape(self.shape)
-            worst = float(np.sqrt(max(np.linalg.eigvalsh(H_u @ H_u + K_u)[-1], 0.0)))
         else:
             u, curvature, g0 = rng.standard_normal(self.shape), 0.0, full_grad(theta)
             for _ in range(power_iterations):
