@@ -471,13 +471,13 @@ class LagrangianOracle:
         w -> Phi(w, y) (along the top curvature direction found by power iteration on full gradients, or on
         chunked data from the Hessian of one pass, and two random directions; where every kernel is twice
         differentiable and the parameters fit a D x D matrix, at least its value in the worst direction, from one
-        pass: the square root of the top eigenvalue of H^2 + K / b, :meth:`_curvature_moments`, since probes of a few minibatches miss a rare row: on Adult's one-hot design,
-        where a category of one row stretches the metric, the probes gave a step 5x too large and the run
-        oscillated 4e-3 above the optimum), with every leaf at the largest weight it has at uniform y, at y0 and
-        at the vertex of each simplex on its largest piece at w0 (a multiplier that concentrates on a curved
-        constraint piece raises the curvature by up to the bound: measured at uniform y only, the steps of a
-        bounded group loss on Communities were twice too large and the run stalled infeasible). Every entropic
-        block b gets
+        pass: the square root of the top eigenvalue of H^2 + K / b, :meth:`_curvature_moments`, since probes of a
+        few minibatches miss a rare row: on Adult's one-hot design, where a category of one row stretches the
+        metric, the probes gave a step 5x too large and the run oscillated 4e-3 above the optimum), with every
+        leaf at the largest weight it has at uniform y, at y0 and at the vertex of each simplex on its largest piece
+        at w0 (a multiplier that concentrates on a curved constraint piece raises the curvature by up to the bound:
+        measured at uniform y only, the steps of a bounded group loss on Communities were twice too large and the run
+        stalled infeasible). Every entropic block b gets
         step_y_b = 1 / (2 (range + max |v_b|)) (at most a factor e^(1/2) between two weights
         per step, in the units of v_b: a constant such as 1 added there would make problems with small losses
         slow, e.g. a squared loss of 0.02), and step_w is the largest with step_w step_y_b L_b^2 <= 1/4 for

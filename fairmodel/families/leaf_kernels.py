@@ -337,11 +337,19 @@ class CurvatureMoments(LeafSums):
                                                                                       self.intercept))
 
 
+QUADRATIC_ROWS = 4096    # rows of X P formed at once by _quadratic_forms (a dense block even for a sparse X)
+
+
 def _quadratic_forms(X, P, intercept: bool) -> np.ndarray:
-    """z_i' P z_i for the rows z_i = (x_i, 1) (with an intercept) or x_i of X (dense or scipy.sparse)."""
+    """z_i' P z_i for the rows z_i = (x_i, 1) (with an intercept) or x_i of X (dense or scipy.sparse), by blocks of
+    QUADRATIC_ROWS rows."""
     d = X.shape[1]
-    XP = np.asarray(X @ P[:d, :d])
-    q = np.asarray(X.multiply(XP).sum(axis=1)).ravel() if sparse.issparse(X) else np.einsum("ij,ij->i", X, XP)
+    q = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], QUADRATIC_ROWS):
+        block = X[start:start + QUADRATIC_ROWS]
+        XP = np.asarray(block @ P[:d, :d])
+        q[start:start + QUADRATIC_ROWS] = np.asarray(block.multiply(XP).sum(axis=1)).ravel() \
+            if sparse.issparse(block) else np.einsum("ij,ij->i", block, XP)
     if intercept:
-        q = q + 2.0 * np.asarray(X @ P[:d, d]).ravel() + P[d, d]
+        q += 2.0 * np.asarray(X @ P[:d, d]).ravel() + P[d, d]
     return q
