@@ -198,10 +198,10 @@ def test_an_interrupt_during_a_pass_on_a_cluster_leaves_no_task_behind(law, monk
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
 
 
-def test_the_one_pass_curvature_is_the_top_eigenvalue_of_the_finite_difference_hessian(law):
+def test_the_one_pass_curvature_is_the_finite_difference_hessian(law):
     """The default steps on chunked data take the curvature of w -> Phi(w, y) from the Hessian of one pass (in the
-    method's preconditioned coordinates) instead of a power iteration of passes: it must equal the largest
-    |eigenvalue| of the Hessian built column by column from central differences of the full gradient."""
+    method's preconditioned coordinates) instead of a power iteration of passes: it must equal the Hessian built
+    column by column from central differences of the full gradient."""
     from fairmodel.families.lagrangian import LagrangianOracle
     from fairmodel.families.piecewise import saddle_form
     prob = group_loss(law)
@@ -211,12 +211,10 @@ def test_the_one_pass_curvature_is_the_top_eigenvalue_of_the_finite_difference_h
     rng = np.random.default_rng(0)
     u = oracle.to_u(0.5 * w.project(rng.normal(size=w.shape)))
     omega = np.abs(rng.normal(size=len(form.leaves)))
-    top, vector = oracle._top_curvature(u, omega)
+    H_u = oracle._curvature_moments(u, omega)[0]
     h, D = 1e-5, u.size
 
     def grad(v):
         return oracle._sample_pass(v, omega)[1] + oracle._exact(v, omega)[1]
     H = np.column_stack([(grad(u + h * e) - grad(u - h * e)) / (2 * h) for e in np.eye(D)])
-    eig = np.linalg.eigvalsh((H + H.T) / 2)
-    assert top == pytest.approx(np.max(np.abs(eig)), rel=1e-5)
-    assert np.linalg.norm(H @ vector) == pytest.approx(top, rel=1e-4)
+    assert np.allclose(H_u, (H + H.T) / 2, rtol=1e-5, atol=1e-7 * np.abs(H).max())

@@ -38,7 +38,7 @@ from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
 from ..data.passes import CHUNKED_EPOCH_STEPS, column_squares, epoch_steps, row_sums
 from ..errors import DataError, SolverError
 from ..stochastic.primal_dual import BLOCK_STEPS, MIN_INNER
-from .leaf_kernels import Cells, LeafSums, compile_leaves
+from .leaf_kernels import Cells, CurvatureMoments, LeafSums, compile_leaves
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
 # rows per inner step when the batch size is not given: batch_size = max(4, ceil(32 / cells)) per cell. Measured
@@ -468,11 +468,16 @@ class LagrangianOracle:
         estimates; measured again at every restart, so that they follow the constants near the solution.
 
         step_w = 1 / (2 L_ww): L_ww is the mean-square Lipschitz constant of the minibatch gradient of
-        w -> Phi(w, y) (along the top curvature direction found by power iteration on full gradients, and two
-        random directions), with every leaf at the largest weight it has at uniform y, at y0 and at the vertex
-        of each simplex on its largest piece at w0 (a multiplier that concentrates on a curved constraint piece
-        raises the curvature by up to the bound: measured at uniform y only, the steps of a bounded group loss on
-        Communities were twice too large and the run stalled infeasible). Every entropic block b gets
+        w -> Phi(w, y) (along the top curvature direction found by power iteration on full gradients, or on
+        chunked data from the Hessian of one pass, and two random directions; where every kernel is twice
+        differentiable and the parameters fit a D x D matrix, at least its value in the worst direction, from one
+        pass: the square root of the top eigenvalue of H^2 + K / b, :meth:`_curvature_moments`, since probes of a
+        few minibatches miss a rare row: on Adult's one-hot design, where a category of one row stretches the
+        metric, the probes gave a step 5x too large and the run oscillated 4e-3 above the optimum), with every
+        leaf at the largest weight it has at uniform y, at y0 and at the vertex of each simplex on its largest piece
+        at w0 (a multiplier that concentrates on a curved constraint piece raises the curvature by up to the bound:
+        measured at uniform y only, the steps of a bounded group loss on Communities were twice too large and the run
+        stalled infeasible). Every entropic block b gets
         step_y_b = 1 / (2 (range + max |v_b|)) (at most a factor e^(1/2) between two weights
         per step, in the units of v_b: a constant such as 1 added there would make problems with small losses
         slow, e.g. a squared loss of 0.02), and step_w is the largest with step_w step_y_b L_b^2 <= 1/4 for
@@ -498,11 +503,19 @@ class LagrangianOracle:
 
         def full_grad(t):
             return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
-        if self.epoch_steps is not None and self.kernels is not None and all(f.smooth for f in self.kernels.forms) \
-                and self.shape[0] <= budget.DENSE_PARAMETERS:
-            # chunked data (a pass reads every chunk): the Hessian of w -> Phi in one pass and its top eigenpair,
-            # instead of the power iteration's passes (which estimates the same eigenvalue from below)
-            curvature, u = self._top_curvature(theta, omega)
+        worst, moments = 0.0, self.kernels is not None and all(f.smooth for f in self.kernels.forms) \
+            and self.shape[0] <= budget.DENSE_PARAMETERS
+        if moments:
+            # the minibatch Hessians' mean-square norm in their worst direction, from one pass: sampled probes
+            # miss it when it lies along a rare row (a one-hot category of a few rows); it only ever lowers the step
+            H_u, K_u = self._curvature_moments(theta, omega)
+            worst = float(np.sqrt(max(np.linalg.eigvalsh(H_u @ H_u + K_u)[-1], 0.0)))
+        if moments and self.epoch_steps is not None:
+            # chunked data (a pass reads every chunk): the top eigenpair of the Hessian of that pass, instead of the
+            # power iteration's passes (which estimates the same eigenvalue from below)
+            values, vectors = np.linalg.eigh(H_u)
+            top = int(np.argmax(np.abs(values)))
+            curvature, u = float(abs(values[top])), vectors[:, top].reshape(self.shape)
         else:
             u, curvature, g0 = rng.standard_normal(self.shape), 0.0, full_grad(theta)
             for _ in range(power_iterations):
@@ -513,7 +526,7 @@ class LagrangianOracle:
         batches = self.draw(rng, probes)
         directions = [u / max(np.linalg.norm(u), 1e-300)] + [d / np.linalg.norm(d) for d in
                                                             rng.standard_normal((2,) + tuple(self.shape))]
-        L_ww = curvature
+        L_ww = max(curvature, worst)
         base = self._minibatch_passes(theta, omega, batches)[1]
         for d in directions:
             sq = np.sum(((self._minibatch_passes(theta + h * d, omega, batches)[1] - base) / h) ** 2, axis=1)
@@ -549,21 +562,29 @@ class LagrangianOracle:
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
 
-    def _top_curvature(self, u, omega) -> tuple[float, np.ndarray]:
-        """(the largest |eigenvalue|, its eigenvector) of the Hessian in u of w -> sum_k omega_k leaf_k at u: the
-        sample leaves' X' D X from one pass, plus the exact quadratics (every kernel twice differentiable)."""
-        theta = self.coords.to_theta(u)
-        kernel = LeafSums(theta, self.w.intercept, [ks for _, ks in self.by_expr.values()], self.cells.weights,
-                          len(self.form.leaves), omega)
-        H = row_sums(self.kernels.data, kernel, self.cells.codes, *self.kernels.forms)[2]
+    def _curvature_moments(self, u, omega) -> tuple[np.ndarray, np.ndarray]:
+        """(H_u, K_u) at u, in u: the Hessian of w -> sum_k omega_k leaf_k (the sample leaves' X' D X from one pass,
+        plus the exact quadratics; every kernel twice differentiable) and the bound K / b on the second moment of a
+        minibatch Hessian's deviation from it (:class:`~fairmodel.families.leaf_kernels.CurvatureMoments`), so
+        that the mean-square Lipschitz constant of the minibatch gradient along a unit d is at most
+        sqrt(d' (H_u^2 + K_u) d) (Alacaoglu and Malitsky 2022, Assumption 1)."""
+        c = self.coords
+        theta = c.to_theta(u)
+        D = self.shape[0]
+        inverse = np.eye(D) if c.identity else np.diag(c.scale ** 2) if c.diagonal else c.M @ c.M.T
+        kernel = CurvatureMoments(theta, self.w.intercept, [ks for _, ks in self.by_expr.values()], self.cells.weights,
+                                  len(self.form.leaves), omega, inverse)
+        H, K = row_sums(self.kernels.data, kernel, self.cells.codes, self.cell_size[self.cell_of_row],
+                        *self.kernels.forms)
         for k in self.exact:
             exact = self.form.leaves[k].hessian() if omega[k] != 0 else None
             if exact is not None:
                 H = H + omega[k] * exact
-        H_u = self.coords.gradient_to_u(self.coords.gradient_to_u(H).T)
-        values, vectors = np.linalg.eigh((H_u + H_u.T) / 2)
-        top = int(np.argmax(np.abs(values)))
-        return float(abs(values[top])), vectors[:, top].reshape(self.shape)
+
+        def to_u(A):
+            A_u = c.gradient_to_u(c.gradient_to_u(A).T)
+            return (A_u + A_u.T) / 2
+        return to_u(H), to_u(K) / self.b
 
     def _minibatch_passes(self, u, omega, batches):
         """:meth:`_sample_pass` on each of the minibatches ``batches`` (one per row): sample-leaf estimates

@@ -311,3 +311,45 @@ class LeafSums:
         H = model.curvature(curvature) if curvature is not None and np.any(curvature) else \
             np.zeros((self.theta.size, self.theta.size))
         return values, grads, H
+
+
+class CurvatureMoments(LeafSums):
+    """One chunk's part of the two curvature matrices of the minibatch Hessians of sum_k omega_k leaf_k at theta
+    (every kernel twice differentiable): H = sum_i c_i z_i z_i' (the Hessian; c_i the row's coefficient, its
+    expression's second derivative times omega's weights over its leaves' row counts; z_i = (x_i, 1) with an
+    intercept) and K = sum_i n_i c_i^2 (z_i' P z_i) z_i z_i' (n_i the size of the row's sampling cell, ``sizes``;
+    P the inverse of the metric of the method's coordinates, ``inverse_metric``). A row drawn uniformly from its
+    cell estimates the cell's part of H by A_i = n_i c_i z_i z_i', whose second moment in the metric is the cell's
+    part of K: a minibatch of b rows per cell has E ||H_b d||^2 <= d' (H P H + K / b) d in the metric's norms."""
+
+    def __init__(self, theta, intercept: bool, ks: list, weights: list, n_leaves: int, omega, inverse_metric):
+        super().__init__(theta, intercept, ks, weights, n_leaves, omega)
+        self.inverse_metric = inverse_metric
+
+    def __call__(self, batch, codes, sizes, *forms):
+        model = LinearModelLoss(Squared, batch.X, None, self.intercept, np.ones(batch.X.shape[0]),
+                                drop_zero_weights=False)
+        z = model.scores(self.theta)
+        c = np.zeros(z.shape)
+        for ks, A, form in zip(self.ks, self.weights, forms):
+            c += form.jet(z)[2] * (self.omega[ks] @ A)[codes]
+        return model.curvature(c), model.curvature(sizes * c * c * _quadratic_forms(batch.X, self.inverse_metric,
+                                                                                      self.intercept))
+
+
+QUADRATIC_ROWS = 4096    # rows of X P formed at once by _quadratic_forms (a dense block even for a sparse X)
+
+
+def _quadratic_forms(X, P, intercept: bool) -> np.ndarray:
+    """z_i' P z_i for the rows z_i = (x_i, 1) (with an intercept) or x_i of X (dense or scipy.sparse), by blocks of
+    QUADRATIC_ROWS rows."""
+    d = X.shape[1]
+    q = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], QUADRATIC_ROWS):
+        block = X[start:start + QUADRATIC_ROWS]
+        XP = np.asarray(block @ P[:d, :d])
+        q[start:start + QUADRATIC_ROWS] = np.asarray(block.multiply(XP).sum(axis=1)).ravel() \
+            if sparse.issparse(block) else np.einsum("ij,ij->i", block, XP)
+    if intercept:
+        q += 2.0 * np.asarray(X @ P[:d, d]).ravel() + P[d, d]
+    return q

@@ -1,0 +1,58 @@
+"""The projected Newton method on a ball and its interior-point continuation (fairmodel.exact.newton)."""
+import numpy as np
+import pytest
+
+from fairmodel.errors import SolverError
+from fairmodel.exact.newton import ball_qp_step, minimize_on_ball, minimize_on_ball_ipm, newton_steps
+
+
+def _linear(c):
+    """f(theta) = c . theta: no curvature in any direction (the flat case where projected Newton stalls)."""
+    def fun(theta, value_only=False):
+        value = float(c @ theta)
+        return value if value_only else (value, c.copy(), np.zeros((c.size, c.size)))
+    return fun
+
+
+def _quadratic(H, b):
+    def fun(theta, value_only=False):
+        value = 0.5 * float(theta @ H @ theta) - float(b @ theta)
+        return value if value_only else (value, H @ theta - b, H)
+    return fun
+
+
+def _run(steps, fun):
+    request = next(steps)
+    try:
+        while True:
+            theta, value_only = request
+            request = steps.send(fun(theta, value_only=True) if value_only else fun(theta))
+    except StopIteration as done:
+        return done.value
+
+
+def test_flat_function_newton_alone_stalls_and_the_interior_point_continuation_finds_the_minimum():
+    c = np.array([3.0, -4.0, 0.0])          # min over ||theta|| <= 2 of c . theta = -2 ||c|| = -10 at -2 c / ||c||
+    fun = _linear(c)
+    _, value, gap = _run(newton_steps(np.zeros(3), 2.0, 1e-10, 50, strict=False), fun)
+    assert gap > 1.0                                        # Newton has no curvature to step with
+    with pytest.raises(SolverError):
+        _run(newton_steps(np.zeros(3), 2.0, 1e-10, 50, strict=True), fun)
+    theta, value, gap = minimize_on_ball(fun, np.zeros(3), 2.0, tol=1e-10)
+    assert value == pytest.approx(-10.0, abs=1e-7)
+    assert np.allclose(theta, -2.0 * c / 5.0, atol=1e-6)
+    assert 0.0 <= gap <= 1e-7 and value - gap <= -10.0      # the Frank-Wolfe bound stays a lower bound
+
+
+def test_interior_point_on_a_singular_quadratic_with_the_ball_active_matches_the_secular_equation():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 6))
+    H = A.T @ A                              # rank 3 of 6: flat along a 3-dimensional subspace
+    b = H @ rng.standard_normal(6) * 5.0     # b in the range of H: the unconstrained minimizers lie far out
+    rho = 1.0
+    exact = ball_qp_step(H, b, rho)          # the trust-region solution (eigendecomposition, secular equation)
+    fun = _quadratic(H, b)
+    theta, value, gap = minimize_on_ball_ipm(fun, rng.standard_normal(6), rho, tol=1e-10)
+    assert value == pytest.approx(fun(exact, value_only=True), abs=1e-7)
+    assert np.linalg.norm(theta) <= rho + 1e-12
+    assert value - gap <= fun(exact, value_only=True) + 1e-12 and gap <= 1e-6
