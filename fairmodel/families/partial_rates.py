@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..oracles.dc_rates import RampRateBlock
+from ..utilities.progress import Notes
 from .partial_program import rate_bound
 
 RATE_TOLERANCE = 1e-3
@@ -108,6 +109,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
     bounds, tried, trace = dict(declared), {name: [] for name in blocks}, []
     out = dict(out, surrogate_bounds=None)
     met, closest, refines, note = [], None, 0, ""
+    notes = Notes(verbose, min_interval=0.0)      # a line per IDCA run: each takes seconds or more
 
     def over(g, name):
         return g[name] > declared[name] + RATE_TOLERANCE
@@ -125,9 +127,8 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
             met.append((objective, len(met), o))
         if closest is None or excess < closest[0]:
             closest = (excess, o)
-        if verbose:
-            print(f"true-rate step {len(trace) - 1}: ramp bound {_show(bounds)} -> true gap {_show(g)} (declared "
-                  f"{_show(declared)}), {o['outer_iterations']} outer iterations, {elapsed:.2f} s")
+        notes.note(f"true-rate step {len(trace) - 1}: ramp bound {_show(bounds)} -> true gap {_show(g)} (declared "
+                   f"{_show(declared)}), {o['outer_iterations']} outer iterations, {elapsed:.2f} s")
         return g
 
     gaps = judge_run(out, out["time"])
