@@ -1,5 +1,7 @@
-"""Shared fixtures: small seeded group-DRO instances (a sanity-check instance: m = 3 logistic groups)."""
+"""Shared fixtures: small seeded group-DRO instances (a sanity-check instance: m = 3 logistic groups) and the tiny
+linear-classification data of the bad-input tests."""
 
+import numpy as np
 import pytest
 
 import fairmodel as fm
@@ -11,6 +13,16 @@ def make_instance(m=3, d=5, sizes=(40, 50, 60), flips=(0.1, 0.2, 0.3), radius=3.
     w = fm.Weights(data.n_features, radius=radius, intercept=intercept)
     risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
     return data, w, risks
+
+
+def toy_classification(n):
+    """n rows, 3 normal features, labels +-1 from the first feature plus noise, groups "a" / "b" at random (seed 0),
+    and a weight vector on a ball of radius 2."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    g = np.where(rng.random(n) < 0.5, "a", "b")
+    return fm.Dataset(X, y, g), fm.Weights(3, radius=2.0)
 
 
 @pytest.fixture

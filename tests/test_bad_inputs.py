@@ -14,15 +14,12 @@ import fairmodel as fm
 from fairmodel.errors import (DataError, ExpressionTypeError, FairmodelError, ModelError, OptionError,
                               ResultFileError)
 
+from .conftest import toy_classification
+
 
 @pytest.fixture(scope="module")
 def small():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3))
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
-    g = np.where(rng.random(60) < 0.5, "a", "b")
-    data = fm.Dataset(X, y, g)
-    w = fm.Weights(3, radius=2.0)
+    data, w = toy_classification(60)
     return data, w, fm.logistic_loss(data.score(w), data.y), fm.hinge_loss(data.score(w), data.y)
 
 

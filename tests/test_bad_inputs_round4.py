@@ -13,15 +13,12 @@ from fairmodel.errors import (DataError, FairmodelError, InfeasibleError, ModelE
                              SolverError)
 from fairmodel.frontends.problemfile import ProblemFileError
 
+from .conftest import toy_classification
+
 
 @pytest.fixture(scope="module")
 def toy():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(120, 3))
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=120) > 0, 1.0, -1.0)
-    g = np.where(rng.random(120) < 0.5, "a", "b")
-    data = fm.Dataset(X, y, g)
-    w = fm.Weights(3, radius=2.0)
+    data, w = toy_classification(120)
     return data, w, fm.mean(fm.logistic_loss(data.score(w), data.y)), fm.mean(data.score(w))
 
 
@@ -266,7 +263,7 @@ def test_an_unchanged_result_loads_as_it_was(saved):
     assert back.ok and back.objective == res.objective and back.status == res.status
 
 
-@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root writes anywhere")
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="running as root, which writes into a read-only directory anyway; the monkeypatched write failure above covers the same error path")
 def test_saving_into_a_read_only_directory(saved, tmp_path):
     d = tmp_path / "ro"
     d.mkdir()

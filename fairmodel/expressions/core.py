@@ -36,14 +36,14 @@ MAX_DEPTH = 100      # nesting depth of an expression (e.g. abs(abs(...))); the 
 def nesting_depth(e: "Expr") -> int:
     """How many levels ``e`` nests (a leaf is 1), computed without recursion, each shared node once."""
     depth: dict = {}
-    todo = [e]
-    while todo:
-        node = todo[-1]
+    stack = [e]
+    while stack:
+        node = stack[-1]
         pending = [a for a in node.args if id(a) not in depth]
         if pending:
-            todo.extend(pending)
+            stack.extend(pending)
             continue
-        todo.pop()
+        stack.pop()
         depth[id(node)] = 1 + max((depth[id(a)] for a in node.args), default=0)
     return depth[id(e)]
 

@@ -135,13 +135,13 @@ def check_magnitude(arr: np.ndarray, name: str, what: str = "index") -> None:
 def nesting_depth(doc, limit: int) -> int:
     """How deep lists and dicts nest in ``doc`` (a number or a text is depth 0), counted without recursion and
     stopping once past ``limit`` (a file read from disk may nest thousands deep)."""
-    deepest, todo = 0, [(doc, 1)]
-    while todo and deepest <= limit:
-        node, depth = todo.pop()
+    deepest, stack = 0, [(doc, 1)]
+    while stack and deepest <= limit:
+        node, depth = stack.pop()
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
         if children is not None:
             deepest = max(deepest, depth)
-            todo.extend((c, depth + 1) for c in children)
+            stack.extend((c, depth + 1) for c in children)
     return deepest
 
 

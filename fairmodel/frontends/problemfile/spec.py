@@ -170,13 +170,13 @@ def _check_values(doc: dict, name: str) -> None:
     if nesting_depth(doc, MAX_NESTING) > MAX_NESTING:
         raise ProblemFileError(f"{name}: arrays or tables nest more than {MAX_NESTING} deep; a problem file nests "
                                f"at most 3 deep ([problem.constraints])")
-    todo = [("", doc)]
-    while todo:
-        key, v = todo.pop()
+    stack = [("", doc)]
+    while stack:
+        key, v = stack.pop()
         if isinstance(v, dict):
-            todo.extend((f"{key}.{k}" if key else k, x) for k, x in v.items())
+            stack.extend((f"{key}.{k}" if key else k, x) for k, x in v.items())
         elif isinstance(v, list):
-            todo.extend((key, x) for x in v)
+            stack.extend((key, x) for x in v)
         elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= MAX_INTEGER:
             raise ProblemFileError(f"{name}: {key}: the integer of {len(str(abs(v)))} digits is beyond TOML's "
                                    f"64-bit integers; write a number of ordinary size (e.g. 1e6 or 1000000)")
