@@ -35,3 +35,20 @@ def small():
 @pytest.fixture
 def small_risks(small):
     return group_risks_of(small[2])
+
+
+def dp_law_quickstart():
+    """DP post-processing in the quickstart's setting: Law School GPA (race), a regression and a group classifier on
+    2,000 training rows, 2,000 unlabeled points, L = 20, beta = 100, ``dp_gap <= 0.01``; returns the problem, the
+    unlabeled points and the two fitted models."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    data = fm.datasets.load_lawschool(target="ugpa")
+    y = 2 * (data.y - data.y.min()) / np.ptp(data.y) - 1
+    s = np.asarray(data.groups.names)[data.groups.codes]
+    rows = np.random.default_rng(0).permutation(data.n_samples)
+    train, unlabeled = rows[:2000], rows[2000:4000]
+    reg = LinearRegression().fit(data.X[train], y[train])
+    clf = LogisticRegression().fit(data.X[train], s[train])
+    post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=20, B=1.0)
+    prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.01], entropy=1 / 100)
+    return prob, data.X[unlabeled], (reg, clf)

@@ -15,22 +15,13 @@ from fairmodel.errors import OptionError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import defaults_dp  # noqa: E402
 
+from .conftest import dp_law_quickstart  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def law():
-    """The quickstart's setting: Law School GPA (race), 2,000 training and 2,000 unlabeled points, L = 20,
-    beta = 100."""
-    from sklearn.linear_model import LinearRegression, LogisticRegression
-    data = fm.datasets.load_lawschool(target="ugpa")
-    y = 2 * (data.y - data.y.min()) / np.ptp(data.y) - 1
-    s = np.asarray(data.groups.names)[data.groups.codes]
-    rows = np.random.default_rng(0).permutation(data.n_samples)
-    train, unl = rows[:2000], rows[2000:4000]
-    reg = LinearRegression().fit(data.X[train], y[train])
-    clf = LogisticRegression().fit(data.X[train], s[train])
-    post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=20, B=1.0)
-    prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.01], entropy=1 / 100)
-    return prob, data.X[unl], (reg, clf)
+    """The quickstart's setting (conftest.dp_law_quickstart)."""
+    return dp_law_quickstart()
 
 
 def test_a_new_data_set_is_ok_with_defaults():

@@ -13,6 +13,8 @@ from fairmodel.oracles.losses import KERNELS, Exponential
 
 from tests.test_stopping import _gdro
 
+from .conftest import dp_law_quickstart
+
 
 def _scripted(ratios, works, cap, tolerance=1e-3):
     """A CertifiedStop whose judge returns the certificate ratio x tolerance of the scripted sequence, checked at
@@ -173,17 +175,8 @@ def test_dp_rounds_that_cannot_pass_stop_early_on_the_sampled_points():
     mu = 10: its bias leaves the constraint violation falling at the rate 0.23 per log of the sampled points, which
     projects about 9e8 points against the cap T = 1e8; the rounds stop after the fourth (340,000 points) instead of
     running to the cap, and the result is not ok."""
-    from sklearn.linear_model import LinearRegression, LogisticRegression
-    data = fm.datasets.load_lawschool(target="ugpa")
-    y = 2 * (data.y - data.y.min()) / np.ptp(data.y) - 1
-    s = np.asarray(data.groups.names)[data.groups.codes]
-    rows = np.random.default_rng(0).permutation(data.n_samples)
-    train, unlabeled = rows[:2000], rows[2000:4000]
-    reg = LinearRegression().fit(data.X[train], y[train])
-    clf = LogisticRegression().fit(data.X[train], s[train])
-    post = fm.GridPredictor(eta=reg.predict, tau=clf.predict_proba, L=20, B=1.0)
-    prob = fm.Problem(fm.Minimize(fm.squared_risk(post)), [fm.dp_gap(post) <= 0.01], entropy=1 / 100)
-    res = prob.solve(backend="stochastic", seed=0, data=data.X[unlabeled], method="sgd3", mu=10.0)
+    prob, unlabeled, _ = dp_law_quickstart()
+    res = prob.solve(backend="stochastic", seed=0, data=unlabeled, method="sgd3", mu=10.0)
     assert not res.ok and res.metrics["rounds"] == 4 and res.metrics["samples_used"] == 340000
     assert "stopped early after 3.4e+05 points sampled" in res.message and "T=100000000" in res.message
     assert res.metrics["projected_work"] > 2 * 1e8 and 0.1 < res.metrics["certificate_rate"] < 0.5
