@@ -185,6 +185,20 @@ def test_a_model_space_stall_gives_advice(toy):
     assert prob.solve().ok           # the default falls back to the CVXPY program
 
 
+def test_the_default_fallback_after_a_stall_solves_the_cvxpy_program_once(toy, monkeypatch):
+    """The stall's feasibility probe solves the CVXPY program; the default's fallback right after reuses that solution
+    instead of solving the same program again."""
+    from fairmodel.exact import solvers
+    data = toy[0]
+    w = fm.Weights(3, radius=1e-8)
+    loss = fm.logistic_loss(data.score(w), data.y)
+    prob = fm.Problem(fm.Minimize(fm.mean(loss)), [fm.max(fm.group_mean(loss, data.groups)) <= 0.7])
+    calls, solve = [], solvers.solve
+    monkeypatch.setattr(solvers, "solve", lambda *a, **k: calls.append(1) or solve(*a, **k))
+    res = prob.solve()
+    assert res.ok and len(calls) == 1, (res.status, len(calls))
+
+
 # -- result files -----------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory, toy):

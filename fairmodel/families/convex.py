@@ -102,6 +102,7 @@ class Convex(Reduction):
         self._compiled = None
         self._coordinates = {}
         self._model_space = None
+        self._probed = None    # (solver, the CVXPY solution) the stall's feasibility probe computed
         self.unavailable = {}
         variables = problem.canonical.variables()
         self.w = variables[0] if len(variables) == 1 else None
@@ -223,6 +224,7 @@ class Convex(Reduction):
     def solve_exact(self, method, solver, verbose, max_memory_gb=None, **options):
         check_options(options, ("max_iter",) if method == "model_space" else (),
                       f"the exact method {method!r} of a generic convex problem")
+        probed, self._probed = self._probed, None    # valid only for the solve right after the stall
         if self.unbounded:
             return self._unbounded(self.unbounded)
         self._check_sign_feasible()
@@ -231,6 +233,8 @@ class Convex(Reduction):
                 return self._solve_model_space(max_memory_gb, verbose=verbose, **options)
             except SolverError as exc:
                 return self._after_stall(exc, solver, verbose)
+        if probed is not None and probed[0] == solver:    # the default's fallback right after a stall: solved already
+            return probed[1]
         return self._solve_cvxpy(solver, verbose)
 
     def _check_sign_feasible(self) -> None:
@@ -243,9 +247,11 @@ class Convex(Reduction):
 
     def _after_stall(self, exc: SolverError, solver, verbose):
         """The model-space method stalled: the CVXPY program decides whether any point satisfies the constraints
-        (its InfeasibleError is raised), else the stall is reported with what causes it."""
+        (its InfeasibleError is raised), else the stall is reported with what causes it. The CVXPY solution is kept
+        for the very next solve when it is ``method='cvxpy'`` with the same solver (the default exact method's
+        fallback), so that the fallback does not solve the same program again."""
         try:
-            self._solve_cvxpy(solver, verbose)
+            self._probed = (solver, self._solve_cvxpy(solver, verbose))
         except (SolverError, DataError, ResourceLimitError):   # e.g. chunked data: the stall is reported as it is
             pass
         raise SolverError(f"{exc}. {STALL_ADVICE}; or use method='cvxpy'", status=exc.status) from None
