@@ -22,11 +22,9 @@ import warnings
 from dataclasses import dataclass
 
 from ..errors import OptionError, ResourceLimitError, SlowSolveWarning
+from ..oracles.metric import DENSE_PARAMETERS  # noqa: F401  (the exact backend's name for it)
 
 GiB = float(2 ** 30)
-DENSE_PARAMETERS = 1024   # beyond this many parameters, certificates and preconditioners form no D x D matrix (its
-                          # eigendecomposition takes O(D^3): seconds at 1,000, minutes at 5,000): first-order methods
-                          # with diagonal metrics, whose memory is O(nnz + D)
 MiB = float(2 ** 20)
 DEFAULT_FRACTION = 0.5   # of the available memory: the solver's own peaks and the caller's data need the rest
 

@@ -160,7 +160,7 @@ def newton_weighted_erm(risks: GroupRisks, q, theta0=None, tol: float = 1e-10, m
     rank = risks.shape[0] if risks.data.is_chunked else min(n_rows, risks.shape[0])    # the size of a Newton step
     large = rank > budget.DENSE_PARAMETERS or not (risks.data.is_chunked or budget.fits(estimate, max_memory_gb))
     if large and risks.radius is not None:
-        coordinates = Coordinates.from_second_moment(risks.column_second_moments(), risks.radius) \
+        coordinates = Coordinates.from_second_moment(risks.second_moment(), risks.radius) \
             if len(risks.shape) == 1 else None
         theta, value, gap = minimize_on_ball_first_order(lambda t: risks.weighted_value_and_grad(t, q), start,
                                                          risks.radius, tol=tol, coordinates=coordinates)

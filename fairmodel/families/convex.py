@@ -26,7 +26,8 @@ from ..expressions.canonicalize import constraint_pieces
 from ..expressions.core import Inequality
 from ..expressions.rules import is_nonneg
 from ..expressions.diagnose import explain
-from ..oracles.metric import Coordinates
+from ..oracles.metric import RIDGE as CERTIFICATE_RIDGE
+from ..oracles.metric import RUN_RIDGE, Coordinates
 from ..oracles.smoothing import smoothed
 from ..stochastic.primal_dual import primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
@@ -57,7 +58,7 @@ ACCURACY_REASON = ("it bounds the suboptimality of the stochastic w (weak dualit
 EXACT_GAP = 1e-6         # the Lagrangian gap of an exact result (the model-space method), relative to max(1, |f|)
 SLACK_SHARE = 1e-2       # the certificate's inner minimum stops within this share of the accuracy
 SLACK_FULL = 1e-2        # ... (stop="checks") a constraint check fails and the slack weight is below this
-RIDGE = {"run": 1e-3, "certificate": 1e-6}   # the preconditioner's ridge, relative to each coordinate's scale
+RIDGE = {"run": RUN_RIDGE, "certificate": CERTIFICATE_RIDGE}   # the preconditioner's ridge, relative to each coordinate's scale
 MIX = 1e-3               # a restart mixes the dual weights with this share of uniform weights (no weight stays
                          # at a vertex of its simplex, where entropic steps would take long to move it back)
 

@@ -31,11 +31,11 @@ from ..expressions.atoms.losses import Loss
 from ..expressions.core import Abs
 from ..expressions.variables import LinearScore
 from ..oracles.domains import frank_wolfe_gap
-from ..oracles.metric import Coordinates
+from ..oracles.metric import Coordinates, second_moment
 from ..oracles.smoothing import STEPS as SMOOTHING
 from ..oracles.smoothing import minorant, smoothable, smoothed
 from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
-from ..data.passes import CHUNKED_EPOCH_STEPS, column_squares, epoch_steps, row_sums
+from ..data.passes import CHUNKED_EPOCH_STEPS, epoch_steps, row_sums
 from ..errors import DataError, SolverError
 from ..stochastic.primal_dual import BLOCK_STEPS, MIN_INNER
 from .leaf_kernels import Cells, CurvatureMoments, LeafSums, compile_leaves
@@ -45,7 +45,6 @@ from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 # on Law School (one cell, the covariance constraint of Zafar et al.): 4 rows per step left an objective gap of
 # 5e-3 after 20 epochs, 32 rows reached the exact optimum (1e-6) in the same number of epochs
 ROWS_PER_STEP = 32
-METRIC_ROWS = 20_000     # the preconditioner's second moment is computed on at most this many rows (all below)
 GATHER_BYTES = 8 << 20   # the features of the minibatches of a block are gathered in chunks of at most this size
 
 
@@ -54,7 +53,7 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
     for the weights w (None: no data term and no quadratic, plain Euclidean coordinates).
 
     P = S + sum_k c_k H_k: S the second moment (1/n) sum_i z_i z_i' of the rows z = (x, 1) (with an intercept) of
-    every linear score of w in a sample leaf (averaged over the data sets; computed on at most METRIC_ROWS rows
+    every linear score of w in a sample leaf (averaged over the data sets; computed on at most metric.METRIC_ROWS rows
     drawn with a fixed seed), H_k the Hessian of a smooth exact leaf (a sum of squares, an AUC pair risk) and c_k
     the largest coefficient it has in the saddle form. For a loss of a linear score the Hessian of the mean is
     (1/n) sum_i l''_i z_i z_i', so P has its shape up to the curvature of the loss: features of any scale and
@@ -73,8 +72,7 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
         if isinstance(leaf, SampleLeaf):
             for node in leaf.expr.nodes():
                 if isinstance(node, LinearScore) and node.w is w and id(node.data) not in moments:
-                    moments[id(node.data)] = _second_moment(node.data, w.intercept) if full else \
-                        _column_moment(node.data, w.intercept)
+                    moments[id(node.data)] = second_moment(node.data, w.intercept, full)
         elif (H := leaf.hessian() if full else leaf.hessian_diagonal()) is not None and H.shape[0] == rows:
             P += weight[k] * H
     if moments:
@@ -91,25 +89,6 @@ def _smooth(expr) -> bool:
         if isinstance(node, (Abs, Pos, Max, Min)) and node.kind == "samples":
             return False
     return True
-
-
-def _second_moment(data, intercept: bool) -> np.ndarray:
-    n = data.n_samples
-    rows = np.arange(n) if n <= METRIC_ROWS else np.sort(np.random.default_rng(0).choice(n, METRIC_ROWS, False))
-    Z = data.rows(rows)
-    S = Z.T @ Z
-    S = S.toarray() if hasattr(S, "toarray") else np.asarray(S, dtype=float)
-    if intercept:                       # the column of ones: its products are the column sums
-        total = np.asarray(Z.sum(axis=0), dtype=float).ravel()
-        S = np.block([[S, total[:, None]], [total[None, :], np.array([[float(Z.shape[0])]])]])
-    return S / Z.shape[0]
-
-
-def _column_moment(data, intercept: bool) -> np.ndarray:
-    """The diagonal of the second moment of the rows (x, 1): E[x_j^2] by one pass over all rows (a rare column of
-    a sparse design would be missed by a subsample), and 1 for the intercept."""
-    moment = row_sums(data, column_squares) / data.n_samples
-    return np.append(moment, 1.0) if intercept else moment
 
 
 @dataclass

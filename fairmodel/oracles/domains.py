@@ -74,29 +74,6 @@ def frank_wolfe_gap(theta: np.ndarray, grad: np.ndarray, radius: float) -> float
     return max(0.0, float(np.vdot(g, np.ravel(theta))) + radius * math.sqrt(float(np.vdot(g, g))))
 
 
-def project_ball_in_metric(z: np.ndarray, radius: float | None, metric: np.ndarray) -> np.ndarray:
-    """argmin over ||w||_2 <= radius of (w - z)' diag(metric) (w - z): the projection that ends a step preconditioned
-    by the diagonal ``metric`` (> 0, broadcast against z). Outside the ball the minimizer is w_j = m_j z_j /
-    (m_j + lam) with the multiplier lam > 0 that puts it on the sphere, found by Newton's method on
-    1/||w(lam)|| - 1/radius (increasing and concave in lam, as in trust-region solvers: Newton from lam = 0
-    converges monotonically)."""
-    if radius is None:
-        return z
-    if math.sqrt(float(np.vdot(z, z))) <= radius:
-        return z
-    M = np.broadcast_to(metric, z.shape)
-    Mz2 = (M * z) ** 2
-    lam = 0.0
-    for _ in range(100):
-        w = M * z / (M + lam)
-        nw = math.sqrt(float(np.vdot(w, w)))
-        if nw <= radius * (1.0 + 1e-12):
-            break
-        slope = float(np.sum(Mz2 / (M + lam) ** 3)) / nw ** 3
-        lam -= (1.0 / nw - 1.0 / radius) / slope
-    return project_ball(w, radius)
-
-
 class Domain(ABC):
     """Base class: a closed convex subset of R^dim."""
 

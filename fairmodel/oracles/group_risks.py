@@ -13,9 +13,10 @@ import numpy as np
 
 from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Groups
-from ..data.passes import column_squares, ordered_sum, row_parts, row_squares, row_sums
+from ..data.passes import ordered_sum, row_parts, row_squares, row_sums
 from ..data.groups import group_means
 from .domains import check_in_ball, project_ball
+from .metric import second_moment
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
 
@@ -257,10 +258,10 @@ class GroupRisks:
     def has_hessian(self) -> bool:
         return self.loss.d2phi is not None and len(self.shape) == 1
 
-    def column_second_moments(self) -> np.ndarray:
-        """E[x_j^2] of every design column (1 for the intercept's), by one pass over the data source."""
-        moments = row_sums(self.data, column_squares) / self.n_samples
-        return np.append(moments, 1.0) if self.intercept else moments
+    def second_moment(self, full: bool = False) -> np.ndarray:
+        """The design's second moment (:func:`~fairmodel.oracles.metric.second_moment`): the D x D matrix of the rows
+        (x, 1) with ``full``, else E[x_j^2] of every column (1 for the intercept's) by one pass."""
+        return second_moment(self.data, self.intercept, full)
 
     def row_norms_squared(self) -> np.ndarray:
         """||x_j||^2 of every design row (one pass over the data source)."""

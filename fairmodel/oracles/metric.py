@@ -23,7 +23,32 @@ import math
 
 import numpy as np
 
+from ..data.passes import column_squares, row_sums
+
 RIDGE = 1e-6    # P = S + ridge diag(S): a positive definite metric when S is singular
+RUN_RIDGE = 1e-3   # the ridge of the metric of a stochastic method's steps (a certificate's inner minimum: RIDGE)
+DENSE_PARAMETERS = 1024   # beyond this many parameters, certificates and preconditioners form no D x D matrix (its
+                          # eigendecomposition takes O(D^3): seconds at 1,000, minutes at 5,000): first-order methods
+                          # with diagonal metrics, whose memory is O(nnz + D)
+METRIC_ROWS = 20_000     # a preconditioner's full second moment is computed on at most this many rows (all below)
+
+
+def second_moment(data, intercept: bool, full: bool) -> np.ndarray:
+    """The second moment of the design rows z = (x, 1) (with an intercept): with ``full`` the D x D matrix
+    (1/n) sum_i z_i z_i' on at most METRIC_ROWS rows drawn with a fixed seed, else its diagonal E[x_j^2] by one pass
+    over all rows (a rare column of a sparse design would be missed by a subsample) and 1 for the intercept."""
+    if not full:
+        moment = row_sums(data, column_squares) / data.n_samples
+        return np.append(moment, 1.0) if intercept else moment
+    n = data.n_samples
+    rows = np.arange(n) if n <= METRIC_ROWS else np.sort(np.random.default_rng(0).choice(n, METRIC_ROWS, False))
+    Z = data.rows(rows)
+    S = Z.T @ Z
+    S = S.toarray() if hasattr(S, "toarray") else np.asarray(S, dtype=float)
+    if intercept:                       # the column of ones: its products are the column sums
+        total = np.asarray(Z.sum(axis=0), dtype=float).ravel()
+        S = np.block([[S, total[:, None]], [total[None, :], np.array([[float(Z.shape[0])]])]])
+    return S / Z.shape[0]
 
 
 class Coordinates:

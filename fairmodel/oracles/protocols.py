@@ -61,8 +61,8 @@ class GroupRiskOracle(Protocol):
     def row_norm_stats(self) -> tuple:
         """(mean, max) of the squared norms of the design rows."""
 
-    def column_second_moments(self) -> np.ndarray:
-        """E[x_j^2] of every design column."""
+    def second_moment(self, full: bool = False) -> np.ndarray:
+        """The design's second moment: D x D with ``full``, else the vector E[x_j^2] of its diagonal."""
 
     def lipschitz_constants(self) -> tuple:
         """(G, L): per-sample Lipschitz and smoothness bounds (Assumption 3.4)."""

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import OptionError
-from ..oracles.domains import project_ball_in_metric
+from ..oracles.metric import DENSE_PARAMETERS, RUN_RIDGE, Coordinates
 from ..oracles.protocols import GroupRiskOracle
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator
@@ -87,7 +87,7 @@ class _Steps:
     def __init__(self, risks, lengths, alpha, eta, step_w, step_q, step_schedule, theory, theta, batch_size,
                  risk_scale=lambda: 1.0):
         m = risks.m
-        self.metric = None          # a diagonal preconditioner of the w-block (badly scaled columns)
+        self.metric = None          # the w-block's preconditioned coordinates (design_coordinates) or None
         self.lnm = math.log(m) if m > 1 else 0.0
         given = [x is not None for x in (eta, step_w)]
         if theory and any(given) or all(given):
@@ -115,9 +115,9 @@ class _Steps:
         else:
             auto_w, auto_q = default_steps(risks, batch_size, risk_scale() if m > 1 and step_q is None else 1.0)
             if step_w is None:
-                self.metric = preconditioner(risks)
-                if self.metric is not None:     # the smoothness in the metric: curvature times E[x' M^-1 x] = p
-                    auto_w = 1.0 / (unit_curvature(risks) * self.metric.shape[0])
+                self.metric = design_coordinates(risks)
+                if self.metric is not None:     # the smoothness in the metric: curvature times E[z' P^-1 z] <= p
+                    auto_w = 1.0 / (unit_curvature(risks) * risks.shape[0])
             base_w = auto_w if step_w is None else schedule(step_w, "step_w", lengths)(0, 0)
             base_q = auto_q if step_q is None else schedule(step_q, "step_q", lengths)(0, 0)
             mult = multiplier(step_schedule, lengths)
@@ -126,20 +126,27 @@ class _Steps:
             self.weight = mult
 
 
-PRECONDITION_RATIO = 1e3   # columns whose root-mean-square values differ by more than this get a diagonal metric
+PRECONDITION_RATIO = 1e3   # beyond DENSE_PARAMETERS: columns whose root-mean-square values differ by more than this
 
 
-def preconditioner(risks: GroupRiskOracle):
-    """The diagonal metric M = E[x_j^2] of the columns (their second moments) when they differ by more than
-    PRECONDITION_RATIO^2 (features on scales from 1e-3 to 1e3 make the Euclidean steps crawl along the small
-    columns: the curvature ratio is the square of the scale ratio), else None (the Euclidean setup of the paper).
-    Rows of a matrix of weights (softmax) share their column's entry."""
-    moments = risks.column_second_moments()
+def design_coordinates(risks: GroupRiskOracle) -> Coordinates | None:
+    """The w-block's mirror map w'Pw/2 (its preconditioned coordinates, :mod:`fairmodel.oracles.metric`) of the
+    default steps, or None for the paper's Euclidean setup. P is the second moment of the design rows (x, 1) with a
+    relative ridge (RUN_RIDGE): the Hessian of a group risk of a linear score is (1/n_g) sum_i phi''_i z_i z_i', so P has its
+    shape up to the loss's curvature, and columns of very different scales, uncentered columns (whose common mean
+    dominates the spectrum) and nearly collinear ones no longer slow the Euclidean steps down (the step allowed by the
+    largest eigenvalue crawls along the smallest). Any strongly convex distance-generating function is a valid
+    Bregman setup of the analysis (Section 3.3 of Yu et al. 2024; Nemirovski 2004); the domain and the output stay in
+    the user's parametrization. Beyond DENSE_PARAMETERS parameters (no D x D matrix) P is the diagonal of the columns'
+    second moments, used only when they differ by more than PRECONDITION_RATIO^2. Rows of a matrix of weights
+    (softmax) share their row of P."""
+    if risks.shape[0] <= DENSE_PARAMETERS:
+        return Coordinates.from_second_moment(risks.second_moment(full=True), risks.radius, RUN_RIDGE)
+    moments = risks.second_moment()
     positive = moments[moments > 0]
     if positive.size == 0 or positive.max() <= PRECONDITION_RATIO ** 2 * positive.min():
         return None
-    metric = np.maximum(moments, positive.min())
-    return metric if len(risks.shape) == 1 else metric[:, None]
+    return Coordinates.from_second_moment(moments, risks.radius, RUN_RIDGE)
 
 
 def start_risk_scale(risks: GroupRiskOracle, w, offsets) -> float:
@@ -162,13 +169,13 @@ def prox_step(risks: GroupRiskOracle, anchor_w, anchor_logq, v_w, v_q, gamma_w, 
     """Closed form of the mirror steps (19)/(23) under the block-separable DGF (11):
     argmin_z { eta <v, z> + alpha B(z, z_bar^s) + (1 - alpha) B(z, z_k) } with the anchors
     alpha w^s + (1 - alpha) w_k (Euclidean block, then projection) and alpha lambda^s + (1 - alpha) ln q_k
-    (entropic block, a normalised exponentiated step computed in log space). With a diagonal ``metric`` M the
-    w-block's distance-generating function is w'Mw/2 (a preconditioned step v/M, then the projection in that
-    metric): still a valid Bregman setup of the paper's analysis (Section 3.3), for badly scaled columns."""
+    (entropic block, a normalised exponentiated step computed in log space). With preconditioned coordinates
+    ``metric`` (theta = M u, :func:`design_coordinates`) the w-block's distance-generating function is w'Pw/2: the
+    step is Euclidean in u (the gradient M'v), then the projection onto the ball in the metric of u."""
     logq = normalize_log(anchor_logq - gamma_q * v_q)
     if metric is None:
         return risks.project(anchor_w - gamma_w * v_w), logq
-    return project_ball_in_metric(anchor_w - gamma_w * (v_w / metric), risks.radius, metric), logq
+    return metric.to_theta(metric.project(metric.to_u(anchor_w) - gamma_w * metric.gradient_to_u(v_w))), logq
 
 
 def snapshot_terms(risks: GroupRiskOracle, batch, z_s, snap_w=None):
