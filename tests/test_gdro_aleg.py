@@ -9,8 +9,9 @@ import fairmodel as fm
 from fairmodel.exact import gdro as exact
 from fairmodel.data import Batch
 from fairmodel.families.gdro import group_risks_of
-from fairmodel.stochastic.aleg import (aleg, lipschitz_lz, mero_two_stage, normalize_log, prox_step, snapshot_terms,
-                                       theory_band, vr_operator)
+from fairmodel.oracles.metric import RUN_RIDGE, Coordinates
+from fairmodel.stochastic.aleg import (aleg, design_coordinates, lipschitz_lz, mero_two_stage, normalize_log,
+                                       prox_step, snapshot_terms, theory_band, vr_operator)
 from fairmodel.stochastic.smd import smd
 
 from .conftest import make_instance
@@ -85,6 +86,50 @@ def test_closed_form_step_is_the_bregman_argmin(small_risks):
         cp.Problem(cp.Minimize(objective), [cp.norm(w) <= rho, cp.sum(q) == 1, q >= 0]).solve(solver="CLARABEL")
         assert np.allclose(w_new, w.value, atol=1e-6)
         assert np.allclose(np.exp(logq_new), q.value, atol=1e-4)
+
+
+def test_the_preconditioned_step_is_the_argmin_in_the_metric_of_the_design(small_risks):
+    """In preconditioned coordinates of P = S + ridge diag(S) (S an ill-conditioned second moment: eigenvalues 1e-3 to
+    1e3) the w-block's step is argmin over the ball of f(w) = gamma <v, w> + (w - anchor)' P (w - anchor) / 2: its KKT
+    conditions hold to rounding (gamma v + P (w - anchor) + mu w = 0, mu >= 0, mu = 0 inside the ball) and no point
+    of a CVXPY solve (accurate to about 1e-5) has a lower f. Steps that leave the ball exercise the projection in
+    the metric. The instance's own design is well conditioned: its default steps are the paper's Euclidean ones."""
+    R = small_risks
+    assert design_coordinates(R) is None
+    rng = np.random.default_rng(4)
+    m, d, rho = R.m, R.shape[0], R.radius
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    S = (Q * 10.0 ** np.linspace(-3, 3, d)) @ Q.T
+    P = S + RUN_RIDGE * np.diag(np.diag(S))
+    coords = Coordinates.from_second_moment(S, rho, RUN_RIDGE)
+    outside = 0
+    for scale in (5.0, 5.0, 5.0, 0.1):
+        anchor, v, gamma = R.project(3 * rng.normal(size=d)), scale * rng.normal(size=d), 0.7
+        w_new, _ = prox_step(R, anchor, np.full(m, -np.log(m)), v, np.zeros(m), gamma, 0.1, coords)
+        f = lambda x: gamma * v @ x + 0.5 * (x - anchor) @ P @ (x - anchor)     # noqa: E731
+        g = gamma * v + P @ (w_new - anchor)
+        on_sphere = np.linalg.norm(w_new) > rho * (1 - 1e-12)
+        mu = -(g @ w_new) / (w_new @ w_new) if on_sphere else 0.0
+        assert mu >= 0 and np.linalg.norm(g + mu * w_new) <= 1e-10 * np.linalg.norm(gamma * v)
+        assert np.linalg.norm(w_new) <= rho * (1 + 1e-12)
+        w = cp.Variable(d)
+        cp.Problem(cp.Minimize(gamma * v @ w + 0.5 * cp.quad_form(w - anchor, P)),
+                   [cp.norm(w) <= rho]).solve(solver="CLARABEL")
+        assert f(w_new) <= f(w.value) + 1e-9 and np.allclose(w_new, w.value, atol=1e-4)
+        outside += on_sphere
+    assert outside >= 2
+
+
+def test_aleg_certifies_group_dro_on_the_uncentered_nearly_collinear_communities_design():
+    """Communities (1,984 rows, 118 columns in [0, 1]: uncentered and nearly collinear, the second moment of the rows
+    (x, 1) has eigenvalues from 16 down to 2e-8), squared loss, radius 10 (binding at the optimum). With Euclidean
+    steps the duality gap fell at the rate 0.35 (log per log of the epochs) and the run stopped failing fast after
+    60 epochs, 84x above its tolerance; in the metric of the design's second moment it passes the judge's checks."""
+    data = fm.datasets.load_communities()
+    w = fm.Weights(data.n_features, radius=10.0, intercept=True)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.squared_loss(data.score(w), data.y), data.groups))))
+    report = fm.crosscheck(prob, seed=0)
+    assert report.ok and report.stochastic.status == "converged", report.to_markdown()
 
 
 def _batch(R, rows):

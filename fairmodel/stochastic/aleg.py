@@ -28,7 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import OptionError
-from ..oracles.metric import DENSE_PARAMETERS, RUN_RIDGE, Coordinates
+from ..oracles.metric import DENSE_PARAMETERS, Coordinates, step_coordinates
 from ..oracles.protocols import GroupRiskOracle
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator
@@ -126,27 +126,20 @@ class _Steps:
             self.weight = mult
 
 
-PRECONDITION_RATIO = 1e3   # beyond DENSE_PARAMETERS: columns whose root-mean-square values differ by more than this
 
 
 def design_coordinates(risks: GroupRiskOracle) -> Coordinates | None:
     """The w-block's mirror map w'Pw/2 (its preconditioned coordinates, :mod:`fairmodel.oracles.metric`) of the
     default steps, or None for the paper's Euclidean setup. P is the second moment of the design rows (x, 1) with a
-    relative ridge (RUN_RIDGE): the Hessian of a group risk of a linear score is (1/n_g) sum_i phi''_i z_i z_i', so P has its
-    shape up to the loss's curvature, and columns of very different scales, uncentered columns (whose common mean
-    dominates the spectrum) and nearly collinear ones no longer slow the Euclidean steps down (the step allowed by the
-    largest eigenvalue crawls along the smallest). Any strongly convex distance-generating function is a valid
-    Bregman setup of the analysis (Section 3.3 of Yu et al. 2024; Nemirovski 2004); the domain and the output stay in
-    the user's parametrization. Beyond DENSE_PARAMETERS parameters (no D x D matrix) P is the diagonal of the columns'
-    second moments, used only when they differ by more than PRECONDITION_RATIO^2. Rows of a matrix of weights
-    (softmax) share their row of P."""
-    if risks.shape[0] <= DENSE_PARAMETERS:
-        return Coordinates.from_second_moment(risks.second_moment(full=True), risks.radius, RUN_RIDGE)
-    moments = risks.second_moment()
-    positive = moments[moments > 0]
-    if positive.size == 0 or positive.max() <= PRECONDITION_RATIO ** 2 * positive.min():
-        return None
-    return Coordinates.from_second_moment(moments, risks.radius, RUN_RIDGE)
+    relative ridge, used when it is ill-conditioned (:func:`~fairmodel.oracles.metric.step_coordinates`):
+    the Hessian of a group risk of a linear score is (1/n_g) sum_i phi''_i z_i z_i', so P has its shape up to the
+    loss's curvature, and columns of very different scales, uncentered columns (whose common mean dominates the
+    spectrum) and nearly collinear ones no longer slow the Euclidean steps down (the step allowed by the largest
+    eigenvalue crawls along the smallest). Any strongly convex distance-generating function is a valid Bregman setup
+    of the analysis (Section 3.3 of Yu et al. 2024; Nemirovski 2004); the domain and the output stay in the user's
+    parametrization. Beyond DENSE_PARAMETERS parameters (no D x D matrix) P is the diagonal of the columns' second
+    moments. Rows of a matrix of weights (softmax) share their row of P."""
+    return step_coordinates(risks.second_moment(full=risks.shape[0] <= DENSE_PARAMETERS), risks.radius)
 
 
 def start_risk_scale(risks: GroupRiskOracle, w, offsets) -> float:
