@@ -38,6 +38,7 @@ from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.models import MLPScore, SigmoidMLP, score_model
 from ..metrics.auc import auc_between, sets_terms
 from ..oracles.losses import with_intercept
+from ..oracles.metric import Coordinates, step_coordinates
 from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AUCSaddle
 from ..utilities.validate import check_options
@@ -328,7 +329,7 @@ class AUCFairness(Reduction):
         if self.half_width is None:
             raise OptionError("the stochastic methods need a bounded interval I: give the weights a radius "
                               "(fm.Weights(d, radius=R)) or set interval= in fm.auc_loss / fm.auc_gap")
-        if not (self.linear and self.interval_note.startswith("automatic")):
+        if not self._centered:
             saddle = AUCSaddle(self.model, self.pairs, self.bounds, self.half_width, *self._design_rows(None))
             saddle.batch_design = _CenteredDesign(self.model, None)
             return saddle
@@ -343,6 +344,26 @@ class AUCFairness(Reduction):
         saddle.score_shift = mean
         saddle.batch_design = _CenteredDesign(self.model, mean)
         return saddle
+
+    @property
+    def _centered(self) -> bool:
+        """Whether the stochastic method runs on the centered design (a linear score with the automatic interval)."""
+        return self.linear and self.interval_note.startswith("automatic")
+
+    def coordinates(self) -> Coordinates | None:
+        """The preconditioned coordinates of a linear score's weights for SMD (:mod:`fairmodel.oracles.metric`; None
+        for a network, or when P is well conditioned: :func:`~fairmodel.oracles.metric.step_coordinates`): P is the
+        second moment of the design rows SMD runs on (the covariance of all rows when they are centered), from the
+        moments of the one pass already made, plus a relative ridge. The Hessian of a pair
+        risk in w is 2 c1 (Sigma_S + Sigma_S' + delta delta') (the paper's eq. (8) in closed form), a sum of second
+        moments of the design, so features of very different scales (1e-3 to 1e3: a curvature ratio of 1e12) and
+        nearly collinear ones no longer make the Euclidean steps allowed by the largest direction crawl along the
+        smallest; the ball, U(r) and the output stay in the user's parametrization."""
+        if not self.linear or self.w.radius is None:
+            return None
+        S = self.moments.cov_all if self._centered else \
+            self.moments.cov_all + np.outer(self.moments.mean_all, self.moments.mean_all)
+        return step_coordinates(S, self.w.radius)
 
     def _design_rows(self, center) -> tuple:
         """(the design rows minus ``center`` in memory, None) or, on chunked data, (None, their mean square norm by

@@ -56,7 +56,7 @@ def solve_sfls(family, method, seed, verbose, options: dict, stop: str = "checks
     opts = {**defaults, **options}
     user_callback = opts.pop("callback", None)
     rng = as_generator(seed)
-    runner = Runner(family, opts, rng, verbose)
+    runner = Runner(family, opts, rng, verbose, method)
     try:
         return _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback, seed)
     finally:
@@ -118,7 +118,7 @@ def _run(family, method, runner, opts, rng, verbose, checks, stop, user_callback
 class Runner:
     """Builds the SMD oracle and runs SFLS for the family (shared by the 'sfls' and 'iqrc' methods)."""
 
-    def __init__(self, family, opts: dict, rng, verbose):
+    def __init__(self, family, opts: dict, rng, verbose, method: str = "sfls"):
         self.family, self.opts, self.rng, self.verbose = family, opts, rng, verbose
         self.saddle = family.saddle()
         self.sampler = self.stream = None
@@ -141,7 +141,11 @@ class Runner:
         if self.saddle.X is None:       # chunked data: uniform minibatches gathered from the chunks
             self.sampler = family.data.sampler("uniform", self.batch, seed=rng, prefetch=bool(opts["prefetch"]))
             self.stream = self._gathered()
-        self.eta0, self.tau0 = rule.bases(self.saddle, radius, self._estimate_M)
+        # the weights' metric (SFLS with the practical steps; IQRC's proximal term is Euclidean): the step's scale
+        # is the mean of x' P^-1 x over the design rows, at most the number of parameters (E[x' S^-1 x] = p)
+        self.coordinates = family.coordinates() if method == "sfls" and opts["steps"] == "practical" else None
+        self.eta0, self.tau0 = rule.bases(self.saddle, radius, self._estimate_M,
+                                          None if self.coordinates is None else float(self.d))
 
     def _gathered(self):
         """Minibatches (rows, design rows) of chunked data: i.i.d. uniform rows (the law of the in-memory draws;
@@ -226,7 +230,7 @@ class Runner:
         def oracle(r, delta_k, k):
             out = smd(self.saddle, r, T=state["T"], eta0=self.eta0, tau0=self.tau0, batch_size=self.batch,
                       rng=self.rng, radius=self.family.w.radius, rho_hat=rho_hat, center=center, x0=state["x"],
-                      y0=state["y"], averaging=o["averaging"], stream=self.stream)
+                      y0=state["y"], averaging=o["averaging"], stream=self.stream, coordinates=self.coordinates)
             state["steps"] += out["steps"]
             if o["warm_start"]:
                 state["x"], state["y"] = out["x"], out["y"]

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..oracles.domains import project_ball
+from ..oracles.metric import Coordinates
 from ..oracles.protocols import PairRiskOracle, ScoreModel
 from ..utilities.validate import check_number
 from .aleg import normalize_log
@@ -181,12 +182,15 @@ class StepRule:
         self.tau_scale = check_number(tau_scale, "tau_scale", low=0.0, strict=True)
         self.M = None if M is None else check_number(M, "M", low=0.0, strict=True)
 
-    def bases(self, saddle: AUCSaddle, radius: float, estimate_M) -> tuple[float, float]:
-        """(eta_0, tau_0) so that eta_t = eta_0 / sqrt(t + 1) and tau_t = tau_0 / sqrt(t + 1)."""
+    def bases(self, saddle: AUCSaddle, radius: float, estimate_M, mean_square_norm: float | None = None
+              ) -> tuple[float, float]:
+        """(eta_0, tau_0) so that eta_t = eta_0 / sqrt(t + 1) and tau_t = tau_0 / sqrt(t + 1); ``mean_square_norm``:
+        that of the design rows in the coordinates of the steps (default: the saddle's, Euclidean)."""
         if self.rule == "practical":
             eta = self.eta
             if eta == "auto":
-                eta = 1.0 / (2.0 * saddle.pairs.c1.max() * saddle.mean_square_norm)
+                scale = saddle.mean_square_norm if mean_square_norm is None else mean_square_norm
+                eta = 1.0 / (2.0 * saddle.pairs.c1.max() * scale)
             return eta, self.tau_scale * saddle.C
         I, P = saddle.I, saddle.P
         pairs_per_block = np.bincount(saddle.pairs.block).max()
@@ -198,14 +202,18 @@ class StepRule:
 
 def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_size: int, rng,
         radius: float | None, rho_hat: float = 0.0, center=None, x0=None, y0=None, averaging: str = "uniform",
-        stream=None) -> dict:
+        stream=None, coordinates: Coordinates | None = None) -> dict:
     """One run of Algorithm 2 at level r; returns U(r), the averaged (x, y) and the last iterate.
 
     x is handled as one flat vector (theta, a, b). radius : of the ball W (None: no projection).
     center : x~ of d_x (with rho_hat > 0). x0, y0 : start points (default: the paper's x = 0,
     y~ = (1/K1, ...), alpha = 0); y0 = (y~, alpha). stream : an iterator of row-index arrays, or of (rows, design
     rows) pairs (minibatches gathered from chunked data), used instead of uniform minibatches (any order of samples
-    gives valid steps).
+    gives valid steps). coordinates : preconditioned coordinates of the weights (theta = M u, a
+    :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius ``radius``; rho_hat = 0): the w-part of the
+    x-step (29) is then taken with the distance ||theta - theta_t||_P^2 / 2 instead of the Euclidean one (a step of
+    M'g in u, then the projection onto the ball in the metric of u), a valid distance-generating function of the
+    mirror-descent analysis (Nemirovski et al. 2009, Section 2.3); the iterates, U(r) and the output stay in theta.
 
     The loop body is a few NumPy calls on vectors of length P or d (the minibatch enters only through
     :meth:`AUCSaddle.gradients`): in-place updates, ufunc min/max instead of np.clip and pre-drawn row
@@ -251,9 +259,14 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
             prox_sum += tau * (diff @ diff)
             x += eta * rho_hat * center - eta * g
             x *= 1.0 / (1.0 + eta * rho_hat)
-        else:
+            th[...] = project_ball(th, radius)
+        elif coordinates is None:
             x -= eta * g
-        th[...] = project_ball(th, radius)
+            th[...] = project_ball(th, radius)
+        else:
+            ab -= eta * g[d:]
+            th[...] = coordinates.to_theta(coordinates.project(coordinates.to_u(th)
+                                                               - eta * coordinates.gradient_to_u(g[:d])))
         np.minimum(np.maximum(ab, -I, out=ab), I, out=ab)
         # y-step (29) in closed form (Lemma 3)
         logy, alpha = y_prox(logy, alpha, u, v, tau, C, q, I, block_sum)
