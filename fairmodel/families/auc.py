@@ -355,7 +355,7 @@ class AUCFairness(Reduction):
         for a network, or when P is well conditioned: :func:`~fairmodel.oracles.metric.step_coordinates`): P is the
         second moment of the design rows SMD runs on (the covariance of all rows when they are centered), from the
         moments of the one pass already made, plus a relative ridge. The Hessian of a pair
-        risk in w is 2 c1 (Sigma_S + Sigma_S' + delta delta') (the paper's eq. (8) in closed form), a sum of second
+        risk in w is 2 c1 (Sigma_S + Sigma_S' + delta delta') (its closed form from eq. (8)), a sum of second
         moments of the design, so features of very different scales (1e-3 to 1e3: a curvature ratio of 1e12) and
         nearly collinear ones no longer make the Euclidean steps allowed by the largest direction crawl along the
         smallest; the ball, U(r) and the output stay in the user's parametrization."""

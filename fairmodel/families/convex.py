@@ -58,7 +58,7 @@ ACCURACY_REASON = ("it bounds the suboptimality of the stochastic w (weak dualit
 EXACT_GAP = 1e-6         # the Lagrangian gap of an exact result (the model-space method), relative to max(1, |f|)
 SLACK_SHARE = 1e-2       # the certificate's inner minimum stops within this share of the accuracy
 SLACK_FULL = 1e-2        # ... (stop="checks") a constraint check fails and the slack weight is below this
-RIDGE = {"run": RUN_RIDGE, "certificate": CERTIFICATE_RIDGE}   # the preconditioner's ridge, relative to each coordinate's scale
+RIDGE = {"run": RUN_RIDGE, "certificate": CERTIFICATE_RIDGE}   # the preconditioner's ridge (relative)
 MIX = 1e-3               # a restart mixes the dual weights with this share of uniform weights (no weight stays
                          # at a vertex of its simplex, where entropic steps would take long to move it back)
 

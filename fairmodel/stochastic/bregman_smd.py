@@ -213,7 +213,7 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
     :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius ``radius``; rho_hat = 0): the w-part of the
     x-step (29) is then taken with the distance ||theta - theta_t||_P^2 / 2 instead of the Euclidean one (a step of
     M'g in u, then the projection onto the ball in the metric of u), a valid distance-generating function of the
-    mirror-descent analysis (Nemirovski et al. 2009, Section 2.3); the iterates, U(r) and the output stay in theta.
+    mirror-descent analysis (Nemirovski, Juditsky, Lan, Shapiro 2009); the iterates, U(r) and the output stay in theta.
 
     The loop body is a few NumPy calls on vectors of length P or d (the minibatch enters only through
     :meth:`AUCSaddle.gradients`): in-place updates, ufunc min/max instead of np.clip and pre-drawn row
