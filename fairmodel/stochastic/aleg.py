@@ -126,8 +126,6 @@ class _Steps:
             self.weight = mult
 
 
-
-
 def design_coordinates(risks: GroupRiskOracle) -> Coordinates | None:
     """The w-block's mirror map w'Pw/2 (its preconditioned coordinates, :mod:`fairmodel.oracles.metric`) of the
     default steps, or None for the paper's Euclidean setup. P is the second moment of the design rows (x, 1) with a
