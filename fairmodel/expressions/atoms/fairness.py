@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...data.dataset import Groups
-from ...errors import DataError, ModelError
+from ...errors import DataError
 from ...utilities.validate import check_sample_weight
 from ..core import multiply
 from .aggregates import group_mean, max, min  # noqa: A004  (the language's max and min)
@@ -83,10 +83,7 @@ def _weights(sample_weight, n):
 
 
 def _ramp(score, groups, strata, sample_weight, threshold, width):
-    if sample_weight is not None:
-        raise ModelError("surrogate='ramp' takes no sample_weight (the rates are plain shares of each group's rows); "
-                         "use surrogate='linear' for weighted group means")
-    return RampRateGap(score, groups, strata, threshold=threshold, width=width)
+    return RampRateGap(score, groups, strata, threshold=threshold, width=width, sample_weight=sample_weight)
 
 
 def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None,
