@@ -92,7 +92,7 @@ def test_weighted_ramp_rates_equal_repeated_rows():
             atom = kind(data.score(w), data, surrogate="ramp", width=0.6, threshold=0.1, sample_weight=sw)
             prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(data.score(w), data.y))), [atom <= 0.05])
             programs.append((atom, dc_program(prob, prob.family._kinds), w))
-        (a1, p1, w1), (a2, p2, w2) = programs
+        (a1, p1, w1), (a2, p2, _) = programs
         theta = np.array([0.7, -0.3, 0.2, -0.1])
         m1, m2 = a1.measure(X @ theta[:3] + theta[3]), a2.measure(X[rep] @ theta[:3] + theta[3])
         for key in ("true_rates", "ramp_rates", "cell_slack"):
