@@ -7,12 +7,13 @@ Every such part is a *hinge average*
     A_f(x) = (1/n_c) sum_{r in cell c_f} pos(y_fr(x)),    y_fr(x) = scale (x_r . w + b) - x[j_f] - cut_f,
 
 over the rows of one cell c_f (a group, or a (label stratum, group) cell), with an optional threshold variable x[j_f]
-(θ_p of model (13); j_f = -1: none). With sample weights, row r's hinge is multiplied by u_r = w_r n_c / (sum of w over
+(θ_p of model (13); j_f = -1: none). Its subgradient is (1/n_c) sum over the rows with y_fr > 0 (strict: 0 at a kink)
+of (scale (x_r, 1), -1 at j_f). With sample weights, row r's hinge is multiplied by u_r = w_r n_c / (sum of w over
 its cell), so that A_f is the weighted mean sum_r w_r pos(y_fr) / sum_r w_r; since u_r pos(y) = pos(u_r y) for
 u_r >= 0, this is a hinge of the scaled row u_r scale (x_r, 1) with the cut u_r cut_f (only for families without a
-threshold variable, whose coefficient would be scaled as well). Its subgradient is (1/n_c) sum over the rows with y_fr > 0 (strict: 0 at a kink)
-of (scale (x_r, 1), -1 at j_f). The rows stay behind the data source: a per-row cell code (the smallest integer type,
--1 for rows in no cell) is all the client holds, and every value, subgradient and working-set scan is one pass
+threshold variable, whose coefficient would be scaled as well), and every count above becomes a sum of u_r. The
+rows stay behind the data source: a per-row cell code (the smallest integer type, -1 for rows in no cell) and the
+factors u_r are all the client holds, and every value, subgradient and working-set scan is one pass
 (:func:`fairmodel.data.passes.row_sums`: a loop over row blocks for NumPy data, Dask tasks for chunked data), so the
 same code computes the same numbers whatever holds the rows.
 
@@ -124,7 +125,8 @@ class _Sums:
             near = uz[first] - uz[active] - (uu[first] - uu[active]) * self.t
         if self.grads is not None:
             g = self.grads
-            mask = ((codes[:, None] == self.cell[g][None, :]) & (z[:, None] > self.t[g][None, :] + self.snap)) * u[:, None]
+            active = (codes[:, None] == self.cell[g][None, :]) & (z[:, None] > self.t[g][None, :] + self.snap)
+            mask = active * u[:, None]
             if not self.values:
                 counts[g] = mask.sum(axis=0)
             grads = self.scale * _active_sum(batch.X, mask, self.intercept)

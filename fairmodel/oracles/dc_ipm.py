@@ -46,7 +46,8 @@ class HingeRows:
 
     y_ir(v) = X_r . v[wsl] - v[j_i] - u_r cut_i   (j_i: index of a threshold in v, or -1 for none),
     f+_i(v) = (1/n) sum_r pos(y_ir(v))        for the constraints ``idx`` (global indices, one per row of y);
-    ``factors`` u (default ones): row weights already in the rows X (:class:`~fairmodel.oracles.dc_hinges.HingeAverages`).
+    ``factors`` u (default ones): row weights already in the rows X
+    (:class:`~fairmodel.oracles.dc_hinges.HingeAverages`).
     """
 
     def __init__(self, X: np.ndarray, wsl: slice, idx, j, cut, factors=None):

@@ -23,7 +23,8 @@ is the weighted mean of ``s`` there (``multiply`` by a non-negative data vector 
 true rates of the decisions ``score > threshold`` (:mod:`.rates`): the largest pairwise gap of the groups' ramp
 rates, a difference-of-convex constraint that the partial-fairness family solves by IDCA (He, Huang, Yao, Lin
 2025); ``gap <= eps`` declares the true rate gap <= eps, which the judge checks (the ramp gap bounds it only up to a
-stated slack, so the exact backend lowers the ramp bound until the true gap meets eps). ``selection_rate_gap`` is the same pair of surrogates
+stated slack, so the exact backend lowers the ramp bound until the true gap meets eps); with ``sample_weight`` its
+rates are the weighted shares of each group's rows. ``selection_rate_gap`` is the same pair of surrogates
 for demographic parity of decisions (the selection rates on all rows). The linear surrogates bound the spread of the
 groups' mean scores, not the rates of the decisions: a small bound need not give a small true rate gap.
 """

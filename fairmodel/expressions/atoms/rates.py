@@ -119,19 +119,20 @@ class RampRateGap(Expr):
         """What the surrogate bounds, in words."""
         rates = " and ".join(name for name, _ in self.strata)
         weighted = "weighted " if self.factors is not None else ""
-        return (f"ramp surrogate of the {weighted}{rates} gap (largest pairwise over {self.groups.n_groups} groups), decisions "
-                f"score > {self.threshold:g}, ramp width {self.width:g}: bounds the true (0/1) gap up to the share "
-                f"of rows within {self.width / 2:g} of the threshold")
+        return (f"ramp surrogate of the {weighted}{rates} gap (largest pairwise over {self.groups.n_groups} groups), "
+                f"decisions score > {self.threshold:g}, ramp width {self.width:g}: bounds the true (0/1) gap up to the "
+                f"{weighted}share of rows within {self.width / 2:g} of the threshold")
 
     def render(self, n):
         rates = " and ".join(name for name, _ in self.strata)
         t, wd = n.number(self.threshold), n.number(self.width)
         names = ", ".join(map(str, self.groups.names))
-        n.define(("rgap", rates, t, wd),
-                 f"rampgap = largest pairwise gap of the groups' ramp rates ({rates}), mean of clip((s - {t}) / {wd} + 1/2, 0, "
-                 f"1) over a group's rows (the ramp of Example B.3 of He, Huang, Yao, Lin 2025); it bounds the true "
-                 f"gap of the decisions s > {t} up to the share of rows within {wd}/2 of {t}; groups: {names}",
-                 f"$\\mathrm{{rampgap}}$ = largest pairwise gap of the groups' ramp rates ({rates}), mean of "
+        mean = "mean" if self.factors is None else "sample-weighted mean"
+        n.define(("rgap", rates, t, wd, mean),
+                 f"rampgap = largest pairwise gap of the groups' ramp rates ({rates}), {mean} of clip((s - {t}) / {wd} "
+                 f"+ 1/2, 0, 1) over a group's rows (the ramp of Example B.3 of He, Huang, Yao, Lin 2025); it bounds "
+                 f"the true gap of the decisions s > {t} up to the share of rows within {wd}/2 of {t}; groups: {names}",
+                 f"$\\mathrm{{rampgap}}$ = largest pairwise gap of the groups' ramp rates ({rates}), {mean} of "
                  f"$\\mathrm{{clip}}((s - {t}) / {wd} + 1/2, 0, 1)$ over a group's rows (the ramp of Example B.3 of "
                  f"He, Huang, Yao, Lin 2025); it bounds the true gap of the decisions $s > {t}$ up to the share of rows "
                  f"within ${wd}/2$ of ${t}$")
