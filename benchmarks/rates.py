@@ -2,8 +2,10 @@
 (fm.selection_rate_gap / fm.equal_opportunity_gap / fm.equalized_odds_gap with surrogate="ramp") against fairlearn's
 ExponentiatedGradient (Agarwal et al. 2018) with LogisticRegression, at the same bounds.
 
-Protocol: a 70/30 group-stratified split (seed 0) of Adult by sex and Law School by race; both methods train on the
-same seeded row subsample of the training part (``--n``, default 5,000 rows, for the time box; ``--n 0`` for all of
+Protocol: a 70/30 group-stratified split (seed 0) of Adult by sex and Law School by race (``--datasets communities``:
+Communities and Crime by race, the label the top 30 % of violent crime; not in the default run: with its 118
+features one IDCA outer iteration took 5-10 s at 400 training rows on a loaded 2-core machine); both methods train
+on the same seeded row subsample of the training part (``--n``, default 5,000 rows, for the time box; ``--n 0`` for all of
 it) and are scored on the whole test part. Per bound: the true training gap of the decisions (score > 0; the
 largest pairwise gap between the groups, as fairlearn's *_difference metrics), which the judge checks against
 eps + 1e-3, the ramp bound eps' the answer solved (the exact backend lowers it below eps until the true gap meets
@@ -31,8 +33,19 @@ from _report import table, write_section  # noqa: E402
 
 import fairmodel as fm  # noqa: E402
 
+
+def communities():
+    """Communities and Crime, standardized features, label +1 for the communities in the top 30 % of violent crime
+    (per capita), groups by race (the majority race of the community: white / non-white)."""
+    d = fm.datasets.load_communities(standardize=True)
+    y = np.where(d.y > np.quantile(d.y, 0.7), 1.0, -1.0)
+    return fm.Dataset(d.X, y, np.asarray(d.groups.names)[d.groups.codes], feature_names=d.feature_names,
+                      name="communities")
+
+
 DATASETS = {"adult": lambda: fm.datasets.load_adult(sensitive="sex"),
-            "lawschool": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="race")}
+            "lawschool": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="race"),
+            "communities": communities}
 CONSTRAINTS = {"dp": ("selection rate (demographic parity)", fm.selection_rate_gap, "DemographicParity"),
                "eo": ("true-positive rate (equal opportunity)", fm.equal_opportunity_gap, "TruePositiveRateParity"),
                "eodds": ("equalized odds (TPR and FPR)", fm.equalized_odds_gap, "EqualizedOdds")}
@@ -129,7 +142,7 @@ def figure(rows, path: Path) -> None:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--datasets", nargs="+", default=["adult", "lawschool"], choices=list(DATASETS))
     ap.add_argument("--constraints", nargs="+", default=list(CONSTRAINTS), choices=list(CONSTRAINTS))
     ap.add_argument("--bounds", nargs="+", type=float, default=[0.1, 0.05, 0.02, 0.01])
     ap.add_argument("--n", type=int, default=5000, help="training rows (a seeded subsample; 0 = all)")

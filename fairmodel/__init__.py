@@ -44,7 +44,7 @@ from .frontends.problemfile import ProblemFile, load_problem
 
 _ESTIMATORS = ("DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
                "PartialFairnessClassifier", "StrategicRobustClassifier")
-_ESTIMATORS += ("GroupThresholdPostProcessor",)
+_ESTIMATORS += ("FairRateClassifier", "GroupThresholdPostProcessor")
 
 
 def __getattr__(name):

@@ -16,7 +16,7 @@ from fairmodel.estimators import CHECK_EXEMPTIONS  # noqa: E402
 from fairmodel.results.result import Result  # noqa: E402
 
 CLASSIFIERS = ["GroupDROClassifier", "FairAUCClassifier", "FairLogisticRegression", "PartialFairnessClassifier",
-               "StrategicRobustClassifier"]
+               "StrategicRobustClassifier", "FairRateClassifier"]
 GROUPLESS = ("StrategicRobustClassifier",)     # takes no sensitive attribute
 
 
@@ -53,7 +53,8 @@ def test_default_fit_on_reasonable_data_is_ok(name, grouped):
     assert any(c["kind"] == "certificate" for c in est.result_.checks) or est.result_.constraints
 
 
-@pytest.mark.parametrize("name", ["GroupDROClassifier", "FairLogisticRegression", "StrategicRobustClassifier"])
+@pytest.mark.parametrize("name", ["GroupDROClassifier", "FairLogisticRegression", "StrategicRobustClassifier",
+                                  "FairRateClassifier"])
 def test_default_fit_with_sample_weights_is_ok(name):
     X, y, g, w = reasonable(seed=1)
     est = getattr(fm, name)()

@@ -79,7 +79,7 @@ def test_predictor_on_a_family_without_one_is_a_clear_error():
 # -- bad inputs: each names the input and the fix (a fairmodel DataError, a ValueError for scikit-learn) -------------
 ESTIMATORS = {"gdro": lambda: fm.GroupDROClassifier(backend="exact"), "flr": lambda: fm.FairLogisticRegression(),
               "auc": lambda: fm.FairAUCClassifier(kappa=0.1), "partial": lambda: fm.PartialFairnessClassifier(),
-              "strategic": lambda: fm.StrategicRobustClassifier()}
+              "strategic": lambda: fm.StrategicRobustClassifier(), "rates": lambda: fm.FairRateClassifier()}
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

@@ -100,6 +100,8 @@ def test_a_function_where_a_problem_is_expected():
     ("FairLogisticRegression", "fit_intercept", "yes"),
     ("FairLogisticRegression", "random_state", 1.5),
     ("PartialFairnessClassifier", "fit_intercept", 1),
+    ("FairRateClassifier", "fit_intercept", "yes"),
+    ("FairRateClassifier", "solver_options", "rate_steps=2"),
     ("FairAUCClassifier", "protected", "nobody"),
     ("StrategicRobustClassifier", "strategic_features", -1.0),
     ("StrategicRobustClassifier", "center", "no"),

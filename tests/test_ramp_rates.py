@@ -264,8 +264,9 @@ def test_linear_stays_the_default_and_inputs_are_checked():
         fm.equalized_odds_gap(s, data, surrogate="sigmoid")
     with pytest.raises(ModelError, match="width"):
         fm.selection_rate_gap(s, data, surrogate="ramp", width=0.0)
-    with pytest.raises(ModelError, match="sample_weight"):
-        fm.equal_opportunity_gap(s, data, surrogate="ramp", sample_weight=np.ones(data.n_samples))
+    zero_on_one_group = np.where(data.groups.codes == 0, 0.0, 1.0)
+    with pytest.raises(DataError, match="zero total sample weight"):
+        fm.equal_opportunity_gap(s, data, surrogate="ramp", sample_weight=zero_on_one_group)
     with pytest.raises(DataError, match="no row"):
         fm.equal_opportunity_gap(s, y=np.where(data.groups.codes == 0, 1, -1), groups=data.groups, surrogate="ramp")
     with pytest.raises(ModelError, match="0 < eps"):

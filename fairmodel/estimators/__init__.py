@@ -17,6 +17,11 @@ fitted attributes ending with ``_``) and take the sensitive attribute as ``sensi
   has no sensitive attribute and refuses ``sensitive_features``; ``fit`` takes ``sample_weight`` (the ball around
   the weighted empirical distribution) (``docs/minmax.md``).
 
+* ``FairRateClassifier``: weighted logistic regression whose decisions meet a bound on the true (0/1) gap of the
+  groups' selection, true-positive or false-positive rates (the ramp surrogate solved by IDCA, its bound lowered
+  until the true training rates meet eps); K groups, intersections, ``sample_weight`` on the loss and the rates
+  (``docs/assessment.md``).
+
 ``DemographicParityPostProcessor`` is a post-processor of fitted models: it never sees S (only unlabeled
 points in ``fit``), and its constructor takes the fitted models, so ``check_estimator`` does not apply.
 
@@ -29,6 +34,7 @@ from .dp import DemographicParityPostProcessor
 from .gdro import GroupDROClassifier
 from .logistic import FairLogisticRegression
 from .partial import PartialFairnessClassifier
+from .rates import FairRateClassifier
 from .strategic import StrategicRobustClassifier
 from .thresholds import GroupThresholdPostProcessor
 
@@ -61,6 +67,7 @@ CHECK_EXEMPTIONS: dict = {
             "the weighted and the repeated-row programs (E1) have the same optimum; the conic solver reaches both to "
             "about 1e-6 in the weights, not to the check's 1e-7; tests/test_weighted_strategic.py checks the "
             "equivalence of the fits at 1e-5 and of the programs solved tightly at 1e-7"},
+    "FairRateClassifier": {},    # passes every check
 }
 # the sparse variant of the weight-equivalence check fails for the same reason (sparse X is densified)
 for _checks in CHECK_EXEMPTIONS.values():
@@ -70,4 +77,4 @@ for _checks in CHECK_EXEMPTIONS.values():
 
 __all__ = ["DemographicParityPostProcessor", "FairAUCClassifier", "FairLogisticRegression", "GroupDROClassifier",
            "PartialFairnessClassifier", "StrategicRobustClassifier", "CHECK_EXEMPTIONS"]
-__all__ += ["GroupThresholdPostProcessor"]
+__all__ += ["FairRateClassifier", "GroupThresholdPostProcessor"]

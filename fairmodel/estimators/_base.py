@@ -254,9 +254,9 @@ def warn_if_not_ok(est, result) -> None:
 
 
 def two_groups(data, what: str):
-    """The group names of ``data`` for a constraint comparing groups (ValueError with fewer than two)."""
+    """The group names of ``data`` for a constraint comparing groups (DataError with fewer than two)."""
     names = list(data.groups.names)
     if len(names) < 2:
-        raise ValueError(f"sensitive_features has {len(names)} group ({names[0]!r}); {what} compares groups "
+        raise DataError(f"sensitive_features has {len(names)} group ({names[0]!r}); {what} compares groups "
                          f"and needs at least two. Pass sensitive_features=None for the unconstrained model")
     return names

@@ -90,14 +90,16 @@ def _weak_band(block: WeakBandBlock, ctx, aux):
 
 
 def _ramp_rates(block: RampRateBlock, ctx, aux):
-    """f+ of the ramp rate gaps: [A+_j (upper) ; A-_j (lower)] over the cells j, A+-_j = (1/n_j) sum pos(u_i +- 1/2),
-    u_i = (x_i . w - t) / width: one affine expression over the rows in a cell and a sparse averaging matrix."""
+    """f+ of the ramp rate gaps: [A+_j (upper) ; A-_j (lower)] over the cells j, A+-_j = (1/n_j) sum f_i pos(u_i +- 1/2),
+    u_i = (x_i . w - t) / width, f_i the row's weight factor (1 without sample weights): one affine expression over
+    the rows in a cell and a sparse averaging matrix."""
     w = ctx.variable(block.atom.score.w)
     avg = block.avg
     inside = np.flatnonzero(avg.codes >= 0)
     X = avg.scale * _design(avg)[inside]
     cells = avg.codes[inside].astype(np.intp)
-    A = sp.csr_matrix((1.0 / avg.sizes[cells], (cells, np.arange(inside.size))), shape=(block.C, inside.size))
+    A = sp.csr_matrix((avg.factors(inside) / avg.sizes[cells], (cells, np.arange(inside.size))),
+                      shape=(block.C, inside.size))
     u = X @ w - avg.cut[0] - 0.5                 # the upper families' cut is t / width - 1/2
     return cp.hstack([A @ cp.pos(u + 0.5), A @ cp.pos(u - 0.5)])
 

@@ -8,8 +8,12 @@ Every such part is a *hinge average*
 
 over the rows of one cell c_f (a group, or a (label stratum, group) cell), with an optional threshold variable x[j_f]
 (θ_p of model (13); j_f = -1: none). Its subgradient is (1/n_c) sum over the rows with y_fr > 0 (strict: 0 at a kink)
-of (scale (x_r, 1), -1 at j_f). The rows stay behind the data source: a per-row cell code (the smallest integer type,
--1 for rows in no cell) is all the client holds, and every value, subgradient and working-set scan is one pass
+of (scale (x_r, 1), -1 at j_f). With sample weights, row r's hinge is multiplied by u_r = w_r n_c / (sum of w over
+its cell), so that A_f is the weighted mean sum_r w_r pos(y_fr) / sum_r w_r; since u_r pos(y) = pos(u_r y) for
+u_r >= 0, this is a hinge of the scaled row u_r scale (x_r, 1) with the cut u_r cut_f (only for families without a
+threshold variable, whose coefficient would be scaled as well), and every count above becomes a sum of u_r. The
+rows stay behind the data source: a per-row cell code (the smallest integer type, -1 for rows in no cell) and the
+factors u_r are all the client holds, and every value, subgradient and working-set scan is one pass
 (:func:`fairmodel.data.passes.row_sums`: a loop over row blocks for NumPy data, Dask tasks for chunked data), so the
 same code computes the same numbers whatever holds the rows.
 
@@ -68,21 +72,27 @@ def score_vector(data, theta, intercept: bool) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+def row_factors(codes, u):
+    """The per-row hinge factors of a chunk: the row weights u_r (:class:`HingeAverages`), or ones."""
+    return np.ones(codes.size) if u is None else u
+
+
 class _RowNorm:
     def __init__(self, intercept, scale):
         self.intercept, self.scale = intercept, scale
 
-    def __call__(self, batch, codes):
-        X = batch.X[codes >= 0]
-        sq = np.einsum("ij,ij->i", X, X) + (1.0 if self.intercept else 0.0)
+    def __call__(self, batch, codes, u=None):
+        inside = codes >= 0
+        X = batch.X[inside]
+        sq = (np.einsum("ij,ij->i", X, X) + (1.0 if self.intercept else 0.0)) * row_factors(codes, u)[inside] ** 2
         return np.array([self.scale * float(np.sqrt(sq.max(initial=0.0)))])
 
 
 class _Sums:
-    """One chunk's hinge sums: for every family f, sum_r pos(y_fr) over its cell's rows of the chunk, #{r : y_fr >
-    snap}, the part of the sum from the hinges with 0 < y_fr <= snap, and for the families ``grads`` the active sums
-    sum_{y_fr > snap} (x_r, 1) (a per-chunk function; ``values=False``: the counts and active sums of the families
-    ``grads`` alone).
+    """One chunk's hinge sums: for every family f, sum_r u_r pos(y_fr) over its cell's rows of the chunk, the sum of
+    u_r over {r : y_fr > snap}, the part of the sum from the hinges with 0 < y_fr <= snap, and for the families
+    ``grads`` the active sums sum_{y_fr > snap} u_r (x_r, 1) (a per-chunk function; u_r = 1 without row weights;
+    ``values=False``: the counts and active sums of the families ``grads`` alone).
 
     The values sort the chunk's rows by (cell, score) once: NumPy orders complex numbers lexicographically (real part,
     then imaginary part) in both ``sort`` and ``searchsorted``, so with keys code + i z one search finds, for every
@@ -93,24 +103,30 @@ class _Sums:
         self.theta, self.intercept, self.scale, self.cell, self.t = theta, intercept, scale, cell, t
         self.grads, self.snap, self.values = grads, snap, values
 
-    def __call__(self, batch, codes):
+    def __call__(self, batch, codes, u=None):
         F = self.t.size
         z = self.scale * scores(batch, self.theta, self.intercept)
+        u = row_factors(codes, u)
         counts = np.zeros(F)
         sums = near = grads = None
         if self.values:
-            keys = np.sort(codes + 1j * z)
-            zs = keys.imag
-            suffix = np.concatenate([np.cumsum(zs[::-1])[::-1], [0.0]])
+            order = np.argsort(codes + 1j * z)
+            keys, us = (codes + 1j * z)[order], u[order]
+
+            def suffix(v):
+                return np.concatenate([np.cumsum(v[::-1])[::-1], [0.0]])
+
+            uz, uu = suffix(us * keys.imag), suffix(us)
             end = np.searchsorted(keys.real, self.cell, side="right")          # one past each family's cell
             first = np.searchsorted(keys, self.cell + 1j * self.t, side="right")  # strict: the first score above
             active = np.searchsorted(keys, self.cell + 1j * (self.t + self.snap), side="right") if self.snap else first
-            counts = (end - active).astype(float)
-            sums = suffix[first] - suffix[end] - (end - first) * self.t
-            near = suffix[first] - suffix[active] - (active - first) * self.t
+            counts = uu[active] - uu[end]
+            sums = uz[first] - uz[end] - (uu[first] - uu[end]) * self.t
+            near = uz[first] - uz[active] - (uu[first] - uu[active]) * self.t
         if self.grads is not None:
             g = self.grads
-            mask = (codes[:, None] == self.cell[g][None, :]) & (z[:, None] > self.t[g][None, :] + self.snap)
+            active = (codes[:, None] == self.cell[g][None, :]) & (z[:, None] > self.t[g][None, :] + self.snap)
+            mask = active * u[:, None]
             if not self.values:
                 counts[g] = mask.sum(axis=0)
             grads = self.scale * _active_sum(batch.X, mask, self.intercept)
@@ -124,8 +140,9 @@ class _Scan:
         self.theta_a, self.t_a, self.points, self.radius = theta_a, t_a, points, radius
         self.intercept, self.scale, self.cell = intercept, scale, cell
 
-    def __call__(self, batch, codes):
+    def __call__(self, batch, codes, u=None):
         F, D = self.t_a.size, self.theta_a.size
+        u = row_factors(codes, u)
         fold, fold_count = np.zeros((F, D)), np.zeros(F)
         plus, change, flips = np.zeros(F), 0.0, 0
         new_rows, new_fam = [], []
@@ -134,11 +151,12 @@ class _Scan:
         for c in np.unique(codes[codes >= 0]):
             rows = np.flatnonzero(codes == c)
             fam = np.flatnonzero(self.cell == c)
-            ya = za[rows][:, None] - self.t_a[fam][None, :]
+            ur = u[rows][:, None]
+            ya = ur * (za[rows][:, None] - self.t_a[fam][None, :])
             keep = np.abs(ya) <= self.radius
             old = keep
             for zp, (_, t) in zip(zx, self.points):
-                yx = zp[rows][:, None] - t[fam][None, :]
+                yx = ur * (zp[rows][:, None] - t[fam][None, :])
                 flipped = ((ya > 0) != (yx > 0)) & (yx != 0)
                 old, keep = keep, keep | (np.abs(yx) <= self.radius) | flipped
             if self.points:           # at the last point: flips among the hinges replaced before it, f+ and changes
@@ -146,8 +164,8 @@ class _Scan:
                 plus[fam] = np.maximum(yx, 0.0).sum(axis=0)
                 change = max(change, float(np.max(np.abs(yx - ya), initial=0.0)))
             positive = (ya > 0) & ~keep
-            fold[fam] = self.scale * _active_sum(batch.X[rows], positive, self.intercept)
-            fold_count[fam] = positive.sum(axis=0)
+            fold[fam] = self.scale * _active_sum(batch.X[rows], positive * ur, self.intercept)
+            fold_count[fam] = (positive * ur).sum(axis=0)
             r, f = np.nonzero(keep & ~old if self.points else keep)
             new_rows.append(batch.rows[rows[r]])
             new_fam.append(fam[f])
@@ -174,11 +192,15 @@ class HingeAverages:
 
     ``data``: the rows; ``codes``: per-row cell (-1: none); ``sizes``: rows per cell; ``wsl``: the slice of the
     score's weights (w, b) in the flat variable x of dimension ``D``; ``cell``, ``j``, ``cut``: per family its cell,
-    threshold variable (-1: none) and cut; ``scale``: the score's factor (1 / width of a ramp rate).
+    threshold variable (-1: none) and cut; ``scale``: the score's factor (1 / width of a ramp rate); ``row_scale``:
+    the per-row factors u_r of weighted averages (module docstring; None: unweighted).
     """
 
-    def __init__(self, data, codes, sizes, wsl: slice, intercept: bool, D: int, cell, j, cut, scale: float = 1.0):
+    def __init__(self, data, codes, sizes, wsl: slice, intercept: bool, D: int, cell, j, cut, scale: float = 1.0,
+                 row_scale=None):
         self.data, self.codes = data, small_codes(codes)
+        self.row_scale = None if row_scale is None else np.asarray(row_scale, dtype=float)
+        self.per_row = (self.codes,) if row_scale is None else (self.codes, self.row_scale)
         self.sizes = np.asarray(sizes, dtype=float)
         self.wsl, self.intercept, self.D, self.scale = wsl, bool(intercept), D, float(scale)
         self.cell, self.j = np.asarray(cell, dtype=np.intp), np.asarray(j, dtype=np.intp)
@@ -188,6 +210,8 @@ class HingeAverages:
         self.has_j = self.j >= 0
         self.pieces = int(self.n_each.sum())                 # hinges (rows x families)
         self._norm = None
+        if self.row_scale is not None and np.any(self.has_j):
+            raise ValueError("row weights apply to hinge averages without a threshold variable only")
 
     @property
     def d_w(self) -> int:
@@ -201,7 +225,7 @@ class HingeAverages:
         x = np.asarray(x, dtype=float)
         fn = _Sums(x[self.wsl], self.intercept, self.scale, self.cell, self.cuts(x),
                    None if grads is None else np.asarray(grads, dtype=np.intp), snap, values)
-        return row_sums(self.data, fn, self.codes)
+        return row_sums(self.data, fn, *self.per_row)
 
     def values(self, x) -> np.ndarray:
         """A_f(x) for every family (F,): one pass."""
@@ -243,7 +267,7 @@ class HingeAverages:
     def max_row_norm(self) -> float:
         """max over the rows in a cell of ||scale (x_r, 1)||: one pass, kept."""
         if self._norm is None:
-            parts = row_parts(self.data, _RowNorm(self.intercept, self.scale), self.codes)
+            parts = row_parts(self.data, _RowNorm(self.intercept, self.scale), *self.per_row)
             self._norm = float(max((p[0] for p in parts), default=0.0))
         return self._norm
 
@@ -252,8 +276,8 @@ class HingeAverages:
         |y(anchor)| <= radius, or, for a point x_l of ``points`` (the earlier rounds' minimizers), |y(x_l)| <= radius
         or its sign at x_l differs from its sign at the anchor (y(x_l) != 0). Returns
 
-        * ``fold`` (F, D_w) and ``fold_count`` (F,): sum of the design rows, and their number, of the hinges *not*
-          kept with y(anchor) > 0 (replaced by y: their part of the average is affine in v);
+        * ``fold`` (F, D_w) and ``fold_count`` (F,): sum of the design rows u_r (x_r, 1), and of their factors u_r,
+          over the hinges *not* kept with y(anchor) > 0 (replaced by y: their part of the average is affine in v);
         * ``rows``, ``families``: the (row, family) pairs kept now but not before the last point (all kept pairs
           without points);
         * with points, at the last one x: ``plus`` (F,) the sums of pos(y(x)) over all rows (f+ numerators),
@@ -263,17 +287,21 @@ class HingeAverages:
         pts = [(np.asarray(p, dtype=float)[self.wsl], self.cuts(p)) for p in points]
         fn = _Scan(a[self.wsl], self.cuts(a), pts, float(radius), self.intercept, self.scale, self.cell)
         total = None
-        for part in row_parts(self.data, fn, self.codes):     # the pairs are concatenated, the sums added
+        for part in row_parts(self.data, fn, *self.per_row):     # the pairs are concatenated, the sums added
             total = _add_scan(total, part)
         total["change"] = float(total["change"][0])
         return total
 
     def hinge_rows(self, rows) -> np.ndarray:
-        """The hinge rows scale (x_r, 1) of the given rows (sorted, distinct), gathered by ``data.rows`` (only the
+        """The hinge rows u_r scale (x_r, 1) of the given rows (sorted, distinct), gathered by ``data.rows`` (only the
         chunks holding them are read): (len(rows), D_w)."""
         if rows.size == 0:
             return np.zeros((0, self.d_w))
-        return self.scale * design_rows(self.data.rows(rows), self.intercept)
+        return (self.scale * self.factors(rows))[:, None] * design_rows(self.data.rows(rows), self.intercept)
+
+    def factors(self, rows) -> np.ndarray:
+        """The factors u_r of the given rows' hinges (ones without row weights): their cut is u_r cut_f."""
+        return np.ones(len(rows)) if self.row_scale is None else self.row_scale[rows]
 
 
 class _Above:

@@ -44,15 +44,19 @@ POLISH = 1e-2      # past the tolerance, the residuals are driven towards POLISH
 class HingeRows:
     """The hinges of the constraints that share one set of rows X (n x d_w, placed in the slice ``wsl`` of v):
 
-    y_ir(v) = X_r . v[wsl] - v[j_i] - cut_i   (j_i: index of a threshold in v, or -1 for none),
-    f+_i(v) = (1/n) sum_r pos(y_ir(v))        for the constraints ``idx`` (global indices, one per row of y).
+    y_ir(v) = X_r . v[wsl] - v[j_i] - u_r cut_i   (j_i: index of a threshold in v, or -1 for none),
+    f+_i(v) = (1/n) sum_r pos(y_ir(v))        for the constraints ``idx`` (global indices, one per row of y);
+    ``factors`` u (default ones): row weights already in the rows X
+    (:class:`~fairmodel.oracles.dc_hinges.HingeAverages`).
     """
 
-    def __init__(self, X: np.ndarray, wsl: slice, idx, j, cut):
+    def __init__(self, X: np.ndarray, wsl: slice, idx, j, cut, factors=None):
         self.X, self.wsl, self.n = np.asarray(X, dtype=float), wsl, X.shape[0]
         self.idx = np.asarray(idx, dtype=int)
         self.j = np.asarray(j, dtype=int)
-        self.cut = np.asarray(cut, dtype=float)
+        self.cut = np.asarray(cut, dtype=float)[:, None]
+        if factors is not None:
+            self.cut = self.cut * np.asarray(factors, dtype=float)[None, :]
         self.has_j = self.j >= 0
         self.jj = np.where(self.has_j, self.j, 0)
         self.n_each = np.full(self.idx.size, float(self.n))     # the divisor of each f+_i
@@ -68,7 +72,7 @@ class HingeRows:
 
     def y(self, v) -> np.ndarray:
         """(m_b, n): every hinge argument."""
-        return (self.X @ v[self.wsl])[None, :] - (np.where(self.has_j, v[self.jj], 0.0) + self.cut)[:, None]
+        return (self.X @ v[self.wsl])[None, :] - (np.where(self.has_j, v[self.jj], 0.0)[:, None] + self.cut)
 
     def apply(self, dv) -> np.ndarray:
         """(m_b, n): E_i dv for every constraint of the block (the linear part of y)."""
@@ -104,8 +108,8 @@ class HingeRows:
         return np.maximum(self.y(v), 0.0).sum(axis=1) / self.n
 
     def expand_cut(self) -> np.ndarray:
-        """The cut of every hinge's constraint, broadcast to the hinges."""
-        return self.cut[:, None]
+        """The cut of every hinge (its constraint's cut times its row's factor), broadcast to the hinges."""
+        return self.cut
 
 
 class SmoothObjective:

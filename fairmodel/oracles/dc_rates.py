@@ -21,6 +21,10 @@ centre's role):
     lower (s, k):  c_s - r_sk - eps/2 <= 0:   f+ = A-_sk,   f- = A+_sk - c_s + eps/2
 
 with A+-_sk = (1/n_sk) sum_{i in cell (s, k)} pos(u_i +- 1/2), u_i = (x_i . w - t) / width.
+
+With sample weights every rate is the weighted share sum_i w_i 1[s_i > t] / sum_i w_i over the cell's rows, its ramp
+and slack likewise: row i counts f_i = w_i n_sk / (sum of w over its cell) times (the factors of
+:class:`~fairmodel.oracles.dc_hinges.HingeAverages`), so every divisor stays n_sk.
 """
 from __future__ import annotations
 
@@ -44,14 +48,16 @@ def cell_codes(groups, strata) -> tuple:
     return small_codes(out), keys, np.bincount(out[out >= 0], minlength=len(keys))
 
 
-def rate_cell_sums(z, codes, C: int, threshold: float, width: float) -> np.ndarray:
+def rate_cell_sums(z, codes, C: int, threshold: float, width: float, factors=None) -> np.ndarray:
     """(C, 4) per cell: rows, decisions 1[z > t], ramp sum of sigma((z - t) / width) and rows with
-    |z - t| < width / 2, of the scores ``z`` with cell ``codes`` (-1: none): sums, so that chunks add up."""
+    |z - t| < width / 2, of the scores ``z`` with cell ``codes`` (-1: none), each row counted ``factors`` times (the
+    weight factors of the module docstring; None: once): sums, so that chunks add up."""
     inside = codes >= 0
     c, u = codes[inside], (np.asarray(z, dtype=float)[inside] - threshold) / width
-    return np.column_stack([np.bincount(c, minlength=C), np.bincount(c, weights=(u > 0), minlength=C),
-                            np.bincount(c, weights=np.clip(u + 0.5, 0.0, 1.0), minlength=C),
-                            np.bincount(c, weights=np.abs(u) < 0.5, minlength=C)]).astype(float)
+    f = np.ones(c.size) if factors is None else np.asarray(factors, dtype=float)[inside]
+    return np.column_stack([np.bincount(c, weights=f, minlength=C), np.bincount(c, weights=f * (u > 0), minlength=C),
+                            np.bincount(c, weights=f * np.clip(u + 0.5, 0.0, 1.0), minlength=C),
+                            np.bincount(c, weights=f * (np.abs(u) < 0.5), minlength=C)]).astype(float)
 
 
 class _RateSums:
@@ -60,8 +66,9 @@ class _RateSums:
     def __init__(self, theta, intercept, C, threshold, width):
         self.theta, self.intercept, self.C, self.threshold, self.width = theta, intercept, C, threshold, width
 
-    def __call__(self, batch, codes):
-        return rate_cell_sums(scores(batch, self.theta, self.intercept), codes, self.C, self.threshold, self.width)
+    def __call__(self, batch, codes, factors=None):
+        return rate_cell_sums(scores(batch, self.theta, self.intercept), codes, self.C, self.threshold, self.width,
+                              factors)
 
 
 def rate_measure(sums, stratum, n_strata: int) -> dict:
@@ -98,7 +105,8 @@ class RampRateBlock(Block):
         # family i = constraint i: upper j: A+_j = mean pos(u + 1/2) (cut t/width - 1/2); lower j: A-_j (+ 1/2)
         self.avg = HingeAverages(atom.score.data, atom.codes, atom.cell_sizes, self.wsl, atom.score.w.intercept,
                                  layout.D, np.tile(np.arange(self.C), 2), np.full(self.m, -1),
-                                 np.repeat([cut - 0.5, cut + 0.5], self.C), scale=1.0 / atom.width)
+                                 np.repeat([cut - 0.5, cut + 0.5], self.C), scale=1.0 / atom.width,
+                                 row_scale=atom.factors)
         self.swap = np.concatenate([np.arange(self.C, self.m), np.arange(self.C)])
         self.scale, self.bound = 2.0, eps                       # bound + 2 max f = the ramp gap at the midpoint c
         self.labels = [f"{name}:{side}[{atom.cell_label(j)}]" for side in ("upper", "lower") for j in range(self.C)]
@@ -155,7 +163,7 @@ class RampRateBlock(Block):
         """The atom's measure (true and ramp rates, gaps, slack) at x from one pass of per-cell sums."""
         atom = self.atom
         sums = row_sums(self.avg.data, _RateSums(np.asarray(x[self.wsl], dtype=float), self.avg.intercept, self.C,
-                                                 atom.threshold, atom.width), self.avg.codes)
+                                                 atom.threshold, atom.width), *self.avg.per_row)
         return atom.measure_sums(sums)
 
     def penalty(self, x):

@@ -42,15 +42,17 @@ class HingePairs:
     """Some hinges of many constraints as one flat block (the :class:`~fairmodel.oracles.dc_ipm.HingeRows`
     interface with 1-d arrays over the pairs): pair p is the hinge of constraint ``idx[local[p]]`` on the row
     ``X[row[p]]`` (a row appears once in ``X`` however many constraints it has a hinge in), y_p(v) =
-    X_row(p) . v[wsl] - v[j] - cut, and f+_i sums its pairs over ``n_each[i]`` (the constraint's full row count)."""
+    X_row(p) . v[wsl] - v[j] - u_row(p) cut, and f+_i sums its pairs over ``n_each[i]`` (the constraint's full row
+    count); ``factors`` u (per row of ``X``, default ones) are the row weights already in the rows
+    (:class:`~fairmodel.oracles.dc_hinges.HingeAverages`)."""
 
-    def __init__(self, X, row, wsl: slice, idx, local, j, cut, n_each):
+    def __init__(self, X, row, wsl: slice, idx, local, j, cut, n_each, factors=None):
         self.X, self.row, self.wsl = np.asarray(X, dtype=float), np.asarray(row, dtype=np.intp), wsl
         self.idx, self.local = np.asarray(idx, dtype=int), np.asarray(local, dtype=int)
         self.j, self.cut, self.n_each = np.asarray(j, dtype=int), np.asarray(cut, float), np.asarray(n_each, float)
         self.has_j = self.j[self.local] >= 0
         self.j_pair = np.where(self.has_j, self.j[self.local], 0)
-        self.cut_pair = self.cut[self.local]
+        self.cut_pair = self.cut[self.local] * (1.0 if factors is None else np.asarray(factors, float)[self.row])
         self.n_rows = self.X.shape[0]
         # the (constraint, row) pattern of the pairs (each pair once), built once: V enters through a permutation
         N = self.local.size
@@ -110,7 +112,7 @@ class HingePairs:
         """out += a subgradient of f+ of this block's constraint ``idx[k]`` at v (its pairs with y > 0)."""
         pairs = np.flatnonzero(self.local == k)
         rows = self.row[pairs]
-        y = self.X[rows] @ v[self.wsl] - (v[self.j[k]] if self.j[k] >= 0 else 0.0) - self.cut[k]
+        y = self.X[rows] @ v[self.wsl] - (v[self.j[k]] if self.j[k] >= 0 else 0.0) - self.cut_pair[pairs]
         active = y > 0
         out[self.wsl] += self.X[rows[active]].sum(axis=0) / self.n_each[k]
         if self.j[k] >= 0:
@@ -154,8 +156,9 @@ class HingeSource:
         for avg, idx in self.parts:
             for c in np.unique(avg.cell):
                 fam = np.flatnonzero(avg.cell == c)
-                rows = avg.hinge_rows(np.flatnonzero(avg.codes == c))
-                blocks.append(HingeRows(rows, avg.wsl, idx[fam], avg.j[fam], avg.cut[fam]))
+                members = np.flatnonzero(avg.codes == c)
+                blocks.append(HingeRows(avg.hinge_rows(members), avg.wsl, idx[fam], avg.j[fam], avg.cut[fam],
+                                        None if avg.row_scale is None else avg.factors(members)))
         return HingeProgram(self.objective, blocks, self.m, self.D)
 
 
@@ -183,6 +186,7 @@ class WorkingSet:
         P = len(source.parts)
         self.ids = [np.zeros(0, np.int64) for _ in range(P)]                 # distinct rows gathered, in order
         self.X = [np.zeros((0, avg.d_w)) for avg, _ in source.parts]
+        self.factors = [np.zeros(0) for _ in range(P)]                       # the rows' weight factors u_r
         self.pos = [np.zeros(0, np.intp) for _ in range(P)]                  # per pair: its row's position in X
         self.families = [np.zeros(0, np.int64) for _ in range(P)]
 
@@ -210,6 +214,7 @@ class WorkingSet:
             fresh = np.setdiff1d(scan["rows"], self.ids[p])
             if fresh.size:
                 self.X[p] = np.vstack([self.X[p], avg.hinge_rows(fresh)])
+                self.factors[p] = np.concatenate([self.factors[p], avg.factors(fresh)])
                 self.ids[p] = np.concatenate([self.ids[p], fresh])
             # the new pairs in a canonical order (by row, then family), whatever the chunks they came from: the
             # interior-point method then does the same arithmetic on in-memory and chunked rows
@@ -231,7 +236,7 @@ class WorkingSet:
         src = self.source
         S, c = S.copy(), c.copy()
         blocks = []
-        for (avg, idx), scan, fam, pos, X in zip(src.parts, scans, self.families, self.pos, self.X):
+        for (avg, idx), scan, fam, pos, X, u in zip(src.parts, scans, self.families, self.pos, self.X, self.factors):
             n = avg.n_each
             S[idx, avg.wsl] -= scan["fold"] / n[:, None]
             jj = np.flatnonzero(avg.has_j)
@@ -239,7 +244,8 @@ class WorkingSet:
             c[idx] += scan["fold_count"] * avg.cut / n
             if fam.size:
                 used, local = np.unique(fam, return_inverse=True)
-                blocks.append(HingePairs(X, pos, avg.wsl, idx[used], local, avg.j[used], avg.cut[used], n[used]))
+                blocks.append(HingePairs(X, pos, avg.wsl, idx[used], local, avg.j[used], avg.cut[used], n[used],
+                                         None if avg.row_scale is None else u))
         return HingeProgram(src.objective, blocks, src.m, src.D, complete=False), S, c
 
     def weights(self, u_blocks) -> PairWeights:

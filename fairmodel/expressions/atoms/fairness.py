@@ -23,7 +23,8 @@ is the weighted mean of ``s`` there (``multiply`` by a non-negative data vector 
 true rates of the decisions ``score > threshold`` (:mod:`.rates`): the largest pairwise gap of the groups' ramp
 rates, a difference-of-convex constraint that the partial-fairness family solves by IDCA (He, Huang, Yao, Lin
 2025); ``gap <= eps`` declares the true rate gap <= eps, which the judge checks (the ramp gap bounds it only up to a
-stated slack, so the exact backend lowers the ramp bound until the true gap meets eps). ``selection_rate_gap`` is the same pair of surrogates
+stated slack, so the exact backend lowers the ramp bound until the true gap meets eps); with ``sample_weight`` its
+rates are the weighted shares of each group's rows. ``selection_rate_gap`` is the same pair of surrogates
 for demographic parity of decisions (the selection rates on all rows). The linear surrogates bound the spread of the
 groups' mean scores, not the rates of the decisions: a small bound need not give a small true rate gap.
 """
@@ -32,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...data.dataset import Groups
-from ...errors import DataError, ModelError
+from ...errors import DataError
 from ...utilities.validate import check_sample_weight
 from ..core import multiply
 from .aggregates import group_mean, max, min  # noqa: A004  (the language's max and min)
@@ -83,10 +84,7 @@ def _weights(sample_weight, n):
 
 
 def _ramp(score, groups, strata, sample_weight, threshold, width):
-    if sample_weight is not None:
-        raise ModelError("surrogate='ramp' takes no sample_weight (the rates are plain shares of each group's rows); "
-                         "use surrogate='linear' for weighted group means")
-    return RampRateGap(score, groups, strata, threshold=threshold, width=width)
+    return RampRateGap(score, groups, strata, threshold=threshold, width=width, sample_weight=sample_weight)
 
 
 def equal_opportunity_gap(score, data=None, *, y=None, groups=None, positive=None, sample_weight=None,

@@ -15,12 +15,15 @@ the slack: each ramp rate is within (1/2) x (the share of the group's rows with 
 the true rate, so on every stratum ``true gap <= ramp gap + (the two largest of those group slacks)``. ``gap <= eps``
 declares the true gap <= eps: the judge checks the true gap (the ramp gap and this slack are reported), and the
 exact backend lowers the ramp bound until the true gap meets eps (:mod:`fairmodel.families.partial_rates`).
+
+With ``sample_weight`` every rate (true, ramp and the slack's share) is weighted: a group's rate on a stratum is
+``sum_i w_i 1[score_i > threshold] / sum_i w_i`` over its rows there, and the judge checks the weighted true gap.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...utilities.validate import check_number
+from ...utilities.validate import check_number, check_sample_weight
 from ...data import Groups
 from ...errors import DataError, ModelError
 from ...oracles.dc_rates import cell_codes, rate_cell_sums, rate_measure
@@ -33,10 +36,11 @@ SURROGATES = ("linear", "ramp")
 class RampRateGap(Expr):
     """The largest pairwise gap of the groups' ramp decision rates over the strata (see the module docstring).
 
-    ``strata``: a list of (name of the rate, boolean row mask), e.g. ``[("true-positive rate", y > 0)]``.
+    ``strata``: a list of (name of the rate, boolean row mask), e.g. ``[("true-positive rate", y > 0)]``;
+    ``sample_weight``: non-negative row weights of the rates (None: every row counts once).
     """
 
-    def __init__(self, score, groups, strata, threshold: float = 0.0, width: float = 1.0):
+    def __init__(self, score, groups, strata, threshold: float = 0.0, width: float = 1.0, sample_weight=None):
         self.score = _check_score(score, "the ramp rate gap")
         self.threshold = check_number(threshold, "threshold", error=ModelError)
         self.width = check_number(width, "width (of the ramp)", low=0.0, strict=True, error=ModelError)
@@ -55,7 +59,24 @@ class RampRateGap(Expr):
             if size == 0:
                 raise DataError(f"group {self.groups.names[k]!r} has no row for its {self.strata[s][0]}; every group "
                                 f"needs rows in every stratum: merge or drop that group, or use more data")
+        self.factors = None if sample_weight is None else self._factors(check_sample_weight(sample_weight, n,
+                                                                                             "the score"))
         self.args = (self.score,)
+
+    def _factors(self, w) -> np.ndarray:
+        """Row i's factor w_i n_c / (sum of w over its cell c): the plain share of a cell's rows with these factors
+        is the weighted share (:mod:`fairmodel.oracles.dc_rates`); rows in no stratum keep 1."""
+        inside = self.codes >= 0
+        cells = self.codes[inside].astype(np.intp)
+        total = np.bincount(cells, weights=w[inside], minlength=len(self.cell_keys))
+        for (s, k), t in zip(self.cell_keys, total):
+            if t <= 0:
+                raise DataError(f"group {self.groups.names[k]!r} has zero total sample weight on its rows for the "
+                                f"{self.strata[s][0]}: its weighted rate is undefined; give those rows positive "
+                                f"weights, or merge or drop that group")
+        out = np.ones(w.size)
+        out[inside] = w[inside] * self.cell_sizes[cells] / total[cells]
+        return out
 
     @property
     def curvature(self):
@@ -73,7 +94,7 @@ class RampRateGap(Expr):
         """Ramp and true (0/1) rates of every (stratum, group) cell, the gaps per stratum and the slack (the sum of
         the two largest group slacks of each stratum: true gap <= ramp gap + slack on every stratum)."""
         sums = rate_cell_sums(np.asarray(scores, dtype=float), self.codes, len(self.cell_keys), self.threshold,
-                              self.width)
+                              self.width, self.factors)
         return self.measure_sums(sums)
 
     def measure_sums(self, sums) -> dict:
@@ -97,19 +118,21 @@ class RampRateGap(Expr):
     def describe(self) -> str:
         """What the surrogate bounds, in words."""
         rates = " and ".join(name for name, _ in self.strata)
-        return (f"ramp surrogate of the {rates} gap (largest pairwise over {self.groups.n_groups} groups), decisions "
-                f"score > {self.threshold:g}, ramp width {self.width:g}: bounds the true (0/1) gap up to the share "
-                f"of rows within {self.width / 2:g} of the threshold")
+        weighted = "weighted " if self.factors is not None else ""
+        return (f"ramp surrogate of the {weighted}{rates} gap (largest pairwise over {self.groups.n_groups} groups), "
+                f"decisions score > {self.threshold:g}, ramp width {self.width:g}: bounds the true (0/1) gap up to the "
+                f"{weighted}share of rows within {self.width / 2:g} of the threshold")
 
     def render(self, n):
         rates = " and ".join(name for name, _ in self.strata)
         t, wd = n.number(self.threshold), n.number(self.width)
         names = ", ".join(map(str, self.groups.names))
-        n.define(("rgap", rates, t, wd),
-                 f"rampgap = largest pairwise gap of the groups' ramp rates ({rates}), mean of clip((s - {t}) / {wd} + 1/2, 0, "
-                 f"1) over a group's rows (the ramp of Example B.3 of He, Huang, Yao, Lin 2025); it bounds the true "
-                 f"gap of the decisions s > {t} up to the share of rows within {wd}/2 of {t}; groups: {names}",
-                 f"$\\mathrm{{rampgap}}$ = largest pairwise gap of the groups' ramp rates ({rates}), mean of "
+        mean = "mean" if self.factors is None else "sample-weighted mean"
+        n.define(("rgap", rates, t, wd, mean),
+                 f"rampgap = largest pairwise gap of the groups' ramp rates ({rates}), {mean} of clip((s - {t}) / {wd} "
+                 f"+ 1/2, 0, 1) over a group's rows (the ramp of Example B.3 of He, Huang, Yao, Lin 2025); it bounds "
+                 f"the true gap of the decisions s > {t} up to the share of rows within {wd}/2 of {t}; groups: {names}",
+                 f"$\\mathrm{{rampgap}}$ = largest pairwise gap of the groups' ramp rates ({rates}), {mean} of "
                  f"$\\mathrm{{clip}}((s - {t}) / {wd} + 1/2, 0, 1)$ over a group's rows (the ramp of Example B.3 of "
                  f"He, Huang, Yao, Lin 2025); it bounds the true gap of the decisions $s > {t}$ up to the share of rows "
                  f"within ${wd}/2$ of ${t}$")
