@@ -136,10 +136,13 @@ def test_interior_point_failure_falls_back_to_the_cvxpy_subproblem(law, monkeypa
     import fairmodel.families.partial as partial
     original = partial.certified_inner
 
+    calls = []
+
     def flaky(*args, **kwargs):
         inner = original(*args, **kwargs)
 
         def run(anchor, k):
+            calls.append(k)
             if k == 2:
                 raise SolverError("the interior-point solver of subproblem (25) stopped with status max_iter",
                                   status="max_iter")
@@ -147,8 +150,9 @@ def test_interior_point_failure_falls_back_to_the_cvxpy_subproblem(law, monkeypa
         return run
     monkeypatch.setattr(partial, "certified_inner", flaky)
     r = law.solve("exact", stop="budget", outer=6)
-    assert "IDCA continued with the CVXPY program of (25)" in r.message
+    assert "failed at outer iteration(s) 2" in r.message and "the CVXPY program of (25) solved those" in r.message
     assert r.max_violation <= 1e-7 and len(r.history) == 7
+    assert calls[:4] == [0, 1, 2, 3]          # the outer iteration after the failure tries the interior point again
 
 
 @pytest.mark.slow      # about 40 s; SSG's agreement with the exact subproblem runs by default (test_partial_idca.py)

@@ -333,24 +333,26 @@ class PartialFairness(Reduction):
         return exact_inner(sub, verbose=False, **opts), sub.solver
 
     def _with_fallback(self, ipm_inner, mu, solver, max_memory_gb, notes: dict):
-        """The interior-point inner solver, replaced by the CVXPY program (25) from the outer iteration where it
-        fails (a feasible anchor is all IDCA needs to continue); ``notes`` receives what happened."""
-        state = {"inner": ipm_inner}
+        """The interior-point inner solver; an outer iteration where it fails is solved by the CVXPY program (25)
+        instead (a feasible anchor is all IDCA needs to continue), and the next one tries the interior-point
+        solver again; ``notes`` receives what happened."""
+        state = {"cvxpy": None, "failed": []}
 
         def inner(anchor, k):
             try:
-                return state["inner"](anchor, k)
+                return ipm_inner(anchor, k)
             except SolverError as exc:
-                if state["inner"] is not ipm_inner:
-                    raise
-                try:
-                    state["inner"] = self._cvxpy_inner(mu, solver, max_memory_gb, {})[0]
-                except ResourceLimitError as limit:
-                    raise SolverError(f"{exc}; the CVXPY program of (25) cannot replace it: {limit}",
-                                      status=exc.status) from None
-                notes["inner_fallback"] = (f"the interior-point solver of (25) failed at outer iteration {k} "
-                                           f"({exc}); IDCA continued with the CVXPY program of (25)")
-                return state["inner"](anchor, k)
+                if state["cvxpy"] is None:
+                    try:
+                        state["cvxpy"] = self._cvxpy_inner(mu, solver, max_memory_gb, {})[0]
+                    except ResourceLimitError as limit:
+                        raise SolverError(f"{exc}; the CVXPY program of (25) cannot replace it: {limit}",
+                                          status=exc.status) from None
+                state["failed"].append(k)
+                notes["inner_fallback"] = (f"the interior-point solver of (25) failed at outer iteration(s) "
+                                           f"{', '.join(map(str, state['failed']))} (last: {exc}); the CVXPY program "
+                                           f"of (25) solved those")
+                return state["cvxpy"](anchor, k)
         return inner
 
     def solve_stochastic(self, method, seed, verbose, stop="checks", **options):
