@@ -104,3 +104,38 @@ def test_ipm_is_the_default_exact_inner_method_and_cvxpy_stays_available():
         prob.solve(backend="exact", outer=1, inner="newton")
     with pytest.raises(fm.errors.OptionError, match="mu = 0"):
         prob.solve(backend="exact", outer=1, inner="ipm", mu=0.0)
+
+
+def test_a_short_solve_is_optimal_only_when_its_certificate_proves_it():
+    """A solve stopped after 3 iterations is far from optimal: its status must say so (the certificate-based
+    acceptance is not a pass for any stopped solve); a full solve's status 'optimal' carries a gap within tol."""
+    prog = random_problem(400, 3, 0).family.program
+    hinge = hinge_program(prog).in_memory()
+    anchor = anchors(prog, hinge)[1]
+    vals, S = prog.linearize(anchor)
+    short = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU, max_iter=3)[3]
+    assert short["status"] == "max_iter" and short["gap"] > 1e-6
+    full = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU)[3]
+    assert full["status"] == "optimal" and full["gap"] <= 1e-10 * max(1.0, abs(full["primal"]))
+
+
+def test_no_interior_point_stall_on_a_collinear_one_hot_design(monkeypatch):
+    """Adult's one-hot columns with an intercept are exactly collinear: on this 600-row subsample, an IDCA
+    interior-point solve stalled (complementarity at 1e-19 with residuals at 1e-7..1e-2) until its 200-iteration
+    cap, and IDCA fell back to CVXPY. With the centering floor every solve ends optimal and none falls back."""
+    import fairmodel.oracles.dc_ipm as dc_ipm
+    statuses, solve = [], dc_ipm._solve
+
+    def counting(*args):
+        out = solve(*args)
+        statuses.append(out[3]["status"])
+        return out
+    monkeypatch.setattr(dc_ipm, "_solve", counting)
+    data = fm.datasets.load_adult(sensitive="sex").split([0.7, 0.3], seed=0)[0].subsample(600, seed=1)
+    w = fm.Weights(data.n_features, intercept=True)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-4 * fm.sum_squares(w)),
+                      [fm.selection_rate_gap(s, data, surrogate="ramp", width=0.5) <= 0.05])
+    result = prob.solve(backend="exact")
+    assert result.ok and "CVXPY" not in result.message
+    assert statuses and set(statuses) == {"optimal"}
