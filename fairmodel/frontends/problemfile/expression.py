@@ -141,11 +141,11 @@ class _Walker:
 
 def _depth(tree) -> int:
     """The depth of a syntax tree, without recursion."""
-    deepest, todo = 0, [(tree, 1)]
-    while todo:
-        node, d = todo.pop()
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
         deepest = max(deepest, d)
-        todo.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(node))
     return deepest
 
 
