@@ -53,11 +53,11 @@ def build(spec, t, data):
 def _payoffs(spec, A) -> np.ndarray:
     """The payoff matrices written in the file, as an array: every entry a finite number (no text, no true/false),
     every row of the same length and every matrix of the same number of rows."""
-    todo, depths = [(A, 0)], set()
-    while todo:
-        v, depth = todo.pop()
+    stack, depths = [(A, 0)], set()
+    while stack:
+        v, depth = stack.pop()
         if isinstance(v, list):
-            todo.extend((x, depth + 1) for x in v)
+            stack.extend((x, depth + 1) for x in v)
         elif isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
             raise spec.error("[problem] A", f"entries must be finite numbers; got {v!r}")
         else:
