@@ -110,8 +110,9 @@ class _Sums:
         counts = np.zeros(F)
         sums = near = grads = None
         if self.values:
-            order = np.argsort(codes + 1j * z)
-            keys, us = (codes + 1j * z)[order], u[order]
+            keys = codes + 1j * z
+            order = np.argsort(keys)
+            keys, us = keys[order], u[order]
 
             def suffix(v):
                 return np.concatenate([np.cumsum(v[::-1])[::-1], [0.0]])
