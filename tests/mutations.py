@@ -69,7 +69,7 @@ MUTATIONS = [
       "self.base += e @ V.T",
       ("tests/test_estimates.py", "tests/test_leaf_kernels.py"),
       "generic lowering, compiled leaves: the snapshot's minibatch estimates added to the block values"),
-    M("compiled-score-slope", "fairmodel/families/leaf_kernels.py",
+    M("compiled-score-slope", "fairmodel/expressions/score_forms.py",
       "f, df = z, 1.0",
       "f, df = z, 2.0",
       ("tests/test_estimates.py", "tests/test_leaf_kernels.py"),

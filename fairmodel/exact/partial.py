@@ -34,13 +34,13 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ..expressions import Add, LinearScore, LogisticLoss, Mean, Multiply, ScalarMul, evaluate
+from ..expressions import Add, Mean, ScalarMul, evaluate
 from ..errors import SolverError, UnsupportedProblemError
 from ..oracles.dc import DCProgram, ExprBlock
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_hinges import design_rows
 from ..oracles.dc_rates import RampRateBlock
-from ..oracles.losses import LinearModelLoss
+from ..oracles.losses import LinearModelLoss, Logistic
 from . import solvers
 from .lower import LoweringContext, group_average_matrix, lower
 
@@ -111,21 +111,23 @@ def _expr(block: ExprBlock, ctx, aux):
 BLOCK_LOWERING = {RampBandBlock: _ramp_band, WeakBandBlock: _weak_band, RampRateBlock: _ramp_rates, ExprBlock: _expr}
 
 
-EXP_CONE_LOSSES = (LogisticLoss,)
+EXP_CONE_KERNELS = (Logistic,)
 DPP_LIMIT = 2e8
 
 
 def loss_rows(term):
-    """(loss, per-row weights of the term's mean) when ``term`` is the mean of an exp-cone loss of a linear
-    score, possibly times non-negative sample weights (``sample_weight=`` or ``fm.multiply``); else None."""
+    """(linear score node, loss term, per-row weights of the term's mean) when ``term`` is the mean over all rows
+    of u_i phi(z_i, y_i), phi an exp-cone loss kernel of the linear score z of a vector of weights and u_i >= 0
+    (``sample_weight=``, ``fm.multiply``, multiples: the loss term of its fact ``score_form()``); else None."""
     if not isinstance(term, Mean) or term.where is not None:
         return None
-    loss, weights = term.expr, None
-    if isinstance(loss, Multiply) and np.all(loss.a >= 0):
-        loss, weights = loss.expr, loss.a
-    if isinstance(loss, EXP_CONE_LOSSES) and isinstance(loss.score, LinearScore) and loss.score.w.n_outputs is None:
-        return loss, (np.ones(loss.size) if weights is None else weights) / loss.size
-    return None
+    form = term.expr.score_form()
+    if form is None or form.score is None or len(form.per_sample.terms) != 1:
+        return None
+    loss = form.per_sample.terms[0]
+    if loss.kernel not in EXP_CONE_KERNELS or np.any(form.per_sample.const != 0) or np.any(np.asarray(loss.coef) < 0):
+        return None
+    return form.score, loss, np.ones(term.expr.size) * loss.coef / term.expr.size
 
 
 def split_objective(expr, coef: float = 1.0, out=None):
@@ -149,10 +151,10 @@ class _LossModel:
     """Gradient and Hessian (in x-space) of c * mean_i u_i phi(x_i . w, y_i): the linear-model loss of the term."""
 
     def __init__(self, coef, term: Mean, layout):
-        loss, rows = loss_rows(term)
-        self.loss = LinearModelLoss(loss.kernel, loss.score.data.in_memory_X("the CVXPY program of (25)"), loss.y,
-                                    loss.score.w.intercept, sample_weight=coef * rows)
-        self.sl = layout.slices[loss.score.w.name]
+        score, loss, rows = loss_rows(term)
+        self.loss = LinearModelLoss(loss.kernel, score.data.in_memory_X("the CVXPY program of (25)"), loss.y,
+                                    score.w.intercept, sample_weight=coef * rows)
+        self.sl = layout.slices[score.w.name]
 
     def add_to(self, x, grad, hess):
         _, g, h = self.loss.value_gradient_hessian(x[self.sl])

@@ -4,7 +4,9 @@ A node is a small class of facts, as CVXPY's atoms are: its *kind* (``"scalar"``
 data row; ``"groups"``, one value per group; ``"vector"``, a constant vector that takes the kind of what it is
 combined with; ``"parameters"``, a model's weights), its ``size``, its own curvature as a function of its arguments
 (``own_curvature``), its monotonicity in each argument (``monotonicity(i)``) and its ``sign``, from which its
-``curvature`` follows by the DCP rule (:func:`.rules.dcp_curvature`); its NumPy value (``numeric(env)``, computed
+``curvature`` follows by the DCP rule (:func:`.rules.dcp_curvature`); whether it is a smooth function of its
+arguments (``own_smooth``), from which ``is_smooth()`` follows; its form as a function of one linear score
+(``score_form()``, built from its arguments' forms: :mod:`.score_forms`); its NumPy value (``numeric(env)``, computed
 by ``_numeric``), the chain rule (``backprop``), and ``copy(args)`` (the same atom over new arguments: generic tree
 rewrites such as canonicalization need no per-type code) with ``get_data()`` (what, besides the arguments, makes two
 atoms of a type the same). Nodes are immutable (a :class:`Parameter`'s value is the one thing a user may change).
@@ -25,6 +27,7 @@ from ..utilities.validate import is_real
 from .evaluate import Env
 from .notation import Notation, wrap
 from .rules import VECTOR_KINDS, combine_kinds, dcp_curvature, flip_sign, kind_text, monotone_in_sign, sum_sign
+from .score_forms import ScoreForm
 
 
 # The largest coefficient c of a product c * expr: beyond it, terms of order 1 next to c * expr fall below the solvers'
@@ -68,6 +71,8 @@ class Expr:
     # -- facts ------------------------------------------------------------------------------------
     own_curvature = "unknown"    # the atom's curvature as a function of its arguments (CVXPY's is_atom_convex ...)
     dcp_rule = ""                # the composition rule in words, for the diagnosis of a non-convex expression
+    own_smooth = False           # a smooth function of its arguments (differentiable, the gradient Lipschitz on
+                                 # bounded sets); an atom that does not state it is not taken to be
 
     def monotonicity(self, i: int) -> str:
         """``"increasing"``, ``"decreasing"`` or ``"none"``: how the atom varies with its argument ``i``."""
@@ -108,6 +113,22 @@ class Expr:
 
     def is_affine(self) -> bool:
         return self.curvature in ("constant", "affine")
+
+    def is_smooth(self) -> bool:
+        """Whether the expression is differentiable in its variables with a gradient Lipschitz on bounded sets
+        (entry by entry, for a per-sample expression): it has no variables, or it is a smooth atom of smooth
+        arguments. Computed once per node, as the curvature is."""
+        known = self.__dict__.get("_smooth")
+        if known is None:
+            known = self.__dict__["_smooth"] = not self.variables() or (
+                self.own_smooth and all(a.is_smooth() for a in self.args))
+        return known
+
+    def score_form(self) -> ScoreForm | None:
+        """The expression as c_i + sum_t a_ti f_t(z_i, y_i) of one linear score z (f_t the score or a loss kernel:
+        :class:`.score_forms.ScoreForm`, whose jet gives its derivatives in z), or None when it is not of that
+        form; each atom of the form states it from its arguments' forms."""
+        return None
 
     def variables(self) -> list:
         out: list = []
@@ -336,6 +357,7 @@ class Constant(Expr):
         self.name = name
 
     own_curvature = "constant"
+    own_smooth = True
 
     @property
     def sign(self):
@@ -347,6 +369,9 @@ class Constant(Expr):
 
     def constant_value(self):
         return self._value_arr
+
+    def score_form(self):
+        return ScoreForm.constant(self._value_arr)
 
     def variables(self):
         return []
@@ -390,6 +415,7 @@ class Parameter(Expr):
         self._current = v
 
     own_curvature = "constant"
+    own_smooth = True
 
     @property
     def sign(self):
@@ -397,6 +423,9 @@ class Parameter(Expr):
 
     def constant_value(self):
         return np.asarray(self._current)
+
+    def score_form(self):
+        return ScoreForm.constant(self._current)
 
     def variables(self):
         return []
@@ -435,6 +464,7 @@ class Add(Expr):
         self.args = tuple(terms)
 
     own_curvature = "affine"
+    own_smooth = True
     dcp_rule = "a sum of a convex term and a concave term has no known curvature"
 
     def monotonicity(self, i):
@@ -452,6 +482,15 @@ class Add(Expr):
 
     def constant_value(self):
         return sum(np.asarray(a.constant_value(), dtype=float) for a in self.args)
+
+    def score_form(self):
+        total = ScoreForm.constant(0.0)
+        for a in self.args:
+            form = a.score_form()
+            total = None if form is None else total.plus(form)
+            if total is None:
+                return None
+        return total
 
     def _numeric(self, env):
         out = self.args[0].numeric(env)
@@ -507,6 +546,8 @@ class ScalarMul(Expr):
         self.args = (expr,)
         self.kind, self.size = expr.kind, expr.size
 
+    own_smooth = True
+
     @property
     def own_curvature(self):
         return "constant" if self.c == 0 else "affine"
@@ -526,6 +567,10 @@ class ScalarMul(Expr):
 
     def constant_value(self):
         return self.c * self.expr.constant_value()
+
+    def score_form(self):
+        form = self.expr.score_form()
+        return None if form is None else form.scaled(self.c)
 
     def _numeric(self, env):
         return self.c * self.expr.numeric(env)
@@ -568,6 +613,8 @@ class Multiply(Expr):
     dcp_rule = ("a data vector with entries of both signs times a factor that is not affine has no known "
                 "curvature; only an affine factor may meet a vector of mixed signs")
 
+    own_smooth = True
+
     @property
     def own_curvature(self):
         return "affine" if np.any(self.a) else "constant"
@@ -588,6 +635,10 @@ class Multiply(Expr):
 
     def copy(self, args):
         return Multiply(self.a, args[0], weighting=self.weighting)
+
+    def score_form(self):
+        form = self.expr.score_form() if self.kind == "samples" else None
+        return None if form is None else form.scaled(self.a)
 
     def coefficients(self, env: Env | None = None) -> np.ndarray:
         if env is None or env.rows is None or self.kind != "samples":
@@ -663,6 +714,7 @@ class Abs(Expr):
         self.kind, self.size = expr.kind, expr.size
 
     own_curvature = "convex"
+    own_smooth = False           # a kink at 0
     dcp_rule = "|x| is convex only for an affine x, a convex x >= 0 or a concave x <= 0"
     sign = "nonneg"
 

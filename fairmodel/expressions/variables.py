@@ -11,6 +11,7 @@ from ..utilities import display
 from ..utilities.validate import check_bool, check_int, is_int, is_real
 from .core import Expr
 from .notation import Notation
+from .score_forms import PerSample, ScoreForm, Term
 
 
 class Weights(Expr):
@@ -55,6 +56,7 @@ class Weights(Expr):
         self.size = int(np.prod(self.shape))
 
     own_curvature = "affine"
+    own_smooth = True
 
     def variables(self):
         return [self]
@@ -115,6 +117,7 @@ class SampleScore(Expr):
     kind = "samples"
     model_type: type = type(None)
     constructor = ""
+    own_smooth = True          # linear in w, or a network of sigmoid units: smooth in its parameters
 
     def __init__(self, data: Dataset, model):
         if not isinstance(data, Dataset):
@@ -139,6 +142,9 @@ class LinearScore(SampleScore):
 
     def get_data(self):
         return (self.data,)
+
+    def score_form(self):
+        return None if self.w.n_outputs is not None else ScoreForm(self, PerSample([Term(1.0)]))
 
     def design(self, rows=None) -> np.ndarray:
         """The design matrix (X with a column of ones appended when the weights have an intercept)."""

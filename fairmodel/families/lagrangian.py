@@ -26,9 +26,6 @@ from ..exact import budget, solvers
 from ..exact.lower import LoweringContext, lower
 from ..exact.newton import minimize_on_ball_first_order
 from ..expressions.evaluate import Env
-from ..expressions.atoms.aggregates import Max, Min, Pos
-from ..expressions.atoms.losses import Loss
-from ..expressions.core import Abs
 from ..expressions.variables import LinearScore
 from ..oracles.domains import frank_wolfe_gap
 from ..oracles.metric import Coordinates, second_moment
@@ -78,17 +75,6 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
     if moments:
         P += sum(moments.values()) / len(moments)
     return P if np.any(P) else None
-
-
-def _smooth(expr) -> bool:
-    """Whether a per-sample expression is differentiable with a Lipschitz gradient in w (no hinge, no |.|, pos,
-    max or min of a per-sample expression)."""
-    for node in expr.nodes():
-        if isinstance(node, Loss) and not node.smooth:
-            return False
-        if isinstance(node, (Abs, Pos, Max, Min)) and node.kind == "samples":
-            return False
-    return True
 
 
 @dataclass
@@ -188,7 +174,7 @@ class LagrangianOracle:
         self.sample = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, SampleLeaf)]
         self.exact = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, DeterministicLeaf)]
         self.rough = [k for k in self.exact if form.leaves[k].lipschitz is not None]     # non-smooth exact terms
-        self.smooth = not self.rough and all(_smooth(form.leaves[k].expr) for k in self.sample)
+        self.smooth = not self.rough and all(form.leaves[k].expr.is_smooth() for k in self.sample)
         self._cells()
         # the sample leaves' per-sample expressions as vectorized evaluators (None: walk the tree at every step)
         self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
@@ -482,7 +468,7 @@ class LagrangianOracle:
 
         def full_grad(t):
             return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
-        worst, moments = 0.0, self.kernels is not None and all(f.smooth for f in self.kernels.forms) \
+        worst, moments = 0.0, self.kernels is not None and all(f.twice_differentiable for f in self.kernels.forms) \
             and self.shape[0] <= budget.DENSE_PARAMETERS
         if moments:
             # the minibatch Hessians' mean-square norm in their worst direction, from one pass: sampled probes

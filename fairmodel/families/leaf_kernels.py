@@ -7,16 +7,17 @@ products with fixed data vectors (the covariance of Zafar et al. 2017, the sampl
     e_i(w) = c_i + sum_t a_{t,i} f_t(z_i, y_i),
 
 f_t either the score itself or a pointwise loss kernel of :mod:`fairmodel.oracles.losses` (the same kernel the
-loss atom evaluates: the formulas are the tree walk's, term by term). Its value and its derivative in the score on
-any rows then cost one product of the rows with w, a few elementwise operations and, for the gradient of a
+loss atom evaluates: the formulas are the tree walk's, term by term); the atoms state it as their fact
+``score_form()`` (:mod:`fairmodel.expressions.score_forms`), and this module evaluates it on rows. Its value and its
+derivative in the score on any rows then cost one product of the rows with w, a few elementwise operations and, for the gradient of a
 weighted sum of such expressions, one product of the rows' transpose with the summed coefficients (the chain rule
 through the score, as in :class:`fairmodel.oracles.losses.LinearModelLoss`). Expressions outside this form (a
 hinge inside a ``pos``, a matrix of weights, two data sets) are not compiled: :func:`compile_leaves` returns None
 and the oracle walks the tree.
 
 The same compiled expressions are the model-space method's per-sample functions (:mod:`.model_space`): with
-every kernel twice differentiable, :meth:`PerSample.jet` adds the curvature d^2 e / dz^2, and a chunk of rows takes
-its part of the data vectors by :meth:`PerSample.row_slice` (a pass over chunked data ships only that part).
+every kernel twice differentiable, the jet (``PerSample.jet``) adds the curvature d^2 e / dz^2, and a chunk of rows
+takes its part of the data vectors by ``PerSample.row_slice`` (a pass over chunked data ships only that part).
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ import numpy as np
 
 from scipy import sparse
 
-from ..expressions import Add, Constant, LinearScore, Loss, Multiply, Parameter, ScalarMul
 from ..oracles.losses import LinearModelLoss, Squared
 
 
@@ -34,121 +34,30 @@ class NotCompiled(Exception):
     """The per-sample expression is not a sum of data-weighted functions of one linear score."""
 
 
-@dataclass
-class Term:
-    """a_i f(z_i, y_i): ``kernel`` None for the score itself (f = z)."""
-
-    coef: float | np.ndarray
-    kernel: object = None
-    y: np.ndarray | None = None
-
-
-@dataclass
-class PerSample:
-    """e_i = const_i + sum_t a_{t,i} f_t(z_i, y_i) of the one linear score z."""
-
-    terms: list
-    const: float | np.ndarray = 0.0
-
-    def take(self, rows) -> "PerSample":
-        """The expression restricted to ``rows`` (any shape of indices): its data vectors gathered once."""
-        def at(v):
-            return v[rows] if isinstance(v, np.ndarray) else v
-        return PerSample([Term(at(t.coef), t.kernel, None if t.y is None else t.y[rows]) for t in self.terms],
-                         at(self.const))
-
-    def substituted(self, kernel_map) -> "PerSample":
-        """The expression with every kernel k replaced by ``kernel_map(k)`` (e.g. a smoothed hinge)."""
-        return PerSample([Term(t.coef, None if t.kernel is None else kernel_map(t.kernel), t.y) for t in self.terms],
-                         self.const)
-
-    def row_slice(self, start: int, stop: int) -> "PerSample":
-        """The expression on the rows [start, stop) (views of the data vectors): a chunk's part in a pass."""
-        return self.take(slice(start, stop))
-
-    @property
-    def smooth(self) -> bool:
-        """Every kernel has a second derivative (the model-space method's condition)."""
-        return all(t.kernel is None or t.kernel.d2phi is not None for t in self.terms)
-
-    def jet(self, z):
-        """(e, de/dz, d^2e/dz^2) at the scores z of the rows the data vectors hold (every kernel has ``d2phi``)."""
-        value, slope, curvature = np.zeros_like(z), np.zeros_like(z), np.zeros_like(z)
-        for t in self.terms:
-            if t.kernel is None:
-                value += t.coef * z
-                slope += t.coef
-                continue
-            value += t.coef * t.kernel.phi(z, t.y)
-            slope += t.coef * t.kernel.dphi(z, t.y)
-            curvature += t.coef * t.kernel.d2phi(z, t.y)
-        return value + self.const, slope, curvature
-
-    def value_and_slope(self, z, rows=None):
-        """(e, de/dz) on the rows whose scores are z. ``rows`` indexes the data vectors (row indices, or the
-        index of a minibatch in a :meth:`take` of several; None: the vectors as they are)."""
-        def at(v):
-            return v[rows] if isinstance(v, np.ndarray) and rows is not None else v
-
-        def plus(total, part):          # total + part, skipping the additions and products of a plain sum
-            return part if total is None else total + part
-        value, slope = None, None
-        for t in self.terms:
-            a = at(t.coef)
-            if t.kernel is None:
-                f, df = z, 1.0
-            else:
-                y = at(t.y)
-                f, df = t.kernel.phi(z, y), t.kernel.dphi(z, y)
-            one = not isinstance(a, np.ndarray) and a == 1.0
-            value, slope = plus(value, f if one else a * f), plus(slope, df if one else a * df)
-        const = at(self.const)
-        if isinstance(const, np.ndarray) or const != 0.0:
-            value = value + const
-        return value, slope       # value has the shape of z; slope may be a number (an affine expression)
-
-
-def _scaled(form: tuple, c) -> tuple:
-    score, ps = form
-    return score, PerSample([Term(t.coef * c, t.kernel, t.y) for t in ps.terms], ps.const * c)
-
-
-def _compile(e, w) -> tuple:
-    """(the LinearScore node, PerSample) of the per-sample expression ``e`` of the weights ``w``."""
-    if isinstance(e, LinearScore):
-        if e.w is not w or w.n_outputs is not None:
-            raise NotCompiled(f"the score {e} is not a linear score of the vector of weights {w.name}")
-        return e, PerSample([Term(1.0)])
-    if isinstance(e, Loss):
-        if not isinstance(e.score, LinearScore):
-            raise NotCompiled(f"the loss {e} is not of the linear score itself")
-        score, _ = _compile(e.score, w)
-        return score, PerSample([Term(1.0, e.kernel, e.y)])
-    if isinstance(e, ScalarMul):
-        return _scaled(_compile(e.expr, w), e.c)
-    if isinstance(e, Multiply) and e.kind == "samples":
-        return _scaled(_compile(e.expr, w), e.a)
-    if isinstance(e, Add):
-        score, terms, const = None, [], 0.0
-        for a in e.args:
-            if isinstance(a, (Constant, Parameter)) and not a.variables():
-                value = a.constant_value()      # a number, or one value per row
-                const = const + (float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float))
-                continue
-            s, ps = _compile(a, w)
-            if score is not None and (s.data is not score.data or s.w is not score.w):
-                raise NotCompiled("a per-sample term combines the scores of two data sets")
-            score, terms, const = (s if score is None else score), terms + ps.terms, const + ps.const
-        if score is None:
-            raise NotCompiled(f"{e} has no linear score")
-        return score, PerSample(terms, const)
-    raise NotCompiled(f"{type(e).__name__} ({e}) is not a sum of multiples of a linear score and of losses of it")
+def _culprit(e):
+    """The part of ``e`` that is not of the form: following the arguments that are not, the last one whose own
+    arguments all are (or are the weights)."""
+    while True:
+        below = next((a for a in e.args if a.kind != "parameters" and a.score_form() is None), None)
+        if below is None:
+            return e
+        e = below
 
 
 def compile_expression(e, w) -> tuple:
-    """(the LinearScore node, :class:`PerSample`) of the per-sample expression ``e`` of the weights ``w``; raises
+    """(the LinearScore node, :class:`~fairmodel.expressions.score_forms.PerSample`) of the per-sample expression
+    ``e`` of the vector of weights ``w`` (its fact :meth:`~fairmodel.expressions.Expr.score_form`); raises
     :class:`NotCompiled` saying which part is not a sum of data-weighted functions of one linear score."""
-    return _compile(e, w)
+    form = e.score_form()
+    if form is None:
+        bad = _culprit(e)
+        raise NotCompiled(f"{type(bad).__name__} ({bad}) is not a sum of multiples of one linear score and of "
+                          f"losses of it")
+    if form.score is None:
+        raise NotCompiled(f"{e} has no linear score")
+    if form.score.w is not w:
+        raise NotCompiled(f"the score {form.score} is not a linear score of the vector of weights {w.name}")
+    return form.score, form.per_sample
 
 
 class SparseRows:
@@ -237,7 +146,7 @@ def compile_leaves(exprs: list, w) -> CompiledLeaves | None:
     """The compiled evaluators of the distinct per-sample expressions ``exprs`` of the sample leaves, or None when
     one of them is not a sum of data-weighted functions of a linear score of ``w``, or they use two data sets."""
     try:
-        compiled = [_compile(e, w) for e in exprs]
+        compiled = [compile_expression(e, w) for e in exprs]
     except NotCompiled:
         return None
     if not compiled or any(s.data is not compiled[0][0].data for s, _ in compiled):
@@ -285,7 +194,7 @@ class LeafSums:
     """One chunk's part of the sample leaves of compiled expressions of one linear score at theta: (values (L,),
     gradients (L, D)), and with ``omega`` the Hessian of sum_k omega_k leaf_k (D, D) (every kernel twice
     differentiable). A picklable per-chunk function of a pass (:func:`fairmodel.data.passes.row_sums`): ``batch`` the
-    chunk's rows, ``codes`` their cell codes, ``forms`` the expressions' :class:`PerSample` parts for the chunk."""
+    chunk's rows, ``codes`` their cell codes, ``forms`` the expressions' ``PerSample`` parts for the chunk."""
 
     def __init__(self, theta, intercept: bool, ks: list, weights: list, n_leaves: int, omega=None):
         self.theta, self.intercept, self.ks, self.weights = np.asarray(theta, dtype=float), intercept, ks, weights

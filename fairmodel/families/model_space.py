@@ -36,7 +36,6 @@ import numpy as np
 from ..data.passes import count_nonzeros, row_sums, showing_passes, sparse_enough
 from ..exact import budget
 from ..exact.newton import minimize_on_ball
-from ..expressions.atoms.norms import SumSquares
 from ..expressions.evaluate import evaluate
 from ..oracles import ipm
 from .leaf_kernels import Cells, LeafSums, NotCompiled, compile_expression
@@ -71,7 +70,7 @@ def _compiled(expr, w, kernel_map=None):
                         f"({exc})") from None
     if kernel_map is not None:
         form = form.substituted(kernel_map)
-    if not form.smooth:
+    if not form.twice_differentiable:
         bad = next(t.kernel.name for t in form.terms if t.kernel is not None and t.kernel.d2phi is None)
         raise NotSmooth(f"the {bad} loss is not twice differentiable")
     return score, form
@@ -89,7 +88,7 @@ def smooth_reason(form: SaddleForm, w, kernel_map=None) -> str | None:
             elif leaf.low_rank:
                 raise NotSmooth(f"{leaf.label} is given without its D x D Hessian (more than "
                                 f"{budget.DENSE_PARAMETERS} parameters): the stochastic method takes it")
-            elif leaf.quadratic is None and not isinstance(leaf.node, SumSquares):
+            elif leaf.quadratic is None and not leaf.node.is_smooth():
                 raise NotSmooth(f"{leaf.label} is not differentiable everywhere (a norm has a kink at 0)")
         except NotSmooth as exc:
             return str(exc)

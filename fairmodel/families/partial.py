@@ -33,7 +33,7 @@ from ..errors import OptionError, ResourceLimitError, SolverError, UnsupportedPr
 from ..exact import budget
 from ..exact.partial import Subproblem, loss_rows, split_objective
 from ..exact.solvers import check_solver
-from ..expressions import LinearScore, LogisticLoss, Loss
+from ..expressions import LinearScore
 from ..expressions.atoms.partial import PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..metrics.partial import weak_partial_dp_counts
@@ -473,15 +473,17 @@ class PartialFairness(Reduction):
         """Training accuracy of sign(score) (ŷ = +1 iff score > 0) for a binary loss of a linear score,
         weighted by the loss's sample weights when it has them: one pass."""
         for _, term in split_objective(self.program.objective)[0]:
-            loss, rows = loss_rows(term)
-            if isinstance(loss, LogisticLoss):
-                theta = x[self.program.layout.slices[loss.score.w.name]]
-                uniform = bool(np.all(rows == rows[0]))
-                return accuracy(loss.score.data, theta, loss.score.w.intercept, loss.y, None if uniform else rows)
+            score, loss, rows = loss_rows(term)
+            theta = x[self.program.layout.slices[score.w.name]]
+            uniform = bool(np.all(rows == rows[0]))
+            return accuracy(score.data, theta, score.w.intercept, loss.y, None if uniform else rows)
         for node in self.problem.objective.expr.nodes():
-            if isinstance(node, Loss) and node.kernel.binary and isinstance(node.score, LinearScore):
-                theta = x[self.program.layout.slices[node.score.w.name]]
-                return accuracy(node.score.data, theta, node.score.w.intercept, node.y)
+            form = node.score_form()
+            loss = None if form is None or form.score is None else \
+                next((t for t in form.per_sample.terms if t.kernel is not None and t.kernel.binary), None)
+            if loss is not None:
+                theta = x[self.program.layout.slices[form.score.w.name]]
+                return accuracy(form.score.data, theta, form.score.w.intercept, loss.y)
         return None
 
     def _certificate(self, x, f, mu=MU, certificate=None, subproblem=None, solver=None, last_step=None):

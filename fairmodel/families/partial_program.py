@@ -136,9 +136,9 @@ def smooth_objective(program):
     layout = program.layout
     losses, ridges, constant = [], [], 0.0
     for coef, term in modeled:
-        loss, rows = loss_rows(term)
-        losses.append((LossSums(loss.kernel, loss.score.data, loss.y, loss.score.w.intercept, coef * rows),
-                       layout.slices[loss.score.w.name]))
+        score, loss, rows = loss_rows(term)
+        losses.append((LossSums(loss.kernel, score.data, loss.y, score.w.intercept, coef * rows),
+                       layout.slices[score.w.name]))
     for coef, term in rest:
         if isinstance(term, SumSquares) and term.w.n_outputs is None and coef >= 0:
             mask = np.ones(term.w.size, dtype=bool)

@@ -113,6 +113,7 @@ class Mean(Expr):
         self.args = (expr,)
 
     own_curvature = "affine"
+    own_smooth = True
 
     def monotonicity(self, i):
         return "increasing"
@@ -183,6 +184,7 @@ class GroupMean(Expr):
         self.size = self.groups.n_groups
 
     own_curvature = "affine"
+    own_smooth = True
 
     def monotonicity(self, i):
         return "increasing"
@@ -265,6 +267,7 @@ class Sum(Expr):
         self.expr, self.args = expr, (expr,)
 
     own_curvature = "affine"
+    own_smooth = True
 
     def monotonicity(self, i):
         return "increasing"
@@ -372,6 +375,7 @@ class Max(_Extremum):
 
     name = "max"
     own_curvature = "convex"
+    own_smooth = False          # a kink where two entries tie
     dcp_rule = "max is convex only of convex arguments"
 
     @property
@@ -387,6 +391,7 @@ class Min(_Extremum):
     name = "min"
     pick = staticmethod(np.argmin)
     own_curvature = "concave"
+    own_smooth = False          # a kink where two entries tie
     dcp_rule = "min is concave only of concave arguments"
 
     @property
@@ -406,6 +411,7 @@ class Pos(Expr):
         self.kind, self.size = expr.kind, expr.size
 
     own_curvature = "convex"
+    own_smooth = False          # a kink at 0
     dcp_rule = "pos(x) is convex only for a convex x"
     sign = "nonneg"
 

@@ -19,6 +19,7 @@ from ...errors import DataError, ExpressionTypeError, ModelError
 from ...oracles.losses import Exponential, Hinge, Huber, Kernel, Logistic, Softmax, Squared, SquaredHinge
 from ...utilities.validate import check_sample_weight
 from ..core import Expr
+from ..score_forms import PerSample, ScoreForm, Term
 from ..variables import LinearScore
 
 
@@ -53,9 +54,15 @@ class Loss(Expr):
         return self.kernel.symbol
 
     @property
-    def smooth(self) -> bool:
+    def own_smooth(self) -> bool:
         """Whether the loss has a Lipschitz derivative on every bounded set of scores (``Kernel.smooth``)."""
         return self.kernel.smooth()
+
+    def score_form(self):
+        """phi(z_i, y_i) of the linear score z itself (a loss of any other expression is not of the form)."""
+        inner = self.score.score_form()
+        return ScoreForm(inner.score, PerSample([Term(1.0, self.kernel, self.y)])) if inner is not None and \
+            inner.bare else None
 
     own_curvature = "convex"       # convex in the score, in no direction monotone: the score must be affine
     dcp_rule = "a loss is convex in w only of an affine score"

@@ -18,6 +18,7 @@ class SumSquares(Expr):
         self.include_intercept = include_intercept
 
     own_curvature = "convex"
+    own_smooth = True
     sign = "nonneg"
     lipschitz = None          # smooth: no Lipschitz constant needed by the stochastic lowering
 
@@ -52,6 +53,7 @@ class Norm(Expr):
         self.w, self.args, self.p = w, (w,), (np.inf if p == "inf" else p)
 
     own_curvature = "convex"
+    own_smooth = False          # a kink at 0
     sign = "nonneg"
 
     def get_data(self):

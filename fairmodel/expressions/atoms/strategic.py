@@ -38,6 +38,7 @@ class StrategicScore(Expr):
     """
 
     kind = "samples"
+    own_smooth = True          # x_i . w + zeta ||M w||^2: a quadratic of w
 
     def __init__(self, data: Dataset, w: Weights, mask: np.ndarray, zeta: float):
         self.data, self.w, self.mask, self.zeta = data, w, mask, zeta
