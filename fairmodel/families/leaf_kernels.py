@@ -51,7 +51,7 @@ def compile_expression(e, w) -> tuple:
     form = e.score_form()
     if form is None:
         bad = _culprit(e)
-        raise NotCompiled(f"{type(bad).__name__} ({bad}) is not a sum of multiples of one linear score and of "
+        raise NotCompiled(f"{type(bad).__name__} ({bad}) is not a sum of multiples of a linear score and of "
                           f"losses of it")
     if form.score is None:
         raise NotCompiled(f"{e} has no linear score")
