@@ -125,7 +125,7 @@ def loss_rows(term):
     if form is None or form.score is None or len(form.per_sample.terms) != 1:
         return None
     loss = form.per_sample.terms[0]
-    if loss.kernel not in EXP_CONE_KERNELS or np.any(form.per_sample.const != 0) or np.any(np.asarray(loss.coef) < 0):
+    if loss.kernel not in EXP_CONE_KERNELS or np.any(form.per_sample.const != 0) or np.any(loss.coef < 0):
         return None
     return form.score, loss, np.ones(term.expr.size) * loss.coef / term.expr.size
 

@@ -9,11 +9,11 @@ products with fixed data vectors (the covariance of Zafar et al. 2017, the sampl
 f_t either the score itself or a pointwise loss kernel of :mod:`fairmodel.oracles.losses` (the same kernel the
 loss atom evaluates: the formulas are the tree walk's, term by term); the atoms state it as their fact
 ``score_form()`` (:mod:`fairmodel.expressions.score_forms`), and this module evaluates it on rows. Its value and its
-derivative in the score on any rows then cost one product of the rows with w, a few elementwise operations and, for the gradient of a
-weighted sum of such expressions, one product of the rows' transpose with the summed coefficients (the chain rule
-through the score, as in :class:`fairmodel.oracles.losses.LinearModelLoss`). Expressions outside this form (a
-hinge inside a ``pos``, a matrix of weights, two data sets) are not compiled: :func:`compile_leaves` returns None
-and the oracle walks the tree.
+derivative in the score on any rows then cost one product of the rows with w, a few elementwise operations and,
+for the gradient of a weighted sum of such expressions, one product of the rows' transpose with the summed
+coefficients (the chain rule through the score, as in :class:`fairmodel.oracles.losses.LinearModelLoss`).
+Expressions outside this form (a hinge inside a ``pos``, a matrix of weights, two data sets) are not compiled:
+:func:`compile_leaves` returns None and the oracle walks the tree.
 
 The same compiled expressions are the model-space method's per-sample functions (:mod:`.model_space`): with
 every kernel twice differentiable, the jet (``PerSample.jet``) adds the curvature d^2 e / dz^2, and a chunk of rows
