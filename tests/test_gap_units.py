@@ -1,7 +1,7 @@
 """The units of the gaps: ``fm.dp_gap(post, pairwise=True)`` bounds the largest pairwise gap between the groups'
 prediction distributions (here two groups, K groups in tests/test_dp_pairwise.py; checked by brute force on the
-exact LP's policy, and on the stochastic backend within its documented 20% of eps), the default stays "vs the population", and the words appear in the notation, the
-metrics and fm.assess.
+exact LP's policy, and on the stochastic backend within its documented 20% of eps), the default stays "vs the
+population", and the words appear in the notation, the metrics and fm.assess.
 
 Identities hold to the LP's tolerance (1e-7, the family's own exact check); the stochastic backend's violation
 tolerance is the family's (20% of eps plus 1e-6, Theorem 5.1 of Chzhen, Hebiri, Taturyan 2024)."""
