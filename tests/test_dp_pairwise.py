@@ -151,3 +151,21 @@ def test_the_stochastic_result_crosschecks_with_the_exact_one_for_three_groups()
     P = report.stochastic.predictor().predict_proba(eta=eta, tau=tau)
     assert record["value"] == pytest.approx(_largest_pairwise(P, tau, np.asarray(report.stochastic.metrics["p"])),
                                             abs=1e-9)
+
+
+def test_the_estimator_bounds_the_largest_pairwise_gap_of_three_groups():
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    s = np.digitize(X[:, 0] + 0.5 * rng.normal(size=300), [-0.5, 0.5])      # three groups tied to the features
+    y = X @ np.array([1.0, 0.5, -0.3]) + 0.2 * rng.normal(size=300)
+    reg, clf = LinearRegression().fit(X, y), LogisticRegression().fit(X, s)
+    est = fm.DemographicParityPostProcessor(reg, clf, eps=0.05, pairwise=True, L=4, beta=50).fit(X)
+    assert est.status_ == "optimal" and est.result_.ok
+    P, tau = est.predict_proba(X), clf.predict_proba(X)
+    gap = _largest_pairwise(P, tau, tau.mean(axis=0))                        # p calibrated on the points
+    (_, record), = est.result_.constraints.items()
+    assert record["value"] == pytest.approx(gap, abs=1e-9) and gap <= 0.05 + 1e-6
+    unconstrained = fm.DemographicParityPostProcessor(reg, clf, eps=1.0, pairwise=True, L=4, beta=50).fit(X)
+    assert _largest_pairwise(unconstrained.predict_proba(X), tau, tau.mean(axis=0)) > 0.05 + 1e-2   # it binds

@@ -186,6 +186,13 @@ def dp_gap(post: GridPredictor, pairwise: bool = False) -> DPGap:
 # ---------------------------------------------------------------------------------------------------------------
 # The fitted predictor
 # ---------------------------------------------------------------------------------------------------------------
+def group_duals(D: np.ndarray, K: int, pairwise: bool) -> np.ndarray:
+    """The duals D (m, K) that act on t_hat in eq. (7), from the duals Lambda - V of the constraint's columns: the
+    same, or for a pairwise constraint D_pair C^T (C of :func:`~fairmodel.oracles.dp_dual.pair_contrasts`, so that
+    <D_j, t> = <D_pair_j, t C>; the rows of D sum to zero)."""
+    return D @ pair_contrasts(K).T if pairwise else D
+
+
 class DPPredictor:
     """The fitted randomized prediction pi_z(.|x) = softmax(beta (<D_j, t_hat(x)> - r_j(x)))_j of eq. (7).
 
@@ -214,9 +221,8 @@ class DPPredictor:
         if post is None:
             post = _LIVE.get(result.solver.get("grid_predictor", ""))
         kind = info["grid_kind"]
-        D = np.asarray(v["Lambda"]) - np.asarray(v["V"])
-        if info.get("dp_gap_comparison") == "largest pairwise":   # duals of the pair columns t C: D C^T acts on t
-            D = D @ pair_contrasts(len(info["p"])).T
+        D = group_duals(np.asarray(v["Lambda"]) - np.asarray(v["V"]), len(info["p"]),
+                        info.get("dp_gap_comparison") == "largest pairwise")
         return cls(info["grid"], D, info["p"], info["beta"], post, kind, info.get("B") if kind == "regression" else None)
 
     def _base(self, X, eta, tau, cost):
