@@ -169,3 +169,18 @@ def test_the_estimator_bounds_the_largest_pairwise_gap_of_three_groups():
     assert record["value"] == pytest.approx(gap, abs=1e-9) and gap <= 0.05 + 1e-6
     unconstrained = fm.DemographicParityPostProcessor(reg, clf, eps=1.0, pairwise=True, L=4, beta=50).fit(X)
     assert _largest_pairwise(unconstrained.predict_proba(X), tau, tau.mean(axis=0)) > 0.05 + 1e-2   # it binds
+
+
+def test_the_pairwise_variance_constant_bounds_the_pair_columns_and_is_attained_by_one_hot_tau():
+    """sigma^2 = (K - 1) sum_s 1 / p_s bounds E||t C||^2 (Lemma 3.4's constant in the pair columns) when p is
+    calibrated; with one-hot tau (S known from X) E[tau_s^2] = p_s and E[tau_a tau_b] = 0, so it is attained."""
+    from fairmodel.oracles.dp_dual import pair_contrasts, sigma2
+
+    rng = np.random.default_rng(2)
+    for K in (2, 3, 5):
+        for tau in (rng.dirichlet(np.full(K, 0.7), size=500), np.eye(K)[rng.integers(0, K, size=500)]):
+            p = tau.mean(axis=0)
+            TC = (1.0 - tau / p) @ pair_contrasts(K)
+            plugin = float(np.mean(np.sum(TC ** 2, axis=1)))
+            assert plugin <= sigma2(p, pairwise=True) * (1 + 1e-12)
+        assert plugin == pytest.approx(sigma2(p, pairwise=True), rel=1e-12)      # the one-hot tau, last
