@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..errors import DataError, InfeasibleError, OptionError
-from ..expressions.atoms.dp import DPPredictor, dp_gap, squared_risk
+from ..expressions.atoms.dp import DPPredictor, dp_gap, group_duals, squared_risk
 from ..expressions.grid import GridPredictor
 from ..families.dp import CERTIFY_MAX
 from ..families.dp_runs import StreamFit, dp_parameters, stop_rule
@@ -42,6 +42,9 @@ class DemographicParityPostProcessor(BaseEstimator):
     regressor : fitted, with ``predict(X)`` (an estimate of E[Y | X]).
     classifier : fitted, with ``predict_proba(X)`` (an estimate of P(S = s | X)); its ``classes_`` name the groups.
     eps : DP tolerance, a number or one per group, in [0, 1].
+    pairwise : ``False`` (default): eps bounds each group vs the population, |P(pi = y | S = s) - P(pi = y)|;
+        ``True``: eps (one number) bounds the largest pairwise gap max_{s, s'} |P(pi = y | S = s) -
+        P(pi = y | S = s')| between any of the groups (the difference fairlearn reports; ``fm.dp_gap``).
     L, beta : grid size (2L + 1 points) and inverse entropic weight; ``None`` uses the paper's rule
         L = floor(sqrt(N)), beta = 0.5 sqrt(N) log2(N) with N the number of unlabeled points (``T`` for streams).
     B : the bound on |eta| (grid range [-B, B]); ``None``: the largest |prediction| on the first data seen.
@@ -59,12 +62,13 @@ class DemographicParityPostProcessor(BaseEstimator):
     random_state : seed of the sampling (and of ``predict(mode="sample")``).
     """
 
-    def __init__(self, regressor, classifier, *, eps=0.01, L=None, B=None, beta=None, p=None, backend="auto",
+    def __init__(self, regressor, classifier, *, eps=0.01, pairwise=False, L=None, B=None, beta=None, p=None, backend="auto",
                  method="sgd3", T=None, batch_size=None, oracle="resample", mu=None, inner="acsa2", variant="paper",
                  stop=None, clip=False, random_state=None):
         self.regressor = regressor
         self.classifier = classifier
         self.eps = eps
+        self.pairwise = pairwise
         self.L = L
         self.B = B
         self.beta = beta
@@ -84,7 +88,7 @@ class DemographicParityPostProcessor(BaseEstimator):
     # -- construction --------------------------------------------------------------------------------------------
     def _check_params(self) -> None:
         """Every option, whichever backend runs (an option the exact backend does not use is still refused when it
-        is invalid, never ignored); eps, L, B, beta and p are checked where the problem is built."""
+        is invalid, never ignored); eps, pairwise, L, B, beta and p are checked where the problem is built."""
         check_choice(self.backend, "backend", ("auto", "exact", "stochastic"))
         check_choice(self.method, "method (of the stochastic backend)", tuple(METHODS))
         for name in ("T", "batch_size"):
@@ -116,7 +120,8 @@ class DemographicParityPostProcessor(BaseEstimator):
         post = GridPredictor(eta=self.regressor.predict, tau=self.classifier.predict_proba, L=L, B=B, p=self.p,
                              clip=self.clip)
         self.grid_, self.beta_, self.B_ = post.grid, float(beta), B
-        return Problem(Minimize(squared_risk(post)), [dp_gap(post) <= self.eps], entropy=1.0 / beta)
+        return Problem(Minimize(squared_risk(post)), [dp_gap(post, pairwise=self.pairwise) <= self.eps],
+                       entropy=1.0 / beta)
 
     def _options(self) -> dict:
         return {"method": self.method, "batch_size": self.batch_size, "mu": self.mu, "inner": self.inner,
@@ -186,8 +191,8 @@ class DemographicParityPostProcessor(BaseEstimator):
 
     def _set(self, D, p, problem) -> None:
         post = problem.family.post
-        self.dual_ = D
         self.p_ = np.asarray(p, dtype=float)
+        self.dual_ = D = group_duals(D, self.p_.shape[0], problem.family.pairwise)
         self.predictor_ = DPPredictor(post.grid, D, self.p_, self.beta_, post, "regression", post.B)
 
     # -- prediction -------------------------------------------------------------------------------------------------

@@ -29,25 +29,27 @@ from ..utilities.threads import few_threads
 from . import budget, solvers
 
 
-def check_feasible(dual: DualProblem, p_is_calibrated: bool) -> float:
+def check_feasible(dual: DualProblem, p_is_calibrated: bool, names=None) -> float:
     """The margin min_s [m eps_s - |E_w t_hat_s|]; raise :class:`InfeasibleError` when negative.
 
     The columns of E sum to E_w t_hat_s, so |E_w t_hat_s| <= m eps_s is necessary, and sufficient (the uniform
-    policy is then feasible)."""
+    policy is then feasible). The same holds for any columns of the dual (the pair differences t_a - t_b of a
+    pairwise constraint), named by ``names`` (default: group s)."""
     margins = dual.feasibility_margins()
     margin = float(margins.min())
     if margin < -1e-12:  # below rounding: a calibrated p gives |E t_hat| ~ 1e-16 (feasible at eps = 0)
         s = int(np.argmin(margins))
+        where, t = (f"group {s}", f"t_hat_{s}") if names is None else (str(names[s]), f"t_hat of {names[s]}")
         mean_t = dual.mean_t()
         fix = ("p is already calibrated on these points, so this comes from the weights; check them"
                if p_is_calibrated else
                "use p='calibrated' in fm.GridPredictor (p_s = mean of tau_hat_s over the unlabeled points, which "
                "makes the problem feasible for every eps >= 0)")
         raise InfeasibleError(
-            f"the DP constraints cannot be met on these points: for group {s}, |E[t_hat_{s}]| = {abs(mean_t[s]):.4g} "
-            f"exceeds m * eps_{s} = {dual.m} * {dual.eps[s]:.4g} (margin min_s [m eps_s - |E t_hat_s|] = "
+            f"the DP constraints cannot be met on these points: for {where}, |E[{t}]| = {abs(mean_t[s]):.4g} "
+            f"exceeds m * eps = {dual.m} * {dual.eps[s]:.4g} (margin min_s [m eps_s - |E t_hat_s|] = "
             f"{margin:.4g}). The given p does not match the mean of tau_hat on these points. Fix: {fix}, "
-            f"or raise eps_{s} to at least {abs(mean_t[s]) / dual.m:.4g}")
+            f"or raise the eps of {where} to at least {abs(mean_t[s]) / dual.m:.4g}")
     return margin
 
 

@@ -164,15 +164,16 @@ def group_risk_metrics(problem, env: Env) -> dict:
     if loss is None or groups is None or len(groups) != loss.size or groups.n_groups < 2:
         return {}
     risks = np.asarray(GroupMean(loss, groups).numeric(env), dtype=float)   # weighted when the loss is
-    return {"group_risks": by_group(risks, groups.names), "worst_group": _name(groups.names[int(np.argmax(risks))])}
+    worst = groups.names[int(np.argmax(risks))]
+    return {"group_risks": by_group(risks, groups.names), "worst_group": group_label(worst)}
 
 
 def by_group(values, names) -> dict:
     """A ``{group name: value}`` dict (names turned into strings, for JSON)."""
-    return {_name(n): float(v) for n, v in zip(names, np.asarray(values, dtype=float))}
+    return {group_label(n): float(v) for n, v in zip(names, np.asarray(values, dtype=float))}
 
 
-def _name(n) -> str:
+def group_label(n) -> str:
     return "/".join(map(str, n)) if isinstance(n, tuple) else str(n)
 
 

@@ -28,7 +28,7 @@ from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
 from ..utilities.display import latex_number as display_number
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_options
-from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record
+from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record, group_label
 from .dp_runs import (
     DEFAULT_CAP,
     DEFAULT_T,
@@ -154,11 +154,21 @@ class DPPostProcessing(Reduction):
             p_tex = "$p = (" + ",\\ ".join(num(v) for v in np.ravel(post.p_spec)) + ")$"
         U = "U_{s}(\\pi, l) = \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_{s}(X)\\right]\\right|"
         inner = "\\langle \\lambda_{l} - \\nu_{l}, t(X)\\rangle - r_{l}(X)"
+        constraint = ("Constraint: U_s(pi, l) = |E[pi(l|X) t_s(X)]| <= eps_s for all l, s, with t_s = 1 - tau_s / p_s "
+                      "(15)",
+                      f"Constraint: ${U} \\le \\epsilon_{{s}}$ for all $l$, $s$, with $t_{{s}} = 1 - "
+                      f"\\hat\\tau_{{s}} / p_{{s}}$ (15)")
+        if self.pairwise:
+            constraint = ("Constraint (largest pairwise): |E[pi(l|X) (t_a(X) - t_b(X))]| = |P(pi = l | S = b) - "
+                          "P(pi = l | S = a)| <= eps for all l and pairs a < b, with t_s = 1 - tau_s / p_s (15): the "
+                          "dual below in these pair columns (t(X) stands for (t_a(X) - t_b(X))_(a < b))",
+                          "Constraint (largest pairwise): $\\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, (t_{a}(X) - "
+                          "t_{b}(X))\\right]\\right| = \\left|P(\\pi = l \\mid S = b) - P(\\pi = l \\mid S = a)\\right| "
+                          "\\le \\epsilon$ for all $l$ and pairs $a < b$, with $t_{s} = 1 - \\hat\\tau_{s} / p_{s}$ (15): "
+                          "the dual below in these pair columns ($t(X)$ stands for $(t_{a}(X) - t_{b}(X))_{a < b}$)")
         return ["",
                 (f"Structure: {grid}; beta = {beta}; p = {p}", f"Structure: {grid_tex}; {beta_tex}; {p_tex}"),
-                ("Constraint: U_s(pi, l) = |E[pi(l|X) t_s(X)]| <= eps_s for all l, s, with t_s = 1 - tau_s / p_s (15)",
-                 f"Constraint: ${U} \\le \\epsilon_{{s}}$ for all $l$, $s$, with $t_{{s}} = 1 - \\hat\\tau_{{s}} / "
-                 f"p_{{s}}$ (15)"),
+                constraint,
                 ("Dual (5): min_(Lambda, V >= 0) E[LSE_beta(<lambda_l - nu_l, t(X)> - r_l(X))_l] + "
                  "sum_l <lambda_l + nu_l, eps>",
                  f"Dual (5): $\\min_{{\\Lambda, V \\ge 0}}\\ \\mathbb{{E}}\\left[\\mathrm{{LSE}}_{{\\beta}}"
@@ -197,8 +207,30 @@ class DPPostProcessing(Reduction):
                 raise DataError(f"sample_weight must hold {tau.shape[0]} positive finite numbers (one per point)")
             weights = weights / weights.sum()
         p = self.post.resolve_p(tau, weights) if p is None else p
-        eps = None if self.constraint is None else self.constraint.eps(tau.shape[1], p)
-        return Prepared(first, tau, p, t_values(tau, p), weights, eps, is_chunked(data))
+        eps = None if self.constraint is None else self.constraint.eps(tau.shape[1])
+        return Prepared(first, tau, p, self.columns(tau, p), weights, eps, is_chunked(data))
+
+    def columns(self, tau: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The dual's columns on the points: t_hat = 1 - tau_hat / p (eq. (15)), or its pair differences for
+        ``dp_gap(post, pairwise=True)`` (:meth:`DPConstraint.columns`)."""
+        T = t_values(tau, p)
+        return T if self.constraint is None else self.constraint.columns(T)
+
+    @property
+    def pairwise(self) -> bool:
+        return self.constraint is not None and self.constraint.pairwise
+
+    def column_names(self, K: int) -> list:
+        """A name per dual column: the groups', or "a vs b" per pair of groups (pairwise)."""
+        names = self.post.group_names(K)
+        if not self.pairwise:
+            return names
+        labels = [group_label(g) for g in names]
+        return [f"{labels[a]} vs {labels[b]}" for a in range(K) for b in range(a + 1, K)]
+
+    def sigma2(self, p: np.ndarray) -> float:
+        """The population bound on E||t||^2 in the dual's columns (Lemma 3.4; :func:`~fairmodel.oracles.dp_dual.sigma2`)."""
+        return sigma2(p, self.pairwise)
 
     def _points(self, data, sample_weight=None) -> Prepared:
         if data is None and self.post.callable:
@@ -231,6 +263,12 @@ class DPPostProcessing(Reduction):
     def _p_is_calibrated(self) -> bool:
         return isinstance(self.post.p_spec, str)
 
+    def check_feasible(self, dual, K: int) -> float:
+        """The feasibility margin of the constraints on the dual's points (:func:`exact_dp.check_feasible`), the
+        columns named by pair of groups for a pairwise constraint (``K`` groups)."""
+        names = [f"the pair {c}" for c in self.column_names(K)] if self.pairwise else None
+        return exact_dp.check_feasible(dual, self._p_is_calibrated(), names)
+
     # -- exact backend ---------------------------------------------------------------------------------------------
     def solve_exact(self, method, solver, verbose, data=None, sample_weight=None, z0=None, certify=None, **options):
         """The exact program of ``method``; when the default method (``lbfgs``, or ``lp`` for beta = inf) fails, the
@@ -249,7 +287,7 @@ class DPPostProcessing(Reduction):
             z = np.zeros(dual.shape)
             record = {"name": "closed form (no constraint)", "status": "optimal"}
         else:
-            certificate["feasibility_margin"] = exact_dp.check_feasible(dual, self._p_is_calibrated())
+            certificate["feasibility_margin"] = self.check_feasible(dual, prep.tau.shape[1])
             try:
                 P, z, record = self._exact_method(method, dual, solver, verbose, z0, K, options)
             except SolverError as exc:
@@ -338,7 +376,7 @@ class DPPostProcessing(Reduction):
                             solver={"name": method, "grid_predictor": self.post.key},
                             metrics={"samples_used": 0, "rounds": 0},
                             judge_context={"prepared": prep, "certify": certify})
-        exact_dp.check_feasible(self._dual(prep), self._p_is_calibrated())
+        self.check_feasible(self._dual(prep), prep.tau.shape[1])
         judge = RoundJudge(self, {"prepared": prep, "certify": certify}, enabled=stop == "checks", verbose=verbose)
         run, info = self._pool_run(prep, prep.eps, self._z0(z0, prep.T.shape[1]), rng, oracle, T, batch_size, method,
                                    mu, inner, variant, smoothness, step, tail, history_every, callback, verbose,
@@ -360,7 +398,7 @@ class DPPostProcessing(Reduction):
         pool = Pool(prep.T, R, prep.first if R is None else None, self.post.grid, prep.weights)
         if smoothness is None:   # pools: the Lipschitz constant measured on the points (App. E), unless a fixed budget
             smoothness = "plugin" if stop == "checks" else "sigma2"
-        M = smoothness_constant(smoothness, self.beta, prep.p, lambda: self._dual(prep).sigma2_plugin())
+        M = smoothness_constant(smoothness, self.beta, self.sigma2(prep.p), lambda: self._dual(prep).sigma2_plugin())
         run = start_run(method, z0, M, mu, T, batch_size, inner, variant, step, tail, self.beta, eps, history_every,
                         callback, stop=stop, check=round_check(list(judges)) if stop == "checks" else None,
                         max_batch=prep.n)
@@ -399,17 +437,15 @@ class DPPostProcessing(Reduction):
                                   f"({prep.n}, {m})")
         else:
             P = None
-        names = self.post.group_names(K)
+        names = self.column_names(prep.tau.shape[1])
         # one pass over the points (by blocks of rows for Dask-backed points): the policy's moments and risks
         stats = dual_stats(dual, z, P, self.post.grid if self.post.numeric_grid else None)
         U = stats["U"]
         objective = stats["regularized_risk"]
         constraints = {}
-        if prep.eps is not None and self.constraint.pairwise:
-            # two groups: |P(l | a) - P(l | b)| = U_a(l) / (1 - p_a) (the marginals and tau's rows sum to 1)
-            pairwise = float(U[:, 0].max() / (1.0 - prep.p[0]))
-            constraints[f"{self.constraint.name} (largest pairwise)"] = constraint_record(
-                pairwise, prep.eps[0] / (1.0 - prep.p[0]))
+        if prep.eps is not None and self.pairwise:
+            # the pair columns: U = |E[pi(l|X) (t_a - t_b)]| = |P(l | b) - P(l | a)|, one bound eps for every pair
+            constraints[f"{self.constraint.name} (largest pairwise)"] = constraint_record(U.max(), prep.eps[0])
         elif prep.eps is not None:
             cname = self.constraint.name
             for s in range(K):
@@ -418,10 +454,11 @@ class DPPostProcessing(Reduction):
         kind = (f"R_beta = {risk} + the entropy term (the entropic problem (4) of Chzhen, Hebiri, Taturyan 2024; it "
                 f"can be negative): compare the risk" if not math.isinf(self.beta) else f"{risk} (the LP (3))")
         metrics = {"objective_kind": kind, "risk": stats["risk"], "entropy_term": objective - stats["risk"],
-                   "dp_gap": by_group(U.max(axis=0), names), "dp_gap_comparison": "vs the population",
+                   "dp_gap": by_group(U.max(axis=0), names),
+                   "dp_gap_comparison": "largest pairwise" if self.pairwise else "vs the population",
                    "unfairness": U, "grid": self.post.grid,
                    "grid_kind": self.post.kind, "L": self.post.L, "B": self.post.B, "beta": self.beta, "p": prep.p,
-                   "n_points": prep.n, "sigma2": sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}
+                   "n_points": prep.n, "sigma2": self.sigma2(prep.p), "sigma2_plugin": dual.sigma2_plugin()}
         if self.post.numeric_grid:
             metrics["mean_prediction"] = stats["mean_prediction"]
         certificate = {}
@@ -540,8 +577,8 @@ class DPPostProcessing(Reduction):
         z_star = np.stack([exact.variables["Lambda"], exact.variables["V"]]) if "Lambda" in exact.variables else None
         eps = np.array([c["bound"] for c in exact.constraints.values()])
         U = np.asarray(stochastic.metrics.get("unfairness", np.zeros((0, 0))), dtype=float)
-        if self.constraint is not None and self.constraint.pairwise and "p" in stochastic.metrics:
-            eps = self.constraint.eps(U.shape[1] if U.ndim == 2 else 2, stochastic.metrics["p"])   # bounds on U_s
+        if self.pairwise and "p" in stochastic.metrics:
+            eps = self.constraint.eps(len(stochastic.metrics["p"]))   # one bound per pair column of U
         if z_star is not None and U.shape == z_star.shape[1:] and eps.size == U.shape[1]:
             slack = float(np.sum((z_star[0] + z_star[1]) * np.maximum(U - eps, 0.0)))
         checks = [

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataError, OptionError
-from ..expressions.grid import t_values
-from ..oracles.dp_dual import canonical, sigma2
+from ..oracles.dp_dual import canonical
 from ..stochastic.dp_postprocessing import FIRST_BATCH, FIRST_STEPS, Restarts, Schedule, doubling
 from ..stochastic.sgd3 import sgd3_stages
 from ..utilities.progress import Progress
@@ -34,9 +33,9 @@ class Prepared:
     first: np.ndarray          # eta_hat (n,) or the cost matrix (n, m)
     tau: np.ndarray            # (n, K)
     p: np.ndarray              # (K,)
-    T: np.ndarray              # t_hat (n, K)
+    T: np.ndarray              # the dual's columns: t_hat (n, K), or its pair differences (pairwise)
     weights: np.ndarray | None  # (n,) summing to 1, or None (uniform)
-    eps: np.ndarray | None     # (K,) or None (no fairness constraint)
+    eps: np.ndarray | None     # one bound per column of T, or None (no fairness constraint)
     chunked: bool = False      # the points are Dask-backed: the judge sums by blocks of rows (ChunkedDual)
     cache: dict = field(default_factory=dict, repr=False, compare=False)   # the judge's exact F* per problem
 
@@ -80,10 +79,11 @@ def check_T(T) -> int:
     return int(T)
 
 
-def smoothness_constant(smoothness, beta: float, p: np.ndarray, plugin) -> float:
-    """M = 2 beta sigma^2 (Lemma 3.4, Alg. 1 line 2), 2 beta sigma_hat^2 (App. E) or a given number."""
+def smoothness_constant(smoothness, beta: float, sigma2: float, plugin) -> float:
+    """M = 2 beta sigma^2 (Lemma 3.4, Alg. 1 line 2; ``sigma2`` the population constant), 2 beta sigma_hat^2
+    (App. E) or a given number."""
     if smoothness == "sigma2":
-        return 2.0 * beta * sigma2(p)
+        return 2.0 * beta * sigma2
     if smoothness == "plugin":
         return 2.0 * beta * plugin()
     if isinstance(smoothness, bool) or not isinstance(smoothness, (int, float)) or not smoothness > 0:
@@ -244,12 +244,12 @@ class StreamFit:
             raise OptionError("without a fairness constraint the optimum is pi_(0,0) of Remark 3.2 (z = 0): there is "
                               "nothing to learn from a stream; solve on a sample of the points (data=array) instead")
         self.family, self.p = family, post.p_spec
-        K = self.p.shape[0]
-        self.eps = family.constraint.eps(K, self.p)
-        M = smoothness_constant("sigma2" if smoothness is None else smoothness, family.beta, self.p, None)
+        self.eps = family.constraint.eps(self.p.shape[0])
+        M = smoothness_constant("sigma2" if smoothness is None else smoothness, family.beta, family.sigma2(self.p),
+                                None)
         # stop="checks": the judge's checks run between rounds on the reservoir sample of the points seen so far
         self.judge = RoundJudge(family, {"certify": certify}, enabled=stop == "checks")
-        self.run = start_run(method, family._z0(z0, K), M, mu, T, batch_size, inner, variant, step, tail,
+        self.run = start_run(method, family._z0(z0, self.eps.shape[0]), M, mu, T, batch_size, inner, variant, step, tail,
                              family.beta, self.eps, history_every, callback, stop=stop,
                              check=self._check if stop == "checks" else None)
         self.judge.stop.cap = self.run.cap
@@ -272,7 +272,7 @@ class StreamFit:
                 return
             first, tau = post.values(chunk[start:start + STREAM_SLICE])
             self._reservoir(first, tau)      # first, so that a check between rounds sees these rows
-            self.run.feed(t_values(tau, self.p), post.costs(first))
+            self.run.feed(self.family.columns(tau, self.p), post.costs(first))
 
     def _reservoir(self, first, tau) -> None:
         """Algorithm R, vectorized: keep a uniform sample of k rows of everything seen so far."""
@@ -297,7 +297,7 @@ class StreamFit:
             raise DataError("the stream gave no points")
         n = min(self.seen, self.k)
         first, tau = self.res_first[:n], self.res_tau[:n]
-        return Prepared(first, tau, self.p, t_values(tau, self.p), None, self.eps)
+        return Prepared(first, tau, self.p, self.family.columns(tau, self.p), None, self.eps)
 
     def solution(self, certify=None) -> Solution:
         judge = self.judge_points()

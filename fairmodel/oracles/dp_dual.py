@@ -31,10 +31,27 @@ from scipy.special import entr
 _max, _sum = np.maximum.reduce, np.add.reduce  # the ufunc reductions without ndarray.max's Python wrapper (~1 us)
 
 
-def sigma2(p: np.ndarray) -> float:
-    """sigma^2 = sum_s (1 - p_s) / p_s (Lemma 3.4): the population bound on E||t(X)||^2 (Lemma F.4)."""
+def sigma2(p: np.ndarray, pairwise: bool = False) -> float:
+    """sigma^2 = sum_s (1 - p_s) / p_s (Lemma 3.4): the population bound on E||t(X)||^2 (Lemma F.4). With
+    ``pairwise``, the bound (K - 1) sum_s 1 / p_s on E||t(X) C||^2 of the pair columns t_a - t_b (C of
+    :func:`pair_contrasts`): t_a - t_b = tau_b / p_b - tau_a / p_a, and E[tau_s^2] <= E[tau_s] = p_s,
+    E[tau_a tau_b] >= 0 give E(t_a - t_b)^2 <= 1 / p_a + 1 / p_b; each group lies in K - 1 pairs."""
     p = np.asarray(p, dtype=float)
+    if pairwise:
+        return float((p.shape[0] - 1) * np.sum(1.0 / p))
     return float(np.sum((1.0 - p) / p))
+
+
+def pair_contrasts(K: int) -> np.ndarray:
+    """C (K, K (K - 1) / 2): column (a, b), a < b in lexicographic order, is e_a - e_b. The columns of t(x) C are
+    t_a(x) - t_b(x), and E[pi(j|X) (t_a(X) - t_b(X))] = P(pi = y_j | S = b) - P(pi = y_j | S = a) (eq. (15)
+    written for both groups), so |E[pi t C]| <= eps is the largest pairwise gap <= eps, the paper's constraint
+    form in the pair columns; duals D_pair in these columns act on t as D_pair C^T (rows summing to zero)."""
+    pairs = [(a, b) for a in range(K) for b in range(a + 1, K)]
+    C = np.zeros((K, len(pairs)))
+    for c, (a, b) in enumerate(pairs):
+        C[a, c], C[b, c] = 1.0, -1.0
+    return C
 
 
 def policy_in_place(a: np.ndarray, beta: float, weights: np.ndarray | None = None):

@@ -9,7 +9,6 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import OptionError, UnsupportedProblemError
-from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import dp_gap
 from ..families.dp import METHODS, DPPostProcessing
 from ..families.dp_runs import RoundJudge, run_solution, stop_rule
@@ -51,7 +50,8 @@ def dp_sweep(problem, eps_values, backend: str = "stochastic", *, parallel: bool
         options["seed"] = fresh_seed()
 
     def build(eps):
-        return problem.replace(constraints=[(dp_gap(family.post) <= eps).named(family.constraint.name)])
+        return problem.replace(constraints=[(dp_gap(family.post, pairwise=family.pairwise) <= eps)
+                                            .named(family.constraint.name)])
     if not parallel:
         return sweep(build, values, param="eps", backend=backend, warm_start=warm_start, verbose=verbose, **options)
     if backend != "stochastic":
@@ -83,11 +83,11 @@ def _parallel_sweep(problems, options) -> list:
     if math.isinf(head.beta):
         raise UnsupportedProblemError("the stochastic backend needs entropy > 0")
     base = head._prepare(data, weights)
-    preps = [replace(base, eps=f.constraint.eps(base.p.shape[0], base.p)) for f in families]
+    preps = [replace(base, eps=f.constraint.eps(base.p.shape[0])) for f in families]
     for f, prep in zip(families, preps):
-        exact_dp.check_feasible(f._dual(prep), f._p_is_calibrated())
+        f.check_feasible(f._dual(prep), prep.tau.shape[1])
     eps = np.stack([prep.eps for prep in preps])[:, None, :]
-    z0 = np.zeros((len(preps), 2, head.post.m, base.p.shape[0]))
+    z0 = np.zeros((len(preps), 2, head.post.m, base.T.shape[1]))
     judges = [RoundJudge(f, {"prepared": prep, "certify": certify}, enabled=stop == "checks", verbose=verbose)
               for f, prep in zip(families, preps)]
     oracle = args.pop("oracle")

@@ -9,7 +9,8 @@ Chzhen, Hebiri, Taturyan, NeurIPS 2024), and the fitted predictor.
 * ``dp_gap(post) <= eps`` is the relaxed DP constraint U_s(pi, j) <= eps_s for every atom j and group s
   (eq. (2) = eq. (15)), with eps a number or one number per group, in [0, 1]: each group **vs the population**,
   |P(pi = y_j | S = s) - P(pi = y_j)|; ``dp_gap(post, pairwise=True) <= eps`` bounds the **largest pairwise** gap
-  max_{s, s'} |P(pi = y_j | S = s) - P(pi = y_j | S = s')| instead (two groups);
+  max_{s, s'} |P(pi = y_j | S = s) - P(pi = y_j | S = s')| instead (K >= 2 groups: the paper's constraint form in
+  the pair columns t_s - t_s');
 * :class:`DPPredictor` is the fitted pi_z of eq. (7) (``result.predictor()``).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ExpressionTypeError, ModelError, OptionError
-from ...oracles.dp_dual import policy_from_scores
+from ...oracles.dp_dual import pair_contrasts, policy_from_scores
 from ...utilities.validate import as_generator, check_bool
 from ..core import Constant, Expr, Inequality, Parameter
 from ..grid import _LIVE, GridPredictor, check_cost, check_eps, check_eta, check_tau, t_values
@@ -69,8 +70,6 @@ class DPGap(Expr):
         self.post = _check_post(post, "dp_gap")
         self.size = post.K or 0
         self.pairwise = check_bool(pairwise, "pairwise")
-        if self.pairwise and post.K is not None and post.K != 2:
-            raise OptionError(pairwise_k_message(post.K))
 
     @property
     def curvature(self):
@@ -84,8 +83,8 @@ class DPGap(Expr):
             check_eps(eps.value, self.post.K)
             return DPConstraint(self, eps)
         if self.pairwise and np.ndim(eps) != 0:
-            raise ModelError("dp_gap(post, pairwise=True) <= eps bounds one gap between the two groups: give eps as "
-                             "one number")
+            raise ModelError("dp_gap(post, pairwise=True) <= eps bounds the largest gap between any two groups: give "
+                             "eps as one number")
         return DPConstraint(self, check_eps(eps, self.post.K))
 
     def __ge__(self, other):
@@ -98,13 +97,13 @@ class DPGap(Expr):
                  "$t_s(x) = 1 - \\hat\\tau_s(x) / p_s$: $\\hat\\tau_s(x)$ the estimated probability of group $s$ "
                  "given $x$, $p_s$ its marginal (eq.~(15) of Chzhen, Hebiri, Taturyan 2024)")
         if self.pairwise:
-            n.define("pairwise", "the largest pairwise gap: |E[pi(l|X) t_s(X)]| / (1 - p_s) for two groups is "
-                                 "|P(pi = l | S = s) - P(pi = l | S = s')|",
-                     "the largest pairwise gap: for two groups $|\\mathbb{E}[\\pi(l \\mid X)\\, t_s(X)]| / (1 - p_s) = "
-                     "|P(\\pi = l \\mid S = s) - P(\\pi = l \\mid S = s')|$")
-            return n.pick("max_l |E[pi(l|X) t_s(X)]| / (1 - p_s)  (largest pairwise)",
-                          "\\max_{l} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_s(X)\\right]\\right| / (1 - p_s)"
-                          "\\ \\text{(largest pairwise)}")
+            n.define("pairwise", "the largest pairwise gap: E[pi(l|X) (t_s(X) - t_s'(X))] = P(pi = l | S = s') - "
+                                 "P(pi = l | S = s)",
+                     "the largest pairwise gap: $\\mathbb{E}[\\pi(l \\mid X)\\, (t_s(X) - t_{s'}(X))] = "
+                     "P(\\pi = l \\mid S = s') - P(\\pi = l \\mid S = s)$")
+            return n.pick("max_l max_(s, s') |E[pi(l|X) (t_s(X) - t_s'(X))]|  (largest pairwise)",
+                          "\\max_{l} \\max_{s, s'} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, (t_s(X) - t_{s'}(X))"
+                          "\\right]\\right|\\ \\text{(largest pairwise)}")
         return n.pick("max_l |E[pi(l|X) t_s(X)]|  (vs the population)",
                       "\\max_{l} \\left|\\mathbb{E}\\left[\\pi(l \\mid X)\\, t_s(X)\\right]\\right|"
                       "\\ \\text{(vs the population)}")
@@ -129,19 +128,19 @@ class DPConstraint(Inequality):
     def pairwise(self) -> bool:
         return self.gap.pairwise
 
-    def eps(self, K: int, p=None) -> np.ndarray:
-        """eps as a (K,) vector of bounds on U_s (a parameter's current value, checked to lie in [0, 1]). A
-        pairwise bound between two groups is the bound ``(1 - p_s) eps`` on U_s (``p`` the group marginals): for two
-        groups, P(l) - P(l | s) = (1 - p_s) (P(l | s') - P(l | s)), so the two are the same constraint."""
+    def eps(self, K: int) -> np.ndarray:
+        """eps as a vector of bounds, one per column of :meth:`columns` (a parameter's current value, checked to lie
+        in [0, 1]): (K,) bounds on U_s, or the one pairwise bound repeated for the K (K - 1) / 2 pairs."""
         value = self.eps_spec.value if isinstance(self.eps_spec, Parameter) else self.eps_spec
-        eps = np.broadcast_to(check_eps(value, K), (K,)).astype(float)
-        if not self.pairwise:
-            return eps
-        if K != 2:
-            raise OptionError(pairwise_k_message(K))
-        if p is None:
-            raise OptionError("a pairwise DP bound needs the group marginals p to become per-group bounds")
-        return eps * (1.0 - np.asarray(p, dtype=float))
+        eps = check_eps(value, None if self.pairwise else K)
+        return np.broadcast_to(eps, (K * (K - 1) // 2 if self.pairwise else K,)).astype(float)
+
+    def columns(self, T: np.ndarray) -> np.ndarray:
+        """The constraint's columns from t_hat (n, K): t_hat itself (U_s = |E[pi t_s]|, eq. (15)), or with
+        ``pairwise`` the pair differences t_a - t_b (n, K (K - 1) / 2), whose |E[pi(j|X) (t_a - t_b)]| =
+        |P(pi = y_j | S = a) - P(pi = y_j | S = b)|. The pairwise problem is then the paper's problem (3) / (4) in
+        these columns, with the same dual (5), policy (7) and certificates (Lemmas 3.2-3.5)."""
+        return T @ pair_contrasts(T.shape[1]) if self.pairwise else T
 
     def render(self, n):
         if isinstance(self.eps_spec, Parameter):
@@ -173,21 +172,27 @@ def dp_gap(post: GridPredictor, pairwise: bool = False) -> DPGap:
     ``fm.dp_gap(post) <= eps`` (the default, **vs the population**) bounds U_s(pi, j) =
     |P(pi = y_j | S = s) - P(pi = y_j)| by eps_s for every grid point j and group s (eq. (2) of Chzhen, Hebiri,
     Taturyan 2024). ``fm.dp_gap(post, pairwise=True) <= eps`` bounds the **largest pairwise** gap
-    |P(pi = y_j | S = s) - P(pi = y_j | S = s')| (the two-group difference fairlearn reports) by one number eps;
-    for two groups it is the same constraint as U_s <= (1 - p_s) eps, so every backend solves it exactly and the
-    judge reports the pairwise gap. More than two groups are refused (the pairwise constraints are not of the
-    paper's form)."""
+    max_{s, s'} |P(pi = y_j | S = s) - P(pi = y_j | S = s')| (the difference fairlearn reports, max - min over the
+    groups) by one number eps, for any K >= 2 groups. With t_s = 1 - tau_s / p_s (eq. (15)),
+    E[pi(j|X) (t_s(X) - t_s'(X))] = P(pi = y_j | S = s') - P(pi = y_j | S = s), so the pairwise constraint is the
+    paper's constraint (eq. (3)) with the K (K - 1) / 2 pair columns t_s - t_s' in place of t and eps for each:
+    every backend (the LP, the entropic dual (5) by L-BFGS-B or CVXPY, the stochastic methods) solves it with the
+    same dual, policy (eq. (7), the duals D_pair acting on t as D_pair C^T, whose rows sum to zero) and
+    certificates, and the judge checks the largest pairwise gap against eps. For two groups it is the constraint
+    U_s <= (1 - p_s) eps (t_1 - t_2 = t_1 / p_2 when the marginals and tau's rows sum to 1)."""
     return DPGap(post, pairwise)
-
-
-def pairwise_k_message(K) -> str:
-    return (f"dp_gap(post, pairwise=True) compares two groups; this predictor has {K}. Bound each group against the "
-            f"population instead (dp_gap(post) <= eps / 2 implies a largest pairwise gap <= eps)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The fitted predictor
 # ---------------------------------------------------------------------------------------------------------------
+def group_duals(D: np.ndarray, K: int, pairwise: bool) -> np.ndarray:
+    """The duals D (m, K) that act on t_hat in eq. (7), from the duals Lambda - V of the constraint's columns: the
+    same, or for a pairwise constraint D_pair C^T (C of :func:`~fairmodel.oracles.dp_dual.pair_contrasts`, so that
+    <D_j, t> = <D_pair_j, t C>; the rows of D sum to zero)."""
+    return D @ pair_contrasts(K).T if pairwise else D
+
+
 class DPPredictor:
     """The fitted randomized prediction pi_z(.|x) = softmax(beta (<D_j, t_hat(x)> - r_j(x)))_j of eq. (7).
 
@@ -216,8 +221,9 @@ class DPPredictor:
         if post is None:
             post = _LIVE.get(result.solver.get("grid_predictor", ""))
         kind = info["grid_kind"]
-        return cls(info["grid"], np.asarray(v["Lambda"]) - np.asarray(v["V"]), info["p"], info["beta"], post,
-                   kind, info.get("B") if kind == "regression" else None)
+        D = group_duals(np.asarray(v["Lambda"]) - np.asarray(v["V"]), len(info["p"]),
+                        info.get("dp_gap_comparison") == "largest pairwise")
+        return cls(info["grid"], D, info["p"], info["beta"], post, kind, info.get("B") if kind == "regression" else None)
 
     def _base(self, X, eta, tau, cost):
         if X is not None:

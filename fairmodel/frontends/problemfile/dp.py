@@ -17,7 +17,7 @@ KEYS = {
     "B": "regression grid range [-B, B] (default 1); the target is min-max scaled to [-B, B]",
     "eps": "DP tolerance in [0, 1]: a number or one per group (default 0.01)",
     "pairwise": "false (default): eps bounds each group vs the population (U_s); true: eps bounds the largest "
-                "pairwise gap between the two groups",
+                "pairwise gap between the groups (any number of groups)",
     "beta": "inverse entropic weight (default 0.5 sqrt(N) log2 N; 0 for the LP (3))",
     "p": "'calibrated' (default: mean of tau_hat on the unlabeled points) or 'train' (group frequencies of the "
          "training rows)",
