@@ -296,8 +296,12 @@ class StrategicDRO(Reduction):
                         f"{rms.max():.3g}; the zeroth-order steps are the same in every direction, so they crawl "
                         f"along the small-scale features; the transport cost is in the features' units, so rescaling "
                         f"changes the problem)")
-        if order == 0:
+        options = solution.solver.get("options", {})
+        if order == 0 and options.get("estimator") != "two-point":
             tips.append("estimator='two-point' (far less noise, twice the agent queries)")
+        elif order == 0 and options.get("directions", 1) < self.model.p:
+            tips.append(f"more directions per estimate (directions=, up to {self.model.p}: less noise, more agent "
+                        f"queries)")
         tips.append("the exact backend (backend='exact'), which solves the same saddle problem as a convex program "
                     "with the agents' response model")
         return "What to try: " + "; ".join(tips) + "."
