@@ -5,6 +5,7 @@ standard error estimated from the same draws (the mean of N i.i.d. draws is ~nor
 keeps a false alarm below 1e-6 per coordinate while a wrong sign, scale or bias is off by many sigmas).
 """
 import numpy as np
+import pytest
 
 import fairmodel as fm
 from fairmodel.stochastic.ogda import Estimator, sphere_directions
@@ -130,3 +131,34 @@ def test_first_order_mode_is_exact():
     F, _, est = _draws(sp, np.zeros(2), 0.1, 3, order=1)
     np.testing.assert_allclose(F, [[2.0, -3.0]] * 3)
     assert est.queries == 0 and est.gradients == 3
+
+
+def test_a_mini_batch_of_directions_is_the_mean_of_its_single_estimates():
+    """Exact identity: the estimate from k directions (one vectorized values call) is the mean of the k
+    one-direction estimates, for both estimators; the default values loop matches value."""
+    sp = fm.SaddleProblem(lambda x, y, i: float(np.sin(x @ x) + x[0] * y[1] + 2.0), 1, fm.Ball(2, 1.0),
+                          fm.Box(-1.0, 1.0, size=2))
+    u, R = np.array([0.3, -0.2, 0.5, 0.1]), 0.3
+    V = sphere_directions(np.random.default_rng(5), 6, 4, 3)
+    assert V.shape == (6, 3, 4)
+    for kind in ("one-point", "two-point"):
+        est = Estimator(sp.oracle(), 0, kind)
+        for block in V:
+            batch = np.concatenate([est(0, u, R, block)[0], est(0, u, R, block)[2]])
+            singles = np.mean([np.concatenate([gx, gy]) for gx, _, gy in (est(0, u, R, v) for v in block)], axis=0)
+            np.testing.assert_allclose(batch, singles, rtol=1e-12, atol=1e-14)
+        assert est.queries == (2 if kind == "two-point" else 1) * 6 * 3 * 3
+
+
+def test_the_choice_of_estimator_measures_the_noise_of_the_components():
+    """choose_estimator: on identical components (no spread: c = 0) the two-point estimator with as many directions
+    as coordinates (k = d); on a linear L the two-point difference is exact along each direction, so the measured
+    noise of one direction is sqrt(d - 1) ||grad L|| (E ||d <g, v> v - g||^2 = (d - 1) ||g||^2 on the sphere)."""
+    from fairmodel.stochastic.ogda_estimator import FD_RADIUS, choose_estimator
+    g = np.array([1.0, -2.0, 0.5, 3.0, 0.0, 1.5])
+    sp = fm.SaddleProblem(lambda x, y, i: float(g @ x + 10.0), 4, fm.Ball(6, 1.0), fm.Box(-1.0, 1.0, size=1),
+                          zo_mask=np.r_[np.ones(6, bool), False], grad=lambda x, y, i: (g, np.zeros(1)))
+    out = choose_estimator(sp.oracle(), np.random.default_rng(0), 0.5, probes=200)
+    assert out["estimator"] == "two-point" and out["directions"] == 6 and out["R0"] == FD_RADIUS * 0.5
+    assert out["noise_two_point"] ** 2 == pytest.approx(5 * g @ g, rel=0.25)
+    assert out["noise_one_point"] > 10 * out["noise_two_point"]      # (d / R) * 10 dominates

@@ -75,6 +75,8 @@ class SaddleOracle(Protocol):
     estimator perturbs; the others need exact partial gradients) and implement
 
     * ``value(i, u, shift)``: L_i at u with ``shift`` (a vector over ``zo``) added to the zo coordinates;
+      ``values(i, u, shifts)`` the same at the rows of ``shifts`` (one value each; a loop over ``value`` by
+      default, one vectorized evaluation where an oracle overrides it);
     * ``gradient(i, u, exact_only)``: ``(g_x, y_index, g_y)``, the gradient of L_i at u: the x-part as a
       dense vector, the y-part either dense (``y_index`` None) or on the coordinates ``y_index`` only
       (when L_i depends on a few coordinates of y, as in strategic DRO). With ``exact_only`` only the
@@ -95,6 +97,10 @@ class SaddleOracle(Protocol):
     @abstractmethod
     def value(self, i: int, u: np.ndarray, shift) -> float:
         """L_i at u + embed(shift)."""
+
+    def values(self, i: int, u: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+        """L_i at u + embed(s) for each row s of ``shifts``."""
+        return np.array([self.value(i, u, s) for s in shifts], dtype=float)
 
     @abstractmethod
     def gradient(self, i: int, u: np.ndarray, exact_only: bool):

@@ -128,6 +128,13 @@ class AgentOracle:
         self.queries += 1
         return self._X[i] + self._zeta_mask * theta if self._neg[i] else self._X[i]
 
+    def scores_many(self, i: int, thetas: np.ndarray) -> np.ndarray:
+        """The scores <b_i(theta), theta> of agent i's best responses to each row theta of ``thetas`` (one query
+        each): <x_i, theta> + zeta ||M theta||^2 for y = -1, <x_i, theta> for y = +1 (Lemma 5.2)."""
+        self.queries += thetas.shape[0]
+        z = thetas @ self._X[i]
+        return z + (thetas * thetas) @ self._zeta_mask if self._neg[i] else z
+
     def respond_all(self, theta: np.ndarray) -> np.ndarray:
         self.queries += self._X.shape[0]
         return self._X + np.outer(self._neg, self._zeta_mask * theta)
@@ -405,6 +412,21 @@ class WDRSCOracle(SaddleOracle):
             return (alpha * self._a_pos + _softplus1(-z) + C_LABEL * z - m.kappa * alpha
                     + gamma * (C_LABEL * z - m.kappa * alpha))
         return alpha * self._a_neg + _softplus1(z)
+
+    def values(self, i, u, shifts):
+        """L_i at u + embed(s) for each row s of ``shifts``: one vectorized evaluation (the agents answer each)."""
+        p, m = self.p, self.m
+        thetas = u[:p] + shifts[:, :p]
+        alpha, gamma = u[p], u[p + 1 + i]
+        if self.full_zo:
+            alpha, gamma = alpha + shifts[:, p], gamma + shifts[:, p + 1 + i]
+        z = m.agents.scores_many(i, thetas)
+        if self._pos[i]:
+            v = (alpha * self._a_pos + softplus(-z) + C_LABEL * z - m.kappa * alpha
+                 + gamma * (C_LABEL * z - m.kappa * alpha))
+        else:
+            v = alpha * self._a_neg + softplus(z)
+        return v if self._scale is None else self._scale[i] * v
 
     def _gradient(self, i, u, exact_only):
         """(grad_(theta, alpha) L_i, [i], [d L_i / d gamma_i]): L_i touches gamma_i only."""

@@ -51,7 +51,7 @@ import numpy as np
 from ..errors import OptionError
 from ..oracles.protocols import SaddleOracle
 from ..utilities.progress import Progress
-from ..utilities.validate import as_generator, check_number
+from ..utilities.validate import as_generator, check_int, check_number
 from .averaging import tail_start
 from .ogda_estimator import Estimator, NonFiniteValue, sphere_directions
 from .schedules import epoch_lengths, schedule
@@ -116,6 +116,8 @@ class OGDAOptions:
     epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
     eta0, R0, chi, schedule, eta_max : step and query-radius schedules (see :func:`step_schedules`).
     estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring).
+    directions : k, the directions of one estimate (NON-PAPER for k > 1, module docstring): the mean of k
+        estimates at independent directions, queried in one call of ``oracle.values``.
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
     output : ``"average"`` (the paper's eta-weighted average of all post-update iterates), ``"suffix"``
         (NON-PAPER: the same average over the second half of the epochs, which drops the transient from
@@ -147,6 +149,7 @@ class OGDAOptions:
     schedule: str = "theory"
     eta_max: object = None
     estimator: str = "one-point"
+    directions: int = 1
     y_step_scale: float = 1.0
     output: str = "average"
     first_step: str = "drop"
@@ -168,6 +171,7 @@ class OGDAOptions:
         if self.boundary not in ("reuse", "recompute"):
             raise OptionError(f"boundary must be 'reuse' or 'recompute'; got {self.boundary!r}")
         self.y_step_scale = _positive(self.y_step_scale, "y_step_scale")
+        self.directions = check_int(self.directions, "directions")
         if self.noise is not None:
             self.noise = _positive(self.noise, "noise")
 
@@ -329,7 +333,7 @@ class _Run:
         prev_i, g_prev = self.prev_i, self.g_prev
         if optimistic and t == 0 and opts.first_step == "repeat":
             prev_i, self.u_prev = int(rng.integers(0, n)), u.copy()
-            self.v_prev = sphere_directions(rng, 1, est.d_zo)[0] if order == 0 else None
+            self.v_prev = sphere_directions(rng, 1, est.d_zo, opts.directions)[0] if order == 0 else None
         idx_t = rng.permutation(n) if opts.reshuffle else rng.integers(0, n, size=n)
         if self.prepare is not None:        # e.g. an oracle on chunked rows gathers the epoch's rows ahead
             self.prepare(idx_t)
@@ -343,7 +347,8 @@ class _Run:
         try:
             for k in range(n):
                 if k % DIRECTION_BLOCK == 0:    # the directions of the next steps, a block at a time: O(block d)
-                    V = sphere_directions(rng, min(DIRECTION_BLOCK, n - k), est.d_zo) if order == 0 else None
+                    V = sphere_directions(rng, min(DIRECTION_BLOCK, n - k), est.d_zo, opts.directions) \
+                        if order == 0 else None
                 i, v = int(idx_t[k]), None if V is None else V[k % DIRECTION_BLOCK]
                 g_cur = est(i, u, R, v)
                 if noise:

@@ -12,10 +12,12 @@ from ..errors import OptionError
 from ..oracles.protocols import SaddleOracle
 
 
-def sphere_directions(rng: np.random.Generator, m: int, d: int) -> np.ndarray:
-    """m directions uniform on the unit sphere S^{d-1}: Gaussian vectors normalized (Section 4.1)."""
-    g = rng.standard_normal((m, d))
-    return g / np.linalg.norm(g, axis=1, keepdims=True)
+def sphere_directions(rng: np.random.Generator, m: int, d: int, k: int = 1) -> np.ndarray:
+    """m directions uniform on the unit sphere S^{d-1}: Gaussian vectors normalized (Section 4.1); with ``k`` > 1,
+    m mini-batches of k independent directions (shape (m, k, d); the same random stream as m k single ones)."""
+    g = rng.standard_normal((m * k, d))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    return g if k == 1 else g.reshape(m, k, d)
 
 
 class NonFiniteValue(ArithmeticError):
@@ -52,6 +54,34 @@ class Estimator:
                                  f"u + shift, u = {np.array2string(u, threshold=12, precision=4)}")
         return val
 
+    def _values(self, i, u, shifts):
+        vals = self.oracle.values(i, u, shifts)
+        self.queries += shifts.shape[0]
+        if not np.all(np.isfinite(vals)):
+            raise NonFiniteValue(f"the value oracle returned {vals[~np.isfinite(vals)][0]} for component {i} at a "
+                                 f"point u + shift, u = {np.array2string(u, threshold=12, precision=4)}")
+        return vals
+
+    def _coefficient(self, i, u, R, v):
+        """d_zo <grad L_i, v> estimated along one direction v: the one- or two-point difference quotient."""
+        if self.two_point:
+            return (self._value(i, u, R * v) - self._value(i, u, -R * v)) * (self.d_zo / (2.0 * R))
+        return self._value(i, u, R * v) * (self.d_zo / R)
+
+    def coefficients(self, i, u, R, V) -> np.ndarray:
+        """The difference quotients of :meth:`_coefficient` along each row of V, in one vectorized oracle call."""
+        if self.two_point:
+            plus, minus = np.split(self._values(i, u, np.concatenate([R * V, -R * V])), 2)
+            return (plus - minus) * (self.d_zo / (2.0 * R))
+        return self._values(i, u, R * V) * (self.d_zo / R)
+
+    def _zo_estimate(self, i, u, R, v) -> np.ndarray:
+        """The estimate of the zo-part of grad L_i: coef v for one direction v (shape (d_zo,)), the mean of coef_j
+        v_j over the rows of v for a mini-batch of directions (shape (k, d_zo))."""
+        if v.ndim == 1:
+            return self._coefficient(i, u, R, v) * v
+        return (self.coefficients(i, u, R, v) @ v) / v.shape[0]
+
     def __call__(self, i: int, u: np.ndarray, R: float, v):
         if self.order == 1 or self.partial:
             self.gradients += 1
@@ -59,18 +89,77 @@ class Estimator:
         else:
             gx, yi, gy = np.zeros(self.d_x), None, np.zeros(self.d_y)
         if self.order == 0:
-            if self.two_point:
-                coef = (self._value(i, u, R * v) - self._value(i, u, -R * v)) * (self.d_zo / (2.0 * R))
-            else:
-                coef = self._value(i, u, R * v) * (self.d_zo / R)
-            gx[self.zo_x] = coef * v[:self.n_zo_x]
+            g = self._zo_estimate(i, u, R, v)
+            gx[self.zo_x] = g[:self.n_zo_x]
             if self.zo_y.shape[0]:
-                gy[self.zo_y] = coef * v[self.n_zo_x:]
+                gy[self.zo_y] = g[self.n_zo_x:]
         return gx, yi, -gy
 
 
+FD_RADIUS = float(np.finfo(float).eps) ** (1.0 / 3.0)   # the two-point query radius, in units of the one-point's
+CHOICE_BATCH = 128      # the directions of each of the two estimates a probe of the choice takes (at most d_zo)
+
+
+def choose_estimator(oracle: SaddleOracle, rng, R0: float, probes: int = 64) -> dict:
+    """The zeroth-order estimator of a run, from the noise that probes at the start u0 measure (NON-PAPER: the paper
+    uses the one-point estimator and reports no constants; an explicit ``estimator=`` keeps it).
+
+    * Both estimators along one direction: the one-point at the radius R0 of the caller, the two-point central
+      difference at the radius FD_RADIUS R0 (the cube root of the machine epsilon in the caller's units: the step of a
+      central difference that balances its truncation and rounding errors, Nocedal and Wright, Numerical
+      Optimization, 2006, Section 8.1). A small radius costs the two-point estimator nothing: its second moment stays
+      bounded as the smoothing radius goes to 0, E ||g||^2 <= 2 (d + 4) ||grad f||^2 + O(mu^2), and its bias, of order
+      mu, vanishes with it (Nesterov and Spokoiny, Found. Comput. Math. 2017, Theorem 4 and Lemma 3), where the
+      one-point estimate (d/R) L_i(u + R v) v grows like 1/R.
+    * The one-point estimator is kept when its variance per query is at most the two-point's (which takes two
+      queries): the error of robust stochastic approximation after N estimates is of order sigma D / sqrt(N).
+    * Otherwise the two-point estimator with a mini-batch of k directions: the variance of one estimate is
+      c + D_dir / k, with c the spread of the components' own gradients (what exact gradients would have) and
+      D_dir the variance the random direction adds. c is measured as the mean inner product of two independent
+      mini-batch estimates of the same component, around the mean (their direction errors are independent, so
+      the product is unbiased for c), and c + D_dir as the variance of the one-direction estimates.
+      k = (c + D_dir) / c (at most d_zo; c taken at least (c + D_dir) / d_zo) makes the noise below sqrt(2) times
+      that of exact gradients: the steps,
+      D / (sigma sqrt(k n)), are then those of a first-order run, for 2k queries per estimate, which one
+      vectorized call of ``oracle.values`` answers.
+
+    Returns {"estimator", "directions", "R0", "noise_one_point", "noise_two_point", "component_noise",
+    "probe_queries"} (the noises are root-mean-square deviations of one estimate of the zo-part)."""
+    u = oracle.project(np.zeros(oracle.dim))
+    one, two = Estimator(oracle, 0, "one-point"), Estimator(oracle, 0, "two-point")
+    d, R2 = one.d_zo, FD_RADIUS * R0
+    K = min(d, CHOICE_BATCH)
+    idx = rng.integers(0, oracle.n, size=probes)
+    V1 = sphere_directions(rng, probes, d)
+    g1 = np.array([one.coefficients(int(i), u, R0, v[None])[0] * v for i, v in zip(idx, V1)])
+    V2 = sphere_directions(rng, 2 * probes * K, d).reshape(probes, 2, K, d)
+    single, pairs = [], []
+    for i, (va, vb) in zip(idx, V2):
+        ca, cb = two.coefficients(int(i), u, R2, va), two.coefficients(int(i), u, R2, vb)
+        single.append(ca[:, None] * va)
+        pairs.append((ca @ va / K, cb @ vb / K))
+    single = np.concatenate(single)
+    mean = single.mean(axis=0)
+    var_one, var_two = _variance(g1), _variance(single)
+    a, b = (np.array(e) - mean for e in zip(*pairs))
+    component = max(float(np.mean(np.sum(a * b, axis=1))), var_two / d)
+    out = {"noise_one_point": math.sqrt(var_one), "noise_two_point": math.sqrt(var_two),
+           "component_noise": math.sqrt(component), "probe_queries": one.queries + two.queries}
+    if var_one <= 2.0 * var_two:
+        return {"estimator": "one-point", "directions": 1, "R0": R0, **out}
+    k = min(d, math.ceil(var_two / component))
+    return {"estimator": "two-point", "directions": k, "R0": R2, **out}
+
+
+def _variance(F: np.ndarray) -> float:
+    """The mean squared deviation of the rows of F from their mean (unbiased)."""
+    m = F.shape[0]
+    return float(np.mean(np.sum((F - F.mean(axis=0)) ** 2, axis=1))) * m / max(m - 1, 1)
+
+
 def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str, epochs: int | None, diameter: float,
-               rng, probes: int = 64, smoothness: bool = False, R0: float | None = None, x_only: bool = False) -> dict:
+               rng, probes: int = 64, smoothness: bool = False, R0: float | None = None, x_only: bool = False,
+               directions: int = 1) -> dict:
     """Default steps and query radius from the problem's own constants (NON-PAPER: the paper reports no constants
     for its experiments; Theorem 4.1 only asks eta0 < 1/(2 ell)).
 
@@ -93,7 +182,8 @@ def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str,
       (power iteration on finite differences of the gradient; exact for bilinear and quadratic L). Without noise
       (one component, exact gradients) the step is the constant 1/(2 ell_hat) (``schedule`` "constant").
 
-    ``R0`` given: that radius instead of D/2; ``x_only``: G and sigma of the x-block only (D then the diameter of X:
+    ``R0`` given: that radius instead of D/2; ``directions``: the mini-batch of directions of each estimate;
+    ``x_only``: G and sigma of the x-block only (D then the diameter of X:
     a y-block with a step of its own, ``y_step_scale``).
 
     Returns {"eta0", "R0", "G", "sigma", "schedule", "sigma_x" (the x-block's noise, for ogda's ``noise=``), "ell",
@@ -113,13 +203,12 @@ def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str,
     for j, point in enumerate(points):
         m = probes // len(points)
         idx = rng.integers(0, oracle.n, size=m)
-        dirs = sphere_directions(rng, m, est.d_zo) if order == 0 else [None] * m
+        dirs = sphere_directions(rng, m, est.d_zo, directions) if order == 0 else [None] * m
         F = np.array([gx if x_only else np.concatenate([gx, _dense(yi, gy, est.d_y)]) for gx, yi, gy in
                       (est(int(i), point, R0, v) for i, v in zip(idx, dirs))])
         sq.append(np.mean(np.sum(F * F, axis=1)))
-        noise.append(np.mean(np.sum((F - F.mean(axis=0)) ** 2, axis=1)) * m / max(m - 1, 1))
-        Fx = F[:, :oracle.d_x]
-        noise_x.append(np.mean(np.sum((Fx - Fx.mean(axis=0)) ** 2, axis=1)) * m / max(m - 1, 1))
+        noise.append(_variance(F))
+        noise_x.append(_variance(F[:, :oracle.d_x]))
     G, sigma = math.sqrt(max(float(np.mean(sq)), 1e-300)), math.sqrt(float(np.mean(noise)))
     k = 3 if method.startswith("ogda") else 1
     n = oracle.n
