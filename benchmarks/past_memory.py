@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import psutil      # a dependency of dask.distributed, which this benchmark runs on
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -159,12 +160,16 @@ ON_POINTS = ("dp_postprocessing",)  # problems whose data are given at solve (th
 
 
 # -- measuring ----------------------------------------------------------------------------------------------------
-class WorkerMemory:
-    """The peak resident memory of each worker process, sampled every ``every`` seconds while in the block."""
+CLIENT = "client"
+
+
+class Memory:
+    """The peak resident memory of each worker process and of this (client) process, sampled every ``every``
+    seconds while in the block."""
 
     def __init__(self, client, every: float = 0.2):
-        import psutil
         self.processes = {addr: psutil.Process(pid) for addr, pid in client.run(os.getpid).items()}
+        self.processes[CLIENT] = psutil.Process()
         self.every, self.peak = every, {}
 
     def _sample(self):
@@ -185,8 +190,11 @@ class WorkerMemory:
         self.done.set()
         self.thread.join()
 
-    def mib(self) -> list:
-        return [self.peak[a] / 2 ** 20 for a in sorted(self.peak)]
+    def workers_mib(self) -> list:
+        return [self.peak[a] / 2 ** 20 for a in sorted(self.peak) if a != CLIENT]
+
+    def client_mib(self) -> float:
+        return self.peak.get(CLIENT, 0) / 2 ** 20
 
 
 def relative(a, b) -> float:
@@ -204,7 +212,7 @@ def run_case(name, data, points, reference, client) -> dict:
         start = time.perf_counter()
         ref = build(None, reference)
         row["in-memory exact (s)"] = time.perf_counter() - start
-        with WorkerMemory(client) as memory:
+        with Memory(client) as memory:
             p0, start = passes_of(data), time.perf_counter()
             fitted = build(data, reference)
             row["exact passes"], row["exact (s)"] = passes_of(data) - p0, time.perf_counter() - start
@@ -216,7 +224,7 @@ def run_case(name, data, points, reference, client) -> dict:
         row["exact"] = f"{result.status} (LP)"
         row["stochastic"] = "- (an exact method)"
         row["stochastic passes"], row["stochastic (s)"], row["stochastic gathers"] = 0, 0.0, 0
-        row["worker peaks (MiB)"] = memory.mib()
+        row["worker peaks (MiB)"], row["client peak (MiB)"] = memory.workers_mib(), memory.client_mib()
         row["failed"] = "" if result.ok else result.message[:200]
         return row
     source = points if name in ON_POINTS else data
@@ -227,7 +235,7 @@ def run_case(name, data, points, reference, client) -> dict:
         (ref_prob, ref_kwargs), (prob, kwargs) = (build(reference), {}), (build(data), {})
     ref = ref_prob.solve(backend="exact", **ref_kwargs)
     row["in-memory exact (s)"] = time.perf_counter() - start
-    with WorkerMemory(client) as memory:
+    with Memory(client) as memory:
         p0, start = passes_of(source), time.perf_counter()
         exact = prob.solve(backend="exact", **kwargs)
         row["exact passes"], row["exact (s)"] = passes_of(source) - p0, time.perf_counter() - start
@@ -245,7 +253,7 @@ def run_case(name, data, points, reference, client) -> dict:
     row["ok"] = report.ok
     row["exact"] = f"{report.exact.status} ({report.exact.solver.get('name', '')})"
     row["stochastic"] = report.stochastic.status
-    row["worker peaks (MiB)"] = memory.mib()
+    row["worker peaks (MiB)"], row["client peak (MiB)"] = memory.workers_mib(), memory.client_mib()
     row["failed"] = "; ".join(f"{c.name} = {c.value:.3g} > {c.tolerance:.3g}" for c in report.failed())
     return row
 
@@ -285,7 +293,9 @@ def main():
             start = time.perf_counter()
             data.matvec(np.ones(data.n_features))
             pass_time = time.perf_counter() - start
-            print(f"opened in {open_time:.0f} s ({data.n_chunks} chunks); one pass {pass_time:.1f} s", flush=True)
+            opened_mib = psutil.Process().memory_info().rss / 2 ** 20
+            print(f"opened in {open_time:.0f} s ({data.n_chunks} chunks); one pass {pass_time:.1f} s; client "
+                  f"{opened_mib:.0f} MiB", flush=True)
             points = fm.Dataset.from_parquet(str(directory / "data"), features=dp_features(reference)) \
                 if any(n in ON_POINTS for n in names) else None
             load = os.getloadavg()[0]
@@ -296,7 +306,7 @@ def main():
                     row = {"case": name, "ok": False, "failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 rows.append(row)
                 print({k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-                text = report(rows, args, n, reference, data.n_chunks, in_memory, limit, open_time, pass_time, load)
+                text = report(rows, args, n, reference, data.n_chunks, in_memory, limit, open_time, pass_time, load, opened_mib)
                 if args.write:             # after every declaration: a long run stopped early keeps what it measured
                     write_section("past_memory", text)
     finally:
@@ -305,10 +315,10 @@ def main():
     print(text)
 
 
-def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass_time, load) -> str:
+def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass_time, load, opened_mib) -> str:
     head = ["declaration", "cross-check", "exact method", "stochastic", "exact passes", "exact (s)",
             "stochastic passes / gathers", "stochastic and comparison (s)",
-            "rel. diff objective / weights vs in memory", "worker peaks (MiB)", "what failed"]
+            "rel. diff objective / weights vs in memory", "worker peaks (MiB)", "client peak (MiB)", "what failed"]
 
     def cell(row, key, fmt="{:.3g}"):
         return fmt.format(row[key]) if key in row else "-"
@@ -317,7 +327,8 @@ def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass
                          f"{cell(r, 'stochastic passes', '{}')} / {cell(r, 'stochastic gathers', '{}')}",
                          cell(r, "stochastic (s)"),
                          f"{cell(r, 'rel. diff objective')} / {cell(r, 'rel. diff weights')}",
-                         ", ".join(f"{m:.0f}" for m in r.get("worker peaks (MiB)", [])), r.get("failed", "")[:200]]
+                         ", ".join(f"{m:.0f}" for m in r.get("worker peaks (MiB)", [])),
+                         cell(r, "client peak (MiB)", "{:.0f}"), r.get("failed", "")[:200]]
                         for r in rows])
     client_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return (f"## Verified past memory (`benchmarks/past_memory.py`)\n\n"
@@ -329,7 +340,7 @@ def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass
             f"{load:.1f} on the machine's 2 cores when the run started: other work shared them). Every exact "
             f"answer is compared with the exact answer on the original 20,800 in-memory rows (replication leaves every "
             f"mean, rate and AUC unchanged); every cross-check judges both backends on the full replicated data. Peak "
-            f"resident memory of the client process so far: {client_peak:.0f} MiB. Declarations in the order run"
+            f"resident memory of the client process: {opened_mib:.0f} MiB after opening the data, {client_peak:.0f} MiB at most so far. Declarations in the order run"
             f"{'' if len(rows) == len(args.only or CASES) else ' (the run is still going or stopped: the rows finished)'}"
             f".\n\n{body}")
 
