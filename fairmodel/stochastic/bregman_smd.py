@@ -232,12 +232,13 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
     center : x~ of d_x (with rho_hat > 0). x0, y0 : start points (default: the paper's x = 0,
     y~ = (1/K1, ...), alpha = 0); y0 = (y~, alpha). stream : an iterator of row-index arrays, or of (rows, design
     rows) pairs (minibatches gathered from chunked data), used instead of uniform minibatches (any order of samples
-    gives valid steps). sampling : "stratified" (minibatches of rows in memory drawn per cell, :meth:`AUCSaddle.strata`)
-    or "uniform" (rows drawn uniformly, as the paper). coordinates : preconditioned coordinates of the weights (theta = M u, a
-    :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius ``radius``; rho_hat = 0): the w-part of the
-    x-step (29) is then taken with the distance ||theta - theta_t||_P^2 / 2 instead of the Euclidean one (a step of
-    M'g in u, then the projection onto the ball in the metric of u), a valid distance-generating function of the
-    mirror-descent analysis (Nemirovski, Juditsky, Lan, Shapiro 2009); the iterates, U(r) and the output stay in theta.
+    gives valid steps). sampling : "stratified" (minibatches of rows in memory drawn per cell,
+    :meth:`AUCSaddle.strata`) or "uniform" (rows drawn uniformly, as the paper). coordinates : preconditioned
+    coordinates of the weights (theta = M u, a :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius
+    ``radius``; rho_hat = 0): the w-part of the x-step (29) is then taken with the distance
+    ||theta - theta_t||_P^2 / 2 instead of the Euclidean one (a step of M'g in u, then the projection onto the ball
+    in the metric of u), a valid distance-generating function of the mirror-descent analysis (Nemirovski, Juditsky,
+    Lan, Shapiro 2009); the iterates, U(r) and the output stay in theta.
 
     The loop body is a few NumPy calls on vectors of length P or d (the minibatch enters only through
     :meth:`AUCSaddle.gradients`): in-place updates, ufunc min/max instead of np.clip and pre-drawn row
