@@ -264,6 +264,63 @@ def test_sfls_steps_in_the_metric_of_badly_scaled_columns_and_certifies():
     assert res.ok and res.status == "converged", res.message
 
 
+def rare_set_problem():
+    """The inter-group preset where the positives of the protected group are 68 of 1,500 rows (4.5 %)."""
+    rng = np.random.default_rng(3)
+    g = rng.random(1500) < 0.3
+    X = rng.standard_normal((1500, 4))
+    X[:, 0] += 0.8 * g
+    y = np.where(X @ np.array([1.0, -0.5, 0.5, 0.0]) - 1.5 * g + rng.standard_normal(1500) > 1.0, 1.0, -1.0)
+    data = fm.Dataset(X, y, groups=np.where(g, "g1", "g0"))
+    s = data.score(fm.Weights(4, radius=3.0))
+    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)),
+                      [fm.auc_gap(s, data, kind="inter", protected="g1") <= 0.05])
+
+
+def test_stratified_minibatches_are_unbiased_and_reduce_the_variance_of_a_rare_set():
+    """Drawing b_c rows per cell with weights (N_c / n) / b_c: the batch means' expectation is the full-data mean (the
+    exact identity: every row of cell c weighted by b_c share_c / N_c = 1 / n gives the full batch), and Neyman's
+    allocation gives the cell of 68 rows about a quarter of the batch instead of 4.5 %, which cuts the total variance
+    of the stochastic gradients (g, u, v) by more than 3x (measured 5.6x over 300 batches each)."""
+    fam = rare_set_problem().family
+    saddle = fam.saddle()
+    cells, sizes, share = saddle.strata(100)
+    counts = np.array([c.size for c in cells])
+    assert counts.sum() == saddle.n and counts.min() == 68 and sizes[counts.argmin()] >= 20
+    assert abs(sizes.sum() - 100) <= len(sizes)
+    ends = np.cumsum(sizes) - 1
+    np.testing.assert_allclose(sizes * share[ends] / counts, 1.0 / saddle.n, rtol=1e-12)
+    theta, ab, ytil, alpha = np.array([0.3, -0.2, 0.1, 0.05]), np.zeros(10), np.ones(3) / 3, np.zeros(5)
+    shift = saddle.shift(0.4)
+    full = np.concatenate(saddle.gradients(theta, ab, ytil, alpha, np.arange(saddle.n), shift))
+    every = np.concatenate(cells)
+    expected = np.concatenate(saddle.gradients(theta, ab, ytil, alpha, every, shift,
+                                               share=np.repeat(sizes * share[ends] / counts, counts)))
+    np.testing.assert_allclose(expected, full, atol=1e-12)
+    rng = np.random.default_rng(0)
+    draws = {"uniform": [], "stratified": []}
+    for _ in range(300):
+        rows = rng.integers(0, saddle.n, size=share.size)
+        draws["uniform"].append(np.concatenate(saddle.gradients(theta, ab, ytil, alpha, rows, shift)))
+        rows = np.concatenate([c[rng.integers(0, c.size, size=b)] for c, b in zip(cells, sizes)])
+        draws["stratified"].append(np.concatenate(saddle.gradients(theta, ab, ytil, alpha, rows, shift, share=share)))
+    uniform, stratified = (np.array(draws[k]) for k in ("uniform", "stratified"))
+    assert uniform.var(axis=0).sum() > 3 * stratified.var(axis=0).sum()
+    assert np.all(np.abs(stratified.mean(axis=0) - full) <= 5 * stratified.std(axis=0) / np.sqrt(300) + 1e-12)
+
+
+def test_sfls_certifies_the_inter_group_preset_with_a_rare_set_on_adult():
+    """Adult by sex (3,000 rows, seed 12), the inter-group xAUC preset at kappa 0.1, radius 50: the positives of the
+    women are 117 rows (3.9 %). With uniform minibatches of 100 (about 4 of their rows a step) the SMD oracle's
+    error stalled near 0.004 and the level-set bracket at 1.7-1.8x its tolerance (0.0055 at 40,000 SMD steps, 0.0053
+    at 100,000); with the stratified minibatches the judge's checks pass after 11,000 to 17,500 steps (seeds 0-4)."""
+    data = fm.datasets.load_adult(sensitive="sex").subsample(3000, seed=12)
+    s = data.score(fm.Weights(data.n_features, radius=50.0, intercept=False))
+    prob = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="inter") <= 0.1])
+    res = prob.solve(backend="stochastic", seed=0, max_steps=40000)
+    assert res.ok and res.status == "converged", res.message
+
+
 @pytest.mark.slow
 def test_long_sfls_run_on_the_synthetic_task_is_feasible_and_near_optimal():
     """SFLS + SMD end to end on make_auc_synthetic() (T = 2e4, theta = 1.5, eps_opt = 2e-3, eta = 0.5, I = 2RB)."""
@@ -298,6 +355,7 @@ def test_invalid_stochastic_options():
              ({"eps": 0.0}, "eps"), ({"eps_opt": -1.0}, "eps_opt"), ({"T": 0}, "T"), ({"batch_size": 0}, "batch_size"),
              ({"eta": 0.0}, "eta"), ({"tau_scale": -1.0}, "tau_scale"), ({"max_outer": 0}, "max_outer"),
              ({"averaging": "last"}, "averaging"), ({"steps": "fast"}, "steps"), ({"select": "any"}, "select"),
+             ({"sampling": "per_group"}, "sampling"),
              ({"r0": float("nan")}, "r0"), ({"S": 3}, "unknown option"), ({"x0": np.ones(5) * 9}, "outside")]
     for opts, match in cases:
         with pytest.raises((OptionError, fm.ModelError), match=match):

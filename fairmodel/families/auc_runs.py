@@ -21,7 +21,7 @@ import numpy as np
 
 from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
 from ..errors import OptionError
-from ..stochastic.bregman_smd import AVERAGING, StepRule, smd
+from ..stochastic.bregman_smd import AVERAGING, SAMPLING, StepRule, smd
 from ..stochastic.iqrc import iqrc
 from ..stochastic.sfls import sfls
 from ..utilities.validate import as_generator, check_choice, check_int, check_options
@@ -31,7 +31,7 @@ from .stopping import STOP_RULES, CertifiedStop
 SFLS_DEFAULTS = {"T": 4000, "batch_size": 100, "eta": "auto", "tau_scale": 0.5, "steps": "practical", "M": None,
                  "theta": 1.5, "delta": 0.05, "eps": 0.02, "eps_opt": None, "r0": None, "max_outer": 60,
                  "averaging": "uniform", "warm_start": True, "select": "best_feasible", "max_steps": None,
-                 "prefetch": True}
+                 "prefetch": True, "sampling": "stratified"}
 IQRC_DEFAULTS = {"S": 5, "rho_hat": 1e-5, "output": "random"}
 CAP_FACTOR = 10    # stopping on the judge's checks, the old budget (outer iterations, SMD steps, IQRC stages) x this
 CHECK_EVERY = 5    # outer iterations between the first scheduled checks (one check costs about a tenth of one)
@@ -131,6 +131,9 @@ class Runner:
                           CAP_FACTOR * SFLS_DEFAULTS["T"] * SFLS_DEFAULTS["max_outer"])
         if opts["averaging"] not in AVERAGING:
             raise OptionError(f"averaging must be one of {', '.join(AVERAGING)}; got {opts['averaging']!r}")
+        if opts["sampling"] not in SAMPLING:
+            raise OptionError(f"sampling must be one of {', '.join(SAMPLING)} (minibatches drawn per cell of the "
+                              f"sets, or uniformly as the paper); got {opts['sampling']!r}")
         if opts["select"] not in ("last", "best_feasible"):
             raise OptionError(f"select must be 'last' (the halting iterate, as the paper) or 'best_feasible'; "
                               f"got {opts['select']!r}")
@@ -230,7 +233,8 @@ class Runner:
         def oracle(r, delta_k, k):
             out = smd(self.saddle, r, T=state["T"], eta0=self.eta0, tau0=self.tau0, batch_size=self.batch,
                       rng=self.rng, radius=self.family.w.radius, rho_hat=rho_hat, center=center, x0=state["x"],
-                      y0=state["y"], averaging=o["averaging"], stream=self.stream, coordinates=self.coordinates)
+                      y0=state["y"], averaging=o["averaging"], stream=self.stream, coordinates=self.coordinates,
+                      sampling=o["sampling"])
             state["steps"] += out["steps"]
             if o["warm_start"]:
                 state["x"], state["y"] = out["x"], out["y"]

@@ -38,6 +38,7 @@ from ..utilities.validate import check_number
 from .aleg import normalize_log
 
 AVERAGING = ("uniform", "tau_weighted")
+SAMPLING = ("stratified", "uniform")
 STEP_RULES = ("practical", "theory")
 
 
@@ -107,10 +108,32 @@ class AUCSaddle:
             return self.table[self.codes[rows]]
         return (self.members[self.codes[rows]] * self.pairs.weights[rows][:, None]) / self.freq
 
-    def gradients(self, theta, ab, ytil, alpha, rows, shift, X=None):
+    def strata(self, batch_size: int) -> tuple[list, np.ndarray, np.ndarray]:
+        """A stratified minibatch of about ``batch_size`` rows: (the rows of every cell drawn from, the rows drawn
+        from each, the weight of each position of the minibatch in the batch means).
+
+        The cells (rows in the same sets) are the strata; drawing b_c rows uniformly within cell c and weighting
+        each by (N_c / n) / b_c gives unbiased estimates of the same means as uniform rows (stratified sampling,
+        Cochran 1977, Ch. 5). The allocation b_c proportional to N_c ||row of the weights of cell c|| is Neyman's
+        (1934) for the sum of the variances of the 2P per-set moments of the batch (each is a mean over its set S,
+        whose rows weigh 1 / p_S): a set of a few percent of the rows (e.g. the positives of the protected group)
+        gets about as many rows as a large one instead of a few, and cells in no set (whose rows move nothing) get
+        none. Every cell in a set gets at least one row."""
+        counts = np.bincount(self.codes, minlength=len(self.table))
+        need = counts * np.sqrt(np.einsum("ij,ij->i", self.table, self.table))
+        used = np.flatnonzero(need > 0)
+        sizes = np.maximum(1, np.rint(batch_size * need[used] / need[used].sum())).astype(int)
+        order = np.argsort(self.codes, kind="stable")
+        cuts = np.cumsum(counts)
+        members = [order[cuts[c] - counts[c]:cuts[c]] for c in used]
+        share = np.repeat(counts[used] / self.n / sizes, sizes)
+        return members, sizes, share
+
+    def gradients(self, theta, ab, ytil, alpha, rows, shift, X=None, share=None):
         """Stochastic gradients (g_x = (g_theta, g_a, g_b), u, v) of Phi at x = (theta, ab = (a, b)) and
         y = (y~, alpha) on a minibatch; ``shift`` = :meth:`shift` (r). ``X``: the design rows of ``rows`` when
-        the caller gathered them (chunked data), else ``self.X[rows]``.
+        the caller gathered them (chunked data), else ``self.X[rows]``. ``share``: the weight of each row in
+        the batch means (a stratified minibatch, :meth:`strata`); None: 1 / B each (uniform rows).
 
         u = F(x, z) (one entry per block, with the constants -r, -1 - kappa) and v = G(w, z), averaged over
         the batch. With s = 1_S / p_S and s' = 1_S' / p_S', the batch means of (8) need only the weighted
@@ -123,8 +146,8 @@ class AUCSaddle:
         h, cache = self.model.forward(theta, self.X[rows] if X is None else X)
         W = self.row_weights(rows)
         H = np.empty((3, h.shape[0]))
-        H[0] = 1.0 / h.shape[0]
-        np.multiply(h, H[0, 0], out=H[1])
+        H[0] = 1.0 / h.shape[0] if share is None else share
+        np.multiply(h, H[0], out=H[1])
         np.multiply(H[1], h, out=H[2])
         m0, m1, m2 = H @ W
         abm0 = ab * m0
@@ -132,7 +155,7 @@ class AUCSaddle:
         slope = self.twoc1x * ytil[self.block2]                     # 2 c1 beta_i on both parts
         alpha2 = np.concatenate((alpha, alpha))
         offset = slope * (self.sign * alpha2 - ab - self.c2sign)     # per-sample dPhi/dh = h W.slope + W.offset
-        coef = (h * (W @ slope) + W @ offset) * H[0, 0]
+        coef = (h * (W @ slope) + W @ offset) * H[0]
         g = np.concatenate((self.model.backward(theta, cache, coef), slope * (abm0 - m1)))
         return g, u, self.diff @ m1
 
@@ -202,18 +225,20 @@ class StepRule:
 
 def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_size: int, rng,
         radius: float | None, rho_hat: float = 0.0, center=None, x0=None, y0=None, averaging: str = "uniform",
-        stream=None, coordinates: Coordinates | None = None) -> dict:
+        stream=None, coordinates: Coordinates | None = None, sampling: str = "stratified") -> dict:
     """One run of Algorithm 2 at level r; returns U(r), the averaged (x, y) and the last iterate.
 
     x is handled as one flat vector (theta, a, b). radius : of the ball W (None: no projection).
     center : x~ of d_x (with rho_hat > 0). x0, y0 : start points (default: the paper's x = 0,
     y~ = (1/K1, ...), alpha = 0); y0 = (y~, alpha). stream : an iterator of row-index arrays, or of (rows, design
     rows) pairs (minibatches gathered from chunked data), used instead of uniform minibatches (any order of samples
-    gives valid steps). coordinates : preconditioned coordinates of the weights (theta = M u, a
-    :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius ``radius``; rho_hat = 0): the w-part of the
-    x-step (29) is then taken with the distance ||theta - theta_t||_P^2 / 2 instead of the Euclidean one (a step of
-    M'g in u, then the projection onto the ball in the metric of u), a valid distance-generating function of the
-    mirror-descent analysis (Nemirovski, Juditsky, Lan, Shapiro 2009); the iterates, U(r) and the output stay in theta.
+    gives valid steps). sampling : "stratified" (minibatches of rows in memory drawn per cell,
+    :meth:`AUCSaddle.strata`) or "uniform" (rows drawn uniformly, as the paper). coordinates : preconditioned
+    coordinates of the weights (theta = M u, a :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius
+    ``radius``; rho_hat = 0): the w-part of the x-step (29) is then taken with the distance
+    ||theta - theta_t||_P^2 / 2 instead of the Euclidean one (a step of M'g in u, then the projection onto the ball
+    in the metric of u), a valid distance-generating function of the mirror-descent analysis (Nemirovski, Juditsky,
+    Lan, Shapiro 2009); the iterates, U(r) and the output stay in theta.
 
     The loop body is a few NumPy calls on vectors of length P or d (the minibatch enters only through
     :meth:`AUCSaddle.gradients`): in-place updates, ufunc min/max instead of np.clip and pre-drawn row
@@ -229,7 +254,9 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
     acc_x, acc_y, acc_at = np.zeros_like(x), np.zeros(K1), np.zeros(P)
     u_sum, v_sum, tau_sum, prox_sum, weight_sum = np.zeros(K1), np.zeros(P), 0.0, 0.0, 0.0
     weighted = averaging == "tau_weighted"
-    n, status, block_rows = saddle.n, "completed", None
+    n, status, block_rows, share = saddle.n, "completed", None, None
+    if stream is None and sampling == "stratified":
+        members, sizes, share = saddle.strata(batch_size)
     for t in range(T):
         X = None
         if stream is not None:
@@ -238,12 +265,14 @@ def smd(saddle: AUCSaddle, r: float, *, T: int, eta0: float, tau0: float, batch_
                 rows, X = rows
         else:
             if t % 1024 == 0:
-                block_rows = rng.integers(0, n, size=(min(1024, T - t), batch_size))
+                steps = min(1024, T - t)
+                block_rows = rng.integers(0, n, size=(steps, batch_size)) if share is None else np.hstack(
+                    [cell[rng.integers(0, cell.size, size=(steps, b))] for cell, b in zip(members, sizes)])
             rows = block_rows[t % 1024]
         root = math.sqrt(t + 1.0)
         eta, tau = eta0 / root, tau0 / root
         ytil = np.exp(logy)
-        g, u, v = saddle.gradients(th, ab, ytil, alpha, rows, shift, X)
+        g, u, v = saddle.gradients(th, ab, ytil, alpha, rows, shift, X, share)
         # records of U(r) (30) and of the output average, at (x_t, y_t)
         u_sum += tau * u
         v_sum += tau * v
