@@ -180,3 +180,21 @@ def test_dp_rounds_that_cannot_pass_stop_early_on_the_sampled_points():
     assert not res.ok and res.metrics["rounds"] == 4 and res.metrics["samples_used"] == 340000
     assert "stopped early after 3.4e+05 points sampled" in res.message and "T=100000000" in res.message
     assert res.metrics["projected_work"] > 2 * 1e8 and 0.1 < res.metrics["certificate_rate"] < 0.5
+
+
+def test_mero_stage_one_is_not_stopped_by_the_projection():
+    """A stage-1 run of two-stage MERO is judged against the exact group optimum, and its estimate enters stage 2's
+    objective one for one: stopping it early saves nothing and leaves stage 2 a wrong offset. Fed the same poor
+    candidate (w = 0, far above the group's optimum: a stall at rate 0) at works 10 .. 320, a stage-1 stopper keeps
+    going, where a stopper with a cap gives up at its fourth checkpoint (the stall rule)."""
+    prob = _gdro(n=600, m=3, d=4, mero=True)
+    stopper = prob.family._stage1_stops(budget=10)(0)
+    zero = np.zeros(prob.family.w.shape)
+    for work in (10, 20, 40, 80, 160, 320):
+        assert not stopper.check({"w": zero}, work - 1, work)
+        assert not stopper.stop_now and not stopper.passed
+    assert stopper.gave_up is None
+    capped = CertifiedStop(None, lambda info: {}, cap=200,
+                           judge=lambda v: (None, [Check("gap", 10.0, 1.0, "", "certificate")]))
+    stops = [capped.check({}, w - 1, w) or capped.stop_now for w in (10, 20, 40, 80, 160, 320)]
+    assert stops.index(True) == 3
