@@ -521,6 +521,10 @@ class LagrangianOracle:
         # near 0 at a restart point do not make it unbounded), then w the largest within the coupling bounds
         floor = 1e-2 * self.objective_scale(snap.leaves)
         step_y = [0.5 / max(s, floor) if max(s, floor) > 0 else 0.5 for s in spreads]
+        if self.shape[0] > budget.DENSE_PARAMETERS and np.isfinite(step_w):
+            # many parameters (a diagonal metric): w keeps the step of its curvature and every simplex takes what
+            # the coupling leaves (on Adult with interactions the other split left w a twentieth of that step)
+            step_y = [min(g, 0.25 / (step_w * c ** 2)) if c > 0 else g for g, c in zip(step_y, couplings)]
         for g, c in zip(step_y, couplings):
             if c > 0:
                 step_w = min(step_w, 0.25 / (g * c ** 2))
