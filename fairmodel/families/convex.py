@@ -506,9 +506,11 @@ class Convex(Reduction):
             try:       # the bound's own slack: a hundredth of the accuracy the check asks
                 lower_bound, how = self._newton_bound(form, theta, ys, bound)
                 if how is None:
-                    lower_bound, how = oracle.lower_bound(ys, theta, solver,
-                                                          slack=SLACK_SHARE * self.accuracy(evaluation),
-                                                          minimize_smoothed=self._smoothed_newton(form, ys, bound))
+                    accuracy = self.accuracy(evaluation)
+                    lower_bound, how = oracle.lower_bound(ys, theta, solver, slack=SLACK_SHARE * accuracy,
+                                                          minimize_smoothed=self._smoothed_newton(form, ys, bound),
+                                                          upper=sup, decided=max(accuracy, EXACT_GAP * max(
+                                                              1.0, abs(evaluation.objective))))
             except SolverError as exc:
                 if exc.status == solvers.UNBOUNDED:   # min_w Phi(w, y) = -inf: the gap is +inf, not unknown
                     lower_bound, how = -np.inf, "unbounded: Phi(., y) has no finite minimum (CVXPY)"
