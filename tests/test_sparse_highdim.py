@@ -31,7 +31,8 @@ def _declarations(D):
         "gdro": fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(s, D.y), D.groups)))),
         "gdro_eo_hinge": fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(s, D.y), D.groups))),
                                     [fm.equal_opportunity_gap(s, D) <= 0.05]),
-        "auc": fm.Problem(fm.Minimize(fm.auc_loss(s, D.y)), [fm.auc_gap(s, D, kind="intra", protected=D.groups.names[0]) <= 0.05]),
+        "auc": fm.Problem(fm.Minimize(fm.auc_loss(s, D.y)),
+                          [fm.auc_gap(s, D, kind="intra", protected=D.groups.names[0]) <= 0.05]),
     }
 
 
@@ -181,7 +182,8 @@ def test_a_failing_checkpoint_stops_its_inner_minimum_early_and_keeps_a_lower_bo
     oracle = LagrangianOracle(form, family.w, 2.0, coordinates=family.coordinates(form, "certificate"))
     theta = np.zeros(family.w.shape)
     ys = [np.array([0.5, 0.0, 0.5])]                  # the first piece, half the bound, and the slack
-    sup = oracle.penalized(*(lambda s: (s.leaves, s.values))(oracle.snapshot(oracle.to_u(theta), ys)))
+    snap = oracle.snapshot(oracle.to_u(theta), ys)
+    sup = oracle.penalized(snap.leaves, snap.values)          # max_y Phi(0, y)
     calls = []
     phi = oracle.phi
     oracle.phi = lambda t, y: calls.append(1) or phi(t, y)
