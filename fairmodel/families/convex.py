@@ -525,10 +525,11 @@ class Convex(Reduction):
 
     def _decided(self, evaluation, accuracy) -> float:
         """The Lagrangian gap above which a candidate fails every backend's check (the inner minimum of its
-        certificate may then stop early: :meth:`LagrangianOracle.lower_bound`), or inf when a constraint is violated
-        beyond the exact tolerance: there the bound is compared with the objective (:meth:`_bound_too_small`, whether
-        to raise the multiplier bound) and is computed in full."""
-        if any(record["violation"] > self.violation_tolerance(record["bound"], "exact")[0]
+        certificate may then stop early: :meth:`LagrangianOracle.lower_bound`), or inf when a constraint fails the
+        stochastic check: there the bound is compared with the objective (:meth:`_bound_too_small`, whether to raise
+        the multiplier bound) and is computed in full. (A violation within that tolerance fails an exact result's
+        check whatever the gap.)"""
+        if any(record["violation"] > self.violation_tolerance(record["bound"], "stochastic")[0]
                for record in evaluation.constraints.values()):
             return np.inf
         return max(accuracy, EXACT_GAP * max(1.0, abs(evaluation.objective)))
