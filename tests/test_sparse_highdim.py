@@ -9,6 +9,7 @@ from scipy import sparse
 import fairmodel as fm
 from fairmodel.errors import DataError
 from fairmodel.exact import budget
+from fairmodel.families.lagrangian import LagrangianOracle
 from fairmodel.families.piecewise import DeterministicLeaf, SampleLeaf, saddle_form
 from fairmodel.expressions.evaluate import evaluate
 from fairmodel.oracles.metric import Coordinates
@@ -30,7 +31,8 @@ def _declarations(D):
         "gdro": fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.logistic_loss(s, D.y), D.groups)))),
         "gdro_eo_hinge": fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(s, D.y), D.groups))),
                                     [fm.equal_opportunity_gap(s, D) <= 0.05]),
-        "auc": fm.Problem(fm.Minimize(fm.auc_loss(s, D.y)), [fm.auc_gap(s, D, kind="intra", protected=0) <= 0.05]),
+        "auc": fm.Problem(fm.Minimize(fm.auc_loss(s, D.y)),
+                          [fm.auc_gap(s, D, kind="intra", protected=D.groups.names[0]) <= 0.05]),
     }
 
 
@@ -157,3 +159,36 @@ def test_interactions_are_the_products_of_the_binary_columns():
     assert list(out.feature_names) == ["a", "b", "c", "t", "a*c", "b*c"]
     expected = np.hstack([X, (X[:, 0] * X[:, 2])[:, None], (X[:, 1] * X[:, 2])[:, None]])
     np.testing.assert_array_equal(out.X.toarray(), expected)
+
+
+def test_a_covariance_bound_on_adult_with_interactions_certifies_with_defaults():
+    """800 Adult rows with all pairwise products of their one-hot columns (1,173 sparse columns: a diagonal metric)
+    under Zafar et al.'s covariance bound: the default run is ok by the judge's checks (the pieces are affine in w,
+    so w keeps the step of its curvature; with the coupling's other split the run stopped inaccurate, gap 0.027)."""
+    data = fm.datasets.with_interactions(fm.datasets.load_adult(sensitive="sex").subsample(800, seed=0))
+    assert data.is_sparse and data.n_features > budget.DENSE_PARAMETERS
+    r = _declarations(data)["covariance"].solve(backend="stochastic", seed=0)
+    assert r.ok, r.message
+    assert r.certificate["lower_bound"] <= r.objective <= r.certificate["lower_bound"] + r.certificate["lagrangian_gap"]
+
+
+def test_a_failing_checkpoint_stops_its_inner_minimum_early_and_keeps_a_lower_bound(pair):
+    """The certificate's inner minimum given the candidate's max_y Phi and a tolerance its gap exceeds: a lower bound
+    at most the one of the full solve, a gap within 1.25x the full solve's, in fewer passes."""
+    data, _ = pair
+    prob = _declarations(data)["covariance"]
+    family = prob.family
+    form = family.form()
+    oracle = LagrangianOracle(form, family.w, 2.0, coordinates=family.coordinates(form, "certificate"))
+    theta = np.zeros(family.w.shape)
+    ys = [np.array([0.5, 0.0, 0.5])]                  # the first piece, half the bound, and the slack
+    snap = oracle.snapshot(oracle.to_u(theta), ys)
+    sup = oracle.penalized(snap.leaves, snap.values)          # max_y Phi(0, y)
+    calls = []
+    phi = oracle.phi
+    oracle.phi = lambda t, y: calls.append(1) or phi(t, y)
+    full, _ = oracle.lower_bound(ys, theta, slack=1e-10)
+    n_full = len(calls)
+    early, _ = oracle.lower_bound(ys, theta, slack=1e-10, upper=sup, decided=1e-3 * (sup - full))
+    assert early <= full + 1e-9 and sup - early <= 1.25 * (sup - full) + 1e-9
+    assert len(calls) - n_full < n_full / 2

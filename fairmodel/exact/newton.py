@@ -190,7 +190,8 @@ def _fw_gap(theta, grad, rho) -> float:
 
 
 def minimize_on_ball_first_order(fun, theta0: np.ndarray, rho: float, tol: float = 1e-8,
-                                 max_iter: int = 2000, coordinates=None) -> tuple[np.ndarray, float, float]:
+                                 max_iter: int = 2000, coordinates=None,
+                                 enough=None) -> tuple[np.ndarray, float, float]:
     """Minimize a convex ``fun`` (theta -> (value, grad)) over the ball ||theta|| <= rho by accelerated projected
     gradient (FISTA with backtracking, Beck and Teboulle 2009); returns (theta, value, fw_gap).
 
@@ -199,11 +200,13 @@ def minimize_on_ball_first_order(fun, theta0: np.ndarray, rho: float, tol: float
     rigorous lower bound even when the gap has not reached ``tol * max(1, |f|)`` within ``max_iter`` steps.
     ``coordinates`` (a :class:`~fairmodel.oracles.metric.Coordinates` of the ball of radius ``rho``): run the
     method in preconditioned coordinates (badly scaled or collinear features then cost tens of steps, not
-    thousands); the Frank-Wolfe gap is computed in theta, so the bound is the same certificate.
+    thousands); the Frank-Wolfe gap is computed in theta, so the bound is the same certificate. ``enough(value,
+    gap) -> bool``: stop at an iterate that it accepts (e.g. when the bound already decides what it is for), and
+    return that iterate.
     """
     if coordinates is None:
         u, value, gap = _fista(fun, np.array(theta0, dtype=float), lambda z: project_ball(z, rho),
-                               lambda x, g: _fw_gap(x, g, rho), tol, max_iter)
+                               lambda x, g: _fw_gap(x, g, rho), tol, max_iter, enough)
         return u, value, gap
     c = coordinates
 
@@ -211,12 +214,13 @@ def minimize_on_ball_first_order(fun, theta0: np.ndarray, rho: float, tol: float
         value, grad = fun(c.to_theta(u))
         return value, c.gradient_to_u(grad)
     u, value, gap = _fista(fun_u, c.to_u(np.array(theta0, dtype=float)), c.project,
-                           lambda x, g: _fw_gap(c.to_theta(x), c.gradient_to_theta(g), rho), tol, max_iter)
+                           lambda x, g: _fw_gap(c.to_theta(x), c.gradient_to_theta(g), rho), tol, max_iter, enough)
     return c.to_theta(u), value, gap
 
 
-def _fista(fun, x0, project, fw_gap, tol, max_iter):
-    """FISTA with backtracking and adaptive restarts from x0; the best iterate by the Frank-Wolfe gap ``fw_gap``."""
+def _fista(fun, x0, project, fw_gap, tol, max_iter, enough=None):
+    """FISTA with backtracking and adaptive restarts from x0; the best iterate by the Frank-Wolfe gap ``fw_gap``, or
+    the first that ``enough(value, gap)`` accepts."""
     x = project(x0)
     fx, gx = fun(x)
     best = (fw_gap(x, gx), x, fx)
@@ -233,6 +237,8 @@ def _fista(fun, x0, project, fw_gap, tol, max_iter):
             if step < 1e-20:
                 return best[1], best[2], best[0]
         gap = fw_gap(x_new, g_new)
+        if enough is not None and enough(f_new, gap):
+            return x_new, f_new, gap
         if gap < best[0]:
             best = (gap, x_new, f_new)
         if gap <= tol * max(1.0, abs(f_new)):

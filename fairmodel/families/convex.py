@@ -506,9 +506,10 @@ class Convex(Reduction):
             try:       # the bound's own slack: a hundredth of the accuracy the check asks
                 lower_bound, how = self._newton_bound(form, theta, ys, bound)
                 if how is None:
-                    lower_bound, how = oracle.lower_bound(ys, theta, solver,
-                                                          slack=SLACK_SHARE * self.accuracy(evaluation),
-                                                          minimize_smoothed=self._smoothed_newton(form, ys, bound))
+                    accuracy = self.accuracy(evaluation)
+                    lower_bound, how = oracle.lower_bound(ys, theta, solver, slack=SLACK_SHARE * accuracy,
+                                                          minimize_smoothed=self._smoothed_newton(form, ys, bound),
+                                                          upper=sup, decided=self._decided(evaluation, accuracy))
             except SolverError as exc:
                 if exc.status == solvers.UNBOUNDED:   # min_w Phi(w, y) = -inf: the gap is +inf, not unknown
                     lower_bound, how = -np.inf, "unbounded: Phi(., y) has no finite minimum (CVXPY)"
@@ -521,6 +522,17 @@ class Convex(Reduction):
                                       "penalized_objective": sup, "multiplier_bound": bound}
         self._solver_gap(evaluation, solver_optimum)
         return evaluation
+
+    def _decided(self, evaluation, accuracy) -> float:
+        """The Lagrangian gap above which a candidate fails every backend's check (the inner minimum of its
+        certificate may then stop early: :meth:`LagrangianOracle.lower_bound`), or inf when a constraint fails the
+        stochastic check: there the bound is compared with the objective (:meth:`_bound_too_small`, whether to raise
+        the multiplier bound) and is computed in full. (A violation within that tolerance fails an exact result's
+        check whatever the gap.)"""
+        if any(record["violation"] > self.violation_tolerance(record["bound"], "stochastic")[0]
+               for record in evaluation.constraints.values()):
+            return np.inf
+        return max(accuracy, EXACT_GAP * max(1.0, abs(evaluation.objective)))
 
     def _newton_bound(self, form, theta, ys, bound):
         """(lower bound, how) of min_w Phi(w, y) by projected Newton with the model-space oracles (Frank-Wolfe bound,
