@@ -23,7 +23,7 @@ from ..exact import dp as exact_dp
 from ..expressions.atoms.dp import DPConstraint, DPPredictor, GridRisk
 from ..expressions.grid import GridPredictor, t_values
 from ..oracles.dp_chunked import ChunkedDual, dual_stats
-from ..oracles.dp_dual import DualProblem, gradient_mapping, mapping_alpha, sigma2
+from ..oracles.dp_dual import DualProblem, gradient_mapping, group_pairs, mapping_alpha, sigma2
 from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
 from ..utilities.display import latex_number as display_number
 from ..utilities.progress import Progress
@@ -226,7 +226,7 @@ class DPPostProcessing(Reduction):
         if not self.pairwise:
             return names
         labels = [group_label(g) for g in names]
-        return [f"{labels[a]} vs {labels[b]}" for a in range(K) for b in range(a + 1, K)]
+        return [f"{labels[a]} vs {labels[b]}" for a, b in group_pairs(K)]
 
     def sigma2(self, p: np.ndarray) -> float:
         """The population bound on E||t||^2 in the dual's columns (Lemma 3.4; :func:`~fairmodel.oracles.dp_dual.sigma2`)."""

@@ -42,12 +42,17 @@ def sigma2(p: np.ndarray, pairwise: bool = False) -> float:
     return float(np.sum((1.0 - p) / p))
 
 
+def group_pairs(K: int) -> list:
+    """The pairs (a, b), a < b, of K groups in lexicographic order: the order of the pair columns."""
+    return [(a, b) for a in range(K) for b in range(a + 1, K)]
+
+
 def pair_contrasts(K: int) -> np.ndarray:
     """C (K, K (K - 1) / 2): column (a, b), a < b in lexicographic order, is e_a - e_b. The columns of t(x) C are
     t_a(x) - t_b(x), and E[pi(j|X) (t_a(X) - t_b(X))] = P(pi = y_j | S = b) - P(pi = y_j | S = a) (eq. (15)
     written for both groups), so |E[pi t C]| <= eps is the largest pairwise gap <= eps, the paper's constraint
     form in the pair columns; duals D_pair in these columns act on t as D_pair C^T (rows summing to zero)."""
-    pairs = [(a, b) for a in range(K) for b in range(a + 1, K)]
+    pairs = group_pairs(K)
     C = np.zeros((K, len(pairs)))
     for c, (a, b) in enumerate(pairs):
         C[a, c], C[b, c] = 1.0, -1.0

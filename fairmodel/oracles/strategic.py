@@ -407,11 +407,16 @@ class WDRSCOracle(SaddleOracle):
         if self.full_zo:
             alpha += shift[p]
             gamma += shift[p + 1 + i]
-        z = float(m.agents.respond(i, theta) @ theta)
+        return self._of_score(i, alpha, gamma, float(m.agents.respond(i, theta) @ theta), _softplus1)
+
+    def _of_score(self, i, alpha, gamma, z, softplus_of):
+        """L_i from its agent's score z = <b_i(theta), theta> (numbers, or arrays of one entry per query point;
+        ``softplus_of`` the softplus of a number or of an array)."""
         if self._pos[i]:
-            return (alpha * self._a_pos + _softplus1(-z) + C_LABEL * z - m.kappa * alpha
-                    + gamma * (C_LABEL * z - m.kappa * alpha))
-        return alpha * self._a_neg + _softplus1(z)
+            kappa = self.m.kappa
+            return (alpha * self._a_pos + softplus_of(-z) + C_LABEL * z - kappa * alpha
+                    + gamma * (C_LABEL * z - kappa * alpha))
+        return alpha * self._a_neg + softplus_of(z)
 
     def values(self, i, u, shifts):
         """L_i at u + embed(s) for each row s of ``shifts``: one vectorized evaluation (the agents answer each)."""
@@ -420,12 +425,7 @@ class WDRSCOracle(SaddleOracle):
         alpha, gamma = u[p], u[p + 1 + i]
         if self.full_zo:
             alpha, gamma = alpha + shifts[:, p], gamma + shifts[:, p + 1 + i]
-        z = m.agents.scores_many(i, thetas)
-        if self._pos[i]:
-            v = (alpha * self._a_pos + softplus(-z) + C_LABEL * z - m.kappa * alpha
-                 + gamma * (C_LABEL * z - m.kappa * alpha))
-        else:
-            v = alpha * self._a_neg + softplus(z)
+        v = self._of_score(i, alpha, gamma, m.agents.scores_many(i, thetas), softplus)
         return v if self._scale is None else self._scale[i] * v
 
     def _gradient(self, i, u, exact_only):
