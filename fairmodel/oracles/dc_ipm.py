@@ -324,6 +324,10 @@ class _NewtonModels:
         """Whether the values at x are F's own (the model is centred at x)."""
         return not self.modelled or np.array_equal(self.model.anchor, x)
 
+    def known_at(self, x):
+        """F's (value, gradient, Hessian) at x when the model is centred there (no pass), else None."""
+        return self.model(x) if self.modelled and self.exact_at(x) else None
+
 
 def _certified(status: str, cert: dict, tol: float) -> str:
     """The status, or "optimal" when the residuals stopped short of tol but weak duality proves x optimal to tol."""
@@ -484,7 +488,7 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
         Y = [b.y(x) for b in blocks]
     u = [np.clip(bm / np.maximum(b.expand(lam * inv_n), 1e-300), 0.0, 1.0)
          for b, bm in zip(blocks, Bm)]
-    cert = duality_gap(prog, x, lam, u, a, S, c, mu)
+    cert = duality_gap(prog, x, lam, u, a, S, c, mu, at_x=objective.known_at(x))
     info = {"iterations": it, "models": objective.count, "status": _certified(status, cert, tol),
             **{f"residual_{k}": v for k, v in res.items()}, **cert}
     return x, lam, u, info
@@ -511,8 +515,9 @@ def _lu_solve(lu, rhs):
 
 
 def duality_gap(prog: HingeProgram, x, lam, u, anchor, S, c, mu, *, newton_tol: float = 1e-13,
-                max_newton: int = 50) -> dict:
-    """The certificate of (25) at a primal point x and dual point (λ, u) (see the module docstring).
+                max_newton: int = 50, at_x=None) -> dict:
+    """The certificate of (25) at a primal point x and dual point (λ, u) (see the module docstring); ``at_x``:
+    F's (value, gradient, Hessian) at x when known (one pass fewer over the rows).
 
     Returns ``primal`` F(x) + q(x), ``dual_bound`` (a certified lower bound of the optimum of (25)),
     ``gap`` = primal - dual_bound (an upper bound on the suboptimality of x when x is feasible),
@@ -530,14 +535,14 @@ def duality_gap(prog: HingeProgram, x, lam, u, anchor, S, c, mu, *, newton_tol: 
         const -= float(np.sum(w * b.expand_cut()))
     scale_l = 1.0 + lam.sum()
 
-    def lagrangian(v):
-        F, gF, HF = prog.objective(v)
+    def lagrangian(v, known=None):
+        F, gF, HF = prog.objective(v) if known is None else known
         d = v - a
         val = F + 0.5 * mu * scale_l * float(d @ d) + float(lin @ v) + const
         return val, gF + mu * scale_l * d + lin, HF + strong * np.eye(D)
 
     v = np.asarray(x, dtype=float).copy()
-    val, g, H = lagrangian(v)
+    val, g, H = lagrangian(v, at_x)
     for _ in range(max_newton):
         step = np.linalg.solve(H, -g)
         dec = float(-g @ step)
@@ -551,7 +556,8 @@ def duality_gap(prog: HingeProgram, x, lam, u, anchor, S, c, mu, *, newton_tol: 
         if dec <= newton_tol * max(1.0, abs(val)):
             break
     bound = val - float(g @ g) / (2.0 * strong)
-    primal = prog.objective_value(x, a, mu)
+    d = np.asarray(x, dtype=float) - a
+    primal = prog.objective_value(x, a, mu) if at_x is None else float(at_x[0]) + 0.5 * mu * float(d @ d)
     gvals = prog.g_values(x, a, S, c, mu)
     return {"primal": primal, "dual_bound": bound, "gap": primal - bound, "max_g": float(np.max(gvals)),
             "complementarity": float(np.max(np.abs(lam * gvals)))}
