@@ -12,7 +12,8 @@ b_i = ±1/2. Method: a primal-dual interior-point method (Mehrotra's predictor-c
 of Wright, *Primal-Dual Interior-Point Methods*, 1997) on the epigraph form (one slack t_ir >= pos(.) per
 hinge). Each Newton system is reduced in closed form to a dense (D + m) x (D + m) system: the per-hinge
 unknowns are eliminated through their diagonal blocks, so an iteration costs O(n D^2 + N) for N hinges
-(never a sparse factorization of an N-row conic program).
+(never a sparse factorization of an N-row conic program). F enters through its Newton model, re-centred a few
+times a solve (:class:`_NewtonModels`): F's rows are read about 6 times a solve, not at every iteration.
 
 Certificate (weak duality; :func:`duality_gap`): for multipliers λ >= 0 and hinge weights u_ir in [0, 1],
 pos(y) >= u y gives the smooth Lagrangian lower bound
