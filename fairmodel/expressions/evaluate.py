@@ -91,7 +91,8 @@ def aggregates_by_pass(env: Env, exprs) -> None:
     for expr in exprs:
         for node in expr.nodes():
             spec = node.aggregated_rows()
-            if spec is None or id(node) in env.cache:
+            if spec is None or id(node) in env.cache or not any(
+                    getattr(getattr(n, "data", None), "is_chunked", False) for n in node.args[0].nodes()):
                 continue
             form = node.args[0].score_form()
             if form is None or form.score is None or not getattr(form.score.data, "is_chunked", False):
