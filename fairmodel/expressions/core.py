@@ -130,6 +130,14 @@ class Expr:
         form; each atom of the form states it from its arguments' forms."""
         return None
 
+    def aggregated_rows(self) -> tuple | None:
+        """(codes, n_codes) when this node's value is a function of the per-code sums over all rows of its
+        per-sample argument (codes[i] in 0..n_codes-1, or -1 for a row left out; None: every row in code 0): a mean, a group mean, a sum over
+        rows, then computed from those sums by :meth:`value_from_row_sums` (on chunked data, by a pass that returns
+        only the sums: :func:`~fairmodel.expressions.evaluate.aggregates_by_pass`); None for every other node.
+        An aggregate that states it defines ``value_from_row_sums(sums)``."""
+        return None
+
     def variables(self) -> list:
         out: list = []
         for a in self.args:

@@ -28,7 +28,7 @@ from ..errors import FairmodelError, OptionError, SlowSolveWarning, UnsupportedP
 from ..exact.structure import structure_lines
 from ..expressions.atoms.aggregates import GroupMean
 from ..expressions.atoms.losses import Loss
-from ..expressions.evaluate import Env
+from ..expressions.evaluate import Env, aggregates_by_pass
 from ..utilities import display
 
 
@@ -151,21 +151,32 @@ def evaluate_constraints(constraints, env: Env) -> dict:
     return out
 
 
-def group_risk_metrics(problem, env: Env) -> dict:
-    """``group_risks`` (and ``worst_group``) of a declaration: the mean of the objective's per-sample loss over
-    each group, the groups being those of the declaration's first ``fm.group_mean`` (else the sensitive groups
-    of the loss's data); empty when the declaration has no loss or no groups."""
-    exprs = [problem.objective.expr] + [e for c in problem.constraints for e in (c.lhs, c.rhs)]
+def declared_exprs(problem) -> list:
+    """The objective and both sides of every constraint of a declaration."""
+    return [problem.objective.expr] + [e for c in problem.constraints for e in (c.lhs, c.rhs)]
+
+
+def group_risk_node(problem) -> GroupMean | None:
+    """The per-group means of the objective's per-sample loss, the groups being those of the declaration's first
+    ``fm.group_mean`` (else the sensitive groups of the loss's data); None when the declaration has no loss or no
+    groups."""
     loss = next((n for n in problem.objective.expr.nodes() if isinstance(n, Loss)), None)
-    groups = next((n.groups for e in exprs for n in e.nodes() if isinstance(n, GroupMean)), None)
+    groups = next((n.groups for e in declared_exprs(problem) for n in e.nodes() if isinstance(n, GroupMean)), None)
     data = getattr(getattr(loss, "score", None), "data", None)
     if groups is None and data is not None and data.has_groups:
         groups = data.groups
     if loss is None or groups is None or len(groups) != loss.size or groups.n_groups < 2:
+        return None
+    return GroupMean(loss, groups)           # weighted when the loss is
+
+
+def group_risk_metrics(node: GroupMean | None, env: Env) -> dict:
+    """``group_risks`` and ``worst_group`` from :func:`group_risk_node` (empty without one)."""
+    if node is None:
         return {}
-    risks = np.asarray(GroupMean(loss, groups).numeric(env), dtype=float)   # weighted when the loss is
-    worst = groups.names[int(np.argmax(risks))]
-    return {"group_risks": by_group(risks, groups.names), "worst_group": group_label(worst)}
+    risks = np.asarray(node.numeric(env), dtype=float)
+    worst = node.groups.names[int(np.argmax(risks))]
+    return {"group_risks": by_group(risks, node.groups.names), "worst_group": group_label(worst)}
 
 
 def by_group(values, names) -> dict:
@@ -271,9 +282,11 @@ class Reduction(abc.ABC):
         """The judge of this reduction: the declaration walked on the full data, with the per-group risks of its
         loss when it has groups (override to add metrics and the certificate of the structure)."""
         env = self.environment(variables)
+        risks = group_risk_node(self.problem)
+        aggregates_by_pass(env, declared_exprs(self.problem) + ([] if risks is None else [risks]))
         return Evaluation(objective=float(self.problem.objective.expr.numeric(env)),
                           constraints=evaluate_constraints(self.problem.constraints, env),
-                          metrics=group_risk_metrics(self.problem, env))
+                          metrics=group_risk_metrics(risks, env))
 
     # -- what "ok" means ---------------------------------------------------------------------------------
     def acceptance(self, evaluation: Evaluation, backend: str) -> list[Check]:

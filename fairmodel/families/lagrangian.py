@@ -16,6 +16,7 @@ oracle's protocol is in u; the judge's values are in theta.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass
 
@@ -179,7 +180,7 @@ class LagrangianOracle:
         self._cells()
         # the sample leaves' per-sample expressions as vectorized evaluators (None: walk the tree at every step)
         self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
-        C = len(self.cell_rows)
+        C = self.cell_size.size
         self.b = max(4, -(-self._rows_per_step() // max(C, 1))) if batch_size is None else int(batch_size)
         self.batch_cells = np.repeat(np.arange(C), self.b)
         self.W_batch = self.W_cell[:, self.batch_cells] / self.b
@@ -236,21 +237,27 @@ class LagrangianOracle:
             bits = np.stack(masks).astype(np.int64)
             key = (bits * (1 << np.arange(len(masks)))[:, None].astype(np.int64)).sum(axis=0) \
                 if len(masks) < 62 else np.unique(bits.T, axis=0, return_inverse=True)[1]
-            _, self.cell_of_row = np.unique(key, return_inverse=True)
+            _, first, cell = np.unique(key, return_index=True, return_inverse=True)
         else:
-            self.cell_of_row = np.zeros(n, dtype=np.intp)
-        C = int(self.cell_of_row.max()) + 1 if n else 0
-        self.cell_rows = [np.flatnonzero(self.cell_of_row == c) for c in range(C)]
-        self.cell_size = np.array([r.size for r in self.cell_rows], dtype=float)
+            first, cell = np.zeros(min(n, 1), dtype=np.intp), np.zeros(n, dtype=np.intp)
+        C = first.size
+        # the cell of every row in the smallest integer type (1 byte below 256 cells: the judge's certificate builds
+        # this oracle on every row of chunked data too)
+        self.cell_of_row = cell.astype(np.min_scalar_type(max(C - 1, 0)))
+        self.cell_size = np.bincount(self.cell_of_row, minlength=C).astype(float)
         self.W_cell = np.zeros((len(leaves), C))         # leaf k over S: n_c / |S| for the cells c in S
         for k in self.sample:
             leaf = leaves[k]
-            inside = np.ones(C, dtype=bool) if leaf.rows is None else \
-                np.array([leaf.rows[r[0]] for r in self.cell_rows], dtype=bool)
+            inside = np.ones(C, dtype=bool) if leaf.rows is None else np.asarray(leaf.rows[first], dtype=bool)
             self.W_cell[k, inside] = self.cell_size[inside] / leaf.count
         self.by_expr = {}
         for k in self.sample:
             self.by_expr.setdefault(id(leaves[k].expr), (leaves[k].expr, []))[1].append(k)
+
+    @functools.cached_property
+    def cell_rows(self) -> list:
+        """The rows of every cell (what the minibatches are drawn from; made on first use, not for a certificate)."""
+        return [np.flatnonzero(self.cell_of_row == c) for c in range(self.cell_size.size)]
 
     def draw(self, rng, n_steps: int) -> np.ndarray:
         """Rows of ``n_steps`` minibatches: ``batch_size`` per cell, uniform within the cell, with replacement."""
@@ -300,7 +307,7 @@ class LagrangianOracle:
             env = Env({self.w: theta}, rows)
             e = np.asarray(expr.numeric(env), dtype=float)
             if rows is None:
-                means = np.bincount(self.cell_of_row, weights=e, minlength=len(self.cell_rows)) / self.cell_size
+                means = np.bincount(self.cell_of_row, weights=e, minlength=self.cell_size.size) / self.cell_size
                 values[ks] = self.W_cell[ks] @ means
                 upstream = (omega[ks] @ self.W_cell[ks])[self.cell_of_row] / self.cell_size[self.cell_of_row]
             else:
@@ -326,7 +333,7 @@ class LagrangianOracle:
             e, slope = form.value_and_slope(z, rows)
             if values is not None:
                 if rows is None:
-                    means = np.bincount(self.cell_of_row, weights=e, minlength=len(self.cell_rows)) / self.cell_size
+                    means = np.bincount(self.cell_of_row, weights=e, minlength=self.cell_size.size) / self.cell_size
                     values[..., ks] = self.W_cell[ks] @ means
                 else:
                     values[..., ks] = e @ weights[ks].T

@@ -132,7 +132,7 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
                           travel=None, max_iterations=None, guard=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) with no pass over the
     rows per step: the objective's smooth part enters by its quadratic majorant at the anchor
-    (:class:`~fairmodel.oracles.dc_ipm.Majorant`: the DC split f_0 = [(1/2) v'Lv + ridge] - [(1/2) v'Lv - loss] of
+    (:class:`~fairmodel.oracles.dc_ipm.QuadraticModel`: the DC split f_0 = [(1/2) v'Lv + ridge] - [(1/2) v'Lv - loss] of
     eq. (21), linearized like every f_i-, L >= the loss's Hessian), and the constraints by the working set of
     hinges of :mod:`fairmodel.oracles.dc_working_set` (a relaxation of (25), exact once no replaced hinge changes
     sign at SSG's output: checked by one scan, else the changed hinges join and SSG runs again). Per outer

@@ -139,6 +139,12 @@ class Mean(Expr):
     def _numeric(self, env):
         return float(self.weights(env) @ self.expr.numeric(env))
 
+    def aggregated_rows(self):
+        return (None if self.where is None else np.where(self.where, 0, -1)), 1
+
+    def value_from_row_sums(self, sums):
+        return float(sums[0] / np.maximum(self.count, 1))
+
     def backprop(self, env, upstream, grads):
         self.expr.backprop(env, upstream * self.weights(env), grads)
 
@@ -211,6 +217,12 @@ class GroupMean(Expr):
 
     def _numeric(self, env):
         return group_means(self.expr.numeric(env), self.row_codes(env), self.size, self._counts(env))
+
+    def aggregated_rows(self):
+        return self.codes, self.size
+
+    def value_from_row_sums(self, sums):
+        return np.asarray(sums, dtype=float) / self.sizes
 
     def backprop(self, env, upstream, grads):
         codes = self.row_codes(env)
@@ -289,6 +301,12 @@ class Sum(Expr):
 
     def _numeric(self, env):
         return float(np.sum(self.expr.numeric(env))) * self._scale(env)
+
+    def aggregated_rows(self):
+        return (None, 1) if self.expr.kind == "samples" else None
+
+    def value_from_row_sums(self, sums):
+        return float(sums[0])
 
     def backprop(self, env, upstream, grads):
         v = self.expr.numeric(env)
