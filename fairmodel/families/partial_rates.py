@@ -8,8 +8,18 @@ against eps, and the exact backend ends with a continuation on the surrogate's b
 eps, the ramp bound eps' of that constraint is lowered (a secant step on the measured true gap, a piecewise-constant
 function of w, safeguarded by bisection inside the bracket of the bounds tried) and IDCA is run again from the
 previous answer pulled back to feasibility, each run certified as usual (Lemma C.1 of the same paper) for its own
-eps'. The trivial constant decision meets any eps, but IDCA on a ramp need not reach it: when eps' reaches
-:data:`FLOOR` or the steps run out with a true gap above eps, the result says so (the judge makes it infeasible).
+eps'.
+
+A ramp cannot see the steps of a small group's rates: a group with 2 positives has a true-positive rate of 0, 1/2 or
+1, so at eps = 0.02 every group's rate must be (nearly) 0 or 1, while ramp rates of 1/2 +- eps' can all agree with
+rows inside the ramp. Lowering eps' then stalls above eps (down to :data:`FLOOR`, or the steps run out). A constant
+decision meets any eps, and so does some threshold of every score: shifting the intercept moves the decisions from
+rejecting every row to accepting every row (every true gap 0 at both ends). So when no run met eps, the closest run's
+intercept is shifted to the best shift whose exact true gaps meet eps (:func:`shift_to_bounds`), and IDCA runs from
+there on ramp bounds that point meets (:data:`SHIFT_STEPS` runs at most, see :func:`_shift_stage`), each answer
+certified as usual; when every one of them goes back above eps, the shifted point itself is the answer: its true
+gaps meet eps and the judge checks its certificate like any other (it is not an IDCA answer, so that usually fails
+and the result says so, inaccurate rather than infeasible).
 """
 from __future__ import annotations
 
@@ -17,8 +27,10 @@ import time
 from contextlib import contextmanager
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from ..errors import OptionError
+from ..oracles.dc_hinges import score_vector
 from ..oracles.dc_rates import RampRateBlock
 from ..utilities.progress import Notes
 from .partial_program import rate_bound
@@ -31,6 +43,7 @@ RATE_STEPS = 8        # default continuation steps (IDCA runs after the first); 
 FLOOR = 1e-4          # the smallest surrogate bound tried (a gap of rates; 0 leaves IDCA without a feasible start)
 SLOPE = (0.25, 4.0)   # the secant's slope d(true gap) / d(eps'), clipped (1 before two distinct points)
 REFINE, REFINE_STEPS = 0.2, 2   # raise a bound back when its true gap fell below (1 - REFINE) eps: at most 2 runs
+SHIFT_STEPS = 3       # IDCA runs from the intercept-shifted answer when no run met the declared bounds
 
 
 def rate_blocks(program) -> dict:
@@ -80,6 +93,67 @@ def feasible_toward(program, x) -> np.ndarray:
     return at(lo)
 
 
+def scaled_to_bounds(program, x, doublings: int = 20) -> np.ndarray:
+    """The point meeting the program's ramp bounds with the decisions of ``x`` (an intercept model): the scores
+    scaled about the threshold, s -> t + a (s - t), by the smallest a in 1, 2, 4, ... (``doublings`` at most)
+    that meets them (a larger scale leaves fewer rows inside the ramp, so its ramp gap tends to the true gap), else
+    :func:`feasible_toward` (a < 1)."""
+    blocks = list(rate_blocks(program).values())
+    layout, name, t = program.layout, blocks[0].atom.score.w.name, blocks[0].atom.threshold
+    for a in 2.0 ** np.arange(doublings + 1):
+        values = {w.name: x[layout.slices[w.name]].copy() for w in layout.weights}
+        values[name] = a * values[name]
+        values[name][-1] += (1.0 - a) * t
+        point = program.start(values)
+        if program.max_violation(point) <= 0:
+            return point
+    return feasible_toward(program, x)
+
+
+def _shifted_gaps(block, z, shifts) -> np.ndarray:
+    """The true gap of a rate block at every intercept shift of ``shifts`` from its scores ``z``: a row's decision is
+    z + shift > threshold, so a cell's (weighted) count of positive decisions is a cumulative sum over its rows
+    sorted by threshold - z."""
+    atom, codes = block.atom, np.asarray(block.atom.codes)
+    cut = atom.threshold - z
+    f = np.ones(z.size) if atom.factors is None else np.asarray(atom.factors, dtype=float)
+    rates = np.empty((block.C, shifts.size))
+    for j in range(block.C):
+        order = np.argsort(cut[codes == j])
+        cum = np.concatenate([[0.0], np.cumsum(f[codes == j][order])])
+        rates[j] = cum[np.searchsorted(cut[codes == j][order], shifts, side="left")] / cum[-1]
+    return np.max([rates[block.stratum == s].max(axis=0) - rates[block.stratum == s].min(axis=0)
+                   for s in range(atom.n_strata)], axis=0)
+
+
+def shift_to_bounds(program, x):
+    """``x`` with the intercept of its score shifted so that every true gap meets its bound, or None when the rate
+    gaps do not share one linear score with an intercept and no ball domain (radius). A shift moves every decision along one threshold of the
+    same score, from rejecting every row to accepting every row (both of which have every true gap 0), so a shift
+    that meets the bounds always exists; the exact true gaps at every distinct shift come from the sorted scores.
+    The objective is convex in the intercept, so the best of the shifts that meet the bounds is the nearest one on
+    either side of its minimizer along the shift; of those two, the one with the lower objective."""
+    blocks = list(rate_blocks(program).values())
+    wsl = blocks[0].wsl
+    if blocks[0].atom.score.w.radius is not None or any(b.wsl != wsl or not b.avg.intercept for b in blocks):
+        return None
+    zs = [score_vector(b.avg.data, x[wsl], True) for b in blocks]
+    cuts = np.unique(np.concatenate([b.atom.threshold - z for b, z in zip(blocks, zs)]))
+    shifts = np.concatenate([[cuts[0] - 1.0], 0.5 * (cuts[:-1] + cuts[1:]), [cuts[-1] + 1.0]])
+    meets = shifts[np.all([_shifted_gaps(b, z, shifts) <= b.eps for b, z in zip(blocks, zs)], axis=0)]
+    layout = program.layout
+
+    def at(shift):
+        values = {w.name: x[layout.slices[w.name]].copy() for w in layout.weights}
+        values[blocks[0].atom.score.w.name][-1] += shift
+        return program.start(values)
+
+    best = minimize_scalar(lambda d: program.objective_value(at(d)), bounds=(shifts[0], shifts[-1]),
+                           method="bounded").x
+    sides = [meets[meets <= best][-1:], meets[meets >= best][:1]]
+    return min((at(d) for d in np.concatenate(sides)), key=program.objective_value)
+
+
 def next_bound(tried: list, eps: float) -> float:
     """The next surrogate bound of one constraint from its (eps', true gap) pairs ``tried`` (at least one of them
     over eps + RATE_TOLERANCE): a secant step from the last two toward a true gap of eps, kept strictly inside the
@@ -114,14 +188,14 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
     def over(g, name):
         return g[name] > declared[name] + RATE_TOLERANCE
 
-    def judge_run(o, elapsed):
+    def judge_run(o, elapsed, stage):
         nonlocal closest
         g = true_gaps(program, o["x"])
         objective = program.objective_value(o["x"])
         for name in blocks:
             tried[name].append((bounds[name], g[name]))
         trace.append({"surrogate_bounds": dict(bounds), "true_gaps": g, "objective": objective,
-                      "outer_iterations": o["outer_iterations"], "time": elapsed})
+                      "outer_iterations": o["outer_iterations"], "time": elapsed, "stage": stage})
         excess = max(g[name] - declared[name] for name in blocks)
         if excess <= RATE_TOLERANCE:
             met.append((objective, len(met), o))
@@ -131,10 +205,11 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
                    f"{_show(declared)}), {o['outer_iterations']} outer iterations, {elapsed:.2f} s")
         return g
 
-    gaps = judge_run(out, out["time"])
+    gaps = judge_run(out, out["time"], "declared")
     for step in range(1, steps + 1):
-        moving = [name for name in blocks if over(gaps, name)]
+        moving, stage = [name for name in blocks if over(gaps, name)], "lowered"
         if not moving and refines < REFINE_STEPS:
+            stage = "raised"
             refines += 1
             moving = [name for name in blocks if gaps[name] < (1 - REFINE) * declared[name]
                       and any(g > declared[name] + RATE_TOLERANCE for _, g in tried[name])]
@@ -149,16 +224,55 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
         with ramp_bounds(program, bounds):
             out = dict(run(feasible_toward(program, out["x"]), f"IDCA, true-rate step {step}"),
                        surrogate_bounds=dict(bounds))
-        gaps = judge_run(out, time.perf_counter() - start)
-    kept = min(met, key=lambda t: t[:2])[2] if met else closest[1]
+        gaps = judge_run(out, time.perf_counter() - start, stage)
     if not met:
-        note = "; ".join(n for n in (note, f"after {len(trace) - 1} true-rate step(s) the true gaps stayed above the "
+        note = "; ".join(n for n in (note, f"the true gaps of these {len(trace)} IDCA run(s) stayed above the "
                                            f"declared bounds (closest: {closest[0]:.3g} over)") if n)
+        shifted = shift_to_bounds(program, closest[1]["x"])
+        if shifted is not None:
+            note = "; ".join((note, _shift_stage(program, run, shifted, closest[1], bounds, judge_run, met)))
+    kept = min(met, key=lambda t: t[:2])[2] if met else closest[1]
     if len(trace) > 1:
         used = kept["surrogate_bounds"] or declared
-        note = "; ".join(n for n in (f"true-rate continuation: {len(trace) - 1} more IDCA run(s), the answer solves "
+        verb = "meets" if kept.get("shifted") else "solves"
+        note = "; ".join(n for n in (f"true-rate continuation: {len(trace) - 1} more IDCA run(s), the answer {verb} "
                                      f"the ramp bound(s) {_show(used)} for the declared {_show(declared)}", note) if n)
     return dict(kept, rate_steps=trace, rate_note=note)
+
+
+def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, met: list) -> str:
+    """The last stage when no IDCA run met the declared bounds. ``shifted`` (the closest run with its intercept
+    shifted until every true gap meets its bound, :func:`shift_to_bounds`) meets the ramp bounds at its own ramp
+    gaps, so IDCA starts there on those bounds; while its answer's true gaps exceed the declared bounds, at most
+    SHIFT_STEPS - 1 more runs lower the ramp bounds (:func:`next_bound` on this stage's own runs), each from the
+    decisions of ``shifted`` at a scale that meets them (:func:`scaled_to_bounds`). When none meets the bounds, the
+    answer is ``shifted`` itself, judged like any answer: the Lemma C.1 certificate on the ramp bounds it meets.
+    ``bounds`` is updated in place (``judge_run`` records it). Returns the note for the result's message."""
+    blocks = rate_blocks(program)
+    declared = {name: b.eps for name, b in blocks.items()}
+    bounds.update({name: max(FLOOR, b.measure(shifted)["ramp_gap"]) for name, b in blocks.items()})
+    own = {name: [] for name in blocks}
+    for step in range(SHIFT_STEPS):
+        start = time.perf_counter()
+        with ramp_bounds(program, bounds):
+            out = dict(run(scaled_to_bounds(program, shifted), f"IDCA from the shifted intercept, run {step + 1}"),
+                       surrogate_bounds=dict(bounds))
+        gaps = judge_run(out, time.perf_counter() - start, "shifted")
+        if met:
+            return (f"the closest run's intercept shifted until its true gaps met the declared bounds; IDCA from "
+                    f"there ({step + 1} run(s)) kept them on the ramp bound(s) {_show(bounds)}")
+        for name in blocks:
+            own[name].append((bounds[name], gaps[name]))
+            if gaps[name] > declared[name] + RATE_TOLERANCE:
+                bounds[name] = max(FLOOR, next_bound(own[name], declared[name]))
+    bounds.update({name: max(FLOOR, b.measure(shifted)["ramp_gap"]) for name, b in blocks.items()})
+    judge_run({**{k: v for k, v in closest.items() if k != "subproblem"}, "x": shifted, "status": "completed",
+               "message": ("the answer is the closest IDCA run with its intercept shifted to the best shift at which "
+                           f"every true gap meets its declared bound ({SHIFT_STEPS} IDCA run(s) from there went back "
+                           "above them); not an IDCA answer, it is certified only if the judge's Lemma C.1 check "
+                           f"on the ramp bound(s) it meets, {_show(bounds)}, passes"),
+               "surrogate_bounds": dict(bounds), "shifted": True}, 0.0, "shifted answer")
+    return "the intercept-shift stage kept the shifted answer"
 
 
 def _show(values: dict) -> str:
