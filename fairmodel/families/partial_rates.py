@@ -246,12 +246,13 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
     gaps, so IDCA starts there on those bounds; while its answer's true gaps exceed the declared bounds, at most
     SHIFT_STEPS - 1 more runs lower the ramp bounds (:func:`next_bound` on this stage's own runs), each from the
     decisions of ``shifted`` at a scale that meets them (:func:`scaled_to_bounds`). When none meets the bounds, the
-    answer is ``shifted`` itself, judged like any answer: the Lemma C.1 certificate on the ramp bounds it meets.
+    answer is the lowest objective of ``shifted`` and these runs' answers shifted likewise, judged like any answer:
+    the Lemma C.1 certificate on the ramp bounds it meets.
     ``bounds`` is updated in place (``judge_run`` records it). Returns the note for the result's message."""
     blocks = rate_blocks(program)
     declared = {name: b.eps for name, b in blocks.items()}
     bounds.update({name: max(FLOOR, b.measure(shifted)["ramp_gap"]) for name, b in blocks.items()})
-    own = {name: [] for name in blocks}
+    own, best = {name: [] for name in blocks}, shifted
     for step in range(SHIFT_STEPS):
         start = time.perf_counter()
         with ramp_bounds(program, bounds):
@@ -261,18 +262,20 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
         if met:
             return (f"the closest run's intercept shifted until its true gaps met the declared bounds; IDCA from "
                     f"there ({step + 1} run(s)) kept them on the ramp bound(s) {_show(bounds)}")
+        best = min(best, shift_to_bounds(program, out["x"]), key=program.objective_value)
         for name in blocks:
             own[name].append((bounds[name], gaps[name]))
             if gaps[name] > declared[name] + RATE_TOLERANCE:
                 bounds[name] = max(FLOOR, next_bound(own[name], declared[name]))
-    bounds.update({name: max(FLOOR, b.measure(shifted)["ramp_gap"]) for name, b in blocks.items()})
-    judge_run({**{k: v for k, v in closest.items() if k != "subproblem"}, "x": shifted, "status": "completed",
-               "message": ("the answer is the closest IDCA run with its intercept shifted to the best shift at which "
-                           f"every true gap meets its declared bound ({SHIFT_STEPS} IDCA run(s) from there went back "
-                           "above them); not an IDCA answer, it is certified only if the judge's Lemma C.1 check "
-                           f"on the ramp bound(s) it meets, {_show(bounds)}, passes"),
+    bounds.update({name: max(FLOOR, b.measure(best)["ramp_gap"]) for name, b in blocks.items()})
+    judge_run({**{k: v for k, v in closest.items() if k != "subproblem"}, "x": best, "status": "completed",
+               "message": ("the answer is an IDCA run's answer with its intercept shifted to the best shift at which "
+                           "every true gap meets its declared bound (of the closest run and of the IDCA runs from its "
+                           "shift, which went back above the bounds, the lowest objective); not an IDCA answer, it is "
+                           f"certified only if the judge's Lemma C.1 check on the ramp bound(s) it meets, "
+                           f"{_show(bounds)}, passes"),
                "surrogate_bounds": dict(bounds), "shifted": True}, 0.0, "shifted answer")
-    return "the intercept-shift stage kept the shifted answer"
+    return "the intercept-shift stage kept a shifted answer"
 
 
 def _show(values: dict) -> str:
