@@ -37,7 +37,7 @@ BOUNDS = (0.1, 0.05, 0.02, 0.01)
 FLAG_OVER, FLAG_RISE = 0.01, 0.005
 
 
-def synthetic(shares, positive_rate=0.4, tiny=None, seed=0, n=600, d=5):
+def synthetic(n, shares, positive_rate=0.4, tiny=None, seed=0, d=5):
     """n rows in len(shares) groups of the given shares (``tiny``: (rows, positives) of one more, last group),
     features shifted by group, label +1 for the top ``positive_rate`` of a noisy linear score (per group shifted,
     so the groups' base rates differ)."""
@@ -54,17 +54,17 @@ def synthetic(shares, positive_rate=0.4, tiny=None, seed=0, n=600, d=5):
     return fm.Dataset(X, y, np.array([f"g{k}" for k in g]))
 
 
-CASES = {"adult_sex": lambda: fm.datasets.load_adult(sensitive="sex"),
-         "adult_race": lambda: fm.datasets.load_adult(sensitive="race"),
-         "adult_sex_race": lambda: fm.datasets.load_adult(sensitive="sex_race"),
-         "lawschool_race": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="race"),
-         "lawschool_gender": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="gender"),
-         "communities": communities,
-         "skewed": lambda: synthetic([0.75, 0.2, 0.05], seed=1),
-         "tiny": lambda: synthetic([0.6, 0.4], tiny=(8, 3), seed=2),
-         "imbalance": lambda: synthetic([0.5, 0.3, 0.2], positive_rate=0.08, seed=3),
-         "k5": lambda: synthetic([0.4, 0.3, 0.15, 0.1, 0.05], seed=4)}
-SYNTHETIC = ("skewed", "tiny", "imbalance", "k5")
+BUNDLED = {"adult_sex": lambda: fm.datasets.load_adult(sensitive="sex"),
+           "adult_race": lambda: fm.datasets.load_adult(sensitive="race"),
+           "adult_sex_race": lambda: fm.datasets.load_adult(sensitive="sex_race"),
+           "lawschool_race": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="race"),
+           "lawschool_gender": lambda: fm.datasets.load_lawschool(target="bar1", sensitive="gender"),
+           "communities": communities}
+CASES = {**{name: lambda n, load=load: load().subsample(n, seed=0) for name, load in BUNDLED.items()},
+         "skewed": lambda n: synthetic(n, [0.75, 0.2, 0.05], seed=1),
+         "tiny": lambda n: synthetic(n, [0.6, 0.4], tiny=(8, 3), seed=2),
+         "imbalance": lambda n: synthetic(n, [0.5, 0.3, 0.2], positive_rate=0.08, seed=3),
+         "k5": lambda n: synthetic(n, [0.4, 0.3, 0.15, 0.1, 0.05], seed=4)}
 
 
 def solve(data, kind, eps, width):
@@ -102,7 +102,7 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--constraints", nargs="+", default=list(CONSTRAINTS), choices=list(CONSTRAINTS))
     ap.add_argument("--bounds", nargs="+", type=float, default=list(BOUNDS))
-    ap.add_argument("--n", type=int, default=600, help="rows per case (a seeded subsample of the bundled data sets)")
+    ap.add_argument("--n", type=int, default=500, help="rows per case (a seeded subsample of the bundled data sets)")
     ap.add_argument("--width", type=float, default=0.5, help="ramp width")
     ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
     ap.add_argument("--rows", type=Path, nargs="+",
@@ -111,9 +111,7 @@ def main(argv=None):
     rows = [] if not args.rows else [json.loads(line) for path in args.rows for line in path.read_text().splitlines()
                                      if line.startswith("{")]
     for name in ([] if args.rows else args.cases):
-        data = CASES[name]()
-        if name not in SYNTHETIC and args.n < data.n_samples:
-            data = data.subsample(args.n, seed=0)
+        data = CASES[name](args.n)
         sizes = np.bincount(data.groups.codes)
         for kind in args.constraints:
             for eps in sorted(args.bounds, reverse=True):

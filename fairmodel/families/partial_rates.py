@@ -93,18 +93,26 @@ def feasible_toward(program, x) -> np.ndarray:
     return at(lo)
 
 
+def moved(program, x, shift: float = 0.0, scale: float = 1.0) -> np.ndarray:
+    """``x`` with the score of its rate gaps (an intercept model) shifted by ``shift`` and then scaled about the
+    threshold t by ``scale`` > 0 (s -> t + scale (s + shift - t): the decisions of the shifted score), the centres
+    set by the blocks' start."""
+    block = next(iter(rate_blocks(program).values()))
+    layout, name, t = program.layout, block.atom.score.w.name, block.atom.threshold
+    values = {w.name: x[layout.slices[w.name]].copy() for w in layout.weights}
+    values[name][-1] += shift
+    values[name] = scale * values[name]
+    values[name][-1] += (1.0 - scale) * t
+    return program.start(values)
+
+
 def scaled_to_bounds(program, x, doublings: int = 20) -> np.ndarray:
-    """The point meeting the program's ramp bounds with the decisions of ``x`` (an intercept model): the scores
-    scaled about the threshold, s -> t + a (s - t), by the smallest a in 1, 2, 4, ... (``doublings`` at most)
-    that meets them (a larger scale leaves fewer rows inside the ramp, so its ramp gap tends to the true gap), else
-    :func:`feasible_toward` (a < 1)."""
-    blocks = list(rate_blocks(program).values())
-    layout, name, t = program.layout, blocks[0].atom.score.w.name, blocks[0].atom.threshold
-    for a in 2.0 ** np.arange(doublings + 1):
-        values = {w.name: x[layout.slices[w.name]].copy() for w in layout.weights}
-        values[name] = a * values[name]
-        values[name][-1] += (1.0 - a) * t
-        point = program.start(values)
+    """The point meeting the program's ramp bounds with the decisions of ``x`` (an intercept model): ``x`` scaled
+    about the threshold (:func:`moved`) by the smallest scale in 1, 2, 4, ... (``doublings`` at most) that meets
+    them (a larger scale leaves fewer rows inside the ramp, so its ramp gap tends to the true gap), else
+    :func:`feasible_toward` (a smaller scale)."""
+    for scale in 2.0 ** np.arange(doublings + 1):
+        point = moved(program, x, scale=scale)
         if program.max_violation(point) <= 0:
             return point
     return feasible_toward(program, x)
@@ -127,12 +135,15 @@ def _shifted_gaps(block, z, shifts) -> np.ndarray:
 
 
 def shift_to_bounds(program, x):
-    """``x`` with the intercept of its score shifted so that every true gap meets its bound, or None when the rate
-    gaps do not share one linear score with an intercept and no ball domain (radius). A shift moves every decision along one threshold of the
-    same score, from rejecting every row to accepting every row (both of which have every true gap 0), so a shift
-    that meets the bounds always exists; the exact true gaps at every distinct shift come from the sorted scores.
-    The objective is convex in the intercept, so the best of the shifts that meet the bounds is the nearest one on
-    either side of its minimizer along the shift; of those two, the one with the lower objective."""
+    """``x`` with the intercept of its score shifted so that every true gap meets its bound, and the shifted score
+    rescaled about the threshold to the scale of the lowest objective (the same decisions; toward 0 it tends to the
+    constant classifier), or None when the rate gaps do not share one linear score with an intercept and no ball
+    domain (radius). A shift moves every decision along one threshold of the same score, from rejecting every row to
+    accepting every row (both of which have every true gap 0), so a shift that meets the bounds always exists; the
+    exact true gaps at every distinct shift come from the sorted scores. The objective is convex in the intercept
+    and in the scale, so the candidates are the nearest shift that meets the bounds on either side of the
+    objective's minimizer along the shift, each at its best scale (in log scale, from e^-12 to e^6, or 1); of
+    those, the one with the lower objective."""
     blocks = list(rate_blocks(program).values())
     wsl = blocks[0].wsl
     if blocks[0].atom.score.w.radius is not None or any(b.wsl != wsl or not b.avg.intercept for b in blocks):
@@ -141,17 +152,16 @@ def shift_to_bounds(program, x):
     cuts = np.unique(np.concatenate([b.atom.threshold - z for b, z in zip(blocks, zs)]))
     shifts = np.concatenate([[cuts[0] - 1.0], 0.5 * (cuts[:-1] + cuts[1:]), [cuts[-1] + 1.0]])
     meets = shifts[np.all([_shifted_gaps(b, z, shifts) <= b.eps for b, z in zip(blocks, zs)], axis=0)]
-    layout = program.layout
 
-    def at(shift):
-        values = {w.name: x[layout.slices[w.name]].copy() for w in layout.weights}
-        values[blocks[0].atom.score.w.name][-1] += shift
-        return program.start(values)
+    def line(f, bounds):
+        return minimize_scalar(lambda v: program.objective_value(f(v)), bounds=bounds, method="bounded").x
 
-    best = minimize_scalar(lambda d: program.objective_value(at(d)), bounds=(shifts[0], shifts[-1]),
-                           method="bounded").x
-    sides = [meets[meets <= best][-1:], meets[meets >= best][:1]]
-    return min((at(d) for d in np.concatenate(sides)), key=program.objective_value)
+    best = line(lambda d: moved(program, x, d), (shifts[0], shifts[-1]))
+    candidates = []
+    for d in np.concatenate([meets[meets <= best][-1:], meets[meets >= best][:1]]):
+        u = line(lambda v: moved(program, x, d, np.exp(v)), (-12.0, 6.0))
+        candidates += [moved(program, x, d), moved(program, x, d, np.exp(u))]
+    return min(candidates, key=program.objective_value)
 
 
 def next_bound(tried: list, eps: float) -> float:
