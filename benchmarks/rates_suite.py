@@ -102,7 +102,7 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--constraints", nargs="+", default=list(CONSTRAINTS), choices=list(CONSTRAINTS))
     ap.add_argument("--bounds", nargs="+", type=float, default=list(BOUNDS))
-    ap.add_argument("--n", type=int, default=500, help="rows per case (a seeded subsample of the bundled data sets)")
+    ap.add_argument("--n", type=int, default=300, help="rows per case (a seeded subsample of the bundled data sets)")
     ap.add_argument("--width", type=float, default=0.5, help="ramp width")
     ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
     ap.add_argument("--rows", type=Path, nargs="+",
