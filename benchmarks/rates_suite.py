@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import table, write_section  # noqa: E402
+from _report import printed_rows, table, write_section  # noqa: E402
 from rates import CONSTRAINTS, L2, communities, true_gap  # noqa: E402
 
 import fairmodel as fm  # noqa: E402
@@ -108,8 +108,7 @@ def main(argv=None):
     ap.add_argument("--rows", type=Path, nargs="+",
                     help="report the rows printed (one JSON object per line) by earlier runs instead of running")
     args = ap.parse_args(argv)
-    rows = [] if not args.rows else [json.loads(line) for path in args.rows for line in path.read_text().splitlines()
-                                     if line.startswith("{")]
+    rows = printed_rows(args.rows)
     for name in ([] if args.rows else args.cases):
         data = CASES[name](args.n)
         sizes = np.bincount(data.groups.codes)
