@@ -137,8 +137,8 @@ def _shifted_gaps(block, z, shifts) -> np.ndarray:
 def shift_to_bounds(program, x):
     """``x`` with the intercept of its score shifted so that every true gap meets its bound, and the shifted score
     rescaled about the threshold to the scale of the lowest objective (the same decisions; toward 0 it tends to the
-    constant classifier), or None when the rate gaps do not share one linear score with an intercept and no ball
-    domain (radius). A shift moves every decision along one threshold of the same score, from rejecting every row to
+    constant classifier), or None unless the rate gaps share one linear score with an intercept, no ball domain
+    (radius) and one threshold. A shift moves every decision along one threshold of the same score, from rejecting every row to
     accepting every row (both of which have every true gap 0), so a shift that meets the bounds always exists; the
     exact true gaps at every distinct shift come from the sorted scores. The objective is convex in the intercept
     and in the scale, so the candidates are the nearest shift that meets the bounds on either side of the
@@ -146,7 +146,8 @@ def shift_to_bounds(program, x):
     those, the one with the lower objective."""
     blocks = list(rate_blocks(program).values())
     wsl = blocks[0].wsl
-    if blocks[0].atom.score.w.radius is not None or any(b.wsl != wsl or not b.avg.intercept for b in blocks):
+    if blocks[0].atom.score.w.radius is not None or any(
+            b.wsl != wsl or not b.avg.intercept or b.atom.threshold != blocks[0].atom.threshold for b in blocks):
         return None
     zs = [score_vector(b.avg.data, x[wsl], True) for b in blocks]
     cuts = np.unique(np.concatenate([b.atom.threshold - z for b, z in zip(blocks, zs)]))
