@@ -140,10 +140,10 @@ def shift_to_bounds(program, x):
     constant classifier), or None unless the rate gaps share one linear score with an intercept, no ball domain
     (radius) and one threshold. A shift moves every decision along one threshold of the same score, from rejecting
     every row to accepting every row (both of which have every true gap 0), so a shift that meets the bounds always
-    exists; the exact true gaps at every distinct shift come from the sorted scores. The objective is convex in the intercept
-    and in the scale, so the candidates are the nearest shift that meets the bounds on either side of the
-    objective's minimizer along the shift, each at its best scale (in log scale, from e^-12 to e^6, or 1); of
-    those, the one with the lower objective."""
+    exists; the exact true gaps at every distinct shift come from the sorted scores. The objective is convex in the
+    intercept and in the scale, so the candidates are the nearest shift that meets the bounds on either side of the
+    objective's minimizer along the shift, each at its best scale (in log scale, from e^-12 to e^6, or 1); of those,
+    the one with the lower objective."""
     blocks = list(rate_blocks(program).values())
     wsl = blocks[0].wsl
     if blocks[0].atom.score.w.radius is not None or any(
