@@ -235,19 +235,18 @@ def test_a_tiny_group_gets_a_certified_answer_that_meets_the_true_bound():
 
 def test_the_intercept_shift_is_the_best_shift_that_meets_the_bound():
     """shift_to_bounds against brute force over every distinct shift (the midpoints between consecutive values of
-    threshold - score, and beyond both ends): its decisions meet eps, its score is a positive multiple of a shifted
-    one about the threshold (s -> t + a (s + d - t)), and its objective (the logistic loss and ridge written here) is
-    at most the smallest among the shifts that meet eps at scale 1 and the smallest over a grid of scales of its own
-    decisions."""
-    from fairmodel.families.partial_rates import shift_to_bounds
+    threshold - score, and beyond both ends): only the intercept moves, the decisions meet eps, and the objective (the
+    logistic loss and ridge written here) is the smallest among the shifts that meet eps. rescaled keeps the
+    decisions (s -> t + a (s - t), a > 0) at an objective no larger than over a grid of scales."""
+    from fairmodel.families.partial_rates import rescaled, shift_to_bounds
     eps, t = 0.01, 0.1
     data = make_data(n=300, groups=3, seed=2)
     prob, w = program_of("eodds", data, eps=eps)
-    program = prob.family.program
+    program, sl = prob.family.program, prob.family.program.layout.slices[w.name]
     theta = np.array([1.2, -0.6, 0.4, 0.3])
-    got = shift_to_bounds(program, program.start({w.name: theta}))[program.layout.slices[w.name]]
-    a = got[0] / theta[0]
-    assert a > 0 and np.allclose(got[:3], a * theta[:3], rtol=1e-12, atol=0)
+    x = shift_to_bounds(program, program.start({w.name: theta}))
+    got = x[sl]
+    assert np.array_equal(got[:3], theta[:3])
     z = data.X @ theta[:3] + theta[3]
     cuts = np.unique(t - z)
     shifts = np.concatenate([[cuts[0] - 1.0], 0.5 * (cuts[:-1] + cuts[1:]), [cuts[-1] + 1.0]])
@@ -260,15 +259,16 @@ def test_the_intercept_shift_is_the_best_shift_that_meets_the_bound():
         s = data.X @ th[:3] + th[3]
         return np.mean(np.logaddexp(0.0, -data.y * s)) + 1e-3 * th @ th
 
-    def at(d, scale=1.0):
-        return np.append(scale * theta[:3], t + scale * (theta[3] + d - t))
-
     meets = [d for d in shifts if gap(z + d > t) <= eps]
     assert gap(z > t) > eps and 0 < len(meets) < len(shifts)
-    d = (got[3] - t) / a + t - theta[3]
-    assert np.allclose(got, at(d, a), rtol=1e-12, atol=1e-12) and gap(z + d > t) <= eps
-    assert objective(got) <= min(objective(at(e)) for e in meets) + 1e-12
-    assert objective(got) <= min(objective(at(d, sc)) for sc in np.exp(np.linspace(-12, 6, 181))) + 1e-9
+    assert gap(z + got[3] - theta[3] > t) <= eps
+    assert objective(got) == pytest.approx(min(objective(np.append(theta[:3], theta[3] + d)) for d in meets),
+                                           abs=1e-12)
+    scaled = rescaled(program, x)[sl]
+    a = scaled[0] / got[0]
+    assert a > 0 and np.allclose(scaled, np.append(a * got[:3], t + a * (got[3] - t)), rtol=1e-12, atol=1e-12)
+    grid = [np.append(sc * got[:3], t + sc * (got[3] - t)) for sc in np.exp(np.linspace(-12, 6, 181))]
+    assert objective(scaled) <= min(objective(g) for g in grid) + 1e-9 and objective(scaled) <= objective(got)
 
 
 def test_the_judge_fails_a_planted_answer_whose_true_gap_exceeds_the_bound():

@@ -135,15 +135,13 @@ def _shifted_gaps(block, z, shifts) -> np.ndarray:
 
 
 def shift_to_bounds(program, x):
-    """``x`` with the intercept of its score shifted so that every true gap meets its bound, and the shifted score
-    rescaled about the threshold to the scale of the lowest objective (the same decisions; toward 0 it tends to the
-    constant classifier), or None unless the rate gaps share one linear score with an intercept, no ball domain
-    (radius) and one threshold. A shift moves every decision along one threshold of the same score, from rejecting
-    every row to accepting every row (both of which have every true gap 0), so a shift that meets the bounds always
-    exists; the exact true gaps at every distinct shift come from the sorted scores. The objective is convex in the
-    intercept and in the scale, so the candidates are the nearest shift that meets the bounds on either side of the
-    objective's minimizer along the shift, each at its best scale (in log scale, from e^-12 to e^6, or 1); of those,
-    the one with the lower objective."""
+    """``x`` with the intercept of its score shifted so that every true gap meets its bound, or None unless the rate
+    gaps share one linear score with an intercept, no ball domain (radius) and one threshold. A shift moves every
+    decision along one threshold of the same score, from rejecting every row to accepting every row (both of which
+    have every true gap 0), so a shift that meets the bounds always exists; the exact true gaps at every distinct
+    shift come from the sorted scores. The objective is convex in the intercept, so the best shift that meets the
+    bounds is the nearest one on either side of its minimizer along the shift; of those two, the one with the lower
+    objective."""
     blocks = list(rate_blocks(program).values())
     wsl = blocks[0].wsl
     if blocks[0].atom.score.w.radius is not None or any(
@@ -153,16 +151,22 @@ def shift_to_bounds(program, x):
     cuts = np.unique(np.concatenate([b.atom.threshold - z for b, z in zip(blocks, zs)]))
     shifts = np.concatenate([[cuts[0] - 1.0], 0.5 * (cuts[:-1] + cuts[1:]), [cuts[-1] + 1.0]])
     meets = shifts[np.all([_shifted_gaps(b, z, shifts) <= b.eps for b, z in zip(blocks, zs)], axis=0)]
+    best = _line(program, lambda d: moved(program, x, d), (shifts[0], shifts[-1]))
+    sides = np.concatenate([meets[meets <= best][-1:], meets[meets >= best][:1]])
+    return min((moved(program, x, d) for d in sides), key=program.objective_value)
 
-    def line(f, bounds):
-        return minimize_scalar(lambda v: program.objective_value(f(v)), bounds=bounds, method="bounded").x
 
-    best = line(lambda d: moved(program, x, d), (shifts[0], shifts[-1]))
-    candidates = []
-    for d in np.concatenate([meets[meets <= best][-1:], meets[meets >= best][:1]]):
-        u = line(lambda v: moved(program, x, d, np.exp(v)), (-12.0, 6.0))
-        candidates += [moved(program, x, d), moved(program, x, d, np.exp(u))]
-    return min(candidates, key=program.objective_value)
+def rescaled(program, x) -> np.ndarray:
+    """``x`` (an intercept model) scaled about the threshold (:func:`moved`: the same decisions; toward 0 it tends to
+    the constant classifier) to the scale of the lowest objective, convex in the scale: in log scale from e^-12 to
+    e^6, or 1."""
+    u = _line(program, lambda v: moved(program, x, scale=np.exp(v)), (-12.0, 6.0))
+    return min(x, moved(program, x, scale=np.exp(u)), key=program.objective_value)
+
+
+def _line(program, point, bounds) -> float:
+    """The minimizer of the objective at ``point(v)`` over v in ``bounds`` (bounded Brent: unimodal along a line)."""
+    return minimize_scalar(lambda v: program.objective_value(point(v)), bounds=bounds, method="bounded").x
 
 
 def next_bound(tried: list, eps: float) -> float:
@@ -259,13 +263,13 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
     gaps, so IDCA starts there on those bounds; while its answer's true gaps exceed the declared bounds, at most
     SHIFT_STEPS - 1 more runs lower the ramp bounds (:func:`next_bound` on this stage's own runs), each from the
     decisions of ``shifted`` at a scale that meets them (:func:`scaled_to_bounds`). When none meets the bounds, the
-    answer is the lowest objective of ``shifted`` and these runs' answers shifted likewise, judged like any answer:
-    the Lemma C.1 certificate on the ramp bounds it meets.
+    answer is the lowest objective of ``shifted`` and these runs' answers shifted likewise, each rescaled to its best
+    scale (:func:`rescaled`), judged like any answer: the Lemma C.1 certificate on the ramp bounds it meets.
     ``bounds`` is updated in place (``judge_run`` records it). Returns the note for the result's message."""
     blocks = rate_blocks(program)
     declared = {name: b.eps for name, b in blocks.items()}
     bounds.update({name: max(FLOOR, b.measure(shifted)["ramp_gap"]) for name, b in blocks.items()})
-    own, best = {name: [] for name in blocks}, shifted
+    own, best = {name: [] for name in blocks}, rescaled(program, shifted)
     for step in range(SHIFT_STEPS):
         start = time.perf_counter()
         with ramp_bounds(program, bounds):
@@ -275,13 +279,17 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
         if met:
             return (f"the closest run's intercept shifted until its true gaps met the declared bounds; IDCA from "
                     f"there ({step + 1} run(s)) kept them on the ramp bound(s) {_show(bounds)}")
-        best = min(best, shift_to_bounds(program, out["x"]), key=program.objective_value)
+        best = min(best, rescaled(program, shift_to_bounds(program, out["x"])), key=program.objective_value)
+        before = dict(bounds)
         for name in blocks:
             own[name].append((bounds[name], gaps[name]))
             if gaps[name] > declared[name] + RATE_TOLERANCE:
                 bounds[name] = max(FLOOR, next_bound(own[name], declared[name]))
+        if bounds == before:            # every bound at FLOOR: the same run again
+            break
     bounds.update({name: max(FLOOR, b.measure(best)["ramp_gap"]) for name, b in blocks.items()})
     judge_run({**{k: v for k, v in closest.items() if k != "subproblem"}, "x": best, "status": "completed",
+               "outer_iterations": 0,
                "message": ("the answer is an IDCA run's answer with its intercept shifted to the best shift at which "
                            "every true gap meets its declared bound (of the closest run and of the IDCA runs from its "
                            "shift, which went back above the bounds, the lowest objective); not an IDCA answer, it is "
