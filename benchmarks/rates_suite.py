@@ -12,7 +12,8 @@ exact backend (IDCA with the true-rate continuation). Every case is feasible: a 
 Per case: the true training gap of the decisions (score > 0; largest pairwise, computed here from the decisions), the
 status and the wall time. A case is flagged when its gap exceeds eps + 0.01, when its gap exceeds the gap at the
 next larger eps by more than 0.005, or when its status is not ok. A data set whose group has no row of a rate's
-stratum (no positive, say) is skipped for that rate: the library refuses it with a DataError.
+stratum (no positive, say) is skipped for that rate (listed under the table): the library refuses it with a
+DataError.
 
     python benchmarks/rates_suite.py                       # writes the rates_suite section of docs/benchmarks.md
     python benchmarks/rates_suite.py --cases tiny k5 --constraints eo --no-write
@@ -34,13 +35,15 @@ from rates import CONSTRAINTS, L2, communities, true_gap  # noqa: E402
 import fairmodel as fm  # noqa: E402
 
 BOUNDS = (0.1, 0.05, 0.02, 0.01)
+SKIPPED = "skipped: a group has no row of the rate's stratum (DataError)"
 FLAG_OVER, FLAG_RISE = 0.01, 0.005
 
 
 def synthetic(n, shares, positive_rate=0.4, tiny=None, seed=0, d=5):
     """n rows in len(shares) groups of the given shares (``tiny``: (rows, positives) of one more, last group),
     features shifted by group, label +1 for the top ``positive_rate`` of a noisy linear score (per group shifted,
-    so the groups' base rates differ)."""
+    so the groups' base rates differ); a group left without a positive (negative) gets its two top (bottom) rows
+    as positives (negatives), so that every rate is defined."""
     rng = np.random.default_rng(seed)
     sizes = np.floor(np.asarray(shares) * (n - (tiny[0] if tiny else 0))).astype(int)
     sizes[0] += n - (tiny[0] if tiny else 0) - sizes.sum()
@@ -48,6 +51,11 @@ def synthetic(n, shares, positive_rate=0.4, tiny=None, seed=0, d=5):
     X = rng.normal(size=(n, d)) + 0.5 * g[:, None] * rng.normal(size=d)
     score = X @ rng.normal(size=d) + 0.3 * g + rng.normal(size=n)
     y = np.where(score > np.quantile(score, 1 - positive_rate), 1.0, -1.0)
+    for k in range(len(sizes)):
+        order = np.flatnonzero(g == k)[np.argsort(score[g == k])]
+        for label, ends in ((1.0, order[-2:]), (-1.0, order[:2])):
+            if not np.any(y[g == k] == label):
+                y[ends] = label
     if tiny:
         rows = np.flatnonzero(g == g.max())
         y[rows] = np.where(np.arange(rows.size) < tiny[1], 1.0, -1.0)
@@ -114,14 +122,13 @@ def main(argv=None):
         sizes = np.bincount(data.groups.codes)
         for kind in args.constraints:
             for eps in sorted(args.bounds, reverse=True):
-                out = solve(data, kind, eps, args.width)
-                if out is None:
-                    print(f"# {name} {kind}: a group has no row of the rate's stratum; skipped", flush=True)
-                    break
+                out = solve(data, kind, eps, args.width) or (float("nan"), SKIPPED, True, 0.0)
                 row = {"case": name, "kind": kind, "eps": eps, "n": data.n_samples, "groups": sizes.tolist(),
                        "gap": out[0], "status": out[1], "ok": out[2], "time": out[3]}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+    skipped = [r for r in rows if r["status"] == SKIPPED]
+    rows = [r for r in rows if r["status"] != SKIPPED]
     flags(rows)
     flagged = [r for r in rows if r["flags"]]
     body = [[r["case"], "/".join(map(str, r["groups"])), r["kind"], r["eps"], r["gap"], r["status"], r["time"],
@@ -136,7 +143,9 @@ def main(argv=None):
             f"computed from the decisions. A case is flagged when its gap exceeds eps + {FLAG_OVER:g}, exceeds the gap "
             f"at the next larger eps by more than {FLAG_RISE:g}, or its status is not ok (every case is feasible: a "
             f"constant decision has gap 0). Within eps + 1e-3 (the judge's check): {within} of {len(rows)}; "
-            f"flagged: {len(flagged)}; total time {sum(r['time'] for r in rows):.0f} s.\n\n"
+            f"flagged: {len(flagged)}; total time {sum(r['time'] for r in rows):.0f} s. Skipped (a group has no row "
+            f"of the rate's stratum at this size; the library refuses it with a DataError): "
+            f"{', '.join(sorted({r['case'] + ' ' + r['kind'] for r in skipped})) or 'none'}.\n\n"
             + table(["case", "group sizes", "rate", "eps", "gap", "status", "time (s)", "flags"], body))
     print(text)
     if not args.no_write:
