@@ -7,6 +7,7 @@ the date and the library versions, so that tables written by different runs neve
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
@@ -73,3 +74,8 @@ def table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def printed_rows(paths) -> list:
+    """The rows printed (one JSON object per line) by earlier runs into the files ``paths`` (None: no rows)."""
+    return [json.loads(line) for path in paths or [] for line in path.read_text().splitlines() if line.startswith("{")]

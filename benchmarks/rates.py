@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import table, write_section  # noqa: E402
+from _report import printed_rows, table, write_section  # noqa: E402
 
 import fairmodel as fm  # noqa: E402
 
@@ -155,8 +155,7 @@ def main(argv=None):
     ap.add_argument("--rows", type=Path, nargs="+",
                     help="report the rows printed (one JSON object per line) by earlier runs instead of running")
     args = ap.parse_args(argv)
-    rows = [] if not args.rows else [json.loads(line) for path in args.rows for line in path.read_text().splitlines()
-                                     if line.startswith("{")]
+    rows = printed_rows(args.rows)
     for name in ([] if args.rows else args.datasets):
         data = DATASETS[name]()
         train, test = data.split([0.7, 0.3], seed=0)

@@ -197,6 +197,80 @@ def test_the_continuation_brings_the_true_gap_to_the_declared_bound(kind, seed):
     assert declared.certificate["relative_step"] > res.certificate["relative_step"]
 
 
+def tiny_group_data(seed=5, n=120, tiny=6, positives=2):
+    """Two groups of about n/2 rows and a third of ``tiny`` rows with ``positives`` positives: the third group's
+    true-positive rate is 0, 1/2 or 1, so at eps = 0.02 every group's must be (nearly) 0 or 1."""
+    rng = np.random.default_rng(seed)
+    g = np.array(["a"] * (n // 2) + ["b"] * (n - n // 2 - tiny) + ["c"] * tiny)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += np.where(g == "a", 0.8, 0.0)
+    y = np.where(X[:, 0] + 0.7 * rng.normal(size=n) > 0.4, 1.0, -1.0)
+    y[g == "c"] = np.where(np.arange(tiny) < positives, 1.0, -1.0)
+    return fm.Dataset(X, y, g)
+
+
+def test_a_tiny_group_gets_a_certified_answer_that_meets_the_true_bound():
+    """Lowering the ramp bound alone stalls above eps on a group of 2 positives (ramp rates near 1/2 agree while
+    the true rates are 0, 1/2 or 1; before the intercept-shift stage the result was infeasible at a true gap of
+    0.217). The intercept shift reaches decisions that meet eps, and IDCA from there gives an answer certified for
+    its ramp bound (Lemma C.1 of He, Huang, Yao, Lin 2025) whose true gap, by brute force, meets eps."""
+    eps = 0.02
+    data = tiny_group_data()
+    w = fm.Weights(3, intercept=True)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-4 * fm.sum_squares(w)),
+                      [(fm.equal_opportunity_gap(s, data, surrogate="ramp", width=0.5) <= eps).named("gap")])
+    res = prob.solve(backend="exact")
+    theta = np.ravel(res.variables[w.name])
+    true = brute("eo", data.X @ theta[:3] + theta[3], data.y, data.groups.codes.tolist(), 0.0, 0.5)[1]
+    assert res.ok and res.status == "converged" and true <= eps + 1e-3
+    steps = res.metrics["rate_steps"]
+    before = [st for st in steps if st["stage"] in ("declared", "lowered")]
+    assert len(before) >= 2 and all(st["true_gaps"]["gap"] > eps + 1e-3 for st in before)
+    solved = res.metrics["gap.surrogate_bound"]
+    assert any(st["stage"] == "shifted" and st["surrogate_bounds"]["gap"] == solved
+               and st["true_gaps"]["gap"] == pytest.approx(true, abs=1e-12) for st in steps)
+    assert res.metrics["gap.ramp_gap"] <= solved + 1e-8 and "intercept shifted" in res.message
+
+
+def test_the_intercept_shift_is_the_best_shift_that_meets_the_bound():
+    """shift_to_bounds against brute force over every distinct shift (the midpoints between consecutive values of
+    threshold - score, and beyond both ends): only the intercept moves, the decisions meet eps, and the objective (the
+    logistic loss and ridge written here) is the smallest among the shifts that meet eps. rescaled keeps the
+    decisions (s -> t + a (s - t), a > 0) at an objective no larger than over a grid of scales."""
+    from fairmodel.families.partial_rates import rescaled, shift_to_bounds
+    eps, t = 0.01, 0.1
+    data = make_data(n=300, groups=3, seed=2)
+    prob, w = program_of("eodds", data, eps=eps)
+    program, sl = prob.family.program, prob.family.program.layout.slices[w.name]
+    theta = np.array([1.2, -0.6, 0.4, 0.3])
+    x = shift_to_bounds(program, program.start({w.name: theta}))
+    got = x[sl]
+    assert np.array_equal(got[:3], theta[:3])
+    z = data.X @ theta[:3] + theta[3]
+    cuts = np.unique(t - z)
+    shifts = np.concatenate([[cuts[0] - 1.0], 0.5 * (cuts[:-1] + cuts[1:]), [cuts[-1] + 1.0]])
+    pos, codes = data.y > 0, data.groups.codes
+
+    def gap(dec):
+        return max(max(r) - min(r) for r in ([dec[m & (codes == k)].mean() for k in range(3)] for m in (pos, ~pos)))
+
+    def objective(th):
+        s = data.X @ th[:3] + th[3]
+        return np.mean(np.logaddexp(0.0, -data.y * s)) + 1e-3 * th @ th
+
+    meets = [d for d in shifts if gap(z + d > t) <= eps]
+    assert gap(z > t) > eps and 0 < len(meets) < len(shifts)
+    assert gap(z + got[3] - theta[3] > t) <= eps
+    assert objective(got) == pytest.approx(min(objective(np.append(theta[:3], theta[3] + d)) for d in meets),
+                                           abs=1e-12)
+    scaled = rescaled(program, x)[sl]
+    a = scaled[0] / got[0]
+    assert a > 0 and np.allclose(scaled, np.append(a * got[:3], t + a * (got[3] - t)), rtol=1e-12, atol=1e-12)
+    grid = [np.append(sc * got[:3], t + sc * (got[3] - t)) for sc in np.exp(np.linspace(-12, 6, 181))]
+    assert objective(scaled) <= min(objective(g) for g in grid) + 1e-9 and objective(scaled) <= objective(got)
+
+
 def test_the_judge_fails_a_planted_answer_whose_true_gap_exceeds_the_bound():
     """A planted candidate (the unconstrained model, whose true gap is far above eps) is judged on its true gap:
     infeasible, naming the excess over eps, whatever its ramp gap and slack."""

@@ -31,11 +31,12 @@ class FairRateClassifier(LogisticProbabilities, FairLinearClassifier):
     number of groups; a 2-D ``sensitive_features`` (several columns) makes each distinct row of values a group (the
     intersections). The rates are those of the ramp surrogate of Example B.3 of He, Huang, Yao, Lin 2025 (ramp
     ``width``), a difference-of-convex constraint solved by IDCA on the exact backend, which then lowers the
-    surrogate's bound until the true training rates meet ``eps`` (``fm.selection_rate_gap`` /
-    ``fm.equal_opportunity_gap`` / ``fm.equalized_odds_gap`` with ``surrogate="ramp"``). The judge checks the true
-    gap <= eps + 1e-3 on the training data; a fit it does not accept (the true gap stayed above eps: more
-    ``solver_options={"rate_steps": ...}``, a smaller ``width``, or a larger eps) gives a ConvergenceWarning with
-    the numbers and ``status_`` says so.
+    surrogate's bound until the true training rates meet ``eps``, and when that stalls (small groups) shifts the
+    intercept to decisions that meet it (``fm.selection_rate_gap`` / ``fm.equal_opportunity_gap`` /
+    ``fm.equalized_odds_gap`` with ``surrogate="ramp"``). The judge checks the true gap <= eps + 1e-3 on the
+    training data and the IDCA certificate; a fit it does not accept (a shifted intercept that meets eps but is not
+    certified: ``inaccurate``; a true gap above eps: more ``solver_options={"rate_steps": ...}``, a smaller
+    ``width``, or a larger eps) gives a ConvergenceWarning with the numbers and ``status_`` says so.
 
     Parameters
     ----------

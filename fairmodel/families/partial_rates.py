@@ -8,8 +8,18 @@ against eps, and the exact backend ends with a continuation on the surrogate's b
 eps, the ramp bound eps' of that constraint is lowered (a secant step on the measured true gap, a piecewise-constant
 function of w, safeguarded by bisection inside the bracket of the bounds tried) and IDCA is run again from the
 previous answer pulled back to feasibility, each run certified as usual (Lemma C.1 of the same paper) for its own
-eps'. The trivial constant decision meets any eps, but IDCA on a ramp need not reach it: when eps' reaches
-:data:`FLOOR` or the steps run out with a true gap above eps, the result says so (the judge makes it infeasible).
+eps'.
+
+A ramp cannot see the steps of a small group's rates: a group with 2 positives has a true-positive rate of 0, 1/2 or
+1, so at eps = 0.02 every group's rate must be (nearly) 0 or 1, while ramp rates of 1/2 +- eps' can all agree with
+rows inside the ramp. Lowering eps' then stalls above eps (down to :data:`FLOOR`, or the steps run out). A constant
+decision meets any eps, and so does some threshold of every score: shifting the intercept moves the decisions from
+rejecting every row to accepting every row (every true gap 0 at both ends). So when no run met eps, the closest run's
+intercept is shifted to the best shift whose exact true gaps meet eps (:func:`shift_to_bounds`), and IDCA runs from
+there on ramp bounds that point meets (:data:`SHIFT_STEPS` runs at most, see :func:`_shift_stage`), each answer
+certified as usual; when every one of them goes back above eps, the shifted point itself is the answer: its true
+gaps meet eps and the judge checks its certificate like any other (it is not an IDCA answer, so that usually fails
+and the result says so, inaccurate rather than infeasible).
 """
 from __future__ import annotations
 
@@ -17,8 +27,10 @@ import time
 from contextlib import contextmanager
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from ..errors import OptionError
+from ..oracles.dc_hinges import score_vector
 from ..oracles.dc_rates import RampRateBlock
 from ..utilities.progress import Notes
 from .partial_program import rate_bound
@@ -31,6 +43,7 @@ RATE_STEPS = 8        # default continuation steps (IDCA runs after the first); 
 FLOOR = 1e-4          # the smallest surrogate bound tried (a gap of rates; 0 leaves IDCA without a feasible start)
 SLOPE = (0.25, 4.0)   # the secant's slope d(true gap) / d(eps'), clipped (1 before two distinct points)
 REFINE, REFINE_STEPS = 0.2, 2   # raise a bound back when its true gap fell below (1 - REFINE) eps: at most 2 runs
+SHIFT_STEPS = 3       # IDCA runs from the intercept-shifted answer when no run met the declared bounds
 
 
 def rate_blocks(program) -> dict:
@@ -80,6 +93,82 @@ def feasible_toward(program, x) -> np.ndarray:
     return at(lo)
 
 
+def moved(program, x, shift: float = 0.0, scale: float = 1.0) -> np.ndarray:
+    """``x`` with the score of its rate gaps (an intercept model) shifted by ``shift`` and then scaled about the
+    threshold t by ``scale`` > 0 (s -> t + scale (s + shift - t): the decisions of the shifted score), the centres
+    set by the blocks' start."""
+    block = next(iter(rate_blocks(program).values()))
+    layout, name, t = program.layout, block.atom.score.w.name, block.atom.threshold
+    values = {w.name: x[layout.slices[w.name]].copy() for w in layout.weights}
+    values[name][-1] += shift
+    values[name] = scale * values[name]
+    values[name][-1] += (1.0 - scale) * t
+    return program.start(values)
+
+
+def scaled_to_bounds(program, x, doublings: int = 20) -> np.ndarray:
+    """The point meeting the program's ramp bounds with the decisions of ``x`` (an intercept model): ``x`` scaled
+    about the threshold (:func:`moved`) by the smallest scale in 1, 2, 4, ... (``doublings`` at most) that meets
+    them (a larger scale leaves fewer rows inside the ramp, so its ramp gap tends to the true gap), else
+    :func:`feasible_toward` (a smaller scale)."""
+    for scale in 2.0 ** np.arange(doublings + 1):
+        point = moved(program, x, scale=scale)
+        if program.max_violation(point) <= 0:
+            return point
+    return feasible_toward(program, x)
+
+
+def _shifted_gaps(block, z, shifts) -> np.ndarray:
+    """The true gap of a rate block at every intercept shift of ``shifts`` from its scores ``z``: a row's decision is
+    z + shift > threshold, so a cell's (weighted) count of positive decisions is a cumulative sum over its rows
+    sorted by threshold - z."""
+    atom, codes = block.atom, np.asarray(block.atom.codes)
+    cut = atom.threshold - z
+    f = np.ones(z.size) if atom.factors is None else np.asarray(atom.factors, dtype=float)
+    rates = np.empty((block.C, shifts.size))
+    for j in range(block.C):
+        order = np.argsort(cut[codes == j])
+        cum = np.concatenate([[0.0], np.cumsum(f[codes == j][order])])
+        rates[j] = cum[np.searchsorted(cut[codes == j][order], shifts, side="left")] / cum[-1]
+    return np.max([rates[block.stratum == s].max(axis=0) - rates[block.stratum == s].min(axis=0)
+                   for s in range(atom.n_strata)], axis=0)
+
+
+def shift_to_bounds(program, x):
+    """``x`` with the intercept of its score shifted so that every true gap meets its bound, or None unless the rate
+    gaps share one linear score with an intercept, no ball domain (radius) and one threshold. A shift moves every
+    decision along one threshold of the same score, from rejecting every row to accepting every row (both of which
+    have every true gap 0), so a shift that meets the bounds always exists; the exact true gaps at every distinct
+    shift come from the sorted scores. The objective is convex in the intercept, so the best shift that meets the
+    bounds is the nearest one on either side of its minimizer along the shift; of those two, the one with the lower
+    objective."""
+    blocks = list(rate_blocks(program).values())
+    wsl = blocks[0].wsl
+    if blocks[0].atom.score.w.radius is not None or any(
+            b.wsl != wsl or not b.avg.intercept or b.atom.threshold != blocks[0].atom.threshold for b in blocks):
+        return None
+    zs = [score_vector(b.avg.data, x[wsl], True) for b in blocks]
+    cuts = np.unique(np.concatenate([b.atom.threshold - z for b, z in zip(blocks, zs)]))
+    shifts = np.concatenate([[cuts[0] - 1.0], 0.5 * (cuts[:-1] + cuts[1:]), [cuts[-1] + 1.0]])
+    meets = shifts[np.all([_shifted_gaps(b, z, shifts) <= b.eps for b, z in zip(blocks, zs)], axis=0)]
+    best = _line(program, lambda d: moved(program, x, d), (shifts[0], shifts[-1]))
+    sides = np.concatenate([meets[meets <= best][-1:], meets[meets >= best][:1]])
+    return min((moved(program, x, d) for d in sides), key=program.objective_value)
+
+
+def rescaled(program, x) -> np.ndarray:
+    """``x`` (an intercept model) scaled about the threshold (:func:`moved`: the same decisions; toward 0 it tends to
+    the constant classifier) to the scale of the lowest objective, convex in the scale: in log scale from e^-12 to
+    e^6, or 1."""
+    u = _line(program, lambda v: moved(program, x, scale=np.exp(v)), (-12.0, 6.0))
+    return min(x, moved(program, x, scale=np.exp(u)), key=program.objective_value)
+
+
+def _line(program, point, bounds) -> float:
+    """The minimizer of the objective at ``point(v)`` over v in ``bounds`` (bounded Brent: unimodal along a line)."""
+    return minimize_scalar(lambda v: program.objective_value(point(v)), bounds=bounds, method="bounded").x
+
+
 def next_bound(tried: list, eps: float) -> float:
     """The next surrogate bound of one constraint from its (eps', true gap) pairs ``tried`` (at least one of them
     over eps + RATE_TOLERANCE): a secant step from the last two toward a true gap of eps, kept strictly inside the
@@ -100,10 +189,12 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
     and run IDCA again (``run(x0, label) -> out``) from the previous answer pulled back to feasibility, at most
     ``steps`` times (see the module docstring). Once every true gap meets its bound, at most REFINE_STEPS more runs
     raise the ramp bound of a constraint whose true gap fell below (1 - REFINE) eps back into its bracket (a lower
-    bound than needed costs accuracy). Returns the out of the run kept (the lowest objective among the runs whose
-    true gaps all meet their bounds, else the run with the smallest excess) with ``surrogate_bounds`` (the eps' it
-    solved; None: the declared ones), ``rate_steps`` (per run: eps', true gaps, objective, outer iterations, time)
-    and ``rate_note`` for its message."""
+    bound than needed costs accuracy). When no run met the bounds, the intercept-shift stage (:func:`_shift_stage`)
+    runs from the closest answer shifted to decisions that meet them. Returns the out of the run kept (the lowest
+    objective among the runs whose true gaps all meet their bounds, else the shifted point that stage keeps, else
+    the run with the smallest excess) with ``surrogate_bounds`` (the eps' it solved or meets; None: the declared
+    ones), ``rate_steps`` (per run: eps', true gaps, objective, outer iterations, time, and its stage: "declared",
+    "lowered", "raised", "shifted" or "shifted answer") and ``rate_note`` for its message."""
     blocks = rate_blocks(program)
     declared = {name: b.eps for name, b in blocks.items()}
     bounds, tried, trace = dict(declared), {name: [] for name in blocks}, []
@@ -114,14 +205,14 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
     def over(g, name):
         return g[name] > declared[name] + RATE_TOLERANCE
 
-    def judge_run(o, elapsed):
+    def judge_run(o, elapsed, stage):
         nonlocal closest
         g = true_gaps(program, o["x"])
         objective = program.objective_value(o["x"])
         for name in blocks:
             tried[name].append((bounds[name], g[name]))
         trace.append({"surrogate_bounds": dict(bounds), "true_gaps": g, "objective": objective,
-                      "outer_iterations": o["outer_iterations"], "time": elapsed})
+                      "outer_iterations": o["outer_iterations"], "time": elapsed, "stage": stage})
         excess = max(g[name] - declared[name] for name in blocks)
         if excess <= RATE_TOLERANCE:
             met.append((objective, len(met), o))
@@ -131,10 +222,11 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
                    f"{_show(declared)}), {o['outer_iterations']} outer iterations, {elapsed:.2f} s")
         return g
 
-    gaps = judge_run(out, out["time"])
+    gaps = judge_run(out, out["time"], "declared")
     for step in range(1, steps + 1):
-        moving = [name for name in blocks if over(gaps, name)]
+        moving, stage = [name for name in blocks if over(gaps, name)], "lowered"
         if not moving and refines < REFINE_STEPS:
+            stage = "raised"
             refines += 1
             moving = [name for name in blocks if gaps[name] < (1 - REFINE) * declared[name]
                       and any(g > declared[name] + RATE_TOLERANCE for _, g in tried[name])]
@@ -149,16 +241,62 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
         with ramp_bounds(program, bounds):
             out = dict(run(feasible_toward(program, out["x"]), f"IDCA, true-rate step {step}"),
                        surrogate_bounds=dict(bounds))
-        gaps = judge_run(out, time.perf_counter() - start)
-    kept = min(met, key=lambda t: t[:2])[2] if met else closest[1]
+        gaps = judge_run(out, time.perf_counter() - start, stage)
     if not met:
-        note = "; ".join(n for n in (note, f"after {len(trace) - 1} true-rate step(s) the true gaps stayed above the "
+        note = "; ".join(n for n in (note, f"the true gaps of these {len(trace)} IDCA run(s) stayed above the "
                                            f"declared bounds (closest: {closest[0]:.3g} over)") if n)
+        shifted = shift_to_bounds(program, closest[1]["x"])
+        if shifted is not None:
+            note = "; ".join((note, _shift_stage(program, run, shifted, closest[1], bounds, judge_run, met)))
+    kept = min(met, key=lambda t: t[:2])[2] if met else closest[1]
     if len(trace) > 1:
         used = kept["surrogate_bounds"] or declared
-        note = "; ".join(n for n in (f"true-rate continuation: {len(trace) - 1} more IDCA run(s), the answer solves "
+        verb = "meets" if kept.get("shifted") else "solves"
+        note = "; ".join(n for n in (f"true-rate continuation: {len(trace) - 1} more IDCA run(s), the answer {verb} "
                                      f"the ramp bound(s) {_show(used)} for the declared {_show(declared)}", note) if n)
     return dict(kept, rate_steps=trace, rate_note=note)
+
+
+def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, met: list) -> str:
+    """The last stage when no IDCA run met the declared bounds. ``shifted`` (the closest run with its intercept
+    shifted until every true gap meets its bound, :func:`shift_to_bounds`) meets the ramp bounds at its own ramp
+    gaps, so IDCA starts there on those bounds; while its answer's true gaps exceed the declared bounds, at most
+    SHIFT_STEPS - 1 more runs lower the ramp bounds (:func:`next_bound` on this stage's own runs), each from the
+    decisions of ``shifted`` at a scale that meets them (:func:`scaled_to_bounds`). When none meets the bounds, the
+    answer is the lowest objective of ``shifted`` and these runs' answers shifted likewise, each rescaled to its best
+    scale (:func:`rescaled`), judged like any answer: the Lemma C.1 certificate on the ramp bounds it meets.
+    ``bounds`` is updated in place (``judge_run`` records it). Returns the note for the result's message."""
+    blocks = rate_blocks(program)
+    declared = {name: b.eps for name, b in blocks.items()}
+    bounds.update({name: max(FLOOR, b.measure(shifted)["ramp_gap"]) for name, b in blocks.items()})
+    own, best = {name: [] for name in blocks}, rescaled(program, shifted)
+    for step in range(SHIFT_STEPS):
+        start = time.perf_counter()
+        with ramp_bounds(program, bounds):
+            out = dict(run(scaled_to_bounds(program, shifted), f"IDCA from the shifted intercept, run {step + 1}"),
+                       surrogate_bounds=dict(bounds))
+        gaps = judge_run(out, time.perf_counter() - start, "shifted")
+        if met:
+            return (f"the closest run's intercept shifted until its true gaps met the declared bounds; IDCA from "
+                    f"there ({step + 1} run(s)) kept them on the ramp bound(s) {_show(bounds)}")
+        best = min(best, rescaled(program, shift_to_bounds(program, out["x"])), key=program.objective_value)
+        before = dict(bounds)
+        for name in blocks:
+            own[name].append((bounds[name], gaps[name]))
+            if gaps[name] > declared[name] + RATE_TOLERANCE:
+                bounds[name] = max(FLOOR, next_bound(own[name], declared[name]))
+        if bounds == before:            # every bound at FLOOR: the same run again
+            break
+    bounds.update({name: max(FLOOR, b.measure(best)["ramp_gap"]) for name, b in blocks.items()})
+    judge_run({**{k: v for k, v in closest.items() if k != "subproblem"}, "x": best, "status": "completed",
+               "outer_iterations": 0,
+               "message": ("the answer is an IDCA run's answer with its intercept shifted to the best shift at which "
+                           "every true gap meets its declared bound (of the closest run and of the IDCA runs from its "
+                           "shift, which went back above the bounds, the lowest objective); not an IDCA answer, it is "
+                           f"certified only if the judge's Lemma C.1 check on the ramp bound(s) it meets, "
+                           f"{_show(bounds)}, passes"),
+               "surrogate_bounds": dict(bounds), "shifted": True}, 0.0, "shifted answer")
+    return "the intercept-shift stage kept a shifted answer"
 
 
 def _show(values: dict) -> str:
