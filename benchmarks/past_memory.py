@@ -2,11 +2,11 @@
 set larger than any worker's memory, on a dask.distributed LocalCluster of worker processes. Written into
 docs/benchmarks.md (section "past_memory"; the other data sets in sections of their own).
 
-A data set (``--dataset``: the bundled Law School data, 20,800 rows, 9 standardized features, bar passage label, race,
-by default; Adult by sex; Communities and Crime by race; a synthetic one with four groups of skewed sizes) is
-replicated ``--copies`` times (by default enough copies for 2e7 rows) and shuffled, then written as Parquet files of ``--file-rows`` rows (one Dask chunk each). Replicating the rows
-leaves every mean, rate and AUC of the data unchanged, so every declaration has the same solution on the replicated
-files as on the original in-memory rows: each exact answer on the cluster is compared with the exact answer on the
+A data set (``--dataset``: the bundled Law School data, 20,800 rows, 9 standardized features, bar passage label,
+race, by default; Adult by sex; Communities and Crime by race; a synthetic one with four groups of skewed sizes) is
+replicated ``--copies`` times (by default enough copies for 2e7 rows) and shuffled, then written as Parquet files of
+``--file-rows`` rows (one Dask chunk each). Replicating the rows leaves every mean, rate and AUC of the data unchanged,
+so every declaration has the same solution on the replicated files as on the original in-memory rows: each exact answer on the cluster is compared with the exact answer on the
 original data (relative difference of the objective and of the weights), and each declaration is cross-checked
 (``fm.crosscheck``: the exact and the stochastic backend, both judged on the full replicated data).
 
