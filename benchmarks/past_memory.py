@@ -1,11 +1,12 @@
 """Verified past memory: exact model-space methods, stochastic methods, the judge and the cross-check on a Parquet data
 set larger than any worker's memory, on a dask.distributed LocalCluster of worker processes. Written into
-docs/benchmarks.md (section "past_memory").
+docs/benchmarks.md (section "past_memory"; the other data sets in sections of their own).
 
-The bundled Law School data (20,800 rows, 9 standardized features, bar passage label, race) is replicated ``--copies``
-times and shuffled, then written as Parquet files of ``--file-rows`` rows (one Dask chunk each). Replicating the rows
-leaves every mean, rate and AUC of the data unchanged, so every declaration has the same solution on the replicated
-files as on the original in-memory rows: each exact answer on the cluster is compared with the exact answer on the
+A data set (``--dataset``: the bundled Law School data, 20,800 rows, 9 standardized features, bar passage label,
+race, by default; Adult by sex; Communities and Crime by race; a synthetic one with four groups of skewed sizes) is
+replicated ``--copies`` times (by default enough copies for 2e7 rows) and shuffled, then written as Parquet files of
+``--file-rows`` rows (one Dask chunk each). Replicating the rows leaves every mean, rate and AUC of the data unchanged,
+so every declaration has the same solution on the replicated files as on the original in-memory rows: each exact answer on the cluster is compared with the exact answer on the
 original data (relative difference of the objective and of the weights), and each declaration is cross-checked
 (``fm.crosscheck``: the exact and the stochastic backend, both judged on the full replicated data).
 
@@ -15,6 +16,7 @@ this (client) process.
 
     PYTHONPATH=. python benchmarks/past_memory.py                         # 962 copies: 20,009,600 rows
     PYTHONPATH=. python benchmarks/past_memory.py --copies 20 --only covariance   # a quick check
+    PYTHONPATH=. python benchmarks/past_memory.py --dataset adult --copies 5 --file-rows 50000
 """
 from __future__ import annotations
 
@@ -39,13 +41,46 @@ import fairmodel as fm  # noqa: E402
 from _report import table, write_section  # noqa: E402
 from fairmodel.data.passes import gathers_of, passes_of  # noqa: E402
 
-COPIES, FILE_ROWS = 962, 250_000
+ROWS, FILE_ROWS = 20_000_000, 250_000      # by default the copies that make at least ROWS rows
 RADIUS = 5.0
 
 
 # -- the data ----------------------------------------------------------------------------------------------------
+def communities():
+    """Communities and Crime by race (118 features in [0, 1]); the label: a violent-crime rate above its median."""
+    data = fm.datasets.load_communities()
+    y = np.where(data.y > np.median(data.y), 1.0, -1.0)
+    return fm.Dataset(data.X, y, np.asarray(data.groups.names)[data.groups.codes],
+                      feature_names=data.feature_names, name="communities")
+
+
+def synthetic(n: int = 10_000, seed: int = 0):
+    """Four groups of shares 70 / 20 / 7 / 3 %, 8 standardized features (two of them binary, one rare: 2 % ones);
+    the label is +1 with probability sigmoid(x . beta + a group shift)."""
+    rng = np.random.default_rng(seed)
+    g = rng.choice(4, size=n, p=[0.70, 0.20, 0.07, 0.03])
+    X = np.column_stack([rng.normal(size=(n, 6)) + 0.5 * g[:, None] * (np.arange(6) < 2),
+                         rng.random(n) < 0.3, rng.random(n) < 0.02]).astype(float)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    logit = X @ np.array([2.0, -1.6, 1.0, 0.0, 0.6, -0.4, 1.2, 0.8]) + np.array([0.0, -0.5, 0.7, -1.0])[g]
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1.0, -1.0)
+    return fm.Dataset(X, y, np.array([f"g{k}" for k in range(4)])[g],
+                      feature_names=[f"x{j}" for j in range(8)], name="synthetic")
+
+
+# per data set: the loader (labels +1 / -1, groups, features), its description, and the DP post-processing's
+# regression target (a numeric feature the base model predicts from the others)
+DATASETS = {"lawschool": (fm.datasets.load_lawschool, "The bundled Law School rows", "ugpa"),
+            "adult": (fm.datasets.load_adult, "The bundled Adult rows (by sex, one-hot categories)", "age"),
+            "communities": (communities, "The bundled Communities and Crime rows (by race; label: a violent-crime "
+                                         "rate above its median)", "medIncome"),
+            "synthetic": (synthetic, "Synthetic rows (four groups of shares 70 / 20 / 7 / 3 %, two binary "
+                                     "features)", "x0")}
+DATASET = "lawschool"      # set by --dataset
+
+
 def original():
-    return fm.datasets.load_lawschool()          # bar1 (+1 / -1) by race, 9 standardized features
+    return DATASETS[DATASET][0]()
 
 
 def write_parquet(path: Path, copies: int, file_rows: int, seed: int = 0) -> int:
@@ -102,10 +137,14 @@ def mero(data):
 def auc_gap(data):
     """AUC maximization under an intra-group AUC gap (Yao, Lin, Yang 2023). Radius 2: the ball is inactive at the
     optimum (the same optimum as radius 5), and SFLS's interval and Bregman constant grow with the radius; at radius
-    5 its stochastic run does not reach its tolerance on Law School in memory either (docs/large_data.md)."""
+    5 its stochastic run does not reach its tolerance on Law School in memory either (docs/large_data.md). With more
+    than two groups, the smallest one is the protected group (gamma = +1) against all the others."""
     w = fm.Weights(data.n_features, radius=2.0, intercept=True)
     s = data.score(w)
-    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="intra") <= 0.05])
+    names = data.groups.names
+    protected = None if len(names) == 2 else names[int(np.argmin(data.groups.sizes))]
+    return fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)),
+                      [fm.auc_gap(s, data, kind="intra", protected=protected) <= 0.05])
 
 
 def ramp_rates(data):
@@ -116,22 +155,24 @@ def ramp_rates(data):
                       [fm.selection_rate_gap(s, data, surrogate="ramp") <= 0.05])
 
 
-# DP post-processing (Chzhen, Hebiri, Taturyan 2024): the base models predict the undergraduate GPA (a feature of the
-# other declarations) and the race from the other eight features; the replicated files are the unlabeled points
-DP_TARGET = "ugpa"
+# DP post-processing (Chzhen, Hebiri, Taturyan 2024): the base models predict a numeric feature of the other
+# declarations (the data set's DP target: Law School's undergraduate GPA) and the group from the other features; the
+# replicated files are the unlabeled points
+def dp_target() -> str:
+    return DATASETS[DATASET][2]
 
 
 def dp_features(data) -> list:
-    return [f for f in data.feature_names if f != DP_TARGET]
+    return [f for f in data.feature_names if f != dp_target()]
 
 
 def dp_base_models(reference):
     from sklearn.linear_model import LinearRegression, LogisticRegression
     cols = [reference.feature_names.index(f) for f in dp_features(reference)]
-    X, target = reference.X[:, cols], reference.X[:, reference.feature_names.index(DP_TARGET)]
+    X, target = reference.X[:, cols], reference.X[:, reference.feature_names.index(dp_target())]
     scaled = 2 * (target - target.min()) / np.ptp(target) - 1            # in [-1, 1]: the grid's range B = 1
-    race = np.asarray(reference.groups.names)[reference.groups.codes]
-    return LinearRegression().fit(X, scaled), LogisticRegression().fit(X, race), cols
+    group = np.asarray(reference.groups.names)[reference.groups.codes]
+    return LinearRegression().fit(X, scaled), LogisticRegression(max_iter=1000).fit(X, group), cols
 
 
 def dp_postprocessing(points, reference):
@@ -259,14 +300,20 @@ def run_case(name, data, points, reference, client) -> dict:
 
 
 def main():
+    global DATASET
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--copies", type=int, default=COPIES, help="copies of the 20,800 Law School rows")
+    ap.add_argument("--dataset", choices=list(DATASETS), default=DATASET, help="the data set replicated")
+    ap.add_argument("--copies", type=int, help="copies of the data set's rows (default: enough for 2e7 rows)")
     ap.add_argument("--file-rows", type=int, default=FILE_ROWS, help="rows per Parquet file (one chunk each)")
     ap.add_argument("--worker-memory", default="1GiB", help="memory limit of each of the 2 worker processes")
     ap.add_argument("--only", nargs="*", help="declarations to run (default: all)")
     ap.add_argument("--dir", help="where to write the Parquet files (default: a temporary directory)")
     ap.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
     args = ap.parse_args()
+    DATASET = args.dataset
+    reference = original()
+    args.copies = args.copies or -(-ROWS // reference.n_samples)
+    section = "past_memory" if DATASET == "lawschool" else f"past_memory_{DATASET}"
     from dask.distributed import Client, LocalCluster
     from dask.utils import parse_bytes
     warnings.simplefilter("ignore")
@@ -279,7 +326,6 @@ def main():
         start = time.perf_counter()
         n = write_parquet(directory / "data", args.copies, args.file_rows)
         write_time = time.perf_counter() - start
-        reference = original()
         in_memory = n * (reference.n_features + 2) * 8
         limit = parse_bytes(args.worker_memory)
         print(f"{n:,} rows written in {write_time:.0f} s; in memory the data would take {in_memory / 2 ** 30:.2f} GiB; "
@@ -306,9 +352,10 @@ def main():
                     row = {"case": name, "ok": False, "failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 rows.append(row)
                 print({k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-                text = report(rows, args, n, reference, data.n_chunks, in_memory, limit, open_time, pass_time, load, opened_mib)
+                text = report(rows, args, n, reference, data.n_chunks, in_memory, limit, open_time, pass_time, load,
+                              opened_mib)
                 if args.write:             # after every declaration: a long run stopped early keeps what it measured
-                    write_section("past_memory", text)
+                    write_section(section, text)
     finally:
         if not args.dir:
             shutil.rmtree(directory, ignore_errors=True)
@@ -331,14 +378,15 @@ def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass
                          cell(r, "client peak (MiB)", "{:.0f}"), r.get("failed", "")[:200]]
                         for r in rows])
     client_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return (f"## Verified past memory (`benchmarks/past_memory.py`)\n\n"
-            f"The bundled Law School rows replicated {args.copies} times and shuffled: {n:,} rows x "
+    title = "" if DATASET == "lawschool" else f" on {DATASET} (`--dataset {DATASET}`)"
+    return (f"## Verified past memory{title} (`benchmarks/past_memory.py`)\n\n"
+            f"{DATASETS[DATASET][1]} replicated {args.copies} times and shuffled: {n:,} rows x "
             f"{reference.n_features} features in {n_chunks} Parquet files ({in_memory / 2 ** 30:.2f} GiB as "
             f"NumPy features, labels and codes), read by a `dask.distributed` LocalCluster of 2 worker processes "
             f"(1 thread each) with a memory limit of {limit / 2 ** 30:.2f} GiB per worker. Opening (validation, "
             f"group names and codes) took {open_time:.0f} s, one pass over the files {pass_time:.1f} s (load average "
             f"{load:.1f} on the machine's 2 cores when the run started: other work shared them). Every exact "
-            f"answer is compared with the exact answer on the original 20,800 in-memory rows (replication leaves every "
+            f"answer is compared with the exact answer on the original {reference.n_samples:,} in-memory rows (replication leaves every "
             f"mean, rate and AUC unchanged); every cross-check judges both backends on the full replicated data. Peak "
             f"resident memory of the client process: {opened_mib:.0f} MiB after opening the data, {client_peak:.0f} MiB at most so far. Declarations in the order run"
             f"{'' if len(rows) == len(args.only or CASES) else ' (the run is still going or stopped: the rows finished)'}"

@@ -29,9 +29,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-from ..errors import OptionError
+from ..errors import OptionError, SolverError
 from ..expressions.atoms.auc import AUCGap, AUCLoss
 from ..expressions.variables import LinearScore
+from ..oracles import ipm
 from ..oracles.domains import frank_wolfe_gap
 from ..oracles.pairs import LinearMoments, PairRisks
 from . import budget, solvers
@@ -41,6 +42,7 @@ from .newton import ball_qp_step
 
 FORMS = ("moment", "pairwise", "lifted")
 PAIRWISE_BYTES_PER_PAIR = 2500  # peak RSS per pair of the pairwise program, measured (docs/benchmarks.md)
+POLISH_TOL = 1e-9               # relative KKT residuals and gap of the moment form's interior-point polish
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -177,9 +179,47 @@ class AUCPrograms:
         out = {"theta": np.asarray(theta.value, dtype=float), "record": record,
                "duals": (np.maximum(np.asarray(block_con.dual_value, dtype=float), 0.0)
                          if block_con is not None else np.zeros(0))}
+        if form == "moment":
+            out.update(self.polish(out["theta"], record))
         if form == "lifted":
             out["a"], out["b"] = np.asarray(aux["a"].value, dtype=float), np.asarray(aux["b"].value, dtype=float)
         return out
+
+    def polish(self, theta0: np.ndarray, record: dict) -> dict:
+        """The moment form's optimum to the KKT residuals of :data:`POLISH_TOL` from the conic solver's ``theta0``.
+
+        The conic solver stops at a relative gap of about 1e-8; on a design with nearly flat directions (many
+        collinear features) its theta then moves by 1e-5 with a perturbation of the moments at rounding level (their
+        sums in another order: other chunks), so the answer would depend on how the rows are stored. The QCQP's
+        functions are the quadratics of :meth:`LinearMoments.quadratic`, so the primal-dual interior-point method of
+        :mod:`fairmodel.oracles.ipm` (Nocedal and Wright 2006, eq. (19.12)) solves it from ``theta0`` to its
+        tolerance in a few Newton steps of size p. Returns theta and the block duals, and marks ``record``; empty
+        (the conic answer kept) when that method stops early."""
+        pr = self.pairs
+        blocks = [self.moments.quadratic(pr, (pr.block == k).astype(float)) for k in range(pr.n_blocks)]
+        (A0, g0, c0), rest, R = blocks[0], blocks[1:], self.radius
+        ball = [] if R is None else [len(rest)]           # the ball (||theta||^2 - R^2) / (2 R) <= 0 is the last row
+
+        def oracle(x, lam, hessian):
+            g = [x @ A @ x + gk @ x + ck - bk for (A, gk, ck), bk in zip(rest, self.bounds[1:])]
+            J = [2 * A @ x + gk for A, gk, _ in rest]
+            if ball:
+                g.append((x @ x - R * R) / (2 * R))
+                J.append(x / R)
+            H = None
+            if hessian:
+                H = 2 * A0 + sum(2 * lk * A for lk, (A, _, _) in zip(lam, rest))
+                H = H + (lam[-1] / R) * np.eye(x.size) if ball else H
+            return ipm.Point(float(x @ A0 @ x + g0 @ x + c0), 2 * A0 @ x + g0, np.array(g, dtype=float),
+                             np.array(J, dtype=float).reshape(len(g), x.size), H)
+        try:
+            result = ipm.solve(oracle, theta0, tol=POLISH_TOL, gap_tol=POLISH_TOL, reset=np.array(ball, dtype=int))
+        except SolverError:
+            return {}
+        if result.status != "optimal":
+            return {}
+        record["polish"] = {"method": "interior-point", "iterations": result.iterations, "value": result.f}
+        return {"theta": result.x, "duals": np.maximum(result.lam[:len(rest)], 0.0)}
 
     # -- level-set function --------------------------------------------------------------------------------
     def level_set(self, form: str = "moment", rho_hat: float = 0.0, center: np.ndarray | None = None):
