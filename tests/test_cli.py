@@ -159,9 +159,12 @@ def test_example_problem_files_parse():
         problemfile.load(path)
 
 
-# the ramp twin runs IDCA with the true-rate continuation on both backends (about 80 s alone, the longest test);
-# tests/test_ramp_rates.py and the ramp_rates.py example check the family in the default run
-TWINS = [pytest.param(p, marks=pytest.mark.slow) if p.stem == "ramp_rates" else p
+# the slowest twins are opt-in (the default run stays under 10 minutes): the ramp twin runs IDCA with the true-rate
+# continuation on both backends (about 80 s alone; tests/test_ramp_rates.py and the ramp_rates.py example check the
+# family in the default run), mero_adult and partial_fairness take 11-14 s (MERO and partial fairness cross-check by
+# default in tests/test_dask_mero.py, tests/test_dask_dc.py and the course notebooks)
+SLOW_TWINS = {"ramp_rates", "mero_adult", "partial_fairness"}
+TWINS = [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_TWINS else p
          for p in sorted((ROOT / "examples" / "problems").glob("*.toml"))]
 
 

@@ -216,6 +216,7 @@ def test_stochastic_first_order_and_options(solved):
         prob.solve(backend="stochastic", seed=0, zo="alpha")
 
 
+@pytest.mark.slow     # three strategic solves, 25 s: opt-in (the stopping rule's tests in tests/test_fail_fast.py run)
 def test_the_run_stops_on_the_judges_check_and_returns_what_it_checked():
     """Defaults: the judge's checks after 50 epochs, then every 50 until that is under 25 % of the run, then every
     25 %; the run stops when the duality gap is within 3 % of the worst-case risk, and the result is the candidate

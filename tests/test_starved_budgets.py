@@ -29,7 +29,8 @@ def _problem(path, rows=600):
     return problemfile.build_problem(spec, problemfile.load_data(spec))
 
 
-@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: Path(p).stem)
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if Path(p).stem == "mero_adult" else p
+                                  for p in PROBLEMS], ids=lambda p: Path(p).stem)   # mero_adult: 11 s, opt-in
 def test_no_starved_stochastic_run_is_ok(path, tmp_path):
     prob = _problem(path)
     assert prob.family.stochastic_methods, "every bundled problem has a stochastic method"
