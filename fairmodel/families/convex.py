@@ -297,7 +297,8 @@ class Convex(Reduction):
         if form.constraint_pieces:   # lambda and the slack weight of the saddle form (one when every lambda is 0)
             variables["multipliers"] = np.append(lam, 0.0 if lam.sum() > 0 else 1.0)
         status = "optimal" if record.status == "optimal" else "optimal_inaccurate"
-        message = "" if status == "optimal" else (f"the interior-point method stopped after {record.iterations} "
+        stop = "stalled (no step reduced its residuals further)" if record.status == "acceptable" else "stopped"
+        message = "" if status == "optimal" else (f"the interior-point method {stop} after {record.iterations} "
                                                   f"iterations with relative residuals {record.residuals}")
         return Solution(variables=variables, status=status, message=message, history=record.history,
                         solver={"name": "model_space", "method": "model_space", "iterations": record.iterations,
