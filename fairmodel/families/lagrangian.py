@@ -453,9 +453,8 @@ class LagrangianOracle:
         stalled infeasible). Every entropic block b gets
         step_y_b = 1 / (2 (range + max |v_b|)) (at most a factor e^(1/2) between two weights
         per step, in the units of v_b: a constant such as 1 added there would make problems with small losses
-        slow, e.g. a squared loss of 0.02), and step_w is the largest with step_w sum_b step_y_b L_b^2 <= 1/4, L_b the coupling of w and
-        block b (the bound on all blocks at once: stacked, their couplings' norm in the steps' metric is at most the
-        square root of that sum, where a bound per block allows up to sqrt(B) / 2 for B blocks)
+        slow, e.g. a squared loss of 0.02), and step_w is the largest with step_w step_y_b L_b^2 <= 1/4 for
+        every b, L_b the coupling of w and block b
         (the largest full gradient of a piece, or the mean-square change of its minibatch estimate along that
         gradient if larger); the range is taken at least a hundredth of the objective's natural scale (pieces
         all near 0 at a restart point would make the step unbounded and stall w). Minibatch
@@ -464,8 +463,8 @@ class LagrangianOracle:
 
         With more than budget.DENSE_PARAMETERS parameters (a diagonal metric) and every piece affine in w
         (:meth:`_affine_coupling`, e.g. Zafar et al.'s covariance bound) the split of the coupling bound is the
-        other way round: step_w = 1 / (2 L_ww) and step_y_b the largest with step_w step_y_b L_b^2 <= 1/(4 B) for
-        the B coupled blocks (at most the step of its spread). On Adult with all pairwise interactions (d = 2,736) under the covariance
+        other way round: step_w = 1 / (2 L_ww) and step_y_b the largest with step_w step_y_b L_b^2 <= 1/4 (at
+        most the step of its spread). On Adult with all pairwise interactions (d = 2,736) under the covariance
         bound, the split above left w a twentieth of its curvature's step and the run ended inaccurate at its cap
         of 400 epochs (Lagrangian gap 1.8x its tolerance, the part of w 2e4 times the part of y at 20 epochs);
         with this one the default run is ok in 17 s (a gap of 3.2e-4 after 30 epochs, against 9.4e-3). Under an
@@ -543,13 +542,10 @@ class LagrangianOracle:
         if self.shape[0] > budget.DENSE_PARAMETERS and np.isfinite(step_w) and self._affine_coupling():
             # many parameters (a diagonal metric) and pieces affine in w: w keeps the step of its curvature and
             # every simplex takes what the coupling leaves (see the docstring)
-            coupled = max(sum(c > 0 for c in couplings), 1)
-            step_y = [min(g, 0.25 / (coupled * step_w * c ** 2)) if c > 0 else g for g, c in zip(step_y, couplings)]
-        # the coupling of w with all blocks at once: the stacked blocks' operator norm in the steps' metric is at
-        # most sqrt(step_w sum_b step_y_b L_b^2)
-        coupling = sum(g * c ** 2 for g, c in zip(step_y, couplings))
-        if coupling > 0:
-            step_w = min(step_w, 0.25 / coupling)
+            step_y = [min(g, 0.25 / (step_w * c ** 2)) if c > 0 else g for g, c in zip(step_y, couplings)]
+        for g, c in zip(step_y, couplings):
+            if c > 0:
+                step_w = min(step_w, 0.25 / (g * c ** 2))
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
 
