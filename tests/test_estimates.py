@@ -179,6 +179,25 @@ def test_primal_dual_steps_follow_the_method():
         np.testing.assert_allclose(got, acc / acc.sum(), rtol=1e-10, atol=1e-12)
 
 
+def test_primal_dual_default_steps_shrink_as_one_over_sqrt_of_long_epochs():
+    """The default steps are the oracle's up to STEADY_INNER inner steps an epoch and shrink as 1 / sqrt(inner)
+    beyond (Alacaoglu and Malitsky 2022: the step sqrt(p) / L for a snapshot every 1 / p steps); step_scale
+    multiplies them; given steps are left as they are."""
+    from fairmodel.stochastic.primal_dual import STEADY_INNER, primal_dual
+    oracle, w, _ = _composition(equal_cells=True)
+    gw, gy = oracle.default_steps(oracle.project(np.zeros(oracle.shape)), [np.full(m, 1.0 / m) for m in oracle.blocks])
+
+    def steps(**options):
+        out = primal_dual(oracle, epochs=1, seed=0, **options)["steps"]
+        return out["step_w"], out["step_y"]
+    for inner, factor in [(STEADY_INNER // 4, 1.0), (STEADY_INNER, 1.0), (4 * STEADY_INNER, 0.5)]:
+        got_w, got_y = steps(inner=inner)
+        assert got_w == pytest.approx(factor * gw, rel=1e-12)
+        np.testing.assert_allclose(got_y, factor * np.asarray(gy), rtol=1e-12)
+    assert steps(inner=4 * STEADY_INNER, step_scale=0.5)[0] == pytest.approx(0.25 * gw, rel=1e-12)
+    assert steps(inner=4 * STEADY_INNER, step_w=0.3, step_y=0.7) == (0.3, [0.7] * len(gy))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # ALEG (Yu, Cai, Jiang, Zhang 2024, eq. (22)) and SMD on group risks
 # ---------------------------------------------------------------------------------------------------------------

@@ -48,6 +48,25 @@ def test_the_core_with_a_nonlinear_constraint_matches_the_ball_projection():
     assert out.lam[0] == pytest.approx(5.0 / 4.0, rel=1e-8)
 
 
+def test_a_stall_is_acceptable_only_within_the_acceptable_residuals():
+    """The halfspace projection asked for tolerances below rounding stalls near 1e-16 and returns its point as
+    "acceptable" (the answer of the closed form); an oracle whose gradient is wrong by 1e-3 can never reduce its
+    dual residual below that and stalls far above the acceptable level: an error, not an answer."""
+    rng = np.random.default_rng(1)
+    c, a, b = rng.normal(size=5), rng.normal(size=5), -1.0
+
+    def oracle(x, lam, hessian, offset=0.0):
+        value = 0.5 * float((x - c) @ (x - c))
+        return ipm.Point(value, x - c + offset, np.array([a @ x - b]), a[None, :], np.eye(5) if hessian else None)
+    out = ipm.solve(oracle, np.zeros(5), tol=0.0, gap_tol=0.0, max_iter=200)
+    lam = max((a @ c - b) / (a @ a), 0.0)
+    assert out.status == "acceptable" and max(out.residuals.values()) <= ipm.ACCEPTABLE
+    assert np.allclose(out.x, c - lam * a, atol=1e-9)
+    with pytest.raises(SolverError, match="stalled"):
+        ipm.solve(lambda x, lam, h: oracle(x, lam, h, offset=1e-3 * np.sin(1e6 * x)), np.zeros(5), tol=0.0,
+                  gap_tol=0.0, max_iter=200)
+
+
 # -------------------------------------------------------------------------------------------------------------
 # The four compositions of examples/compositions.py (Law School, a stratified 3,000-row subsample)
 # -------------------------------------------------------------------------------------------------------------

@@ -61,6 +61,21 @@ SLACK_FULL = 1e-2        # ... (stop="checks") a constraint check fails and the 
 RIDGE = {"run": RUN_RIDGE, "certificate": CERTIFICATE_RIDGE}   # the preconditioner's ridge (relative)
 MIX = 1e-3               # a restart mixes the dual weights with this share of uniform weights (no weight stays
                          # at a vertex of its simplex, where entropic steps would take long to move it back)
+# A restart after a checkpoint whose largest check ratio is not below PROGRESS x the best since the steps last
+# changed halves the default steps (at most SHRINKS times): a variance-reduced run whose steps are too large for its
+# epoch oscillates at a floor that scales with the step, which neither more epochs nor restarts lower. Measured:
+# group DRO under an equal-opportunity bound on 10,000 synthetic rows (4 groups) stalled at 5-8x its gap tolerance
+# with the default steps and certified in 20-40 epochs with either step halved. Smooth declarations only: with the
+# hinge loss (group DRO under equal opportunity, 6,000 rows of Adult by race) the halved steps made the gap grow
+# (28x to 210x its tolerance over five checkpoints), where the default steps certify after 240 epochs.
+PROGRESS = 0.8
+SHRINKS = 3
+
+def _no_progress(points) -> bool:
+    """Whether the last checkpoint's largest ratio (value / tolerance of its checks) is not below PROGRESS x the best
+    of the checkpoints before it (``points``: (work, ratio) since the steps or the problem last changed)."""
+    return len(points) >= 2 and points[-1][1] > PROGRESS * min(r for _, r in points[:-1])
+
 
 def _convexity_reason(problem) -> str | None:
     canonical = problem.canonical
@@ -297,7 +312,8 @@ class Convex(Reduction):
         if form.constraint_pieces:   # lambda and the slack weight of the saddle form (one when every lambda is 0)
             variables["multipliers"] = np.append(lam, 0.0 if lam.sum() > 0 else 1.0)
         status = "optimal" if record.status == "optimal" else "optimal_inaccurate"
-        message = "" if status == "optimal" else (f"the interior-point method stopped after {record.iterations} "
+        stop = "stalled (no step reduced its residuals further)" if record.status == "acceptable" else "stopped"
+        message = "" if status == "optimal" else (f"the interior-point method {stop} after {record.iterations} "
                                                   f"iterations with relative residuals {record.residuals}")
         return Solution(variables=variables, status=status, message=message, history=record.history,
                         solver={"name": "model_space", "method": "model_space", "iterations": record.iterations,
@@ -392,7 +408,7 @@ class Convex(Reduction):
         w0 = options.pop("w0", None)
         u = None if w0 is None else coords.to_u(self.w.check_value(w0, "w0"))
         max_time = options.pop("max_time", None)
-        state = {"bound": bound}
+        state = {"bound": bound, "step_scale": 1.0, "shrinks": 0}
         stopper = CertifiedStop(self, lambda info: self._variables(form, coords, info["w"], info["ys"],
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
@@ -417,7 +433,7 @@ class Convex(Reduction):
             remaining = None if max_time is None else max(0.0, max_time - (time.perf_counter() - start))
             out = primal_dual(oracle, epochs=cap - done, w0=u, y0=ys, output="tail" if stop == "checks" else
                               "suffix", seed=rng, verbose=verbose, callback=segment,
-                              max_time=remaining, **options)
+                              max_time=remaining, step_scale=state["step_scale"], **options)
             history += [{**h, "epoch": h["epoch"] + done, "grad_evals": h["grad_evals"] + evals}
                         for h in out["history"]]
             done, evals = done + out["epochs_run"], evals + out["grad_evals"]
@@ -439,13 +455,17 @@ class Convex(Reduction):
                 stopper.restart_rate()     # another penalty: its gap is measured afresh
                 mu = ys[-1][:-1] / RAISE
                 ys[-1] = np.append(mu, 1.0 - mu.sum())
+            elif state["shrinks"] < SHRINKS and oracle.smooth and _no_progress(stopper.points):
+                state["step_scale"], state["shrinks"] = state["step_scale"] / 2, state["shrinks"] + 1
+                stopper.restart_rate()     # other steps: their rate is measured afresh
             restarts += 1
         multipliers = {}
         if form.constraint_pieces:
             multipliers = {label: float(state["bound"] * m) for label, m in zip(form.constraint_labels,
                                                                                  out["ys"][-1][:-1])}
         metrics = {"grad_evals": evals, "epochs_run": done, "multiplier_bound": state["bound"],
-                   "bound_raised": rounds, "restarts": restarts, "estimated_multipliers": multipliers,
+                   "bound_raised": rounds, "restarts": restarts, "steps_halved": state["shrinks"],
+                   "estimated_multipliers": multipliers,
                    **out["steps"]}
         solution = Solution(variables=self._variables(form, coords, out["w"], out["ys"], state["bound"]),
                             status=out["status"], message=out["message"], history=history, metrics=metrics,

@@ -30,6 +30,12 @@ ARMIJO = 1e-2             # sufficient decrease of the KKT residual norm per uni
 BACKTRACK = 0.5
 MAX_BACKTRACKS = 30
 FLOOR_SHARE = 0.1         # mu is kept above this share of mu_0 times the relative infeasibility left
+# A run that stalls (no step reduces the KKT residual: the Newton systems have lost their last digits) with every
+# relative residual at most this returns its point as "acceptable" instead of failing, as Ipopt's acceptable level
+# does (Waechter and Biegler 2006, Section 3.9, whose default is 1e-6); the caller's certificate decides.
+# Measured: a group-DRO program under an equal-opportunity bound on 10,000 synthetic rows stalled at relative
+# residuals 5.8e-10 (dual), 1.9e-14 (primal), 1.9e-9 (gap) against its tolerance 1e-9.
+ACCEPTABLE = 1e-6
 
 
 @dataclass
@@ -49,7 +55,7 @@ class IPMResult:
     lam: np.ndarray
     s: np.ndarray
     f: float
-    status: str                       # "optimal" or "max_iter"
+    status: str                       # "optimal", "acceptable" (stalled within ACCEPTABLE) or "max_iter"
     iterations: int
     residuals: dict = field(default_factory=dict)
     history: list = field(default_factory=list)
@@ -93,7 +99,8 @@ def solve(oracle, x0: np.ndarray, tol: float = 1e-8, gap_tol: float = 1e-8, max_
     ``oracle(x, lam, hessian)`` returns a :class:`Point` (H the Hessian of f + lam' g when ``hessian``). Stops when
     ||r_d||_inf <= tol (1 + ||grad f||_inf), ||r_p||_inf <= tol (1 + ||g||_inf at the start) and
     s' lambda <= gap_tol (1 + |f|). Raises :class:`SolverError` when the Newton system cannot be solved or a step
-    cannot reduce the residual.
+    cannot reduce the residual before every relative residual is within :data:`ACCEPTABLE` (then the status is
+    "acceptable").
 
     ``reset``: indices of nonlinear constraints whose slack is reset to -g(x) at every trial point where g(x) < 0
     (the slack of a strictly satisfied constraint, e.g. a ball, then carries no residual: without it the
@@ -161,6 +168,8 @@ def solve(oracle, x0: np.ndarray, tol: float = 1e-8, gap_tol: float = 1e-8, max_
                     break
             alpha *= BACKTRACK
         else:
+            if max(res.values()) <= ACCEPTABLE:
+                return IPMResult(x, lam, s, p.f, "acceptable", it, res, history)
             raise SolverError(f"the interior-point method stalled at iteration {it}: no step reduces the KKT "
                               f"residual (relative residuals {res})", status="numerical")
         x, s, lam = x_new, s_new, lam_new
