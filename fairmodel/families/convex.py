@@ -67,7 +67,9 @@ MIX = 1e-3               # a restart mixes the dual weights with this share of u
 # group DRO under an equal-opportunity bound on 10,000 synthetic rows (4 groups) stalled at 5-8x its gap tolerance
 # with the default steps and certified in 20-40 epochs with either step halved. Smooth declarations only: with the
 # hinge loss (group DRO under equal opportunity, 6,000 rows of Adult by race) the halved steps made the gap grow
-# (28x to 210x its tolerance over five checkpoints), where the default steps certify after 240 epochs.
+# (28x to 210x its tolerance over five checkpoints), where the default steps certify after 240 epochs. The fail-fast
+# rule keeps measuring the rate across a halving: when it was measured afresh, runs that no step rescues (the AUC gap on
+# sparse synthetic data, 100,000 features) took 152 s to say so instead of 47 s.
 PROGRESS = 0.8
 SHRINKS = 3
 
@@ -457,7 +459,6 @@ class Convex(Reduction):
                 ys[-1] = np.append(mu, 1.0 - mu.sum())
             elif state["shrinks"] < SHRINKS and oracle.smooth and _no_progress(stopper.points):
                 state["step_scale"], state["shrinks"] = state["step_scale"] / 2, state["shrinks"] + 1
-                stopper.restart_rate()     # other steps: their rate is measured afresh
             restarts += 1
         multipliers = {}
         if form.constraint_pieces:
