@@ -55,17 +55,10 @@ def communities():
 
 
 def synthetic(n: int = 10_000, seed: int = 0):
-    """Four groups of shares 70 / 20 / 7 / 3 %, 8 standardized features (two of them binary, one rare: 2 % ones);
-    the label is +1 with probability sigmoid(x . beta + a group shift)."""
-    rng = np.random.default_rng(seed)
-    g = rng.choice(4, size=n, p=[0.70, 0.20, 0.07, 0.03])
-    X = np.column_stack([rng.normal(size=(n, 6)) + 0.5 * g[:, None] * (np.arange(6) < 2),
-                         rng.random(n) < 0.3, rng.random(n) < 0.02]).astype(float)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    logit = X @ np.array([2.0, -1.6, 1.0, 0.0, 0.6, -0.4, 1.2, 0.8]) + np.array([0.0, -0.5, 0.7, -1.0])[g]
-    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1.0, -1.0)
-    return fm.Dataset(X, y, np.array([f"g{k}" for k in range(4)])[g],
-                      feature_names=[f"x{j}" for j in range(8)], name="synthetic")
+    """Four groups of shares 70 / 20 / 7 / 3 % (``fm.datasets.make_skewed_synthetic``)."""
+    data = fm.datasets.make_skewed_synthetic(n, seed=seed)
+    data.name = "synthetic"
+    return data
 
 
 # per data set: the loader (labels +1 / -1, groups, features), its description, and the DP post-processing's

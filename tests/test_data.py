@@ -108,6 +108,22 @@ def test_bundled_loaders():
         fm.datasets.load_adult(target="salary")
 
 
+def test_skewed_synthetic_generator_has_its_shares_and_standardized_columns():
+    """Group shares 70 / 20 / 7 / 3 % within 4 binomial standard deviations, standardized columns, the rare binary
+    column at 2 % ones, reproducible by seed; too few rows is a DataError."""
+    n = 20_000
+    data = fm.datasets.make_skewed_synthetic(n, seed=5)
+    assert np.array_equal(data.X, fm.datasets.make_skewed_synthetic(n, seed=5).X)
+    shares = np.bincount(data.groups.codes, minlength=4) / n
+    p = np.array([0.70, 0.20, 0.07, 0.03])
+    assert np.all(np.abs(shares - p) <= 4 * np.sqrt(p * (1 - p) / n))
+    np.testing.assert_allclose(data.X.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(data.X.std(axis=0), 1.0, rtol=1e-12)
+    assert len(np.unique(data.X[:, 7])) == 2 and abs(np.mean(data.X[:, 7] > 0) - 0.02) <= 4 * np.sqrt(0.02 * 0.98 / n)
+    with pytest.raises(fm.DataError):
+        fm.datasets.make_skewed_synthetic(3)
+
+
 def test_gdro_synthetic_generator_follows_eq_33():
     """Labels are sign(x . w_i*) flipped with probability `flip` (binomial tolerance: 4 sd)."""
     data = fm.datasets.make_gdro_synthetic(m=2, d=10, n_per_group=4000, flip=[0.0, 0.2], seed=0)

@@ -210,6 +210,7 @@ def test_bundled_data_and_generators_do_not_warn():
         fm.datasets.make_gdro_synthetic(m=3, d=5, n_per_group=40, seed=0)
         fm.datasets.make_auc_synthetic()
         fm.datasets.make_strategic_synthetic(seed=0)
+        fm.datasets.make_skewed_synthetic(200, seed=0)
         for path in sorted((ROOT / "examples" / "problems").glob("*.toml")):
             problemfile.load(path)
 

@@ -200,26 +200,13 @@ def test_mero_stage_one_is_not_stopped_by_the_projection():
     assert stops.index(True) == 3
 
 
-def _four_group_synthetic(n: int, seed: int) -> fm.Dataset:
-    """Four groups of shares 70 / 20 / 7 / 3 %, 8 standardized features (two binary, one of them rare) whose first
-    two columns shift with the group; labels +1 with probability sigmoid(x . beta + a group shift)."""
-    rng = np.random.default_rng(seed)
-    g = rng.choice(4, size=n, p=[0.70, 0.20, 0.07, 0.03])
-    X = np.column_stack([rng.normal(size=(n, 6)) + 0.5 * g[:, None] * (np.arange(6) < 2),
-                         rng.random(n) < 0.3, rng.random(n) < 0.02]).astype(float)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    logit = X @ np.array([2.0, -1.6, 1.0, 0.0, 0.6, -0.4, 1.2, 0.8]) + np.array([0.0, -0.5, 0.7, -1.0])[g]
-    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1.0, -1.0)
-    return fm.Dataset(X, y, np.array([f"g{k}" for k in range(4)])[g])
-
-
 def test_a_stalled_generic_run_halves_its_steps_and_certifies(monkeypatch):
     """Group DRO under an equal-opportunity bound on 10,000 rows of four groups: with the default steps the generic
     lowering's Lagrangian gap stalls at 5-8x its tolerance (not ok without the halving, checked here); a restart after
     a checkpoint without progress halves the steps and the run certifies, its objective within the judge's tolerance
     of the exact one."""
     from fairmodel.families import convex
-    data = _four_group_synthetic(10_000, seed=1)
+    data = fm.datasets.make_skewed_synthetic(10_000, seed=1)
     w = fm.Weights(data.n_features, radius=5.0, intercept=True)
     s = data.score(w)
     m = fm.group_mean(s, data.groups, where=data.y > 0)

@@ -212,6 +212,25 @@ def make_auc_synthetic(n: int = 400, p: int = 5, seed=0) -> Dataset:
     return Dataset(X, y, gamma, name=f"auc-synthetic(n={n},p={p})")
 
 
+def make_skewed_synthetic(n: int = 10_000, seed=0) -> Dataset:
+    """A classification task with four groups of very different sizes (shares 70 / 20 / 7 / 3 %).
+
+    8 standardized features: six normal columns, the first two shifted by 0.5 g in group g, and two binary ones
+    (30 % and 2 % ones: a rare category); the label is +1 with probability sigmoid(x . beta + a_g),
+    beta = (2, -1.6, 1, 0, 0.6, -0.4, 1.2, 0.8), a = (0, -0.5, 0.7, -1). Groups ``g0..g3``, features ``x0..x7``.
+    """
+    n = check_int(n, "n (the number of rows)", minimum=8, error=DataError)
+    rng = as_generator(seed)
+    g = rng.choice(4, size=n, p=[0.70, 0.20, 0.07, 0.03])
+    X = np.column_stack([rng.normal(size=(n, 6)) + 0.5 * g[:, None] * (np.arange(6) < 2),
+                         rng.random(n) < 0.3, rng.random(n) < 0.02]).astype(float)
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    logit = X @ np.array([2.0, -1.6, 1.0, 0.0, 0.6, -0.4, 1.2, 0.8]) + np.array([0.0, -0.5, 0.7, -1.0])[g]
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1.0, -1.0)
+    return Dataset(X, y, np.array([f"g{k}" for k in range(4)])[g], feature_names=[f"x{j}" for j in range(8)],
+                   name="skewed-synthetic")
+
+
 def make_gdro_synthetic(m: int = 25, d: int = 1024, n_per_group=1000, flip=0.1, seed=None) -> Dataset:
     """The synthetic task of the group-DRO paper, eq. (33).
 
