@@ -61,21 +61,22 @@ SLACK_FULL = 1e-2        # ... (stop="checks") a constraint check fails and the 
 RIDGE = {"run": RUN_RIDGE, "certificate": CERTIFICATE_RIDGE}   # the preconditioner's ridge (relative)
 MIX = 1e-3               # a restart mixes the dual weights with this share of uniform weights (no weight stays
                          # at a vertex of its simplex, where entropic steps would take long to move it back)
-# A restart after a checkpoint whose largest check ratio is not below PROGRESS x the best since the steps last
-# changed halves the default steps (at most SHRINKS times): a variance-reduced run whose steps are too large for its
-# epoch oscillates at a floor that scales with the step, which neither more epochs nor restarts lower. Measured:
-# group DRO under an equal-opportunity bound on 10,000 synthetic rows (4 groups) stalled at 5-8x its gap tolerance
-# with the default steps and certified in 20-40 epochs with either step halved. Smooth declarations only: with the
-# hinge loss (group DRO under equal opportunity, 6,000 rows of Adult by race) the halved steps made the gap grow
-# (28x to 210x its tolerance over five checkpoints), where the default steps certify after 240 epochs. The fail-fast
-# rule keeps measuring the rate across a halving: when it was measured afresh, runs that no step rescues (the AUC gap on
-# sparse synthetic data, 100,000 features) took 152 s to say so instead of 47 s.
+# A restart after a checkpoint whose largest check ratio is not below PROGRESS x the best before it (since the
+# multiplier bound last changed) halves the default steps, at most SHRINKS times: a variance-reduced run whose steps
+# are too large for its epoch oscillates at a floor that scales with the step, which neither more epochs nor restarts
+# lower. Measured: group DRO under an equal-opportunity bound on 10,000 synthetic rows (4 groups) stalled at 5-8x its
+# gap tolerance with the default steps and certified in 20-40 epochs with either step halved. Smooth declarations
+# only: with the hinge loss (group DRO under equal opportunity, 6,000 rows of Adult by race) the halved steps made the
+# gap grow (28x to 210x its tolerance over five checkpoints), where the default steps certify after 124 epochs. The
+# fail-fast rule keeps measuring the rate across a halving: when it was measured afresh, runs that no step rescues
+# (the AUC gap on sparse synthetic data, 100,000 features) took 152 s to say so instead of 47 s.
 PROGRESS = 0.8
 SHRINKS = 3
 
+
 def _no_progress(points) -> bool:
     """Whether the last checkpoint's largest ratio (value / tolerance of its checks) is not below PROGRESS x the best
-    of the checkpoints before it (``points``: (work, ratio) since the steps or the problem last changed)."""
+    of the checkpoints before it (``points``: (work, ratio) since the multiplier bound last changed)."""
     return len(points) >= 2 and points[-1][1] > PROGRESS * min(r for _, r in points[:-1])
 
 
