@@ -56,9 +56,7 @@ def communities():
 
 def synthetic(n: int = 10_000, seed: int = 0):
     """Four groups of shares 70 / 20 / 7 / 3 % (``fm.datasets.make_skewed_synthetic``)."""
-    data = fm.datasets.make_skewed_synthetic(n, seed=seed)
-    data.name = "synthetic"
-    return data
+    return fm.datasets.make_skewed_synthetic(n, seed=seed)
 
 
 # per data set: the loader (labels +1 / -1, groups, features), its description, and the DP post-processing's
