@@ -49,6 +49,7 @@ from .partial_program import (
     MU,
     constraint_kind,
     dc_program,
+    extrapolate_option,
     hinge_program,
     nonneg,
     positive_int,
@@ -267,8 +268,9 @@ class PartialFairness(Reduction):
         relative rule (the run stops when the step is below it, ``outer`` a cap). The certified interior-point
         inner solver falls back to the CVXPY program when it fails (the result's solver record says so)."""
         allowed = ("mu", "outer", "tol", "start", "allow_infeasible_start", "certificate", "solver_options",
-                   "starts", "seed", "keep", "max_time", "inner", "max_memory_gb", "rate_steps")
+                   "starts", "seed", "keep", "max_time", "inner", "max_memory_gb", "rate_steps", "extrapolate")
         check_options(options, allowed, "the exact IDCA backend")
+        extrapolate = extrapolate_option(options)
         stop = check_choice(stop, "stop", STOP_RULES)
         checks = stop == "checks"
         mu = nonneg(options.get("mu", MU), "mu")
@@ -297,7 +299,7 @@ class PartialFairness(Reduction):
         def solve_once(x0, label):
             out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
                        label=label, max_time=options.get("max_time"), rel_tol=rel_tol,
-                       max_decrease=self.decrease_tolerance if rel_tol else None)
+                       max_decrease=self.decrease_tolerance if rel_tol else None, extrapolate=extrapolate)
             last = out["last"]
             if last.get("anchor") is not out["x"]:
                 # budget ended: one more solve certifies the returned point (Lemma C.1)
@@ -318,7 +320,7 @@ class PartialFairness(Reduction):
                                    compile_time=compile_time,
                                    solver={**info, "solver_options": solver_options, "mu": mu, "outer": outer,
                                            "tol": tol, "relative_step_tol": rel_tol, "stop": stop,
-                                           "rate_steps": rate_steps})
+                                           "rate_steps": rate_steps, "extrapolate": extrapolate})
         if notes:
             solution.solver.update(notes)
             solution.message = f"{solution.message}; {notes['inner_fallback']}"
@@ -359,7 +361,7 @@ class PartialFairness(Reduction):
         common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time", "callback")
         if method == "idca":
             check_options(options, common + ("mu", "outer", "inner", "eps", "eps_decay", "eps_min", "margin", "tol",
-                                             "theory_eps", "split"),
+                                             "theory_eps", "split", "extrapolate"),
                           "the stochastic IDCA method")
             return solve_idca_ssg(self, seed, verbose, options, stop)
         if method == "ssg":

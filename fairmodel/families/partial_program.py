@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, OptionError
 from ..exact.partial import loss_rows, split_objective
 from ..expressions import SumSquares, evaluate, value_and_grad
 from ..expressions.atoms.partial import DC, PartialDP, WeakPartialDP, check_kappa
@@ -25,6 +25,15 @@ from ..utilities.validate import check_int, check_number
 # 1.1e-3 apart at n = 300); with μ = 0.1 the outer steps are shorter, SSG tracks the exact path and both end
 # within 2e-4, at the price of more outer iterations (about 60 to get within 1e-3 of the limit).
 MU = 0.1
+
+
+def extrapolate_option(options) -> bool:
+    """``extrapolate=`` of both IDCA backends (default True): the anchors move by Nesterov extrapolation where that
+    is feasible and no worse (:func:`fairmodel.stochastic.idca.idca`); False runs Algorithm 1 as published."""
+    value = options.get("extrapolate", True)
+    if not isinstance(value, (bool, np.bool_)):
+        raise OptionError(f"extrapolate must be True or False; got {value!r}")
+    return bool(value)
 
 
 def max_constraint(program):

@@ -22,7 +22,7 @@ from ..errors import InfeasibleError, OptionError
 from ..stochastic.idca import idca, ssg_inner, working_set_ssg_inner
 from ..stochastic.ssg import ssg
 from ..utilities.validate import check_choice
-from .partial_program import MU, max_constraint, nonneg, positive_int, schedule
+from .partial_program import MU, extrapolate_option, max_constraint, nonneg, positive_int, schedule
 from .stopping import STOP_RULES, CertifiedStop
 
 # IDCA + SSG: eps_k = max(eps_min, eps * eps_decay^k) (measured on Law School subsamples: a constant
@@ -63,6 +63,7 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     mu = nonneg(options.get("mu", MU), "mu")
     outer = positive_int(options.get("outer", IDCA_DEFAULTS["outer"] * (CAP_FACTOR if checks else 1)), "outer", 0)
     margin = bool(options.get("margin", True))
+    extrapolate = extrapolate_option(options)
     tol = nonneg(options.get("tol", 0.0), "tol")
     theory = {}
     if options.get("theory_eps") is not None:
@@ -127,12 +128,13 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             return False
 
         out = idca(program, x0, inner, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
-                   max_time=options.get("max_time"), callback=callback)
+                   max_time=options.get("max_time"), callback=callback, extrapolate=extrapolate)
         out.update(stopper=stopper, cap=f"outer={outer}")
         return out
 
     solver = {"name": "idca+ssg" + ("" if split == "exact" else " (working set, curvature split)"), "split": split,
-              "mu": mu, "outer": outer, "margin": margin, "stop": "checks" if checks else "budget",
+              "mu": mu, "outer": outer, "margin": margin, "extrapolate": extrapolate,
+              "stop": "checks" if checks else "budget",
               "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
               "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule"}
     sol = family.multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver,

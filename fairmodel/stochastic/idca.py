@@ -237,9 +237,28 @@ def check_feasible_start(program: DCProgramOracle, x0, allow_infeasible: bool = 
     return worst
 
 
+def _extrapolated(program: DCProgramOracle, x, x_prev, t: float, f_x: float):
+    """The next anchor by Nesterov extrapolation, as in the accelerated DCA of Nhat Phan, Le and Le Thi (2018, IJCAI),
+    with the momentum weights of Beck and Teboulle (2009): z = x + ((t - 1) / t') (x - x_prev),
+    t' = (1 + sqrt(1 + 4 t^2)) / 2. z is kept when f_0(z) <= f_0(x) (their acceptance test, with q = 0) and, an
+    extension for the constraints of (21), when it is feasible (max_i f_i(z) <= 0: the subproblem (25) at z is then
+    feasible and Lemma C.1 certifies z like any anchor). Returns ((z, f_0(z)) or None, the next t); a rejected z
+    restarts the weights (t = 1: the next anchor is x itself, the one after it extrapolates again)."""
+    t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+    if t == 1.0:                    # weight 0: z = x
+        return None, t_next
+    z = x + ((t - 1.0) / t_next) * (x - x_prev)
+    if program.max_violation(z) > 0:
+        return None, 1.0
+    f_z = program.objective_value(z)
+    if f_z > f_x:
+        return None, 1.0
+    return (z, f_z), t_next
+
+
 def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
          verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None,
-         rel_tol: float = 0.0, max_decrease=None) -> dict:
+         rel_tol: float = 0.0, max_decrease=None, extrapolate: bool = False) -> dict:
     """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.
 
     Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 or <= ``rel_tol`` max(1, ||x_k||)
@@ -252,12 +271,17 @@ def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1
     The history records per outer iteration: objective f_0, max_i f_i, the step ||x_{k+1} - x_k||, the
     proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems:
     the subproblem majorizes f_0 and is tight at x_k) and the inner solver's counters.
+
+    ``extrapolate``: the next anchor is x_{k+1} + beta_k (x_{k+1} - x_k) where that point is feasible and no worse
+    in f_0 (:func:`_extrapolated`), else x_{k+1}; the history marks the iterations whose next anchor was
+    extrapolated (``extrapolated``: 1). Every anchor stays feasible, so every step still certifies its anchor.
     """
     x = np.asarray(x0, dtype=float)
     f_prev = program.objective_value(x)
     history = [{"outer": 0, "objective": f_prev, "max_f": program.max_violation(x), "time": 0.0}]
     status, message, last_info = "budget_exhausted", f"{outer} outer iterations done", {}
     start = time.perf_counter()
+    previous, t = x, 1.0            # the last subproblem output and the momentum weight (extrapolate)
     with Progress(outer, label, verbose) as bar:
         for k in range(outer):
             x_next, info = inner(x, k)
@@ -284,6 +308,11 @@ def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1
                     x = x_next
                 break
             anchor, x, f_prev = x, x_next, f_next
+            if extrapolate:
+                moved, t = _extrapolated(program, x, previous, t, f_next)
+                previous = x
+                if moved is not None:
+                    (x, f_prev), rec["extrapolated"] = moved, 1
             if callback is not None and callback({"epoch": k, "x": x, "anchor": anchor, "step": step}):
                 status, message = "completed", f"stopped by the callback after outer iteration {k}"
                 break
