@@ -140,8 +140,8 @@ def test_replicated_rows_give_the_answer_of_the_original_rows(arrays):
 
 def test_the_client_gathers_only_working_set_rows(arrays, monkeypatch):
     """Exact IDCA and its judge on Dask never ask for the feature matrix; the rows they gather are those of the
-    working sets (each subproblem's distinct rows once; early outer iterations, with long steps, may hold most
-    rows, the later ones a few)."""
+    working sets (each subproblem's distinct rows once, and those of the solve that confirms the last step; early
+    outer iterations, with long steps, may hold most rows, the later ones a few)."""
     _, dd = both(arrays)
     gathered = []
     real = DaskDataset.rows
@@ -158,7 +158,7 @@ def test_the_client_gathers_only_working_set_rows(arrays, monkeypatch):
     # one IDCA run (its history): the runs of the true-rate continuation, if any, gather their own working sets
     res = problem(dd, "selection").solve(backend="exact", rate_steps=0)
     assert gathered and all(c["passed"] for c in res.checks if c["kind"] == "certificate")
-    held = [h["working_set_rows"] for h in res.history[1:]]
+    held = [h["working_set_rows"] + h.get("confirm_working_set_rows", 0) for h in res.history[1:]]
     assert sum(gathered) <= sum(held)
     assert held[-1] < dd.n_samples / 20                      # near the end: the rows near a kink
 

@@ -64,6 +64,16 @@ def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
     return float(step / factor)
 
 
+def projected_decrease(first: float, second: float) -> float:
+    """The objective decrease still ahead on an IDCA path whose next two exact steps lower f_0 by ``first`` and
+    ``second``: first / (1 - q) with the measured rate q = second / first (the tail of a path converging linearly at
+    rate q); inf when q >= 1 (the path is not slowing down), max(first, 0) when first <= 0 (no descent left)."""
+    if first <= 0:
+        return max(first, 0.0)
+    q = max(second, 0.0) / first
+    return first / (1.0 - q) if q < 1.0 else float("inf")
+
+
 # ---------------------------------------------------------------------------------------------------
 # Inner solvers
 # ---------------------------------------------------------------------------------------------------
@@ -258,11 +268,12 @@ def _extrapolated(program: DCProgramOracle, x, x_prev, t: float, f_x: float):
 
 def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1e-6, mu: float = 0.0, keep_anchor: bool = False,
          verbose=None, label: str = "IDCA", callback=None, max_time: float | None = None,
-         rel_tol: float = 0.0, max_decrease=None, extrapolate: bool = False) -> dict:
+         rel_tol: float = 0.0, confirm=None, extrapolate: bool = False) -> dict:
     """Run Algorithm 1 from the feasible ``x0`` with ``inner(anchor, k) -> (x_next, info)``.
 
     Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 or <= ``rel_tol`` max(1, ||x_k||)
-    and, when ``max_decrease(f)`` is given, f_0(x_k) - f_0(x_{k+1}) <= max_decrease(f_0(x_{k+1}))
+    and, when ``confirm(x_k, x_{k+1}, f_0(x_k), f_0(x_{k+1}), record) -> bool`` is given, it returns True (it may
+    add its counters to ``record``, this outer iteration's history record)
     (then ``keep_anchor`` returns the anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1:
     with an exact inner solver the step of (25) at x_k *is* the next IDCA step, so the certificate of x_k is free;
     else x_{k+1}). With ``tol = rel_tol = 0`` it always runs ``outer`` updates: SSG may return its anchor at one
@@ -298,7 +309,7 @@ def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1
             last_info = dict(info, anchor=x, x_next=x_next, step=step)
             scale = max(1.0, float(np.linalg.norm(x)))
             small = (rel_tol > 0 and step <= rel_tol * scale
-                     and (max_decrease is None or f_prev - f_next <= max_decrease(f_next)))
+                     and (confirm is None or confirm(x, x_next, f_prev, f_next, rec)))
             if (tol > 0 and step <= tol) or small or (keep_anchor and step == 0.0):
                 status, message = "converged", (
                     f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}" if tol > 0 and step <= tol
