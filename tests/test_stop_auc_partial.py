@@ -10,8 +10,8 @@ import pytest
 
 import fairmodel as fm
 from fairmodel.errors import SolverError
-from fairmodel.stochastic.idca import projected_decrease
 from fairmodel.exact.auc import AUCPrograms
+from fairmodel.stochastic.idca import projected_decrease
 
 
 def reference_problem(kappa=0.05, c1=0.5, **weights):
