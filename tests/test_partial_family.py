@@ -61,7 +61,7 @@ def test_partial_dp_problem_on_both_backends(law, tmp_path):
         assert res.max_violation <= 1e-7
         assert res.ok or {c["name"] for c in res.failed_checks()} <= {"IDCA step at the result / max(1, ||x||)",
                                                                       "objective decrease left on the IDCA path "
-                                                                      "(projected from two exact steps)"}
+                                                                      "(projected from three exact steps)"}
         assert res.objective < np.log(2) - 0.05                # moved away from w = 0
         assert set(res.variables) == {"w", "theta_c0"} and res.variables["theta_c0"].shape == (4,)
         assert 0 <= res.metrics["c0.gap"] <= 1

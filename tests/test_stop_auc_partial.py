@@ -134,19 +134,22 @@ def test_an_unconverged_idca_result_is_no_longer_ok(law):
     assert not early.ok and early.status == "inaccurate" and "What to try" in early.message
 
 
-def test_the_judge_projects_the_decrease_left_on_the_idca_path_from_two_exact_steps(law):
-    """The projection first / (1 - second / first) against the path's limit (100 outer iterations of Algorithm 1,
-    within 2e-5 of it): one step's decrease sees a fifth of what is left, the projection all of it (measured within
-    3 %: the tail is linear, at a rate near 0.7 here)."""
+def test_the_judge_projects_the_decrease_left_on_the_idca_path_from_exact_steps(law):
+    """The projection Δ1 / (1 - q) against the path's limit (100 outer iterations of Algorithm 1, within 2e-5 of it):
+    one step's decrease sees a fifth of what is left, the projection all of it (measured within 3 %: the tail is
+    linear, at a rate near 0.7 here)."""
     done = law.solve("exact", stop="budget", extrapolate=False)
     for k in (15, 20):
         early = law.solve("exact", stop="budget", outer=k, extrapolate=False)
         c, left = early.certificate, early.objective - done.objective
-        assert c["objective_decrease"] < 0.25 * left
+        assert c["objective_decrease"] < 0.25 * left and len(c["next_decreases"]) == 2
         assert c["projected_decrease"] == pytest.approx(left, rel=0.1)
-        assert c["projected_decrease"] == projected_decrease(c["objective_decrease"], c["next_decrease"])
-    assert projected_decrease(1e-3, 5e-4) == pytest.approx(2e-3, rel=1e-15)
-    assert projected_decrease(1e-3, 1e-3) == math.inf and projected_decrease(-1e-12, 1.0) == 0.0
+        assert c["projected_decrease"] == projected_decrease([c["objective_decrease"], *c["next_decreases"]], 1e-12)
+    assert projected_decrease([1e-3, 5e-4, 2.5e-4]) == pytest.approx(2e-3, rel=1e-15)
+    # a point off the path: one long step back to it, then the path's rate (the largest ratio, 0.96, not 0.48)
+    assert projected_decrease([4e-4, 1.92e-4, 1.8432e-4]) == pytest.approx(4e-4 / 0.04, rel=1e-12)
+    assert projected_decrease([1e-3, 1e-3, 1e-3]) == math.inf and projected_decrease([-1e-12, 1.0, 1.0]) == 0.0
+    assert projected_decrease([1e-3, 1e-17, 3e-17], floor=1e-15) == 1e-3       # decreases within rounding are 0
 
 
 @pytest.mark.slow

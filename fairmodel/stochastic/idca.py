@@ -64,14 +64,17 @@ def nearly_kkt_epsilon(step: float, M: float, lam_max: float) -> float:
     return float(step / factor)
 
 
-def projected_decrease(first: float, second: float) -> float:
-    """The objective decrease still ahead on an IDCA path whose next two exact steps lower f_0 by ``first`` and
-    ``second``: first / (1 - q) with the measured rate q = second / first (the tail of a path converging linearly at
-    rate q); inf when q >= 1 (the path is not slowing down), max(first, 0) when first <= 0 (no descent left)."""
-    if first <= 0:
-        return max(first, 0.0)
-    q = max(second, 0.0) / first
-    return first / (1.0 - q) if q < 1.0 else float("inf")
+def projected_decrease(decreases, floor: float = 0.0) -> float:
+    """The objective decrease still ahead on an IDCA path whose next exact steps lower f_0 by ``decreases``
+    (Δ1, Δ2, ...): Δ1 / (1 - q), the tail of a path converging linearly at the rate q, with q the largest measured
+    ratio Δ_(j+1) / Δ_j (a point off the path, such as an inexact run's, takes one long step back to it and then the
+    path's own rate: the largest ratio, not the first, is that rate). Decreases at most ``floor`` (rounding) count
+    as 0; 0 when Δ1 is, inf when q >= 1 (the path is not slowing down)."""
+    d = [max(float(v), 0.0) if v > floor else 0.0 for v in decreases]
+    if not d or d[0] == 0.0:
+        return 0.0
+    q = max((b / a if a > 0 else (0.0 if b == 0 else math.inf)) for a, b in zip(d[:-1], d[1:])) if len(d) > 1 else 0.0
+    return d[0] / (1.0 - q) if q < 1.0 else math.inf
 
 
 # ---------------------------------------------------------------------------------------------------
