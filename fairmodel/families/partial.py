@@ -308,7 +308,7 @@ class PartialFairness(Reduction):
                 # (kept for the judge, which then solves nothing)
                 path, decreases, record["confirm_working_set_rows"] = self.follow([anchor, x_next], mu, solver)
                 following.update(anchor=anchor, points=path[2:])
-                return self.projected(decreases, f_anchor) <= self.remaining_tolerance(f_next)
+                return self.projected(decreases, f_anchor) <= self.remaining_tolerance(f_anchor)
 
             out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
                        label=label, max_time=options.get("max_time"), rel_tol=rel_tol,
