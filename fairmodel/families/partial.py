@@ -301,14 +301,19 @@ class PartialFairness(Reduction):
         compile_time = time.perf_counter() - start
 
         def solve_once(x0, label):
-            following = {}
+            following = {"level": math.inf}
 
             def confirm(anchor, x_next, f_anchor, f_next, record):
                 # the judge's rule: the decrease left on the path, projected from this step and the next exact ones
-                # (kept for the judge, which then solves nothing)
+                # (kept for the judge, which then solves nothing). After a failed projection P the next one waits
+                # until the path has come down by half of P - tol (at once if P is infinite: by tol / 2)
+                if f_anchor > following["level"]:
+                    return False
                 path, decreases, record["confirm_working_set_rows"] = self.follow([anchor, x_next], mu, solver)
                 following.update(anchor=anchor, points=path[2:])
-                return self.projected(decreases, f_anchor) <= self.remaining_tolerance(f_anchor)
+                left, tol = self.projected(decreases, f_anchor), self.remaining_tolerance(f_anchor)
+                following["level"] = f_anchor - 0.5 * ((left if np.isfinite(left) else 2 * tol) - tol)
+                return left <= tol
 
             out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
                        label=label, max_time=options.get("max_time"), rel_tol=rel_tol,
