@@ -281,7 +281,8 @@ def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1
     with an exact inner solver the step of (25) at x_k *is* the next IDCA step, so the certificate of x_k is free;
     else x_{k+1}). With ``tol = rel_tol = 0`` it always runs ``outer`` updates: SSG may return its anchor at one
     ε_k and move again at a smaller one. ``callback(info) -> bool`` runs after every update with ``info``:
-    ``epoch`` = k, ``x`` = x_{k+1}, ``anchor`` = x_k and ``step``; True stops the run (status ``completed``).
+    ``epoch`` = k, ``x`` = the next anchor (x_{k+1}, or its extrapolation), ``anchor`` = x_k and ``step``; True
+    stops the run (status ``completed``) and returns that ``x``.
     The history records per outer iteration: objective f_0, max_i f_i, the step ||x_{k+1} - x_k||, the
     proximal descent f_0(x_k) - f_0(x_{k+1}) - (μ/2)||x_{k+1} - x_k||^2 (>= 0 with exact subproblems:
     the subproblem majorizes f_0 and is tight at x_k) and the inner solver's counters.
