@@ -82,6 +82,7 @@ AGREEMENT_REASON = ("two results whose IDCA steps pass 5e-3 are each within abou
                     "path converges to (measured on Law School), so they agree within 1 % of the objective (at "
                     "least 1e-4 of f_0 at the start) when both paths reach the same local solution; a DC program "
                     "has several, so a larger gap can also mean different local solutions (try starts=)")
+CONFIRM_WAIT = 8           # outer iterations at most between two projections of a run whose step passes
 PATH_STEPS = 3             # exact IDCA steps from a result that measure its path's rate (the first one certifies it)
 REMAINING = AGREEMENT / 2  # ok needs the IDCA path's remaining objective decrease, projected, below this, relative
 REMAINING_REASON = ("the objective decrease still ahead on the IDCA path, projected from three exact IDCA steps at the "
@@ -301,19 +302,22 @@ class PartialFairness(Reduction):
         compile_time = time.perf_counter() - start
 
         def solve_once(x0, label):
-            following = {"level": math.inf}
+            following = {"wait": 0, "failed": 0}
 
             def confirm(anchor, x_next, f_anchor, f_next, record):
                 # the judge's rule: the decrease left on the path, projected from this step and the next exact ones
-                # (kept for the judge, which then solves nothing). After a failed projection P the next one waits
-                # until the path has come down by half of P - tol (at once if P is infinite: by tol / 2)
-                if f_anchor > following["level"]:
+                # (kept for the judge, which then solves nothing). After the j-th failed projection the next one
+                # waits min(2^j, CONFIRM_WAIT) outer iterations (each projection costs two more solves of (25))
+                if following["wait"] > 0:
+                    following["wait"] -= 1
                     return False
                 path, decreases, record["confirm_working_set_rows"] = self.follow([anchor, x_next], mu, solver)
                 following.update(anchor=anchor, points=path[2:])
-                left, tol = self.projected(decreases, f_anchor), self.remaining_tolerance(f_anchor)
-                following["level"] = f_anchor - 0.5 * ((left if np.isfinite(left) else 2 * tol) - tol)
-                return left <= tol
+                if self.projected(decreases, f_anchor) <= self.remaining_tolerance(f_anchor):
+                    return True
+                following["failed"] += 1
+                following["wait"] = min(2 ** following["failed"], CONFIRM_WAIT)
+                return False
 
             out = idca(self.program, x0, inner, outer=outer, tol=tol, mu=mu, keep_anchor=True, verbose=verbose,
                        label=label, max_time=options.get("max_time"), rel_tol=rel_tol,
