@@ -311,9 +311,10 @@ class PartialFairness(Reduction):
                 if following["wait"] > 0:
                     following["wait"] -= 1
                     return False
-                path, decreases, record["confirm_working_set_rows"] = self.follow([anchor, x_next], mu, solver)
+                path, decreases, record["confirm_working_set_rows"] = self.follow([anchor, x_next], mu, solver,
+                                                                                  [f_anchor, f_next])
                 following.update(anchor=anchor, points=path[2:])
-                if self.projected(decreases, f_anchor) <= self.remaining_tolerance(f_anchor):
+                if self.projected(decreases) <= self.remaining_tolerance(f_anchor):
                     return True
                 following["failed"] += 1
                 following["wait"] = min(2 ** following["failed"], CONFIRM_WAIT)
@@ -545,19 +546,20 @@ class PartialFairness(Reduction):
         decreases = self.follow([x, x_hat] + list(following or []), mu, solver)[1]
         return {"feasible": 1.0, "subproblem_step": step, "relative_step": step / max(1.0, float(np.linalg.norm(x))),
                 "objective_decrease": decreases[0], "next_decreases": decreases[1:],
-                "projected_decrease": self.projected(decreases, self.program.objective_value(x)),
+                "projected_decrease": self.projected(decreases),
                 "max_dual": lam_max, "lipschitz_M": M,
                 "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
                 "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g))),
                 **extra}
 
-    def follow(self, path, mu, solver) -> tuple[list, list, float]:
+    def follow(self, path, mu, solver, values=None) -> tuple[list, list, float]:
         """(the IDCA path from x, ``path`` = [x, its next points...], extended by exact solves of (25) to PATH_STEPS
-        steps; the objective decreases of those steps; the working-set rows the solves held). Fewer steps when a solve
-        fails; after a decrease within rounding (the path has stopped) the others are 0, not solved."""
+        steps; the objective decreases of those steps; the working-set rows the solves held). ``values``: f_0 on the
+        given points where the caller has it. Fewer steps when a solve fails; a decrease within rounding (1e-12 of
+        f_0(x): sums over the rows in another order) is 0 and ends the path, the later ones 0 without a solve."""
         path, rows = list(path), 0.0
-        values = [self.program.objective_value(p) for p in path]
-        floor = self.rounding(values[0])
+        values = list(values) if values is not None else [self.program.objective_value(p) for p in path]
+        floor = 1e-12 * max(1.0, abs(values[0]))
         while len(path) <= PATH_STEPS and values[-2] - values[-1] > floor:
             solved = self._judge_step(path[-1], mu, solver, float(np.linalg.norm(path[-1] - path[-2])))
             if solved is None:
@@ -565,21 +567,15 @@ class PartialFairness(Reduction):
             path.append(solved[0])
             values.append(self.program.objective_value(solved[0]))
             rows += solved[2].get("working_set_rows", 0.0)
-        decreases = [a - b for a, b in zip(values[:-1], values[1:])][:PATH_STEPS]
-        if decreases[-1] <= floor:
+        decreases = [a - b if a - b > floor else 0.0 for a, b in zip(values[:-1], values[1:])][:PATH_STEPS]
+        if decreases[-1] == 0.0:
             decreases += [0.0] * (PATH_STEPS - len(decreases))
         return path, decreases, rows
 
-    def projected(self, decreases, objective: float) -> float:
-        """The decrease left on the path from a point of this objective (:func:`projected_decrease`); inf when fewer
-        than PATH_STEPS steps were measured."""
-        return (projected_decrease(decreases, self.rounding(objective)) if len(decreases) == PATH_STEPS
-                else float("inf"))
-
     @staticmethod
-    def rounding(objective: float) -> float:
-        """Objective decreases at most this are rounding (sums over the rows in another order)."""
-        return 1e-12 * max(1.0, abs(objective))
+    def projected(decreases) -> float:
+        """The decrease left on the path (:func:`projected_decrease`); inf when fewer than PATH_STEPS were measured."""
+        return projected_decrease(decreases) if len(decreases) == PATH_STEPS else float("inf")
 
     def _judge_step(self, x, mu, solver, last_step):
         """(x̂, λ, record) of the exact solve of (25) at the feasible x (the interior-point solver on its working set,
