@@ -38,9 +38,9 @@ from ..expressions.atoms.partial import PartialDP, WeakPartialDP
 from ..oracles.dc import DCProgram
 from ..metrics.partial import weak_partial_dp_counts
 from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
+from ..oracles.dc_centred import solve_hinge_subproblem
 from ..oracles.dc_hinges import accuracy, count_above, score_vector
 from ..oracles.dc_rates import RampRateBlock
-from ..oracles.dc_working_set import solve_with_working_set
 from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon, projected_decrease
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
@@ -587,7 +587,7 @@ class PartialFairness(Reduction):
             # added by its sign check); without a step, only the hinges that cross
             radius = 2.0 * last_step * (1.0 + hinge.max_row_norm()) if last_step else 0.0
             try:
-                x_hat, lam, _, info = solve_with_working_set(hinge, x, S, vals - S @ x, mu, radius,
+                x_hat, lam, _, info = solve_hinge_subproblem(hinge, x, S, vals - S @ x, mu, radius,
                                                              guard=self.working_set_guard())
             except ResourceLimitError as exc:
                 warnings.warn(f"the Lemma C.1 certificate (He, Huang, Yao, Lin 2025) is not computed: {exc}",

@@ -177,6 +177,25 @@ class _Scan:
                 "change": np.array([change])}
 
 
+class _Change:
+    """One chunk's largest |y_fr(x) - y_fr(a)| over its rows in a cell (a per-chunk function of
+    :meth:`HingeAverages.max_change`)."""
+
+    def __init__(self, theta_a, t_a, theta_x, t_x, intercept, scale, cell):
+        self.theta_a, self.t_a, self.theta_x, self.t_x = theta_a, t_a, theta_x, t_x
+        self.intercept, self.scale, self.cell = intercept, scale, cell
+
+    def __call__(self, batch, codes, u=None):
+        u = row_factors(codes, u)
+        dz = self.scale * (scores(batch, self.theta_x, self.intercept) - scores(batch, self.theta_a, self.intercept))
+        change = 0.0
+        for c in np.unique(codes[codes >= 0]):
+            rows = np.flatnonzero(codes == c)
+            dt = (self.t_x - self.t_a)[self.cell == c]
+            change = max(change, float(np.max(np.abs(u[rows][:, None] * (dz[rows][:, None] - dt[None, :])))))
+        return np.array([change])
+
+
 def _add_scan(total, part):
     if total is None:
         return part
@@ -292,6 +311,12 @@ class HingeAverages:
             total = _add_scan(total, part)
         total["change"] = float(total["change"][0])
         return total
+
+    def max_change(self, a, x) -> float:
+        """max |y_fr(x) - y_fr(a)| over every hinge: one pass."""
+        a, x = np.asarray(a, dtype=float), np.asarray(x, dtype=float)
+        fn = _Change(a[self.wsl], self.cuts(a), x[self.wsl], self.cuts(x), self.intercept, self.scale, self.cell)
+        return float(max((p[0] for p in row_parts(self.data, fn, *self.per_row)), default=0.0))
 
     def hinge_rows(self, rows) -> np.ndarray:
         """The hinge rows u_r scale (x_r, 1) of the given rows (sorted, distinct), gathered by ``data.rows`` (only the

@@ -13,7 +13,7 @@ of Wright, *Primal-Dual Interior-Point Methods*, 1997) on the epigraph form (one
 hinge). Each Newton system is reduced in closed form to a dense (D + m) x (D + m) system: the per-hinge
 unknowns are eliminated through their diagonal blocks, so an iteration costs O(n D^2 + N) for N hinges
 (never a sparse factorization of an N-row conic program). F enters through its Newton model, re-centred a few
-times a solve (:class:`_NewtonModels`): F's rows are read about 6 times a solve, not at every iteration.
+times a solve (:class:`NewtonModels`): F's rows are read about 6 times a solve, not at every iteration.
 
 Certificate (weak duality; :func:`duality_gap`): for multipliers λ >= 0 and hinge weights u_ir in [0, 1],
 pos(y) >= u y gives the smooth Lagrangian lower bound
@@ -271,7 +271,7 @@ def solve_subproblem(prog: HingeProgram, anchor, S, c, mu: float, *, tol: float 
 
     Returns ``(x, lam, u, info)``: the minimizer, the constraint multipliers λ >= 0, the hinge weights u (a list
     of (m_b, n) arrays in [0, 1], one per block; the dual certificate's second argument) and ``info`` with
-    ``iterations``, ``models`` (the passes that evaluated F's Newton model: :class:`_NewtonModels`), ``status``,
+    ``iterations``, ``models`` (the passes that evaluated F's Newton model: :class:`NewtonModels`), ``status``,
     the residuals and the certificate of :func:`duality_gap`. The status is ``"optimal"`` when the residuals reach
     ``tol`` (with F's model centred at the answer), or when they stall or reach ``max_iter`` short of it while the
     certificate proves x optimal and feasible to ``tol`` (duality gap <= tol max(1, |primal|), max g_i <= tol);
@@ -295,7 +295,7 @@ REFRESH = 0.01  # F's Newton model is re-centred when the residuals have fallen 
                 # last centring
 
 
-class _NewtonModels:
+class NewtonModels:
     """F at the interior-point iterates through its second-order Taylor model (:meth:`SmoothObjective.newton_model`,
     one pass over the rows), re-centred at the current iterate whenever the residuals have fallen by ``REFRESH``
     since the last centring, and always at the answer before it is accepted: the answer solves (25) with F's exact
@@ -370,7 +370,7 @@ def _solve(prog, anchor, S, c, mu, tol, max_iter, warm):
     n_weight = 2.0 * sum(float(np.sum(wt * np.ones_like(t))) for wt, t in zip(weights, T)) + m
     status, it = "max_iter", 0
     res, recent = {}, []
-    objective = _NewtonModels(prog.objective)
+    objective = NewtonModels(prog.objective)
     for it in range(1, max_iter + 1):
         F, gF, HF = objective(x, recent[-1] if recent else np.inf)
         d = x - a

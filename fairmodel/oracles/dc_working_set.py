@@ -301,7 +301,7 @@ def full_plus(source: HingeSource, scans) -> np.ndarray:
 
 
 def solve_with_working_set(source: HingeSource, anchor, S, c, mu: float, radius: float | None, *,
-                           tol: float = 1e-10, max_iter: int = 100, warm=None, guard=None):
+                           tol: float = 1e-10, max_iter: int = 100, warm=None, guard=None, centre=None):
     """Solve (25) as :func:`~fairmodel.oracles.dc_ipm.solve_subproblem` does, the interior-point method seeing
     only the hinges with |y(anchor)| <= ``radius`` (every hinge when ``radius`` is None), then the sign changes.
 
@@ -315,16 +315,17 @@ def solve_with_working_set(source: HingeSource, anchor, S, c, mu: float, radius:
     ``hinge_change``, the largest change of a hinge argument from the anchor to x (the next radius).
     """
     a = np.asarray(anchor, dtype=float)
+    p = a if centre is None else np.asarray(centre, dtype=float)
     state = {"warm": warm, "iterations": 0}
 
     def solve(reduced, S_r, c_r, ws):
-        warm_r = None if state["warm"] is None else ws.warm(reduced, a, state["warm"])
+        warm_r = None if state["warm"] is None else ws.warm(reduced, p, state["warm"])
         x, lam, u_r, info = solve_subproblem(reduced, a, S_r, c_r, mu, tol=tol, max_iter=max_iter, warm=warm_r)
         state.update(iterations=state["iterations"] + info["iterations"], warm=(lam, ws.weights(u_r)), lam=lam,
                      u=u_r, info=info)
         return x, info["status"] == "optimal"
 
-    x, reduced, S_r, c_r, scans, ws, rounds, passes = working_set_rounds(source, a, S, c, radius, solve, guard)
+    x, reduced, S_r, c_r, scans, ws, rounds, passes = working_set_rounds(source, p, S, c, radius, solve, guard)
     lam, info = state["lam"], state["info"]
     # the certificate of the last working-set solve (its dual bound is that of the full program: module docstring)
     cert = {k: info[k] for k in ("primal", "dual_bound", "gap")}

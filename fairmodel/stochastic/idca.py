@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
+from ..oracles.dc_centred import solve_hinge_subproblem
 from ..oracles.dc_working_set import solve_with_working_set, working_set_rounds
 from ..oracles.protocols import DCProgramOracle
 from ..utilities.progress import Progress
@@ -207,8 +208,9 @@ def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-
             state.update(warm=None, radius=first_radius)
         vals, S = program.linearize(anchor)
         c = vals - S @ anchor
-        x_hat, lam, u, info = solve_with_working_set(hinge, anchor, S, c, mu, state["radius"], tol=tol,
-                                                     max_iter=max_iter, warm=state["warm"], guard=guard)
+        solve = solve_hinge_subproblem if working_set else solve_with_working_set
+        x_hat, lam, u, info = solve(hinge, anchor, S, c, mu, state["radius"], tol=tol, max_iter=max_iter,
+                                    warm=state["warm"], guard=guard)
         if info["status"] != "optimal" or info["max_g"] > 1e-9:
             raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
                               f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
@@ -220,7 +222,8 @@ def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-
         return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
                        "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"],
                        "working_set": info["working_set"], "working_set_pairs": info["working_set_pairs"],
-                       "working_set_rows": info["working_set_rows"], "working_set_rounds": info["rounds"]}
+                       "working_set_rows": info["working_set_rows"], "working_set_rounds": info["rounds"],
+                       "centring_passes": info.get("centring_passes", 0)}
     return inner
 
 

@@ -1,0 +1,110 @@
+"""The IDCA subproblem (25) solved from a point of its central path reached by passes: the Newton system is the
+Jacobian of the path's equations (finite differences), the path's end is strictly feasible, and the working set
+chosen there gives the minimizer of the full subproblem while holding a few percent of the hinges where the
+anchor's working set holds most of them."""
+import numpy as np
+import pytest
+
+import fairmodel as fm
+from fairmodel.families.partial_program import hinge_program
+from fairmodel.oracles import dc_centred
+from fairmodel.oracles.dc_centred import _Pass, follow_path, solve_from_centre, solve_hinge_subproblem
+from fairmodel.oracles.dc_ipm import solve_subproblem
+from fairmodel.stochastic.idca import certified_inner, idca
+from tests.test_dask_dc import arrays, both, problem  # noqa: F401  (fixture)
+from tests.test_partial_ipm import MU, lawschool_problem, random_problem
+
+MAKERS = [pytest.param(lambda: random_problem(300, 3, 1).family.program, id="partial-dp-thresholds"),
+          pytest.param(lambda: lawschool_problem(800).family.program, id="partial-dp-lawschool"),
+          pytest.param(lambda: problem(fm.datasets.load_lawschool(target="bar1", sensitive="race").subsample(
+              600, seed=1), "eodds").family.program, id="ramp-equalized-odds")]
+
+
+def subproblem_at(prog, hinge, outer):
+    anchor = prog.start() if outer == 0 else idca(prog, prog.start(), certified_inner(prog, hinge, MU),
+                                                  outer=outer, mu=MU)["x"]
+    vals, S = prog.linearize(anchor)
+    return anchor, S, vals - S @ anchor
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_the_newton_system_is_the_jacobian_of_the_path_equations(make):
+    prog = make()
+    hinge = hinge_program(prog)
+    a, S, c = subproblem_at(prog, hinge, 0)
+    rng = np.random.default_rng(0)
+    x, lam, tau = a + 0.1 * rng.standard_normal(a.size), 0.5 + rng.random(hinge.m), 1e-2
+
+    def at(x, lam, tau):
+        return _Pass(hinge, hinge.objective(x), x, lam, tau, a, S, c, MU)
+
+    def residual(x, lam, tau):
+        p = at(x, lam, tau)
+        return np.concatenate([p.r_v, p.r_l])
+
+    here, h = at(x, lam, tau), 1e-6
+    dx, dl = rng.standard_normal(a.size), rng.standard_normal(hinge.m)
+    J = np.block([[here.H, here.B.T], [here.B, -np.diag(here.C)]])
+    for d_x, d_l, d_t, expected in [(dx, 0 * dl, 0.0, J @ np.concatenate([dx, 0 * dl])),
+                                    (0 * dx, dl, 0.0, J @ np.concatenate([0 * dx, dl])),
+                                    (0 * dx, 0 * dl, 1.0, np.concatenate([here.dr_v, here.dr_l]))]:
+        numeric = (residual(x + h * d_x, lam + h * d_l, tau + h * d_t * tau)
+                   - residual(x - h * d_x, lam - h * d_l, tau - h * d_t * tau)) / (2 * h * (tau if d_t else 1.0))
+        # central differences: error O(h^2 |third derivative|), far below 1e-5 of the entries at this tau
+        assert np.allclose(numeric, expected, rtol=1e-5, atol=1e-6 * max(1.0, float(np.max(np.abs(expected)))))
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_the_path_ends_centred_and_strictly_feasible(make):
+    prog = make()
+    hinge = hinge_program(prog)
+    a, S, c = subproblem_at(prog, hinge, 0)
+    x, lam, info = follow_path(hinge, a, S, c, MU)
+    assert info["status"] == "centred" and info["passes"] <= 40
+    d = x - a
+    g = hinge.plus(x) - (S @ x + c) + 0.5 * MU * float(d @ d)
+    # on the path G_i = -tau / lambda_i < 0 and g_i <= G_i (t > pos(y)); the end is within a Newton step of it
+    assert np.all(g < 0) and np.all(lam > 0)
+
+
+@pytest.mark.parametrize("outer", [0, 1, 3])
+def test_the_working_set_at_the_centre_gives_the_full_minimizer_with_few_hinges(outer):
+    prog = lawschool_problem(800).family.program
+    hinge = hinge_program(prog)
+    a, S, c = subproblem_at(prog, hinge, outer)
+    x_full, _, _, full = solve_subproblem(hinge.in_memory(), a, S, c, MU)
+    x, lam, u, info = solve_from_centre(hinge, a, S, c, MU)
+    assert full["status"] == "optimal" and info["status"] == "optimal"
+    assert info["gap"] <= 1e-8 and info["max_g"] <= 1e-9
+    # (25) is mu-strongly convex: both certify gaps <= 1e-8, so ||x - x_full||^2 <= 4 gap / mu
+    assert np.linalg.norm(x - x_full) <= 2 * np.sqrt(4 * max(info["gap"], full["gap"], 1e-14) / MU) + 1e-9
+    assert info["working_set"] <= 0.05
+    # the hinge change from the anchor, measured by its own pass, is the true one
+    y_change = max(np.max(np.abs(b.y(x) - b.y(a))) for b in hinge.in_memory().blocks)
+    assert info["hinge_change"] == pytest.approx(y_change, rel=1e-9, abs=1e-12)
+
+
+def test_a_wide_working_set_at_the_anchor_is_replaced_by_the_centre(monkeypatch):
+    """From w = 0 the step moves most scores across a kink: with every hinge in reach (radius inf) the anchor's
+    working set would hold them all; the routed solve goes through the centre and holds a few percent."""
+    prog = lawschool_problem(800).family.program
+    hinge = hinge_program(prog)
+    a, S, c = subproblem_at(prog, hinge, 0)
+    x, _, _, info = solve_hinge_subproblem(hinge, a, S, c, MU, np.inf)
+    assert info["centring_passes"] > 0 and info["working_set"] <= dc_centred.SHARE
+    monkeypatch.setattr(dc_centred, "SHARE", 1.0)
+    x_anchor, _, _, info_anchor = solve_hinge_subproblem(hinge, a, S, c, MU, np.inf)
+    assert info_anchor["centring_passes"] == 0 and info_anchor["working_set"] == 1.0
+    assert np.linalg.norm(x - x_anchor) <= 2 * np.sqrt(4 * max(info["gap"], info_anchor["gap"], 1e-14) / MU) + 1e-9
+
+
+def test_on_dask_every_subproblem_holds_at_most_the_share(arrays):  # noqa: F811
+    """Exact IDCA on chunked rows: no working set holds more than SHARE of the hinges (the early steps go through
+    the centre, measured by passes), and the answer is the in-memory one."""
+    mem, dd = both(arrays)
+    results = [problem(data, "selection").solve(backend="exact", rate_steps=0) for data in (mem, dd)]
+    held = [h["working_set"] for h in results[1].history[1:]]
+    assert max(held) <= dc_centred.SHARE
+    assert any(h.get("centring_passes", 0) > 0 for h in results[1].history[1:])
+    w_mem, w_dask = (np.asarray(r.variables[next(iter(r.variables))]).ravel() for r in results)
+    assert np.max(np.abs(w_mem - w_dask)) <= 1e-6 * max(1.0, float(np.max(np.abs(w_mem))))
