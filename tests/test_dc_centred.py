@@ -98,13 +98,15 @@ def test_a_wide_working_set_at_the_anchor_is_replaced_by_the_centre(monkeypatch)
     assert np.linalg.norm(x - x_anchor) <= 2 * np.sqrt(4 * max(info["gap"], info_anchor["gap"], 1e-14) / MU) + 1e-9
 
 
-def test_on_dask_every_subproblem_holds_at_most_the_share(arrays):  # noqa: F811
-    """Exact IDCA on chunked rows: no working set holds more than SHARE of the hinges (the early steps go through
-    the centre, measured by passes), and the answer is the in-memory one."""
+def test_on_dask_the_subproblems_after_the_first_hold_at_most_the_share(arrays):  # noqa: F811
+    """Exact IDCA on chunked rows: after the first outer iteration no working set holds more than SHARE of the
+    hinges (the early steps go through the centre, reached by passes), and the answer is the in-memory one. The
+    first is a tie no exact working set avoids: from w = 0 the subproblem moves the intercept alone, every score is
+    equal, and one family of hinges sits at its kink on every row."""
     mem, dd = both(arrays)
     results = [problem(data, "selection").solve(backend="exact", rate_steps=0) for data in (mem, dd)]
-    held = [h["working_set"] for h in results[1].history[1:]]
+    held = [h["working_set"] for h in results[1].history[2:]]
     assert max(held) <= dc_centred.SHARE
-    assert any(h.get("centring_passes", 0) > 0 for h in results[1].history[1:])
+    assert any(h.get("centring_passes", 0) > 0 for h in results[1].history[2:])
     w_mem, w_dask = (np.asarray(r.variables[next(iter(r.variables))]).ravel() for r in results)
     assert np.max(np.abs(w_mem - w_dask)) <= 1e-6 * max(1.0, float(np.max(np.abs(w_mem))))
