@@ -50,6 +50,7 @@ from .dc_ipm import NewtonModels
 from .dc_working_set import solve_with_working_set
 from .losses import LinearModelLoss
 
+SHARE = 0.1          # a working set at the anchor of more than this share of the hinges: choose it at the centre
 CENTRED = 0.5        # Newton decrement (per sqrt(τ)) below which an iterate is centred: τ then falls
 SIGMA = 0.1          # the fall of τ once centred
 FRACTION = 0.99      # a step keeps λ above (1 - FRACTION) of its value
@@ -218,9 +219,6 @@ def solve_from_centre(source, anchor, S, c, mu: float, *, tol: float = 1e-10, ma
     change = max((avg.max_change(anchor, x) for avg, _ in source.parts), default=0.0)
     return x, lam, u, {**info, "passes": info["passes"] + path["passes"] + len(source.parts),
                        "centring_passes": path["passes"], "centring_status": path["status"], "hinge_change": change}
-
-
-SHARE = 0.1          # a working set at the anchor of more than this share of the hinges: solve from the centre
 
 
 class _Wide(Exception):
