@@ -74,10 +74,16 @@ def test_exact_idca_on_dask_is_the_in_memory_answer(solved, kind):
     for name in mem.variables:
         assert close(dsk.variables[name], mem.variables[name]), name
     assert dsk.max_violation <= 1e-9
-    # the working set stays a fraction of the hinges (rows x constraints) and is the in-memory run's, up to a hinge
-    # at a kink of a round's solution (its sign there is the solver's last digits; the answer does not depend on it)
+    # the working set stays a fraction of the hinges (rows x constraints) and, where both runs chose it at the
+    # anchor, is the in-memory run's, up to a hinge at a kink of a round's solution (its sign there is the solver's
+    # last digits; the answer does not depend on it). At a central point of (25) the path-following phase's
+    # comparisons can go either way in the last digits, and so can the point and its working set; not the answer
     pairs = [h["working_set_pairs"] for h in dsk.history[1:]]
-    assert np.allclose(pairs, [h["working_set_pairs"] for h in mem.history[1:]], rtol=0.01, atol=2)
+    at_anchor = [not (h.get("centring_passes") or g.get("centring_passes"))
+                 for h, g in zip(dsk.history[1:], mem.history[1:])]
+    assert sum(at_anchor) >= len(pairs) // 2
+    assert np.allclose(np.array(pairs)[at_anchor],
+                       np.array([h["working_set_pairs"] for h in mem.history[1:]])[at_anchor], rtol=0.01, atol=2)
     assert max(pairs) < prob.family.hinge().pieces
     assert passes > dsk.metrics["outer_iterations"]          # every oracle is a pass over the chunks
 
