@@ -128,7 +128,6 @@ class SmoothObjective:
 
     def __init__(self, D: int, losses=(), ridges=(), constant: float = 0.0):
         self.D, self.losses, self.ridges, self.constant = D, list(losses), list(ridges), float(constant)
-        self._last_model = None
 
     def _ridge(self, v, f, g=None, H=None):
         for coef, sl, mask in self.ridges:
@@ -156,16 +155,9 @@ class SmoothObjective:
 
     def newton_model(self, point) -> "QuadraticModel":
         """F's second-order Taylor model at ``point``: the losses' value, gradient and Hessian there (one pass per
-        loss), the ridge terms exact; the objective of a proximal Newton step (:func:`solve_subproblem`). The last
-        model is kept: the next solve of (25) starts at the point where the previous one (or the previous round of
-        its working set) centred it, the IDCA anchor, and then makes no pass for it."""
-        point = np.asarray(point, dtype=float)
-        last = self._last_model
-        if last is not None and np.array_equal(last.anchor, point):
-            return last
+        loss), the ridge terms exact; the objective of a proximal Newton step (:func:`solve_subproblem`)."""
         f, g, H = self._losses(point)
-        self._last_model = QuadraticModel(self, point.copy(), f, g, H)
-        return self._last_model
+        return QuadraticModel(self, np.asarray(point, dtype=float).copy(), f, g, H)
 
     def value(self, v) -> float:
         return self._ridge(v, self.constant + sum(float(loss.value(v[sl])) for loss, sl in self.losses))
@@ -326,9 +318,8 @@ class NewtonModels:
         return self.model(x)
 
     def centre(self, x, residual: float = np.inf) -> None:
-        kept = getattr(self.objective, "_last_model", None)
         self.model, self.level = self.objective.newton_model(x), residual
-        self.count += self.model is not kept          # the passes made (a kept model costs none)
+        self.count += 1
 
     def exact_at(self, x) -> bool:
         """Whether the values at x are F's own (the model is centred at x)."""
