@@ -117,9 +117,8 @@ class _Pass:
     def __init__(self, source, model, x, lam, tau, anchor, S, c, mu):
         D = source.D
         d = x - anchor
-        F, gF, HF = model
+        _, gF, HF = model
         h = mu * d[None, :] - S                                     # ∇(q - s_i . v) of every constraint
-        self.primal = F + 0.5 * mu * float(d @ d)
         self.r_v = gF + mu * d + lam @ h
         self.H = HF + mu * (1.0 + lam.sum()) * np.eye(D)
         self.B = h.copy()                                           # ∂G_i / ∂v
