@@ -110,3 +110,15 @@ def test_on_dask_the_subproblems_after_the_first_hold_at_most_the_share(arrays):
     assert any(h.get("centring_passes", 0) > 0 for h in results[1].history[2:])
     w_mem, w_dask = (np.asarray(r.variables[next(iter(r.variables))]).ravel() for r in results)
     assert np.max(np.abs(w_mem - w_dask)) <= 1e-6 * max(1.0, float(np.max(np.abs(w_mem))))
+
+
+def test_stochastic_idca_on_dask_holds_at_most_the_share(arrays):  # noqa: F811
+    """IDCA + SSG (the curvature split, the default on chunks): its working sets too are chosen at the central point
+    where the anchor's would hold more than SHARE of the hinges; the run still ends certified by the judge."""
+    _, dd = both(arrays)
+    prob = problem(dd, "selection")
+    res = prob.solve(backend="stochastic", seed=0)
+    pieces = prob.family.hinge().pieces
+    assert res.ok and res.solver["split"] == "curvature"
+    assert max(h["working_set_pairs"] for h in res.history[1:]) <= dc_centred.SHARE * pieces
+    assert any(h.get("centring_passes", 0) > 0 for h in res.history[1:])

@@ -205,23 +205,45 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER):
     return x, lam, {"status": status, "iterations": it, "passes": passes + objective.count, "tau": tau}
 
 
+class WideWorkingSet(Exception):
+    """The working set at the anchor would hold more than SHARE of the hinges."""
+
+
+def within_share(source, guard=None):
+    """A working-set guard ``(nbytes, pairs)`` raising :class:`WideWorkingSet` beyond SHARE of the hinges of
+    ``source``, then calling ``guard``."""
+    def limited(nbytes, pairs):
+        if pairs > SHARE * source.pieces:
+            raise WideWorkingSet
+        if guard is not None:
+            guard(nbytes, pairs)
+    return limited
+
+
+def centre_of(source, anchor, S, c, mu: float):
+    """(x_c, the working set's radius there, the path's info): the end of :func:`follow_path` and RADIUS x τ /
+    max(1, max_i λ_i)."""
+    x_c, lam_c, path = follow_path(source, anchor, S, c, mu)
+    return x_c, RADIUS * path["tau"] / max(1.0, float(np.max(lam_c))), path
+
+
+def change_from(source, anchor, x) -> float:
+    """The largest change of a hinge argument from ``anchor`` to ``x`` (a pass per hinge average): the next
+    subproblem's working-set radius."""
+    return max((avg.max_change(anchor, x) for avg, _ in source.parts), default=0.0)
+
+
 def solve_from_centre(source, anchor, S, c, mu: float, *, tol: float = 1e-10, max_iter: int = 100, guard=None):
     """Solve (25) as :func:`~fairmodel.oracles.dc_working_set.solve_with_working_set` does, its working set chosen
     at the central point that :func:`follow_path` reaches by passes instead of at the anchor (module docstring).
     Returns the working-set method's ``(x, lam, u, info)``, ``info`` with ``centring_passes`` and
-    ``centring_status`` added, ``hinge_change`` measured from the anchor (one pass) and ``passes`` counting every
-    phase."""
-    x_c, lam_c, path = follow_path(source, anchor, S, c, mu)
-    radius = RADIUS * path["tau"] / max(1.0, float(np.max(lam_c)))
+    ``centring_status`` added, ``hinge_change`` measured from the anchor and ``passes`` counting every phase."""
+    x_c, radius, path = centre_of(source, anchor, S, c, mu)
     x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
                                              guard=guard, centre=x_c)
-    change = max((avg.max_change(anchor, x) for avg, _ in source.parts), default=0.0)
     return x, lam, u, {**info, "passes": info["passes"] + path["passes"] + len(source.parts),
-                       "centring_passes": path["passes"], "centring_status": path["status"], "hinge_change": change}
-
-
-class _Wide(Exception):
-    """The working set at the anchor would hold more than SHARE of the hinges."""
+                       "centring_passes": path["passes"], "centring_status": path["status"],
+                       "hinge_change": change_from(source, anchor, x)}
 
 
 def solve_hinge_subproblem(source, anchor, S, c, mu: float, radius, *, tol: float = 1e-10, max_iter: int = 100,
@@ -230,14 +252,9 @@ def solve_hinge_subproblem(source, anchor, S, c, mu: float, radius, *, tol: floa
     anchor within ``radius`` (:func:`~fairmodel.oracles.dc_working_set.solve_with_working_set`, warm from
     ``warm``) while it holds at most SHARE of the hinges, else :func:`solve_from_centre` (cold). Both return the
     same minimizer and certificate; ``info["centring_passes"]`` is 0 for the first."""
-    def limited(nbytes, pairs):
-        if pairs > SHARE * source.pieces:
-            raise _Wide
-        if guard is not None:
-            guard(nbytes, pairs)
     try:
         x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
-                                                 warm=warm, guard=limited)
+                                                 warm=warm, guard=within_share(source, guard))
         return x, lam, u, {**info, "centring_passes": 0}
-    except _Wide:
+    except WideWorkingSet:
         return solve_from_centre(source, anchor, S, c, mu, tol=tol, max_iter=max_iter, guard=guard)

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
-from ..oracles.dc_centred import solve_hinge_subproblem
+from ..oracles.dc_centred import WideWorkingSet, centre_of, change_from, solve_hinge_subproblem, within_share
 from ..oracles.dc_working_set import solve_with_working_set, working_set_rounds
 from ..oracles.protocols import DCProgramOracle
 from ..utilities.progress import Progress
@@ -153,7 +153,10 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
     iteration: a pass for the linearization, one for the majorant, one scan per round, and the gathered rows of the
     working set; ``source`` is the program's :class:`~fairmodel.oracles.dc_working_set.HingeSource` (rows behind
     passes), ``guard`` may refuse a working set. The working set's radius is the previous output's largest change
-    of a hinge argument (0 at the first outer iteration)."""
+    of a hinge argument (0 at the first outer iteration). A working set that would hold more than
+    :data:`~fairmodel.oracles.dc_centred.SHARE` of the hinges (IDCA's first steps move most scores across a kink) is
+    chosen at the central point of (25) instead, reached by passes (:func:`~fairmodel.oracles.dc_centred.centre_of`):
+    SSG still solves the relaxation, with a few percent of the hinges in memory."""
     eps_k = eps if callable(eps) else (lambda k: eps)
     T_k = iterations if callable(iterations) else (lambda k: iterations)
     state = {"L": None, "radius": 0.0}
@@ -177,13 +180,18 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
             runs.update(out=out, iterations=runs["iterations"] + out["iterations"])
             return out["x"], True
 
-        x, _, _, _, scans, ws, rounds, passes = working_set_rounds(source, anchor, S, c, state["radius"], solve,
-                                                                   guard)
-        state["radius"] = max((s["change"] for s in scans), default=0.0)
+        try:
+            x, _, _, _, scans, ws, rounds, passes = working_set_rounds(source, anchor, S, c, state["radius"], solve,
+                                                                       within_share(source, guard))
+            state["radius"], centring = max((s["change"] for s in scans), default=0.0), 0
+        except WideWorkingSet:      # the hinges classified at the central point of (25) instead (few near a kink)
+            x_c, radius, path = centre_of(source, anchor, S, c, mu)
+            x, _, _, _, scans, ws, rounds, passes = working_set_rounds(source, x_c, S, c, radius, solve, guard)
+            state["radius"], centring = change_from(source, anchor, x), path["passes"]
         out = runs["out"]
         return x, {"inner_iterations": runs["iterations"], "n_feasible": out["n_feasible"], "eps": e,
                    "inner_status": out["status"], "working_set_pairs": ws.pairs, "working_set_rows": ws.rows,
-                   "working_set_rounds": rounds}
+                   "working_set_rounds": rounds, "centring_passes": centring}
     return inner
 
 
