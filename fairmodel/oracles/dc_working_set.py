@@ -306,7 +306,9 @@ def solve_with_working_set(source: HingeSource, anchor, S, c, mu: float, radius:
     only the hinges with |y(anchor)| <= ``radius`` (every hinge when ``radius`` is None), then the sign changes.
 
     ``warm``: (λ, :class:`PairWeights`) of a previous solve. ``guard(nbytes, pairs)``: called before rows are
-    gathered with the working set's memory (bytes) and size (pairs); it raises to refuse.
+    gathered with the working set's memory (bytes) and size (pairs); it raises to refuse. ``centre``: the point at
+    which the hinges are classified (default the anchor; any point gives a relaxation of (25), the sign check
+    repairs the rest); ``hinge_change`` is then measured from it.
 
     Returns ``(x, lam, u, info)``: u the :class:`PairWeights` of the final working set, ``info`` with ``status``,
     ``iterations`` (of the interior-point method, all rounds), the certificate of the full program (``primal``,
