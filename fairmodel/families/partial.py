@@ -328,7 +328,8 @@ class PartialFairness(Reduction):
                 # budget ended: one more solve certifies the returned point (Lemma C.1)
                 x_hat, last = inner(out["x"], out["outer_iterations"])
                 last = dict(last, x_next=x_hat)
-            out["subproblem"] = (last["x_next"], last["lam"])
+            if not last.get("central_step"):     # an exact solve of (25) at the returned point: the certificate
+                out["subproblem"] = (last["x_next"], last["lam"])
             if following.get("anchor") is out["x"]:
                 out["following"] = following["points"]
             if checks and out["status"] == "converged":

@@ -47,7 +47,7 @@ from threadpoolctl import threadpool_limits
 from ..data.passes import row_sums
 from .dc_hinges import row_factors, scores
 from .dc_ipm import NewtonModels
-from .dc_working_set import solve_with_working_set
+from .dc_working_set import WideWorkingSet, solve_with_working_set
 from .losses import LinearModelLoss
 
 SHARE = 0.1          # a working set at the anchor of more than this share of the hinges: choose it at the centre
@@ -172,7 +172,8 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER):
     proximal weight ``mu`` > 0) on a :class:`~fairmodel.oracles.dc_working_set.HingeSource`: from (a, λ = 1) at
     τ = TAU_START to the central point at τ = TAU_END (relative to 1 + |F(a)|). Returns ``(x, λ, info)``, info
     with ``status`` ("centred", or "max_iter": the last iterate), ``iterations``, ``passes`` (F's models
-    included) and ``tau``. BLAS runs on one thread (the model-space products are small)."""
+    included), ``tau`` and ``max_G``, the largest G_i at the end (an upper bound of g_i(x): x is strictly feasible
+    for (25) when it is < 0). BLAS runs on one thread (the model-space products are small)."""
     if not mu > 0:
         raise ValueError("the path-following phase needs mu > 0 (strongly convex subproblem)")
     a, S, c = np.asarray(anchor, dtype=float), np.asarray(S, dtype=float), np.asarray(c, dtype=float)
@@ -202,16 +203,14 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER):
                     break
                 step *= 0.5
             x, lam, tau, here = x_new, lam_new, new_tau, trial
-    return x, lam, {"status": status, "iterations": it, "passes": passes + objective.count, "tau": tau}
-
-
-class WideWorkingSet(Exception):
-    """The working set at the anchor would hold more than SHARE of the hinges."""
+    return x, lam, {"status": status, "iterations": it, "passes": passes + objective.count, "tau": tau,
+                    "max_G": float(np.max(here.G, initial=-np.inf))}
 
 
 def within_share(source, guard=None):
-    """A working-set guard ``(nbytes, pairs)`` raising :class:`WideWorkingSet` beyond SHARE of the hinges of
-    ``source``, then calling ``guard``."""
+    """A working-set guard ``(nbytes, pairs)`` raising
+    :class:`~fairmodel.oracles.dc_working_set.WideWorkingSet` beyond SHARE of the hinges of ``source``, then calling
+    ``guard``."""
     def limited(nbytes, pairs):
         if pairs > SHARE * source.pieces:
             raise WideWorkingSet
@@ -221,10 +220,10 @@ def within_share(source, guard=None):
 
 
 def centre_of(source, anchor, S, c, mu: float):
-    """(x_c, the working set's radius there, the path's info): the end of :func:`follow_path` and RADIUS x τ /
-    max(1, max_i λ_i)."""
+    """(x_c, the working set's radius there, the path's info with ``lam`` = λ_c): the end of :func:`follow_path` and
+    RADIUS x τ / max(1, max_i λ_i)."""
     x_c, lam_c, path = follow_path(source, anchor, S, c, mu)
-    return x_c, RADIUS * path["tau"] / max(1.0, float(np.max(lam_c))), path
+    return x_c, RADIUS * path["tau"] / max(1.0, float(np.max(lam_c))), {**path, "lam": lam_c}
 
 
 def change_from(source, anchor, x) -> float:
@@ -233,28 +232,53 @@ def change_from(source, anchor, x) -> float:
     return max((avg.max_change(anchor, x) for avg, _ in source.parts), default=0.0)
 
 
-def solve_from_centre(source, anchor, S, c, mu: float, *, tol: float = 1e-10, max_iter: int = 100, guard=None):
+def solve_from_centre(source, anchor, S, c, mu: float, *, tol: float = 1e-10, max_iter: int = 100, guard=None,
+                      central: bool = False):
     """Solve (25) as :func:`~fairmodel.oracles.dc_working_set.solve_with_working_set` does, its working set chosen
     at the central point that :func:`follow_path` reaches by passes instead of at the anchor (module docstring).
     Returns the working-set method's ``(x, lam, u, info)``, ``info`` with ``centring_passes`` and
-    ``centring_status`` added, ``hinge_change`` measured from the anchor and ``passes`` counting every phase."""
+    ``centring_status`` added, ``hinge_change`` measured from the anchor and ``passes`` counting every phase.
+
+    ``central``: where the working set at the central point too would hold more than SHARE of the hinges (its sign
+    checks adding hinges beyond that share), return the central point itself when it is strictly feasible
+    (:func:`central_step`) instead of solving on that set."""
     x_c, radius, path = centre_of(source, anchor, S, c, mu)
-    x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
-                                             guard=guard, centre=x_c)
+    accept = central and path["status"] == "centred" and path["max_G"] < 0
+    try:
+        x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
+                                                 guard=within_share(source, guard) if accept else guard, centre=x_c)
+    except WideWorkingSet as wide:
+        return central_step(source, anchor, x_c, path, wide.rows)
     return x, lam, u, {**info, "passes": info["passes"] + path["passes"] + len(source.parts),
                        "centring_passes": path["passes"], "centring_status": path["status"],
                        "hinge_change": change_from(source, anchor, x)}
 
 
+def central_step(source, anchor, x_c, path, rows: int = 0):
+    """The central point x_c of (25) as an inexact step, for a tie: the hinges at their kink at the minimizer itself
+    (IDCA's first step from w = 0 moves the thresholds and the intercept alone, so every score is equal and one
+    family of hinges sits at its kink on every row; an exact working set holds them all). x_c is strictly feasible
+    for (25), so for the DC program, and on the weighted central path at τ its objective is within the duality gap
+    of the path, 3 m τ (τ per constraint and τ / n_i per hinge multiplier), of the minimum. It certifies nothing:
+    ``info["status"]`` is "central", ``u`` is None, and the caller must not stop on it. ``rows``: those the working
+    set at x_c gathered before it grew past SHARE."""
+    return x_c, path["lam"], None, {
+        "status": "central", "iterations": path["iterations"], "gap": 3.0 * source.m * path["tau"],
+        "max_g": path["max_G"], "rounds": 0, "working_set": 0.0, "working_set_pairs": 0, "working_set_rows": rows,
+        "passes": path["passes"] + len(source.parts), "centring_passes": path["passes"],
+        "centring_status": path["status"], "hinge_change": change_from(source, anchor, x_c)}
+
+
 def solve_hinge_subproblem(source, anchor, S, c, mu: float, radius, *, tol: float = 1e-10, max_iter: int = 100,
-                           warm=None, guard=None):
+                           warm=None, guard=None, central: bool = False):
     """The exact solve of (25) on a :class:`~fairmodel.oracles.dc_working_set.HingeSource`: the working set at the
     anchor within ``radius`` (:func:`~fairmodel.oracles.dc_working_set.solve_with_working_set`, warm from
-    ``warm``) while it holds at most SHARE of the hinges, else :func:`solve_from_centre` (cold). Both return the
-    same minimizer and certificate; ``info["centring_passes"]`` is 0 for the first."""
+    ``warm``) while it holds at most SHARE of the hinges, else :func:`solve_from_centre` (cold, ``central`` passed
+    on). Both return the same minimizer and certificate; ``info["centring_passes"]`` is 0 for the first."""
     try:
         x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
                                                  warm=warm, guard=within_share(source, guard))
         return x, lam, u, {**info, "centring_passes": 0}
     except WideWorkingSet:
-        return solve_from_centre(source, anchor, S, c, mu, tol=tol, max_iter=max_iter, guard=guard)
+        return solve_from_centre(source, anchor, S, c, mu, tol=tol, max_iter=max_iter, guard=guard,
+                                 central=central)

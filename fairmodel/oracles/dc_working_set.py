@@ -38,6 +38,12 @@ PAIR_FLOATS = 32   # floats the interior-point method keeps per hinge of its pro
                    # residuals and Newton directions: about 25, plus the pair's indices), besides the row's features
 
 
+class WideWorkingSet(Exception):
+    """A guard's refusal of a working set holding too large a share of the hinges (raised by the guard before
+    rows are gathered); ``rows``: the distinct rows the working set had gathered in earlier rounds."""
+    rows = 0
+
+
 class HingePairs:
     """Some hinges of many constraints as one flat block (the :class:`~fairmodel.oracles.dc_ipm.HingeRows`
     interface with 1-d arrays over the pairs): pair p is the hinge of constraint ``idx[local[p]]`` on the row
@@ -277,7 +283,11 @@ def working_set_rounds(source: HingeSource, anchor, S, c, radius: float | None, 
     for rounds in range(1, 10 ** 9):
         new = sum(s["rows"].size for s in scans)
         if guard is not None:
-            guard(ws.nbytes(new, ws.new_rows(scans)), ws.pairs + new)
+            try:
+                guard(ws.nbytes(new, ws.new_rows(scans)), ws.pairs + new)
+            except WideWorkingSet as wide:
+                wide.rows = ws.rows
+                raise
         ws.add(scans)
         reduced, S_r, c_r = ws.program(S, c, scans)
         x, ok = solve(reduced, S_r, c_r, ws)

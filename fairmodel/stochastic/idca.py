@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
-from ..oracles.dc_centred import WideWorkingSet, centre_of, change_from, solve_hinge_subproblem, within_share
-from ..oracles.dc_working_set import solve_with_working_set, working_set_rounds
+from ..oracles.dc_centred import centre_of, change_from, solve_hinge_subproblem, within_share
+from ..oracles.dc_working_set import WideWorkingSet, solve_with_working_set, working_set_rounds
 from ..oracles.protocols import DCProgramOracle
 from ..utilities.progress import Progress
 from .ssg import ssg
@@ -220,22 +220,27 @@ def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-
             state.update(warm=None, radius=first_radius)
         vals, S = program.linearize(anchor)
         c = vals - S @ anchor
-        solve = solve_hinge_subproblem if working_set else solve_with_working_set
-        x_hat, lam, u, info = solve(hinge, anchor, S, c, mu, state["radius"], tol=tol, max_iter=max_iter,
-                                    warm=state["warm"], guard=guard)
-        if info["status"] != "optimal" or info["max_g"] > 1e-9:
+        if working_set:
+            x_hat, lam, u, info = solve_hinge_subproblem(hinge, anchor, S, c, mu, state["radius"], tol=tol,
+                                                         max_iter=max_iter, warm=state["warm"], guard=guard,
+                                                         central=True)
+        else:
+            x_hat, lam, u, info = solve_with_working_set(hinge, anchor, S, c, mu, None, tol=tol, max_iter=max_iter,
+                                                         warm=state["warm"], guard=guard)
+        central = info["status"] == "central"       # an inexact step at a tie (dc_centred.central_step)
+        if not central and (info["status"] != "optimal" or info["max_g"] > 1e-9):
             raise SolverError(f"the interior-point solver of subproblem (25) stopped with status {info['status']} "
                               f"(duality gap {info['gap']:.3g}, max g_i {info['max_g']:.3g}) at outer iteration "
                               f"{k}; pass solver_options={{'max_iter': ...}} or inner='cvxpy'",
                               status=info["status"])
-        state["warm"] = (lam, u)
+        state["warm"] = None if central else (lam, u)
         if working_set:
             state["radius"] = info["hinge_change"]
         return x_hat, {"lam": lam, "u": u, "solver_status": info["status"], "ipm_iterations": info["iterations"],
                        "subproblem_gap": info["gap"], "subproblem_max_g": info["max_g"],
                        "working_set": info["working_set"], "working_set_pairs": info["working_set_pairs"],
                        "working_set_rows": info["working_set_rows"], "working_set_rounds": info["rounds"],
-                       "centring_passes": info.get("centring_passes", 0)}
+                       "centring_passes": info.get("centring_passes", 0), "central_step": int(central)}
     return inner
 
 
@@ -291,7 +296,8 @@ def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1
 
     Stops after ``outer`` updates, or when ||x_{k+1} - x_k|| <= ``tol`` > 0 or <= ``rel_tol`` max(1, ||x_k||)
     and, when ``confirm(x_k, x_{k+1}, f_0(x_k), f_0(x_{k+1}), record) -> bool`` is given, it returns True (it may
-    add its counters to ``record``, this outer iteration's history record)
+    add its counters to ``record``, this outer iteration's history record), unless ``info["central_step"]`` marks
+    the step inexact
     (then ``keep_anchor`` returns the anchor x_k, whose subproblem solution ``info`` certifies it by Lemma C.1:
     with an exact inner solver the step of (25) at x_k *is* the next IDCA step, so the certificate of x_k is free;
     else x_{k+1}). With ``tol = rel_tol = 0`` it always runs ``outer`` updates: SSG may return its anchor at one
@@ -327,9 +333,10 @@ def idca(program: DCProgramOracle, x0, inner, *, outer: int = 50, tol: float = 1
             bar.update(1, objective=f_next, step=step)
             last_info = dict(info, anchor=x, x_next=x_next, step=step)
             scale = max(1.0, float(np.linalg.norm(x)))
-            small = (rel_tol > 0 and step <= rel_tol * scale
+            exact = not info.get("central_step")        # an inexact step certifies nothing: never stop on it
+            small = (exact and rel_tol > 0 and step <= rel_tol * scale
                      and (confirm is None or confirm(x, x_next, f_prev, f_next, rec)))
-            if (tol > 0 and step <= tol) or small or (keep_anchor and step == 0.0):
+            if exact and ((tol > 0 and step <= tol) or small or (keep_anchor and step == 0.0)):
                 status, message = "converged", (
                     f"||x_(k+1) - x_k|| = {step:.3g} <= tol = {tol:g} at outer iteration {k}" if tol > 0 and step <= tol
                     else f"||x_(k+1) - x_k|| / max(1, ||x_k||) = {step / scale:.3g} <= {rel_tol:g} at outer "
