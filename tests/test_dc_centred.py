@@ -137,6 +137,15 @@ def test_a_tie_returns_the_strictly_feasible_central_point_within_its_gap(arrays
     assert np.linalg.norm(x - x_full) > 0                        # inexact: not the minimizer itself
     y_change = max(np.max(np.abs(b.y(x) - b.y(a))) for b in hinge.in_memory().blocks)
     assert info["hinge_change"] == pytest.approx(y_change, rel=1e-9, abs=1e-12)
+    # the step is the central point itself, not where the path stopped: the same on the rows three times over (the
+    # path's iterates differ there by about 1e-3), so an IDCA run is the same in memory and on replicated chunks
+    X, y, g = arrays
+    thrice = fm.Dataset(np.vstack([X] * 3), np.concatenate([y] * 3), np.concatenate([g] * 3))
+    prog2 = problem(thrice, "selection").family.program
+    hinge2 = hinge_program(prog2)
+    a2, S2, c2 = subproblem_at(prog2, hinge2, 0)
+    x2 = solve_hinge_subproblem(hinge2, a2, S2, c2, MU, 0.0, central=True)[0]
+    assert np.max(np.abs(x2 - x)) <= 1e-9 * max(1.0, float(np.max(np.abs(x))))
 
 
 def test_idca_never_stops_on_an_inexact_step():

@@ -60,6 +60,7 @@ TAU_END = 1e-4       # (Law School, random programs) 13-19 passes from λ = 1; a
 RADIUS = 10.0        # the finish's working set: the hinges within RADIUS x τ / max(1, max_i λ_i) of their kink at the
                      # centre (ρ_i = τ / λ_i is the smoothing of constraint i's hinges; with every constraint
                      # inactive, λ -> 0, a radius of 10 τ: the sign check adds what it misclassified)
+POLISH = 1e-10       # with ``exact``: the residual of the central point at TAU_END, relative to 1 + |F(a)|
 BACKTRACK = 8        # halvings of a step at fixed τ whose residual does not fall
 MAX_ITER = 100       # Newton steps (passes) of the path-following phase
 
@@ -167,10 +168,13 @@ def _fraction_to_boundary(lam, dl) -> float:
     return min(1.0, float(np.min(-FRACTION * lam[shrink] / dl[shrink], initial=np.inf)))
 
 
-def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER):
+def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER, exact: bool = False, start=None):
     """The path-following phase (module docstring) for (25) at ``anchor`` (linearization ``S`` (m, D), ``c`` (m,),
     proximal weight ``mu`` > 0) on a :class:`~fairmodel.oracles.dc_working_set.HingeSource`: from (a, λ = 1) at
-    τ = TAU_START to the central point at τ = TAU_END (relative to 1 + |F(a)|). Returns ``(x, λ, info)``, info
+    τ = TAU_START to the central point at τ = TAU_END (relative to 1 + |F(a)|), or from ``start`` = (x, λ, τ).
+    ``exact``: the central point itself, Newton's method continued at TAU_END until the residual is at most POLISH
+    (relative) with F's own values at x (5-9 more passes measured: the point then depends on (25) alone, not on
+    the path's iterates, so it is the same in memory and on chunks). Returns ``(x, λ, info)``, info
     with ``status`` ("centred", or "max_iter": the last iterate), ``iterations``, ``passes`` (F's models
     included), ``tau`` and ``max_G``, the largest G_i at the end (an upper bound of g_i(x): x is strictly feasible
     for (25) when it is < 0). BLAS runs on one thread (the model-space products are small)."""
@@ -179,17 +183,27 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER):
     a, S, c = np.asarray(anchor, dtype=float), np.asarray(S, dtype=float), np.asarray(c, dtype=float)
     with threadpool_limits(limits=1):
         objective = NewtonModels(source.objective)
-        x, lam = a.copy(), np.ones(source.m)
-        model = objective(x, np.inf)
-        tau, end = TAU_START * (1.0 + abs(model[0])), TAU_END * (1.0 + abs(model[0]))
+        model = objective(a, np.inf)
+        scale = 1.0 + abs(model[0])
+        end, tight = TAU_END * scale, POLISH * scale if exact else np.inf
+        if start is None:
+            x, lam, tau = a.copy(), np.ones(source.m), TAU_START * scale
+        else:
+            x, lam, tau = np.array(start[0], dtype=float), np.array(start[1], dtype=float), float(start[2])
+            model = objective(x, np.inf)                        # re-centred at x
         here = _Pass(source, model, x, lam, tau, a, S, c, mu)
         passes, status, it = 1, "max_iter", 0
         for it in range(1, max_iter + 1):
             dx, dl, decrement = here.newton()
-            if decrement <= CENTRED * np.sqrt(tau):
-                if tau <= end:
+            if decrement <= CENTRED * np.sqrt(tau) and tau <= end and here.residual() <= tight:
+                if not exact or objective.exact_at(x):
                     status = "centred"
                     break
+                objective.centre(x, here.residual())            # F's own values at x, then Newton again
+                here = _Pass(source, objective.known_at(x), x, lam, tau, a, S, c, mu)
+                passes += 1
+                continue
+            if decrement <= CENTRED * np.sqrt(tau) and tau > end:
                 new_tau = max(SIGMA * tau, end)
                 dx, dl, _ = here.newton(new_tau - tau)
             else:
@@ -202,6 +216,10 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER):
                 if new_tau < tau or trial.residual() < here.residual():
                     break
                 step *= 0.5
+            else:
+                if tau <= end and decrement <= CENTRED * np.sqrt(tau):     # centred; rounding stops the residual
+                    status = "centred"
+                    break
             x, lam, tau, here = x_new, lam_new, new_tau, trial
     return x, lam, {"status": status, "iterations": it, "passes": passes + objective.count, "tau": tau,
                     "max_G": float(np.max(here.G, initial=-np.inf))}
@@ -220,8 +238,8 @@ def within_share(source, guard=None):
 
 
 def centre_of(source, anchor, S, c, mu: float):
-    """(x_c, the working set's radius there, the path's info with ``lam`` = λ_c): the end of :func:`follow_path` and
-    RADIUS x τ / max(1, max_i λ_i)."""
+    """(x_c, the working set's radius there, the path's info with ``lam`` = λ_c): the end of :func:`follow_path`
+    and RADIUS x τ / max(1, max_i λ_i)."""
     x_c, lam_c, path = follow_path(source, anchor, S, c, mu)
     return x_c, RADIUS * path["tau"] / max(1.0, float(np.max(lam_c))), {**path, "lam": lam_c}
 
@@ -248,25 +266,31 @@ def solve_from_centre(source, anchor, S, c, mu: float, *, tol: float = 1e-10, ma
         x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
                                                  guard=within_share(source, guard) if accept else guard, centre=x_c)
     except WideWorkingSet as wide:
-        return central_step(source, anchor, x_c, path, wide.rows)
+        return central_step(source, anchor, S, c, mu, x_c, path, wide.rows)
     return x, lam, u, {**info, "passes": info["passes"] + path["passes"] + len(source.parts),
                        "centring_passes": path["passes"], "centring_status": path["status"],
                        "hinge_change": change_from(source, anchor, x)}
 
 
-def central_step(source, anchor, x_c, path, rows: int = 0):
+def central_step(source, anchor, S, c, mu: float, x_c, path, rows: int = 0):
     """The central point x_c of (25) as an inexact step, for a tie: the hinges at their kink at the minimizer itself
     (IDCA's first step from w = 0 moves the thresholds and the intercept alone, so every score is equal and one
     family of hinges sits at its kink on every row; an exact working set holds them all). x_c is strictly feasible
     for (25), so for the DC program, and on the weighted central path at τ its objective is within the duality gap
     of the path, 3 m τ (τ per constraint and τ / n_i per hinge multiplier), of the minimum. It certifies nothing:
     ``info["status"]`` is "central", ``u`` is None, and the caller must not stop on it. ``rows``: those the working
-    set at x_c gathered before it grew past SHARE."""
-    return x_c, path["lam"], None, {
-        "status": "central", "iterations": path["iterations"], "gap": 3.0 * source.m * path["tau"],
-        "max_g": path["max_G"], "rounds": 0, "working_set": 0.0, "working_set_pairs": 0, "working_set_rows": rows,
-        "passes": path["passes"] + len(source.parts), "centring_passes": path["passes"],
-        "centring_status": path["status"], "hinge_change": change_from(source, anchor, x_c)}
+    set at x_c gathered before it grew past SHARE. The path's end is first made the central point itself
+    (``exact`` of :func:`follow_path`): the step then depends on (25) alone, so it is the same in memory and on
+    chunks, and so is the rest of the run."""
+    x, lam, polish = follow_path(source, anchor, S, c, mu, exact=True, start=(x_c, path["lam"], path["tau"]))
+    if polish["status"] != "centred" or polish["max_G"] >= 0:
+        x, lam, polish = x_c, path["lam"], {**path, "passes": 0}
+    passes = path["passes"] + polish["passes"]
+    return x, lam, None, {
+        "status": "central", "iterations": path["iterations"] + polish["iterations"],
+        "gap": 3.0 * source.m * path["tau"], "max_g": polish["max_G"], "rounds": 0, "working_set": 0.0,
+        "working_set_pairs": 0, "working_set_rows": rows, "passes": passes + len(source.parts),
+        "centring_passes": passes, "centring_status": path["status"], "hinge_change": change_from(source, anchor, x)}
 
 
 def solve_hinge_subproblem(source, anchor, S, c, mu: float, radius, *, tol: float = 1e-10, max_iter: int = 100,
