@@ -332,12 +332,16 @@ class LinearModelLoss:
         if sparse.issparse(self.X):
             XtD = sparse.csr_matrix(self.X.multiply(d[:, None])).T
             H = np.asarray((XtD @ self.X).todense())
+            b = np.asarray(XtD.sum(axis=1)).ravel()
+        elif np.all(d >= 0):        # (D^1/2 X)' (D^1/2 X): BLAS's symmetric rank-k update, half the products
+            root = np.sqrt(d)
+            XtR = (self.X * root[:, None]).T
+            H, b = XtR @ XtR.T, XtR @ root
         else:
             XtD = (self.X * d[:, None]).T
-            H = XtD @ self.X
+            H, b = XtD @ self.X, XtD.sum(axis=1)
         if not self.intercept:
             return H
-        b = np.asarray(XtD.sum(axis=1)).ravel()
         return np.block([[H, b[:, None]], [b[None, :], np.array([[d.sum()]])]])
 
     def value(self, theta) -> float:
