@@ -619,10 +619,10 @@ class LagrangianOracle:
         sqrt(top eigenvalue of H^2 + K / b) that catches a row of rare columns. Measured on 3,000 Adult rows with
         all pairwise interactions under an AUC gap: 85 (the dense formula: 86), where the probes gave 43 and the
         run's w-iterates scattered until the constraint pieces were 0.13 to 0.45 at the iterates and 0.01 to 0.03
-        at their average, which held the multipliers at the bound (steps of half the probes' held). Only where a
-        piece is curved in w (:meth:`_affine_coupling`): there scattered iterates bias the pieces' average (Jensen);
-        affine pieces average out, and under Zafar et al.'s covariance bound the smaller step doubled the time on
-        Adult with interactions (8.9 s to 16.0 s)."""
+        at their average, which held the multipliers at the bound (a quarter of the probes' step held; half of it
+        scattered again after 30 epochs). Only where a piece is curved in w (:meth:`_affine_coupling`): there
+        scattered iterates bias the pieces' average (Jensen); affine pieces average out, and under Zafar et al.'s
+        covariance bound the smaller step doubled the time on Adult with interactions (8.9 s to 16.0 s)."""
         c = self.coords
         inverse = np.ones(self.shape[0]) if c.identity else c.scale ** 2
         kernel = RowCurvature(c.to_theta(u), self.w.intercept, [ks for _, ks in self.by_expr.values()],
