@@ -9,10 +9,10 @@ from scipy import sparse
 import fairmodel as fm
 from fairmodel.errors import DataError
 from fairmodel.exact import budget
-from fairmodel.families.lagrangian import LagrangianOracle
+from fairmodel.families.lagrangian import LagrangianOracle, design_moment
 from fairmodel.families.piecewise import DeterministicLeaf, SampleLeaf, saddle_form
 from fairmodel.expressions.evaluate import evaluate
-from fairmodel.oracles.metric import Coordinates
+from fairmodel.oracles.metric import Coordinates, second_moment
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,9 @@ def test_a_covariance_bound_on_adult_with_interactions_certifies_with_defaults()
     assert data.is_sparse and data.n_features > budget.DENSE_PARAMETERS
     r = _declarations(data)["covariance"].solve(backend="stochastic", seed=0)
     assert r.ok, r.message
-    assert r.certificate["lower_bound"] <= r.objective <= r.certificate["lower_bound"] + r.certificate["lagrangian_gap"]
+    # up to rounding: the objective is evaluated on the tree, max_y Phi from the oracle's sums (equal when feasible)
+    assert r.certificate["lower_bound"] <= r.objective \
+        <= r.certificate["lower_bound"] + r.certificate["lagrangian_gap"] + 1e-12
 
 
 def test_a_failing_checkpoint_stops_its_inner_minimum_early_and_keeps_a_lower_bound(pair):
@@ -192,3 +194,72 @@ def test_a_failing_checkpoint_stops_its_inner_minimum_early_and_keeps_a_lower_bo
     early, _ = oracle.lower_bound(ys, theta, slack=1e-10, upper=sup, decided=1e-3 * (sup - full))
     assert early <= full + 1e-9 and sup - early <= 1.25 * (sup - full) + 1e-9
     assert len(calls) - n_full < n_full / 2
+
+
+def _auc_on_adult_with_interactions(rows=None):
+    data = fm.datasets.load_adult(sensitive="sex")
+    data = fm.datasets.with_interactions(data if rows is None else data.subsample(rows, seed=0))
+    assert data.is_sparse and data.n_features > budget.DENSE_PARAMETERS
+    return _declarations(data)["auc"]
+
+
+def test_the_diagonal_metric_has_the_curvature_of_the_sample_leaves(pair, monkeypatch):
+    """Beyond budget.DENSE_PARAMETERS the AUC pair risks are means of h^2 over their sets (sample leaves): the diagonal
+    metric is the second moment's diagonal plus each sample leaf's Hessian diagonal times its largest coefficient in
+    the saddle form (here from second differences of the leaves on the tree), so that the features of a small set
+    (a group's positives) are not under-weighted."""
+    data, _ = pair
+    monkeypatch.setattr(budget, "DENSE_PARAMETERS", 16)
+    prob = _declarations(data)["auc"]
+    w = prob.variables()[0]
+    form = saddle_form(prob.canonical, w)
+    weight = np.zeros(len(form.leaves))
+    for k, v in form.affine.coef.items():
+        weight[k] += abs(v)
+    for piece in [p for term in form.objective_terms for p in term] + list(form.constraint_pieces):
+        for k, v in piece.coef.items():
+            weight[k] = max(weight[k], abs(v))
+    sample = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, SampleLeaf)]
+    assert sample and all(weight[k] > 0 for k in sample)
+
+    def curvature(j, h=1e-3):            # sum_k weight_k d^2 leaf_k / d theta_j^2 at 0 (the leaves are quadratics)
+        def value(t):
+            theta = np.zeros(w.shape)
+            theta[j] = t
+            return sum(weight[k] * float(np.mean(np.asarray(evaluate(form.leaves[k].expr, {w: theta}), dtype=float)
+                                                 [form.leaves[k].rows])) for k in sample)
+        return (value(h) - 2.0 * value(0.0) + value(-h)) / h ** 2
+    P = design_moment(form, w)
+    S = second_moment(data, True, False)
+    assert P.shape == w.shape
+    for j in (0, 7, 23, w.shape[0] - 1):      # features and the intercept
+        assert P[j] == pytest.approx(S[j] + curvature(j), rel=1e-6)
+    assert np.all(P > 1.5 * S)
+
+
+def test_the_default_step_on_many_parameters_respects_the_rows_worst_direction():
+    """800 Adult rows with all pairwise interactions (1,173 columns, a diagonal metric) under an AUC gap: the default
+    step of w is within 5 % of 1 / (2 sqrt(top eigenvalue of H^2 + K / b)), the dense path's bound on the minibatch
+    gradients' mean-square Lipschitz constant (formed here at this size). The probes alone miss a row of rare
+    columns and gave a step 1.8x that."""
+    prob = _auc_on_adult_with_interactions(800)
+    family = prob.family
+    form = family.form()
+    oracle = LagrangianOracle(form, family.w, 1.0, coordinates=family.coordinates(form))
+    u0 = oracle.project(np.zeros(oracle.shape))
+    step_w, _ = oracle.default_steps(u0)
+    omega = np.abs(oracle.omega([np.full(m, 1.0 / m) for m in oracle.blocks]))   # the smallest weights it takes
+    H, K = oracle._curvature_moments(u0, omega)
+    assert step_w <= 1.05 * 0.5 / np.sqrt(np.linalg.eigvalsh(H @ H + K)[-1])
+
+
+@pytest.mark.slow
+def test_an_auc_gap_on_all_of_adult_with_interactions_certifies_with_defaults():
+    """All of Adult by sex with pairwise interactions (30,162 x 2,736, sparse) under an intra-group AUC gap <= 0.05:
+    the default stochastic run is ok by the judge's checks (about a minute; it stopped inaccurate before the
+    curvature of the AUC sets entered the diagonal metric and the default steps)."""
+    prob = _auc_on_adult_with_interactions()
+    r = prob.solve(backend="stochastic", seed=0)
+    assert r.ok, r.message
+    cert = r.certificate
+    assert cert["lower_bound"] <= r.objective <= cert["lower_bound"] + cert["lagrangian_gap"] + 1e-12

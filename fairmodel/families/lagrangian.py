@@ -33,10 +33,10 @@ from ..oracles.metric import Coordinates, second_moment
 from ..oracles.smoothing import STEPS as SMOOTHING
 from ..oracles.smoothing import minorant, smoothable, smoothed
 from ..data.dask_sampler import DEFAULT_BUFFER_BYTES
-from ..data.passes import CHUNKED_EPOCH_STEPS, epoch_steps, row_sums
+from ..data.passes import CHUNKED_EPOCH_STEPS, epoch_steps, row_parts, row_sums
 from ..errors import DataError, SolverError
 from ..stochastic.primal_dual import BLOCK_STEPS, MIN_INNER
-from .leaf_kernels import Cells, CurvatureMoments, LeafSums, compile_leaves
+from .leaf_kernels import Cells, CurvatureDiagonal, CurvatureMoments, LeafSums, RowCurvature, compile_leaves
 from .piecewise import DeterministicLeaf, SaddleForm, SampleLeaf
 
 # rows per inner step when the batch size is not given: batch_size = max(4, ceil(32 / cells)) per cell. Measured
@@ -57,7 +57,13 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
     the largest coefficient it has in the saddle form. For a loss of a linear score the Hessian of the mean is
     (1/n) sum_i l''_i z_i z_i', so P has its shape up to the curvature of the loss: features of any scale and
     nearly collinear columns no longer slow the steps down. Beyond budget.DENSE_PARAMETERS parameters P is the vector of the
-    diagonal of that matrix (S's diagonal by one pass over all rows), a Jacobi preconditioner in O(D) memory."""
+    diagonal of that matrix (S's diagonal by one pass over all rows), a Jacobi preconditioner in O(D) memory, plus
+    c_k times the diagonal of the Hessian at w = 0 of every sample leaf (:func:`_sample_curvature`, the same pass):
+    there the AUC atoms' pair risks are sample leaves (means of h^2 over their sets,
+    :func:`~fairmodel.families.piecewise._auc_blocks_by_samples`) instead of exact quadratics, and a set of a few
+    percent of the rows (Adult's women with a positive label) curves its features tens of times more than S says.
+    Measured on 3,000 Adult rows with all pairwise interactions under an AUC gap: the default steps' curvature in u
+    fell from 2,145 to 40 and the coupling of w and the multipliers from 50 to 4.7."""
     weight = np.zeros(len(form.leaves))
     for k, v in form.affine.coef.items():
         weight[k] += abs(v)
@@ -76,7 +82,31 @@ def design_moment(form: SaddleForm, w) -> np.ndarray | None:
             P += weight[k] * H
     if moments:
         P += sum(moments.values()) / len(moments)
+    if not full:
+        P += _sample_curvature(form, w, weight)
     return P if np.any(P) else None
+
+
+def _sample_curvature(form: SaddleForm, w, weight) -> np.ndarray | float:
+    """The diagonal of the Hessian at w = 0 of sum_k weight_k leaf_k over the sample leaves (one pass), where every
+    per-sample expression is compiled and twice differentiable (else 0: the second moment alone)."""
+    by_expr = _by_expression(form.leaves)
+    kernels = compile_leaves([e for e, _ in by_expr.values()], w)
+    if kernels is None or not all(f.twice_differentiable for f in kernels.forms):
+        return 0.0
+    ks = [ks for _, ks in by_expr.values()]
+    cells = Cells(form.leaves, ks, kernels.data.n_samples)
+    kernel = CurvatureDiagonal(np.zeros(w.shape), w.intercept, ks, cells.weights, len(form.leaves), weight)
+    return row_sums(kernels.data, kernel, cells.codes, *kernels.forms)
+
+
+def _by_expression(leaves) -> dict:
+    """The sample leaves by their per-sample expression: {id: (expression, [leaf indices])}, in leaf order."""
+    out = {}
+    for k, leaf in enumerate(leaves):
+        if isinstance(leaf, SampleLeaf):
+            out.setdefault(id(leaf.expr), (leaf.expr, []))[1].append(k)
+    return out
 
 
 @dataclass
@@ -250,9 +280,7 @@ class LagrangianOracle:
             leaf = leaves[k]
             inside = np.ones(C, dtype=bool) if leaf.rows is None else np.asarray(leaf.rows[first], dtype=bool)
             self.W_cell[k, inside] = self.cell_size[inside] / leaf.count
-        self.by_expr = {}
-        for k in self.sample:
-            self.by_expr.setdefault(id(leaves[k].expr), (leaves[k].expr, []))[1].append(k)
+        self.by_expr = _by_expression(leaves)
 
     @functools.cached_property
     def cell_rows(self) -> list:
@@ -446,7 +474,9 @@ class LagrangianOracle:
         differentiable and the parameters fit a D x D matrix, at least its value in the worst direction, from one
         pass: the square root of the top eigenvalue of H^2 + K / b, :meth:`_curvature_moments`, since probes of a
         few minibatches miss a rare row: on Adult's one-hot design, where a category of one row stretches the
-        metric, the probes gave a step 5x too large and the run oscillated 4e-3 above the optimum), with every
+        metric, the probes gave a step 5x too large and the run oscillated 4e-3 above the optimum; with more
+        parameters and a piece curved in w, K's value along every row's own direction, :meth:`_row_curvature`),
+        with every
         leaf at the largest weight it has at uniform y, at y0 and at the vertex of each simplex on its largest piece
         at w0 (a multiplier that concentrates on a curved constraint piece raises the curvature by up to the bound:
         measured at uniform y only, the steps of a bounded group loss on Communities were twice too large and the run
@@ -461,15 +491,16 @@ class LagrangianOracle:
         constants matter: the estimates' variance scales with them, not with the curvature of the mean
         (Alacaoglu and Malitsky 2022, Assumption 1).
 
-        With more than budget.DENSE_PARAMETERS parameters (a diagonal metric) and every piece affine in w
-        (:meth:`_affine_coupling`, e.g. Zafar et al.'s covariance bound) the split of the coupling bound is the
-        other way round: step_w = 1 / (2 L_ww) and step_y_b the largest with step_w step_y_b L_b^2 <= 1/4 (at
-        most the step of its spread). On Adult with all pairwise interactions (d = 2,736) under the covariance
-        bound, the split above left w a twentieth of its curvature's step and the run ended inaccurate at its cap
-        of 400 epochs (Lagrangian gap 1.8x its tolerance, the part of w 2e4 times the part of y at 20 epochs);
-        with this one the default run is ok in 17 s (a gap of 3.2e-4 after 30 epochs, against 9.4e-3). Under an
-        AUC gap (pieces quadratic in w, estimated from minibatch products of means) it was measured worse
-        (Lagrangian gap 0.2 against 2e-3 after 20 epochs): those keep the split above."""
+        With more than budget.DENSE_PARAMETERS parameters (a diagonal metric) the split of the coupling bound is
+        the other way round: step_w = 1 / (2 L_ww) and step_y_b the largest with step_w step_y_b L_b^2 <= 1/4 (at
+        most the step of its spread). On Adult with all pairwise interactions (d = 2,736) under Zafar et al.'s
+        covariance bound, the split above left w a twentieth of its curvature's step and the run ended inaccurate
+        at its cap of 400 epochs (Lagrangian gap 1.8x its tolerance, the part of w 2e4 times the part of y at 20
+        epochs); with this one the default run is ok in 17 s (a gap of 3.2e-4 after 30 epochs, against 9.4e-3).
+        Under an AUC gap the split above drifts from restart to restart: the constraint pieces near 0 take the
+        spread's floor, step_y_b grows to 160 and step_w falls to 6e-7, and w stops moving with the Lagrangian gap
+        almost all its part (3,000 Adult rows with interactions: 12x its tolerance, the part of w 7.7e-3 against
+        4e-7 for y)."""
         rng = np.random.default_rng(0)
         theta = self.project(np.zeros(self.shape) if w0 is None else np.asarray(w0, dtype=float))
         uniform = [np.full(m, 1.0 / m) for m in self.blocks]
@@ -486,13 +517,15 @@ class LagrangianOracle:
 
         def full_grad(t):
             return self._sample_pass(t, omega)[1] + self._exact(t, omega)[1]
-        worst, moments = 0.0, self.kernels is not None and all(f.twice_differentiable for f in self.kernels.forms) \
-            and self.shape[0] <= budget.DENSE_PARAMETERS
+        twice = self.kernels is not None and all(f.twice_differentiable for f in self.kernels.forms)
+        worst, moments = 0.0, twice and self.shape[0] <= budget.DENSE_PARAMETERS
         if moments:
             # the minibatch Hessians' mean-square norm in their worst direction, from one pass: sampled probes
             # miss it when it lies along a rare row (a one-hot category of a few rows); it only ever lowers the step
             H_u, K_u = self._curvature_moments(theta, omega)
             worst = float(np.sqrt(max(np.linalg.eigvalsh(H_u @ H_u + K_u)[-1], 0.0)))
+        elif twice and not self._affine_coupling():
+            worst = self._row_curvature(theta, omega)
         if moments and self.epoch_steps is not None:
             # chunked data (a pass reads every chunk): the top eigenpair of the Hessian of that pass, instead of the
             # power iteration's passes (which estimates the same eigenvalue from below)
@@ -539,21 +572,15 @@ class LagrangianOracle:
         # near 0 at a restart point do not make it unbounded), then w the largest within the coupling bounds
         floor = 1e-2 * self.objective_scale(snap.leaves)
         step_y = [0.5 / max(s, floor) if max(s, floor) > 0 else 0.5 for s in spreads]
-        if self.shape[0] > budget.DENSE_PARAMETERS and np.isfinite(step_w) and self._affine_coupling():
-            # many parameters (a diagonal metric) and pieces affine in w: w keeps the step of its curvature and
-            # every simplex takes what the coupling leaves (see the docstring)
+        if self.shape[0] > budget.DENSE_PARAMETERS and np.isfinite(step_w):
+            # many parameters (a diagonal metric): w keeps the step of its curvature and every simplex takes what
+            # the coupling leaves (see the docstring)
             step_y = [min(g, 0.25 / (step_w * c ** 2)) if c > 0 else g for g, c in zip(step_y, couplings)]
         for g, c in zip(step_y, couplings):
             if c > 0:
                 step_w = min(step_w, 0.25 / (g * c ** 2))
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
         return step_w, step_y
-
-    def _affine_coupling(self) -> bool:
-        """Whether every piece of every block (each max's pieces, the constraints) is affine in w: sample leaves
-        of affine per-sample expressions only (a bilinear coupling, whose curvature in w is the same at every y)."""
-        used = np.flatnonzero(np.any(np.vstack(self.M) != 0, axis=0)) if self.M else []
-        return all(k in self.sample and self.form.leaves[k].expr.is_affine() for k in used)
 
     def _curvature_moments(self, u, omega) -> tuple[np.ndarray, np.ndarray]:
         """(H_u, K_u) at u, in u: the Hessian of w -> sum_k omega_k leaf_k (the sample leaves' X' D X from one pass,
@@ -578,6 +605,31 @@ class LagrangianOracle:
             A_u = c.gradient_to_u(c.gradient_to_u(A).T)
             return (A_u + A_u.T) / 2
         return to_u(H), to_u(K) / self.b
+
+    def _affine_coupling(self) -> bool:
+        """Whether every piece of every block (each max's pieces, the constraints) is affine in w: sample leaves
+        of affine per-sample expressions only (a bilinear coupling, whose curvature in w is the same at every y)."""
+        used = np.flatnonzero(np.any(np.vstack(self.M) != 0, axis=0)) if self.M else []
+        return all(k in self.sample and self.form.leaves[k].expr.is_affine() for k in used)
+
+    def _row_curvature(self, u, omega) -> float:
+        """Without a D x D matrix (a diagonal metric): the largest over the rows of the mean-square Lipschitz
+        constant of the minibatch gradient along the row's own direction in u, sqrt(n_i c_i^2 (z_i' P^-1 z_i)^2 / b)
+        (:class:`~fairmodel.families.leaf_kernels.RowCurvature`, one pass), a lower bound on the dense path's
+        sqrt(top eigenvalue of H^2 + K / b) that catches a row of rare columns. Measured on 3,000 Adult rows with
+        all pairwise interactions under an AUC gap: 85 (the dense formula: 86), where the probes gave 43 and the
+        run's w-iterates scattered until the constraint pieces were 0.13 to 0.45 at the iterates and 0.01 to 0.03
+        at their average, which held the multipliers at the bound (a quarter of the probes' step held; half of it
+        scattered again after 30 epochs). Only where a piece is curved in w (:meth:`_affine_coupling`): there
+        scattered iterates bias the pieces' average (Jensen); affine pieces average out, and under Zafar et al.'s
+        covariance bound the smaller step doubled the time on Adult with interactions (8.9 s to 16.0 s)."""
+        c = self.coords
+        inverse = np.ones(self.shape[0]) if c.identity else c.scale ** 2
+        kernel = RowCurvature(c.to_theta(u), self.w.intercept, [ks for _, ks in self.by_expr.values()],
+                              self.cells.weights, len(self.form.leaves), omega, inverse)
+        parts = row_parts(self.kernels.data, kernel, self.cells.codes, self.cell_size[self.cell_of_row],
+                          *self.kernels.forms)
+        return math.sqrt(max(parts, default=0.0) / self.b)
 
     def _minibatch_passes(self, u, omega, batches):
         """:meth:`_sample_pass` on each of the minibatches ``batches`` (one per row): sample-leaf estimates

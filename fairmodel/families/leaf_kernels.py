@@ -236,14 +236,50 @@ class CurvatureMoments(LeafSums):
         self.inverse_metric = inverse_metric
 
     def __call__(self, batch, codes, sizes, *forms):
+        model, c = self.row_curvatures(batch, codes, forms)
+        return model.curvature(c), model.curvature(sizes * c * c * _quadratic_forms(batch.X, self.inverse_metric,
+                                                                                      self.intercept))
+
+    def row_curvatures(self, batch, codes, forms):
+        """(the chunk's design, c): the coefficient c_i of every row in the Hessian sum_i c_i z_i z_i'."""
         model = LinearModelLoss(Squared, batch.X, None, self.intercept, np.ones(batch.X.shape[0]),
                                 drop_zero_weights=False)
         z = model.scores(self.theta)
         c = np.zeros(z.shape)
         for ks, A, form in zip(self.ks, self.weights, forms):
             c += form.jet(z)[2] * (self.omega[ks] @ A)[codes]
-        return model.curvature(c), model.curvature(sizes * c * c * _quadratic_forms(batch.X, self.inverse_metric,
-                                                                                      self.intercept))
+        return model, c
+
+
+class CurvatureDiagonal(CurvatureMoments):
+    """One chunk's part of the diagonal of the Hessian H of :class:`CurvatureMoments` (sum_i c_i z_i * z_i
+    entrywise): O(nnz) without a D x D matrix."""
+
+    def __init__(self, theta, intercept: bool, ks: list, weights: list, n_leaves: int, omega):
+        super().__init__(theta, intercept, ks, weights, n_leaves, omega, None)
+
+    def __call__(self, batch, codes, *forms):
+        c = self.row_curvatures(batch, codes, forms)[1]
+        diagonal = np.asarray(_squares(batch.X).T @ c).ravel()
+        return np.append(diagonal, c.sum()) if self.intercept else diagonal
+
+
+class RowCurvature(CurvatureMoments):
+    """The largest n_i c_i^2 (z_i' P z_i)^2 over a chunk's rows (P the diagonal of ``inverse_metric``, a vector): the
+    row's own term of K's quadratic form along its direction P^{1/2} z_i (unit) in the metric's coordinates, at most
+    that form, so that its largest over the rows bounds the top eigenvalue of K from below with O(nnz) work and no
+    D x D matrix."""
+
+    def __call__(self, batch, codes, sizes, *forms):
+        c = self.row_curvatures(batch, codes, forms)[1]
+        P, d = self.inverse_metric, batch.X.shape[1]
+        q = np.asarray(_squares(batch.X) @ P[:d]).ravel() + (P[d] if self.intercept else 0.0)
+        return float(np.max(sizes * (c * q) ** 2)) if c.size else 0.0
+
+
+def _squares(X):
+    """X * X entrywise (dense or scipy.sparse)."""
+    return X.multiply(X) if sparse.issparse(X) else X * X
 
 
 QUADRATIC_ROWS = 4096    # rows of X P formed at once by _quadratic_forms (a dense block even for a sparse X)
