@@ -38,6 +38,10 @@ the misclassified hinges and solves again), radius :data:`RADIUS` x τ / max(1, 
 5,000 rows) and random programs at IDCA anchors 0-6: 13-19 passes to the centre, then 2-3 scans with 0.5-3.4 % of
 the hinges in the working set, where the anchor's working set held up to 100 %. The answer, its certificate and
 its accuracy are the working-set method's: the same minimizer of (25) as a solve of every hinge.
+
+A tie (:func:`central_step`): where many hinges sit at their kink at the minimizer itself (IDCA's first step from
+w = 0, every score equal), the working set at the centre holds them all too. Exact IDCA then takes the central point
+as its step instead: strictly feasible, within the path's duality gap of the minimizer, never a stopping point.
 """
 from __future__ import annotations
 
