@@ -9,7 +9,7 @@ from scipy import sparse
 import fairmodel as fm
 from fairmodel.errors import DataError
 from fairmodel.exact import budget
-from fairmodel.families.lagrangian import LagrangianOracle, design_moment
+from fairmodel.families.lagrangian import LagrangianOracle, design_moment, leaf_weights
 from fairmodel.families.piecewise import DeterministicLeaf, SampleLeaf, saddle_form
 from fairmodel.expressions.evaluate import evaluate
 from fairmodel.oracles.metric import Coordinates, second_moment
@@ -213,12 +213,7 @@ def test_the_diagonal_metric_has_the_curvature_of_the_sample_leaves(pair, monkey
     prob = _declarations(data)["auc"]
     w = prob.variables()[0]
     form = saddle_form(prob.canonical, w)
-    weight = np.zeros(len(form.leaves))
-    for k, v in form.affine.coef.items():
-        weight[k] += abs(v)
-    for piece in [p for term in form.objective_terms for p in term] + list(form.constraint_pieces):
-        for k, v in piece.coef.items():
-            weight[k] = max(weight[k], abs(v))
+    weight = leaf_weights(form)
     sample = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, SampleLeaf)]
     assert sample and all(weight[k] > 0 for k in sample)
 
