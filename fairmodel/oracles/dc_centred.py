@@ -175,26 +175,28 @@ def _fraction_to_boundary(lam, dl) -> float:
 def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER, exact: bool = False, start=None):
     """The path-following phase (module docstring) for (25) at ``anchor`` (linearization ``S`` (m, D), ``c`` (m,),
     proximal weight ``mu`` > 0) on a :class:`~fairmodel.oracles.dc_working_set.HingeSource`: from (a, λ = 1) at
-    τ = TAU_START to the central point at τ = TAU_END (relative to 1 + |F(a)|), or from ``start`` = (x, λ, τ).
+    τ = TAU_START to the central point at τ = TAU_END (relative to 1 + |F(a)|), or from ``start`` = (x, λ, τ,
+    1 + |F(a)|) (the end of an earlier call: its info's ``scale``).
     ``exact``: the central point itself, Newton's method continued at TAU_END until the residual is at most POLISH
     (relative) with F's own values at x (5-9 more passes measured: the point then depends on (25) alone, not on
     the path's iterates, so it is the same in memory and on chunks). Returns ``(x, λ, info)``, info
     with ``status`` ("centred", or "max_iter": the last iterate), ``iterations``, ``passes`` (F's models
-    included), ``tau`` and ``max_G``, the largest G_i at the end (an upper bound of g_i(x): x is strictly feasible
+    included), ``tau``, ``scale`` and ``max_G``, the largest G_i at the end (an upper bound of g_i(x): x is strictly feasible
     for (25) when it is < 0). BLAS runs on one thread (the model-space products are small)."""
     if not mu > 0:
         raise ValueError("the path-following phase needs mu > 0 (strongly convex subproblem)")
     a, S, c = np.asarray(anchor, dtype=float), np.asarray(S, dtype=float), np.asarray(c, dtype=float)
     with threadpool_limits(limits=1):
         objective = NewtonModels(source.objective)
-        model = objective(a, np.inf)
-        scale = 1.0 + abs(model[0])
-        end, tight = TAU_END * scale, POLISH * scale if exact else np.inf
         if start is None:
+            model = objective(a, np.inf)
+            scale = 1.0 + abs(model[0])
             x, lam, tau = a.copy(), np.ones(source.m), TAU_START * scale
         else:
-            x, lam, tau = np.array(start[0], dtype=float), np.array(start[1], dtype=float), float(start[2])
-            model = objective(x, np.inf)                        # re-centred at x
+            x, lam, tau, scale = (np.array(start[0], dtype=float), np.array(start[1], dtype=float),
+                                  float(start[2]), float(start[3]))
+            model = objective(x, np.inf)
+        end, tight = TAU_END * scale, POLISH * scale if exact else np.inf
         here = _Pass(source, model, x, lam, tau, a, S, c, mu)
         passes, status, it = 1, "max_iter", 0
         for it in range(1, max_iter + 1):
@@ -226,7 +228,7 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER, exact
                     break
             x, lam, tau, here = x_new, lam_new, new_tau, trial
     return x, lam, {"status": status, "iterations": it, "passes": passes + objective.count, "tau": tau,
-                    "max_G": float(np.max(here.G, initial=-np.inf))}
+                    "scale": scale, "max_G": float(np.max(here.G, initial=-np.inf))}
 
 
 def within_share(source, guard=None):
@@ -286,13 +288,14 @@ def central_step(source, anchor, S, c, mu: float, x_c, path, rows: int = 0):
     set at x_c gathered before it grew past SHARE. The path's end is first made the central point itself
     (``exact`` of :func:`follow_path`): the step then depends on (25) alone, so it is the same in memory and on
     chunks, and so is the rest of the run."""
-    x, lam, polish = follow_path(source, anchor, S, c, mu, exact=True, start=(x_c, path["lam"], path["tau"]))
-    if polish["status"] != "centred" or polish["max_G"] >= 0:
-        x, lam, polish = x_c, path["lam"], {**path, "passes": 0}
-    passes = path["passes"] + polish["passes"]
+    x, lam, polish = follow_path(source, anchor, S, c, mu, exact=True,
+                                 start=(x_c, path["lam"], path["tau"], path["scale"]))
+    passes, max_G = path["passes"] + polish["passes"], polish["max_G"]
+    if polish["status"] != "centred" or max_G >= 0:          # the path's end, strictly feasible, as it was
+        x, lam, max_G = x_c, path["lam"], path["max_G"]
     return x, lam, None, {
         "status": "central", "iterations": path["iterations"] + polish["iterations"],
-        "gap": 3.0 * source.m * path["tau"], "max_g": polish["max_G"], "rounds": 0, "working_set": 0.0,
+        "gap": 3.0 * source.m * path["tau"], "max_g": max_G, "rounds": 0, "working_set": 0.0,
         "working_set_pairs": 0, "working_set_rows": rows, "passes": passes + len(source.parts),
         "centring_passes": passes, "centring_status": path["status"], "hinge_change": change_from(source, anchor, x)}
 
