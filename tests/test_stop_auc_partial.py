@@ -11,6 +11,7 @@ import pytest
 import fairmodel as fm
 from fairmodel.errors import SolverError
 from fairmodel.exact.auc import AUCPrograms
+from fairmodel.families.stopping import CertifiedStop
 from fairmodel.stochastic.idca import projected_decrease
 
 
@@ -206,3 +207,24 @@ def test_idca_with_ssg_stops_on_the_step(law):
     assert r.metrics["outer_iterations"] < 300                   # the old fixed budget
     again = law.solve("stochastic")
     np.testing.assert_array_equal(r.variables["w"], again.variables["w"])
+
+
+def test_idca_with_ssg_measures_its_work_in_ssg_iterations(law, monkeypatch):
+    """The fail-fast rule of IDCA + SSG sees what the run costs: the work of each checkpoint is the SSG iterations
+    run so far (an outer iteration's T_k is raised by the travel rule and by the boosts after a stalled check, up
+    to 16x), against a cap of the outer cap times the unraised T_k. Outer iterations as the unit would project a
+    boosted run's cost 16x too low."""
+    seen = []
+    check = CertifiedStop.check
+
+    def recording(self, variables, epoch=None, work=None):
+        seen.append((epoch, work, self.cap, self.unit))
+        return check(self, variables, epoch, work)
+    monkeypatch.setattr(CertifiedStop, "check", recording)
+    # checks only run where SSG's own step is within the step tolerance: a loose one checks on the schedule
+    monkeypatch.setattr(type(law.family), "step_tolerance", property(lambda self: 0.5))
+    r = law.solve("stochastic", outer=12, inner=40)
+    done = np.cumsum([h["inner_iterations"] for h in r.history[1:]])
+    assert seen, "no checkpoint ran"
+    for epoch, work, cap, unit in seen:
+        assert work == done[epoch] and unit == "SSG iterations" and cap == 12 * 40
