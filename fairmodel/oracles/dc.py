@@ -23,7 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError, UnsupportedProblemError
+from ..utilities.recent import Recent
 from .domains import project_ball
+
+RECENT = 4          # points at which f_0, the f_i and their linearization are kept (:class:`DCProgram`)
 
 
 class Layout:
@@ -133,9 +136,16 @@ class DCProgram:
         self.ranges = [range(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
         self.m = int(starts[-1])
         self.labels = [lab for b in blocks for lab in b.labels]
+        # f_0, the f_i and their linearization at the last few points (IDCA's record, its extrapolation, its next
+        # subproblem and the judge ask at the same iterates: a pass each on chunked rows); the blocks' bounds are
+        # part of the key (the true-rate continuation tightens them)
+        bounds = (lambda: [b.bound for b in self.blocks])
+        self.objective_value = Recent(self._objective_value, RECENT, lambda: [self.smooth is None])
+        self.values = Recent(self._values, RECENT, bounds)
+        self.linearize = Recent(self._linearize, RECENT, bounds)
 
     # -- objective ---------------------------------------------------------------------------------------
-    def objective_value(self, x) -> float:
+    def _objective_value(self, x) -> float:
         if self.smooth is not None:
             return float(self.smooth.value(x))
         return float(self.value_and_grad(self.objective, self.layout.assignment(x))[0])
@@ -165,10 +175,10 @@ class DCProgram:
         parts = [b.minus(x) for b in self.blocks]
         return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
 
-    def values(self, x) -> np.ndarray:
+    def _values(self, x) -> np.ndarray:
         return np.concatenate([b.values(x) for b in self.blocks])
 
-    def linearize(self, x):
+    def _linearize(self, x):
         """(values, slopes) of the affine minorants of every f_i- at x that IDCA linearizes with (eq. (26)): a
         subgradient, the hinges within a hair of their kink given slope 0 with their value's exact correction
         (:meth:`fairmodel.oracles.dc_hinges.HingeAverages.linearization`), so that the path does not depend on the

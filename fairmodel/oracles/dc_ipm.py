@@ -33,6 +33,7 @@ import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
 from ..errors import SolverError
+from ..utilities.recent import Recent
 from .ipm import step_to_boundary
 
 # starting point: cold (hinge slacks t = pos(y) + t, λ = lam, slack floor omega) or warm from the previous
@@ -130,7 +131,7 @@ class SmoothObjective:
 
     def __init__(self, D: int, losses=(), ridges=(), constant: float = 0.0):
         self.D, self.losses, self.ridges, self.constant = D, list(losses), list(ridges), float(constant)
-        self._recent: dict = {}
+        self._losses = Recent(self._read_losses, self.RECENT)
 
     def _ridge(self, v, f, g=None, H=None):
         for coef, sl, mask in self.ridges:
@@ -142,25 +143,16 @@ class SmoothObjective:
                 H[idx, idx] += 2.0 * coef
         return f
 
-    def _losses(self, v):
-        """The losses' sum at v: value, gradient, Hessian (one pass per loss), or no pass at one of the RECENT last
-        points: IDCA asks again at the same points (every working-set round of (25) starts at its anchor, and a
-        subproblem's answer, where F's model is centred last, is the next anchor: 25 of 232 centrings on Law School)."""
-        key = np.asarray(v, dtype=float).tobytes()
-        known = self._recent.pop(key, None)
-        if known is None:
-            f, g, H = self.constant, np.zeros(self.D), np.zeros((self.D, self.D))
-            for loss, sl in self.losses:
-                lv, lg, lh = loss.value_gradient_hessian(v[sl])
-                f += lv
-                g[sl] += lg
-                H[sl, sl] += lh
-            known = (f, g, H)
-        self._recent[key] = known                   # the most recently used last
-        if len(self._recent) > self.RECENT:
-            del self._recent[next(iter(self._recent))]
-        f, g, H = known
-        return f, g.copy(), H.copy()
+    def _read_losses(self, v):
+        """The losses' sum at v: value, gradient, Hessian (one pass per loss; kept at the RECENT last points, where
+        IDCA asks again: 25 of 232 centrings of F's model on Law School)."""
+        f, g, H = self.constant, np.zeros(self.D), np.zeros((self.D, self.D))
+        for loss, sl in self.losses:
+            lv, lg, lh = loss.value_gradient_hessian(v[sl])
+            f += lv
+            g[sl] += lg
+            H[sl, sl] += lh
+        return f, g, H
 
     def __call__(self, v):
         f, g, H = self._losses(v)

@@ -1,0 +1,33 @@
+"""Values of a pure function of a point kept at its last few points: an oracle that reads every row (a pass over
+chunked data) is not asked twice for the same point.
+
+IDCA asks again at points it has seen: every working-set round of its subproblem starts at the anchor, a
+subproblem's answer is the next anchor, and the run's record, its extrapolation and the judge evaluate f_0 and
+the constraints at the same iterates. Keys are the point's exact bytes, so a kept value is the value."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+
+class Recent:
+    """The values of ``fn(x)`` at the last ``size`` points asked (least recently used dropped first); each call
+    returns a copy, so callers may change what they get. ``state()``: what else ``fn`` depends on (an array, part
+    of the key), for an ``fn`` whose owner can change (a constraint's bound)."""
+
+    def __init__(self, fn, size: int, state=None):
+        self.fn, self.size, self.state = fn, int(size), state
+        self.kept: dict = {}
+
+    def __call__(self, x):
+        key = np.asarray(x, dtype=float).tobytes()
+        if self.state is not None:
+            key += np.asarray(self.state(), dtype=float).tobytes()
+        value = self.kept.pop(key, None)
+        if value is None:
+            value = self.fn(x)
+        self.kept[key] = value                       # the most recently used last
+        if len(self.kept) > self.size:
+            del self.kept[next(iter(self.kept))]
+        return copy.deepcopy(value)
