@@ -36,12 +36,14 @@ def test_the_program_reads_the_rows_once_per_point_and_bound():
     program = prob.family.program
     x = program.start() + 0.1
     start = passes_of(data)
-    values, f0, (lin, slopes) = program.values(x), program.objective_value(x), program.linearize(x)
+    values, f0, (at, slopes) = program.values(x), program.objective_value(x), program.linearize(x)
     read = passes_of(data) - start
     assert read >= 2
     np.testing.assert_array_equal(program.values(x), values)
     assert program.objective_value(x) == f0
-    np.testing.assert_array_equal(program.linearize(x)[1], slopes)
+    again = program.linearize(x)
+    np.testing.assert_array_equal(again[0], at)
+    np.testing.assert_array_equal(again[1], slopes)
     assert passes_of(data) - start == read
     block = program.blocks[0]
     block.set_bound(0.02)
