@@ -130,7 +130,9 @@ def test_the_judge_on_dask_gives_the_in_memory_numbers(arrays, kind):
 
 def test_replicated_rows_give_the_answer_of_the_original_rows(arrays):
     """Rows repeated three times and shuffled: every mean and rate of the program is unchanged, so exact IDCA returns
-    the answer of the original rows; the working set (hinges near a kink) grows with the rows."""
+    the answer of the original rows; a working set chosen at the anchor (the hinges near a kink there) grows
+    threefold. (One chosen at a point of the central path is not compared: where Newton's method stops on the path
+    depends on the rounding of the sums, and so does which hinges lie within the radius there.)"""
     X, y, g = (a[:400] for a in arrays)
     order = np.random.default_rng(5).permutation(3 * X.shape[0])
     rep = [np.concatenate([a] * 3)[order] for a in (X, y, g)]
@@ -139,9 +141,10 @@ def test_replicated_rows_give_the_answer_of_the_original_rows(arrays):
     assert big.ok and base.ok
     assert abs(big.objective - base.objective) <= 1e-6 * abs(base.objective)
     assert close(big.variables["w"], base.variables["w"])
-    ws_base = max(h["working_set_pairs"] for h in base.history[1:])
-    ws_big = max(h["working_set_pairs"] for h in big.history[1:])
-    assert ws_big == 3 * ws_base
+    at_anchor = [(a["working_set_pairs"], b["working_set_pairs"]) for a, b in zip(base.history[1:], big.history[1:])
+                 if a["centring_passes"] == b["centring_passes"] == 0]
+    assert len(at_anchor) >= 5 and max(a for a, _ in at_anchor) > 0
+    assert all(b == 3 * a for a, b in at_anchor)
 
 
 def test_the_client_gathers_only_working_set_rows(arrays, monkeypatch):
