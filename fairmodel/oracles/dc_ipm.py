@@ -131,7 +131,7 @@ class SmoothObjective:
 
     def __init__(self, D: int, losses=(), ridges=(), constant: float = 0.0):
         self.D, self.losses, self.ridges, self.constant = D, list(losses), list(ridges), float(constant)
-        self._losses = Recent(self._read_losses, self.RECENT)
+        self._kept = Recent(size=self.RECENT)
 
     def _ridge(self, v, f, g=None, H=None):
         for coef, sl, mask in self.ridges:
@@ -143,16 +143,25 @@ class SmoothObjective:
                 H[idx, idx] += 2.0 * coef
         return f
 
-    def _read_losses(self, v):
-        """The losses' sum at v: value, gradient, Hessian (one pass per loss; kept at the RECENT last points, where
-        IDCA asks again: 25 of 232 centrings of F's model on Law School)."""
-        f, g, H = self.constant, np.zeros(self.D), np.zeros((self.D, self.D))
+    def _read(self, v, hessian: bool):
+        """The losses' sum at v: value, gradient and (``hessian``) Hessian, else None; one pass per loss."""
+        f, g = self.constant, np.zeros(self.D)
+        H = np.zeros((self.D, self.D)) if hessian else None
         for loss, sl in self.losses:
-            lv, lg, lh = loss.value_gradient_hessian(v[sl])
+            if hessian:
+                lv, lg, lh = loss.value_gradient_hessian(v[sl])
+                H[sl, sl] += lh
+            else:
+                lv, lg = loss.value_and_gradient(v[sl])
             f += lv
             g[sl] += lg
-            H[sl, sl] += lh
         return f, g, H
+
+    def _losses(self, v, hessian: bool = True):
+        """:meth:`_read`, kept at the RECENT last points, where IDCA asks again (every working-set round of (25)
+        starts at the anchor; the answer, where F's model is centred last, is next recorded and linearized as the
+        next anchor): no pass there."""
+        return self._kept(v, lambda p: self._read(p, hessian), enough=lambda kept: kept[2] is not None or not hessian)
 
     def __call__(self, v):
         f, g, H = self._losses(v)
@@ -165,14 +174,10 @@ class SmoothObjective:
         return QuadraticModel(self, np.asarray(point, dtype=float).copy(), f, g, H)
 
     def value(self, v) -> float:
-        return self._ridge(v, self.constant + sum(float(loss.value(v[sl])) for loss, sl in self.losses))
+        return self.value_and_grad(v)[0]
 
     def value_and_grad(self, v):
-        f, g = self.constant, np.zeros(self.D)
-        for loss, sl in self.losses:
-            lv, lg = loss.value_and_gradient(v[sl])
-            f += lv
-            g[sl] += lg
+        f, g, _ = self._losses(v, hessian=False)
         return self._ridge(v, f, g), g
 
     def curvature_bound(self) -> np.ndarray:
@@ -185,11 +190,7 @@ class SmoothObjective:
     def majorant(self, anchor, L) -> "QuadraticModel":
         """The quadratic majorant of F at ``anchor`` with curvature ``L`` (one pass for the losses' value and
         gradient at the anchor)."""
-        f, g = self.constant, np.zeros(self.D)
-        for loss, sl in self.losses:
-            lv, lg = loss.value_and_gradient(anchor[sl])
-            f += lv
-            g[sl] += lg
+        f, g, _ = self._losses(anchor, hessian=False)
         return QuadraticModel(self, np.asarray(anchor, dtype=float).copy(), f, g, L)
 
 
