@@ -565,6 +565,16 @@ MUTATIONS = [
       "self.n_each = np.full(self.cell.size, self.sizes.sum())",
       ("tests/test_partial_model.py", "tests/test_partial_family.py"),
       "partial fairness: a group's hinge average divided by $n$ instead of $n_k$"),
+    M("dc-kept-values-stale-bound", "fairmodel/oracles/dc.py",
+      "self.values = Recent(self._values, RECENT, bounds)",
+      "self.values = Recent(self._values, RECENT)",
+      ("tests/test_recent_values.py",),
+      "the DC program's constraint values kept across a change of a constraint's bound"),
+    M("ipm-newton-model-kept-without-hessian", "fairmodel/oracles/dc_ipm.py",
+      "enough=lambda kept: kept[2] is not None or not hessian",
+      "enough=lambda kept: True",
+      ("tests/test_partial_ipm.py",),
+      "F's Newton model built from a kept value and gradient without its Hessian"),
 ]
 
 
