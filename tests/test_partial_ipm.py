@@ -200,7 +200,7 @@ def test_f_is_read_once_at_a_point_and_the_certificate_at_an_answer_reads_no_row
     forced = duality_gap(hinge, x, lam, u, x0, S, c, MU, at_x=F(x), newton_tol=0.0, max_newton=3)
     assert passes_of(data) > before
     assert abs(cert["dual_bound"] - forced["dual_bound"]) <= 1e-12 * max(1.0, abs(forced["primal"]))
-    for k in range(F.RECENT):                         # as many other points push x out
+    for k in range(F._kept.size):                     # as many other points push x out
         F(x + (k + 1) * 1e-3)
     before = passes_of(data)
     F(x)

@@ -127,11 +127,12 @@ class SmoothObjective:
     Hessian from :class:`fairmodel.oracles.losses.LinearModelLoss`, or by passes over a data source's rows from
     :class:`fairmodel.oracles.losses.LossSums`) and ridge terms, in the flat variable v."""
 
-    RECENT = 8      # the losses' (value, gradient, Hessian) kept at this many recent points
+    RECENT = 8              # the losses' (value, gradient, Hessian) kept at this many recent points, ...
+    KEPT_BYTES = 2 ** 27    # ... fewer (at least 2) where their Hessians would take more than 128 MiB
 
     def __init__(self, D: int, losses=(), ridges=(), constant: float = 0.0):
         self.D, self.losses, self.ridges, self.constant = D, list(losses), list(ridges), float(constant)
-        self._kept = Recent(size=self.RECENT)
+        self._kept = Recent(size=max(2, min(self.RECENT, self.KEPT_BYTES // (8 * D * D + 1))))
 
     def _ridge(self, v, f, g=None, H=None):
         for coef, sl, mask in self.ridges:
