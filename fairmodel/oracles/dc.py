@@ -26,7 +26,7 @@ from ..errors import ModelError, UnsupportedProblemError
 from ..utilities.recent import Recent
 from .domains import project_ball
 
-RECENT = 4          # points at which f_0, the f_i and their linearization are kept (:class:`DCProgram`)
+RECENT = 4          # points at which the f_i and their linearization are kept (:class:`DCProgram`)
 
 
 class Layout:
@@ -136,16 +136,15 @@ class DCProgram:
         self.ranges = [range(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
         self.m = int(starts[-1])
         self.labels = [lab for b in blocks for lab in b.labels]
-        # f_0, the f_i and their linearization at the last few points (IDCA's record, its extrapolation, its next
-        # subproblem and the judge ask at the same iterates: a pass each on chunked rows); the blocks' bounds are
-        # part of the key (the true-rate continuation tightens them)
+        # the f_i and their linearization at the last few points (IDCA's record, its extrapolation, its next
+        # subproblem and the judge ask at the same iterates: a pass each on chunked rows; f_0 by passes, ``smooth``,
+        # keeps its own); the blocks' bounds are part of the key (the true-rate continuation tightens them)
         bounds = (lambda: [b.bound for b in self.blocks])
-        self.objective_value = Recent(self._objective_value, RECENT, lambda: [self.smooth is None])
         self.values = Recent(self._values, RECENT, bounds)
         self.linearize = Recent(self._linearize, RECENT, bounds)
 
     # -- objective ---------------------------------------------------------------------------------------
-    def _objective_value(self, x) -> float:
+    def objective_value(self, x) -> float:
         if self.smooth is not None:
             return float(self.smooth.value(x))
         return float(self.value_and_grad(self.objective, self.layout.assignment(x))[0])
