@@ -21,6 +21,7 @@ this (client) process.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -68,6 +69,7 @@ DATASETS = {"lawschool": (fm.datasets.load_lawschool, "The bundled Law School ro
             "synthetic": (synthetic, "Synthetic rows (four groups of shares 70 / 20 / 7 / 3 %, two binary "
                                      "features)", "x0")}
 DATASET = "lawschool"      # set by --dataset
+VERBOSE = False            # set by --verbose
 
 
 def original():
@@ -234,10 +236,11 @@ def relative(a, b) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
-def run_case(name, data, points, reference, client) -> dict:
+def run_case(name, data, points, reference, client, keep=None) -> dict:
     """Solve ``name`` exactly on the original in-memory rows and on the chunked ``data`` (``points``: the chunked
     unlabeled points of DP post-processing), compare the answers, cross-check on the chunked data; passes, gathers,
-    times and the workers' peak memory."""
+    times and the workers' peak memory. ``keep``: a directory where each exact result is saved (``Result.save``) with
+    its measures, and from which a later run loads it instead of solving again (a long run in two processes)."""
     build = CASES[name]
     row = {"case": name}
     if name in ESTIMATORS:
@@ -267,10 +270,20 @@ def run_case(name, data, points, reference, client) -> dict:
         (ref_prob, ref_kwargs), (prob, kwargs) = (build(reference), {}), (build(data), {})
     ref = ref_prob.solve(backend="exact", **ref_kwargs)
     row["in-memory exact (s)"] = time.perf_counter() - start
+    kept = None if keep is None else keep / f"{DATASET}-{name}-{source.n_samples}"
     with Memory(client) as memory:
-        p0, start = passes_of(source), time.perf_counter()
-        exact = prob.solve(backend="exact", **kwargs)
-        row["exact passes"], row["exact (s)"] = passes_of(source) - p0, time.perf_counter() - start
+        if kept is not None and kept.with_suffix(".row.json").exists():     # an exact solve of an earlier run
+            exact = fm.load_result(kept, problem=prob)
+            row.update(json.loads(kept.with_suffix(".row.json").read_text()))
+        else:
+            p0, start = passes_of(source), time.perf_counter()
+            exact = prob.solve(backend="exact", **kwargs)
+            row["exact passes"], row["exact (s)"] = passes_of(source) - p0, time.perf_counter() - start
+            row["exact worker peaks (MiB)"], row["exact client peak (MiB)"] = memory.workers_mib(), memory.client_mib()
+            if kept is not None:
+                exact.save(kept, overwrite=True)
+                kept.with_suffix(".row.json").write_text(json.dumps({k: v for k, v in row.items()
+                                                                     if k.startswith("exact")}))
         row["rel. diff objective"] = abs(exact.objective - ref.objective) / max(abs(ref.objective), 1e-300)
         if name in ON_POINTS:      # the duals are not unique: compare what they decide, the constraint values
             row["rel. diff weights"] = max(abs(exact.constraints[k]["value"] - c["value"]) for k, c in
@@ -279,7 +292,7 @@ def run_case(name, data, points, reference, client) -> dict:
             w = next(v.name for v in prob.variables())
             row["rel. diff weights"] = relative(exact.variables[w], ref.variables[w])
         p0, g0, start = passes_of(source), gathers_of(source), time.perf_counter()
-        report = fm.crosscheck(prob, seed=0, exact=exact, **kwargs)     # the stochastic solve, both judged, compared
+        report = fm.crosscheck(prob, seed=0, exact=exact, verbose=VERBOSE, **kwargs)     # the stochastic solve, both judged, compared
         row["stochastic passes"], row["stochastic (s)"] = passes_of(source) - p0, time.perf_counter() - start
         row["stochastic gathers"] = gathers_of(source) - g0
     row["ok"] = report.ok
@@ -291,7 +304,7 @@ def run_case(name, data, points, reference, client) -> dict:
 
 
 def main():
-    global DATASET
+    global DATASET, VERBOSE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", choices=list(DATASETS), default=DATASET, help="the data set replicated")
     ap.add_argument("--copies", type=int, help="copies of the data set's rows (default: enough for 2e7 rows)")
@@ -300,8 +313,14 @@ def main():
     ap.add_argument("--only", nargs="*", help="declarations to run (default: all)")
     ap.add_argument("--dir", help="where to write the Parquet files (default: a temporary directory)")
     ap.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    ap.add_argument("--keep-exact", help="a directory for the exact results: each one saved there, and loaded from "
+                                         "there (not solved again) by a later run on the same rows")
+    ap.add_argument("--verbose", action="store_true", help="the stochastic solves' progress lines")
     args = ap.parse_args()
-    DATASET = args.dataset
+    DATASET, VERBOSE = args.dataset, args.verbose
+    keep = Path(args.keep_exact) if args.keep_exact else None
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     reference = original()
     args.copies = args.copies or -(-ROWS // reference.n_samples)
     section = "past_memory" if DATASET == "lawschool" else f"past_memory_{DATASET}"
@@ -338,7 +357,7 @@ def main():
             load = os.getloadavg()[0]
             for name in names:
                 try:
-                    row = run_case(name, data, points, reference, client)
+                    row = run_case(name, data, points, reference, client, keep)
                 except Exception as exc:       # a declaration that cannot run is reported, not hidden
                     row = {"case": name, "ok": False, "failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 rows.append(row)
