@@ -236,11 +236,33 @@ def relative(a, b) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
-def run_case(name, data, points, reference, client, keep=None) -> dict:
+def kept_or_solved(path, side, prob, source, client, row, solve):
+    """The result of one backend: read from ``path`` (``Result.save``'s files) with the measures of the run that
+    solved it (into ``row``), or ``solve()`` now, measured (passes, gathers, seconds, peak memory), and saved at
+    ``path`` with its measures when ``path`` is given."""
+    measures = None if path is None else path.with_suffix(".row.json")
+    if measures is not None and measures.exists():
+        row.update(json.loads(measures.read_text()))
+        return fm.load_result(path, problem=prob)
+    with Memory(client) as memory:
+        p0, g0, start = passes_of(source), gathers_of(source), time.perf_counter()
+        result = solve()
+        row[f"{side} passes"], row[f"{side} (s)"] = passes_of(source) - p0, time.perf_counter() - start
+    row[f"{side} gathers"] = gathers_of(source) - g0
+    row[f"{side} worker peaks (MiB)"], row[f"{side} client peak (MiB)"] = memory.workers_mib(), memory.client_mib()
+    if measures is not None:
+        result.save(path, overwrite=True)
+        measures.write_text(json.dumps({k: v for k, v in row.items() if k.startswith(side)}))
+    return result
+
+
+def run_case(name, data, points, reference, client, keep=None, only=None) -> dict:
     """Solve ``name`` exactly on the original in-memory rows and on the chunked ``data`` (``points``: the chunked
     unlabeled points of DP post-processing), compare the answers, cross-check on the chunked data; passes, gathers,
-    times and the workers' peak memory. ``keep``: a directory where each exact result is saved (``Result.save``) with
-    its measures, and from which a later run loads it instead of solving again (a long run in two processes)."""
+    times and the workers' peak memory. ``keep``: a directory where each backend's result is saved (``Result.save``)
+    with its measures, and from which a later run reads it instead of solving again; ``only``: "exact" or
+    "stochastic" solves that backend alone (the two long solves of a large data set in two processes, then a run
+    that reads both and compares)."""
     build = CASES[name]
     row = {"case": name}
     if name in ESTIMATORS:
@@ -271,34 +293,33 @@ def run_case(name, data, points, reference, client, keep=None) -> dict:
     ref = ref_prob.solve(backend="exact", **ref_kwargs)
     row["in-memory exact (s)"] = time.perf_counter() - start
     kept = None if keep is None else keep / f"{DATASET}-{name}-{source.n_samples}"
+    exact = kept_or_solved(kept, "exact", prob, source, client, row, lambda: prob.solve(backend="exact", **kwargs))
+    row["rel. diff objective"] = abs(exact.objective - ref.objective) / max(abs(ref.objective), 1e-300)
+    if name in ON_POINTS:      # the duals are not unique: compare what they decide, the constraint values
+        row["rel. diff weights"] = max(abs(exact.constraints[k]["value"] - c["value"]) for k, c in
+                                       ref.constraints.items())
+    else:
+        w = next(v.name for v in prob.variables())
+        row["rel. diff weights"] = relative(exact.variables[w], ref.variables[w])
+    if only == "exact":
+        return row
+    stochastic = kept_or_solved(None if kept is None else kept.with_name(kept.name + "-stochastic"), "stochastic",
+                                prob, source, client, row,
+                                lambda: prob.solve(backend="stochastic", seed=0, verbose=VERBOSE, **kwargs))
+    if only == "stochastic":
+        return row
     with Memory(client) as memory:
-        if kept is not None and kept.with_suffix(".row.json").exists():     # an exact solve of an earlier run
-            exact = fm.load_result(kept, problem=prob)
-            row.update(json.loads(kept.with_suffix(".row.json").read_text()))
-        else:
-            p0, start = passes_of(source), time.perf_counter()
-            exact = prob.solve(backend="exact", **kwargs)
-            row["exact passes"], row["exact (s)"] = passes_of(source) - p0, time.perf_counter() - start
-            row["exact worker peaks (MiB)"], row["exact client peak (MiB)"] = memory.workers_mib(), memory.client_mib()
-            if kept is not None:
-                exact.save(kept, overwrite=True)
-                kept.with_suffix(".row.json").write_text(json.dumps({k: v for k, v in row.items()
-                                                                     if k.startswith("exact")}))
-        row["rel. diff objective"] = abs(exact.objective - ref.objective) / max(abs(ref.objective), 1e-300)
-        if name in ON_POINTS:      # the duals are not unique: compare what they decide, the constraint values
-            row["rel. diff weights"] = max(abs(exact.constraints[k]["value"] - c["value"]) for k, c in
-                                           ref.constraints.items())
-        else:
-            w = next(v.name for v in prob.variables())
-            row["rel. diff weights"] = relative(exact.variables[w], ref.variables[w])
-        p0, g0, start = passes_of(source), gathers_of(source), time.perf_counter()
-        report = fm.crosscheck(prob, seed=0, exact=exact, verbose=VERBOSE, **kwargs)     # the stochastic solve, both judged, compared
-        row["stochastic passes"], row["stochastic (s)"] = passes_of(source) - p0, time.perf_counter() - start
-        row["stochastic gathers"] = gathers_of(source) - g0
+        p0, start = passes_of(source), time.perf_counter()
+        report = fm.crosscheck(prob, exact=exact, stochastic=stochastic, **kwargs)    # both judged, compared
+        row["comparison passes"], row["comparison (s)"] = passes_of(source) - p0, time.perf_counter() - start
+    sampled = [p for p in (row["exact worker peaks (MiB)"], row["stochastic worker peaks (MiB)"],
+                           memory.workers_mib()) if p]          # a short comparison may have no sample
+    row["worker peaks (MiB)"] = [max(each) for each in zip(*sampled)]
+    row["client peak (MiB)"] = max(row["exact client peak (MiB)"], row["stochastic client peak (MiB)"],
+                                   memory.client_mib())
     row["ok"] = report.ok
     row["exact"] = f"{report.exact.status} ({report.exact.solver.get('name', '')})"
     row["stochastic"] = report.stochastic.status
-    row["worker peaks (MiB)"], row["client peak (MiB)"] = memory.workers_mib(), memory.client_mib()
     row["failed"] = "; ".join(f"{c.name} = {c.value:.3g} > {c.tolerance:.3g}" for c in report.failed())
     return row
 
@@ -311,14 +332,20 @@ def main():
     ap.add_argument("--file-rows", type=int, default=FILE_ROWS, help="rows per Parquet file (one chunk each)")
     ap.add_argument("--worker-memory", default="1GiB", help="memory limit of each of the 2 worker processes")
     ap.add_argument("--only", nargs="*", help="declarations to run (default: all)")
-    ap.add_argument("--dir", help="where to write the Parquet files (default: a temporary directory)")
+    ap.add_argument("--dir", help="where to write the Parquet files (default: a temporary directory); files already "
+                                  "there are read, not written again")
     ap.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
-    ap.add_argument("--keep-exact", help="a directory for the exact results: each one saved there, and loaded from "
-                                         "there (not solved again) by a later run on the same rows")
+    ap.add_argument("--keep", help="a directory for the results: each backend's result saved there with its "
+                                   "measures, and read from there (not solved again) by a later run on the same rows")
+    ap.add_argument("--only-backend", choices=("exact", "stochastic"),
+                    help="solve this backend alone and keep its results (needs --keep; no cross-check): the two "
+                         "long solves of a large data set in two processes, then a run that compares them")
     ap.add_argument("--verbose", action="store_true", help="the stochastic solves' progress lines")
     args = ap.parse_args()
     DATASET, VERBOSE = args.dataset, args.verbose
-    keep = Path(args.keep_exact) if args.keep_exact else None
+    keep = Path(args.keep) if args.keep else None
+    if args.only_backend and keep is None:
+        ap.error("--only-backend needs --keep (the directory its results are kept in)")
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     reference = original()
@@ -334,11 +361,19 @@ def main():
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="fairmodel-past-memory-"))
     try:
         start = time.perf_counter()
-        n = write_parquet(directory / "data", args.copies, args.file_rows)
+        written = sorted((directory / "data").glob("part-*.parquet"))
+        if args.dir and written:       # another run's files (perhaps being read now): never rewritten
+            import pyarrow.parquet as pq
+            n = sum(pq.ParquetFile(f).metadata.num_rows for f in written)
+            if n != reference.n_samples * args.copies:
+                ap.error(f"{directory / 'data'} holds {n:,} rows, not {args.copies} copies of the data set; give "
+                         f"another --dir")
+        else:
+            n = write_parquet(directory / "data", args.copies, args.file_rows)
         write_time = time.perf_counter() - start
         in_memory = n * (reference.n_features + 2) * 8
         limit = parse_bytes(args.worker_memory)
-        print(f"{n:,} rows written in {write_time:.0f} s; in memory the data would take {in_memory / 2 ** 30:.2f} GiB; "
+        print(f"{n:,} rows {'found' if args.dir and written else 'written'} in {write_time:.0f} s; in memory the data would take {in_memory / 2 ** 30:.2f} GiB; "
               f"worker memory limit {limit / 2 ** 30:.2f} GiB", flush=True)
         rows = []
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=limit,
@@ -357,7 +392,7 @@ def main():
             load = os.getloadavg()[0]
             for name in names:
                 try:
-                    row = run_case(name, data, points, reference, client, keep)
+                    row = run_case(name, data, points, reference, client, keep, args.only_backend)
                 except Exception as exc:       # a declaration that cannot run is reported, not hidden
                     row = {"case": name, "ok": False, "failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
                 rows.append(row)
@@ -374,18 +409,22 @@ def main():
 
 def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass_time, load, opened_mib) -> str:
     head = ["declaration", "cross-check", "exact method", "stochastic", "exact passes", "exact (s)",
-            "stochastic passes / gathers", "stochastic and comparison (s)",
+            "stochastic passes / gathers", "stochastic (s)", "comparison passes / s",
             "rel. diff objective / weights vs in memory", "worker peaks (MiB)", "client peak (MiB)", "what failed"]
+
+    def peak(row, key, missing):        # a run of one backend: that backend's peaks
+        return row.get(key) or row.get(f"stochastic {key}") or row.get(f"exact {key}", missing)
 
     def cell(row, key, fmt="{:.3g}"):
         return fmt.format(row[key]) if key in row else "-"
-    body = table(head, [[r["case"], "ok" if r.get("ok") else "NOT OK", r.get("exact", "-"), r.get("stochastic", "-"),
+    body = table(head, [[r["case"], {True: "ok", False: "NOT OK"}.get(r.get("ok"), "- (one backend run)"),
+                         r.get("exact", "-"), r.get("stochastic", "-"),
                          cell(r, "exact passes", "{}"), cell(r, "exact (s)"),
                          f"{cell(r, 'stochastic passes', '{}')} / {cell(r, 'stochastic gathers', '{}')}",
-                         cell(r, "stochastic (s)"),
+                         cell(r, "stochastic (s)"), f"{cell(r, 'comparison passes', '{}')} / {cell(r, 'comparison (s)')}",
                          f"{cell(r, 'rel. diff objective')} / {cell(r, 'rel. diff weights')}",
-                         ", ".join(f"{m:.0f}" for m in r.get("worker peaks (MiB)", [])),
-                         cell(r, "client peak (MiB)", "{:.0f}"), r.get("failed", "")[:200]]
+                         ", ".join(f"{m:.0f}" for m in peak(r, "worker peaks (MiB)", [])),
+                         "{:.0f}".format(peak(r, "client peak (MiB)", float("nan"))), r.get("failed", "")[:200]]
                         for r in rows])
     client_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     title = "" if DATASET == "lawschool" else f" on {DATASET} (`--dataset {DATASET}`)"

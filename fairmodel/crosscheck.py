@@ -138,14 +138,16 @@ def _fmt(v) -> str:
 
 
 def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_options: dict | None = None,
-               exact=None, **common) -> CrossCheckReport:
+               exact=None, stochastic=None, **common) -> CrossCheckReport:
     """Solve ``problem`` (a :class:`fairmodel.Problem` or a :class:`fairmodel.SaddleProblem`) with both backends and
     compare the judged results.
 
     ``exact_options`` / ``stochastic_options`` are keyword arguments for ``problem.solve`` on each path
     (``method``, ``solver``, and method options); ``common`` options (e.g. ``data=`` or ``verbose=``) go
     to both. ``exact``: a result of ``problem.solve(backend="exact")`` already computed (e.g. a long solve on large
-    data), compared instead of solving again. The checks and their tolerances come from the reduction that produced
+    data), compared instead of solving again; ``stochastic``: likewise a result of
+    ``problem.solve(backend="stochastic")`` (two long solves run in two processes, each result saved with
+    :meth:`~fairmodel.Result.save` and read back with :func:`~fairmodel.load_result`). The checks and their tolerances come from the reduction that produced
     the stochastic result (the problem's family, or the generic convex reduction when a method of it was asked
     for), each with its reason.
     """
@@ -154,19 +156,26 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
         if given is not None and not isinstance(given, dict):
             raise OptionError(f"{name} must be a dict of keyword options for problem.solve (e.g. {{'method': ...}}) "
                               f"or None; got {type(given).__name__}")
-    if exact is None:
-        exact = _solve_or_failed(problem, "exact", **{**common, **(exact_options or {})})
-    elif getattr(exact, "backend", None) != "exact" or exact_options:
-        raise OptionError("exact= takes a result of problem.solve(backend='exact') (then no exact_options); got "
-                          + (f"a {type(exact).__name__}" if getattr(exact, "backend", None) is None
-                             else f"a result of the {exact.backend!r} backend"))
-    stochastic = _solve_or_failed(problem, "stochastic", seed=seed, **{**common, **(stochastic_options or {})})
+    exact = _given_or_solved(problem, "exact", exact, exact_options, common)
+    stochastic = _given_or_solved(problem, "stochastic", stochastic, stochastic_options, {"seed": seed, **common})
     if "failed" in (exact.status, stochastic.status) and not (exact.variables and stochastic.variables):
         checks, family = [], getattr(getattr(problem, "family", None), "name", "minmax")   # nothing to compare
     else:
         checks, family = problem.crosscheck_checks(exact, stochastic, **common)
     return CrossCheckReport(exact=exact, stochastic=stochastic, checks=checks, family=family, problem=str(problem),
                             name=problem.label)
+
+
+def _given_or_solved(problem, backend: str, given, options, common) -> Result:
+    """``given`` (a result of ``problem.solve(backend=backend)`` computed before), or the problem solved now."""
+    if given is None:
+        return _solve_or_failed(problem, backend, **{**common, **(options or {})})
+    if getattr(given, "backend", None) != backend or options:
+        raise OptionError(f"{backend}= takes a result of problem.solve(backend={backend!r}) (then no "
+                          f"{backend}_options); got "
+                          + (f"a {type(given).__name__}" if getattr(given, "backend", None) is None
+                             else f"a result of the {given.backend!r} backend"))
+    return given
 
 
 def _solve_or_failed(problem, backend: str, **options) -> Result:

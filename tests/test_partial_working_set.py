@@ -86,3 +86,47 @@ def test_judge_certificate_with_a_working_set_equals_the_full_solve():
     assert abs(sized["subproblem_step"] - full["subproblem_step"]) <= 1e-5
     assert abs(sized["nearly_kkt_eps"] - full["nearly_kkt_eps"]) <= 1e-4 * max(1.0, full["nearly_kkt_eps"])
     assert res.certificate["subproblem_step"] == pytest.approx(sized["subproblem_step"], abs=1e-9)
+
+
+def test_fresh_rows_by_mark_and_by_sorting_are_the_rows_not_yet_gathered(monkeypatch):
+    """The working set's new rows (those of a scan's pairs not gathered before, sorted and distinct) are found by a
+    boolean mark over all rows for large scans and by sorting for small ones: both must be np.setdiff1d's answer."""
+    from fairmodel.oracles import dc_working_set as dws
+    prog = lawschool_problem(800).family.program
+    hinge = hinge_program(prog)
+    anchor, step = late_anchor(prog, hinge, outer=3)
+    ws = dws.WorkingSet(hinge)
+    ws.add([avg.scan(anchor, [], 0.2 * step) for avg, _ in hinge.parts])     # some rows gathered already
+    scans = [avg.scan(anchor, [], 3.0 * step) for avg, _ in hinge.parts]     # a wider scan: old and new rows
+    expected = [np.setdiff1d(s["rows"], ids) for s, ids in zip(scans, ws.ids)]
+    assert 0 < sum(e.size for e in expected) < sum(s["rows"].size for s in scans)
+    for share in (0, 10 ** 9):          # every scan marked; every scan sorted
+        monkeypatch.setattr(dws, "MARK_SHARE", share)
+        got = ws.fresh_rows(scans)
+        assert all(np.array_equal(g, e) for g, e in zip(got, expected))
+
+
+def test_the_working_set_subgradient_from_kept_hinge_arguments_is_the_directional_derivative():
+    """SSG on the working-set program takes f+_i's subgradient from the hinge arguments its value just computed
+    (``plus_and_args``): it must equal the one computed afresh and the finite-difference slope of f+_i (piecewise
+    linear: exact for a step that crosses no kink)."""
+    from fairmodel.oracles.dc_working_set import WorkingSet
+    prog = lawschool_problem(800).family.program
+    hinge = hinge_program(prog)
+    anchor, step = late_anchor(prog, hinge, outer=3)
+    vals, S = prog.linearize(anchor)
+    ws = WorkingSet(hinge)
+    scans = [avg.scan(anchor, [], 5.0 * step) for avg, _ in hinge.parts]
+    ws.add(scans)
+    reduced = ws.program(S, vals - S @ anchor, scans)[0]
+    rng = np.random.default_rng(0)
+    v = anchor + 0.5 * step * rng.standard_normal(anchor.size) / np.sqrt(anchor.size)
+    plus, args = reduced.plus_and_args(v)
+    assert np.array_equal(plus, reduced.plus(v))
+    direction = rng.standard_normal(anchor.size)
+    for i in range(reduced.m):
+        kept = reduced.plus_grad(v, i, args)
+        assert np.allclose(kept, reduced.plus_grad(v, i), rtol=1e-12, atol=1e-15)
+        h = 1e-7
+        slope = (reduced.plus(v + h * direction)[i] - plus[i]) / h
+        assert abs(slope - kept @ direction) <= 1e-6 * max(1.0, abs(slope))

@@ -78,6 +78,22 @@ def test_crosscheck_of_an_exact_result_already_computed(gdro):
         fm.crosscheck(gdro, seed=0, exact=exact, exact_options={"method": "epigraph"})
 
 
+def test_crosscheck_of_two_results_saved_and_read_back(gdro, tmp_path):
+    """exact= and stochastic=: two solves run apart (each saved, then read back) give the checks of a cross-check
+    that solves both; a result of the wrong backend, or options beside a given result, are refused."""
+    full = fm.crosscheck(gdro, seed=0)
+    full.exact.save(tmp_path / "exact")
+    full.stochastic.save(tmp_path / "stochastic")
+    exact, stochastic = (fm.load_result(tmp_path / name, problem=gdro) for name in ("exact", "stochastic"))
+    given = fm.crosscheck(gdro, exact=exact, stochastic=stochastic)
+    assert given.stochastic is stochastic and given.ok == full.ok
+    assert [(c.name, c.value) for c in given.checks] == [(c.name, c.value) for c in full.checks]
+    with pytest.raises(fm.errors.OptionError, match="stochastic= takes a result"):
+        fm.crosscheck(gdro, exact=exact, stochastic=exact)
+    with pytest.raises(fm.errors.OptionError, match="stochastic= takes a result"):
+        fm.crosscheck(gdro, stochastic=stochastic, stochastic_options={"epochs": 1})
+
+
 def test_crosscheck_on_mero(small):
     risks = small[2]
     rep = fm.crosscheck(fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))), seed=1)

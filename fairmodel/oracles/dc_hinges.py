@@ -196,14 +196,12 @@ class _Change:
         return np.array([change])
 
 
-def _add_scan(total, part):
-    if total is None:
-        return part
-    out = {k: total[k] + part[k] for k in ("fold", "fold_count", "plus")}
-    out["flips"] = total["flips"] + part["flips"]
-    out["rows"] = np.concatenate([total["rows"], part["rows"]])
-    out["families"] = np.concatenate([total["families"], part["families"]])
-    out["change"] = np.maximum(total["change"], part["change"])
+def _add_scans(parts: list) -> dict:
+    """The chunks' scans as one: the sums added, the pairs concatenated once."""
+    out = {k: sum(p[k] for p in parts) for k in ("fold", "fold_count", "plus", "flips")}
+    out["rows"] = np.concatenate([p["rows"] for p in parts])
+    out["families"] = np.concatenate([p["families"] for p in parts])
+    out["change"] = float(max(p["change"][0] for p in parts))
     return out
 
 
@@ -306,11 +304,7 @@ class HingeAverages:
         a = np.asarray(anchor, dtype=float)
         pts = [(np.asarray(p, dtype=float)[self.wsl], self.cuts(p)) for p in points]
         fn = _Scan(a[self.wsl], self.cuts(a), pts, float(radius), self.intercept, self.scale, self.cell)
-        total = None
-        for part in row_parts(self.data, fn, *self.per_row):     # the pairs are concatenated, the sums added
-            total = _add_scan(total, part)
-        total["change"] = float(total["change"][0])
-        return total
+        return _add_scans(list(row_parts(self.data, fn, *self.per_row)))
 
     def max_change(self, a, x) -> float:
         """max |y_fr(x) - y_fr(a)| over every hinge: one pass."""

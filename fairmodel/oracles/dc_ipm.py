@@ -246,13 +246,23 @@ class HingeProgram:
             out[b.idx] = b.plus(v)
         return out
 
-    def plus_grad(self, v, i: int) -> np.ndarray:
-        """A subgradient of f+_i at v (blocks with ``add_grad``: the working set's pairs)."""
-        out = np.zeros(self.D)
+    def plus_and_args(self, v) -> tuple:
+        """(f+ at v, each block's hinge arguments at v: the cache of :meth:`plus_grad`); blocks with
+        ``plus_and_y`` (the working set's pairs)."""
+        out, ys = np.zeros(self.m), []
         for b in self.blocks:
+            out[b.idx], y = b.plus_and_y(v)
+            ys.append(y)
+        return out, ys
+
+    def plus_grad(self, v, i: int, args=None) -> np.ndarray:
+        """A subgradient of f+_i at v (blocks with ``add_grad``: the working set's pairs); ``args``: the cache of
+        :meth:`plus_and_args` at the same v."""
+        out = np.zeros(self.D)
+        for n, b in enumerate(self.blocks):
             k = np.flatnonzero(b.idx == i)
             if k.size:
-                b.add_grad(v, int(k[0]), out)
+                b.add_grad(v, int(k[0]), out, None if args is None else args[n])
         return out
 
     def g_values(self, v, anchor, S, c, mu) -> np.ndarray:

@@ -34,6 +34,7 @@ from scipy import sparse
 from .dc_ipm import HingeProgram, HingeRows, solve_subproblem
 
 MAX_ROUNDS = 8     # re-solves after sign changes before every hinge joins the working set
+MARK_SHARE = 64    # a scan of at least 1/64 of the rows finds its new rows by a mark over all rows (else by sorting)
 PAIR_FLOATS = 32   # floats the interior-point method keeps per hinge of its program (epigraph slack, multipliers,
                    # residuals and Newton directions: about 25, plus the pair's indices), besides the row's features
 
@@ -65,6 +66,7 @@ class HingePairs:
         self._pattern = sparse.csr_matrix((np.arange(1.0, N + 1), (self.local, self.row)),
                                           shape=(self.idx.size, self.n_rows))
         self._perm = self._pattern.data.astype(np.intp) - 1
+        self._members = None
 
     def _by_constraint(self, V):
         """(m_b, rows) sparse matrix of V per (constraint, row)."""
@@ -112,13 +114,29 @@ class HingePairs:
             K[j, j] += sums[i]
 
     def plus(self, v) -> np.ndarray:
-        return self.per_constraint(np.maximum(self.y(v), 0.0)) / self.n_each
+        return self.plus_and_y(v)[0]
 
-    def add_grad(self, v, k: int, out) -> None:
-        """out += a subgradient of f+ of this block's constraint ``idx[k]`` at v (its pairs with y > 0)."""
-        pairs = np.flatnonzero(self.local == k)
+    def plus_and_y(self, v) -> tuple:
+        """(f+ of this block's constraints at v, the pairs' hinge arguments y(v): :meth:`add_grad` reuses them)."""
+        y = self.y(v)
+        return self.per_constraint(np.maximum(y, 0.0)) / self.n_each, y
+
+    def pairs_of(self, k: int) -> np.ndarray:
+        """The pairs of constraint ``idx[k]`` (grouped once, on first use)."""
+        if self._members is None:
+            order = np.argsort(self.local, kind="stable")
+            self._members = np.split(order, np.cumsum(np.bincount(self.local, minlength=self.idx.size))[:-1])
+        return self._members[k]
+
+    def add_grad(self, v, k: int, out, y=None) -> None:
+        """out += a subgradient of f+ of this block's constraint ``idx[k]`` at v (its pairs with y > 0); ``y``: the
+        pairs' hinge arguments at v when known (:meth:`plus_and_y`)."""
+        pairs = self.pairs_of(k)
         rows = self.row[pairs]
-        y = self.X[rows] @ v[self.wsl] - (v[self.j[k]] if self.j[k] >= 0 else 0.0) - self.cut_pair[pairs]
+        if y is None:
+            y = self.X[rows] @ v[self.wsl] - (v[self.j[k]] if self.j[k] >= 0 else 0.0) - self.cut_pair[pairs]
+        else:
+            y = y[pairs]
         active = y > 0
         out[self.wsl] += self.X[rows[active]].sum(axis=0) / self.n_each[k]
         if self.j[k] >= 0:
@@ -210,14 +228,28 @@ class WorkingSet:
         d = max((avg.d_w for avg, _ in self.source.parts), default=0)
         return 8.0 * ((self.rows + new_rows) * d + (self.pairs + new_pairs) * PAIR_FLOATS)
 
-    def new_rows(self, scans) -> int:
-        return sum(np.setdiff1d(s["rows"], i).size for s, i in zip(scans, self.ids))
+    def fresh_rows(self, scans) -> list:
+        """Per part, the rows of the scan's pairs not gathered yet (sorted, distinct). A scan holding many pairs
+        (IDCA's first steps) is marked in a boolean array over the part's rows, O(n) with a small constant, instead
+        of sorted, O(k log k) for its k pairs."""
+        out = []
+        for (avg, _), scan, ids in zip(self.source.parts, scans, self.ids):
+            rows, n = scan["rows"], avg.codes.size
+            if rows.size * MARK_SHARE < n:
+                out.append(np.setdiff1d(rows, ids))
+                continue
+            mark = np.zeros(n, dtype=bool)
+            mark[rows] = True
+            mark[ids] = False
+            out.append(np.flatnonzero(mark))
+        return out
 
-    def add(self, scans) -> None:
-        for p, ((avg, _), scan) in enumerate(zip(self.source.parts, scans)):
+    def add(self, scans, fresh_rows=None) -> None:
+        """Add the scans' pairs (``fresh_rows``: :meth:`fresh_rows` of the scans, when already known)."""
+        fresh_rows = self.fresh_rows(scans) if fresh_rows is None else fresh_rows
+        for p, ((avg, _), scan, fresh) in enumerate(zip(self.source.parts, scans, fresh_rows)):
             if not scan["rows"].size:
                 continue
-            fresh = np.setdiff1d(scan["rows"], self.ids[p])
             if fresh.size:
                 self.X[p] = np.vstack([self.X[p], avg.hinge_rows(fresh)])
                 self.factors[p] = np.concatenate([self.factors[p], avg.factors(fresh)])
@@ -282,13 +314,14 @@ def working_set_rounds(source: HingeSource, anchor, S, c, radius: float | None, 
     passes = len(scans)
     for rounds in range(1, 10 ** 9):
         new = sum(s["rows"].size for s in scans)
+        fresh = ws.fresh_rows(scans)
         if guard is not None:
             try:
-                guard(ws.nbytes(new, ws.new_rows(scans)), ws.pairs + new)
+                guard(ws.nbytes(new, sum(f.size for f in fresh)), ws.pairs + new)
             except WideWorkingSet as wide:
                 wide.rows = ws.rows
                 raise
-        ws.add(scans)
+        ws.add(scans, fresh)
         reduced, S_r, c_r = ws.program(S, c, scans)
         x, ok = solve(reduced, S_r, c_r, ws)
         points.append(x)

@@ -174,8 +174,8 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
         runs = {"iterations": 0}
 
         def solve(reduced, S_r, c_r, ws):
-            out = _ssg_on_subproblem(anchor, k, mu, e, T, model.value_and_grad, lambda v: (reduced.plus(v), None),
-                                     lambda v, i, _: reduced.plus_grad(v, i), S_r, c_r, margin, program.project,
+            out = _ssg_on_subproblem(anchor, k, mu, e, T, model.value_and_grad, reduced.plus_and_args,
+                                     reduced.plus_grad, S_r, c_r, margin, program.project,
                                      lambda: program.max_violation(anchor) <= 0)
             runs.update(out=out, iterations=runs["iterations"] + out["iterations"])
             return out["x"], True
