@@ -147,9 +147,9 @@ def crosscheck(problem, seed=0, exact_options: dict | None = None, stochastic_op
     to both. ``exact``: a result of ``problem.solve(backend="exact")`` already computed (e.g. a long solve on large
     data), compared instead of solving again; ``stochastic``: likewise a result of
     ``problem.solve(backend="stochastic")`` (two long solves run in two processes, each result saved with
-    :meth:`~fairmodel.Result.save` and read back with :func:`~fairmodel.load_result`). The checks and their tolerances come from the reduction that produced
-    the stochastic result (the problem's family, or the generic convex reduction when a method of it was asked
-    for), each with its reason.
+    :meth:`~fairmodel.Result.save` and read back with :func:`~fairmodel.load_result`). The checks and their
+    tolerances come from the reduction that produced the stochastic result (the problem's family, or the generic
+    convex reduction when a method of it was asked for), each with its reason.
     """
     check_problem(problem, "crosscheck", ("solve", "crosscheck_checks", "label"), "a fm.Problem or a fm.SaddleProblem")
     for name, given in (("exact_options", exact_options), ("stochastic_options", stochastic_options)):
