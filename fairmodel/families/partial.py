@@ -98,7 +98,6 @@ STEP_REASON = ("the subproblem (25) anchored at a DC critical point returns that
                "limit of the IDCA path (measured on Law School: 0.56 % at 5.3e-3, 15 % at 5e-2)")
 AUTO_CERTIFICATE_PIECES = 20_000   # judge solves (25) for the Lemma C.1 certificate up to this many ramp pieces
 IPM_CERTIFICATE_PIECES = 500_000   # ... with the interior-point solver (all of Law School: 416,000 pieces)
-WORKING_SET_PIECES = 5_000_000     # ... and with its working set sized by the run's last step (n = 1e5: 2e6)
 WORKING_SET_ALTERNATIVE = ("Use backend='stochastic' with split='exact' (IDCA with switching-subgradient subproblems "
                            "whose oracles are passes over the rows: it holds a few chunks, not the hinges near their "
                            "kinks, at the cost of a pass per subgradient step), or solve on an in-memory stratified "
@@ -522,9 +521,9 @@ class PartialFairness(Reduction):
         ε = ||x̂ - x|| / min{1, 1/(2M), 1/(2M max λ)}; plus the subproblem's primal feasibility and
         complementarity (and, with the interior-point solver, its duality gap). Computed when ``certificate`` is
         True, or (None) for programs up to AUTO_CERTIFICATE_PIECES ramp pieces (IPM_CERTIFICATE_PIECES when the
-        interior-point solver applies, WORKING_SET_PIECES when the run's last outer step ``last_step`` sizes
-        its working set: hinges within 2 (1 + max_r ||X_r||) last_step of their kinks, those that cross
-        added by the working set's check). More exact IDCA steps, from x̂ (or the run's own, ``following``), measure
+        interior-point solver applies, any size when the run's last outer step ``last_step`` sizes its working
+        set: hinges within 2 (1 + max_r ||X_r||) last_step of their kinks, those that cross added by the working
+        set's check; :meth:`certificate_available`). More exact IDCA steps, from x̂ (or the run's own, ``following``), measure
         the path's rate: ``projected_decrease``, the decrease left on the path (:meth:`projected`)."""
         if subproblem is None and not self.certificate_available(mu, certificate, last_step):
             return {}
@@ -611,17 +610,20 @@ class PartialFairness(Reduction):
     def certificate_available(self, mu=MU, certificate=None, last_step=None) -> bool:
         """Whether the judge computes the Lemma C.1 certificate of a candidate (without the path's own solve of
         (25)): ``certificate=True`` always, False never, None for programs up to AUTO_CERTIFICATE_PIECES ramp
-        pieces (IPM_CERTIFICATE_PIECES with the interior-point solver, WORKING_SET_PIECES when ``last_step``
-        sizes its working set)."""
+        pieces (IPM_CERTIFICATE_PIECES with the interior-point solver), and with the interior-point solver whatever
+        the pieces when ``last_step`` sizes its working set: that solve holds the hinges near their kinks, at most
+        SHARE of them (chosen at the central point of (25) beyond that), and the working set's memory guard refuses
+        one that does not fit (the certificate is then not computed, with a warning), as in every outer iteration
+        of exact IDCA."""
         if certificate is not None:
             return bool(certificate)
         kind = self._inner_method(None, mu)[0]
         if self.chunked and kind != "ipm":
             return False                 # the CVXPY program of (25) needs the rows in memory
+        if kind == "ipm" and last_step is not None:
+            return True
         pieces = sum(getattr(b, "pieces", 0) for b in self.program.blocks)
-        limit = AUTO_CERTIFICATE_PIECES if kind != "ipm" else (
-            WORKING_SET_PIECES if last_step else IPM_CERTIFICATE_PIECES)
-        return pieces <= limit
+        return pieces <= (IPM_CERTIFICATE_PIECES if kind == "ipm" else AUTO_CERTIFICATE_PIECES)
 
     def constraint_tolerance(self, name: str, bound: float, backend: str) -> tuple[float, str]:
         """(tolerance, reason) of a constraint's violation: RATE_TOLERANCE on the true gap of a ramp rate gap (the
@@ -650,12 +652,10 @@ class PartialFairness(Reduction):
         return checks + self._step_checks(evaluation)
 
     def _step_checks(self, evaluation) -> list[Check]:
-        step = evaluation.certificate.get("relative_step")
-        if step is None and evaluation.certificate.get("feasible") == 0.0:
-            # Lemma C.1 certifies feasible points only: not computed (a run does not stop on it; the judge says so)
-            step = float("nan")
-        if step is None:
-            return []
+        # not computed (NaN: neither passes nor fails, and a result without it is not verified): an infeasible point
+        # (Lemma C.1 certifies feasible points only), certificate=False, a program too large for the judge's solve
+        # of (25) without a step to size its working set, or a solve that failed
+        step = evaluation.certificate.get("relative_step", float("nan"))
         checks = [Check("IDCA step at the result / max(1, ||x||)", step, RELATIVE_STEP_TOL, STEP_REASON,
                         "certificate")]
         remaining = evaluation.certificate.get("projected_decrease", float("nan") if math.isnan(step) else None)
