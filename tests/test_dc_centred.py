@@ -10,7 +10,7 @@ from fairmodel.families.partial_program import hinge_program
 from fairmodel.oracles import dc_centred
 from fairmodel.oracles.dc_centred import _Pass, follow_path, solve_from_centre, solve_hinge_subproblem
 from fairmodel.oracles.dc_ipm import solve_subproblem
-from fairmodel.stochastic.idca import certified_inner, idca
+from fairmodel.stochastic.idca import certified_inner, idca, working_set_ssg_inner
 from tests.test_dask_dc import arrays, both, problem  # noqa: F401  (fixture)
 from tests.test_partial_ipm import MU, lawschool_problem, random_problem
 
@@ -169,3 +169,21 @@ def test_stochastic_idca_on_dask_holds_at_most_the_share(arrays):  # noqa: F811
     assert res.ok and res.solver["split"] == "curvature"
     assert max(h["working_set_pairs"] for h in res.history[1:]) <= dc_centred.SHARE * pieces
     assert any(h.get("centring_passes", 0) > 0 for h in res.history[1:])
+
+
+def test_stochastic_idca_takes_the_central_point_at_a_tie(arrays, monkeypatch):  # noqa: F811
+    """IDCA + SSG: where the working set at the central point too would pass the share (a tie; here forced by a tiny
+    share), the step is the central point itself, strictly feasible for the full (25) and below its anchor's
+    objective, and SSG never runs on that set (none of its hinges is kept)."""
+    monkeypatch.setattr(dc_centred, "SHARE", 1e-4)
+    mem, _ = both(arrays)
+    prog = problem(mem, "selection").family.program
+    hinge = hinge_program(prog)
+    x0 = prog.start()
+    x, info = working_set_ssg_inner(prog, hinge, MU, 1e-2, 300)(x0, 0)
+    assert info["inner_status"] == "central" and info["central_step"] == 1
+    assert info["working_set_pairs"] == 0 and info["centring_passes"] > 0
+    vals, S = prog.linearize(x0)
+    c = vals - S @ x0
+    assert np.all(hinge.g_values(x, x0, S, c, MU) < 0)
+    assert hinge.objective_value(x, x0, MU) < hinge.objective_value(x0, x0, MU)

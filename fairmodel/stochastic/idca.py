@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..errors import InfeasibleError, OptionError, SolverError
-from ..oracles.dc_centred import centre_of, change_from, solve_hinge_subproblem, within_share
+from ..oracles.dc_centred import centre_of, central_step, change_from, solve_hinge_subproblem, within_share
 from ..oracles.dc_working_set import WideWorkingSet, solve_with_working_set, working_set_rounds
 from ..oracles.protocols import DCProgramOracle
 from ..utilities.progress import Progress
@@ -156,7 +156,9 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
     of a hinge argument (0 at the first outer iteration). A working set that would hold more than
     :data:`~fairmodel.oracles.dc_centred.SHARE` of the hinges (IDCA's first steps move most scores across a kink) is
     chosen at the central point of (25) instead, reached by passes (:func:`~fairmodel.oracles.dc_centred.centre_of`):
-    SSG still solves the relaxation, with a few percent of the hinges in memory."""
+    SSG still solves the relaxation, with a few percent of the hinges in memory. Where that set too would pass the
+    share (a tie: IDCA's first step from w = 0), the central point itself is the step
+    (:func:`~fairmodel.oracles.dc_centred.central_step`), as in exact IDCA."""
     eps_k = eps if callable(eps) else (lambda k: eps)
     T_k = iterations if callable(iterations) else (lambda k: iterations)
     state = {"L": None, "radius": 0.0}
@@ -186,7 +188,19 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
             state["radius"], centring = max((s["change"] for s in scans), default=0.0), 0
         except WideWorkingSet:      # the hinges classified at the central point of (25) instead (few near a kink)
             x_c, radius, path = centre_of(source, anchor, S, c, mu)
-            x, _, _, _, scans, ws, rounds, passes = working_set_rounds(source, x_c, S, c, radius, solve, guard)
+            tie = path["status"] == "centred" and path["max_G"] < 0
+            try:
+                x, _, _, _, scans, ws, rounds, passes = working_set_rounds(
+                    source, x_c, S, c, radius, solve, within_share(source, guard) if tie else guard)
+            except WideWorkingSet as wide:
+                # a tie (IDCA's first step from w = 0: one family of hinges at its kink on every row): the central
+                # point itself is the step, strictly feasible and within the path's duality gap of (25)'s minimum,
+                # as exact IDCA takes it, instead of SSG on a working set of half the hinges
+                x, _, _, info = central_step(source, anchor, S, c, mu, x_c, path, wide.rows)
+                state["radius"] = info["hinge_change"]
+                return x, {"inner_iterations": runs["iterations"], "n_feasible": 0, "eps": e,
+                           "inner_status": "central", "working_set_pairs": 0, "working_set_rows": wide.rows,
+                           "working_set_rounds": 0, "centring_passes": info["centring_passes"], "central_step": 1}
             state["radius"], centring = change_from(source, anchor, x), path["passes"]
         out = runs["out"]
         return x, {"inner_iterations": runs["iterations"], "n_feasible": out["n_feasible"], "eps": e,
