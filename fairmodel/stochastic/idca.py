@@ -188,10 +188,10 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
             state["radius"], centring = max((s["change"] for s in scans), default=0.0), 0
         except WideWorkingSet:      # the hinges classified at the central point of (25) instead (few near a kink)
             x_c, radius, path = centre_of(source, anchor, S, c, mu)
-            tie = path["status"] == "centred" and path["max_G"] < 0
+            usable = path["status"] == "centred" and path["max_G"] < 0      # x_c itself can be the step
             try:
                 x, _, _, _, scans, ws, rounds, passes = working_set_rounds(
-                    source, x_c, S, c, radius, solve, within_share(source, guard) if tie else guard)
+                    source, x_c, S, c, radius, solve, within_share(source, guard) if usable else guard)
             except WideWorkingSet as wide:
                 # a tie (IDCA's first step from w = 0: one family of hinges at its kink on every row): the central
                 # point itself is the step, strictly feasible and within the path's duality gap of (25)'s minimum,
