@@ -256,6 +256,19 @@ def kept_or_solved(path, side, prob, source, client, row, solve):
     return result
 
 
+def peaks(row, memory=None) -> dict:
+    """The row's worker and client peaks: the largest of its backends' (and of ``memory``, the comparison's)."""
+    sides = [side for side in ("exact", "stochastic") if f"{side} client peak (MiB)" in row]
+    workers = [row[f"{side} worker peaks (MiB)"] for side in sides]
+    clients = [row[f"{side} client peak (MiB)"] for side in sides]
+    if memory is not None:
+        workers.append(memory.workers_mib())
+        clients.append(memory.client_mib())
+    row["worker peaks (MiB)"] = [max(each) for each in zip(*[w for w in workers if w])]   # a short phase: no sample
+    row["client peak (MiB)"] = max(clients, default=float("nan"))
+    return row
+
+
 def compare_exact(name, prob, exact, ref, row):
     """The exact answer on the chunked rows against the one on the original rows (relative differences)."""
     row["rel. diff objective"] = abs(exact.objective - ref.objective) / max(abs(ref.objective), 1e-300)
@@ -309,21 +322,17 @@ def run_case(name, data, points, reference, client, keep=None, only=None) -> dic
                                lambda: prob.solve(backend="exact", **kwargs))
         compare_exact(name, prob, exact, ref, row)
     if only == "exact":
-        return row
+        return peaks(row)
     stochastic = kept_or_solved(None if kept is None else kept.with_name(kept.name + "-stochastic"), "stochastic",
                                 prob, source, client, row,
                                 lambda: prob.solve(backend="stochastic", seed=0, verbose=VERBOSE, **kwargs))
     if only == "stochastic":
-        return row
+        return peaks(row)
     with Memory(client) as memory:
         p0, start = passes_of(source), time.perf_counter()
         report = fm.crosscheck(prob, exact=exact, stochastic=stochastic, **kwargs)    # both judged, compared
         row["comparison passes"], row["comparison (s)"] = passes_of(source) - p0, time.perf_counter() - start
-    sampled = [p for p in (row["exact worker peaks (MiB)"], row["stochastic worker peaks (MiB)"],
-                           memory.workers_mib()) if p]          # a short comparison may have no sample
-    row["worker peaks (MiB)"] = [max(each) for each in zip(*sampled)]
-    row["client peak (MiB)"] = max(row["exact client peak (MiB)"], row["stochastic client peak (MiB)"],
-                                   memory.client_mib())
+    peaks(row, memory)
     row["ok"] = report.ok
     row["exact"] = f"{report.exact.status} ({report.exact.solver.get('name', '')})"
     row["stochastic"] = report.stochastic.status
@@ -380,7 +389,8 @@ def main():
         write_time = time.perf_counter() - start
         in_memory = n * (reference.n_features + 2) * 8
         limit = parse_bytes(args.worker_memory)
-        print(f"{n:,} rows {'found' if args.dir and written else 'written'} in {write_time:.0f} s; in memory the data would take {in_memory / 2 ** 30:.2f} GiB; "
+        print(f"{n:,} rows {'found' if args.dir and written else 'written'} in {write_time:.0f} s; in memory the data "
+              f"would take {in_memory / 2 ** 30:.2f} GiB; "
               f"worker memory limit {limit / 2 ** 30:.2f} GiB", flush=True)
         rows = []
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=limit,
@@ -419,9 +429,6 @@ def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass
             "stochastic passes / gathers", "stochastic (s)", "comparison passes / s",
             "rel. diff objective / weights vs in memory", "worker peaks (MiB)", "client peak (MiB)", "what failed"]
 
-    def peak(row, key, missing):        # a run of one backend: that backend's peaks
-        return row.get(key) or row.get(f"stochastic {key}") or row.get(f"exact {key}", missing)
-
     def cell(row, key, fmt="{:.3g}"):
         return fmt.format(row[key]) if key in row else "-"
     body = table(head, [[r["case"], {True: "ok", False: "NOT OK"}.get(r.get("ok"), "- (one backend run)"),
@@ -430,8 +437,8 @@ def report(rows, args, n, reference, n_chunks, in_memory, limit, open_time, pass
                          f"{cell(r, 'stochastic passes', '{}')} / {cell(r, 'stochastic gathers', '{}')}",
                          cell(r, "stochastic (s)"), f"{cell(r, 'comparison passes', '{}')} / {cell(r, 'comparison (s)')}",
                          f"{cell(r, 'rel. diff objective')} / {cell(r, 'rel. diff weights')}",
-                         ", ".join(f"{m:.0f}" for m in peak(r, "worker peaks (MiB)", [])),
-                         "{:.0f}".format(peak(r, "client peak (MiB)", float("nan"))), r.get("failed", "")[:200]]
+                         ", ".join(f"{m:.0f}" for m in r.get("worker peaks (MiB)", [])),
+                         cell(r, "client peak (MiB)", "{:.0f}"), r.get("failed", "")[:200]]
                         for r in rows])
     client_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     title = "" if DATASET == "lawschool" else f" on {DATASET} (`--dataset {DATASET}`)"

@@ -257,12 +257,13 @@ class HingeProgram:
 
     def plus_grad(self, v, i: int, args=None) -> np.ndarray:
         """A subgradient of f+_i at v (blocks with ``add_grad``: the working set's pairs); ``args``: the cache of
-        :meth:`plus_and_args` at the same v."""
+        :meth:`plus_and_args` at the same v (computed here when not given)."""
+        args = self.plus_and_args(v)[1] if args is None else args
         out = np.zeros(self.D)
-        for n, b in enumerate(self.blocks):
+        for b, y in zip(self.blocks, args):
             k = np.flatnonzero(b.idx == i)
             if k.size:
-                b.add_grad(v, int(k[0]), out, None if args is None else args[n])
+                b.add_grad(v, int(k[0]), out, y)
         return out
 
     def g_values(self, v, anchor, S, c, mu) -> np.ndarray:

@@ -128,16 +128,12 @@ class HingePairs:
             self._members = np.split(order, np.cumsum(np.bincount(self.local, minlength=self.idx.size))[:-1])
         return self._members[k]
 
-    def add_grad(self, v, k: int, out, y=None) -> None:
+    def add_grad(self, v, k: int, out, y) -> None:
         """out += a subgradient of f+ of this block's constraint ``idx[k]`` at v (its pairs with y > 0); ``y``: the
-        pairs' hinge arguments at v when known (:meth:`plus_and_y`)."""
+        pairs' hinge arguments at v (:meth:`plus_and_y`)."""
         pairs = self.pairs_of(k)
         rows = self.row[pairs]
-        if y is None:
-            y = self.X[rows] @ v[self.wsl] - (v[self.j[k]] if self.j[k] >= 0 else 0.0) - self.cut_pair[pairs]
-        else:
-            y = y[pairs]
-        active = y > 0
+        active = y[pairs] > 0
         out[self.wsl] += self.X[rows[active]].sum(axis=0) / self.n_each[k]
         if self.j[k] >= 0:
             out[self.j[k]] -= np.count_nonzero(active) / self.n_each[k]
