@@ -51,6 +51,27 @@ def test_the_check_schedule_depends_only_on_the_epochs():
     assert [e + 1 for e in calls] == [5, 10, 15, 20, 25, 32, 40, 50, 63, 79, 99]
 
 
+def test_a_second_opinion_is_asked_only_when_the_checks_fail_and_kept_only_when_closer_to_passing():
+    """The checkpoint judges the second candidate only after the first fails, keeps whichever is closer to passing
+    (by the largest value / tolerance), and records the kept one as the last check."""
+    values = {"first": 3.0, "better": 1.5, "worse": 4.0, "passing": 0.5}
+    asked = []
+
+    def judge(variables):
+        return None, [Check("gap", values[variables["name"]], 1.0, "", "certificate")]
+
+    def opinion_of(name):
+        return lambda variables: asked.append(variables["name"]) or {"name": name}
+    for first, second, kept in [("first", "better", "better"), ("first", "worse", "first"),
+                                ("passing", "better", "passing"), ("first", "passing", "passing")]:
+        asked.clear()
+        stop = CertifiedStop(None, lambda info: {"name": first}, judge=judge, second_opinion=opinion_of(second))
+        stop({"epoch": 0})
+        assert stop.last[0]["name"] == kept
+        assert asked == ([] if first == "passing" else [first])
+        assert stop.passed == (kept == "passing")
+
+
 def test_aleg_stops_on_the_duality_gap_and_is_reproducible():
     prob = _gdro()
     first = prob.solve(backend="stochastic", seed=1)

@@ -31,10 +31,13 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+import cvxpy as cp
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from ..data.passes import count_nonzeros, row_sums, showing_passes, sparse_enough
-from ..exact import budget
+from ..errors import SolverError
+from ..exact import budget, solvers
 from ..exact.newton import minimize_on_ball
 from ..expressions.evaluate import evaluate
 from ..oracles import ipm
@@ -300,6 +303,49 @@ class ModelSpace:
             values, grads, H = self.leaves(theta, omega)
             return float(omega @ values + const), grads.T @ omega, H
         return fun
+
+    def model_duals(self, theta, ys, lam_c):
+        """The dual variables that maximize the second-order model of the dual function d(y) = min Phi(., y) at
+        theta, or None when its program fails: per max term its pieces' weights (a simplex), the constraint pieces'
+        multipliers (>= 0).
+
+        Phi(theta, y) and its gradient g(y) are affine in y (one pass: the leaves' values and gradients, and the
+        Hessian H of the Lagrangian at the given ``ys``, ``lam_c``), so the Newton model of d at theta,
+        Phi(theta, y) - g(y)' H^-1 g(y) / 2, is a concave quadratic in y (the ball's multiplier is one more
+        variable >= 0, its piece (||theta||^2 - R^2) / 2R). Its maximizer is the Lagrange multiplier estimate of
+        theta: exact at a minimizer of the declaration (there g(y*) = 0 with y* supported on the active pieces),
+        so a candidate's certificate then measures the suboptimality of theta, not the noise of the duals a
+        stochastic method averaged alongside it. Any y gives a valid bound (weak duality): these replace the
+        method's only where they certify more (the caller compares)."""
+        rows = len(self.row_kind)
+        weights = np.concatenate(list(ys) + [np.asarray(lam_c, dtype=float)])
+        values, grads, H = self.leaves(theta, self.a0 + self.G.T @ weights[:rows])
+        p, P = self.G @ values + self.cg, self.G @ grads
+        if self.radius is not None:
+            R = self.radius
+            p = np.append(p, (theta @ theta - R * R) / (2.0 * R))
+            P = np.vstack([P, theta / R])
+        # H's null space (collinear one-hot columns with the intercept) holds no gradient of a leaf (both lie in the
+        # span of the rows): the ridge only keeps the factorization finite
+        ridge = 1e-10 * max(1.0, float(np.trace(H)) / self.D)
+        try:
+            L = np.linalg.cholesky(H + ridge * np.eye(self.D))
+        except np.linalg.LinAlgError:
+            return None
+        A, a = solve_triangular(L, P.T, lower=True), solve_triangular(L, grads.T @ self.a0, lower=True)
+        z = cp.Variable(len(p), nonneg=True)
+        terms = [[r for r, kind in enumerate(self.row_kind) if kind == ("term", t)] for t in range(self.T)]
+        program = cp.Problem(cp.Maximize(p @ z - 0.5 * cp.sum_squares(a + A @ z)),
+                             [cp.sum(z[r]) == 1 for r in terms])
+        try:
+            solvers.solve(program, what="the model of the dual function")
+        except SolverError:
+            return None
+        if z.value is None or not np.all(np.isfinite(z.value)):
+            return None
+        z = np.maximum(z.value, 0.0)
+        return [z[r] / z[r].sum() for r in terms], \
+            np.array([z[r] for r, kind in enumerate(self.row_kind) if kind[0] == "constraint"])
 
     def objective(self, theta) -> tuple[float, float]:
         """(objective, largest constraint piece) at theta, from the exact leaves."""

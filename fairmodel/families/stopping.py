@@ -121,6 +121,19 @@ def worst_ratio(checks) -> tuple[float, str] | None:
     return max(worst.value / worst.tolerance, 1e-300), worst.name
 
 
+def _passed(checks) -> bool:
+    return bool(checks) and all(c.computed and c.passed for c in checks)
+
+
+def _closer(checks, than) -> bool:
+    """Whether ``checks`` are closer to passing than ``than``: they pass, or their largest value / tolerance is
+    smaller (both computed)."""
+    if _passed(checks):
+        return True
+    mine, theirs = worst_ratio(checks), worst_ratio(than)
+    return mine is not None and (theirs is None or mine[0] < theirs[0])
+
+
 class CertifiedStop:
     """The callback of a stochastic method that stops the run when the judge's checks pass.
 
@@ -130,7 +143,10 @@ class CertifiedStop:
     ``judge``: ``variables -> (evaluation, checks)`` in place of the reduction's (the inner stage of a method);
     ``cap``: the run's cap in the units of its work (``info["work"]`` when the method gives it, else the epochs
     done), for the fail-fast rule (None: no such rule); ``unit``: the name of that unit, for the messages;
-    ``verbose``: the progress lines of the checkpoints (None: on a terminal, as the progress bars).
+    ``verbose``: the progress lines of the checkpoints (None: on a terminal, as the progress bars);
+    ``second_opinion``: ``variables -> variables or None``, another candidate for the same output (other dual
+    variables for its certificate), judged when the first fails its checks; the checkpoint keeps the one closer to
+    passing (``last`` holds it).
 
     After a checkpoint, ``passed`` says whether every check passed and ``gave_up`` holds the :class:`Outlook` of a
     run that the fail-fast rule stops (None otherwise); ``stop_now`` is either.
@@ -138,8 +154,10 @@ class CertifiedStop:
 
     def __init__(self, reduction, to_variables, *, every: int = 1, backend: str = "stochastic",
                  context: dict | None = None, user_callback=None, enabled: bool = True, judge=None,
-                 cap: float | None = None, unit: str = "epochs", verbose: bool | None = None):
+                 cap: float | None = None, unit: str = "epochs", verbose: bool | None = None,
+                 second_opinion=None):
         self.reduction, self.to_variables, self.backend = reduction, to_variables, backend
+        self.second_opinion = second_opinion
         self.judge = judge or self._reduction_judge   # variables -> (evaluation, checks)
         self.context = dict(context or {})
         self.user_callback, self.enabled = user_callback, enabled
@@ -192,9 +210,14 @@ class CertifiedStop:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             evaluation, checks = self.judge(variables)
+            other = None if self.second_opinion is None or _passed(checks) else self.second_opinion(variables)
+            if other is not None:
+                judged = self.judge(other)
+                if _closer(judged[1], checks):
+                    variables, (evaluation, checks) = other, judged
         self.last = (variables, evaluation, checks, epoch)
         self.last_warnings = [(w.message, w.category) for w in caught]
-        self.passed = bool(checks) and all(c.computed and c.passed for c in checks)
+        self.passed = _passed(checks)
         self.contradicted = inconsistent(checks)
         self.check_time += time.perf_counter() - start
         self.n_checks += 1
