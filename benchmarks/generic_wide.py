@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import fairmodel as fm  # noqa: E402
 import past_memory as pm  # noqa: E402
-from _report import machine, table, write_section  # noqa: E402
+from _report import table, write_section  # noqa: E402
 
 DECLARATIONS = ("covariance", "group_loss", "equal_opportunity")
 
@@ -79,7 +79,7 @@ def section(now: list, before: list | None) -> str:
         f" now, {sum(r['ok'] for r in before)} / {len(before)} before" if before else "")
     return ("## A wide suite for the generic stochastic lowering (`benchmarks/generic_wide.py`)\n\n"
             + (__doc__.split("\n\n")[0] + " " + __doc__.split("\n\n")[1]).replace("\n", " ")
-            + f"\n\n{count}.\n\n" + table(head, rows) + f"\n\n_Measured on: {machine()}._")
+            + f"\n\n{count}.\n\n" + table(head, rows))
 
 
 def main() -> None:
