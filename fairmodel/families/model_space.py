@@ -315,8 +315,8 @@ class ModelSpace:
         variable >= 0, its piece (||theta||^2 - R^2) / 2R). Its maximizer is the Lagrange multiplier estimate of
         theta: exact at a minimizer of the declaration (there g(y*) = 0 with y* supported on the active pieces),
         so a candidate's certificate then measures the suboptimality of theta, not the noise of the duals a
-        stochastic method averaged alongside it. Any y gives a valid bound (weak duality): these replace the
-        method's only where they certify more (the caller compares)."""
+        stochastic method averaged alongside it. Any y gives a valid bound (weak duality): a caller keeps these only
+        where they certify more."""
         rows = len(self.row_kind)
         weights = np.concatenate(list(ys) + [np.asarray(lam_c, dtype=float)])
         values, grads, H = self.leaves(theta, self.a0 + self.G.T @ weights[:rows])
