@@ -343,5 +343,5 @@ def test_a_restart_starts_from_the_checked_duals_as_shares_of_the_runs_bound(law
     weights = np.array([0.25, 0.75])
     for lam, bound, expected in [([0.2, 0.0], 1.0, [0.2, 0.0, 0.8]), ([1.5, 0.5], 1.0, [0.75, 0.25, 0.0])]:
         checked = {w.name: np.zeros(w.shape), "weights_0": weights, "multipliers": np.append(lam, 0.3)}
-        ys = prob.family._restart_duals(form, checked, [np.full(2, 0.5), np.full(3, 1 / 3)], bound)
+        ys = prob.family._restart_duals(form, checked, bound)
         assert np.allclose(ys[0], weights) and np.allclose(ys[1], expected)

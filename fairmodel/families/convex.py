@@ -412,7 +412,7 @@ class Convex(Reduction):
         return out
 
     @staticmethod
-    def _restart_duals(form, checked: dict, ys, bound):
+    def _restart_duals(form, checked: dict, bound):
         """The dual variables a restart starts from: those of the checkpoint's candidate (the dual model's, where
         they were closer to passing), the constraint multipliers as shares of the run's bound (scaled onto it when
         they sum to more)."""
@@ -422,7 +422,7 @@ class Convex(Reduction):
             mu = np.asarray(checked["multipliers"], dtype=float)[:-1] / bound
             mu = mu / max(1.0, float(mu.sum()))
             out.append(np.append(mu, 1.0 - mu.sum()))
-        return out if len(out) == len(ys) else ys
+        return out
 
     def solve_stochastic(self, method, seed, verbose, stop="checks", multiplier_bound=None, batch_size=None,
                          **options):
@@ -493,7 +493,7 @@ class Convex(Reduction):
                         else ""                    # epoch s", s within the segment) are not the run's
                 break
             u, ys = out["w"], [(1.0 - MIX) * y + MIX / y.size
-                               for y in self._restart_duals(form, stopper.last[0], out["ys"], state["bound"])]
+                               for y in self._restart_duals(form, stopper.last[0], state["bound"])]
             if action[0] == "raise":       # the same multipliers lambda = bound mu under the larger bound
                 rounds, state["bound"] = rounds + 1, RAISE * state["bound"]
                 stopper.restart_rate()     # another penalty: its gap is measured afresh

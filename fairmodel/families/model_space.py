@@ -317,9 +317,8 @@ class ModelSpace:
         so a candidate's certificate then measures the suboptimality of theta, not the noise of the duals a
         stochastic method averaged alongside it. Any y gives a valid bound (weak duality): a caller keeps these only
         where they certify more."""
-        rows = len(self.row_kind)
-        weights = np.concatenate(list(ys) + [np.asarray(lam_c, dtype=float)])
-        values, grads, H = self.leaves(theta, self.a0 + self.G.T @ weights[:rows])
+        weights = np.concatenate(list(ys) + [np.asarray(lam_c, dtype=float)])     # one per row of G
+        values, grads, H = self.leaves(theta, self.a0 + self.G.T @ weights)
         p, P = self.G @ values + self.cg, self.G @ grads
         if self.radius is not None:
             R = self.radius
