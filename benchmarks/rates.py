@@ -78,7 +78,7 @@ def run_ramp(train, test, kind, eps, width):
     theta = np.asarray(res.variables[w.name]).ravel()
     scores_tr = train.X @ theta[:-1] + theta[-1]
     scores_te = test.X @ theta[:-1] + theta[-1]
-    return {"status": res.status, "ok": res.ok, "time": elapsed, "outer": res.metrics["outer_iterations"],
+    return {"status": res.status, "ok": res.ok, "objective": res.objective, "time": elapsed, "outer": res.metrics["outer_iterations"],
             "train_gap": true_gap(kind, scores_tr > 0, train.y, train.groups.codes),
             "judge_true_gap": res.metrics["gap.true_gap"], "ramp_gap": res.metrics["gap.ramp_gap"],
             "slack": res.metrics["gap.slack"], "surrogate_bound": res.metrics["gap.surrogate_bound"],

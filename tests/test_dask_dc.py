@@ -51,7 +51,9 @@ def close(a, b, rel=1e-6):
 
 @pytest.fixture(scope="module")
 def solved(arrays):
-    """Exact IDCA on the same rows, in memory and on Dask, for the ramp selection-rate gap and partial DP."""
+    """Exact IDCA on the same rows, in memory and on Dask, for the ramp selection-rate gap and partial DP, from w = 0
+    (the default on Dask; in memory a ramp rate gap starts from the quadratic penalty's minimizer, found by L-BFGS,
+    whose last digits depend on how the rows were summed)."""
     out = {}
     for kind in ("selection", "pdp"):
         mem, dd = both(arrays)
@@ -59,7 +61,7 @@ def solved(arrays):
         for data in (mem, dd):
             prob = problem(data, kind)
             start = passes_of(data)
-            res = prob.solve(backend="exact")
+            res = prob.solve(backend="exact", start="zero")
             runs.append((prob, res, passes_of(data) - start))
         out[kind] = runs
     return out
@@ -96,7 +98,7 @@ def test_the_judge_on_dask_gives_the_in_memory_numbers(arrays, kind):
     theta = 0.3 * np.random.default_rng(1).standard_normal(mem.n_features + 1)
     candidates = [{"w": theta}]
     if kind != "weak":          # model (17) has no interior-point certificate (its CVXPY program needs the rows)
-        candidates.append(problem(mem, kind).solve(backend="exact", stop="budget", outer=3,
+        candidates.append(problem(mem, kind).solve(backend="exact", stop="budget", outer=3, start="zero",
                                                    certificate=False).variables)
     for candidate in candidates:
         evals = []
@@ -136,7 +138,7 @@ def test_replicated_rows_give_the_answer_of_the_original_rows(arrays):
     X, y, g = (a[:400] for a in arrays)
     order = np.random.default_rng(5).permutation(3 * X.shape[0])
     rep = [np.concatenate([a] * 3)[order] for a in (X, y, g)]
-    base = problem(fm.Dataset(X, y, g), "selection").solve(backend="exact")
+    base = problem(fm.Dataset(X, y, g), "selection").solve(backend="exact", start="zero")
     big = problem(as_dask_dataset(*rep, chunk=350), "selection").solve(backend="exact")
     assert big.ok and base.ok
     assert abs(big.objective - base.objective) <= 1e-6 * abs(base.objective)
@@ -214,7 +216,7 @@ def test_stochastic_idca_on_dask_follows_the_in_memory_iterates(arrays, kind, sp
     objective in every subproblem (split='exact': every SSG step is a pass over the chunks) or by its quadratic
     majorant and the hinges of a working set (split='curvature', the default on chunks)."""
     runs = [problem(data, kind).solve(backend="stochastic", stop="budget", outer=3, inner=40, eps_decay=1.0,
-                                      split=split) for data in both(arrays)]
+                                      split=split, start="zero") for data in both(arrays)]
     assert all(r.solver["split"] == split for r in runs)
     assert runs[0].history[-1]["outer"] == runs[1].history[-1]["outer"] == 3
     assert close(runs[1].variables["w"], runs[0].variables["w"], rel=1e-9)
@@ -269,7 +271,7 @@ def test_process_cluster_runs_the_passes_and_gives_the_same_numbers(arrays, solv
     distributed = pytest.importorskip("dask.distributed")
     mem = both(arrays)[0]
     (_, pdp, _), _ = solved["pdp"]
-    steps = {"stop": "budget", "outer": 4, "certificate": False}
+    steps = {"stop": "budget", "outer": 4, "certificate": False, "start": "zero"}
     ref = problem(mem, "selection").solve(backend="exact", **steps)
     ref_ev = problem(mem, "pdp").evaluate(pdp.variables, certificate=True)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) \

@@ -101,9 +101,9 @@ def test_a_wide_working_set_at_the_anchor_is_replaced_by_the_centre(monkeypatch)
 def test_on_dask_no_subproblem_holds_more_than_the_share(arrays):  # noqa: F811
     """Exact IDCA on chunked rows: no working set holds more than SHARE of the hinges (the early steps go through
     the centre, reached by passes; the first, a tie, is the central point itself), and the answer is the in-memory
-    one."""
+    one (both from w = 0, the default on chunks)."""
     mem, dd = both(arrays)
-    results = [problem(data, "selection").solve(backend="exact", rate_steps=0) for data in (mem, dd)]
+    results = [problem(data, "selection").solve(backend="exact", rate_steps=0, start="zero") for data in (mem, dd)]
     history = results[1].history[1:]
     assert max(h["working_set"] for h in history) <= dc_centred.SHARE
     assert history[0]["central_step"] == 1 and any(h["centring_passes"] > 0 for h in history[1:])

@@ -363,3 +363,59 @@ def test_problem_file_expressions_declare_a_ramp_rate_gap():
     sc = data.X @ theta[:3] + theta[3]
     assert c.lhs.measure(sc)["ramp_gap"] == pytest.approx(brute("dp", sc, data.y, data.groups.codes.tolist(),
                                                                 0.1, 0.5)[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_values_and_jacobian_are_the_dc_split_and_its_derivative(kind):
+    """A rate block's one-pass f_i and subgradients equal f+ - f- and the difference of their subgradients (the
+    generic oracle), and the subgradients are the derivative of f_i (finite differences at a point with no score at
+    a kink of the ramp)."""
+    from fairmodel.oracles.dc import Block
+    prob, w = program_of(kind, make_data(n=300, groups=3, seed=2))
+    program = dc_program(prob, prob.family._kinds)
+    x = program.start({w.name: np.array([0.7, -0.3, 0.4, 0.05])})
+    f, jac = program.values_and_jacobian(x)
+    generic = [Block.values_and_jacobian(b, x) for b in program.blocks]
+    assert np.allclose(f, np.concatenate([g[0] for g in generic]), rtol=0, atol=1e-14)
+    assert np.allclose(jac, np.vstack([g[1] for g in generic]), rtol=0, atol=1e-14)
+    assert np.allclose(f, program.values(x), rtol=0, atol=1e-14)
+    h = 1e-7
+    numeric = np.column_stack([(program.values(x + h * e) - program.values(x - h * e)) / (2 * h)
+                               for e in np.eye(program.D)])
+    assert np.allclose(jac, numeric, rtol=0, atol=1e-6)
+
+
+def test_the_penalty_start_meets_the_bounds_and_idca_certifies_from_it():
+    """The default start of IDCA on a ramp rate gap in memory: the penalty's point meets the declared bound strictly
+    with a lower objective than w = 0, the result says where it started and how long that took, and the answer from
+    there is certified with its true gap within the bound. start="zero" is IDCA from w = 0 (the explicit zero start)."""
+    from fairmodel.families.partial_starts import penalty_start
+    data = make_data(n=400, groups=2, seed=3)
+    prob, w = program_of("dp", data, eps=0.05)
+    program = dc_program(prob, prob.family._kinds)
+    zero = program.start()
+    x, note = penalty_start(program, zero)
+    assert program.max_violation(x) < 0 and program.objective_value(x) < program.objective_value(zero) - 0.05
+    assert note.startswith("start: the quadratic penalty's minimizer at rho = 1000")
+    res = prob.solve(backend="exact")
+    assert res.ok and res.metrics["gap.true_gap"] <= 0.05 + 1e-3
+    assert res.metrics["start_notes"][0].startswith("start: the quadratic penalty") and res.timings["start"] > 0
+    single = prob.solve(backend="exact", rate_steps=0)          # one IDCA run: its history starts at the start
+    assert single.history[0]["objective"] == pytest.approx(program.objective_value(x), rel=1e-12)
+    plain = prob.solve(backend="exact", start="zero", rate_steps=0)
+    explicit = prob.solve(backend="exact", start={w.name: np.zeros(4)}, rate_steps=0)
+    assert plain.history[0]["objective"] == pytest.approx(np.log(2.0), rel=1e-12)
+    assert np.array_equal(plain.variables[w.name], explicit.variables[w.name])
+    with pytest.raises(fm.errors.OptionError, match="'zero'"):
+        prob.solve(backend="exact", start="origin")
+
+
+def test_a_penalty_point_that_misses_the_bound_gives_way_to_w_zero(monkeypatch):
+    """With one small weight the penalty's point violates a tight bound: the start is w = 0, and the note says why."""
+    import fairmodel.families.partial_starts as starts
+    monkeypatch.setattr(starts, "PENALTY_WEIGHTS", (1e-3,))
+    prob, w = program_of("dp", make_data(n=300, groups=2, seed=3), eps=0.01)
+    program = dc_program(prob, prob.family._kinds)
+    zero = program.start()
+    x, note = starts.penalty_start(program, zero)
+    assert x is zero and "does not meet the declared bounds" in note

@@ -399,14 +399,19 @@ class PartialFairness(Reduction):
                    note: str = "") -> Solution:
         """Run ``run(x0, label)`` from every start and report the spread of the local solutions.
 
-        The result is the run from the first start (the given one, or w = 0) unless ``keep="best"`` (the
-        lowest objective among feasible runs), so that two backends compare the same outer loop. A run that
-        stopped on the judge's checks returns its ``stopper`` (and the ``cap`` it had), which records the stop
-        on the result; ``note`` is appended to the message.
+        The result is the run from the first start (the given one; by default the penalty start of
+        :mod:`~fairmodel.families.partial_starts` for IDCA on ramp rate gaps in memory, else w = 0) unless
+        ``keep="best"`` (the lowest objective among feasible runs), so that two backends compare the same outer
+        loop. A run that stopped on the judge's checks returns its ``stopper`` (and the ``cap`` it had), which
+        records the stop on the result; ``note`` is appended to the message.
         """
         starts = positive_int(options.get("starts", 1), "starts")
-        points, notes = feasible_starts(self.program, options.get("start"), starts, seed if seed is not None else options.get("seed"),
-                                     bool(options.get("allow_infeasible_start", False)))
+        default = "penalty" if method == "idca" and rate_blocks(self.program) and not self.chunked else "zero"
+        begin = time.perf_counter()
+        points, notes = feasible_starts(self.program, options.get("start"), starts,
+                                        seed if seed is not None else options.get("seed"),
+                                        bool(options.get("allow_infeasible_start", False)), default)
+        start_time = time.perf_counter() - begin
         runs = []
         for j, x0 in enumerate(points):
             out = run(x0, label if len(points) == 1 else f"{label} start {j}")
@@ -441,7 +446,8 @@ class PartialFairness(Reduction):
         message = "; ".join(m for m in (best["message"], best.get("rate_note"), note) if m)
         solution = Solution(variables=self.program.layout.split(x), status=best["status"], message=message,
                             history=best["history"], solver=solver or {"name": method},
-                            timings={"compile": compile_time, "method": sum(r["time"] for r in runs)},
+                            timings={"compile": compile_time, "start": start_time,
+                                     "method": sum(r["time"] for r in runs)},
                             metrics=metrics, judge_context=context)
         if "stopper" in best:
             best["stopper"].finish(solution, cap=best.get("cap", ""))

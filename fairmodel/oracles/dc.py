@@ -92,6 +92,11 @@ class Block:
         IDCA (default: f_i-(x) and its subgradient)."""
         return self.minus(x)
 
+    def values_and_jacobian(self, x):
+        """(f_i (m,), subgradients (m, D)) of f_i = f_i+ - f_i- at x."""
+        minus, slopes = self.minus(x)
+        return self.plus(x)[0] - minus, self.plus_jacobian(x) - slopes
+
     def start(self, x) -> None:
         """Fill this block's auxiliary variables of a starting point in place (no-op without any)."""
 
@@ -183,6 +188,11 @@ class DCProgram:
         (:meth:`fairmodel.oracles.dc_hinges.HingeAverages.linearization`), so that the path does not depend on the
         order rows are summed in. One pass per block."""
         parts = [b.linearize(x) for b in self.blocks]
+        return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+
+    def values_and_jacobian(self, x):
+        """(f_i (m,), subgradients (m, D)) of every f_i at x (one pass per block where the block has it in one)."""
+        parts = [b.values_and_jacobian(x) for b in self.blocks]
         return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
 
     def max_violation(self, x) -> float:

@@ -136,6 +136,12 @@ class RampRateBlock(Block):
     def linearize(self, x):
         return self._minus(x, *self.avg.linearization(x))
 
+    def values_and_jacobian(self, x):
+        """(f_i, subgradients) of every constraint of the block: one pass (f+ and f- are the same hinge averages)."""
+        A, dA = self.avg.values_and_gradients(x)
+        minus, slopes = self._minus(x, A, dA)
+        return A - minus, dA - slopes
+
     def _minus(self, x, A, dA):
         c = x[self.csl][self.stratum]
         half = 0.5 * self.eps
