@@ -595,6 +595,16 @@ MUTATIONS = [
       "enough=lambda kept: True",
       ("tests/test_partial_ipm.py",),
       "F's Newton model built from a kept value and gradient without its Hessian"),
+    M("rate-jacobian-without-minus", "fairmodel/oracles/dc_rates.py",
+      "return A - minus, dA - slopes",
+      "return A - minus, dA",
+      ("tests/test_ramp_rates.py",),
+      "the one-pass subgradients of a rate block without the f- part (the penalty start's gradient)"),
+    M("penalty-start-unchecked", "fairmodel/families/partial_starts.py",
+      "if program.max_violation(point) <= 0:",
+      "if True:",
+      ("tests/test_ramp_rates.py",),
+      "the penalty start returned whether or not it meets the declared bounds"),
 ]
 
 
