@@ -201,6 +201,7 @@ def run_notebook(notebook, path: str) -> tuple[list, str]:
     namespace = {"__name__": "__main__"}
     outputs = [[] for _ in notebook.cells]
     here = os.getcwd()
+    plt.close("all")        # pyplot's figures are the notebook's: one left open before it would show under its cells
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*non-interactive.*cannot be shown")   # plt.show() on Agg
         os.chdir(folder)

@@ -190,6 +190,18 @@ Table()
 
 
 @needs_docs
+def test_a_figure_left_open_before_the_notebook_is_not_its_output():
+    """A figure open before the notebook runs (another test's, in the same process) is neither shown under its
+    cells nor drawn on by them."""
+    import jupytext
+    import matplotlib.pyplot as plt
+    plt.figure()
+    outputs, error = _hooks().run_notebook(jupytext.reads(NOTEBOOK, fmt="py:percent"), str(ROOT))
+    assert error == ""
+    assert [[o["kind"] for o in cell] for cell in outputs] == [[], ["text", "image"], ["markdown"], ["text"]]
+
+
+@needs_docs
 def test_a_notebook_runs_with_its_outputs_under_its_cells():
     """Printed text, a figure, a value with a Markdown view, a plain value: each under its cell, in order."""
     import jupytext
