@@ -232,6 +232,7 @@ def test_the_split_of_the_objective_is_curvature_on_chunks_where_it_applies(arra
         problem(dd, "weak").solve(backend="stochastic", split="curvature")
 
 
+@pytest.mark.slow       # 27 s with -n auto; the default suite keeps under 10 minutes
 def test_crosscheck_on_dask(arrays, solved):
     """Both backends with their defaults on the same chunks: exact IDCA (the in-memory exact answer) and IDCA + SSG
     with the curvature split; the report passes."""
@@ -245,6 +246,7 @@ def test_crosscheck_on_dask(arrays, solved):
     assert passes_of(dd) - start < 2000
 
 
+@pytest.mark.slow       # 17 s with -n auto; the default suite keeps under 10 minutes
 def test_idca_with_ssg_stops_on_the_judges_checks_whatever_the_ramp_pieces(arrays, monkeypatch):
     """The judge's solve of (25) at a stochastic result is sized by the run's last step and holds at most a share of
     the hinges (chosen at the central point beyond it) under the working set's memory guard: so the certificate, and

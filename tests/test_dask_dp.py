@@ -148,6 +148,7 @@ def test_exact_dual_by_lbfgs_on_dask_points_and_the_per_point_programs_refuse(X)
     assert lp.solve(backend="exact", data=small).ok
 
 
+@pytest.mark.slow       # 13 s with -n auto; the default suite keeps under 10 minutes
 def test_crosscheck_on_dask_points_gives_the_in_memory_checks(X):
     """Both backends on Dask points (the exact dual by L-BFGS-B over blocks, the stochastic rounds from the pool)
     and the comparison of their predictions block by block: the checks of the in-memory cross-check."""

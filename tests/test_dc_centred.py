@@ -159,6 +159,7 @@ def test_idca_never_stops_on_an_inexact_step():
         assert out["status"] == status
 
 
+@pytest.mark.slow       # 15 s with -n auto; the default suite keeps under 10 minutes
 def test_stochastic_idca_on_dask_holds_at_most_the_share(arrays):  # noqa: F811
     """IDCA + SSG (the curvature split, the default on chunks): its working sets too are chosen at the central point
     where the anchor's would hold more than SHARE of the hinges; the run still ends certified by the judge."""
