@@ -316,7 +316,8 @@ def run_case(name, data, points, reference, client, keep=None, only=None) -> dic
     if name in ON_POINTS:
         (ref_prob, ref_kwargs), (prob, kwargs) = build(None, reference), build(points, reference)
     else:
-        (ref_prob, ref_kwargs), (prob, kwargs) = (build(reference), REFERENCE_OPTIONS.get(name, {})), (build(data), {})
+        (ref_prob, ref_kwargs) = build(reference), REFERENCE_OPTIONS.get(name, {})
+        prob, kwargs = build(data), {}
     ref = ref_prob.solve(backend="exact", **ref_kwargs)
     row["in-memory exact (s)"] = time.perf_counter() - start
     kept = None if keep is None else keep / f"{DATASET}-{name}-{source.n_samples}"

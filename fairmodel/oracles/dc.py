@@ -175,9 +175,13 @@ class DCProgram:
         """Subgradients (m, D) of every f_i+ at x (one pass per block)."""
         return np.vstack([b.plus_jacobian(x) for b in self.blocks])
 
-    def minus(self, x):
-        parts = [b.minus(x) for b in self.blocks]
+    def _stacked(self, method: str, x):
+        """(values (m,), rows (m, D)) of every block's ``method(x)`` -> (values, rows), stacked in block order."""
+        parts = [getattr(b, method)(x) for b in self.blocks]
         return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+
+    def minus(self, x):
+        return self._stacked("minus", x)
 
     def _values(self, x) -> np.ndarray:
         return np.concatenate([b.values(x) for b in self.blocks])
@@ -187,13 +191,11 @@ class DCProgram:
         subgradient, the hinges within a hair of their kink given slope 0 with their value's exact correction
         (:meth:`fairmodel.oracles.dc_hinges.HingeAverages.linearization`), so that the path does not depend on the
         order rows are summed in. One pass per block."""
-        parts = [b.linearize(x) for b in self.blocks]
-        return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+        return self._stacked("linearize", x)
 
     def values_and_jacobian(self, x):
         """(f_i (m,), subgradients (m, D)) of every f_i at x (one pass per block where the block has it in one)."""
-        parts = [b.values_and_jacobian(x) for b in self.blocks]
-        return np.concatenate([p[0] for p in parts]), np.vstack([p[1] for p in parts])
+        return self._stacked("values_and_jacobian", x)
 
     def max_violation(self, x) -> float:
         return float(np.max(self.values(x), initial=-np.inf))
