@@ -162,3 +162,16 @@ def test_crosscheck_out_prints_what_it_saved(gdro_file, capsys, tmp_path):
     cli.main(["crosscheck", str(gdro_file), "--out", str(out)])
     printed = capsys.readouterr().out
     assert f"saved: {out / 'exact.json'}" in printed and str(out / "crosscheck.md") in printed
+
+
+def test_a_ctrl_c_request_ends_with_its_solve():
+    """A Ctrl-C that stopped one solve must not stop the next method run outside a solve (it did: the request stayed
+    set, and a direct OGDA run after an interrupted solve in the same process stopped after one epoch)."""
+    from fairmodel.stochastic.ogda import ogda
+    from fairmodel.utilities.progress import stop_requested
+    res = _problem().solve(backend="stochastic", seed=0, epochs=50, callback=_ctrl_c_at_epoch(1))
+    assert res.status == "interrupted"
+    assert not stop_requested()
+    game = fm.SaddleProblem.matrix_game(np.array([[[1.0, -1.0], [-1.0, 1.0]]] * 3))
+    out = ogda(game.oracle(), method="ogda-rr", order=1, epochs=6, seed=0)
+    assert out["status"] == "completed" and out["epochs_run"] == 6

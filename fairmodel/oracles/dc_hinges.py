@@ -94,10 +94,12 @@ class _Sums:
     ``grads`` the active sums sum_{y_fr > snap} u_r (x_r, 1) (a per-chunk function; u_r = 1 without row weights;
     ``values=False``: the counts and active sums of the families ``grads`` alone).
 
-    The values sort the chunk's rows by (cell, score) once: NumPy orders complex numbers lexicographically (real part,
-    then imaginary part) in both ``sort`` and ``searchsorted``, so with keys code + i z one search finds, for every
-    family at once, the first row of its cell above its cut, and suffix sums of the sorted scores give every family's
-    hinge sum at O(log n) (no (rows x families) array, no loop over the cells)."""
+    The values sort the chunk's rows by (cell, score) once: by score, then stably by the small integer cell code (a
+    radix sort), 2.5-3x faster than one sort of the complex keys below (measured on 20,000 rows). NumPy orders
+    complex numbers lexicographically (real part, then imaginary part) in ``searchsorted``, so with the sorted keys
+    code + i z one search finds, for every family at once, the first row of its cell above its cut, and suffix sums
+    of the sorted scores give every family's hinge sum at O(log n) (no (rows x families) array, no loop over the
+    cells)."""
 
     def __init__(self, theta, intercept, scale, cell, t, grads=None, snap=0.0, values=True):
         self.theta, self.intercept, self.scale, self.cell, self.t = theta, intercept, scale, cell, t
@@ -110,9 +112,9 @@ class _Sums:
         counts = np.zeros(F)
         sums = near = grads = None
         if self.values:
-            keys = codes + 1j * z
-            order = np.argsort(keys)
-            keys, us = keys[order], u[order]
+            order = np.argsort(z)
+            order = order[np.argsort(codes[order], kind="stable")]
+            keys, us = codes[order] + 1j * z[order], u[order]
 
             def suffix(v):
                 return np.concatenate([np.cumsum(v[::-1])[::-1], [0.0]])

@@ -59,7 +59,9 @@ def _on_sigint(signum, frame):
 @contextmanager
 def interruptible():
     """Within this block the first Ctrl-C sets :data:`STOP` instead of raising (main thread only; nested blocks
-    share the outermost handler). Yields :data:`STOP`; read ``STOP.requested`` before the block ends."""
+    share the outermost handler). Yields :data:`STOP`; read ``STOP.requested`` before the block ends: the outermost
+    block clears it as it ends, so that a request never outlives its solve (a method run directly afterwards,
+    outside any block, would otherwise stop after its first epoch as if interrupted)."""
     install = STOP.depth == 0 and threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _on_sigint) if install else None
     if STOP.depth == 0:
@@ -69,6 +71,8 @@ def interruptible():
         yield STOP
     finally:
         STOP.depth -= 1
+        if STOP.depth == 0:
+            STOP.requested = False
         if install:
             signal.signal(signal.SIGINT, previous)
 
