@@ -71,6 +71,29 @@ class _RateSums:
                               factors)
 
 
+class _HingePairSums:
+    """One chunk's sums for the hinge averages A+-_sk of every cell and their subgradients, without sorting the
+    rows (each row is in one cell, and its two hinges differ by their cut): (A (2 C,), active sums (2 C, D_w)) with
+    A = [sum f pos(u + 1/2) per cell, then sum f pos(u - 1/2)] and the active sums the rows' factors times
+    (x, 1) / width over u > -1/2 (upper) and u > 1/2 (lower), strict as in
+    :class:`~fairmodel.oracles.dc_hinges.HingeAverages` (a per-chunk function of
+    :meth:`RampRateBlock.values_and_jacobian`)."""
+
+    def __init__(self, theta, intercept, C, threshold, width):
+        self.theta, self.intercept, self.C, self.threshold, self.width = theta, intercept, C, threshold, width
+
+    def __call__(self, batch, codes, factors=None):
+        u = (scores(batch, self.theta, self.intercept) - self.threshold) / self.width
+        f = np.ones(u.size) if factors is None else np.asarray(factors, dtype=float)
+        cell = (codes[None, :] == np.arange(self.C)[:, None]).astype(float)      # (C, rows): 0 for rows in no cell
+        values = np.concatenate([cell @ (f * np.maximum(u + 0.5, 0.0)), cell @ (f * np.maximum(u - 0.5, 0.0))])
+        weight = np.vstack([cell * np.where(u > -0.5, f, 0.0), cell * np.where(u > 0.5, f, 0.0)])
+        active = weight @ batch.X
+        if self.intercept:
+            active = np.hstack([active, weight.sum(axis=1)[:, None]])
+        return values, active / self.width
+
+
 def rate_measure(sums, stratum, n_strata: int) -> dict:
     """Ramp and true rates of every cell, the gaps per stratum (largest pairwise) and the slack (the two largest
     group slacks of each stratum: true gap <= ramp gap + slack) from the per-cell sums of :func:`rate_cell_sums`."""
@@ -137,8 +160,17 @@ class RampRateBlock(Block):
         return self._minus(x, *self.avg.linearization(x))
 
     def values_and_jacobian(self, x):
-        """(f_i, subgradients) of every constraint of the block: one pass (f+ and f- are the same hinge averages)."""
-        A, dA = self.avg.values_and_gradients(x)
+        """(f_i, subgradients) of every constraint of the block: one pass (f+ and f- are the same hinge averages),
+        of per-cell sums (no sort of the rows; measured, one thread: 0.45 ms against 2.5 ms for the hinge averages'
+        sorted pass on Law School's 14,560 rows, 5.2 against 9.8 ms on Adult's 21,113 rows of 103 features, where
+        the product with the rows dominates). The quadratic penalty's evaluation
+        (:mod:`fairmodel.families.partial_starts`)."""
+        atom, avg = self.atom, self.avg
+        sums, active = row_sums(avg.data, _HingePairSums(np.asarray(x[self.wsl], dtype=float), avg.intercept,
+                                                          self.C, atom.threshold, atom.width), *avg.per_row)
+        A = sums / avg.n_each
+        dA = np.zeros((self.m, self.D))
+        dA[:, self.wsl] = active / avg.n_each[:, None]
         minus, slopes = self._minus(x, A, dA)
         return A - minus, dA - slopes
 
