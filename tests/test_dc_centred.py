@@ -20,6 +20,26 @@ MAKERS = [pytest.param(lambda: random_problem(300, 3, 1).family.program, id="par
               600, seed=1), "eodds").family.program, id="ramp-equalized-odds")]
 
 
+@pytest.fixture(autouse=True)
+def share_only(monkeypatch):
+    """These tests exercise the central path on small data: working sets are limited by SHARE alone (not
+    raised to SMALL hinges, which would hold all of these data sets' hinges)."""
+    monkeypatch.setattr(dc_centred, "SMALL", 0)
+
+
+def test_a_small_working_set_is_solved_where_it_is(monkeypatch):
+    """Up to SMALL hinges a working set wider than SHARE is solved at the anchor (no central path), to the same
+    minimizer as through the centre."""
+    prog = lawschool_problem(800).family.program
+    hinge = hinge_program(prog)
+    a, S, c = subproblem_at(prog, hinge, 0)
+    x_c, _, _, centred = solve_hinge_subproblem(hinge, a, S, c, MU, np.inf)
+    monkeypatch.setattr(dc_centred, "SMALL", hinge.pieces)
+    x, _, _, info = solve_hinge_subproblem(hinge, a, S, c, MU, np.inf)
+    assert centred["centring_passes"] > 0 and info["centring_passes"] == 0 and info["working_set"] == 1.0
+    assert np.linalg.norm(x - x_c) <= 2 * np.sqrt(4 * max(info["gap"], centred["gap"], 1e-14) / MU) + 1e-9
+
+
 def subproblem_at(prog, hinge, outer):
     anchor = prog.start() if outer == 0 else idca(prog, prog.start(), certified_inner(prog, hinge, MU),
                                                   outer=outer, mu=MU)["x"]

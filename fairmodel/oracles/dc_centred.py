@@ -55,6 +55,10 @@ from .dc_working_set import WideWorkingSet, solve_with_working_set
 from .losses import LinearModelLoss
 
 SHARE = 0.1          # a working set at the anchor of more than this share of the hinges: choose it at the centre
+SMALL = 4096         # hinges: a working set of at most this many is solved where it is, whatever their share (all of
+                     # a small data set: on Communities' 1,388 rows, 2,776 hinges, the central path's passes, each
+                     # with the Hessian X' D X of 118 features, took 3.6 s of a 17 s fit; 12.2 s against 7.9 s
+                     # without them, the same answer)
 CENTRED = 0.5        # Newton decrement (per sqrt(τ)) below which an iterate is centred: τ then falls
 SIGMA = 0.1          # the fall of τ once centred
 FRACTION = 0.99      # a step keeps λ above (1 - FRACTION) of its value
@@ -235,10 +239,10 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER, exact
 
 def within_share(source, guard=None):
     """A working-set guard ``(nbytes, pairs)`` raising
-    :class:`~fairmodel.oracles.dc_working_set.WideWorkingSet` beyond SHARE of the hinges of ``source``, then calling
-    ``guard``."""
+    :class:`~fairmodel.oracles.dc_working_set.WideWorkingSet` beyond SHARE of the hinges of ``source`` (and beyond
+    SMALL hinges), then calling ``guard``."""
     def limited(nbytes, pairs):
-        if pairs > SHARE * source.pieces:
+        if pairs > max(SHARE * source.pieces, SMALL):
             raise WideWorkingSet
         if guard is not None:
             guard(nbytes, pairs)
