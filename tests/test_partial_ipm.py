@@ -108,8 +108,9 @@ def test_ipm_is_the_default_exact_inner_method_and_cvxpy_stays_available():
 
 
 def test_a_short_solve_is_optimal_only_when_its_certificate_proves_it():
-    """A solve stopped after 3 iterations is far from optimal: its status must say so (the certificate-based
-    acceptance is not a pass for any stopped solve); a full solve's status 'optimal' carries a gap within tol."""
+    """A solve capped at 3 iterations (3 more from its own multipliers) is far from optimal: its status must say so
+    (the certificate-based acceptance is not a pass for any stopped solve); a full solve's status 'optimal' carries a
+    gap within tol."""
     prog = random_problem(400, 3, 0).family.program
     hinge = hinge_program(prog).in_memory()
     anchor = anchors(prog, hinge)[1]
@@ -122,8 +123,8 @@ def test_a_short_solve_is_optimal_only_when_its_certificate_proves_it():
 
 def test_a_solve_that_reaches_its_cap_runs_once_more_from_its_own_multipliers():
     """A solve capped at two thirds of the iterations a full one needs goes on from its own multipliers (moved
-    back into the interior) with a budget of its own and ends optimal, its iterations counting both runs; the
-    caller's fallback (the CVXPY program of (25) on all rows) took a minute where this takes 30 iterations."""
+    back into the interior) with a budget of its own and ends optimal, its iterations counting both runs (a capped
+    solve used to end there, and its caller fell back to the CVXPY program of (25) on all rows)."""
     prog = random_problem(400, 3, 0).family.program
     hinge = hinge_program(prog).in_memory()
     anchor = anchors(prog, hinge)[1]

@@ -8,6 +8,7 @@ indicator differ by at most 1/2 there and agree elsewhere), and the DC split (f+
 function r - c - eps/2 exactly)."""
 import cvxpy as cp
 import numpy as np
+import scipy.sparse
 import pytest
 
 import fairmodel as fm
@@ -228,14 +229,40 @@ def test_a_tiny_group_gets_a_certified_answer_that_meets_the_true_bound():
     steps = res.metrics["rate_steps"]
     before = [st for st in steps if st["stage"] in ("declared", "lowered")]
     assert len(before) >= 2 and all(st["true_gaps"]["gap"] > eps + 1e-3 for st in before)
-    # the true gap did not fall at all as the ramp bound fell: lowering stops after STALL_RUNS such runs (it ran all
-    # 8 steps before, down to a ramp bound of 1e-4: 960 s of a 1,180 s fit on all of Adult by race)
+    # the true gap did not fall at all as the ramp bound fell: lowering stops after STALL_RUNS such runs (without the
+    # rule it halved the ramp bound from 0.02 seven times, to the floor 1e-4)
     assert [st["stage"] for st in before] == ["declared"] + ["lowered"] * STALL_RUNS
     assert "stopped falling" in res.message
     solved = res.metrics["gap.surrogate_bound"]
     assert any(st["stage"] == "shifted" and st["surrogate_bounds"]["gap"] == solved
                and st["true_gaps"]["gap"] == pytest.approx(true, abs=1e-12) for st in steps)
     assert res.metrics["gap.ramp_gap"] <= solved + 1e-8 and "intercept shifted" in res.message
+
+
+@pytest.mark.parametrize("gaps, stages", [
+    # closer by 80 % then 43 %, then farther twice: stop (the Adult-by-race run's pattern, eps 0.05 here)
+    ([0.095, 0.0598, 0.056, 0.0637, 0.0598], ["declared"] + ["lowered"] * 4),
+    # no closer (0.0600), closer again (reset), no closer, closer, closer, met: it goes on to the end
+    ([0.095, 0.0598, 0.0600, 0.0540, 0.0545, 0.0520, 0.0515, 0.0505], ["declared"] + ["lowered"] * 7),
+])
+def test_lowering_stops_only_after_runs_in_a_row_that_come_no_closer(monkeypatch, gaps, stages):
+    """The stall rule of the true-rate continuation on a planted sequence of true gaps: it counts the lowered runs
+    that come less than STALL_SHARE closer to eps + 1e-3 than the closest run before, resets on a run that does, and
+    stops after STALL_RUNS in a row."""
+    from fairmodel.families import partial_rates
+    prob, _ = program_of("dp", make_data(n=200, groups=2, seed=1), eps=0.05)
+    program = prob.family.program
+    planted = iter(gaps)
+    monkeypatch.setattr(partial_rates, "true_gaps", lambda program, x: {"gap": next(planted)})
+    monkeypatch.setattr(partial_rates, "shift_to_bounds", lambda program, x: None)
+    monkeypatch.setattr(partial_rates, "next_bound", lambda tried, eps: 0.9 * tried[-1][0])   # never at the floor
+
+    def run(x0, label):
+        return {"x": x0, "outer_iterations": 1, "status": "converged"}
+
+    out = partial_rates.continue_on_true_rates(program, run, dict(run(program.start(), ""), time=0.0), steps=8)
+    assert [st["stage"] for st in out["rate_steps"]] == stages
+    assert ("stopped falling" in out["rate_note"]) == (stages[-1] == "lowered" and gaps[-1] > 0.051)
 
 
 def test_the_intercept_shift_is_the_best_shift_that_meets_the_bound():
@@ -388,6 +415,32 @@ def test_values_and_jacobian_are_the_dc_split_and_its_derivative(kind):
     numeric = np.column_stack([(program.values(x + h * e) - program.values(x - h * e)) / (2 * h)
                                for e in np.eye(program.D)])
     assert np.allclose(jac, numeric, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["weighted", "no intercept", "sparse", "chunks"])
+def test_the_one_pass_rate_sums_hold_for_every_layout_of_the_rows(layout, monkeypatch):
+    """The one-pass f_i and subgradients of a rate block (per-cell sums, no sort) equal the generic oracle's (the
+    sorted hinge averages) with row weights, without an intercept, on sparse rows and summed over several chunks,
+    with rows in no cell (equalized odds' labels cover every row; equal opportunity leaves the negatives out)."""
+    from fairmodel.data import dataset
+    from fairmodel.oracles.dc import Block
+    data = make_data(n=300, groups=3, seed=4)
+    if layout == "sparse":
+        data = fm.Dataset(scipy.sparse.csr_matrix(data.X), data.y, data.groups.codes)
+    if layout == "chunks":
+        monkeypatch.setattr(dataset, "CHUNK_ROWS", 97)
+    weights = np.random.default_rng(0).uniform(0.2, 3.0, 300) if layout == "weighted" else None
+    w = fm.Weights(3, intercept=layout != "no intercept")
+    s = data.score(w)
+    for gap in (fm.equal_opportunity_gap, fm.equalized_odds_gap):
+        atom = gap(s, data, surrogate="ramp", width=0.6, threshold=0.1, sample_weight=weights)
+        prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y))), [(atom <= 0.05).named("gap")])
+        program = dc_program(prob, prob.family._kinds)
+        x = program.start({w.name: np.array([0.7, -0.3, 0.4, 0.05][:w.size])})
+        f, jac = program.values_and_jacobian(x)
+        generic = [Block.values_and_jacobian(b, x) for b in program.blocks]
+        assert np.allclose(f, np.concatenate([g[0] for g in generic]), rtol=0, atol=1e-13)
+        assert np.allclose(jac, np.vstack([g[1] for g in generic]), rtol=0, atol=1e-13)
 
 
 def test_the_penalty_start_meets_the_bounds_and_idca_certifies_from_it():

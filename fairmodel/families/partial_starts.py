@@ -45,7 +45,9 @@ PENALTY_WEIGHTS = (1.0, 10.0, 100.0, 1000.0)   # rho, each from the last (from w
                           # of the module docstring: the last weight met the bounds in 23; in the other (Adult,
                           # equalized odds at 0.01) rho = 1e4 did, and IDCA from there took longer (39 s against 29 s
                           # from w = 0) to a higher objective (by 1.3e-3), so w = 0 is the start there
-PENALTY_ITERATIONS = 30   # L-BFGS iterations a weight (114-195 passes in all on Adult, 1.4-2.8 s)
+PENALTY_ITERATIONS = 30   # L-BFGS iterations a weight (89-207 passes in all on Adult and Law School; one thread,
+                          # 0.1-0.26 s on Law School, 1.4-1.8 s on Adult; 15 a weight halved the passes and cost 3-16
+                          # more outer iterations in 4 of 12 Law School rows)
 
 
 def feasible_starts(program: DCProgram, start, starts: int, seed, allow_infeasible: bool, default: str = "zero"):

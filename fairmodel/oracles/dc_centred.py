@@ -42,6 +42,9 @@ its accuracy are the working-set method's: the same minimizer of (25) as a solve
 A tie (:func:`central_step`): where many hinges sit at their kink at the minimizer itself (IDCA's first step from
 w = 0, every score equal), the working set at the centre holds them all too. Exact IDCA then takes the central point
 as its step instead: strictly feasible, within the path's duality gap of the minimizer, never a stopping point.
+
+The exact solves route a working set through the centre only when it holds more than SHARE of the hinges and more
+than :data:`SMALL` of them: a small data set's hinges are solved where they are.
 """
 from __future__ import annotations
 
@@ -55,10 +58,11 @@ from .dc_working_set import WideWorkingSet, solve_with_working_set
 from .losses import LinearModelLoss
 
 SHARE = 0.1          # a working set at the anchor of more than this share of the hinges: choose it at the centre
-SMALL = 4096         # hinges: a working set of at most this many is solved where it is, whatever their share (all of
-                     # a small data set: on Communities' 1,388 rows, 2,776 hinges, the central path's passes, each
-                     # with the Hessian X' D X of 118 features, took 3.6 s of a 17 s fit; 12.2 s against 7.9 s
-                     # without them, the same answer)
+SMALL = 4096         # hinges: an exact solve's working set of at most this many is solved where it is, whatever its
+                     # share (on Communities' 1,388 rows, 2,776 hinges, the central path's passes each form the
+                     # Hessian X' D X of 118 features: six fits, the three rate gaps at 0.1 and 0.02, one thread,
+                     # one after the other under the same load, took 8.7-21.9 s with the central path and 4.7-19.1 s
+                     # without, 1.1x-3.6x less, to the same objectives within 1e-6)
 CENTRED = 0.5        # Newton decrement (per sqrt(τ)) below which an iterate is centred: τ then falls
 SIGMA = 0.1          # the fall of τ once centred
 FRACTION = 0.99      # a step keeps λ above (1 - FRACTION) of its value
@@ -237,12 +241,12 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER, exact
                     "scale": scale, "max_G": float(np.max(here.G, initial=-np.inf))}
 
 
-def within_share(source, guard=None):
+def within_share(source, guard=None, small: int = 0):
     """A working-set guard ``(nbytes, pairs)`` raising
-    :class:`~fairmodel.oracles.dc_working_set.WideWorkingSet` beyond SHARE of the hinges of ``source`` (and beyond
-    SMALL hinges), then calling ``guard``."""
+    :class:`~fairmodel.oracles.dc_working_set.WideWorkingSet` beyond SHARE of the hinges of ``source`` and beyond
+    ``small`` hinges (the exact solves pass SMALL), then calling ``guard``."""
     def limited(nbytes, pairs):
-        if pairs > max(SHARE * source.pieces, SMALL):
+        if pairs > max(SHARE * source.pieces, small):
             raise WideWorkingSet
         if guard is not None:
             guard(nbytes, pairs)
@@ -269,14 +273,15 @@ def solve_from_centre(source, anchor, S, c, mu: float, *, tol: float = 1e-10, ma
     Returns the working-set method's ``(x, lam, u, info)``, ``info`` with ``centring_passes`` and
     ``centring_status`` added, ``hinge_change`` measured from the anchor and ``passes`` counting every phase.
 
-    ``central``: where the working set at the central point too would hold more than SHARE of the hinges (its sign
+    ``central``: where the working set at the central point too would hold more than SHARE and SMALL hinges (its sign
     checks adding hinges beyond that share), return the central point itself when it is strictly feasible
     (:func:`central_step`) instead of solving on that set."""
     x_c, radius, path = centre_of(source, anchor, S, c, mu)
     accept = central and path["status"] == "centred" and path["max_G"] < 0
     try:
         x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
-                                                 guard=within_share(source, guard) if accept else guard, centre=x_c)
+                                                 guard=within_share(source, guard, SMALL) if accept else guard,
+                                                 centre=x_c)
     except WideWorkingSet as wide:
         return central_step(source, anchor, S, c, mu, x_c, path, wide.rows)
     return x, lam, u, {**info, "passes": info["passes"] + path["passes"] + len(source.parts),
@@ -310,11 +315,12 @@ def solve_hinge_subproblem(source, anchor, S, c, mu: float, radius, *, tol: floa
                            warm=None, guard=None, central: bool = False):
     """The exact solve of (25) on a :class:`~fairmodel.oracles.dc_working_set.HingeSource`: the working set at the
     anchor within ``radius`` (:func:`~fairmodel.oracles.dc_working_set.solve_with_working_set`, warm from
-    ``warm``) while it holds at most SHARE of the hinges, else :func:`solve_from_centre` (cold, ``central`` passed
-    on). Both return the same minimizer and certificate; ``info["centring_passes"]`` is 0 for the first."""
+    ``warm``) while it holds at most SHARE of the hinges or at most SMALL of them, else :func:`solve_from_centre`
+    (cold, ``central`` passed on). Both return the same minimizer and certificate; ``info["centring_passes"]`` is 0
+    for the first."""
     try:
         x, lam, u, info = solve_with_working_set(source, anchor, S, c, mu, radius, tol=tol, max_iter=max_iter,
-                                                 warm=warm, guard=within_share(source, guard))
+                                                 warm=warm, guard=within_share(source, guard, SMALL))
         return x, lam, u, {**info, "centring_passes": 0}
     except WideWorkingSet:
         return solve_from_centre(source, anchor, S, c, mu, tol=tol, max_iter=max_iter, guard=guard,

@@ -220,8 +220,9 @@ def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-
     outer iteration those within ``first_radius``, by default only the hinges that cross their kink, found by the
     sign check): the same minimizer and certificate, each iteration on a few percent of the hinges, and never every
     row of chunked data at once. Where that working set would hold more than
-    :data:`~fairmodel.oracles.dc_centred.SHARE` of the hinges (IDCA's first steps move most scores across a kink),
-    it is chosen at the central point of (25) instead, reached by passes
+    :data:`~fairmodel.oracles.dc_centred.SHARE` of the hinges (IDCA's first steps move most scores across a kink)
+    and more than :data:`~fairmodel.oracles.dc_centred.SMALL`, it is chosen at the central point of (25) instead,
+    reached by passes
     (:func:`~fairmodel.oracles.dc_centred.solve_hinge_subproblem`). Without ``working_set`` every hinge is in
     every subproblem. ``guard(nbytes, pairs)`` may refuse a working set (raises).
     """
