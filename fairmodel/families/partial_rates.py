@@ -50,7 +50,7 @@ STALL_RUNS, STALL_SHARE = 2, 0.1   # lowering stops after 2 runs in a row that c
                       # gaps to the declared bounds + RATE_TOLERANCE by less than a tenth of it (the ramp cannot see
                       # the small groups' steps): measured on all of Adult by race, equal opportunity at 0.01, the
                       # excess over eps went 0.045, 0.0098, 0.0060, then 0.0137, 0.0098, 0.0137, 0.021, 0.021 over
-                      # five more runs (960 s of a 1,180 s fit) with the ramp bound halved each time down to 1.6e-4
+                      # five more runs (960 s of a 1,181 s fit) with the ramp bound halved each time down to 1.6e-4
 
 
 def rate_blocks(program) -> dict:
