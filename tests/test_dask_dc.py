@@ -249,9 +249,9 @@ def test_crosscheck_on_dask(arrays, solved):
 @pytest.mark.slow       # 17 s with -n auto; the default suite keeps under 10 minutes
 def test_idca_with_ssg_stops_on_the_judges_checks_whatever_the_ramp_pieces(arrays, monkeypatch):
     """The judge's solve of (25) at a stochastic result is sized by the run's last step and holds at most a share of
-    the hinges or SMALL of them (chosen at the central point beyond it) under the working set's memory guard: so the certificate, and
-    IDCA + SSG's stop on the checks, do not depend on the program's ramp pieces. (With a cap on the pieces, a run on
-    2e7 rows was a budget run of 300 outer iterations that could not stop when its checks passed.)"""
+    the hinges or SMALL of them (chosen at the central point beyond it) under the working set's memory guard: so the
+    certificate, and IDCA + SSG's stop on the checks, do not depend on the program's ramp pieces. (With a cap on the
+    pieces, a run on 2e7 rows was a budget run of 300 outer iterations that could not stop when its checks passed.)"""
     from fairmodel.families import partial
     for cap in ("AUTO_CERTIFICATE_PIECES", "IPM_CERTIFICATE_PIECES", "WORKING_SET_PIECES"):
         monkeypatch.setattr(partial, cap, 10, raising=False)          # every program here is "large"
