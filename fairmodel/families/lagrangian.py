@@ -471,7 +471,7 @@ class LagrangianOracle:
         return grad, [v[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
     # -- default steps from the data --------------------------------------------------------------------------
-    def default_steps(self, w0=None, y0=None, power_iterations: int = 8, probes: int = 32):
+    def default_steps(self, w0=None, y0=None, power_iterations: int = 8, probes: int = 32, primal_weight: float = 1.0):
         """(step_w, [step_y]) from the data at w0 (in u), for mirror-prox with variance-reduced minibatch
         estimates; measured again at every restart, so that they follow the constants near the solution.
 
@@ -587,6 +587,14 @@ class LagrangianOracle:
             if c > 0:
                 step_w = min(step_w, 0.25 / (g * c ** 2))
         step_w = step_w if np.isfinite(step_w) else 0.5 / max(L_ww, 1e-12)
+        self.applied_weight = 1.0
+        if primal_weight != 1.0 and np.isfinite(step_w):
+            # the restarts' primal weight (primal_dual.balanced_weight): w's step times it within w's own cap, every
+            # simplex what the coupling bound then leaves within its spread's step
+            base, step_w = step_w, min(step_w * primal_weight, 0.5 / L_ww if L_ww > 1e-12 else np.inf)
+            step_y = [min(0.5 / max(s, floor) if max(s, floor) > 0 else 0.5, 0.25 / (step_w * c ** 2)) if c > 0
+                      else g for s, g, c in zip(spreads, step_y, couplings)]
+            self.applied_weight = step_w / base
         return step_w, step_y
 
     def _curvature_moments(self, u, omega) -> tuple[np.ndarray, np.ndarray]:
