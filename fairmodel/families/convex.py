@@ -473,14 +473,17 @@ class Convex(Reduction):
 
             def segment(info, offset=done):
                 before = stopper.n_checks
-                if stopper({**info, "epoch": info["epoch"] + offset}):
-                    return True     # the checks passed, or the fail-fast rule stopped the run
-                if stopper.n_checks > before:          # a checkpoint failed: restart from the averaged output
-                    raise_bound = not given and rounds < BOUND_ROUNDS and form.constraint_pieces \
-                        and self._bound_too_small(stopper.last, info["ys"])
-                    action.append("raise" if raise_bound else "restart")
-                    return True
-                return False
+                stopped = stopper({**info, "epoch": info["epoch"] + offset})
+                if stopper.n_checks == before or stopper.passed or stopper.by_user or stopper.contradicted:
+                    return stopped
+                # a checkpoint failed: restart from the averaged output, under a larger bound where the bound is
+                # what holds the run back (the fail-fast rule's rate was measured under the smaller one)
+                raise_bound = not given and rounds < BOUND_ROUNDS and form.constraint_pieces \
+                    and self._bound_too_small(stopper.last, info["ys"])
+                if stopped and not raise_bound:
+                    return True     # the fail-fast rule stopped the run
+                action.append("raise" if raise_bound else "restart")
+                return True
             remaining = None if max_time is None else max(0.0, max_time - (time.perf_counter() - start))
             out = primal_dual(oracle, epochs=cap - done, w0=u, y0=ys, output="tail" if stop == "checks" else
                               "suffix", seed=rng, verbose=verbose, callback=segment,

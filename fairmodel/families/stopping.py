@@ -185,9 +185,11 @@ class CertifiedStop:
 
     def restart_rate(self) -> None:
         """Forget the checkpoints' ratios (the method changed its problem, e.g. a larger multiplier bound): the rate
-        is measured afresh from the next checkpoints (and a hopeless projection before it does not count)."""
+        is measured afresh from the next checkpoints (and a hopeless projection before it, or a verdict of the
+        fail-fast rule at the checkpoint that made the change, does not count)."""
         self.points = []
         self.hopeless = False
+        self.gave_up = None
 
     def __call__(self, info) -> bool:
         if self.user_callback is not None and self.user_callback(info):
