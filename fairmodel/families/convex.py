@@ -508,7 +508,8 @@ class Convex(Reduction):
                 start_w = oracle.project(np.zeros(oracle.shape)) if u is None else u
                 start_y = [np.full(m, 1.0 / m) for m in oracle.blocks] if ys is None else [y / y.sum() for y in ys]
                 state["weight"] = balanced_weight(out["steps"]["primal_weight"], start_w, out["w"], start_y,
-                                                  out["ys"], out["steps"]["step_w"], out["steps"]["step_y"])
+                                                  out["ys"], out["steps"]["step_w"], out["steps"]["step_y"],
+                                                  out["steps"]["coupled"])
             u, ys = out["w"], [(1.0 - MIX) * y + MIX / y.size
                                for y in self._restart_duals(form, stopper.last[0], state["bound"])]
             if action[0] == "raise":       # the same multipliers lambda = bound mu under the larger bound

@@ -595,6 +595,9 @@ class LagrangianOracle:
             step_y = [min(0.5 / max(s, floor) if max(s, floor) > 0 else 0.5, 0.25 / (step_w * c ** 2)) if c > 0
                       else g for s, g, c in zip(spreads, step_y, couplings)]
             self.applied_weight = step_w / base
+        # the simplices whose step the coupling bound with w sets (their product with w's step at the bound): the
+        # ones a change of the split trades against w
+        self.coupled = [bool(c > 0 and step_w * g * c ** 2 >= 0.25 * (1 - 1e-9)) for g, c in zip(step_y, couplings)]
         return step_w, step_y
 
     def _curvature_moments(self, u, omega) -> tuple[np.ndarray, np.ndarray]:

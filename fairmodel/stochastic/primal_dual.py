@@ -59,7 +59,8 @@ OUTPUTS = ("suffix", "tail")
 WEIGHT_RANGE = 64.0
 
 
-def balanced_weight(weight: float, w_start, w_end, y_start: list, y_end: list, step_w: float, step_y: list) -> float:
+def balanced_weight(weight: float, w_start, w_end, y_start: list, y_end: list, step_w: float, step_y: list,
+                    coupled=None) -> float:
     """The factor on w's default step (the y-steps divided by it, within their caps) for the run after a restart.
 
     A run from (w_start, y_start) to its averaged output (w_end, y_end) with steps (step_w, [step_y]) under the
@@ -72,8 +73,9 @@ def balanced_weight(weight: float, w_start, w_end, y_start: list, y_end: list, s
     default w-step 16x smaller than the step that certifies: the run stalled 0.027 above the optimum and now
     certifies after six restarts, with the factor at 2-35."""
     primal = float(np.sum((np.asarray(w_end) - np.asarray(w_start)) ** 2)) / (2.0 * step_w)
+    coupled = [True] * len(step_y) if coupled is None else coupled
     dual = sum(float(np.sum(y * (np.log(np.maximum(y, 1e-300)) - np.log(np.maximum(y0, 1e-300))))) / g
-               for y, y0, g in zip(y_end, y_start, step_y) if g > 0)
+               for y, y0, g, tied in zip(y_end, y_start, step_y, coupled) if g > 0 and tied)
     if not (primal > 0 and dual > 0 and np.isfinite(primal) and np.isfinite(dual)):
         return float(weight)            # one side did not move: nothing to balance
     return float(np.clip(weight * (primal / dual) ** 0.25, 1.0 / WEIGHT_RANGE, WEIGHT_RANGE))
@@ -225,5 +227,6 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
         status, message = "diverged", message or "the output contains non-finite values"
     return {"w": w_out, "ys": y_out, "status": status, "message": message, "history": history,
             "grad_evals": evals, "epochs_run": len(history),
-            "steps": {"step_w": gw, "step_y": gy, "inner": K, "primal_weight": getattr(oracle, "applied_weight", 1.0)}}
+            "steps": {"step_w": gw, "step_y": gy, "inner": K, "primal_weight": getattr(oracle, "applied_weight", 1.0),
+                      "coupled": getattr(oracle, "coupled", [True] * len(gy))}}
 
