@@ -250,3 +250,15 @@ def test_a_too_small_multiplier_bound_is_raised_before_the_fail_fast_rule_gives_
     res = prob.solve(backend="stochastic", seed=0)
     assert res.ok and res.metrics["bound_raised"] >= 1, res.message
     assert res.objective - exact.objective <= res.certificate["lagrangian_gap"] + 1e-9
+
+
+def test_the_earliest_share_holds_the_fail_fast_rule_until_that_share_of_the_cap():
+    """A stall (the same ratio 10x at every checkpoint) against a cap of 400: a stopper gives up at its fourth
+    checkpoint (40 epochs); with ``earliest=0.25`` (the generic lowering's, whose restarts change the steps) not before
+    100 epochs, at the first stalled checkpoint from there on."""
+    def stops(**options):
+        stopper = CertifiedStop(None, lambda info: {}, cap=400, **options,
+                                judge=lambda v: (None, [Check("gap", 10.0, 1.0, "", "certificate")]))
+        return [stopper.check({}, w - 1, w) or stopper.stop_now for w in (10, 20, 30, 40, 50, 62, 78, 97, 121, 151)]
+    assert stops().index(True) == 3
+    assert stops(earliest=0.25).index(True) == 8

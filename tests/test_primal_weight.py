@@ -30,6 +30,10 @@ def test_balanced_weight_moves_halfway_in_log_scale_toward_the_balancing_split()
     q = primal / dual
     assert balanced_weight(2.0, w0, w1, y0, y1, step_w * np.sqrt(q), [g / np.sqrt(q) for g in step_y]) == \
         pytest.approx(2.0, rel=1e-12)
+    # a simplex at its own cap (not set by the coupling with w) does not trade with w: only the coupled one counts
+    alone = _kl(y1[1], y0[1]) / step_y[1]
+    assert balanced_weight(1.0, w0, w1, y0, y1, step_w, step_y, coupled=[False, True]) == \
+        pytest.approx((primal / alone) ** 0.25, rel=1e-12)
 
 
 def test_balanced_weight_keeps_the_weight_when_a_side_did_not_move_and_stays_in_its_range():
@@ -49,8 +53,11 @@ def test_weighted_steps_scale_w_within_its_cap_and_keep_the_coupling_bound(weigh
     oracle = LagrangianOracle(form, w, 3.0, coordinates=prob.family.coordinates(form))
     step_w, step_y = oracle.default_steps()
     assert oracle.applied_weight == 1.0
+    # by default every simplex takes its spread's step and the tightest coupling sets w's: that one is coupled
+    assert any(oracle.coupled)
     weighted_w, weighted_y = oracle.default_steps(primal_weight=weight)
     assert oracle.applied_weight == pytest.approx(weighted_w / step_w, rel=1e-12)
+    coupled = list(oracle.coupled)
     # the caps: w's curvature step (the largest w-step any weight reaches) and every simplex's spread step (the
     # y-steps at the smallest weight)
     cap_w, _ = oracle.default_steps(primal_weight=1e12)
@@ -63,3 +70,5 @@ def test_weighted_steps_scale_w_within_its_cap_and_keep_the_coupling_bound(weigh
             assert g * weighted_w <= g0 * step_w * (1 + 1e-9)
         else:                      # w took less: the simplex takes its cap (it is at it by default here)
             assert g == pytest.approx(cap, rel=1e-12)
+    if weight > 1 and weighted_w > step_w:     # w's larger step binds every simplex whose step it lowered
+        assert all(tied for tied, g, g0 in zip(coupled, weighted_y, step_y) if g < g0 * (1 - 1e-9))

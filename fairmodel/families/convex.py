@@ -72,14 +72,21 @@ MIX = 1e-3               # a restart mixes the dual weights with this share of u
 # (the AUC gap on sparse synthetic data, 100,000 features) took 152 s to say so instead of 47 s.
 PROGRESS = 0.8
 SHRINKS = 3
-# The primal weight: every restart of a smooth declaration sets the split of the coupling bound between w and the simplices by the last
-# run's movements (stochastic/primal_dual.py, balanced_weight). Measured on 2026-11-30 (one thread, one seed each):
-# 24 / 24 of the wide suite ok (23 / 24 with the fixed split), 17 / 17 seeds of group DRO under equal opportunity on
-# synthetic data (16 / 17), Zafar et al.'s covariance composition on Adult at c = 0.01 x in 20 epochs (40). Not with a
+# The primal weight: every restart of a smooth declaration sets the split of the coupling bound between w and the
+# simplices by the last run's movements (stochastic/primal_dual.py, balanced_weight), and the fail-fast rule never
+# stops a run before FAIL_FAST_EARLIEST of its cap: the restarts change the steps (the weight, the halvings), so a
+# stall measured across them early says little. Measured on 2026-11-30 (one thread, seed 0, group DRO under equal
+# opportunity on the four-group synthetic set; ok out of runs at 3,000 / 5,000 / 20,000 rows): the fixed split 25 / 28,
+# 10 / 12, 16 / 17, and with the earliest share 26 / 28, 10 / 12, 16 / 17 (167 s in all); the weight alone 21 / 28,
+# 12 / 12, 17 / 17; both 24 / 28, 12 / 12, 17 / 17 (114 s); the wide suite 24 / 24 (23 / 24 before); Zafar et al.'s
+# covariance composition on Adult at c = 0.01 x in 20 epochs (40). The weight moves halfway in log scale (a quarter
+# power of the ratio); an eighth power gave 26 / 28, 12 / 12, 16 / 17 (137 s; seed 3 at 20,000 rows stalled 0.022 above
+# the optimum). Not with a
 # non-smooth Phi: a hinge loss has no curvature cap on w's step, its w moved 30-10,000x more than the simplices (in
 # the steps' units), the weight took w's step to 46x the default and two defaults-suite cases that the fixed split
 # certifies (covariance with the hinge loss at d = 200; group DRO under equal opportunity on 6,000 Adult rows)
 # stalled at 3-6x their gap tolerance.
+FAIL_FAST_EARLIEST = 0.25
 
 
 def _no_progress(points) -> bool:
@@ -463,7 +470,8 @@ class Convex(Reduction):
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
                                 enabled=stop == "checks", cap=cap, verbose=verbose,
-                                second_opinion=lambda variables: self._with_model_duals(form, variables))
+                                second_opinion=lambda variables: self._with_model_duals(form, variables),
+                                earliest=FAIL_FAST_EARLIEST)
         rng = as_generator(seed)
         start = time.perf_counter()
         done, ys, rounds, restarts, history, evals = 0, None, 0, 0, [], 0

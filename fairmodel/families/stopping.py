@@ -142,7 +142,9 @@ class CertifiedStop:
     reduction's ``evaluate`` (e.g. ``data=``); ``user_callback``: the user's own callback, called first (True stops);
     ``judge``: ``variables -> (evaluation, checks)`` in place of the reduction's (the inner stage of a method);
     ``cap``: the run's cap in the units of its work (``info["work"]`` when the method gives it, else the epochs
-    done), for the fail-fast rule (None: no such rule); ``unit``: the name of that unit, for the messages;
+    done), for the fail-fast rule (None: no such rule); ``earliest``: the share of the cap before which the rule
+    never stops the run (0: from its FAIL_FAST_CHECKS-th checkpoint on); ``unit``: the name of that unit, for the
+    messages;
     ``verbose``: the progress lines of the checkpoints (None: on a terminal, as the progress bars);
     ``second_opinion``: ``variables -> variables or None``, another candidate for the same output (other dual
     variables for its certificate), judged when the first fails its checks; the checkpoint keeps the one closer to
@@ -155,7 +157,7 @@ class CertifiedStop:
     def __init__(self, reduction, to_variables, *, every: int = 1, backend: str = "stochastic",
                  context: dict | None = None, user_callback=None, enabled: bool = True, judge=None,
                  cap: float | None = None, unit: str = "epochs", verbose: bool | None = None,
-                 second_opinion=None):
+                 second_opinion=None, earliest: float = 0.0):
         self.reduction, self.to_variables, self.backend = reduction, to_variables, backend
         self.second_opinion = second_opinion
         self.judge = judge or self._reduction_judge   # variables -> (evaluation, checks)
@@ -169,7 +171,7 @@ class CertifiedStop:
         self.by_user = False
         self.n_checks, self.check_time = 0, 0.0
         self.last_warnings: list = []   # (message, category) the judge raised at the last check
-        self.cap, self.unit = cap, unit
+        self.cap, self.unit, self.earliest = cap, unit, earliest
         self.points: list = []          # (work, largest value / tolerance) of the checkpoints with computed checks
         self.worst = ""                 # the name of the check farthest from passing at the last checkpoint
         self.gave_up: Outlook | None = None
@@ -265,7 +267,7 @@ class CertifiedStop:
         found = outlook(self.points) if self.cap is not None and len(self.points) >= FAIL_FAST_CHECKS else None
         hopeless = (found is not None and found.ratio > FAIL_FAST_NEAR
                     and found.projected > FAIL_FAST_MARGIN * self.cap)
-        if hopeless and self.hopeless:          # measured twice in a row
+        if hopeless and self.hopeless and work >= self.earliest * self.cap:     # measured twice in a row
             self.gave_up = found
         self.hopeless = hopeless
 
