@@ -64,6 +64,12 @@ def test_weighted_steps_scale_w_within_its_cap_and_keep_the_coupling_bound(weigh
     _, cap_y = oracle.default_steps(primal_weight=1e-12)
     assert weighted_w == pytest.approx(min(step_w * weight, cap_w), rel=1e-12)
     assert cap_w > step_w          # this problem's default leaves w below its cap: a larger weight moves it
+    # the cap is w's curvature step: at most 1 / 2 over the top curvature of the smooth part at uniform duals (the
+    # steps take every leaf at its largest weight, so their curvature is at least that)
+    u0 = oracle.project(np.zeros(oracle.shape))
+    snap = oracle.snapshot(u0, [np.full(m, 1.0 / m) for m in oracle.blocks])
+    H_u, _ = oracle._curvature_moments(u0, np.abs(snap.omega))
+    assert cap_w <= 0.5 / np.linalg.eigvalsh(H_u)[-1] * (1 + 1e-9)
     for g, g0, cap in zip(weighted_y, step_y, cap_y):
         assert g <= cap * (1 + 1e-12)
         if weight > 1:             # w took more: each simplex keeps the product with w's step of the default
