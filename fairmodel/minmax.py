@@ -30,7 +30,8 @@ from .errors import ModelError, OptionError, UnsupportedProblemError
 from .exact import minmax as exact_minmax
 from .exact.newton import ball_qp_step
 from .expressions.notation import layout
-from .families.base import DESCRIBE_FORMATS, Check, Solution, bound_order, describe_sections, inconsistent
+from .families.base import (DESCRIBE_FORMATS, Check, Solution, bound_order, describe_sections, inconsistent,
+                             own_tolerance)
 from .families.stopping import STOP_RULES, CertifiedStop
 from .oracles.domains import Ball, Box, Simplex, as_domain
 from .oracles.protocols import SaddleOracle
@@ -519,7 +520,7 @@ class SaddleProblem:
         """The checks of ``fm.crosscheck`` on the two judged results, and the family name: the stochastic duality gap
         at the tolerance that decides its ``ok`` bounds its primal suboptimality, so the primal values agree within
         it."""
-        tolerance = next((c["tolerance"] for c in stochastic.checks if c["name"] == "duality gap"), np.nan)
+        tolerance = own_tolerance(stochastic, "duality gap", np.nan)
         scale = max(1.0, abs(exact.objective))
         gap = stochastic.objective - exact.objective
         return [Check("primal value: stochastic - exact", gap, tolerance,

@@ -129,6 +129,15 @@ def bound_order(lower_name: str, lower: float, upper_name: str, upper: float) ->
                  "certificate")
 
 
+def own_tolerance(result, check_name: str, fallback: float) -> float:
+    """The tolerance that ``result``'s own acceptance gave its check ``check_name``, else ``fallback``: a cross-check
+    judges the certificate of a result by the number that decided the result's ``ok`` (an accuracy scaled by the
+    exact result's largest group risk instead of the stochastic one's failed a group-DRO result whose gap, 3.48712e-5,
+    had passed its own tolerance and was 1.0005x the other)."""
+    return next((float(c["tolerance"]) for c in (getattr(result, "checks", None) or [])
+                 if c.get("name") == check_name), float(fallback))
+
+
 def inconsistent(checks) -> list[Check]:
     """The failed :func:`bound_order` checks: a certificate that contradicts itself (no further iteration fixes it)."""
     return [c for c in checks if c.computed and not c.passed and c.name.endswith(f"({BOUND_ORDER})")]

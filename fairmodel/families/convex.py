@@ -31,7 +31,7 @@ from ..oracles.metric import RUN_RIDGE, Coordinates
 from ..oracles.smoothing import smoothed
 from ..stochastic.primal_dual import balanced_weight, primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
-from .base import Check, Evaluation, Reduction, Solution, bound_order
+from .base import Check, Evaluation, Reduction, Solution, bound_order, own_tolerance
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
 from .model_space import CERT_TOL, NEWTON_STEPS, ModelSpace, smooth_reason
@@ -717,7 +717,8 @@ class Convex(Reduction):
                   "step_y=); the exact backend (backend='exact', one CVXPY program) where the data fit in memory.")
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
-        accuracy = self.accuracy(Evaluation(objective=exact.objective, metrics=exact.metrics))
+        accuracy = own_tolerance(stochastic, "Lagrangian gap",
+                                 self.accuracy(Evaluation(objective=exact.objective, metrics=exact.metrics)))
         lam = stochastic.variables.get("multipliers")
         lam = 0.0 if lam is None else float(np.sum(np.asarray(lam)[:-1]))
         violation = stochastic.max_violation

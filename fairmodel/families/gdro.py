@@ -32,7 +32,7 @@ from ..oracles.group_risks import GroupRisks
 from ..stochastic.aleg import aleg, mero_two_stage
 from ..stochastic.smd import smd
 from ..utilities.validate import check_choice, check_options
-from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group
+from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -410,16 +410,17 @@ class GroupDRO(Reduction):
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective
-        exact_eval = Evaluation(objective=exact.objective, metrics=exact.metrics)
+        accuracy = own_tolerance(stochastic, GAP_CHECK,
+                                 self.accuracy(Evaluation(objective=exact.objective, metrics=exact.metrics)))
         return [
-            Check("max group risk: stochastic - exact", abs(gap), self.accuracy(exact_eval),
+            Check("max group risk: stochastic - exact", abs(gap), accuracy,
                   "the duality gap (eq. (13) of Yu et al. 2024) of an ok stochastic result bounds its max-risk "
                   "suboptimality (eq. (14)), so two ok results agree within its tolerance, 0.2 % of the largest "
                   "group risk (at least 2e-5 in loss units): below the statistical error of an empirical risk"),
             Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6 * max(1.0, abs(exact.objective)),
                   "no point beats the exact optimum by more than the exact method's tolerance (1e-8 relative)"),
             Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
-                  self.accuracy(exact_eval),
+                  accuracy,
                   "the certificate of the stochastic (w, q) (eq. (13) of Yu et al. 2024): it bounds the max-risk "
                   "suboptimality by eq. (14)"),
             Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf),
