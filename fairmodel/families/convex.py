@@ -81,11 +81,10 @@ SHRINKS = 3
 # 12 / 12, 17 / 17; both 24 / 28, 12 / 12, 17 / 17 (114 s); the wide suite 24 / 24 (23 / 24 before); Zafar et al.'s
 # covariance composition on Adult at c = 0.01 x in 20 epochs (40). The weight moves halfway in log scale (a quarter
 # power of the ratio); an eighth power gave 26 / 28, 12 / 12, 16 / 17 (137 s; seed 3 at 20,000 rows stalled 0.022 above
-# the optimum). Not with a
-# non-smooth Phi: a hinge loss has no curvature cap on w's step, its w moved 30-10,000x more than the simplices (in
-# the steps' units), the weight took w's step to 46x the default and two defaults-suite cases that the fixed split
-# certifies (covariance with the hinge loss at d = 200; group DRO under equal opportunity on 6,000 Adult rows)
-# stalled at 3-6x their gap tolerance.
+# the optimum). Not with a non-smooth Phi: a hinge loss has no curvature cap on w's step, its w moved 30-10,000x more
+# than the simplices (in the steps' units), the weight took w's step to 46x the default and two defaults-suite cases
+# that the fixed split certifies (covariance with the hinge loss at d = 200; group DRO under equal opportunity on 6,000
+# Adult rows) stalled at 3-6x their gap tolerance.
 FAIL_FAST_EARLIEST = 0.25
 
 
@@ -535,7 +534,7 @@ class Convex(Reduction):
         metrics = {"grad_evals": evals, "epochs_run": done, "multiplier_bound": state["bound"],
                    "bound_raised": rounds, "restarts": restarts, "steps_halved": state["shrinks"],
                    "estimated_multipliers": multipliers,
-                   **out["steps"]}
+                   **{k: v for k, v in out["steps"].items() if k != "coupled"}}
         variables = self._variables(form, coords, out["w"], out["ys"], state["bound"])
         if stopper.last is not None and np.array_equal(stopper.last[0][self.w.name], variables[self.w.name]):
             variables = dict(stopper.last[0])      # the output's candidate as its last checkpoint judged it
