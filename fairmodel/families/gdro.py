@@ -37,6 +37,15 @@ from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
 GAP_CHECK = "duality gap, eq. (13) of Yu et al. 2024"
+# ALEG's default steps for a loss that is not smooth (the hinge): 1 / sqrt(s + 1) times the constant steps at epoch s,
+# the step of stochastic subgradient methods (Nemirovski, Juditsky, Lan, Shapiro 2009): with constant steps the
+# eta-weighted average of a non-smooth run settles at a floor that scales with the step. Measured on 2026-11-30 (seed
+# 0, one thread): group DRO with the hinge loss on 20,000 imbalanced synthetic rows (3 % positives, radius 2) stalled
+# at 8.2x its gap tolerance to the cap of 200 epochs with the constant steps (0.0033 above the optimum; 1.7e-3, 8.3e-4,
+# 4.2e-4 with w's step halved, quartered, divided by 8) and certifies after 155 epochs with these; the 11 other hinge
+# cases of the defaults suite and their held-out variants (group DRO, MERO, ERM; 5,000-30,162 rows) are ok with both,
+# in the same epochs, 9 of them closer to the exact optimum.
+NONSMOOTH_SCHEDULE = "decreasing"
 
 
 def default_epochs(n_bar: float) -> int:
@@ -251,6 +260,8 @@ class GroupDRO(Reduction):
         opts = {"epochs": default_epochs(n_bar) * (CAP_FACTOR if stop == "checks" else 1), **options}
         if fn is not smd:  # the eta-weighted average (24): over the tail of the run, or the second half of a budget
             opts.setdefault("output", "tail" if stop == "checks" else "suffix")
+            if not self.risks.loss.smooth() and not {"eta", "step_w", "step_q"} & set(options):
+                opts.setdefault("step_schedule", NONSMOOTH_SCHEDULE)
         batch = opts.get("batch_size", inspect.signature(aleg).parameters["batch_size"].default)
         chunked_inner = epoch_steps(self.risks.data, math.ceil(n_bar / batch))   # None in memory
         if chunked_inner is not None and fn is not smd:
