@@ -626,9 +626,8 @@ class PartialFairness(Reduction):
         pieces (IPM_CERTIFICATE_PIECES with the interior-point solver), and with the interior-point solver whatever
         the pieces when ``last_step`` sizes its working set: that solve holds the hinges near their kinks, at most
         SHARE of them or SMALL (chosen at the central point of (25) beyond that), and the working set's memory guard
-        refuses
-        one that does not fit (the certificate is then not computed, with a warning), as in every outer iteration
-        of exact IDCA."""
+        refuses one that does not fit (the certificate is then not computed, with a warning), as in every outer
+        iteration of exact IDCA."""
         if certificate is not None:
             return bool(certificate)
         kind = self._inner_method(None, mu)[0]

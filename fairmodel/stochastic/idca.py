@@ -222,9 +222,8 @@ def certified_inner(program: DCProgramOracle, hinge, mu: float, tol: float = 1e-
     row of chunked data at once. Where that working set would hold more than
     :data:`~fairmodel.oracles.dc_centred.SHARE` of the hinges (IDCA's first steps move most scores across a kink)
     and more than :data:`~fairmodel.oracles.dc_centred.SMALL`, it is chosen at the central point of (25) instead,
-    reached by passes
-    (:func:`~fairmodel.oracles.dc_centred.solve_hinge_subproblem`). Without ``working_set`` every hinge is in
-    every subproblem. ``guard(nbytes, pairs)`` may refuse a working set (raises).
+    reached by passes (:func:`~fairmodel.oracles.dc_centred.solve_hinge_subproblem`). Without ``working_set`` every
+    hinge is in every subproblem. ``guard(nbytes, pairs)`` may refuse a working set (raises).
     """
     first_radius = first_radius if working_set else None
     state = {"warm": None, "radius": first_radius}
