@@ -240,6 +240,8 @@ class Runner:
                 state["x"], state["y"] = out["x"], out["y"]
             out.update(self.track(out["x"]))
             out["T"] = state["T"]
+            if refine and rho_hat == 0 and out["track_violation"] <= 0:
+                out["upper"] = out["track_f0"]     # f0 of a feasible point bounds f*: the level may drop to it
             outputs.append(out)
             return out
 
