@@ -496,7 +496,7 @@ def test_a_family_certificate_whose_lower_bound_exceeds_the_objective_fails(gdro
     data, w, risks = gdro_instance
     prob = fm.Problem(fm.Minimize(fm.max(risks)))
     evaluation = prob.evaluate(w=w.project(np.ones(5)), q=np.ones(3) / 3)
-    evaluation.certificate.update(duality_gap=-1.0, lower_bound=evaluation.objective + 1.0)
+    evaluation.certificate.update(duality_gap=-1.0, duality_gap_bound=-1.0, lower_bound=evaluation.objective + 1.0)
     checks = prob.family.acceptance(evaluation, "stochastic")
     assert [c.name for c in checks if not c.passed] == ["lower bound - objective (a lower bound above the value it "
                                                         "bounds)"]
