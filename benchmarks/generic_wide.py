@@ -64,7 +64,7 @@ def run(data_sets: dict = DATA, declarations=DECLARATIONS) -> list:
             records.append({"data": name, "declaration": declaration, "n": data.n_samples, "ok": bool(res.ok),
                             "status": res.status, "seconds": time.perf_counter() - start,
                             "difference": float(res.objective - exact.objective),
-                            "restarts": res.metrics.get("restarts", 0)})
+                            "halved": res.metrics.get("steps_halved", 0)})
             print(records[-1], flush=True)
     return records
 
@@ -79,9 +79,9 @@ def section(now: list, before: list | None) -> str:
     def cell(r):
         return ("ok" if r["ok"] else f"**NOT OK** ({r['status']})") + f", {r['seconds']:.1f} s"
     head = ["data", "rows", "declaration"] + (["before"] if before else []) + [
-        "now", "restarts", "objective - exact"]
+        "now", "steps halved", "objective - exact"]
     rows = [[r["data"], f"{r['n']:,}", r["declaration"]] + ([cell(b)] if before else []) +
-            [cell(r), r["restarts"], f"{r['difference']:+.1e}"] for r, b in zip(now, before or now)]
+            [cell(r), r["halved"], f"{r['difference']:+.1e}"] for r, b in zip(now, before or now)]
     count = f"{sum(r['ok'] for r in now)} / {len(now)} ok" + (
         f" now, {sum(r['ok'] for r in before)} / {len(before)} before" if before else "")
     return ("## A wide suite for the generic stochastic lowering (`benchmarks/generic_wide.py`)\n\n"

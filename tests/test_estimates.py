@@ -181,8 +181,8 @@ def test_primal_dual_steps_follow_the_method():
 
 def test_primal_dual_default_steps_shrink_as_one_over_sqrt_of_long_epochs():
     """The default steps are the oracle's up to STEADY_INNER inner steps an epoch and shrink as 1 / sqrt(inner)
-    beyond (Alacaoglu and Malitsky 2022: the step sqrt(p) / L for a snapshot every 1 / p steps); given steps are left
-    as they are."""
+    beyond (Alacaoglu and Malitsky 2022: the step sqrt(p) / L for a snapshot every 1 / p steps); step_scale
+    multiplies them; given steps are left as they are."""
     from fairmodel.stochastic.primal_dual import STEADY_INNER, primal_dual
     oracle, w, _ = _composition(equal_cells=True)
     gw, gy = oracle.default_steps(oracle.project(np.zeros(oracle.shape)), [np.full(m, 1.0 / m) for m in oracle.blocks])
@@ -194,6 +194,7 @@ def test_primal_dual_default_steps_shrink_as_one_over_sqrt_of_long_epochs():
         got_w, got_y = steps(inner=inner)
         assert got_w == pytest.approx(factor * gw, rel=1e-12)
         np.testing.assert_allclose(got_y, factor * np.asarray(gy), rtol=1e-12)
+    assert steps(inner=4 * STEADY_INNER, step_scale=0.5)[0] == pytest.approx(0.25 * gw, rel=1e-12)
     assert steps(inner=4 * STEADY_INNER, step_w=0.3, step_y=0.7) == (0.3, [0.7] * len(gy))
 
 

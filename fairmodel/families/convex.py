@@ -61,10 +61,28 @@ SLACK_FULL = 1e-2        # ... (stop="checks") a constraint check fails and the 
 RIDGE = {"run": RUN_RIDGE, "certificate": CERTIFICATE_RIDGE}   # the preconditioner's ridge (relative)
 MIX = 1e-3               # a restart mixes the dual weights with this share of uniform weights (no weight stays
                          # at a vertex of its simplex, where entropic steps would take long to move it back)
+# A restart after a checkpoint whose largest check ratio is not below PROGRESS x the best before it (since the
+# multiplier bound last changed) halves the default steps, at most SHRINKS times: a variance-reduced run whose steps
+# are too large for its epoch oscillates at a floor that scales with the step, which neither more epochs nor restarts
+# lower. Measured: group DRO under an equal-opportunity bound on 10,000 synthetic rows (4 groups) stalled at 5-8x its
+# gap tolerance with the default steps and certified in 20-40 epochs with either step halved. Smooth declarations
+# only: with the hinge loss (group DRO under equal opportunity, 6,000 rows of Adult by race) the halved steps made the
+# gap grow (28x to 210x its tolerance over five checkpoints), where the default steps certify after 124 epochs. The
+# fail-fast rule keeps measuring the rate across a halving: when it was measured afresh, runs that no step rescues
+# (the AUC gap on sparse synthetic data, 100,000 features) took 152 s to say so instead of 47 s. Only where the
+# restarts' primal weight (below) left the split as it was (the run's applied weight 1: w's step at its curvature cap,
+# as with many parameters, or nothing to balance): where the weight moves the split, it does the halving's job (the
+# 10,000-row run above certifies through it alone) and a halving on top of it slows a run that was converging. Measured
+# on 2026-11-30 (one thread, seed 0) on the same declaration at 3,000 rows: 24 / 28 ok when every run could halve (four
+# runs halved three times and stalled with the constraint violated 5-10x its tolerance), 28 / 28 with this rule; 12 / 12
+# at 10,000 and 17 / 17 at 20,000 either way; without any halving, the AUC gap on the sparse synthetic set (100,000
+# features: w at its cap, the weight 1) stopped inaccurate at 96 s, where one halving certifies it in 16 s.
+PROGRESS = 0.8
+SHRINKS = 3
 # The primal weight: every restart of a smooth declaration sets the split of the coupling bound between w and the
 # simplices by the last run's movements (stochastic/primal_dual.py, balanced_weight), and the fail-fast rule never
-# stops a run before FAIL_FAST_EARLIEST of its cap: the restarts change the steps (the weight), so a stall measured
-# across them early says little. Measured on 2026-11-30 (one thread, seed 0, group DRO under equal
+# stops a run before FAIL_FAST_EARLIEST of its cap: the restarts change the steps (the weight, the halvings), so a
+# stall measured across them early says little. Measured on 2026-11-30 (one thread, seed 0, group DRO under equal
 # opportunity on the four-group synthetic set; ok out of runs at 3,000 / 5,000 / 20,000 rows): the fixed split 25 / 28,
 # 10 / 12, 16 / 17, and with the earliest share 26 / 28, 10 / 12, 16 / 17 (167 s in all); the weight alone 21 / 28,
 # 12 / 12, 17 / 17; both 24 / 28, 12 / 12, 17 / 17 (114 s); the wide suite 24 / 24 (23 / 24 before); Zafar et al.'s
@@ -73,13 +91,14 @@ MIX = 1e-3               # a restart mixes the dual weights with this share of u
 # the optimum). Not with a non-smooth Phi: a hinge loss has no curvature cap on w's step, its w moved 30-10,000x more
 # than the simplices (in the steps' units), the weight took w's step to 46x the default and two defaults-suite cases
 # that the fixed split certifies (covariance with the hinge loss at d = 200; group DRO under equal opportunity on 6,000
-# Adult rows) stalled at 3-6x their gap tolerance. Those runs also halved the steps after a restart without progress
-# (at most three times); the weight does that job (the 10,000-row run the halving was built for certifies through it
-# alone), and the halving is gone: with the weight alone, measured on 2026-11-30 (one thread, seed 0), 28 / 28 at
-# 3,000 rows (24 / 28 with the halving: four runs halved their steps three times and stalled with the constraint
-# violated 5-10x its tolerance), 12 / 12 at 5,000 and at 10,000, 17 / 17 at 20,000 (seeds 0-16), the wide suite 24 / 24
-# and the defaults suite's 23 convex cases 23 / 23 (the same with the halving), in the same time.
+# Adult rows) stalled at 3-6x their gap tolerance.
 FAIL_FAST_EARLIEST = 0.25
+
+
+def _no_progress(points) -> bool:
+    """Whether the last checkpoint's largest ratio (value / tolerance of its checks) is not below PROGRESS x the best
+    of the checkpoints before it (``points``: (work, ratio) since the multiplier bound last changed)."""
+    return len(points) >= 2 and points[-1][1] > PROGRESS * min(r for _, r in points[:-1])
 
 
 def _convexity_reason(problem) -> str | None:
@@ -452,7 +471,7 @@ class Convex(Reduction):
         w0 = options.pop("w0", None)
         u = None if w0 is None else coords.to_u(self.w.check_value(w0, "w0"))
         max_time = options.pop("max_time", None)
-        state = {"bound": bound, "weight": 1.0}
+        state = {"bound": bound, "step_scale": 1.0, "shrinks": 0, "weight": 1.0}
         stopper = CertifiedStop(self, lambda info: self._variables(form, coords, info["w"], info["ys"],
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
@@ -482,7 +501,8 @@ class Convex(Reduction):
             remaining = None if max_time is None else max(0.0, max_time - (time.perf_counter() - start))
             out = primal_dual(oracle, epochs=cap - done, w0=u, y0=ys, output="tail" if stop == "checks" else
                               "suffix", seed=rng, verbose=verbose, callback=segment,
-                              max_time=remaining, primal_weight=state["weight"], **options)
+                              max_time=remaining, step_scale=state["step_scale"],
+                              primal_weight=state["weight"], **options)
             history += [{**h, "epoch": h["epoch"] + done, "grad_evals": h["grad_evals"] + evals}
                         for h in out["history"]]
             done, evals = done + out["epochs_run"], evals + out["grad_evals"]
@@ -511,13 +531,16 @@ class Convex(Reduction):
                 stopper.restart_rate()     # another penalty: its gap is measured afresh
                 mu = ys[-1][:-1] / RAISE
                 ys[-1] = np.append(mu, 1.0 - mu.sum())
+            elif state["shrinks"] < SHRINKS and oracle.smooth and oracle.applied_weight == 1.0 \
+                    and _no_progress(stopper.points):
+                state["step_scale"], state["shrinks"] = state["step_scale"] / 2, state["shrinks"] + 1
             restarts += 1
         multipliers = {}
         if form.constraint_pieces:
             multipliers = {label: float(state["bound"] * m) for label, m in zip(form.constraint_labels,
                                                                                  out["ys"][-1][:-1])}
         metrics = {"grad_evals": evals, "epochs_run": done, "multiplier_bound": state["bound"],
-                   "bound_raised": rounds, "restarts": restarts,
+                   "bound_raised": rounds, "restarts": restarts, "steps_halved": state["shrinks"],
                    "estimated_multipliers": multipliers,
                    **{k: v for k, v in out["steps"].items() if k != "coupled"}}
         variables = self._variables(form, coords, out["w"], out["ys"], state["bound"])

@@ -128,7 +128,7 @@ class Simplices:
 
 def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None = None, step_w=None, step_y=None, w0=None,
                 y0=None, output: str = "suffix", seed=None, verbose=None, callback=None,
-                max_time: float | None = None, primal_weight: float = 1.0) -> dict:
+                max_time: float | None = None, step_scale: float = 1.0, primal_weight: float = 1.0) -> dict:
     """Run the method; returns w, ys (the averaged output), status, message, history and counters.
 
     epochs : number of snapshots S. inner : steps per epoch (default: one pass over the data in minibatches,
@@ -139,6 +139,7 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
         vectors, one per block (normalized here).
     output : "suffix" (the average over the second half of the epochs) or "tail" (over the tail of the epochs run
         so far: for runs stopped by the callback).
+    step_scale : a factor on the default steps (a caller's restarts halve them when its certificate stalls).
     primal_weight : a factor on w's default step, the y-steps divided by it within their own caps (a caller's
         restarts set it by :func:`balanced_weight`); the steps record the factor the caps let through.
     callback : called after every epoch with a dict (epoch, w, ys: the output the run would return now,
@@ -156,7 +157,7 @@ def primal_dual(oracle: PrimalDualOracle, *, epochs: int = 40, inner: int | None
     auto_w, auto_y = oracle.default_steps(w, [np.exp(lv) for lv in logy], **(
         {} if primal_weight == 1.0 else {"primal_weight": primal_weight})) if step_w is None or step_y is None \
         else (None, [None] * len(logy))
-    shrink = min(1.0, math.sqrt(STEADY_INNER / K))      # long epochs: see STEADY_INNER
+    shrink = step_scale * min(1.0, math.sqrt(STEADY_INNER / K))      # long epochs: see STEADY_INNER
     gw = auto_w * shrink if step_w is None else check_number(step_w, "step_w", low=0.0, strict=True)
     gy = [g * shrink for g in auto_y] if step_y is None else \
         [check_number(step_y, "step_y", low=0.0, strict=True)] * len(auto_y)
