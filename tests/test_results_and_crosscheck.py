@@ -209,3 +209,31 @@ def test_group_dro_is_judged_by_the_rigorous_gap_on_a_ball():
     cert = {"duality_gap": 0.98 * tol, "duality_gap_bound": float("nan"), "lower_bound": float("nan")}
     checks = family.certificate_checks(Evaluation(objective=0.6, metrics=metrics, certificate=cert), "stochastic")
     assert next(c for c in checks if c.name == GAP_CHECK).value == 0.98 * tol
+
+
+def test_the_generic_crosscheck_lets_a_violation_buy_what_the_exact_multipliers_say():
+    """f* <= f(w) + lambda* v for a w that violates the constraints by v (Lagrangian duality, lambda* the optimal
+    multipliers). A stochastic result whose multiplier bound sat below lambda* (bounded group loss at 1.01x its smallest
+    feasible bound, Law School: lambda* = 2.60, the run's bound 1.73) violated the bound by 0.00101 (within its
+    tolerance) and was 0.00214 below the exact optimum: more than the accuracy plus its own multipliers times the
+    violation (0.00207), within the accuracy plus the exact multipliers times it (0.00295). Planted: those numbers."""
+    from types import SimpleNamespace
+    from fairmodel.families.base import Evaluation
+    rng = np.random.default_rng(2)
+    data = fm.Dataset(rng.normal(size=(60, 3)), rng.normal(size=60), groups=rng.random(60) < 0.5)
+    w = fm.Weights(3, radius=1.0)
+    loss = fm.squared_loss(data.score(w), data.y)
+    family = fm.Problem(fm.Minimize(fm.mean(loss)), [fm.max(fm.group_mean(loss, data.groups)) <= 0.1807]).family
+    metrics = {"objective_scale": 0.159}
+    tol = family.accuracy(Evaluation(objective=0.159, metrics=metrics))
+    record = {"c0": {"value": 0.1817, "bound": 0.1807, "violation": 0.00101}}
+    stochastic = SimpleNamespace(objective=0.159 - 1.5 * tol - 1.73 * 0.00101, certificate={"lagrangian_gap": 1e-7},
+                                 variables={"multipliers": np.array([1.73, 1e-4])}, max_violation=0.00101,
+                                 constraints=record, checks=[{"name": "Lagrangian gap", "value": 1e-7,
+                                                              "tolerance": tol}])
+    for lam_exact, passes in ((2.6, True), (1.0, False)):
+        exact = SimpleNamespace(objective=0.159, metrics=metrics, certificate={"lagrangian_gap": 0.0},
+                                variables={"multipliers": np.array([lam_exact, 0.0])}, max_violation=0.0,
+                                constraints={"c0": {"value": 0.1807, "bound": 0.1807, "violation": 0.0}})
+        checks = {c.name: c for c in family.crosscheck_checks(exact, stochastic)}
+        assert checks["objective: exact - stochastic"].passed is passes
