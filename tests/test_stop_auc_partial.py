@@ -18,7 +18,7 @@ from fairmodel.stochastic.idca import projected_decrease
 from fairmodel.stochastic.sfls import sfls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from defaults import auc_problem, synthetic  # noqa: E402
+from defaults import adult, auc_problem, partial_problem, synthetic  # noqa: E402
 
 
 def reference_problem(kappa=0.05, c1=0.5, **weights):
@@ -264,3 +264,15 @@ def test_sfls_certifies_a_tight_auc_gap_through_the_feasible_level(seed, kind, k
     assert exact.ok
     assert 0 <= r.objective - exact.objective <= r.certificate["suboptimality_bound"] + 1e-9
     assert r.certificate["suboptimality_bound"] <= 1e-2 * r.objective
+
+
+def test_idca_with_ssg_leaves_a_start_at_the_kinks_under_a_tight_bound():
+    """At w = 0 every score sits at a kink of the band's ramps; under a tight weak partial-DP bound (0.004) every SSG
+    objective step left the subproblem's feasible set and the Polyak steps came back to the anchor, so IDCA + SSG
+    returned w = 0 (ln 2) until the fail-fast rule stopped it. An outer iteration that ends at its anchor before the run
+    has moved halves eps_k: the run leaves the start, certifies and lands well below ln 2."""
+    prob, _ = partial_problem(adult("sex").subsample(200, seed=21), 0.004, (0.3, 0.9), weak=True)
+    r = prob.solve("stochastic", seed=0)
+    assert r.ok and r.status == "converged", r.message
+    assert r.objective < math.log(2) - 0.2
+    assert r.constraints["c0"]["violation"] == 0.0
