@@ -1,6 +1,7 @@
 """IDCA and its inner solvers: exact subproblem (25) (KKT, independent formulation), SSG vs exact, monotone
 decrease of exact IDCA, feasibility of every inexact iterate, theory helpers (Algorithms 1-3, Lemma C.1, eq. (28))."""
 import math
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -10,6 +11,7 @@ import fairmodel as fm
 from fairmodel.errors import InfeasibleError
 from fairmodel.exact.lower import group_average_matrix
 from fairmodel.exact.partial import Subproblem
+from fairmodel.families.partial_program import ssg_scales
 from fairmodel.stochastic.idca import (_extrapolated, certified_inner, exact_inner, idca, nearly_kkt_epsilon, ssg_inner,
                                        ssg_iterations, theory_schedule)
 from fairmodel.stochastic.ssg import ssg
@@ -209,3 +211,58 @@ def test_theory_helpers_follow_eq_28():
     assert nearly_kkt_epsilon(0.01, 2.0, 0.0) == pytest.approx(0.04)
     assert nearly_kkt_epsilon(0.01, 2.0, 3.0) == pytest.approx(0.12)
     assert nearly_kkt_epsilon(0.01, 0.1, 0.0) == pytest.approx(0.01)
+
+
+def scaled_columns(data, low=-2, high=2):
+    """The same rows with column j multiplied by 10^(low + (high - low) j / (d - 1)): features on scales 1e-2..1e2."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)          # the dataset's warning about badly scaled features
+        return fm.Dataset(data.X * 10.0 ** np.linspace(low, high, data.n_features), data.y, data.groups)
+
+
+def partial_program_of(data):
+    w = fm.Weights(data.n_features, intercept=True)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-2 * fm.sum_squares(w)),
+                      [fm.partial_dp(s, data.groups, band=(0.7, 1.0), levels=4) <= 0.1])
+    return prob.family.program
+
+
+def test_ssg_scales_follow_the_second_moments_only_where_the_columns_scales_differ(small):
+    """Standardized columns (and their group interactions): Euclidean steps, as the defaults were measured with. Columns
+    on scales 1e-2..1e2: sqrt(E[x_j^2] + mu) for the weights, sqrt(1 + mu) for the intercept and the levels theta."""
+    data, mu = small[0], 0.1
+    assert ssg_scales(small[2].family.program, mu) is None
+    scaled = scaled_columns(data)
+    program = partial_program_of(scaled)
+    scales = ssg_scales(program, mu)
+    d = scaled.n_features
+    np.testing.assert_allclose(scales[:d] ** 2, np.mean(scaled.X ** 2, axis=0) + mu, rtol=1e-12)
+    np.testing.assert_allclose(scales[d:], math.sqrt(1 + mu), rtol=1e-12)
+
+
+def test_ssg_steps_are_the_same_at_a_common_scale(small, anchor):
+    """SSG's objective and Polyak steps are invariant to u = c x: a coordinate change that maps the subgradients
+    wrongly (times c instead of divided by it) would change every step."""
+    program, mu = small[2].family.program, 0.1
+    plain, _ = ssg_inner(program, mu, 1e-3, 200)(anchor, 0)
+    scaled, _ = ssg_inner(program, mu, 1e-3, 200, scales=np.full(program.D, 7.0))(anchor, 0)
+    np.testing.assert_allclose(scaled, plain, rtol=1e-7, atol=1e-9)
+
+
+def test_ssg_in_scaled_coordinates_solves_the_subproblem_of_badly_scaled_columns(small):
+    """Columns on scales 1e-2..1e2: SSG in the coordinates of ssg_scales comes at least 2x closer to the exact
+    solution of (25) in the same iterations than Euclidean SSG (measured 0.012 against 0.037 above the minimum after
+    3,000 iterations), and its output stays feasible for (25) (within eps, margin off)."""
+    program, mu, eps = partial_program_of(scaled_columns(small[0])), 0.1, 1e-3
+    scales = ssg_scales(program, mu)
+    anchor = idca(program, program.start(), ssg_inner(program, mu, 1e-2, 100, scales=scales), outer=5, mu=mu)["x"]
+    sub = Subproblem(program, mu)
+    x_hat, _, _ = sub.solve(anchor)
+    g0 = (lambda v: program.objective_value(v) + mu / 2 * np.sum((v - anchor) ** 2))
+    gaps = {}
+    for label, s in (("euclidean", None), ("scaled", scales)):
+        v, _ = ssg_inner(program, mu, eps, 3000, margin=False, scales=s)(anchor, 0)
+        assert sub.g_values(v, anchor).max() <= eps + 1e-12
+        gaps[label] = g0(v) - g0(x_hat)
+    assert 0 <= gaps["scaled"] <= 0.5 * gaps["euclidean"], gaps

@@ -19,6 +19,7 @@ from fairmodel.stochastic.sfls import sfls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from defaults import adult, auc_problem, partial_problem, synthetic  # noqa: E402
+from defaults import law as law_school  # noqa: E402
 
 
 def reference_problem(kappa=0.05, c1=0.5, **weights):
@@ -276,3 +277,19 @@ def test_idca_with_ssg_leaves_a_start_at_the_kinks_under_a_tight_bound():
     assert r.ok and r.status == "converged", r.message
     assert r.objective < math.log(2) - 0.2
     assert r.constraints["c0"]["violation"] == 0.0
+
+
+@pytest.mark.slow      # about 30 s (the exact backend: 5 s)
+def test_idca_with_ssg_certifies_on_badly_scaled_features():
+    """Law School by gender on 200 rows with its columns multiplied by 1e-3..1e3 (raw data: incomes beside ages): SSG's
+    Euclidean steps moved nothing but the large-scale weights, and IDCA + SSG stopped near its start (ln 2: 0.686
+    against the exact 0.232). In the coordinates of the columns' second moments it certifies the exact backend's
+    point."""
+    data = law_school("bar1", "gender").subsample(200, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)          # the dataset's warning about badly scaled features
+        scaled = fm.Dataset(data.X * 10.0 ** np.linspace(-3, 3, data.n_features), data.y, data.groups)
+    prob, _ = partial_problem(scaled, 0.05, (0.5, 1.0))
+    report = fm.crosscheck(prob, seed=0)
+    assert report.ok, report
+    assert report.stochastic.status == "converged"

@@ -17,6 +17,7 @@ from ..oracles.dc_ipm import SmoothObjective
 from ..oracles.dc_rates import RampRateBlock
 from ..oracles.dc_working_set import HingeSource
 from ..oracles.losses import LossSums
+from ..oracles.metric import second_moment
 from ..utilities.validate import check_int, check_number
 
 # Default proximal weight μ ((μ/2)||x||^2 added to both convex parts of every function; the paper does not state
@@ -25,6 +26,12 @@ from ..utilities.validate import check_int, check_number
 # 1.1e-3 apart at n = 300); with μ = 0.1 the outer steps are shorter, SSG tracks the exact path and both end
 # within 2e-4, at the price of more outer iterations (about 60 to get within 1e-3 of the limit).
 MU = 0.1
+
+
+# SSG on the subproblems (25) steps in scaled coordinates where the columns' curvatures differ by more than this factor
+# (the diagonal of the design's second moment plus the proximal weight, largest over smallest); below it the
+# Euclidean steps the defaults were measured with are kept (standardized and one-hot columns: at most 11 with mu = 0.1)
+SCALE_SPREAD = 100.0
 
 
 def extrapolate_option(options) -> bool:
@@ -160,6 +167,33 @@ def smooth_objective(program):
             return (f"the objective term {term} is not a mean of a logistic loss of a linear score or a "
                     f"ridge term c * sum_squares(w)")
     return SmoothObjective(program.D, losses, ridges, constant)
+
+
+def ssg_scales(program, mu: float):
+    """The scales p of the coordinates u = p * x in which SSG solves the subproblems (25), or None (Euclidean steps).
+
+    SSG's steps (Algorithm 2) are subgradient steps: with features on scales 1e-3 to 1e3 (raw data: incomes beside
+    ages and indicators) the step allowed along the largest moves nothing along the others, and IDCA + SSG ended at
+    its start. In the coordinates u = P^(1/2) x of the diagonal P_jj = E[z_j^2] + mu (the design rows' second moments,
+    one pass per data set; the curvature of (25) along w_j up to the loss's; 1 + mu for the intercept and the
+    auxiliary variables) the columns have comparable scales, as with standardized features; SSG is the same method
+    in the metric ||x||_P (subgradient methods allow any Euclidean metric), the subproblem is unchanged. None where
+    the weights have a radius (the ball's projection is Euclidean in x) or where P's diagonal spreads at most
+    SCALE_SPREAD (SSG's steps are invariant to a common scale)."""
+    if any(w.radius is not None for w in program.layout.weights):
+        return None
+    P = np.full(program.D, np.nan)
+    sources = [(loss.data, sl, loss.intercept) for loss, sl in (program.smooth.losses if program.smooth else [])]
+    sources += [(b.avg.data, b.wsl, b.avg.intercept) for b in program.blocks if hasattr(b, "avg")]
+    done = set()
+    for data, sl, intercept in sources:
+        if (id(data), sl.start) in done:
+            continue
+        done.add((id(data), sl.start))
+        moment = second_moment(data, intercept, full=False)
+        P[sl] = np.fmax(P[sl], moment) if moment.size == sl.stop - sl.start else P[sl]
+    P = np.where(np.isfinite(P) & (P > 0), P, 1.0) + mu
+    return np.sqrt(P) if P.max() > SCALE_SPREAD * P.min() else None
 
 
 def hinge_program(program):

@@ -24,7 +24,7 @@ from ..errors import InfeasibleError, OptionError
 from ..stochastic.idca import idca, ssg_inner, working_set_ssg_inner
 from ..stochastic.ssg import ssg
 from ..utilities.validate import check_choice
-from .partial_program import MU, extrapolate_option, max_constraint, nonneg, positive_int, schedule
+from .partial_program import MU, extrapolate_option, max_constraint, nonneg, positive_int, schedule, ssg_scales
 from .stopping import STOP_RULES, CertifiedStop
 
 # IDCA + SSG: eps_k = max(eps_min, eps * eps_decay^k) (measured on Law School subsamples: a constant
@@ -107,11 +107,12 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     base_T = schedule(inner_T, "inner", integer=True)
     T = (lambda k: min(inner_cap, base_T(k) * boost["factor"]))
     split = objective_split(family, options)
+    scales = ssg_scales(program, mu)
     if split == "curvature":
         inner = working_set_ssg_inner(program, family.hinge(), mu, eps_k, T, margin, travel=travel,
-                                      max_iterations=inner_cap, guard=family.working_set_guard())
+                                      max_iterations=inner_cap, guard=family.working_set_guard(), scales=scales)
     else:
-        inner = ssg_inner(program, mu, eps_k, T, margin, travel=travel, max_iterations=inner_cap)
+        inner = ssg_inner(program, mu, eps_k, T, margin, travel=travel, max_iterations=inner_cap, scales=scales)
     user_callback = options.get("callback")
 
     # the fail-fast rule counts the run's work in SSG iterations, not outer iterations: an outer iteration costs its

@@ -82,9 +82,10 @@ def projected_decrease(decreases, floor: float = 0.0) -> float:
 # Inner solvers
 # ---------------------------------------------------------------------------------------------------
 def _ssg_on_subproblem(anchor, k, mu, e, T, objective_fn, plus_fn, plus_grad_fn, S, c, margin, project,
-                       anchor_feasible):
+                       anchor_feasible, scales=None):
     """SSG (Algorithm 2) on (25) at the anchor: g_0 = objective_fn + the proximal term, g_i = f+_i (``plus_fn``)
-    minus the linearization (S, c) plus the proximal term, each tightened by ε_k with ``margin``."""
+    minus the linearization (S, c) plus the proximal term, each tightened by ε_k with ``margin``. With ``scales`` p
+    (no projection: the weights have no radius) SSG runs in the coordinates u = p * v, the same subproblem."""
     shift = e if margin else 0.0
 
     def constraint(v):
@@ -99,7 +100,12 @@ def _ssg_on_subproblem(anchor, k, mu, e, T, objective_fn, plus_fn, plus_grad_fn,
         d = v - anchor
         return f + 0.5 * mu * float(d @ d), grad + mu * d
 
-    out = ssg(anchor, e, T, objective, constraint, project)
+    if scales is None:
+        out = ssg(anchor, e, T, objective, constraint, project)
+    else:
+        start = anchor * scales
+        out = ssg(start, e, T, *in_coordinates(objective, constraint, scales), lambda u: u)
+        out["x"] = anchor if out["x"] is start else out["x"] / scales     # the anchor itself, not a rounding of it
     # "never_feasible" happens only from an infeasible anchor (allow_infeasible_start): the last iterate of the
     # Polyak steps is then the next anchor; from a feasible anchor a stall means (25) is infeasible there
     if out["status"] == "stalled" and anchor_feasible():
@@ -107,6 +113,23 @@ def _ssg_on_subproblem(anchor, k, mu, e, T, objective_fn, plus_fn, plus_grad_fn,
                               f"{out['message']}. The subproblem is infeasible at this anchor; start "
                               f"from a strictly feasible point (w = 0 for partial_dp / weak_partial_dp)")
     return out
+
+
+def in_coordinates(objective, constraint, scales):
+    """The oracles of SSG in the coordinates u = scales * v: values unchanged, subgradients divided by the scales."""
+    def objective_u(u):
+        f, g = objective(u / scales)
+        return f, in_units(g, scales)
+
+    def constraint_u(u):
+        value, thunk = constraint(u / scales)
+        return value, (lambda: in_units(thunk(), scales))
+    return objective_u, constraint_u
+
+
+def in_units(gradient, scales):
+    """A gradient in x as the gradient in SSG's coordinates u = scales * x (unchanged without scales)."""
+    return gradient if scales is None else gradient / scales
 
 
 def _iterations(program_grad, anchor, e, T, travel, max_iterations):
@@ -117,33 +140,35 @@ def _iterations(program_grad, anchor, e, T, travel, max_iterations):
     return max(T, min(need, max_iterations or need))
 
 
-def ssg_inner(program: DCProgramOracle, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None):
+def ssg_inner(program: DCProgramOracle, mu: float, eps, iterations, margin: bool = True, travel=None, max_iterations=None,
+              scales=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) at the anchor.
 
     ``eps`` and ``iterations`` are ε_k and T_k: numbers or callables of the outer index k. ``travel``
     (optional): anchor -> a distance the subproblem's solution may lie from the anchor; T_k is then raised to
     2 travel ||∇g_0(anchor)|| / ε_k (at most ``max_iterations``): an objective step of SSG moves ε_k / ||g_0'||,
     so with fewer iterations SSG could not reach a solution that far and would return a step that
-    underestimates the IDCA step (a stall, not a critical point).
+    underestimates the IDCA step (a stall, not a critical point). ``scales``: SSG's coordinates u = scales * x
+    (:func:`_ssg_on_subproblem`; the gradient's norm above is then the one in u).
     """
     eps_k = eps if callable(eps) else (lambda k: eps)
     T_k = iterations if callable(iterations) else (lambda k: iterations)
 
     def inner(anchor, k):
         e = float(eps_k(k))
-        T = _iterations(lambda a: program.objective_value_and_grad(a)[1], anchor, e, int(T_k(k)), travel,
-                        max_iterations)
+        T = _iterations(lambda a: in_units(program.objective_value_and_grad(a)[1], scales), anchor, e, int(T_k(k)),
+                        travel, max_iterations)
         vals, S = program.linearize(anchor)
         out = _ssg_on_subproblem(anchor, k, mu, e, T, program.objective_value_and_grad, program.plus,
                                  program.plus_grad, S, vals - S @ anchor, margin, program.project,
-                                 lambda: program.max_violation(anchor) <= 0)
+                                 lambda: program.max_violation(anchor) <= 0, scales)
         return out["x"], {"inner_iterations": out["iterations"], "n_feasible": out["n_feasible"], "eps": e,
                           "inner_status": out["status"]}
     return inner
 
 
 def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iterations, margin: bool = True,
-                          travel=None, max_iterations=None, guard=None):
+                          travel=None, max_iterations=None, guard=None, scales=None):
     """An inner solver ``(anchor, k) -> (x_next, info)`` running SSG (Algorithm 2) on (25) with no pass over the
     rows per step: the objective's smooth part enters by its quadratic majorant at the anchor
     (:class:`~fairmodel.oracles.dc_ipm.QuadraticModel`: the DC split f_0 = [(1/2) v'Lv + ridge] - [(1/2) v'Lv - loss] of
@@ -170,7 +195,8 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
             state["radius"] = 0.0
         e = float(eps_k(k))
         model = source.objective.majorant(anchor, state["L"])
-        T = _iterations(lambda a: model.value_and_grad(a)[1], anchor, e, int(T_k(k)), travel, max_iterations)
+        T = _iterations(lambda a: in_units(model.value_and_grad(a)[1], scales), anchor, e, int(T_k(k)), travel,
+                        max_iterations)
         vals, S = program.linearize(anchor)
         c = vals - S @ anchor
         runs = {"iterations": 0}
@@ -178,7 +204,7 @@ def working_set_ssg_inner(program: DCProgramOracle, source, mu: float, eps, iter
         def solve(reduced, S_r, c_r, ws):
             out = _ssg_on_subproblem(anchor, k, mu, e, T, model.value_and_grad, reduced.plus_and_args,
                                      reduced.plus_grad, S_r, c_r, margin, program.project,
-                                     lambda: program.max_violation(anchor) <= 0)
+                                     lambda: program.max_violation(anchor) <= 0, scales)
             runs.update(out=out, iterations=runs["iterations"] + out["iterations"])
             return out["x"], True
 
