@@ -56,3 +56,24 @@ def test_interior_point_on_a_singular_quadratic_with_the_ball_active_matches_the
     assert value == pytest.approx(fun(exact, value_only=True), abs=1e-7)
     assert np.linalg.norm(theta) <= rho + 1e-12
     assert value - gap <= fun(exact, value_only=True) + 1e-12 and gap <= 1e-6
+
+
+def test_ball_qp_step_solves_a_system_whose_curvatures_span_raw_data_scales():
+    """Curvatures from 1e10 (a column in the units of an income) to 1e-3 (a rare indicator): a pseudo-inverse cut at
+    1e-12 of the largest eigenvalue drops the small directions and misses the minimum; the Jacobi-scaled solve is the
+    exact solution (checked against the direct solve of the well-posed system), and a singular H keeps its
+    minimum-norm solution."""
+    rng = np.random.default_rng(0)
+    d = 10.0 ** np.array([5.0, 2.0, 0.0, -1.0, -1.5])          # square roots of the curvatures
+    Q = np.linalg.qr(rng.normal(size=(5, 5)))[0]
+    C = Q @ np.diag([1.0, 0.8, 0.5, 0.3, 0.2]) @ Q.T             # a well-conditioned correlation-like core
+    H = d[:, None] * C * d[None, :]
+    b = rng.normal(size=5) * d
+    theta = ball_qp_step(H, b, None)
+    np.testing.assert_allclose(theta, np.linalg.solve(C, b / d) / d, rtol=1e-8)
+    assert np.linalg.norm(H @ theta - b) <= 1e-9 * np.linalg.norm(b)
+    # an exactly singular H (two equal columns): the minimum-norm solution, as before
+    A = rng.normal(size=(8, 3))
+    A = np.column_stack([A, A[:, 0]])
+    H, b = A.T @ A, A.T @ rng.normal(size=8)
+    np.testing.assert_allclose(ball_qp_step(H, b, None), np.linalg.pinv(H) @ b, rtol=1e-7, atol=1e-10)
