@@ -182,16 +182,15 @@ def ssg_scales(program, mu: float):
     SCALE_SPREAD (SSG's steps are invariant to a common scale)."""
     if any(w.radius is not None for w in program.layout.weights):
         return None
-    P = np.full(program.D, np.nan)
+    # every linear score of the program: (data, its weights' slice of x, intercept), each data set read once
     sources = [(loss.data, sl, loss.intercept) for loss, sl in (program.smooth.losses if program.smooth else [])]
     sources += [(b.avg.data, b.wsl, b.avg.intercept) for b in program.blocks if hasattr(b, "avg")]
-    done = set()
-    for data, sl, intercept in sources:
-        if (id(data), sl.start) in done:
-            continue
-        done.add((id(data), sl.start))
+    scores = {(id(data), sl.start): (data, sl, intercept) for data, sl, intercept in sources}
+    P = np.full(program.D, np.nan)
+    for data, sl, intercept in scores.values():
         moment = second_moment(data, intercept, full=False)
-        P[sl] = np.fmax(P[sl], moment) if moment.size == sl.stop - sl.start else P[sl]
+        if moment.size == sl.stop - sl.start:          # a linear score of these weights (one output)
+            P[sl] = np.fmax(P[sl], moment)
     P = np.where(np.isfinite(P) & (P > 0), P, 1.0) + mu
     return np.sqrt(P) if P.max() > SCALE_SPREAD * P.min() else None
 
