@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import SolverError
 from ..oracles import ipm
 from ..oracles.domains import frank_wolfe_gap, project_ball
+from ..oracles.metric import jacobi_scaled
 
 
 def _pseudo_solve(H: np.ndarray, b: np.ndarray):
@@ -47,12 +48,11 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     in Jacobi-scaled coordinates (H = D H~ D, D the square roots of H's diagonal), where the cut is relative to each
     coordinate's own curvature."""
     free, lam, V = _pseudo_solve(H, b)
-    scale = float(np.linalg.norm(b))
-    if np.linalg.norm(H @ free - b) > 1e-9 * scale:
-        d = np.sqrt(np.clip(np.diag(H), 0.0, None))
-        d = np.where(d > 0, d, 1.0)
-        scaled = _pseudo_solve(H / np.outer(d, d), b / d)[0] / d
-        if np.linalg.norm(H @ scaled - b) < np.linalg.norm(H @ free - b):
+    residual = float(np.linalg.norm(H @ free - b))
+    if residual > 1e-9 * float(np.linalg.norm(b)):
+        Hs, d = jacobi_scaled(H)
+        scaled = _pseudo_solve(Hs, b / d)[0] / d
+        if np.linalg.norm(H @ scaled - b) < residual:
             free = scaled
     if rho is None or np.linalg.norm(free) <= rho:
         return free

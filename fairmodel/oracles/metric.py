@@ -36,6 +36,16 @@ DENSE_PARAMETERS = 1024   # beyond this many parameters, certificates and precon
 METRIC_ROWS = 20_000     # a preconditioner's full second moment is computed on at most this many rows (all below)
 
 
+def jacobi_scaled(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(D^-1 A D^-1, D) with D the square roots of A's diagonal (1 where it is 0), A symmetric PSD: the matrix in units
+    of its own coordinates (a correlation matrix for a covariance). A cut of its eigenvalues relative to the largest
+    is then a cut relative to each coordinate's scale, not to the largest column's (raw units: variances 1e10 beside
+    1e-2)."""
+    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
+    d = np.where(d > 0, d, 1.0)
+    return A / np.outer(d, d), d
+
+
 def step_coordinates(S, radius: float | None) -> "Coordinates | None":
     """The coordinates of a stochastic method's steps for the second moment S of its design rows (D x D, or the vector
     of its diagonal, a Jacobi preconditioner, beyond DENSE_PARAMETERS parameters): those of

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import sparse
 
 from ..data.passes import row_sums
+from .metric import jacobi_scaled
 
 
 class PairRisks:
@@ -281,10 +282,8 @@ class LinearMoments:
         if self._factors is None:
             out = []
             for C in self.covs:
-                sd = np.sqrt(np.clip(np.diag(C), 0.0, None))
-                sd = np.where(sd > 0, sd, 1.0)
-                corr = C / np.outer(sd, sd)
-                lam, V = np.linalg.eigh((corr + corr.T) / 2)
+                corr, sd = jacobi_scaled((C + C.T) / 2)
+                lam, V = np.linalg.eigh(corr)
                 keep = lam > 1e-12 * max(lam.max(), 1e-300)
                 out.append((np.sqrt(lam[keep])[:, None] * V[:, keep].T) * sd[None, :])
             self._factors = out
