@@ -22,6 +22,7 @@ direction); the Frank-Wolfe gap of its point certifies as before.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from ..errors import SolverError
 from ..oracles import ipm
@@ -46,7 +47,8 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     above 1e-9 of ||b||: a cut relative to H's largest eigenvalue dropped real directions, as on raw data whose
     curvatures range from 1e10 to 1e-2, and a Frank-Wolfe bound built on the step was off by 0.1), it is solved again
     in Jacobi-scaled coordinates (H = D H~ D, D the square roots of H's diagonal), where the cut is relative to each
-    coordinate's own curvature."""
+    coordinate's own curvature. On the sphere the multiplier is bracketed on H's eigenvalues and the answer is
+    refined in the same scaled coordinates (:func:`_sphere_refined`)."""
     free, lam, V = _pseudo_solve(H, b)
     residual = float(np.linalg.norm(H @ free - b))
     if residual > 1e-9 * float(np.linalg.norm(b)):
@@ -68,7 +70,45 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
         if hi - lo <= 1e-15 * max(hi, 1.0):
             break
     theta = V @ (c / (lam + hi))
-    return theta * min(1.0, rho / np.linalg.norm(theta))
+    theta *= min(1.0, rho / np.linalg.norm(theta))
+    refined = _sphere_refined(H, b, rho, hi)
+    if refined is not None and _model(H, b, refined) < _model(H, b, theta):
+        return refined
+    return theta
+
+
+def _model(H, b, theta) -> float:
+    return float(0.5 * theta @ (H @ theta) - b @ theta)
+
+
+def _sphere_refined(H, b, rho, mu, steps: int = 20):
+    """theta(mu) = (H + mu I)^{-1} b on the sphere ||theta|| = rho, by Newton's method on the secular equation
+    1 / ||theta(mu)|| = 1 / rho from the bracketed mu (Moré and Sorensen 1983), each theta(mu) by a Cholesky
+    factorization in Jacobi-scaled coordinates: D^{-1} (H~ + mu D^{-2})^{-1} D^{-1} b. H's eigenvalues carry an absolute
+    error of about 1e-16 of the largest, so on raw units (curvatures 4e9 beside 1e-3) the eigenbasis answer errs in
+    the flat directions by more than the step it takes there: on 5,000 raw Adult rows projected Newton's steps stopped
+    descending at a Frank-Wolfe gap 45x its tolerance; the scaled factorization is accurate relative to each
+    coordinate's own curvature. None when a factorization fails (then the eigenbasis answer stands)."""
+    Hs, d = jacobi_scaled(H)
+    bs, inv_d2 = b / d, 1.0 / (d * d)
+    theta = None
+    for _ in range(steps):
+        try:
+            factor = cho_factor(Hs + np.diag(mu * inv_d2), lower=True)
+        except np.linalg.LinAlgError:
+            return theta
+        xs = cho_solve(factor, bs)
+        theta = xs / d
+        norm = float(np.linalg.norm(theta))
+        psi = 1.0 / norm - 1.0 / rho
+        if abs(psi) <= 1e-15 / rho:
+            break
+        w = solve_triangular(factor[0], inv_d2 * xs, lower=True)   # d||theta||^2/dmu = -2 ||w||^2
+        slope = float(w @ w) / norm ** 3
+        if not slope > 0:
+            break
+        mu = mu - psi / slope if mu - psi / slope > 0 else 0.1 * mu
+    return theta * (rho / np.linalg.norm(theta))
 
 
 def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e-10,
