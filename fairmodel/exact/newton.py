@@ -47,15 +47,22 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     above 1e-9 of ||b||: a cut relative to H's largest eigenvalue dropped real directions, as on raw data whose
     curvatures range from 1e10 to 1e-2, and a Frank-Wolfe bound built on the step was off by 0.1), it is solved again
     in Jacobi-scaled coordinates (H = D H~ D, D the square roots of H's diagonal), where the cut is relative to each
-    coordinate's own curvature. On the sphere the multiplier is bracketed on H's eigenvalues and the answer is
+    coordinate's own curvature, and its component in H's null space (the null space of H~, scaled back) is dropped: the
+    minimum-norm solution again (a one-hot design beside an intercept on raw units: the scaled solution lay outside
+    the ball where the minimum-norm one lay inside, and Newton's steps stopped on the sphere). On the sphere the multiplier is bracketed on H's eigenvalues and the answer is
     refined in the same scaled coordinates (:func:`_sphere_refined`)."""
     free, lam, V = _pseudo_solve(H, b)
     residual = float(np.linalg.norm(H @ free - b))
     if residual > 1e-9 * float(np.linalg.norm(b)):
         Hs, d = jacobi_scaled(H)
-        scaled = _pseudo_solve(Hs, b / d)[0] / d
-        if np.linalg.norm(H @ scaled - b) < residual:
-            free = scaled
+        with np.errstate(over="ignore", invalid="ignore"):     # a coordinate of curvature ~0: a huge candidate
+            scaled, lam_s, U = _pseudo_solve(Hs, b / d)
+            scaled /= d
+            null = U[:, lam_s <= 1e-12 * max(lam_s.max(), 1e-300)] / d[:, None]    # H's null space: D^-1 (H~'s)
+            if null.shape[1]:       # the minimum-norm solution in theta (not in D theta): drop its null component
+                scaled -= null @ np.linalg.lstsq(null, scaled, rcond=None)[0]
+            if np.all(np.isfinite(scaled)) and np.linalg.norm(H @ scaled - b) < residual:
+                free = scaled
     if rho is None or np.linalg.norm(free) <= rho:
         return free
     c = V.T @ b
@@ -71,8 +78,9 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
             break
     theta = V @ (c / (lam + hi))
     theta *= min(1.0, rho / np.linalg.norm(theta))
-    refined = _sphere_refined(H, b, rho, hi)
-    if refined is not None and _model(H, b, refined) < _model(H, b, theta):
+    with np.errstate(over="ignore", invalid="ignore"):
+        refined = _sphere_refined(H, b, rho, hi)
+    if refined is not None and np.all(np.isfinite(refined)) and _model(H, b, refined) < _model(H, b, theta):
         return refined
     return theta
 
@@ -93,8 +101,11 @@ def _sphere_refined(H, b, rho, mu, steps: int = 20):
     bs, inv_d2 = b / d, 1.0 / (d * d)
     theta = None
     for _ in range(steps):
+        A = Hs + np.diag(mu * inv_d2)
+        if not np.all(np.isfinite(A)):        # a coordinate of curvature ~0 (a smoothed hinge's rows all flat)
+            return None
         try:
-            factor = cho_factor(Hs + np.diag(mu * inv_d2), lower=True)
+            factor = cho_factor(A, lower=True)
         except np.linalg.LinAlgError:
             return theta
         xs = cho_solve(factor, bs)
@@ -216,9 +227,21 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
         target = ball_qp_step(hess, hess @ theta - grad, rho)
         direction = target - theta
         slope = float(grad @ direction)
-        if slope >= 0:  # the model step does not descend: numerically converged
+        resolution = 1e-9 * max(1.0, abs(value))
+        if slope >= resolution:  # the model step does not descend: numerically converged
             break
-        if -slope < 1e-9 * max(1.0, abs(value)):
+        if slope >= 0:
+            # the slope's sign is rounding: on a sphere the radial part of a step of length s adds mu s^2 / 2 > 0 and
+            # the tangential part subtracts about as much (measured: 4e-19 each on raw units, the Frank-Wolfe gap 10x
+            # its tolerance); take the step if it lowers the gap, else stop where it was
+            previous = theta, value, grad, hess
+            theta = target
+            value, grad, hess = yield theta, False
+            if _fw_gap(theta, grad, rho) >= gap:
+                theta, value, grad, hess = previous
+                break
+            continue
+        if -slope < resolution:
             # the decrease is below what function values resolve: Armijo cannot verify it, but the Newton
             # step is locally quadratically convergent; take it whole (the gradient-based gap test decides)
             theta = target

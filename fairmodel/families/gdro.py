@@ -405,8 +405,10 @@ class GroupDRO(Reduction):
 
     def accuracy(self, evaluation: Evaluation) -> float:
         """The accuracy asked of a stochastic result, in objective units: RELATIVE times the largest group risk
-        (the loss's own units, also for MERO, whose excess risks can be near 0), at least FLOOR."""
-        top = max(evaluation.metrics["group_risks"].values())
+        (the loss's own units, also for MERO, whose excess risks can be near 0), at least FLOOR. A group without
+        rows (a subset of a data set keeps its group names; a plain mean does not need them) has no risk: NaN, left
+        out (it made the tolerance NaN, and no check could pass)."""
+        top = max((v for v in evaluation.metrics["group_risks"].values() if np.isfinite(v)), default=0.0)
         return abs(self.scale) * RELATIVE * max(abs(top), FLOOR)
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:

@@ -200,7 +200,8 @@ class GroupRisks:
         binary = bool(self.loss.binary)
         totals, correct = row_sums(self.data, _JudgePass(self.loss, self.intercept, theta, self.m, binary), self.y,
                                    self.codes)
-        return totals / self.sizes, correct / self.sizes if binary else None
+        with np.errstate(invalid="ignore", divide="ignore"):     # a group without rows (a subset): NaN, no warning
+            return totals / self.sizes, correct / self.sizes if binary else None
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
         return group_means(per_sample, self.codes, self.m, self.sizes)

@@ -211,5 +211,8 @@ class Coordinates:
         self._nu = nu
         shrink = d / (d + nu)
         out = u * (shrink if u.ndim == 1 else shrink[:, None])
-        norm = math.sqrt(float((out * out if u.ndim == 1 else np.sum(out * out, axis=1)) @ self._inv_d))
+        if self.diagonal:
+            norm = math.sqrt(float((out * out if u.ndim == 1 else np.sum(out * out, axis=1)) @ self._inv_d))
+        else:        # M'M = diag(1 / d) up to rounding of about 1e-16 of its largest entry: the norm of theta itself
+            norm = float(np.linalg.norm(self.M @ out))
         return out if norm <= R else out * (R / norm)      # rounding: never outside the ball
