@@ -10,7 +10,7 @@ from fairmodel.exact import gdro as exact
 from fairmodel.data import Batch
 from fairmodel.families.gdro import group_risks_of
 from fairmodel.oracles.metric import RUN_RIDGE, Coordinates, step_coordinates
-from fairmodel.stochastic.aleg import (aleg, design_coordinates, lipschitz_lz, mero_two_stage, normalize_log,
+from fairmodel.stochastic.aleg import (aleg, default_steps, design_coordinates, lipschitz_lz, mero_two_stage, normalize_log,
                                        prox_step, snapshot_terms, theory_band, vr_operator)
 from fairmodel.stochastic.smd import smd
 
@@ -431,3 +431,47 @@ def test_aleg_certifies_hinge_group_dro_on_imbalanced_rows_with_the_default_sche
     assert res.ok, res.message
     tolerance = next(c["tolerance"] for c in res.checks if c["name"].startswith("duality gap"))
     assert abs(res.objective - exact.objective) <= tolerance
+
+
+def test_the_default_step_for_a_loss_that_is_not_smooth_scales_with_the_radius():
+    """The hinge loss on a ball: the w-step is at least half the radius over the subgradients' size sqrt(mean ||x||^2)
+    (robust stochastic approximation), never below the curvature step 1 / mean ||x||^2; a smooth loss keeps the
+    curvature step at any radius."""
+    data = fm.datasets.load_adult(sensitive="sex").subsample(2000, seed=0)
+    steps = {}
+    for loss in ("hinge", "logistic"):
+        for radius in (0.1, 5.0):
+            w = fm.Weights(data.n_features, radius=radius)
+            risks = group_risks_of(fm.group_mean(getattr(fm, f"{loss}_loss")(data.score(w), data.y), data.groups))
+            steps[loss, radius] = default_steps(risks, 4)[0]
+            mean_sq = risks.row_norm_stats()[0]
+    assert steps["logistic", 0.1] == steps["logistic", 5.0] == pytest.approx(4.0 / mean_sq)
+    assert steps["hinge", 0.1] == pytest.approx(1.0 / mean_sq)            # 0.05 / sqrt(mean_sq) is smaller
+    assert steps["hinge", 5.0] == pytest.approx(2.5 / np.sqrt(mean_sq))
+
+
+def test_aleg_certifies_hinge_group_dro_at_radius_5_on_adult():
+    """5,000 rows of Adult by sex, hinge loss, radius 5: with the curvature step (1 / mean ||x||^2, 18x below the radius
+    step here) the duality gap stalled at 10.5x its tolerance and the run stopped failing fast after 24 epochs."""
+    data = fm.datasets.load_adult(sensitive="sex").subsample(5000, seed=1)
+    w = fm.Weights(data.n_features, radius=5.0)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(data.score(w), data.y), data.groups))))
+    report = fm.crosscheck(prob, seed=0)
+    assert report.ok and report.stochastic.status == "converged", report.to_markdown()
+
+
+def test_mero_stage_two_takes_the_certified_group_optima_where_stage_one_misses_its_check():
+    """Stage 1 capped at one epoch of large batches misses every group's check (a quarter of the accuracy): its
+    estimates' errors would enter stage 2 one for one (the duality gap stalled at 400x its tolerance); stage 2 takes the
+    judge's exact R*_i for those groups, certifies, and the result says which groups."""
+    data = fm.datasets.load_adult(sensitive="race").subsample(3000, seed=0)
+    w = fm.Weights(data.n_features, radius=5.0)
+    risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+    prob = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))))
+    result = prob.solve(backend="stochastic", seed=0, stage1={"epochs": 1, "output": "tail", "batch_size": 20})
+    assert result.status == "converged", result.message
+    settled = result.metrics["stage1_certified_groups"]
+    assert settled and all(name in result.message for name in settled)
+    exact = prob.solve(backend="exact").metrics["group_optimal"]
+    for name in settled:
+        assert result.metrics["estimated_group_optimal"][name] == pytest.approx(exact[name], abs=1e-9)

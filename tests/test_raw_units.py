@@ -106,3 +106,12 @@ def test_ball_qp_step_keeps_the_minimum_norm_solution_of_a_singular_system_in_ra
     expected = x0 - (x0 @ v) * v
     theta = ball_qp_step(H, b, None)
     np.testing.assert_allclose(theta, expected, rtol=1e-6, atol=1e-9 * np.abs(expected).max())
+
+
+def test_mero_on_a_design_in_raw_units_is_certified_by_the_stochastic_method():
+    """Before the metric's scaled factor, two-stage ALEG stopped failing fast at 74x its gap tolerance here."""
+    data = raw_design(4000)
+    w = fm.Weights(data.n_features, radius=5.0, intercept=True)
+    risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+    result = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))).solve(backend="stochastic", seed=0)
+    assert result.status == "converged", result.message
