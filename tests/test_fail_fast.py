@@ -188,7 +188,7 @@ def test_mero_stage_one_is_not_stopped_by_the_projection():
     candidate (w = 0, far above the group's optimum: a stall at rate 0) at works 10 .. 320, a stage-1 stopper keeps
     going, where a stopper with a cap gives up at its fourth checkpoint (the stall rule)."""
     prob = _gdro(n=600, m=3, d=4, mero=True)
-    stopper = prob.family._stage1_stops(budget=10)(0)
+    stopper = prob.family._stage1_stops(budget=10)[0](0)
     zero = np.zeros(prob.family.w.shape)
     for work in (10, 20, 40, 80, 160, 320):
         assert not stopper.check({"w": zero}, work - 1, work)
