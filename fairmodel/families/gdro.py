@@ -249,9 +249,6 @@ class GroupDRO(Reduction):
         else:
             try:
                 theta, opt, q, record = exact_gdro.solve_epigraph(self.risks, offsets, solver, verbose, **options)
-                # a conic solver meets the ball to its feasibility tolerance (||w|| = 5.00008 at radius 5 on columns
-                # scaled 1e-6..1e6): its point, projected, is the candidate the judge takes
-                theta = self.risks.project(theta)
             except SolverError as exc:
                 hint = (" The dual method solves the same problem with certified Newton steps: "
                         "solve(backend='exact', method='dual').") if self.risks.has_hessian else ""
