@@ -48,9 +48,9 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     curvatures range from 1e10 to 1e-2, and a Frank-Wolfe bound built on the step was off by 0.1), it is solved again
     in Jacobi-scaled coordinates (H = D H~ D, D the square roots of H's diagonal), where the cut is relative to each
     coordinate's own curvature, and its component in H's null space (the null space of H~, scaled back) is dropped: the
-    minimum-norm solution again (a one-hot design beside an intercept on raw units: the scaled solution lay outside
-    the ball where the minimum-norm one lay inside, and Newton's steps stopped on the sphere). On the sphere the multiplier is bracketed on H's eigenvalues and the answer is
-    refined in the same scaled coordinates (:func:`_sphere_refined`)."""
+    minimum-norm solution again (one-hot columns beside an intercept on raw units: the scaled solution's norm was 7.3
+    where the minimum-norm one's is 6.8). On the sphere the multiplier is bracketed on H's eigenvalues and the answer
+    is refined in the same scaled coordinates (:func:`_sphere_refined`)."""
     free, lam, V = _pseudo_solve(H, b)
     residual = float(np.linalg.norm(H @ free - b))
     if residual > 1e-9 * float(np.linalg.norm(b)):

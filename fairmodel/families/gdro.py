@@ -327,10 +327,10 @@ class GroupDRO(Reduction):
 
         Returns (the callback of group i, the offset stage 2 takes for group i given its estimate, the list of the
         groups settled so): a group whose estimate misses its check at the cap gets the exact R*_i the check compares
-        with. Its error would enter stage 2 one for one and no stage-2 epoch removes it (MERO with the hinge loss on
-        5,000 Adult rows by race at radius 5: stage 1 ran to its cap on four of the five groups with errors up to
-        0.0094 against a target of 1.9e-4, and stage 2 stopped failing fast at 13x its gap tolerance). The judge
-        certifies the result with the exact R*_i either way."""
+        with. Its error would enter stage 2 one for one and no stage-2 epoch removes it (MERO on 5,000 rows of Adult's
+        CSV file in raw units by race, radius 5: the 47-row group's estimate was 0.0157 against R*_i = 0.0016 at the
+        cap, and stage 2 stopped failing fast at 18x its gap tolerance; with the certified value it certifies in 94
+        epochs). The judge certifies the result with the exact R*_i either way."""
         exact = self.offsets()
         target = 0.25 * abs(self.scale) * RELATIVE * max(float(np.max(np.abs(exact))), FLOOR)
         reason = "a quarter of the stochastic accuracy: the estimate's error enters stage 2 one for one"
