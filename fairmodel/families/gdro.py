@@ -29,7 +29,7 @@ from ..exact import gdro as exact_gdro
 from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
-from ..stochastic.aleg import aleg, mero_two_stage
+from ..stochastic.aleg import aleg, design_coordinates, mero_two_stage, radius_step
 from ..stochastic.smd import smd
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
@@ -290,10 +290,29 @@ class GroupDRO(Reduction):
             opts.setdefault("stage1", stage1)
         else:
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
+        user_callback = opts.pop("callback", None)
+        solution = self._run(fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback)
+        if fn is aleg and stop == "checks" and solution.status == "completed" and \
+                not {"eta", "step_w", "step_q", "schedule_mode"} & set(options) and \
+                (alternative := radius_step(self.risks, batch)) is not None and design_coordinates(self.risks) is None:
+            # a loss that is not smooth: the curvature step failed; the radius step (see radius_step) in a second run
+            first = solution
+            solution = self._run(fn, method, {**opts, "step_w": alternative, "step_q": first.metrics["step_q"]},
+                                 seed, verbose, stop, n_bar, settled, user_callback)
+            solution.metrics["first_run"] = {"step_w": first.metrics["step_w"], "status": first.status,
+                                             "epochs_run": first.metrics["epochs_run"]}
+            solution.message += (f"; a first run with the curvature step ({first.metrics['step_w']:.3g}) stopped "
+                                 f"after {first.metrics['epochs_run']} epochs without passing the judge's checks, so "
+                                 f"this run took the radius step of robust stochastic approximation "
+                                 f"({alternative:.3g})")
+        return solution
+
+    def _run(self, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback) -> Solution:
+        """One run of the stochastic method ``fn`` with the options ``opts``, stopped on the judge's checks."""
         name = self.w.name
         stopper = CertifiedStop(self, lambda info: {name: info["w"], "q": info["q"]},
                                 every=max(1, default_epochs(n_bar) // CHECKS_PER_BUDGET),
-                                user_callback=opts.pop("callback", None), enabled=stop == "checks",
+                                user_callback=user_callback, enabled=stop == "checks",
                                 cap=opts["epochs"], verbose=verbose)
         out = fn(self.risks, seed=seed, verbose=verbose, callback=stopper, **opts)
         metrics = {"grad_evals": out["grad_evals"], "epochs_run": out["epochs_run"], **out["steps"]}

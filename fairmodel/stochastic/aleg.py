@@ -76,31 +76,31 @@ def default_steps(risks: GroupRiskOracle, batch_size: int, risk_scale: float = 1
     (16)), so it is measured in their units: ``risk_scale`` is the largest |R_i - c_i| at the start (about 0.7 for
     the logistic loss, so 0.5; a squared loss of targets in the tens has risks in the hundreds). The curvature bound
     is the loss's smoothness on unit scores (:func:`unit_curvature`); for hinge (not smooth) L_bar uses curvature 1.
-
-    For a loss that is not smooth on a ball of radius rho, gamma_w is the step of robust stochastic approximation (the
-    domain's size over the subgradients', Nemirovski, Juditsky, Lan, Shapiro 2009, Section 2.2),
-    NONSMOOTH_RADIUS_STEP rho / G with G^2 = sup |phi'|^2 mean ||x||^2 >= E||phi' x||^2, where that is more than twice
-    the curvature step; the families take it with the decreasing schedule. The curvature step 1 / mean ||x||^2 ignores
-    the radius, and at radius 5 on Adult (G about 3.6) it is 18x smaller: group DRO with the hinge loss stalled at
-    10-12x its gap tolerance on 5,000 rows by race and by sex and at 8x on 10,000 rows at radius 10, ended 1.15x above
-    it at the cap on all rows by race, and the plain hinge risk stalled at 6-7x at radii 5 and 10; with this step all
-    of them certify. At radius 1 the radius step is 1.8x the curvature step, and taking it there left two-stage MERO by
-    race 1.03x above its tolerance at the cap (stage 1's estimates, each within its quarter of the accuracy, left
-    stage 2 less room), certified in 15 epochs with the curvature step. Where the solution lies well inside the ball
-    the radius step overshoots and costs time, not the answer (MERO on all of Law School by race at radius 5: stage 1
-    took 39x the gradients, 35 s against 1.6 s, certified). A distance covered by the run in place of the radius (DoG,
-    Ivgi, Hinder, Carmon 2023) avoided that but grew too slowly at radius 10 (the plain hinge risk stopped at 7.9x).
     """
     curvature = unit_curvature(risks)
     mean_sq = risks.row_norm_stats()[0]
-    step_w = 1.0 / (curvature * mean_sq)
-    if not risks.loss.smooth() and risks.radius is not None:
-        y_bound = float(np.max(np.abs(risks.y))) if risks.y.size else 1.0
-        slope = risks.loss.dphi_bound(UNIT_SCORE, y_bound)
-        radius_step = NONSMOOTH_RADIUS_STEP * risks.radius / (slope * math.sqrt(mean_sq))
-        if radius_step > 2.0 * step_w:     # near the curvature step, the curvature step (see above)
-            step_w = radius_step
-    return step_w, 0.5 / max(1.0, float(risk_scale))
+    return 1.0 / (curvature * mean_sq), 0.5 / max(1.0, float(risk_scale))
+
+
+def radius_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
+    """For a loss that is not smooth on a ball of radius rho, the w-step of robust stochastic approximation, the
+    domain's size over the subgradients' (Nemirovski, Juditsky, Lan, Shapiro 2009, Section 2.2): NONSMOOTH_RADIUS_STEP
+    rho / G with G^2 = sup |phi'|^2 mean ||x||^2 >= E||phi' x||^2; None where the loss is smooth, there is no radius,
+    or the step is within 2x of the curvature step of :func:`default_steps` (an alternative would change little). The
+    families run it with the decreasing schedule when a run with the curvature step fails.
+
+    Neither step serves every problem. The curvature step ignores the distance the iterates must cover: at radius 5
+    on Adult (G about 3.6) it is 18x smaller than this, and group DRO with the hinge loss stalled at 10-12x its gap
+    tolerance on 5,000 rows by race and by sex (8x on 10,000 rows at radius 10), the plain hinge risk at 6-7x at radii 5
+    and 10; with this step all of them certify. This step overshoots where many rows average the kinks into an
+    effective curvature and the solution lies inside the ball: the plain hinge risk on 5,000 Law School rows at radius
+    2 (||w*|| = 1) certifies in 154 epochs with the curvature step and stopped failing fast at 7.5x with this one."""
+    if risks.loss.smooth() or risks.radius is None:
+        return None
+    y_bound = float(np.max(np.abs(risks.y))) if risks.y.size else 1.0
+    mean_sq = risks.row_norm_stats()[0]
+    step = NONSMOOTH_RADIUS_STEP * risks.radius / (risks.loss.dphi_bound(UNIT_SCORE, y_bound) * math.sqrt(mean_sq))
+    return step if step > 2.0 * default_steps(risks, batch_size)[0] else None
 
 
 class _Steps:
