@@ -53,8 +53,8 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     is refined in the same scaled coordinates (:func:`_sphere_refined`)."""
     free, lam, V = _pseudo_solve(H, b)
     residual = float(np.linalg.norm(H @ free - b))
+    Hs, d = jacobi_scaled(H)
     if residual > 1e-9 * float(np.linalg.norm(b)):
-        Hs, d = jacobi_scaled(H)
         with np.errstate(over="ignore", invalid="ignore"):     # a coordinate of curvature ~0: a huge candidate
             scaled, lam_s, U = _pseudo_solve(Hs, b / d)
             scaled /= d
@@ -79,7 +79,7 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     theta = V @ (c / (lam + hi))
     theta *= min(1.0, rho / np.linalg.norm(theta))
     with np.errstate(over="ignore", invalid="ignore"):
-        refined = _sphere_refined(H, b, rho, hi)
+        refined = _sphere_refined(Hs, d, b, rho, hi)
     if refined is not None and np.all(np.isfinite(refined)) and _model(H, b, refined) < _model(H, b, theta):
         return refined
     return theta
@@ -89,15 +89,15 @@ def _model(H, b, theta) -> float:
     return float(0.5 * theta @ (H @ theta) - b @ theta)
 
 
-def _sphere_refined(H, b, rho, mu, steps: int = 20):
+def _sphere_refined(Hs, d, b, rho, mu, steps: int = 20):
     """theta(mu) = (H + mu I)^{-1} b on the sphere ||theta|| = rho, by Newton's method on the secular equation
     1 / ||theta(mu)|| = 1 / rho from the bracketed mu (Moré and Sorensen 1983), each theta(mu) by a Cholesky
     factorization in Jacobi-scaled coordinates: D^{-1} (H~ + mu D^{-2})^{-1} D^{-1} b. H's eigenvalues carry an absolute
     error of about 1e-16 of the largest, so on raw units (curvatures 4e9 beside 1e-3) the eigenbasis answer errs in
     the flat directions by more than the step it takes there: on 5,000 raw Adult rows projected Newton's steps stopped
     descending at a Frank-Wolfe gap 45x its tolerance; the scaled factorization is accurate relative to each
-    coordinate's own curvature. None when a factorization fails (then the eigenbasis answer stands)."""
-    Hs, d = jacobi_scaled(H)
+    coordinate's own curvature. ``Hs, d``: H's Jacobi-scaled form (:func:`jacobi_scaled`). None when a factorization
+    fails (then the eigenbasis answer stands)."""
     bs, inv_d2 = b / d, 1.0 / (d * d)
     theta = None
     for _ in range(steps):

@@ -54,6 +54,11 @@ UNIT_SCORE = 1.0   # the score bound of the practical steps' curvature (see unit
 NONSMOOTH_RADIUS_STEP = 0.5   # a non-smooth loss's w-step: this times the radius over the subgradients' size
 
 
+def label_bound(risks: GroupRiskOracle) -> float:
+    """max |y| over the rows (1 without rows): the label bound of a loss's smoothness and slope facts."""
+    return float(np.max(np.abs(risks.y))) if risks.y.size else 1.0
+
+
 def unit_curvature(risks: GroupRiskOracle) -> float:
     """The loss's curvature bound for the practical steps: its smoothness on unit scores |z| <= 1 (1 for a loss that
     is not smooth: the hinge). For a loss of bounded curvature this is its global bound (logistic 1/4, squared 2);
@@ -62,8 +67,7 @@ def unit_curvature(risks: GroupRiskOracle) -> float:
     curvature the steps meet stays at the group risks: E_g[phi''] = R_g, at most R(w0) = 1 <= e^1 along a run that
     does not increase the risks from w = 0 (measured on Adult by race, radius 5: steps up to 2x this converge, 3x
     diverge)."""
-    y_bound = float(np.max(np.abs(risks.y))) if risks.y.size else 1.0
-    curvature = risks.loss.smoothness(UNIT_SCORE, y_bound)
+    curvature = risks.loss.smoothness(UNIT_SCORE, label_bound(risks))
     return curvature if np.isfinite(curvature) else 1.0
 
 
@@ -97,9 +101,9 @@ def radius_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
     2 (||w*|| = 1) certifies in 154 epochs with the curvature step and stopped failing fast at 7.5x with this one."""
     if risks.loss.smooth() or risks.radius is None:
         return None
-    y_bound = float(np.max(np.abs(risks.y))) if risks.y.size else 1.0
     mean_sq = risks.row_norm_stats()[0]
-    step = NONSMOOTH_RADIUS_STEP * risks.radius / (risks.loss.dphi_bound(UNIT_SCORE, y_bound) * math.sqrt(mean_sq))
+    step = NONSMOOTH_RADIUS_STEP * risks.radius / (risks.loss.dphi_bound(UNIT_SCORE, label_bound(risks))
+                                                  * math.sqrt(mean_sq))
     return step if step > 2.0 * default_steps(risks, batch_size)[0] else None
 
 
