@@ -115,3 +115,26 @@ def test_mero_on_a_design_in_raw_units_is_certified_by_the_stochastic_method():
     risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
     result = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks)))).solve(backend="stochastic", seed=0)
     assert result.status == "converged", result.message
+
+
+def test_the_model_space_method_certifies_rate_gap_bounds_in_raw_units():
+    """The logistic loss under a bound on a rate gap (selection rate, equal opportunity, equalized odds): the
+    interior-point method's Newton systems span curvatures 1e10 apart. Its merit (the Euclidean norm of the KKT
+    residual, dominated by the sampling weight's coordinate) cut every step to 0.004-0.03, and Mehrotra's corrector
+    ascended it; all nine of these runs ended stalled or inaccurate. Each must be certified (the judge's Lagrangian
+    gap), and one answer must equal Clarabel's objective on the CVXPY program (an independent formulation; Clarabel
+    reports it inaccurate on these units, yet its value agreed to 1e-10 in the runs measured)."""
+    gaps = (fm.selection_rate_gap, fm.equal_opportunity_gap, fm.equalized_odds_gap)
+    for seed in range(3):
+        data = raw_design(2000, seed)
+        w = fm.Weights(data.n_features, radius=5.0, intercept=True)
+        s = data.score(w)
+        for gap in gaps:
+            prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y))), [gap(s, data) <= 0.05])
+            result = prob.solve(backend="exact", method="model_space")
+            assert result.status == "optimal", (seed, gap.__name__, result.message)
+            assert result.certificate["lagrangian_gap"] <= 1e-6
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = prob.solve(backend="exact", method="cvxpy", solver="CLARABEL")
+        assert abs(result.objective - reference.objective) <= 1e-6 * max(1.0, abs(reference.objective))
