@@ -29,7 +29,7 @@ from ..exact import gdro as exact_gdro
 from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
-from ..stochastic.aleg import aleg, design_coordinates, mero_two_stage, radius_step
+from ..stochastic.aleg import aleg, design_coordinates, mero_two_stage, minibatch_step, radius_step
 from ..stochastic.smd import smd
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
@@ -292,19 +292,37 @@ class GroupDRO(Reduction):
             opts["offsets"] = None if self.kind == "erm" else self.offsets()
         user_callback = opts.pop("callback", None)
         solution = self._run(fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback)
-        if fn is aleg and stop == "checks" and solution.status == "completed" and \
-                not {"eta", "step_w", "step_q", "schedule_mode"} & set(options) and \
-                (alternative := radius_step(self.risks, batch)) is not None and design_coordinates(self.risks) is None:
-            # a loss that is not smooth: the curvature step failed; the radius step (see radius_step) in a second run
-            first = solution
-            solution = self._run(fn, method, {**opts, "step_w": alternative, "step_q": first.metrics["step_q"]},
-                                 seed, verbose, stop, n_bar, settled, user_callback)
-            solution.metrics["first_run"] = {"step_w": first.metrics["step_w"], "status": first.status,
-                                             "epochs_run": first.metrics["epochs_run"]}
-            solution.message += (f"; a first run with the curvature step ({first.metrics['step_w']:.3g}) stopped "
-                                 f"after {first.metrics['epochs_run']} epochs without passing the judge's checks, so "
-                                 f"this run took the radius step of robust stochastic approximation "
-                                 f"({alternative:.3g})")
+        if fn is not smd and stop == "checks" and solution.status == "completed" and \
+                not {"eta", "step_w", "step_q", "schedule_mode"} & set(options):
+            solution = self._second_run(solution, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback,
+                                        batch)
+        return solution
+
+    def _second_run(self, first, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback, batch):
+        """When the first run with the default curvature step stopped without passing the judge's checks, a second
+        run with the step of another rule where one applies: the radius step of robust stochastic approximation for a
+        loss that is not smooth (:func:`~fairmodel.stochastic.aleg.radius_step`, plain group DRO), the minibatch
+        smoothness step for a smooth one (:func:`~fairmodel.stochastic.aleg.minibatch_step`; MERO's stage 2 only,
+        from the first run's stage-1 estimates). Returns the first run's solution where no rule applies."""
+        radius = radius_step(self.risks, batch) if fn is aleg and design_coordinates(self.risks) is None else None
+        alternative = radius if radius is not None else minibatch_step(self.risks, batch)
+        if alternative is None:
+            return first
+        rule = "the radius step of robust stochastic approximation" if radius is not None else \
+            "the step of the minibatch's smoothness"
+        again = {**opts, "step_w": alternative, "step_q": first.metrics["step_q"]}
+        if fn is mero_two_stage:
+            names = list(self.risks.names)
+            again["stage1_offsets"] = np.array([first.metrics["estimated_group_optimal"][g] for g in names])
+        solution = self._run(fn, method, again, seed, verbose, stop, n_bar, settled, user_callback)
+        solution.metrics["first_run"] = {"step_w": first.metrics["step_w"], "status": first.status,
+                                         "epochs_run": first.metrics["epochs_run"],
+                                         "grad_evals": first.metrics["grad_evals"]}
+        if fn is mero_two_stage:
+            solution.metrics["stage1_grad_evals"] = first.metrics["stage1_grad_evals"]
+        solution.message += (f"; a first run with the curvature step ({first.metrics['step_w']:.3g}) stopped after "
+                             f"{first.metrics['epochs_run']} epochs without passing the judge's checks, so this run "
+                             f"took {rule} ({alternative:.3g})")
         return solution
 
     def _run(self, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback) -> Solution:
