@@ -228,6 +228,14 @@ def lower_bound_on_ball(risks: GroupRisks, q, theta) -> tuple[float, float]:
     return value, value - frank_wolfe_gap(theta, grad, risks.radius)
 
 
+# SLSQP again from its answer while the duality gap is above the status's tolerance and the last run halved it: its
+# stopping test is on the dual value (ftol), which near q* is flat to second order, so a run can stop with q's
+# small weights unsettled. Measured: Adult by race, 5,000 rows, columns scaled by 1e-6..1e6: the first run stopped
+# at a duality gap of 1.7e-5 (the judge's tolerance 1e-5; "Other" weighted 4e-5 while its risk was the largest), one
+# more run of 3 iterations left 7.5e-9.
+RESTARTS = 3
+
+
 @few_threads
 def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int = 300, max_memory_gb=None):
     """Exact group DRO through its concave dual, for losses with a Hessian (logistic, squared).
@@ -253,19 +261,22 @@ def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int
         r = risks.risks(theta) - c
         return -float(q @ r), -r
 
-    q0 = np.full(risks.m, 1.0 / risks.m)
-    res = minimize(dual, q0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * risks.m,
-                   constraints=[{"type": "eq", "fun": lambda q: q.sum() - 1.0, "jac": lambda q: np.ones_like(q)}],
-                   options={"ftol": tol * 1e-3, "maxiter": max_iter})
-    q = np.clip(res.x, 0.0, None)
-    q /= q.sum()
-    g_value = -dual(q)[0]
-    theta = state["theta"]
-    primal = float(np.max(risks.risks(theta) - c))
-    gap = primal - g_value
+    q, nit, gap = np.full(risks.m, 1.0 / risks.m), 0, np.inf
+    for _ in range(1 + RESTARTS):
+        res = minimize(dual, q, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * risks.m,
+                       constraints=[{"type": "eq", "fun": lambda q: q.sum() - 1.0, "jac": lambda q: np.ones_like(q)}],
+                       options={"ftol": tol * 1e-3, "maxiter": max_iter})
+        q, nit, last = np.clip(res.x, 0.0, None), nit + int(res.nit), gap
+        q /= q.sum()
+        g_value = -dual(q)[0]
+        theta = state["theta"]
+        primal = float(np.max(risks.risks(theta) - c))
+        gap = primal - g_value
+        if gap <= 1e3 * tol * max(1.0, abs(primal)) or gap >= 0.5 * last:
+            break
     record = {"name": "dual-slsqp-newton", "status": "optimal" if gap <= 1e3 * tol * max(1.0, abs(primal))
               else "optimal_inaccurate",
-              "iterations": int(res.nit), "inner_solves": state["calls"], "dual_value": g_value,
+              "iterations": nit, "inner_solves": state["calls"], "dual_value": g_value,
               "duality_gap": gap, "solve": time.perf_counter() - start, "compile": 0.0, "value": primal,
               "message": str(res.message)}
     if not np.isfinite(primal) or gap > 1e-4 * max(1.0, abs(primal)):     # relative: risks of any scale
