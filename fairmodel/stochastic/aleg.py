@@ -123,11 +123,10 @@ def minibatch_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
     if not risks.loss.smooth() or risks.shape[0] > DENSE_PARAMETERS or design_coordinates(risks) is not None:
         return None
     top = float(np.linalg.eigvalsh(risks.second_moment(full=True))[-1])
-    curvature_step = default_steps(risks, batch_size)[0]
-    mean_sq = 1.0 / (unit_curvature(risks) * curvature_step)
+    mean_sq = risks.row_norm_stats()[0]
     b = max(int(batch_size), 1)
     step = 1.0 / (unit_curvature(risks) * ((1.0 - 1.0 / b) * min(top, mean_sq) + mean_sq / b))
-    return step if step > 1.5 * curvature_step else None
+    return step if step > 1.5 * default_steps(risks, batch_size)[0] else None
 
 
 class _Steps:
