@@ -29,7 +29,8 @@ from ..exact import gdro as exact_gdro
 from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
-from ..stochastic.aleg import aleg, design_coordinates, mero_two_stage, minibatch_step, radius_step
+from ..stochastic.aleg import (aleg, design_coordinates, mero_two_stage, metric_radius_scale, minibatch_step,
+                               radius_step)
 from ..stochastic.smd import smd
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
@@ -293,7 +294,7 @@ class GroupDRO(Reduction):
         user_callback = opts.pop("callback", None)
         solution = self._run(fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback)
         if fn is not smd and stop == "checks" and solution.status == "completed" and \
-                not {"eta", "step_w", "step_q", "schedule_mode"} & set(options):
+                not {"eta", "step_w", "step_q", "step_scale", "schedule_mode"} & set(options):
             solution = self._second_run(solution, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback,
                                         batch)
         return solution
@@ -304,13 +305,19 @@ class GroupDRO(Reduction):
         loss that is not smooth (:func:`~fairmodel.stochastic.aleg.radius_step`, plain group DRO), the minibatch
         smoothness step for a smooth one (:func:`~fairmodel.stochastic.aleg.minibatch_step`; MERO's stage 2 only,
         from the first run's stage-1 estimates). Returns the first run's solution where no rule applies."""
-        radius = radius_step(self.risks, batch) if fn is aleg and design_coordinates(self.risks) is None else None
+        metric = design_coordinates(self.risks) is not None
+        radius = radius_step(self.risks, batch) if fn is aleg and not metric else None
+        scale = metric_radius_scale(self.risks, batch) if metric else None
         alternative = radius if radius is not None else minibatch_step(self.risks, batch)
-        if alternative is None:
+        if alternative is None and scale is None:
             return first
-        rule = "the radius step of robust stochastic approximation" if radius is not None else \
+        rule = "the radius step of robust stochastic approximation" if radius is not None or scale is not None else \
             "the step of the minibatch's smoothness"
-        again = {**opts, "step_w": alternative, "step_q": first.metrics["step_q"]}
+        again = {**opts, "step_q": first.metrics["step_q"]}
+        if scale is not None:       # in the design metric: the default step times the factor
+            again["step_scale"], alternative = scale, scale * first.metrics["step_w"]
+        else:
+            again["step_w"] = alternative
         if fn is mero_two_stage:
             names = list(self.risks.names)
             again["stage1_offsets"] = np.array([first.metrics["estimated_group_optimal"][g] for g in names])

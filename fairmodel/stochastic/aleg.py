@@ -129,11 +129,35 @@ def minibatch_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
     return step if step > 1.5 * default_steps(risks, batch_size)[0] else None
 
 
+MARGIN_DISTANCE = 2.0   # the design-metric distance a non-smooth loss's answer lies from w = 0, in units of |y|
+
+
+def metric_radius_scale(risks: GroupRiskOracle, batch_size: int) -> float | None:
+    """For a loss that is not smooth with the steps in the design metric w'Pw/2 (:func:`design_coordinates`), the
+    factor of the curvature step that gives the radius step of :func:`radius_step` measured in that metric:
+    NONSMOOTH_RADIUS_STEP D / G with G^2 = sup |phi'|^2 E[z' P^-1 z] <= sup |phi'|^2 p, the subgradients' size in the
+    dual norm, and D the answer's distance from w = 0 in the metric. That distance is its root-mean-square score
+    (||w||_P^2 = E[(z'w)^2] for the second moment P), at most the radius times sqrt(lambda_max(P)) and, for a loss with
+    a kink at the margin (the hinge: |score| = |y|), about MARGIN_DISTANCE |y| (the ball's bound is 1e5 on raw census
+    columns, where the steps of 3x to 30x the curvature step certified and the curvature step stalled at 12-15x its
+    gap tolerance). None where the loss is smooth, there is no radius or no metric, or the factor is at most 2."""
+    if risks.loss.smooth() or risks.radius is None or design_coordinates(risks) is None:
+        return None
+    moment = design_moment(risks)
+    top = float(np.linalg.eigvalsh(moment)[-1]) if moment.ndim == 2 else float(np.max(moment))
+    y = label_bound(risks)
+    distance = min(risks.radius * math.sqrt(max(top, 0.0)), MARGIN_DISTANCE * y)
+    p = risks.shape[0]
+    step = NONSMOOTH_RADIUS_STEP * distance / (risks.loss.dphi_bound(UNIT_SCORE, y) * math.sqrt(p))
+    scale = step * unit_curvature(risks) * p
+    return scale if scale > 2.0 else None
+
+
 class _Steps:
     """Resolves the three ways to give steps into (gamma_w(s,k), gamma_q(s,k), output weight(s,k))."""
 
     def __init__(self, risks, lengths, alpha, eta, step_w, step_q, step_schedule, theory, theta, batch_size,
-                 risk_scale=lambda: 1.0):
+                 risk_scale=lambda: 1.0, step_scale: float = 1.0):
         m = risks.m
         self.metric = None          # the w-block's preconditioned coordinates (design_coordinates) or None
         self.lnm = math.log(m) if m > 1 else 0.0
@@ -166,7 +190,7 @@ class _Steps:
                 self.metric = design_coordinates(risks)
                 if self.metric is not None:     # the smoothness in the metric: curvature times E[z' P^-1 z] <= p
                     auto_w = 1.0 / (unit_curvature(risks) * risks.shape[0])
-            base_w = auto_w if step_w is None else schedule(step_w, "step_w", lengths)(0, 0)
+            base_w = auto_w * step_scale if step_w is None else schedule(step_w, "step_w", lengths)(0, 0)
             base_q = auto_q if step_q is None else schedule(step_q, "step_q", lengths)(0, 0)
             mult = multiplier(step_schedule, lengths)
             self.gw = lambda s, k: base_w * mult(s, k)
@@ -185,7 +209,12 @@ def design_coordinates(risks: GroupRiskOracle) -> Coordinates | None:
     of the analysis (Section 3.3 of Yu et al. 2024; Nemirovski 2004); the domain and the output stay in the user's
     parametrization. Beyond DENSE_PARAMETERS parameters (no D x D matrix) P is the diagonal of the columns' second
     moments. Rows of a matrix of weights (softmax) share their row of P."""
-    return step_coordinates(risks.second_moment(full=risks.shape[0] <= DENSE_PARAMETERS), risks.radius)
+    return step_coordinates(design_moment(risks), risks.radius)
+
+
+def design_moment(risks: GroupRiskOracle) -> np.ndarray:
+    """The second moment of the design rows (x, 1): D x D up to DENSE_PARAMETERS parameters, else its diagonal."""
+    return risks.second_moment(full=risks.shape[0] <= DENSE_PARAMETERS)
 
 
 def start_risk_scale(risks: GroupRiskOracle, w, offsets) -> float:
@@ -285,7 +314,7 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
          step_w=None, step_q=None, step_schedule="constant", schedule_mode: str = "practical", theta: float = 0.8,
          offsets=None, w0=None, q0=None, output: str = "average", seed=None, verbose=None, callback=None,
          max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False,
-         trace: list | None = None, prefetch: bool = True) -> dict:
+         trace: list | None = None, prefetch: bool = True, step_scale: float = 1.0) -> dict:
     """Run ALEG (Algorithm 1) on the group risks ``risks`` (minus per-group ``offsets``, eq. (6)).
 
     Parameters (the inputs of Algorithm 1)
@@ -295,6 +324,8 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
     Steps, one of: ``eta`` (the paper's eta_k^s; needs a radius), ``step_w``/``step_q`` effective steps times
     ``step_schedule`` ("constant", "decreasing" = 1/sqrt(s+1), array or callable), or
     ``schedule_mode="theory"`` (eta = sqrt(alpha (1 - theta)) / L_z, L_z of eq. (25) from the data).
+    step_scale : a factor of the default w-step (no ``step_w``), which keeps the design metric the default steps
+        choose (the families' second runs, :func:`metric_radius_scale`).
     output : "average" (eq. (24), the eta-weighted mean of all half iterates), "suffix" (the same mean over
         the second half of the epochs), "tail" (the same mean over the last half to three quarters of the epochs
         run so far, :class:`~fairmodel.stochastic.averaging.TailAverage`: for runs that stop on a certificate
@@ -324,8 +355,10 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
     alpha_f = (lambda s, k: 1.0 / lengths[s]) if alpha is None else schedule(alpha, "alpha", lengths, high=1.0)
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
+    if not (np.isfinite(step_scale) and step_scale > 0):
+        raise OptionError(f"step_scale must be positive and finite; got {step_scale!r}")
     steps = _Steps(risks, lengths, alpha_f, eta, step_w, step_q, step_schedule, schedule_mode == "theory", theta,
-                   batch_size, lambda: start_risk_scale(risks, w, c))
+                   batch_size, lambda: start_risk_scale(risks, w, c), step_scale)
     sampler = risks.sampler(batch_size, rng, prefetch=prefetch)
     try:
         out = _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, output, verbose, callback,
