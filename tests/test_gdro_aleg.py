@@ -11,8 +11,8 @@ from fairmodel.data import Batch
 from fairmodel.families.gdro import group_risks_of
 from fairmodel.oracles.metric import RUN_RIDGE, Coordinates, step_coordinates
 from fairmodel.stochastic.aleg import (aleg, default_steps, design_coordinates, lipschitz_lz, mero_two_stage,
-                                       minibatch_step, normalize_log, prox_step, radius_step, snapshot_terms, theory_band,
-                                       vr_operator)
+                                       minibatch_step, normalize_log, prox_step, radius_step, snapshot_terms,
+                                       theory_band, vr_operator)
 from fairmodel.stochastic.smd import smd
 
 from .conftest import make_instance

@@ -15,8 +15,9 @@ s and lambda positive by the fraction-to-the-boundary rule, and a backtracking s
 residual keeps the nonlinear constraints from undoing a step; a corrector step the search refuses is replaced by the
 plain centred Newton step, which descends the residual's norm. The Newton matrix is factored, and its dual residual
 measured, in Jacobi-scaled coordinates: data in raw units (Adult's fnlwgt beside indicators) put the diagonal 1e10
-apart, and a ridge or a norm in the original coordinates would see only the largest. The method stops when the relative residuals and the
-complementarity gap s' lambda (which, at r_p = r_d = 0, is the Lagrangian duality gap) are below the tolerances.
+apart, and a ridge or a norm in the original coordinates would see only the largest. The method stops when the
+relative residuals and the complementarity gap s' lambda (which, at r_p = r_d = 0, is the Lagrangian duality gap)
+are below the tolerances.
 The space is small (model parameters plus a few epigraph variables): one dense Cholesky factorization per step.
 """
 from __future__ import annotations
