@@ -301,23 +301,24 @@ class GroupDRO(Reduction):
 
     def _second_run(self, first, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback, batch):
         """When the first run with the default curvature step stopped without passing the judge's checks, a second
-        run with the step of another rule where one applies: the radius step of robust stochastic approximation for a
-        loss that is not smooth (:func:`~fairmodel.stochastic.aleg.radius_step`, plain group DRO), the minibatch
-        smoothness step for a smooth one (:func:`~fairmodel.stochastic.aleg.minibatch_step`; MERO's stage 2 only,
-        from the first run's stage-1 estimates). Returns the first run's solution where no rule applies."""
-        metric = design_coordinates(self.risks) is not None
-        radius = radius_step(self.risks, batch) if fn is aleg and not metric else None
-        scale = metric_radius_scale(self.risks, batch) if metric else None
-        alternative = radius if radius is not None else minibatch_step(self.risks, batch)
-        if alternative is None and scale is None:
-            return first
-        rule = "the radius step of robust stochastic approximation" if radius is not None or scale is not None else \
-            "the step of the minibatch's smoothness"
+        run with the step of another rule where one applies: for a loss that is not smooth the radius step of robust
+        stochastic approximation (:func:`~fairmodel.stochastic.aleg.radius_step`, plain group DRO with Euclidean
+        steps; :func:`~fairmodel.stochastic.aleg.metric_radius_scale` in the design metric), for a smooth one the
+        minibatch smoothness step (:func:`~fairmodel.stochastic.aleg.minibatch_step`). MERO runs stage 2 again from
+        the first run's stage-1 estimates. Returns the first run's solution where no rule applies."""
         again = {**opts, "step_q": first.metrics["step_q"]}
-        if scale is not None:       # in the design metric: the default step times the factor
-            again["step_scale"], alternative = scale, scale * first.metrics["step_w"]
+        rule = "the radius step of robust stochastic approximation"
+        if design_coordinates(self.risks) is not None:      # the default step in the metric times a factor
+            scale = metric_radius_scale(self.risks, batch)
+            step = None if scale is None else scale * first.metrics["step_w"]
+            again["step_scale"], rule = scale, rule + " in the design metric"
         else:
-            again["step_w"] = alternative
+            step = radius_step(self.risks, batch) if fn is aleg else None
+            if step is None:
+                step, rule = minibatch_step(self.risks, batch), "the step of the minibatch's smoothness"
+            again["step_w"] = step
+        if step is None:
+            return first
         if fn is mero_two_stage:
             names = list(self.risks.names)
             again["stage1_offsets"] = np.array([first.metrics["estimated_group_optimal"][g] for g in names])
@@ -329,7 +330,7 @@ class GroupDRO(Reduction):
             solution.metrics["stage1_grad_evals"] = first.metrics["stage1_grad_evals"]
         solution.message += (f"; a first run with the curvature step ({first.metrics['step_w']:.3g}) stopped after "
                              f"{first.metrics['epochs_run']} epochs without passing the judge's checks, so this run "
-                             f"took {rule} ({alternative:.3g})")
+                             f"took {rule} ({step:.3g})")
         return solution
 
     def _run(self, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback) -> Solution:

@@ -122,7 +122,7 @@ def minibatch_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
     gap stalled at 35x its tolerance, where the curvature step certifies in 20 epochs)."""
     if not risks.loss.smooth() or risks.shape[0] > DENSE_PARAMETERS or design_coordinates(risks) is not None:
         return None
-    top = float(np.linalg.eigvalsh(risks.second_moment(full=True))[-1])
+    top = float(np.linalg.eigvalsh(design_moment(risks))[-1])
     mean_sq = risks.row_norm_stats()[0]
     b = max(int(batch_size), 1)
     step = 1.0 / (unit_curvature(risks) * ((1.0 - 1.0 / b) * min(top, mean_sq) + mean_sq / b))
