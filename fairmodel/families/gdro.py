@@ -294,7 +294,7 @@ class GroupDRO(Reduction):
         user_callback = opts.pop("callback", None)
         solution = self._run(fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback)
         if fn is not smd and stop == "checks" and solution.status == "completed" and \
-                not {"eta", "step_w", "step_q", "step_scale", "schedule_mode"} & set(options):
+                not {"eta", "step_w", "step_q", "step_scale", "design_metric", "schedule_mode"} & set(options):
             solution = self._second_run(solution, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback,
                                         batch)
         return solution
@@ -316,13 +316,17 @@ class GroupDRO(Reduction):
             step = radius_step(self.risks, batch) if fn is aleg else None
             if step is None:
                 step, rule = minibatch_step(self.risks, batch), "the step of the minibatch's smoothness"
-            again["step_w"] = step
-        if step is None:
+            if step is not None:
+                again["step_w"] = step
+            elif self.risks.loss.smooth():      # the Euclidean steps failed: the design metric's (preconditioned)
+                again["design_metric"], rule = True, "the steps in the design metric"
+        if step is None and not again.get("design_metric"):
             return first
         if fn is mero_two_stage:
             names = list(self.risks.names)
             again["stage1_offsets"] = np.array([first.metrics["estimated_group_optimal"][g] for g in names])
         solution = self._run(fn, method, again, seed, verbose, stop, n_bar, settled, user_callback)
+        step = solution.metrics["step_w"] if step is None else step
         solution.metrics["first_run"] = {"step_w": first.metrics["step_w"], "status": first.status,
                                          "epochs_run": first.metrics["epochs_run"],
                                          "grad_evals": first.metrics["grad_evals"]}

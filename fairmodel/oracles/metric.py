@@ -46,7 +46,7 @@ def jacobi_scaled(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return A / np.outer(d, d), d
 
 
-def step_coordinates(S, radius: float | None) -> "Coordinates | None":
+def step_coordinates(S, radius: float | None, always: bool = False) -> "Coordinates | None":
     """The coordinates of a stochastic method's steps for the second moment S of its design rows (D x D, or the vector
     of its diagonal, a Jacobi preconditioner, beyond DENSE_PARAMETERS parameters): those of
     P = S + RUN_RIDGE diag(S) when the ratio of S's largest to its smallest eigenvalue on the span of the rows exceeds
@@ -58,7 +58,8 @@ def step_coordinates(S, radius: float | None) -> "Coordinates | None":
     columns are in raw units gets the metric too, where a column's second moment exceeds SCALE_LIMIT times the median
     column's: Law School's CSV file (LSAT points beside indicators: that ratio 2.9e3, the eigenvalue ratio 8.9e5)
     left group DRO's steps Euclidean and ALEG ended NOT OK at the fail-fast rule (gap 12x its tolerance after 20
-    epochs); with the metric it certifies in 5. Standardized and one-hot designs stay below (Adult: 35 to 64)."""
+    epochs); with the metric it certifies in 5. Standardized and one-hot designs stay below (Adult: 35 to 64).
+    ``always``: the metric whatever the ratios (a second run after Euclidean steps failed)."""
     S = np.asarray(S, dtype=float)
     values = np.sort(S) if S.ndim == 1 else np.linalg.eigvalsh((S + S.T) / 2)
     top = float(values[-1]) if values.size else 0.0
@@ -66,7 +67,7 @@ def step_coordinates(S, radius: float | None) -> "Coordinates | None":
         return None
     diagonal = S if S.ndim == 1 else np.diag(S)
     raw_units = float(diagonal.max()) > SCALE_LIMIT * float(np.median(diagonal))
-    if not raw_units and top <= CONDITION_LIMIT * float(values[values > NULL * top][0]):
+    if not (raw_units or always) and top <= CONDITION_LIMIT * float(values[values > NULL * top][0]):
         return None
     return Coordinates.from_second_moment(S, radius, RUN_RIDGE)
 

@@ -157,7 +157,7 @@ class _Steps:
     """Resolves the three ways to give steps into (gamma_w(s,k), gamma_q(s,k), output weight(s,k))."""
 
     def __init__(self, risks, lengths, alpha, eta, step_w, step_q, step_schedule, theory, theta, batch_size,
-                 risk_scale=lambda: 1.0, step_scale: float = 1.0):
+                 risk_scale=lambda: 1.0, step_scale: float = 1.0, design_metric: bool = False):
         m = risks.m
         self.metric = None          # the w-block's preconditioned coordinates (design_coordinates) or None
         self.lnm = math.log(m) if m > 1 else 0.0
@@ -187,7 +187,7 @@ class _Steps:
         else:
             auto_w, auto_q = default_steps(risks, batch_size, risk_scale() if m > 1 and step_q is None else 1.0)
             if step_w is None:
-                self.metric = design_coordinates(risks)
+                self.metric = design_coordinates(risks, design_metric)
                 if self.metric is not None:     # the smoothness in the metric: curvature times E[z' P^-1 z] <= p
                     auto_w = 1.0 / (unit_curvature(risks) * risks.shape[0])
             base_w = auto_w * step_scale if step_w is None else schedule(step_w, "step_w", lengths)(0, 0)
@@ -198,7 +198,7 @@ class _Steps:
             self.weight = mult
 
 
-def design_coordinates(risks: GroupRiskOracle) -> Coordinates | None:
+def design_coordinates(risks: GroupRiskOracle, always: bool = False) -> Coordinates | None:
     """The w-block's mirror map w'Pw/2 (its preconditioned coordinates, :mod:`fairmodel.oracles.metric`) of the
     default steps, or None for the paper's Euclidean setup. P is the second moment of the design rows (x, 1) with a
     relative ridge, used when it is ill-conditioned (:func:`~fairmodel.oracles.metric.step_coordinates`):
@@ -209,7 +209,7 @@ def design_coordinates(risks: GroupRiskOracle) -> Coordinates | None:
     of the analysis (Section 3.3 of Yu et al. 2024; Nemirovski 2004); the domain and the output stay in the user's
     parametrization. Beyond DENSE_PARAMETERS parameters (no D x D matrix) P is the diagonal of the columns' second
     moments. Rows of a matrix of weights (softmax) share their row of P."""
-    return step_coordinates(design_moment(risks), risks.radius)
+    return step_coordinates(design_moment(risks), risks.radius, always)
 
 
 def design_moment(risks: GroupRiskOracle) -> np.ndarray:
@@ -314,7 +314,8 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
          step_w=None, step_q=None, step_schedule="constant", schedule_mode: str = "practical", theta: float = 0.8,
          offsets=None, w0=None, q0=None, output: str = "average", seed=None, verbose=None, callback=None,
          max_grad_evals: int | None = None, max_time: float | None = None, track_output: bool = False,
-         trace: list | None = None, prefetch: bool = True, step_scale: float = 1.0) -> dict:
+         trace: list | None = None, prefetch: bool = True, step_scale: float = 1.0,
+         design_metric: bool = False) -> dict:
     """Run ALEG (Algorithm 1) on the group risks ``risks`` (minus per-group ``offsets``, eq. (6)).
 
     Parameters (the inputs of Algorithm 1)
@@ -326,6 +327,8 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
     ``schedule_mode="theory"`` (eta = sqrt(alpha (1 - theta)) / L_z, L_z of eq. (25) from the data).
     step_scale : a factor of the default w-step (no ``step_w``), which keeps the design metric the default steps
         choose (the families' second runs, :func:`metric_radius_scale`).
+    design_metric : the default steps in the design metric (:func:`design_coordinates`) even where the design's
+        ratios would leave them Euclidean (the families' second run after Euclidean steps failed).
     output : "average" (eq. (24), the eta-weighted mean of all half iterates), "suffix" (the same mean over
         the second half of the epochs), "tail" (the same mean over the last half to three quarters of the epochs
         run so far, :class:`~fairmodel.stochastic.averaging.TailAverage`: for runs that stop on a certificate
@@ -358,7 +361,7 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
     if not (np.isfinite(step_scale) and step_scale > 0):
         raise OptionError(f"step_scale must be positive and finite; got {step_scale!r}")
     steps = _Steps(risks, lengths, alpha_f, eta, step_w, step_q, step_schedule, schedule_mode == "theory", theta,
-                   batch_size, lambda: start_risk_scale(risks, w, c), step_scale)
+                   batch_size, lambda: start_risk_scale(risks, w, c), step_scale, design_metric)
     sampler = risks.sampler(batch_size, rng, prefetch=prefetch)
     try:
         out = _aleg_loop(risks, sampler, epochs, lengths, alpha_f, steps, c, w, logq, output, verbose, callback,
