@@ -15,6 +15,20 @@ def make_instance(m=3, d=5, sizes=(40, 50, 60), flips=(0.1, 0.2, 0.3), radius=3.
     return data, w, risks
 
 
+def solved_in_a_second_run(prob, rule: str, longer: bool = True):
+    """The default stochastic solve of a group-DRO declaration whose first run fails: it must be certified by the second
+    run, whose message names ``rule``, with a w-step over twice the first run's (``longer``), and its objective within
+    its own duality gap of the exact optimum. Returns the result."""
+    result = prob.solve(backend="stochastic", seed=0)
+    assert result.status == "converged", result.message
+    first = result.metrics["first_run"]
+    assert first["status"] == "completed" and rule in result.message
+    assert not longer or result.metrics["step_w"] > 2 * first["step_w"]
+    exact = prob.solve(backend="exact")
+    assert result.objective - exact.objective <= result.certificate["duality_gap"] + 1e-9
+    return result
+
+
 def toy_classification(n):
     """n rows, 3 normal features, labels +-1 from the first feature plus noise, groups "a" / "b" at random (seed 0),
     and a weight vector on a ball of radius 2."""
