@@ -506,3 +506,18 @@ def test_mero_certifies_on_adult_by_race_in_a_second_run_with_the_minibatch_step
     risks = fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
     prob = fm.Problem(fm.Minimize(fm.max(risks - fm.group_optimal(risks))))
     solved_in_a_second_run(prob, "minibatch")
+
+
+def test_hinge_group_dro_certifies_in_a_second_run_with_the_curvature_step_held_constant():
+    """Adult's 5,000 rows (subsample 540) grouped by the quartiles of age, hinge loss, radius 1: the first run's steps,
+    falling as 1 / sqrt(s + 1), stalled at 4.4x the gap tolerance (the fail-fast rule stopped it after 60 epochs), and
+    the radius step is within 2x of the curvature step; the second run holds the curvature step constant and
+    certifies."""
+    data = fm.datasets.load_adult(sensitive="sex")
+    age = data.X[:, data.feature_names.index("age")]
+    quartile = np.searchsorted(np.quantile(age, [0.25, 0.5, 0.75]), age, side="right")
+    data = fm.Dataset(data.X, data.y, quartile, feature_names=data.feature_names).subsample(5000, seed=540)
+    w = fm.Weights(data.n_features, radius=1.0, intercept=True)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(data.score(w), data.y), data.groups))))
+    result = solved_in_a_second_run(prob, "held constant", longer=False)
+    assert result.solver["options"]["step_schedule"] == "constant"

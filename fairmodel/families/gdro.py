@@ -314,6 +314,11 @@ class GroupDRO(Reduction):
             again["step_scale"], rule = scale, rule + " in the design metric"
         else:
             step = radius_step(self.risks, batch) if fn is aleg else None
+            if step is None and not self.risks.loss.smooth():
+                # no longer step to try: the other schedule, the curvature step held constant (the first run's steps
+                # fell as 1 / sqrt(s + 1), NONSMOOTH_SCHEDULE, which can stall a run whose average has far to go)
+                step, rule = first.metrics["step_w"], "the curvature step held constant"
+                again["step_schedule"] = "constant"
             if step is None:
                 step, rule = minibatch_step(self.risks, batch), "the step of the minibatch's smoothness"
             if step is not None:
