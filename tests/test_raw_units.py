@@ -201,13 +201,13 @@ def test_the_metric_radius_scale_of_a_loss_that_is_not_smooth():
         hinge = group_risks_of(fm.group_mean(fm.hinge_loss(data.score(w), data.y), data.groups))
         top = np.linalg.eigvalsh(hinge.second_moment(full=True))[-1]
         expected = 0.5 * min(radius * np.sqrt(top), 2.0) * np.sqrt(p)
-        assert metric_radius_scale(hinge, 4) == (pytest.approx(expected, rel=1e-12) if expected > 2 else None)
+        assert metric_radius_scale(hinge) == (pytest.approx(expected, rel=1e-12) if expected > 2 else None)
         logistic = group_risks_of(fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups))
-        assert metric_radius_scale(logistic, 4) is None
+        assert metric_radius_scale(logistic) is None
     standardized = fm.datasets.load_adult(sensitive="sex").subsample(2000, seed=0)
     w = fm.Weights(standardized.n_features, radius=1.0)
     hinge = group_risks_of(fm.group_mean(fm.hinge_loss(standardized.score(w), standardized.y), standardized.groups))
-    assert metric_radius_scale(hinge, 4) is None
+    assert metric_radius_scale(hinge) is None
 
 
 def test_hinge_group_dro_on_raw_adult_certifies_in_a_second_run_with_the_metric_radius_step():
@@ -244,3 +244,12 @@ def test_squared_group_dro_on_raw_law_school_certifies_in_a_second_run_in_the_de
     w = fm.Weights(data.n_features, radius=3.0, intercept=True)
     prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.squared_loss(data.score(w), data.y), data.groups))))
     solved_in_a_second_run(prob, "design metric", longer=False)
+
+
+def test_step_scale_refuses_what_is_not_a_positive_number():
+    data = raw_design(500)
+    w = fm.Weights(data.n_features, radius=1.0, intercept=True)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(data.score(w), data.y), data.groups))))
+    for bad in (0.0, -1.0, float("nan"), float("inf"), True, "2", None):
+        with pytest.raises(fm.OptionError, match="step_scale"):
+            prob.solve(backend="stochastic", seed=0, step_scale=bad)

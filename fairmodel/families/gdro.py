@@ -309,7 +309,7 @@ class GroupDRO(Reduction):
         again = {**opts, "step_q": first.metrics["step_q"]}
         rule = "the radius step of robust stochastic approximation"
         if design_coordinates(self.risks) is not None:      # the default step in the metric times a factor
-            scale = metric_radius_scale(self.risks, batch)
+            scale = metric_radius_scale(self.risks)
             step = None if scale is None else scale * first.metrics["step_w"]
             again["step_scale"], rule = scale, rule + " in the design metric"
         else:

@@ -132,7 +132,7 @@ def minibatch_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
 MARGIN_DISTANCE = 2.0   # the design-metric distance a non-smooth loss's answer lies from w = 0, in units of |y|
 
 
-def metric_radius_scale(risks: GroupRiskOracle, batch_size: int) -> float | None:
+def metric_radius_scale(risks: GroupRiskOracle) -> float | None:
     """For a loss that is not smooth with the steps in the design metric w'Pw/2 (:func:`design_coordinates`), the
     factor of the curvature step that gives the radius step of :func:`radius_step` measured in that metric:
     NONSMOOTH_RADIUS_STEP D / G with G^2 = sup |phi'|^2 E[z' P^-1 z] <= sup |phi'|^2 p, the subgradients' size in the
@@ -358,8 +358,9 @@ def aleg(risks: GroupRiskOracle, *, epochs: int = 50, inner=None, batch_size: in
     alpha_f = (lambda s, k: 1.0 / lengths[s]) if alpha is None else schedule(alpha, "alpha", lengths, high=1.0)
     c = np.zeros(m) if offsets is None else _check_offsets(offsets, m)
     w, logq = check_initial(risks, w0, q0)
-    if not (np.isfinite(step_scale) and step_scale > 0):
-        raise OptionError(f"step_scale must be positive and finite; got {step_scale!r}")
+    if isinstance(step_scale, bool) or not isinstance(step_scale, (int, float, np.integer, np.floating)) or \
+            not (np.isfinite(step_scale) and step_scale > 0):
+        raise OptionError(f"step_scale must be a positive finite number; got {step_scale!r}")
     steps = _Steps(risks, lengths, alpha_f, eta, step_w, step_q, step_schedule, schedule_mode == "theory", theta,
                    batch_size, lambda: start_risk_scale(risks, w, c), step_scale, design_metric)
     sampler = risks.sampler(batch_size, rng, prefetch=prefetch)
