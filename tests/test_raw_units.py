@@ -253,3 +253,20 @@ def test_step_scale_refuses_what_is_not_a_positive_number():
     for bad in (0.0, -1.0, float("nan"), float("inf"), True, "2", None):
         with pytest.raises(fm.OptionError, match="step_scale"):
             prob.solve(backend="stochastic", seed=0, step_scale=bad)
+
+
+def test_the_second_runs_run_on_dask_backed_rows():
+    """The second runs' rules read the design in passes (its second moment on a subsample, the rows' norms), so they
+    run on chunked rows: the metric radius step (the hinge on raw Adult, as above) certifies on a Dask array of
+    1,000-row chunks."""
+    pytest.importorskip("dask.array")
+    from .dask_helpers import as_dask_dataset
+    data = raw_adult("race", 5000, seed=541)
+    labels = np.asarray(data.groups.names, dtype=object)[data.groups.codes]
+    with warnings.catch_warnings():      # the Dataset warns that the columns are badly scaled: the point here
+        warnings.simplefilter("ignore")
+        chunked = as_dask_dataset(np.asarray(data.X, dtype=float), data.y, labels, 1000)
+    w = fm.Weights(chunked.n_features, radius=0.3, intercept=True)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(chunked.score(w), chunked.y), chunked.groups))))
+    result = prob.solve(backend="stochastic", seed=0)
+    assert result.status == "converged" and "radius step" in result.message, result.message
