@@ -29,8 +29,8 @@ from ..exact import gdro as exact_gdro
 from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
-from ..stochastic.aleg import (aleg, design_coordinates, mero_two_stage, metric_radius_scale, minibatch_step,
-                               radius_step)
+from ..oracles.metric import step_coordinates
+from ..stochastic.aleg import aleg, design_moment, mero_two_stage, metric_radius_scale, minibatch_step, radius_step
 from ..stochastic.smd import smd
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
@@ -308,8 +308,9 @@ class GroupDRO(Reduction):
         the first run's stage-1 estimates. Returns the first run's solution where no rule applies."""
         again = {**opts, "step_q": first.metrics["step_q"]}
         rule = "the radius step of robust stochastic approximation"
-        if design_coordinates(self.risks) is not None:      # the default step in the metric times a factor
-            scale = metric_radius_scale(self.risks)
+        moment = design_moment(self.risks)          # one pass for every rule below
+        if step_coordinates(moment, self.risks.radius) is not None:     # the default step in the metric times a factor
+            scale = metric_radius_scale(self.risks, moment)
             step = None if scale is None else scale * first.metrics["step_w"]
             again["step_scale"], rule = scale, rule + " in the design metric"
         else:
@@ -320,7 +321,7 @@ class GroupDRO(Reduction):
                 step, rule = first.metrics["step_w"], "the curvature step held constant"
                 again["step_schedule"] = "constant"
             if step is None:
-                step, rule = minibatch_step(self.risks, batch), "the step of the minibatch's smoothness"
+                step, rule = minibatch_step(self.risks, batch, moment), "the step of the minibatch's smoothness"
             if step is not None:
                 again["step_w"] = step
             elif self.risks.loss.smooth():      # the Euclidean steps failed: the design metric's (preconditioned)

@@ -28,6 +28,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import SolverError
+from .metric import jacobi_scaled
 
 STEP_FRACTION = 0.995     # fraction to the boundary of the positive orthant (Wright 1997, ch. 10)
 ARMIJO = 1e-2             # sufficient decrease of the KKT residual norm per unit step
@@ -92,15 +93,14 @@ def _merit(r_d, r_p, s, lam, target: float, scale) -> float:
 
 
 def _factor(K: np.ndarray):
-    """A Cholesky factor of the symmetric positive semidefinite K in Jacobi-scaled form (D K D with D = diag(K)^-1/2,
-    so that the ridge a singular K needs is relative to every coordinate, not to the largest: raw units put columns
-    10 orders of magnitude apart), with a small ridge when it is singular; :func:`_solve` applies it."""
-    diag = np.diag(K)
-    d = 1.0 / np.sqrt(np.maximum(diag, 1e-300 + 1e-14 * max(float(np.max(diag)), 0.0)))
-    Ks = K * d[:, None] * d[None, :]
+    """A Cholesky factor of the symmetric positive semidefinite K in Jacobi-scaled form (D^-1 K D^-1 with D the square
+    roots of K's diagonal, :func:`~fairmodel.oracles.metric.jacobi_scaled`, so that the ridge a singular K needs is
+    relative to every coordinate, not to the largest: raw units put columns 10 orders of magnitude apart), with a small
+    ridge when it is singular, and D^-1; :func:`_solve` applies them."""
+    Ks, d = jacobi_scaled(K)
     for ridge in (1e-12, 1e-10, 1e-8, 1e-6):    # a ridge always: collinear features make K singular
         try:
-            return sla.cho_factor(Ks + ridge * np.eye(K.shape[0]), check_finite=False), d
+            return sla.cho_factor(Ks + ridge * np.eye(K.shape[0]), check_finite=False), 1.0 / d
         except (np.linalg.LinAlgError, ValueError):
             continue
     raise SolverError("the interior-point Newton system is singular (the problem may be unbounded or degenerate)",
@@ -108,8 +108,12 @@ def _factor(K: np.ndarray):
 
 
 def _solve(factor, b: np.ndarray) -> np.ndarray:
-    cho, d = factor
-    return d * sla.cho_solve(cho, d * b, check_finite=False)
+    cho, inv_d = factor
+    return inv_d * sla.cho_solve(cho, inv_d * b, check_finite=False)
+
+
+def _worst(record: dict) -> float:
+    return max(record["dual"], record["primal"], record["gap"])
 
 
 def _stalled(x, lam, s, p: Point, it: int, res: dict, history: list, why: str) -> IPMResult:
@@ -154,8 +158,7 @@ def solve(oracle, x0: np.ndarray, tol: float = 1e-8, gap_tol: float = 1e-8, max_
             return IPMResult(x, lam, s, p.f, "optimal", it, res, history)
         if it == max_iter:
             break
-        worst = [max(h["dual"], h["primal"], h["gap"]) for h in history]
-        if it >= STALL_WINDOW and worst[-1] > STALL_SHARE * worst[-1 - STALL_WINDOW]:
+        if it >= STALL_WINDOW and _worst(history[-1]) > STALL_SHARE * _worst(history[-1 - STALL_WINDOW]):
             return _stalled(x, lam, s, p, it, res, history,
                             f"the residuals fell by less than {1 - STALL_SHARE:.0%} in {STALL_WINDOW} iterations")
         w = lam / s if m else np.zeros(0)

@@ -107,22 +107,26 @@ def radius_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
     return step if step > 2.0 * default_steps(risks, batch_size)[0] else None
 
 
-def minibatch_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
+def minibatch_step(risks: GroupRiskOracle, batch_size: int, moment: np.ndarray | None = None) -> float | None:
     """For a smooth loss, the w-step 1 / (curvature ((1 - 1/b) top + mean_sq / b)) of the smoothness b rows per group
     meet: top the largest eigenvalue of the rows' second moment (the averaged operator's smoothness), mean_sq their
     mean squared norm (one row's, on average). This is the expected smoothness of b-minibatch sampling with
     replacement (Gower, Loizou, Qian, Sailanbayev, Shulgin, Richtarik 2019, Proposition 3.8) with the mean row in
     place of the largest; b = 1 gives the curvature step of :func:`default_steps`. None where the loss is not smooth,
     the steps take the design metric or more than DENSE_PARAMETERS parameters (no top eigenvalue), or the step is
-    within 1.5x of the curvature step. The families run it when a run with the curvature step fails.
+    within 1.5x of the curvature step. The families run it when a run with the curvature step fails. ``moment``: the
+    design's second moment (:func:`design_moment`) when the caller has it (else one more pass computes it).
 
     Neither step serves every problem. The curvature step crawled on MERO with the logistic loss on 8,000 Adult rows
     by race at radius 10 (the gap stalled at 14x its tolerance; with this step, 2.2x longer, it certifies); this step
     oscillates with the squared loss on Law School by race and gender (rows' squared norms up to 12x their mean: the
     gap stalled at 35x its tolerance, where the curvature step certifies in 20 epochs)."""
-    if not risks.loss.smooth() or risks.shape[0] > DENSE_PARAMETERS or design_coordinates(risks) is not None:
+    if not risks.loss.smooth() or risks.shape[0] > DENSE_PARAMETERS:
         return None
-    top = float(np.linalg.eigvalsh(design_moment(risks))[-1])
+    moment = design_moment(risks) if moment is None else moment
+    if step_coordinates(moment, risks.radius) is not None:
+        return None
+    top = float(np.linalg.eigvalsh(moment)[-1])
     mean_sq = risks.row_norm_stats()[0]
     b = max(int(batch_size), 1)
     step = 1.0 / (unit_curvature(risks) * ((1.0 - 1.0 / b) * min(top, mean_sq) + mean_sq / b))
@@ -132,7 +136,7 @@ def minibatch_step(risks: GroupRiskOracle, batch_size: int) -> float | None:
 MARGIN_DISTANCE = 2.0   # the design-metric distance a non-smooth loss's answer lies from w = 0, in units of |y|
 
 
-def metric_radius_scale(risks: GroupRiskOracle) -> float | None:
+def metric_radius_scale(risks: GroupRiskOracle, moment: np.ndarray | None = None) -> float | None:
     """For a loss that is not smooth with the steps in the design metric w'Pw/2 (:func:`design_coordinates`), the
     factor of the curvature step that gives the radius step of :func:`radius_step` measured in that metric:
     NONSMOOTH_RADIUS_STEP D / G with G^2 = sup |phi'|^2 E[z' P^-1 z] <= sup |phi'|^2 p, the subgradients' size in the
@@ -140,10 +144,13 @@ def metric_radius_scale(risks: GroupRiskOracle) -> float | None:
     (||w||_P^2 = E[(z'w)^2] for the second moment P), at most the radius times sqrt(lambda_max(P)) and, for a loss with
     a kink at the margin (the hinge: |score| = |y|), about MARGIN_DISTANCE |y| (the ball's bound is 1e5 on raw census
     columns, where the steps of 3x to 30x the curvature step certified and the curvature step stalled at 12-15x its
-    gap tolerance). None where the loss is smooth, there is no radius or no metric, or the factor is at most 2."""
-    if risks.loss.smooth() or risks.radius is None or design_coordinates(risks) is None:
+    gap tolerance). None where the loss is smooth, there is no radius or no metric, or the factor is at most 2.
+    ``moment``: as for :func:`minibatch_step`."""
+    if risks.loss.smooth() or risks.radius is None:
         return None
-    moment = design_moment(risks)
+    moment = design_moment(risks) if moment is None else moment
+    if step_coordinates(moment, risks.radius) is None:
+        return None
     top = float(np.linalg.eigvalsh(moment)[-1]) if moment.ndim == 2 else float(np.max(moment))
     y = label_bound(risks)
     distance = min(risks.radius * math.sqrt(max(top, 0.0)), MARGIN_DISTANCE * y)
