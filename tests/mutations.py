@@ -452,7 +452,7 @@ MUTATIONS = [
       ("tests/test_raw_units.py",),
       "interior-point core: the merit's dual residual in raw coordinates (dominated by one column)"),
     M("ipm-no-stall-rule", "fairmodel/oracles/ipm.py",
-      "if it >= STALL_WINDOW and worst[-1] > STALL_SHARE * worst[-1 - STALL_WINDOW]:",
+      "if it >= STALL_WINDOW and _worst(history[-1]) > STALL_SHARE * _worst(history[-1 - STALL_WINDOW]):",
       "if False:",
       ("tests/test_bad_inputs_round4.py",),
       "interior-point core: a run of vanishing steps goes on to its cap (an infeasible program judged instead of refused)"),
