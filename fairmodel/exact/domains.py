@@ -5,7 +5,7 @@ import cvxpy as cp
 import numpy as np
 
 from ..errors import UnsupportedProblemError
-from ..oracles.domains import Ball, Box, Product, Simplex, TruncatedCone
+from ..oracles.domains import Ball, Box, Product, ScaledTruncatedCone, Simplex, TruncatedCone
 
 
 def ball_constraint(var, radius, center=None) -> list:
@@ -40,6 +40,11 @@ def _cone(d: TruncatedCone, var):
     return [cp.norm(var[:-1], 2) <= d.slope * var[-1], var[-1] <= d.alpha_max] + ball_constraint(var[:-1], d.radius)
 
 
+def _scaled_cone(d: ScaledTruncatedCone, var):
+    size = cp.norm(cp.multiply(d.scale, var[:-1]), 2)
+    return [size <= d.slope * var[-1], var[-1] <= d.alpha_max] + ([] if d.radius is None else [size <= d.radius])
+
+
 def _product(d: Product, var):
     out, start = [], 0
     for p in d.parts:
@@ -48,7 +53,8 @@ def _product(d: Product, var):
     return out
 
 
-DOMAIN_LOWERING = {Ball: _ball, Box: _box, Simplex: _simplex, TruncatedCone: _cone, Product: _product}
+DOMAIN_LOWERING = {Ball: _ball, Box: _box, Simplex: _simplex, TruncatedCone: _cone,
+                    ScaledTruncatedCone: _scaled_cone, Product: _product}
 
 
 def domain_constraints(domain, var) -> list:

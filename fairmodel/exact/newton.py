@@ -219,11 +219,20 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
     :func:`minimize_on_ball`)."""
     theta = np.array(theta0, dtype=float)
     value, grad, hess = yield theta, False
-    gap = np.inf
+    gap, best, stale = np.inf, None, 0
     for _ in range(max_iter):
         gap = _fw_gap(theta, grad, rho)
         if gap <= tol * max(1.0, abs(value)):
             return theta, value, gap
+        # the iterate of the smallest gap is the answer: where rounding limits the steps along a sphere, whole steps
+        # can raise the gap again (4,000 raw Adult rows at radius 50: 6.9e-9, then 9.5e-6, 3.2e-5, 1.3e-4); after
+        # STALE steps without a smaller gap the method stops there
+        if best is None or gap < best[2]:
+            best, stale = (theta, value, gap), 0
+        else:
+            stale += 1
+            if stale >= STALE:
+                break
         target = ball_qp_step(hess, hess @ theta - grad, rho)
         direction = target - theta
         slope = float(grad @ direction)
@@ -262,7 +271,13 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
             break
         theta = cand
         value, grad, hess = trial if trial is not None else (yield theta, False)
-    return _converged(theta, value, _fw_gap(theta, grad, rho), tol, max_iter, strict)
+    gap = _fw_gap(theta, grad, rho)
+    if best is not None and best[2] < gap:
+        theta, value, gap = best
+    return _converged(theta, value, gap, tol, max_iter, strict)
+
+
+STALE = 3
 
 
 def _fw_gap(theta, grad, rho) -> float:

@@ -17,6 +17,7 @@ import math
 from abc import ABC, abstractmethod
 
 import numpy as np
+from scipy.optimize import brentq
 
 from ..errors import ModelError
 from ..utilities.validate import check_int, is_real
@@ -310,6 +311,110 @@ class TruncatedCone(Domain):
 
     def __repr__(self):
         return f"TruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
+
+    def in_coordinates(self, scale) -> "ScaledTruncatedCone":
+        """The same set in the coordinates phi = theta / scale (a positive vector of length p)."""
+        return ScaledTruncatedCone(self, scale)
+
+
+def _secular_root(f, hi: float) -> float:
+    """The root in [0, inf) of a function ``f`` with f(0) > 0 that is negative from some t on: the bracket's upper
+    end doubles from ``hi`` until f(hi) < 0, then Brent's method."""
+    for _ in range(200):
+        if f(hi) < 0:
+            return float(brentq(f, 0.0, hi, xtol=1e-15, rtol=1e-13))
+        hi *= 2.0
+    raise ArithmeticError("no sign change of the secular function")     # unreachable for finite input
+
+
+def project_ellipsoid(a: np.ndarray, scale2: np.ndarray, radius: float) -> np.ndarray:
+    """The Euclidean projection of ``a`` onto {phi : ||scale phi|| <= radius} (``scale2`` = scale**2): phi =
+    a / (1 + t scale2) with t >= 0 the root of ||scale phi(t)|| = radius (the secular equation of a trust region,
+    Moré and Sorensen 1983)."""
+    norm = math.sqrt(float(scale2 @ (a * a)))
+    if norm <= radius:
+        return a
+    if radius <= 0:
+        return np.zeros_like(a)
+
+    def excess(t):
+        return math.sqrt(float(scale2 @ (a / (1.0 + t * scale2)) ** 2)) - radius
+
+    t = _secular_root(excess, (norm / radius) / float(scale2.min()))
+    return a / (1.0 + t * scale2)
+
+
+class ScaledTruncatedCone(Domain):
+    """A :class:`TruncatedCone` in the coordinates phi = theta / scale: ``{(phi, alpha) : ||scale phi||_2 <=
+    slope alpha, alpha <= alpha_max [, ||scale phi|| <= radius]}`` (an elliptic cone), with its Euclidean
+    projection in (phi, alpha).
+
+    A stochastic method that steps in phi steps in theta with the diagonal metric diag(scale)^-2: with scale_j the
+    inverse root-mean-square of feature j, every feature's score moves alike (the features of raw data spread over
+    orders of magnitude). The projection, from the KKT conditions of min ||phi - a||^2 + (alpha - b)^2 over the set:
+    phi = a / (1 + t scale^2) for a multiplier t >= 0, on the cone alpha = b + slope t r with r = ||scale phi||, so
+    r (1 - slope^2 t) = slope b, one root in t (none when (a, b) lies in the polar cone, slope ||a / scale|| <= -b:
+    the apex); when that point's alpha exceeds alpha_max the top is active (phi the projection onto the ellipsoid
+    ||scale phi|| <= slope alpha_max), and when its ||scale phi|| exceeds the radius the radius is active (phi the
+    projection onto ||scale phi|| <= radius, alpha clipped to [radius / slope, alpha_max]): for a convex set C and
+    a convex B, the projection onto C n B lies on the boundary of B when the projection onto C lies outside B.
+    """
+
+    def __init__(self, cone: TruncatedCone, scale):
+        scale = np.asarray(scale, dtype=float)
+        if scale.shape != (cone.p,) or not np.all(np.isfinite(scale)) or not np.all(scale > 0):
+            raise ModelError(f"the scale of a cone's coordinates must be {cone.p} positive finite numbers")
+        self.cone, self.scale, self._scale2 = cone, scale, scale * scale
+        self.p, self.dim = cone.p, cone.dim
+        self.slope, self.alpha_max, self.radius = cone.slope, cone.alpha_max, cone.radius
+
+    def _project_cone(self, a: np.ndarray, b: float) -> tuple[np.ndarray, float]:
+        k, s2 = self.slope, self._scale2
+        if k * math.sqrt(float((a * a) @ (1.0 / s2))) <= -b:
+            return np.zeros_like(a), 0.0                       # the polar cone: the apex
+
+        def secular(t):
+            return math.sqrt(float(s2 @ (a / (1.0 + t * s2)) ** 2)) * (1.0 - k * k * t) - k * b
+
+        t = _secular_root(secular, 1.0 / (k * k))
+        phi = a / (1.0 + t * s2)
+        return phi, math.sqrt(float(s2 @ (phi * phi))) / k
+
+    def project(self, z):
+        a, b = z[:-1], float(z[-1])
+        norm = math.sqrt(float(self._scale2 @ (a * a)))
+        if not (math.isfinite(norm) and math.isfinite(b)):
+            raise ArithmeticError(f"cannot project a point whose size is {norm:g} (alpha {b:g}): the iterates diverged")
+        top = self.slope * self.alpha_max
+        cap = top if self.radius is None else min(top, self.radius)
+        if norm <= self.slope * b and b <= self.alpha_max and norm <= cap:
+            return z
+        phi, alpha = (a, b) if norm <= self.slope * b else self._project_cone(a, b)
+        if alpha > self.alpha_max:
+            phi, alpha = project_ellipsoid(a, self._scale2, top), self.alpha_max
+        if self.radius is not None and self.radius < top and \
+                math.sqrt(float(self._scale2 @ (phi * phi))) > self.radius * (1 + 1e-12):
+            phi = project_ellipsoid(a, self._scale2, self.radius)
+            alpha = min(max(b, self.radius / self.slope), self.alpha_max)
+        out = np.empty_like(z)
+        out[:-1], out[-1] = phi, alpha
+        return out
+
+    @property
+    def diameter(self):
+        """The cone's diameter in phi: the top's widest chord, or an edge from the apex to the top."""
+        width = min(self.slope * self.alpha_max, np.inf if self.radius is None else self.radius) / self.scale.min()
+        return float(max(2.0 * width, math.hypot(width, self.alpha_max)))
+
+    def describe(self, z="z", latex=False):
+        if latex:
+            return (f"\\{{(\\phi, \\alpha) : \\|s \\odot \\phi\\|_2 \\le {self.slope:g}\\,\\alpha,\\ "
+                    f"\\alpha \\le {self.alpha_max:g}\\}}")
+        return (f"{{(phi, alpha) in R^{self.p} x R : ||s * phi||_2 <= {self.slope:g} alpha, "
+                f"alpha <= {self.alpha_max:g}}}")
+
+    def __repr__(self):
+        return f"ScaledTruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
 
 
 class Product(Domain):

@@ -183,6 +183,15 @@ class Coordinates:
             return g_u
         return self._scaled(g_u, -1) if self.diagonal else self.M_inv.T @ g_u
 
+    def moment_diagonal(self, S) -> np.ndarray:
+        """The diagonal of the second moment of the rows in u (rows x'M) for the second moment S of the rows x (a
+        matrix, or its diagonal with a diagonal metric)."""
+        if self.identity:
+            return np.diag(S) if np.ndim(S) == 2 else np.asarray(S)
+        if self.diagonal:
+            return (np.diag(S) if np.ndim(S) == 2 else np.asarray(S)) * self.scale ** 2
+        return np.einsum("ji,jk,ki->i", self.M, S, self.M)
+
     def lipschitz_factor(self) -> float:
         """||M||_2: a function L-Lipschitz in theta is at most L ||M||_2-Lipschitz in u."""
         return 1.0 if self.identity else float(1.0 / np.sqrt(self.d.min()))

@@ -158,6 +158,11 @@ def _second_moments(batch, mass):
     return mass @ (batch.X * batch.X)
 
 
+def _second_moment(batch, mass):
+    """One chunk's sum_i p_i x_i x_i' (p x p)."""
+    return (batch.X.T * mass) @ batch.X
+
+
 class ChunkedRows:
     """The features of a chunked data source (a Dask-backed Dataset), never all in memory, as the strategic numerics
     use a matrix: ``X @ theta`` is one pass (the last product is kept, since the judge asks for it at one theta
@@ -182,8 +187,8 @@ class ChunkedRows:
             self._product = (theta.copy(), concatenate_rows(row_parts(self.data, _Product(theta))))
         return self._product[1]
 
-    def second_moments(self, mass) -> np.ndarray:
-        return row_sums(self.data, _second_moments, mass)
+    def second_moments(self, mass, full: bool = False) -> np.ndarray:
+        return row_sums(self.data, _second_moment if full else _second_moments, mass)
 
     def prepare(self, order) -> None:
         """The components of the coming epoch, in order: their rows are gathered a block at a time as they come."""
@@ -216,9 +221,12 @@ class ChunkedRows:
         return row
 
 
-def second_moments(X, mass) -> np.ndarray:
-    """sum_i p_i x_i^2 of every column (the mean squares of the features under the masses p)."""
-    return X.second_moments(mass) if isinstance(X, ChunkedRows) else mass @ (X * X)
+def second_moments(X, mass, full: bool = False) -> np.ndarray:
+    """sum_i p_i x_i^2 of every column (the mean squares of the features under the masses p); ``full``: the matrix
+    sum_i p_i x_i x_i'."""
+    if isinstance(X, ChunkedRows):
+        return X.second_moments(mass, full)
+    return (X.T * mass) @ X if full else mass @ (X * X)
 
 
 def strategic_scores(theta, X, negative, zeta: float, mask) -> np.ndarray:
@@ -296,9 +304,10 @@ class WDRSC:
         self.agents = AgentOracle(self.X, self.y, self.mask, self.zeta)
 
     # -- scores -----------------------------------------------------------------------------------------
-    def second_moments(self) -> np.ndarray:
-        """sum_i p_i x_i^2 of every feature (one pass on chunked rows)."""
-        return second_moments(self.X, self.mass)
+    def second_moments(self, full: bool = False) -> np.ndarray:
+        """sum_i p_i x_i^2 of every feature, or with ``full`` the matrix sum_i p_i x_i x_i' (one pass on chunked
+        rows)."""
+        return second_moments(self.X, self.mass, full)
 
     def scores(self, theta, zeta: float | None = None) -> np.ndarray:
         """z_i = <b_i(theta), theta> = <x_i, theta> + zeta ||M theta||^2 [y_i = -1] (Lemma 5.2)."""
@@ -354,6 +363,28 @@ class WDRSC:
         j = int(np.argmin(f))
         return float(f[j]), float(cand[j])
 
+    def multipliers(self, theta) -> tuple[float, np.ndarray]:
+        """(alpha, gamma) of the saddle point's form at theta: alpha minimizing E2 (:meth:`worst_case_risk`, capped at
+        alpha_max) and gamma its subgradient's certificate, gamma_i = sign(c z_i - kappa alpha) for y_i = +1 (0 for
+        y_i = -1), the rows at the breakpoint (c z_i = kappa alpha) sharing the flip mass that makes alpha's
+        coefficient delta - kappa sum_{I+} p_i (1 + gamma_i) zero (as close to zero as [-1, 1] allows).
+
+        At a saddle point (theta*, alpha*, gamma*) these are alpha* and gamma* (up to how rows tied at the breakpoint
+        share its mass), so max_gamma L(theta, alpha, .) - min L(., ., gamma) at them tends to 0 as theta tends to
+        theta*: a dual point from a primal one, as a stochastic method's averages of alpha and gamma need not be
+        (their flip mass sets alpha's coefficient, whose error the gap multiplies by alpha_max)."""
+        _, alpha = self.worst_case_risk(theta)
+        alpha = min(alpha, self.alpha_max)
+        breakpoints = C_LABEL * self.scores(theta)[self.pos] / self.kappa
+        tie = np.abs(breakpoints - alpha) <= 1e-12 * max(1.0, abs(alpha))
+        gp = np.where(breakpoints > alpha, 1.0, -1.0)
+        if tie.any():
+            flips = (self.delta - self.paper_shift) / self.kappa - float(self.mass_pos[~tie] @ (1.0 + gp[~tie]))
+            gp[tie] = float(np.clip(flips / self.mass_pos[tie].sum(), 0.0, 2.0)) - 1.0
+        gamma = np.zeros(self.n)
+        gamma[self.pos] = gp
+        return alpha, gamma
+
     def losses(self, theta, zeta: float | None = None) -> np.ndarray:
         """Per-sample logistic losses log(1 + exp(-y z)) on the strategically shifted data."""
         z = self.scores(theta, zeta)
@@ -371,12 +402,20 @@ class WDRSCOracle(SaddleOracle):
     alpha and gamma get exact partial derivatives (they do not involve the agents); ``zo="all"``: every
     coordinate (the theory's setting, d = p + 1 + n). Values query the agents' best responses at the
     perturbed theta; the exact theta-gradient of first-order mode uses the response model (it needs zeta).
+
+    ``coordinates`` (a :class:`~fairmodel.oracles.metric.Coordinates`, or None for theta itself): the methods'
+    coordinates phi, theta = M phi, so that their steps and the estimator's perturbations of theta are in the metric
+    of M (M'M is diagonal, so the feasible set is the cone in phi, :meth:`TruncatedCone.in_coordinates`);
+    :meth:`theta` maps a point back.
     """
 
-    def __init__(self, model: WDRSC, zo: str = "theta"):
+    def __init__(self, model: WDRSC, zo: str = "theta", coordinates=None):
         if zo not in ("theta", "all"):
             raise ModelError(f"zo must be 'theta' (hybrid, as in the paper's experiments) or 'all'; got {zo!r}")
         self.m = model
+        self.coordinates = coordinates
+        self.x_domain = model.x_domain if coordinates is None else \
+            model.x_domain.in_coordinates(1.0 / np.sqrt(coordinates.d))        # ||theta||^2 = sum_j phi_j^2 / d_j
         self.n, self.p = model.n, model.p
         self.d_x = self.p + 1
         self.dim = self.p + 1 + self.n
@@ -388,21 +427,27 @@ class WDRSCOracle(SaddleOracle):
         self._a_neg = model.delta - (model.kappa if model.variant == "paper" else 0.0)
         self._zm = model.zeta * model.mask.astype(float)
         self.y_box = (np.broadcast_to(-1.0, self.n), np.broadcast_to(1.0, self.n))     # views: no n-vectors
-        self._scale = (model.mass * model.n).tolist() if model.weighted else None
+        self._weight = (model.mass * model.n).tolist() if model.weighted else None
+
+    def theta(self, u) -> np.ndarray:
+        """The model's theta at a point u of the methods' coordinates."""
+        return u[:self.p] if self.coordinates is None else self.coordinates.to_theta(u[:self.p])
 
     def value(self, i, u, shift):
         v = self._value(i, u, shift)
-        return v if self._scale is None else self._scale[i] * v
+        return v if self._weight is None else self._weight[i] * v
 
     def gradient(self, i, u, exact_only):
         g, idx, g_gamma = self._gradient(i, u, exact_only)
-        if self._scale is not None:
-            g, g_gamma = self._scale[i] * g, self._scale[i] * g_gamma
+        if self._weight is not None:
+            g, g_gamma = self._weight[i] * g, self._weight[i] * g_gamma
         return g, idx, g_gamma
 
     def _value(self, i, u, shift):
         p, m = self.p, self.m
         theta = u[:p] + shift[:p]
+        if self.coordinates is not None:
+            theta = self.coordinates.to_theta(theta)
         alpha, gamma = u[p], u[p + 1 + i]
         if self.full_zo:
             alpha += shift[p]
@@ -422,17 +467,19 @@ class WDRSCOracle(SaddleOracle):
         """L_i at u + embed(s) for each row s of ``shifts``: one vectorized evaluation (the agents answer each)."""
         p, m = self.p, self.m
         thetas = u[:p] + shifts[:, :p]
+        if self.coordinates is not None:
+            thetas = self.coordinates.to_theta(thetas.T).T
         alpha, gamma = u[p], u[p + 1 + i]
         if self.full_zo:
             alpha, gamma = alpha + shifts[:, p], gamma + shifts[:, p + 1 + i]
         v = self._of_score(i, alpha, gamma, m.agents.scores_many(i, thetas), softplus)
-        return v if self._scale is None else self._scale[i] * v
+        return v if self._weight is None else self._weight[i] * v
 
     def _gradient(self, i, u, exact_only):
         """(grad_(theta, alpha) L_i, [i], [d L_i / d gamma_i]): L_i touches gamma_i only."""
         p, m = self.p, self.m
         g = np.zeros(self.d_x)
-        theta, alpha, gamma = u[:p], u[p], u[p + 1 + i]
+        theta, alpha, gamma = self.theta(u), u[p], u[p + 1 + i]
         x = m.X[i]
         if self._pos[i]:
             z = float(x @ theta)
@@ -445,6 +492,8 @@ class WDRSCOracle(SaddleOracle):
             if not exact_only:  # psi'(z) grad z, grad z = x + 2 zeta M theta (needs the response model)
                 z = float(strategic_scores(theta, x[None, :], True, m.zeta, m.mask)[0])
                 g[:p] = _sigmoid1(z) * (x + 2.0 * self._zm * theta)
+        if self.coordinates is not None and not exact_only:
+            g[:p] = self.coordinates.gradient_to_u(g[:p])       # the chain rule of theta = M phi
         return g, np.array([i]), np.array([g_gamma])
 
     def prepare_epoch(self, order):
@@ -453,7 +502,7 @@ class WDRSCOracle(SaddleOracle):
             self.m.X.prepare(order)
 
     def project_x(self, x):
-        return self.m.x_domain.project(x)
+        return self.x_domain.project(x)
 
     def project_y(self, y):
         return np.clip(y, -1.0, 1.0)

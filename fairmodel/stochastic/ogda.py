@@ -53,7 +53,7 @@ from ..oracles.protocols import SaddleOracle
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_int, check_number
 from .averaging import tail_start
-from .ogda_estimator import Estimator, NonFiniteValue, sphere_directions
+from .ogda_estimator import Estimator, sphere_directions
 from .schedules import epoch_lengths, schedule
 
 METHODS = {
@@ -486,7 +486,7 @@ def ogda(oracle: SaddleOracle, options: OGDAOptions | None = None, *, u0=None, s
                 if end is not None:
                     status, message = end
                     break
-        except NonFiniteValue as exc:
+        except ArithmeticError as exc:             # NonFiniteValue, or a projection of a diverged point
             status = "failed"
             message = f"stopped at epoch {done}, inner step {run.k}: {exc}"
     out = {"u": run.avg.output_now(run.u, done), "u_last": run.u.copy(), "status": status, "message": message,
