@@ -219,20 +219,17 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
     :func:`minimize_on_ball`)."""
     theta = np.array(theta0, dtype=float)
     value, grad, hess = yield theta, False
-    gap, best, stale = np.inf, None, 0
+    gap, best = np.inf, None
     for _ in range(max_iter):
         gap = _fw_gap(theta, grad, rho)
         if gap <= tol * max(1.0, abs(value)):
             return theta, value, gap
         # the iterate of the smallest gap is the answer: where rounding limits the steps along a sphere, whole steps
-        # can raise the gap again (4,000 raw Adult rows at radius 50: 6.9e-9, then 9.5e-6, 3.2e-5, 1.3e-4); after
-        # STALE steps without a smaller gap the method stops there
+        # can raise the gap again (4,000 raw Adult rows at radius 50: 6.9e-9, then 9.5e-6, 3.2e-5, 1.3e-4). Stopping
+        # after a few such steps was tried: it cut the smoothed hinge's solves short, whose gaps rise and fall on the
+        # way (group DRO on 1,000 rows with 200 features: the judge's gap 6x larger)
         if best is None or gap < best[2]:
-            best, stale = (theta, value, gap), 0
-        else:
-            stale += 1
-            if stale >= STALE:
-                break
+            best = (theta, value, gap)
         target = ball_qp_step(hess, hess @ theta - grad, rho)
         direction = target - theta
         slope = float(grad @ direction)
@@ -275,9 +272,6 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
     if best is not None and best[2] < gap:
         theta, value, gap = best
     return _converged(theta, value, gap, tol, max_iter, strict)
-
-
-STALE = 3
 
 
 def _fw_gap(theta, grad, rho) -> float:

@@ -496,8 +496,8 @@ class GroupDRO(Reduction):
                                  evaluation.objective)
         if backend == "exact":
             scale = self.scale * max(1.0, abs(evaluation.objective))
-            return [Check(GAP_CHECK, certified_gap(evaluation.certificate), 1e-5 * scale, "an exact saddle point has "
-                          "gap 0 up to the solver's tolerance (1e-8), with a margin", "certificate"), consistent]
+            return [Check(GAP_CHECK, gap, 1e-5 * scale, "an exact saddle point has gap 0 up to the "
+                          "solver's tolerance (1e-8), with a margin", "certificate"), consistent]
         return [Check(GAP_CHECK, certified_gap(evaluation.certificate), self.accuracy(evaluation),
                       ACCURACY_REASON + RIGOROUS_REASON, "certificate"), consistent]
 

@@ -65,11 +65,16 @@ def step_coordinates(S, radius: float | None, always: bool = False) -> "Coordina
     top = float(values[-1]) if values.size else 0.0
     if not np.isfinite(top) or top <= 0:
         return None
-    diagonal = S if S.ndim == 1 else np.diag(S)
-    raw_units = float(diagonal.max()) > SCALE_LIMIT * float(np.median(diagonal))
-    if not (raw_units or always) and top <= CONDITION_LIMIT * float(values[values > NULL * top][0]):
+    if not (raw_units(S) or always) and top <= CONDITION_LIMIT * float(values[values > NULL * top][0]):
         return None
     return Coordinates.from_second_moment(S, radius, RUN_RIDGE)
+
+
+def raw_units(S) -> bool:
+    """Whether a column's second moment exceeds SCALE_LIMIT times the median column's (S the second moment of the
+    design rows, or its diagonal): columns in raw units."""
+    diagonal = np.asarray(S, dtype=float) if np.ndim(S) == 1 else np.diag(S)
+    return float(diagonal.max()) > SCALE_LIMIT * float(np.median(diagonal))
 
 
 def second_moment(data, intercept: bool, full: bool) -> np.ndarray:
