@@ -286,3 +286,8 @@ def test_mero_at_a_large_radius_on_raw_adult_is_certified_by_the_exact_method():
     assert res.ok and res.certificate["duality_gap_bound"] <= 1e-4 * max(1.0, res.objective), res.message
     epigraph = prob.solve(backend="exact", method="epigraph")
     assert res.objective == pytest.approx(epigraph.objective, abs=1e-5)
+    group_risks = prob.reduction("gdro").risks
+    for g in range(2):       # each group's optimum, certified by projected Newton alone (it raises otherwise)
+        loss = group_risks.weighted_loss(np.eye(2)[g])
+        _, value, gap = minimize_on_ball(loss.newton_oracle(), np.zeros(group_risks.shape), 50.0, tol=1e-10)
+        assert gap <= 1e-7 * max(1.0, value)
