@@ -303,11 +303,7 @@ class TruncatedCone(Domain):
         return float(np.max(np.linalg.norm(v[:, None, :] - v[None, :, :], axis=2)))
 
     def describe(self, z="z", latex=False):
-        if latex:
-            return (f"\\{{(\\theta, \\alpha) \\in \\mathbb{{R}}^{{{self.p}}} \\times \\mathbb{{R}} : "
-                    f"\\|\\theta\\|_2 \\le {self.slope:g}\\,\\alpha,\\ \\alpha \\le {self.alpha_max:g}\\}}")
-        return (f"{{(theta, alpha) in R^{self.p} x R : ||theta||_2 <= {self.slope:g} alpha, "
-                f"alpha <= {self.alpha_max:g}}}")
+        return _describe_cone(self, latex, ("\\theta", "\\theta"), ("theta", "theta"))
 
     def __repr__(self):
         return f"TruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
@@ -315,6 +311,15 @@ class TruncatedCone(Domain):
     def in_coordinates(self, scale) -> "ScaledTruncatedCone":
         """The same set in the coordinates phi = theta / scale (a positive vector of length p)."""
         return ScaledTruncatedCone(self, scale)
+
+
+def _describe_cone(cone, latex: bool, tex: tuple, text: tuple) -> str:
+    """The set's text: (the variable, the vector whose norm is bounded) in LaTeX or in plain text."""
+    if latex:
+        return (f"\\{{({tex[0]}, \\alpha) \\in \\mathbb{{R}}^{{{cone.p}}} \\times \\mathbb{{R}} : "
+                f"\\|{tex[1]}\\|_2 \\le {cone.slope:g}\\,\\alpha,\\ \\alpha \\le {cone.alpha_max:g}\\}}")
+    return (f"{{({text[0]}, alpha) in R^{cone.p} x R : ||{text[1]}||_2 <= {cone.slope:g} alpha, "
+            f"alpha <= {cone.alpha_max:g}}}")
 
 
 def _secular_root(f, hi: float) -> float:
@@ -407,11 +412,7 @@ class ScaledTruncatedCone(Domain):
         return float(max(2.0 * width, math.hypot(width, self.alpha_max)))
 
     def describe(self, z="z", latex=False):
-        if latex:
-            return (f"\\{{(\\phi, \\alpha) : \\|s \\odot \\phi\\|_2 \\le {self.slope:g}\\,\\alpha,\\ "
-                    f"\\alpha \\le {self.alpha_max:g}\\}}")
-        return (f"{{(phi, alpha) in R^{self.p} x R : ||s * phi||_2 <= {self.slope:g} alpha, "
-                f"alpha <= {self.alpha_max:g}}}")
+        return _describe_cone(self, latex, ("\\phi", "s \\odot \\phi"), ("phi", "s * phi"))
 
     def __repr__(self):
         return f"ScaledTruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
