@@ -220,8 +220,8 @@ class StrategicDRO(Reduction):
         :func:`stochastic_defaults` (200 epochs).
 
         ``design_metric``: the steps in the metric of the rows' second moment (:func:`step_metric`): None (default)
-        where the design is in raw units or ill-conditioned, and, when a run with theta's own steps stops without
-        passing the judge's checks, in a second run (its message says so); True: always; False: never."""
+        where the design's columns are in raw units, and, when a run with theta's own steps stops without passing
+        the judge's checks, in a second run (its message says so); True: always; False: never."""
         check_options(options, _OGDA_OPTIONS, f"the stochastic method {method!r}")
         stop = check_choice(stop, "stop", STOP_RULES)
         if design_metric not in (None, True, False):

@@ -309,7 +309,9 @@ class TruncatedCone(Domain):
         return f"TruncatedCone(p={self.p}, slope={self.slope:g}, alpha_max={self.alpha_max:g})"
 
     def in_coordinates(self, scale) -> "ScaledTruncatedCone":
-        """The same set in the coordinates phi = theta / scale (a positive vector of length p)."""
+        """The same set in coordinates phi in which ||theta|| = ||scale phi|| (``scale`` a positive vector of length
+        p): theta = scale phi, or theta = M phi with M'M = diag(scale^2) (a metric's coordinates,
+        :class:`~fairmodel.oracles.metric.Coordinates`)."""
         return ScaledTruncatedCone(self, scale)
 
 
@@ -350,13 +352,12 @@ def project_ellipsoid(a: np.ndarray, scale2: np.ndarray, radius: float) -> np.nd
 
 
 class ScaledTruncatedCone(Domain):
-    """A :class:`TruncatedCone` in the coordinates phi = theta / scale: ``{(phi, alpha) : ||scale phi||_2 <=
-    slope alpha, alpha <= alpha_max [, ||scale phi|| <= radius]}`` (an elliptic cone), with its Euclidean
-    projection in (phi, alpha).
+    """A :class:`TruncatedCone` in coordinates phi in which ||theta|| = ||scale phi||: ``{(phi, alpha) : ||scale
+    phi||_2 <= slope alpha, alpha <= alpha_max [, ||scale phi|| <= radius]}`` (an elliptic cone), with its
+    Euclidean projection in (phi, alpha).
 
-    A stochastic method that steps in phi steps in theta with the diagonal metric diag(scale)^-2: with scale_j the
-    inverse root-mean-square of feature j, every feature's score moves alike (the features of raw data spread over
-    orders of magnitude). The projection, from the KKT conditions of min ||phi - a||^2 + (alpha - b)^2 over the set:
+    A stochastic method that steps in phi steps in theta in a metric (strategic DRO in raw units: the metric of the
+    rows' second moment, in whose coordinates every direction's scores move alike). The projection, from the KKT conditions of min ||phi - a||^2 + (alpha - b)^2 over the set:
     phi = a / (1 + t scale^2) for a multiplier t >= 0, on the cone alpha = b + slope t r with r = ||scale phi||, so
     r (1 - slope^2 t) = slope b, one root in t (none when (a, b) lies in the polar cone, slope ||a / scale|| <= -b:
     the apex); when that point's alpha exceeds alpha_max the top is active (phi the projection onto the ellipsoid
