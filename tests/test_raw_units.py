@@ -291,3 +291,35 @@ def test_mero_at_a_large_radius_on_raw_adult_is_certified_by_the_exact_method():
         loss = group_risks.weighted_loss(np.eye(2)[g])
         _, value, gap = minimize_on_ball(loss.newton_oracle(), np.zeros(group_risks.shape), 50.0, tol=1e-10)
         assert gap <= 1e-7 * max(1.0, value)
+
+
+@pytest.mark.parametrize("tiny", [0.0, 1.33729182e-251])
+def test_the_hinge_inner_minimum_on_raw_adult_is_bounded_tightly(tiny):
+    """The judge's inner minimum of group DRO's gap for the hinge (the smoothed risks' minima and the tangent lines'
+    Frank-Wolfe bound) on 5,000 raw Adult rows at radius 5, one group weighted 1 and the other 0 or 1e-251 (as an
+    ALEG run's q): the bound is within 1e-5 of the weighted risk's minimum by the CVXPY program (an independent
+    formulation). Before, projected Newton on the smoothing at mu = 0.01 stopped at its first step (Frank-Wolfe gap
+    4e3): the ball problem's unconstrained solution lay inside the ball but had lost the part of b outside the
+    Hessian's range (rank 20 of 103), so the model rose along it; with the weight 1e-251 the rows' curvatures of
+    2e-313 made the Jacobi-scaled problem infinite. The judge's bound stayed 0.0057 above the minimum."""
+    import cvxpy as cp
+    from fairmodel.exact.gdro import cvxpy_weighted_risk, smoothed_weighted_erm
+    data = raw_adult("sex", 5000, seed=601)
+    w = fm.Weights(data.n_features, radius=5.0, intercept=True)
+    risks = group_risks_of(fm.group_mean(fm.hinge_loss(data.score(w), data.y), data.groups))
+    q = np.array([tiny, 1.0])
+    theta = cp.Variable(risks.shape)
+    program = cp.Problem(cp.Minimize(cvxpy_weighted_risk(risks, theta, q)), [cp.norm(theta) <= 5.0])
+    program.solve(solver="CLARABEL")
+    _, value, bound, _ = smoothed_weighted_erm(risks, q)
+    assert bound <= program.value + 1e-7 <= value + 2e-7       # rigorous: below the minimum, above by the solver's
+    assert program.value - bound <= 1e-5
+
+
+def test_jacobi_scaling_counts_a_subnormal_diagonal_as_zero():
+    """A coordinate whose curvature is subnormal (2e-313) keeps the scale 1: its inverse square would overflow."""
+    from fairmodel.oracles.metric import jacobi_scaled
+    A = np.diag([1.8e10, 5e-127, 2.2e-313, 0.0])
+    scaled, d = jacobi_scaled(A)
+    assert np.all(np.isfinite(1.0 / d ** 2)) and d[2] == 1.0 and d[3] == 1.0
+    np.testing.assert_allclose(np.diag(scaled)[:2], 1.0)

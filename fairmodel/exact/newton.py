@@ -40,7 +40,7 @@ def _pseudo_solve(H: np.ndarray, b: np.ndarray):
     return V @ (inv * (V.T @ b)), lam, V
 
 
-def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
+def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None, current: np.ndarray | None = None) -> np.ndarray:
     """argmin_theta 1/2 theta'H theta - b'theta over ||theta|| <= rho (H symmetric PSD).
 
     The unconstrained minimizer is H's minimum-norm solution; where that does not solve H theta = b (its residual
@@ -50,7 +50,12 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
     coordinate's own curvature, and its component in H's null space (the null space of H~, scaled back) is dropped: the
     minimum-norm solution again (one-hot columns beside an intercept on raw units: the scaled solution's norm was 7.3
     where the minimum-norm one's is 6.8). On the sphere the multiplier is bracketed on H's eigenvalues and the answer
-    is refined in the same scaled coordinates (:func:`_sphere_refined`)."""
+    is refined in the same scaled coordinates (:func:`_sphere_refined`).
+
+    ``current`` (the iterate the step starts from): an unconstrained solution inside the ball whose model value is not
+    below the current point's is not a minimizer (b has a part outside H's range that the solve lost, the model falls
+    without bound along it, as a smoothed hinge's Hessian of rank 20 of 103 on raw units): the answer is on the
+    sphere then."""
     free, lam, V = _pseudo_solve(H, b)
     residual = float(np.linalg.norm(H @ free - b))
     Hs, d = jacobi_scaled(H)
@@ -63,7 +68,8 @@ def ball_qp_step(H: np.ndarray, b: np.ndarray, rho: float | None) -> np.ndarray:
                 scaled -= null @ np.linalg.lstsq(null, scaled, rcond=None)[0]
             if np.all(np.isfinite(scaled)) and np.linalg.norm(H @ scaled - b) < residual:
                 free = scaled
-    if rho is None or np.linalg.norm(free) <= rho:
+    inside = rho is None or np.linalg.norm(free) <= rho
+    if inside and (rho is None or current is None or _model(H, b, free) < _model(H, b, current)):
         return free
     c = V.T @ b
     tol = 1e-12 * max(lam.max(), 1e-300)
@@ -232,7 +238,7 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
             best = (theta, value, gap)
         elif _accepted(best[1], best[2], tol):
             break           # a step that does not improve on an accepted iterate: the steps are at rounding level
-        target = ball_qp_step(hess, hess @ theta - grad, rho)
+        target = ball_qp_step(hess, hess @ theta - grad, rho, theta)
         direction = target - theta
         slope = float(grad @ direction)
         resolution = 1e-9 * max(1.0, abs(value))

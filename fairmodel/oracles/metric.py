@@ -40,9 +40,10 @@ def jacobi_scaled(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(D^-1 A D^-1, D) with D the square roots of A's diagonal (1 where it is 0), A symmetric PSD: the matrix in units
     of its own coordinates (a correlation matrix for a covariance). A cut of its eigenvalues relative to the largest
     is then a cut relative to each coordinate's scale, not to the largest column's (raw units: variances 1e10 beside
-    1e-2)."""
-    d = np.sqrt(np.clip(np.diag(A), 0.0, None))
-    d = np.where(d > 0, d, 1.0)
+    1e-2). A subnormal diagonal entry counts as 0: its inverse overflows (a group weighted 1e-251 beside one weighted
+    1: its rows' curvatures of 2e-313 made the scaled ball problem infinite)."""
+    diagonal = np.clip(np.diag(A), 0.0, None)
+    d = np.where(diagonal >= np.finfo(float).tiny, np.sqrt(diagonal), 1.0)
     return A / np.outer(d, d), d
 
 
