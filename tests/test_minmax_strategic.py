@@ -214,6 +214,8 @@ def test_stochastic_first_order_and_options(solved):
         prob.solve(backend="stochastic", seed=0, step=0.1)
     with pytest.raises(ModelError, match="zo must be"):
         prob.solve(backend="stochastic", seed=0, zo="alpha")
+    with pytest.raises(OptionError, match="design_metric must be"):
+        prob.solve(backend="stochastic", seed=0, design_metric="auto")
 
 
 @pytest.mark.slow     # three strategic solves, 25 s: opt-in (the stopping rule's tests in tests/test_fail_fast.py run)
