@@ -25,7 +25,7 @@ from ..utilities.threads import few_threads
 from . import budget, solvers
 from .domains import ball_constraint
 from .lower import group_average_matrix, lower_loss
-from .newton import minimize_many_on_ball, minimize_on_ball, minimize_on_ball_first_order
+from .newton import accepted, minimize_many_on_ball, minimize_on_ball, minimize_on_ball_first_order
 
 
 def cvxpy_losses(risks: GroupRisks, theta: cp.Expression, rows=None):
@@ -102,7 +102,7 @@ def solve_weighted_erm(risks: GroupRisks, q, solver=None, verbose=False, method:
         bounded = risks.radius is not None
         theta, value, gap, name = newton_weighted_erm(risks, q, theta0, max_memory_gb=max_memory_gb,
                                                       strict=not bounded)
-        status = "optimal" if gap <= 1e-7 * max(1.0, abs(value)) else "optimal_inaccurate"
+        status = "optimal" if accepted(value, gap, 1e-10) else "optimal_inaccurate"
         return theta, {"name": name, "status": status, "value": value, "fw_gap": gap,
                        "solve": time.perf_counter() - start, "compile": 0.0}
     if method == "auto" and solver is None and smoothable(risks.loss) and risks.radius is not None \
@@ -261,9 +261,8 @@ def solve_dual(risks: GroupRisks, offsets=None, tol: float = 1e-9, max_iter: int
     def dual(q):
         q = np.clip(q, 0.0, None)
         q = q / q.sum()
-        # on a ball the Frank-Wolfe gap bounds the inner solve's error, so a solve that stops short of its tolerance
-        # (projected Newton's steps on the sphere resolve a gap of about 3e-7 on raw units at radius 50) still gives
-        # a lower bound on g(q); without a ball the gap is a gradient norm, and the solve must converge
+        # as in solve_weighted_erm, a solve on a ball that stops short is bounded by its gap; without a ball the gap
+        # is a gradient norm, and the solve must converge
         bounded = risks.radius is not None
         theta, _, inner_gap, _ = newton_weighted_erm(risks, q, state["theta"], tol=1e-11, max_memory_gb=max_memory_gb,
                                                      strict=not bounded)

@@ -151,10 +151,10 @@ def minimize_on_ball(fun, theta0: np.ndarray, rho: float | None, tol: float = 1e
             theta, value_only = steps.send(fun(theta, value_only=True) if value_only else fun(theta))
     except StopIteration as done:
         theta, value, gap = done.value
-    if rho is not None and strict and not _accepted(value, gap, tol):
+    if rho is not None and strict and not accepted(value, gap, tol):
         found = minimize_on_ball_ipm(fun, theta0, rho, tol, max_iter)
         # its point if it converged, else the point with the better lower bound value - gap (both are rigorous)
-        if _accepted(found[1], found[2], tol) or found[1] - found[2] > value - gap:
+        if accepted(found[1], found[2], tol) or found[1] - found[2] > value - gap:
             theta, value, gap = found
     return _converged(theta, value, gap, tol, max_iter, strict)
 
@@ -185,7 +185,7 @@ def minimize_on_ball_ipm(fun, theta0: np.ndarray, rho: float, tol: float = 1e-10
     return theta, value, _fw_gap(theta, grad, rho)
 
 
-def _accepted(value, gap, tol) -> bool:
+def accepted(value, gap, tol) -> bool:
     """Whether a solve has converged: its gap within ``tol`` (at least 1e-7, what a Newton step resolves in
     floating point) relative to max(1, |value|)."""
     return gap <= max(tol, 1e-7) * max(1.0, abs(value))
@@ -193,7 +193,7 @@ def _accepted(value, gap, tol) -> bool:
 
 def _converged(theta, value, gap, tol, max_iter, strict):
     """(theta, value, gap), or :class:`SolverError` when ``strict`` and the solve has not converged."""
-    if _accepted(value, gap, tol) or not strict:
+    if accepted(value, gap, tol) or not strict:
         return theta, value, gap
     raise SolverError(f"projected Newton (and its interior-point continuation) did not converge: Frank-Wolfe gap "
                       f"{gap:.3g} after {max_iter} steps",
@@ -236,7 +236,7 @@ def newton_steps(theta0: np.ndarray, rho: float | None, tol: float = 1e-10, max_
         # way (group DRO on 1,000 rows with 200 features: the judge's gap 6x larger)
         if best is None or gap < best[2]:
             best = (theta, value, gap)
-        elif _accepted(best[1], best[2], tol):
+        elif accepted(best[1], best[2], tol):
             break           # a step that does not improve on an accepted iterate: the steps are at rounding level
         target = ball_qp_step(hess, hess @ theta - grad, rho, theta)
         direction = target - theta
