@@ -80,8 +80,8 @@ def test_judge_certificate_with_a_working_set_equals_the_full_solve():
     res = prob.solve(backend="stochastic", outer=20, inner=100, certificate=True)
     family, x = prob.family, prob.family.program.start(res.variables)
     f = family.program.values(x)
-    sized = family._certificate(x, f, certificate=True, last_step=res.history[-1]["step"])
-    full = family._certificate(x, f, certificate=True)
+    sized = family._certificate(x, f, certificate=True, last_step=res.history[-1]["step"])[0]
+    full = family._certificate(x, f, certificate=True)[0]
     assert sized["subproblem_gap"] <= 1e-8 and full["subproblem_gap"] <= 1e-8
     assert abs(sized["subproblem_step"] - full["subproblem_step"]) <= 1e-5
     assert abs(sized["nearly_kkt_eps"] - full["nearly_kkt_eps"]) <= 1e-4 * max(1.0, full["nearly_kkt_eps"])

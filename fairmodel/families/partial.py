@@ -386,7 +386,7 @@ class PartialFairness(Reduction):
         common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time", "callback")
         if method == "idca":
             check_options(options, common + ("mu", "outer", "inner", "eps", "eps_decay", "eps_min", "margin", "tol",
-                                             "theory_eps", "split", "extrapolate"),
+                                             "theory_eps", "split", "extrapolate", "exact_steps"),
                           "the stochastic IDCA method")
             return solve_idca_ssg(self, seed, verbose, options, stop)
         if method == "ssg":
@@ -424,7 +424,7 @@ class PartialFairness(Reduction):
             raise OptionError(f"keep must be 'first' (the run from the first start) or 'best'; got {keep!r}")
         best = runs[0] if keep == "first" else min(feasible, key=lambda r: r["objective"])
         metrics = {"outer_iterations": best["outer_iterations"]}
-        for key in ("inner_total", "n_feasible", "rate_steps"):
+        for key in ("inner_total", "n_feasible", "rate_steps", "adopted_path_ends"):
             if key in best:
                 metrics[key] = best[key]
         if len(runs) > 1:
@@ -477,6 +477,12 @@ class PartialFairness(Reduction):
         bound (the ramp gap and its slack are metrics); the Lemma C.1 certificate is that of the program whose ramp
         rate gaps are bounded by ``surrogate_bounds`` ({name: eps'}, the bounds a true-rate continuation solved;
         None: the declared bounds)."""
+        return self.evaluate_along_path(variables, surrogate_bounds, **context)[0]
+
+    def evaluate_along_path(self, variables: dict, surrogate_bounds=None, **context) -> tuple[Evaluation, dict | None]:
+        """:meth:`evaluate`, and the variables at the end of the exact IDCA path its certificate followed from the
+        candidate (PATH_STEPS solves of (25): feasible, each no worse in f_0 than the point before; None where no
+        certificate was computed)."""
         program = self.program
         x = self._candidate(variables)
         constraints, metrics = {}, {}
@@ -500,9 +506,10 @@ class PartialFairness(Reduction):
         with ramp_bounds(program, surrogate_bounds):
             for name, b in rate_blocks(program).items():
                 metrics[f"{name}.surrogate_bound"] = b.eps
-            certificate = self._certificate(x, program.values(x), **context)
-        return Evaluation(objective=program.objective_value(x), constraints=constraints, metrics=metrics,
-                          certificate=certificate)
+            certificate, end = self._certificate(x, program.values(x), **context)
+        evaluation = Evaluation(objective=program.objective_value(x), constraints=constraints, metrics=metrics,
+                                certificate=certificate)
+        return evaluation, None if end is None else program.layout.split(end)
 
     def _accuracy(self, x):
         """Training accuracy of sign(score) (ŷ = +1 iff score > 0) for a binary loss of a linear score,
@@ -530,33 +537,34 @@ class PartialFairness(Reduction):
         interior-point solver applies, any size when the run's last outer step ``last_step`` sizes its working
         set: hinges within 2 (1 + max_r ||X_r||) last_step of their kinks, those that cross added by the working
         set's check; :meth:`certificate_available`). More exact IDCA steps, from x̂ (or the run's own,
-        ``following``), measure the path's rate: ``projected_decrease``, the decrease left on the path (:meth:`projected`)."""
+        ``following``), measure the path's rate: ``projected_decrease``, the decrease left on the path (:meth:`projected`).
+        Returns (the certificate, the last point of that path or None)."""
         if subproblem is None and not self.certificate_available(mu, certificate, last_step):
-            return {}
+            return {}, None
         if certificate is False:
-            return {}
+            return {}, None
         if f.max() > 1e-7:
-            return {"feasible": 0.0}
+            return {"feasible": 0.0}, None
         extra = {}
         if subproblem is not None:
             x_hat, lam = subproblem
         else:
             solved = self._judge_step(x, mu, solver, last_step)
             if solved is None:
-                return {}
+                return {}, None
             x_hat, lam, extra = solved
         g = subproblem_g(self.program, x_hat, x, mu)
         step = float(np.linalg.norm(x_hat - x))
         M = lipschitz_estimate(self.program, [x, x_hat])
         lam_max = float(np.max(lam, initial=0.0))
-        decreases = self.follow([x, x_hat] + list(following or []), mu, solver)[1]
+        path, decreases = self.follow([x, x_hat] + list(following or []), mu, solver)[:2]
         return {"feasible": 1.0, "subproblem_step": step, "relative_step": step / max(1.0, float(np.linalg.norm(x))),
                 "objective_decrease": decreases[0], "next_decreases": decreases[1:],
                 "projected_decrease": self.projected(decreases),
                 "max_dual": lam_max, "lipschitz_M": M,
                 "nearly_kkt_eps": nearly_kkt_epsilon(step, M, lam_max),
                 "subproblem_max_g": float(np.max(g)), "subproblem_complementarity": float(np.max(np.abs(lam * g))),
-                **extra}
+                **extra}, path[-1]
 
     def follow(self, path, mu, solver, values=None) -> tuple[list, list, float]:
         """(the IDCA path from x, ``path`` = [x, its next points...], extended by exact solves of (25) to PATH_STEPS

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InfeasibleError, OptionError
 from ..stochastic.idca import idca, ssg_inner, working_set_ssg_inner
 from ..stochastic.ssg import ssg
-from ..utilities.validate import check_choice
+from ..utilities.validate import check_bool, check_choice
 from .partial_program import MU, extrapolate_option, max_constraint, nonneg, positive_int, schedule, ssg_scales
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -60,10 +60,21 @@ def _stop_rule(family, options, stop, last_step=None):
                    "(stop='budget')")
 
 
-def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose):
-    return CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
-                         context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
-                         user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
+def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose, path_ends=False):
+    """The run's :class:`CertifiedStop`. ``path_ends``: a checkpoint that fails also judges the end of the exact IDCA
+    path its certificate followed from the candidate (the second opinion), and keeps the one closer to passing."""
+    stopper = CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
+                            context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
+                            user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
+    if path_ends:
+        ends = {}
+
+        def judge(variables):
+            evaluation, ends["end"] = family.evaluate_along_path(variables, **stopper.context)
+            return evaluation, family.acceptance(evaluation, "stochastic")
+
+        stopper.judge, stopper.second_opinion = judge, (lambda variables: ends.pop("end", None))
+    return stopper
 
 
 def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
@@ -114,6 +125,7 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     else:
         inner = ssg_inner(program, mu, eps_k, T, margin, travel=travel, max_iterations=inner_cap, scales=scales)
     user_callback = options.get("callback")
+    follow = checks and check_bool(options.get("exact_steps", True), "exact_steps")
 
     # the fail-fast rule counts the run's work in SSG iterations, not outer iterations: an outer iteration costs its
     # T_k, which the travel rule and the boosts below raise up to INNER_CAP_FACTOR x, so a run whose boosted
@@ -122,11 +134,15 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
 
     def run(x0, label):
         stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, work_cap, "SSG iterations",
-                           verbose)
+                           verbose, path_ends=follow)
         boost.update(factor=1, eps_cut=1.0, moved=False)
-        done = {"ssg": 0}
+        done = {"ssg": 0, "adopted": 0}
+        ahead = {}      # the judged end of an exact IDCA path from the next anchor, taken as its outer iteration's step
 
         def counted(anchor, k):
+            if ahead.get("from") is anchor:
+                done["adopted"] += 1
+                return ahead.pop("to"), {"inner_iterations": 0, "adopted": 1}
             x_next, info = inner(anchor, k)
             done["ssg"] += info["inner_iterations"]
             return x_next, info
@@ -135,6 +151,8 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             if user_callback is not None and user_callback(info):
                 stopper.by_user = True
                 return True
+            if ahead.pop("from", None) is not None:     # the outer iteration just taken is a judged path's end
+                return False
             # the SSG step estimates the exact step of (25) at the iterate (within sqrt(2 eps_k / mu), eq. (60)):
             # the judge's (costlier) check runs only when the estimate passes
             x = info["x"]
@@ -147,6 +165,10 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             stopper.context["last_step"] = info["step"]
             if stopper({**info, "work": done["ssg"]}):
                 return True
+            if follow and stopper.last is not None and stopper.last[3] == info["epoch"]:
+                kept = program.start(stopper.last[0])
+                if not np.array_equal(kept, x):     # the judged path's end was closer to passing: go on from there
+                    ahead.update({"from": x, "to": kept})
             judged = stopper.last[1].certificate.get("relative_step", 0.0) if stopper.last else 0.0
             if stopper.last and stopper.last[3] == info["epoch"] and judged > STALL_RATIO * relative:
                 # a stall, not a critical point: SSG's output moves far less than the exact solution of (25)
@@ -156,7 +178,10 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
 
         out = idca(program, x0, counted, outer=outer, tol=tol, mu=mu, verbose=verbose, label=label,
                    max_time=options.get("max_time"), callback=callback, extrapolate=extrapolate)
-        out.update(stopper=stopper, cap=f"outer={outer}, {work_cap:,} SSG iterations without raised inner iterations")
+        if stopper.passed and not stopper.by_user:      # the checkpoint that passed may be its judged path's end
+            out["x"] = program.start(stopper.last[0])
+        out.update(stopper=stopper, cap=f"outer={outer}, {work_cap:,} SSG iterations without raised inner iterations",
+                   adopted_path_ends=done["adopted"])
         return out
 
     solver = {"name": "idca+ssg" + ("" if split == "exact" else " (working set, curvature split)"), "split": split,
