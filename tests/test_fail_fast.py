@@ -224,6 +224,7 @@ def test_a_stalled_generic_run_halves_its_steps_and_certifies(monkeypatch):
     assert res.ok and res.metrics["steps_halved"] >= 1 and res.metrics["primal_weight"] == 1.0, res.message
     assert res.objective - exact.objective <= res.certificate["lagrangian_gap"] + 1e-9
     monkeypatch.setattr(convex, "SHRINKS", 0)
+    monkeypatch.setattr(convex, "LAST_RESORT_RAISES", 0)      # a larger bound also rescues this run
     assert not prob.solve(backend="stochastic", seed=0).ok
 
 
@@ -278,3 +279,37 @@ def test_the_earliest_share_holds_the_fail_fast_rule_until_that_share_of_the_cap
         return [stopper.check({}, w - 1, w) or stopper.stop_now for w in (10, 20, 30, 40, 50, 62, 78, 97, 121, 151)]
     assert stops().index(True) == 3
     assert stops(earliest=0.25).index(True) == 8
+
+
+def _five_group_mixture(n=6000, d=8, seed=618):
+    """Five groups (shares 0.3 to 0.1), each with its own mean shift and its own linear boundary."""
+    rng = np.random.default_rng(seed)
+    shares = np.array([0.3, 0.25, 0.2, 0.15, 0.1])
+    g = rng.choice(5, size=n, p=shares)
+    mu = rng.normal(size=(5, d))
+    X = rng.normal(size=(n, d)) + mu[g]
+    beta = rng.normal(size=d) / np.sqrt(d)
+    betas = beta + 0.5 * rng.normal(size=(5, d)) / np.sqrt(d)
+    signal = 1.5 * np.einsum("ij,ij->i", X - mu.mean(axis=0), betas[g])
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-np.clip(signal, -30, 30))), 1.0, -1.0)
+    return fm.Dataset(X, y, np.array([f"g{k}" for k in g]))
+
+
+def test_a_run_about_to_give_up_on_a_violated_constraint_raises_the_bound_once(monkeypatch):
+    """Hinge group DRO under equalized odds <= 0.05 on a five-group mixture: under the default multiplier bound the
+    violation stays 3.6x its tolerance and the fail-fast rule stops the run (not ok); the last-resort raise (x4, once)
+    lets it certify, its objective within the Lagrangian gap of the exact optimum (CVXPY)."""
+    from fairmodel.families import convex
+    data = _five_group_mixture()
+    w = fm.Weights(data.n_features, radius=5.0, intercept=True)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(s, data.y), data.groups))),
+                      [fm.equalized_odds_gap(s, data) <= 0.05])
+    res = prob.solve(backend="stochastic", seed=0)
+    assert res.ok and res.metrics["bound_raised"] >= 1, res.message
+    exact = prob.solve()
+    assert abs(res.objective - exact.objective) <= res.certificate["lagrangian_gap"] + 1e-6
+    monkeypatch.setattr(convex, "LAST_RESORT_RAISES", 0)
+    stuck = prob.solve(backend="stochastic", seed=0)
+    assert not stuck.ok and stuck.metrics["bound_raised"] < res.metrics["bound_raised"], stuck.message
+    assert "cannot pass" in stuck.message

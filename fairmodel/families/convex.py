@@ -50,6 +50,13 @@ CAP_FACTOR = 10          # with stop="checks", the default cap on the epochs is 
 BOUND_ROUNDS = 4         # the multiplier bound is raised at most this many times (x RAISE each) when ...
 RAISE = 4.0
 VIOLATION_RAISE = 1e-4   # ... (stop="budget") the output violates a constraint by more than this (relative)
+LAST_RESORT_RAISES = 1   # ... and this many times when the fail-fast rule would stop a run whose constraint check fails
+# (stop="checks"), as a last resort:
+# the penalty is exact for any bound above the optimal multipliers' sum, but with a bound close to it the multipliers
+# answer a violation slowly. Measured: hinge group DRO under equalized odds <= 0.05 on 6,000 rows of a five-group
+# Gaussian mixture, the bound 1.99 (the default 0.5 raised once by the rule above; the multipliers held 40 % of it):
+# the violation stayed 3.6x its tolerance, falling at the rate 0.39, and the fail-fast rule stopped the run after 124
+# epochs; under 7.97 it certifies after 155 epochs (1.7 s). The logistic loss on the same rows certifies under the default bound.
 RELATIVE, FLOOR = 2e-3, 1e-2   # accuracy of a stochastic result: 0.2 % of the objective's scale, at least 2e-5
 ACCURACY_REASON = ("it bounds the suboptimality of the stochastic w (weak duality); the tolerance is 0.2 % of the "
                    "objective's natural scale (the sum of its terms' absolute values without constants; at least "
@@ -395,6 +402,10 @@ class Convex(Reduction):
         return float(np.max(pieces)) > VIOLATION_RAISE * max(1.0, abs(snap.objective))
 
     @staticmethod
+    def _violated(last) -> bool:
+        return any(c.kind == "constraint" and c.computed and not c.passed for c in last[2])
+
+    @staticmethod
     def _bound_too_small(last, ys) -> bool:
         """At a failed checkpoint: a constraint check failed, the multipliers hold (almost) all of the bound (slack
         weight below SLACK_FULL) and the output's objective is below the certified lower bound on the optimum
@@ -478,7 +489,7 @@ class Convex(Reduction):
         w0 = options.pop("w0", None)
         u = None if w0 is None else coords.to_u(self.w.check_value(w0, "w0"))
         max_time = options.pop("max_time", None)
-        state = {"bound": bound, "step_scale": 1.0, "shrinks": 0, "weight": 1.0}
+        state = {"bound": bound, "step_scale": 1.0, "shrinks": 0, "weight": 1.0, "last_resorts": 0}
         stopper = CertifiedStop(self, lambda info: self._variables(form, coords, info["w"], info["ys"],
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
@@ -500,7 +511,10 @@ class Convex(Reduction):
                 # a checkpoint failed: restart from the averaged output, under a larger bound where the bound is
                 # what holds the run back (the fail-fast rule's rate was measured under the smaller one)
                 raise_bound = not given and rounds < BOUND_ROUNDS and form.constraint_pieces \
-                    and self._bound_too_small(stopper.last, info["ys"])
+                    and (self._bound_too_small(stopper.last, info["ys"])
+                         or (stopped and state["last_resorts"] < LAST_RESORT_RAISES
+                             and self._violated(stopper.last)))
+                state["last_resorts"] += int(stopped and raise_bound)
                 if stopped and not raise_bound:
                     return True     # the fail-fast rule stopped the run
                 action.append("raise" if raise_bound else "restart")
