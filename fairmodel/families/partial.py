@@ -537,8 +537,8 @@ class PartialFairness(Reduction):
         interior-point solver applies, any size when the run's last outer step ``last_step`` sizes its working
         set: hinges within 2 (1 + max_r ||X_r||) last_step of their kinks, those that cross added by the working
         set's check; :meth:`certificate_available`). More exact IDCA steps, from x̂ (or the run's own,
-        ``following``), measure the path's rate: ``projected_decrease``, the decrease left on the path (:meth:`projected`).
-        Returns (the certificate, the last point of that path or None)."""
+        ``following``), measure the path's rate: ``projected_decrease``, the decrease left on the path
+        (:meth:`projected`). Returns (the certificate, the last point of that path or None)."""
         if subproblem is None and not self.certificate_available(mu, certificate, last_step):
             return {}, None
         if certificate is False:

@@ -61,20 +61,23 @@ def _stop_rule(family, options, stop, last_step=None):
 
 
 def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose, path_ends=False):
-    """The run's :class:`CertifiedStop`. ``path_ends``: a checkpoint that fails also judges the end of the exact IDCA
-    path its certificate followed from the candidate (the second opinion), and keeps the one closer to passing."""
+    """The run's :class:`CertifiedStop`, and the list the evaluations of its checkpoints go to (with ``path_ends``; the
+    caller empties it). ``path_ends``: a checkpoint that fails also judges the end of the exact IDCA path its
+    certificate followed from the candidate (the second opinion), and keeps the closer to passing."""
     stopper = CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
                             context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
                             user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
+    judged = []
     if path_ends:
         ends = {}
 
         def judge(variables):
             evaluation, ends["end"] = family.evaluate_along_path(variables, **stopper.context)
+            judged.append(evaluation)
             return evaluation, family.acceptance(evaluation, "stochastic")
 
         stopper.judge, stopper.second_opinion = judge, (lambda variables: ends.pop("end", None))
-    return stopper
+    return stopper, judged
 
 
 def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
@@ -133,8 +136,8 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     work_cap = sum(base_T(k) for k in range(outer))
 
     def run(x0, label):
-        stopper = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, work_cap, "SSG iterations",
-                           verbose, path_ends=follow)
+        stopper, judged = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, work_cap,
+                                   "SSG iterations", verbose, path_ends=follow)
         boost.update(factor=1, eps_cut=1.0, moved=False)
         done = {"ssg": 0, "adopted": 0}
         ahead = {}      # the judged end of an exact IDCA path from the next anchor, taken as its outer iteration's step
@@ -165,12 +168,15 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             stopper.context["last_step"] = info["step"]
             if stopper({**info, "work": done["ssg"]}):
                 return True
-            if follow and stopper.last is not None and stopper.last[3] == info["epoch"]:
+            checked = stopper.last is not None and stopper.last[3] == info["epoch"]
+            # the candidate's own evaluation (the checkpoint may keep its judged path's end instead)
+            own = judged[0] if judged else stopper.last[1] if checked else None
+            judged.clear()
+            if checked and follow:
                 kept = program.start(stopper.last[0])
                 if not np.array_equal(kept, x):     # the judged path's end was closer to passing: go on from there
                     ahead.update({"from": x, "to": kept})
-            judged = stopper.last[1].certificate.get("relative_step", 0.0) if stopper.last else 0.0
-            if stopper.last and stopper.last[3] == info["epoch"] and judged > STALL_RATIO * relative:
+            if checked and own.certificate.get("relative_step", 0.0) > STALL_RATIO * relative:
                 # a stall, not a critical point: SSG's output moves far less than the exact solution of (25)
                 # (it zig-zags between nearly active constraints), so its subproblems get more iterations
                 boost["factor"] = min(boost["factor"] * STALL_BOOST, INNER_CAP_FACTOR)
@@ -238,7 +244,7 @@ def solve_direct_ssg(family, seed, verbose, options, stop="checks"):
         if program.max_violation(x0) > (eps_t(0) if callable(eps_t) else eps_t):
             raise InfeasibleError("direct SSG (Algorithm 3) needs a start with f_i(w0) <= eps")
         stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"), iterations,
-                           "SSG iterations", verbose)
+                           "SSG iterations", verbose)[0]
         out = ssg(x0, eps_t, iterations, program.objective_value_and_grad, constraint, program.project,
                   record_every=max(1, iterations // 200), callback_every=every,
                   callback=lambda info: stopper({**info, "work": (info["epoch"] + 1) * every}))
@@ -268,7 +274,7 @@ def solve_penalty(family, seed, verbose, options, stop="checks"):
     def run(x0, label):
         start = time.perf_counter()
         stopper = _stopper(family, program, 0.0, options, checks, 1, options.get("callback"), iterations,
-                           "iterations", verbose)
+                           "iterations", verbose)[0]
         x, history, status, message = x0, [], "completed", ""
         record = max(1, iterations // 200)
         for t in range(iterations):
