@@ -61,9 +61,9 @@ def _stop_rule(family, options, stop, last_step=None):
 
 
 def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose, path_ends=False):
-    """The run's :class:`CertifiedStop`, and the list the evaluations of its checkpoints go to (with ``path_ends``; the
-    caller empties it). ``path_ends``: a checkpoint that fails also judges the end of the exact IDCA path its
-    certificate followed from the candidate (the second opinion), and keeps the closer to passing."""
+    """The run's :class:`CertifiedStop`, and the list its checkpoints' (evaluation, end of the exact IDCA path its
+    certificate followed) go to (with ``path_ends``; the caller empties it). ``path_ends``: a checkpoint that fails
+    also judges that path's end (the second opinion), and keeps the closer to passing."""
     stopper = CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
                             context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
                             user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
@@ -73,7 +73,7 @@ def _stopper(family, program, mu, options, enabled, every, user_callback, cap, u
 
         def judge(variables):
             evaluation, ends["end"] = family.evaluate_along_path(variables, **stopper.context)
-            judged.append(evaluation)
+            judged.append((evaluation, ends["end"]))
             return evaluation, family.acceptance(evaluation, "stochastic")
 
         stopper.judge, stopper.second_opinion = judge, (lambda variables: ends.pop("end", None))
@@ -166,17 +166,23 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             if not checks or relative > family.step_tolerance:
                 return False
             stopper.context["last_step"] = info["step"]
-            if stopper({**info, "work": done["ssg"]}):
+            # SSG cannot leave a point of the exact path (its constraints are active there, so every objective step
+            # leaves the feasible set and the Polyak steps come back): it is checked now, not on the schedule
+            stuck = done["adopted"] > 0 and info["step"] == 0.0
+            if stuck:
+                stopper.check(stopper.to_variables(info), info["epoch"], done["ssg"])
+                if stopper.stop_now or stopper.contradicted:
+                    return True
+            elif stopper({**info, "work": done["ssg"]}):
                 return True
             checked = stopper.last is not None and stopper.last[3] == info["epoch"]
-            # the candidate's own evaluation (the checkpoint may keep its judged path's end instead)
-            own = judged[0] if judged else stopper.last[1] if checked else None
+            # the candidate's own evaluation, and the end of the farthest exact path judged from it
+            own = judged[0][0] if judged else stopper.last[1] if checked else None
+            end = next((e for _, e in reversed(judged) if e is not None), None)
             judged.clear()
-            if checked and follow:
-                kept = program.start(stopper.last[0])
-                if not np.array_equal(kept, x):     # the judged path's end was closer to passing: go on from there
-                    ahead.update({"from": x, "to": kept})
-            if checked and own.certificate.get("relative_step", 0.0) > STALL_RATIO * relative:
+            if checked and end is not None and not np.array_equal(program.start(end), x):
+                ahead.update({"from": x, "to": program.start(end)})
+            if checked and not stuck and own.certificate.get("relative_step", 0.0) > STALL_RATIO * relative:
                 # a stall, not a critical point: SSG's output moves far less than the exact solution of (25)
                 # (it zig-zags between nearly active constraints), so its subproblems get more iterations
                 boost["factor"] = min(boost["factor"] * STALL_BOOST, INNER_CAP_FACTOR)
