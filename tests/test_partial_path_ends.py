@@ -51,3 +51,30 @@ def test_without_the_exact_steps_the_run_says_it_stalled(weak_law):
     assert "IDCA step" in res.message
     with pytest.raises(fm.errors.OptionError, match="exact_steps"):
         weak_law.solve(backend="stochastic", exact_steps="yes")
+
+
+def test_ssg_stuck_at_a_point_of_the_exact_path_is_checked_at_once():
+    """Partial DP with three groups (450 synthetic rows, band [0.6, 1], kappa 0.1). SSG cannot leave a point of the
+    exact path (its constraints are active; the output is the anchor): each such outer iteration is checked at once
+    and the run follows the exact path to a certified point, instead of idling at the taken path end until the
+    fail-fast rule stops it (measured: the same ratio of its checks, 5.5x, at three checkpoints in a row, not ok)."""
+    rng = np.random.default_rng(22)
+    n, d = 450, 6
+    g = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
+    X = rng.normal(size=(n, d)) + 0.5 * g[:, None] * (np.arange(d) < 3)
+    signal = 2 * X @ (rng.normal(size=d) / np.sqrt(d)) + 0.5 * (g - g.mean())
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-signal)), 1.0, -1.0)
+    data = fm.Dataset(X, y, np.array([f"g{k}" for k in g]))
+    w = fm.Weights(d, intercept=True)
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-3 * fm.sum_squares(w)),
+                      [fm.partial_dp(s, data.groups, band=(0.6, 1.0)) <= 0.1])
+    res = prob.solve(backend="stochastic", seed=0)
+    assert res.ok, res.message
+    steps = [h for h in res.history[1:]]
+    stuck = [k for k in range(1, len(steps)) if steps[k]["step"] == 0.0 and steps[k - 1].get("adopted")]
+    assert stuck, "the premise: SSG returns its anchor after a taken path end"
+    # every outer iteration that idled at a taken path end was followed by another path end (checked at once)
+    assert all(steps[k + 1].get("adopted") for k in stuck if k + 1 < len(steps))
+    exact = prob.solve()
+    assert abs(res.objective - exact.objective) <= prob.family.agreement(exact.objective)

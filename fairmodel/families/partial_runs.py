@@ -13,6 +13,16 @@ are checked after every quarter of their old budgets (then every 25 % of the run
 raised (on Communities, 118 features, T_k grew from 300 to 4,800 as stalled checks doubled it). Where the judge does not
 compute the certificate (large programs without the interior-point solver, ``certificate=False``) the run is the
 budget one and says so. ``stop="budget"`` runs the old fixed budgets.
+
+The judge's certificate takes three exact steps of Algorithm 1 from the iterate (solves of (25), to project the
+objective decrease left on the path). IDCA + SSG (``exact_steps=True``, the default) judges that path's end too when a
+checkpoint fails, keeps the closer to passing, and goes on from the end of the farthest path judged: SSG's outputs
+keep an error of about sqrt(2 eps_k / mu) that can hold the judged step above its tolerance however long the run goes
+on (measured on held-out partial and weak partial DP problems of 300-450 rows: stalls at 1.4-2.4x the step's
+tolerance or at 1.6-2.2x that of the decrease left). Once the run has taken a path end, every iterate whose SSG step
+passes is checked at once instead of on the schedule: the checks' exact steps move it along the path for less than
+the SSG iterations the schedule waits for, and SSG may not move at all from a point of the exact path (its constraints
+are active there: every objective step leaves the feasible set, and the Polyak steps come back).
 """
 from __future__ import annotations
 
@@ -166,10 +176,14 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             if not checks or relative > family.step_tolerance:
                 return False
             stopper.context["last_step"] = info["step"]
-            # SSG cannot leave a point of the exact path (its constraints are active there, so every objective step
-            # leaves the feasible set and the Polyak steps come back): it is checked now, not on the schedule
+            # once the run has taken a path end, every iterate whose SSG step passes is checked at once, not on the
+            # schedule: the checks' exact steps move it along the path for less than the SSG iterations the schedule
+            # waits for (300 rows of Communities, 118 features: 9 checks took 1.9 s of a 19 s run; on the schedule
+            # 6 checks took 1.3 s of a 49 s run that ended not ok), and SSG may not move at all (stuck: its output is
+            # its anchor, a point of the exact path whose constraints are active, where every objective step leaves
+            # the feasible set and the Polyak steps come back)
             stuck = done["adopted"] > 0 and info["step"] == 0.0
-            if stuck:
+            if done["adopted"] > 0:
                 stopper.check(stopper.to_variables(info), info["epoch"], done["ssg"])
                 if stopper.stop_now or stopper.contradicted:
                     return True
