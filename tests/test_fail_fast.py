@@ -224,7 +224,8 @@ def test_a_stalled_generic_run_halves_its_steps_and_certifies(monkeypatch):
     assert res.ok and res.metrics["steps_halved"] >= 1 and res.metrics["primal_weight"] == 1.0, res.message
     assert res.objective - exact.objective <= res.certificate["lagrangian_gap"] + 1e-9
     monkeypatch.setattr(convex, "SHRINKS", 0)
-    monkeypatch.setattr(convex, "LAST_RESORT_RAISES", 0)      # a larger bound also rescues this run
+    monkeypatch.setattr(convex, "LAST_RESORT_RAISES", 0)      # a larger bound, or larger batches, also rescue it
+    monkeypatch.setattr(convex, "BATCH_DOUBLINGS", 0)
     assert not prob.solve(backend="stochastic", seed=0).ok
 
 
@@ -284,8 +285,7 @@ def test_the_earliest_share_holds_the_fail_fast_rule_until_that_share_of_the_cap
 def _five_group_mixture(n=6000, d=8, seed=618):
     """Five groups (shares 0.3 to 0.1), each with its own mean shift and its own linear boundary."""
     rng = np.random.default_rng(seed)
-    shares = np.array([0.3, 0.25, 0.2, 0.15, 0.1])
-    g = rng.choice(5, size=n, p=shares)
+    g = rng.choice(5, size=n, p=[0.3, 0.25, 0.2, 0.15, 0.1])
     mu = rng.normal(size=(5, d))
     X = rng.normal(size=(n, d)) + mu[g]
     beta = rng.normal(size=d) / np.sqrt(d)
@@ -295,16 +295,43 @@ def _five_group_mixture(n=6000, d=8, seed=618):
     return fm.Dataset(X, y, np.array([f"g{k}" for k in g]))
 
 
-def test_a_run_about_to_give_up_on_a_violated_constraint_raises_the_bound_once(monkeypatch):
-    """Hinge group DRO under equalized odds <= 0.05 on a five-group mixture: under the default multiplier bound the
-    violation stays 3.6x its tolerance and the fail-fast rule stops the run (not ok); the last-resort raise (x4, once)
-    lets it certify, its objective within the Lagrangian gap of the exact optimum (CVXPY)."""
-    from fairmodel.families import convex
-    data = _five_group_mixture()
+def _group_dro_under(gap, data, loss):
     w = fm.Weights(data.n_features, radius=5.0, intercept=True)
     s = data.score(w)
-    prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(s, data.y), data.groups))),
-                      [fm.equalized_odds_gap(s, data) <= 0.05])
+    return fm.Problem(fm.Minimize(fm.max(fm.group_mean(loss(s, data.y), data.groups))), [gap(s, data) <= 0.05])
+
+
+def test_a_stalled_run_doubles_its_batch(monkeypatch):
+    """Hinge group DRO under equalized odds <= 0.05 on a five-group mixture: with the default rows per step the
+    Lagrangian gap stalls (3.4x its tolerance, the violation 3.6x) and the fail-fast rule stops the run, not ok; a
+    restart after two checkpoints in a row without progress doubles the rows a step draws from every cell (the
+    halving of the steps is for smooth declarations), and the run certifies, its objective within the Lagrangian gap
+    of the exact optimum (CVXPY)."""
+    from fairmodel.families import convex
+    prob = _group_dro_under(fm.equalized_odds_gap, _five_group_mixture(), fm.hinge_loss)
+    res = prob.solve(backend="stochastic", seed=0)
+    assert res.ok and res.metrics["batch_doubled"] >= 1, res.message
+    assert res.metrics["rows_per_step"] >= 2 * prob.solve(backend="stochastic", seed=0, epochs=10,
+                                                          stop="budget").metrics["rows_per_step"]
+    exact = prob.solve()
+    assert abs(res.objective - exact.objective) <= res.certificate["lagrangian_gap"] + 1e-6
+    monkeypatch.setattr(convex, "BATCH_DOUBLINGS", 0)
+    monkeypatch.setattr(convex, "LAST_RESORT_RAISES", 0)     # a larger bound also rescues this run
+    stuck = prob.solve(backend="stochastic", seed=0)
+    assert not stuck.ok and "cannot pass" in stuck.message
+
+
+def test_a_run_about_to_give_up_on_a_violated_constraint_raises_the_bound_once(monkeypatch):
+    """Group DRO with the squared loss (labels +-1) under equalized odds <= 0.05, 6,000 Adult rows grouped by age
+    quartile: under the bound 1.56 the equalized-odds constraint stays violated after four batch doublings, and the
+    fail-fast rule would stop the run (not ok, 'infeasible'); the last-resort raise (x4, once) lets it certify, its
+    objective within the Lagrangian gap of the exact optimum (CVXPY)."""
+    from fairmodel.families import convex
+    adult = fm.datasets.load_adult(sensitive="sex")
+    age = adult.X[:, adult.feature_names.index("age")]
+    quartile = np.searchsorted(np.quantile(age, [0.25, 0.5, 0.75]), age, side="right")
+    data = fm.Dataset(adult.X, adult.y, np.array([f"age{k}" for k in quartile])).subsample(6000, seed=718)
+    prob = _group_dro_under(fm.equalized_odds_gap, data, fm.squared_loss)
     res = prob.solve(backend="stochastic", seed=0)
     assert res.ok and res.metrics["bound_raised"] >= 1, res.message
     exact = prob.solve()

@@ -87,6 +87,11 @@ MIX = 1e-3               # a restart mixes the dual weights with this share of u
 # features: w at its cap, the weight 1) stopped inaccurate at 96 s, where one halving certifies it in 16 s.
 PROGRESS = 0.8
 SHRINKS = 3
+# ... and where the halving does not apply (a non-smooth declaration, or the primal weight moved the split), it doubles
+# the rows a step draws from every cell, at most BATCH_DOUBLINGS times (batch_size= not given): the floor a stalled run
+# sits at is the minibatch estimates' noise, which a larger batch lowers at the same cost a pass (the epoch's steps
+# fewer). Measured: HUNT_BATCH
+BATCH_DOUBLINGS = 4
 # The primal weight: every restart of a smooth declaration sets the split of the coupling bound between w and the
 # simplices by the last run's movements (stochastic/primal_dual.py, balanced_weight), and the fail-fast rule never
 # stops a run before FAIL_FAST_EARLIEST of its cap: the restarts change the steps (the weight, the halvings), so a
@@ -490,7 +495,8 @@ class Convex(Reduction):
         w0 = options.pop("w0", None)
         u = None if w0 is None else coords.to_u(self.w.check_value(w0, "w0"))
         max_time = options.pop("max_time", None)
-        state = {"bound": bound, "step_scale": 1.0, "shrinks": 0, "weight": 1.0, "last_resorts": 0}
+        state = {"bound": bound, "step_scale": 1.0, "shrinks": 0, "weight": 1.0, "last_resorts": 0, "batch": None,
+                 "doublings": 0}
         stopper = CertifiedStop(self, lambda info: self._variables(form, coords, info["w"], info["ys"],
                                                                    state["bound"]),
                                 every=EPOCHS // CHECKS_PER_BUDGET, user_callback=options.pop("callback", None),
@@ -501,7 +507,7 @@ class Convex(Reduction):
         start = time.perf_counter()
         done, ys, rounds, restarts, history, evals = 0, None, 0, 0, [], 0
         while True:
-            oracle = LagrangianOracle(form, self.w, state["bound"], batch_size, coords)
+            oracle = LagrangianOracle(form, self.w, state["bound"], batch_size or state["batch"], coords)
             action = []
 
             def segment(info, offset=done):
@@ -556,6 +562,9 @@ class Convex(Reduction):
             elif state["shrinks"] < SHRINKS and oracle.smooth and oracle.applied_weight == 1.0 \
                     and _no_progress(stopper.points):
                 state["step_scale"], state["shrinks"] = state["step_scale"] / 2, state["shrinks"] + 1
+            elif batch_size is None and state["doublings"] < BATCH_DOUBLINGS and _no_progress(stopper.points) \
+                    and _no_progress(stopper.points[:-1]):
+                state["batch"], state["doublings"] = 2 * oracle.b, state["doublings"] + 1
             restarts += 1
         multipliers = {}
         if form.constraint_pieces:
@@ -563,6 +572,7 @@ class Convex(Reduction):
                                                                                  out["ys"][-1][:-1])}
         metrics = {"grad_evals": evals, "epochs_run": done, "multiplier_bound": state["bound"],
                    "bound_raised": rounds, "restarts": restarts, "steps_halved": state["shrinks"],
+                   "batch_doubled": state["doublings"], "rows_per_step": oracle.rows_per_step,
                    "estimated_multipliers": multipliers,
                    **{k: v for k, v in out["steps"].items() if k != "coupled"}}
         variables = self._variables(form, coords, out["w"], out["ys"], state["bound"])
