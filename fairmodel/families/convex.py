@@ -414,18 +414,18 @@ class Convex(Reduction):
 
     @staticmethod
     def _violated(last) -> bool:
+        """Whether a constraint check failed at the checkpoint ``last`` (CertifiedStop.last)."""
         return any(c.kind == "constraint" and c.computed and not c.passed for c in last[2])
 
-    @staticmethod
-    def _bound_too_small(last, ys) -> bool:
+    @classmethod
+    def _bound_too_small(cls, last, ys) -> bool:
         """At a failed checkpoint: a constraint check failed, the multipliers hold (almost) all of the bound (slack
         weight below SLACK_FULL) and the output's objective is below the certified lower bound on the optimum
         (weak duality): the output profits from its violation more than the penalty charges, which is what an
         exact penalty with a bound below the optimal multipliers' sum allows, whatever the accuracy."""
-        _, evaluation, checks, _ = last
-        violated = any(c.kind == "constraint" and c.computed and not c.passed for c in checks)
+        evaluation = last[1]
         below = evaluation.objective < evaluation.certificate.get("lower_bound", -np.inf)
-        return violated and below and float(ys[-1][-1]) < SLACK_FULL
+        return cls._violated(last) and below and float(ys[-1][-1]) < SLACK_FULL
 
     def _variables(self, form, coords, u, ys, bound) -> dict:
         """The result's variables from the method's output in coordinates u: w, the max weights, the multipliers."""
@@ -568,7 +568,7 @@ class Convex(Reduction):
                     and _no_progress(stopper.points):
                 state["step_scale"], state["shrinks"] = state["step_scale"] / 2, state["shrinks"] + 1
             elif batch_size is None and state["doublings"] < BATCH_DOUBLINGS and _no_progress(stopper.points) \
-                    and _no_progress(stopper.points[:-1]):
+                    and _no_progress(stopper.points[:-1]) and 2 * oracle.b <= oracle.cell_size.max():
                 state["batch"], state["doublings"] = 2 * oracle.b, state["doublings"] + 1
             restarts += 1
         multipliers = {}
