@@ -340,3 +340,27 @@ def test_a_run_about_to_give_up_on_a_violated_constraint_raises_the_bound_once(m
     stuck = prob.solve(backend="stochastic", seed=0)
     assert not stuck.ok and stuck.metrics["bound_raised"] < res.metrics["bound_raised"], stuck.message
     assert "cannot pass" in stuck.message
+
+
+def test_a_run_far_from_its_tolerance_keeps_its_batch(monkeypatch):
+    """Bounded group loss with the hinge loss (mean hinge s.t. every group's mean hinge <= 0.5, the bound active) on
+    6,000 Law School rows by race and gender, radius 2: its Lagrangian gap stays 20-40x its tolerance, jumping between
+    checkpoints, until it passes (seed 0: after 124 epochs). That is no noise floor near the tolerance, so the batch is
+    not doubled; doubled there (without the condition on the best checkpoint) the gap stayed at 35x and the fail-fast
+    rule stopped the run."""
+    from fairmodel.families import convex
+    race = fm.datasets.load_lawschool(target="bar1", sensitive="race")
+    gender = fm.datasets.load_lawschool(target="bar1", sensitive="gender")
+    j = race.feature_names.index("gender")
+    names = np.char.add(np.asarray(race.groups.names, dtype=str)[race.groups.codes],
+                        np.asarray(gender.groups.names, dtype=str)[gender.groups.codes])
+    data = fm.Dataset(np.delete(race.X, j, axis=1), race.y, names).subsample(6000, seed=716)
+    w = fm.Weights(data.n_features, radius=2.0, intercept=True)
+    s = data.score(w)
+    hinge = fm.hinge_loss(s, data.y)
+    prob = fm.Problem(fm.Minimize(fm.mean(hinge)), [fm.max(fm.group_mean(hinge, data.groups)) <= 0.5])
+    res = prob.solve(backend="stochastic", seed=0)
+    assert res.ok and res.metrics["batch_doubled"] == 0, res.message
+    monkeypatch.setattr(convex, "FLOOR_NEAR", float("inf"))
+    doubled = prob.solve(backend="stochastic", seed=0)
+    assert doubled.metrics["batch_doubled"] >= 1 and not doubled.ok
