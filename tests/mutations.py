@@ -836,7 +836,7 @@ MUTATIONS = [
       ("tests/test_fail_fast.py",),
       "the generic lowering gives up on a violated constraint without the last-resort raise of the bound"),
     M("partial-path-end-not-taken", "fairmodel/families/partial_runs.py",
-      "                ahead.update({\"from\": x, \"to\": program.start(end)})",
+      "                ahead.update({\"from\": x, \"to\": end})",
       "                pass",
       ("tests/test_partial_path_ends.py",),
       "stochastic IDCA judges the end of the exact path but does not go on from it"),

@@ -192,10 +192,10 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
             checked = stopper.last is not None and stopper.last[3] == info["epoch"]
             # the candidate's own evaluation, and the end of the farthest exact path judged from it
             own = judged[0][0] if judged else stopper.last[1] if checked else None
-            end = next((e for _, e in reversed(judged) if e is not None), None)
+            end = next((program.start(e) for _, e in reversed(judged) if e is not None), None)
             judged.clear()
-            if checked and end is not None and not np.array_equal(program.start(end), x):
-                ahead.update({"from": x, "to": program.start(end)})
+            if checked and end is not None and not np.array_equal(end, x):
+                ahead.update({"from": x, "to": end})
             if checked and not stuck and own.certificate.get("relative_step", 0.0) > STALL_RATIO * relative:
                 # a stall, not a critical point: SSG's output moves far less than the exact solution of (25)
                 # (it zig-zags between nearly active constraints), so its subproblems get more iterations
