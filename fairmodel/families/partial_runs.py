@@ -79,14 +79,12 @@ def _stopper(family, program, mu, options, enabled, every, user_callback, cap, u
                             user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
     judged = []
     if path_ends:
-        ends = {}
-
         def judge(variables):
-            evaluation, ends["end"] = family.evaluate_along_path(variables, **stopper.context)
-            judged.append((evaluation, ends["end"]))
-            return evaluation, family.acceptance(evaluation, "stochastic")
+            judged.append(family.evaluate_along_path(variables, **stopper.context))
+            return judged[-1][0], family.acceptance(judged[-1][0], "stochastic")
 
-        stopper.judge, stopper.second_opinion = judge, (lambda variables: ends.pop("end", None))
+        # called right after the candidate's judgment: the end of the path it followed
+        stopper.judge, stopper.second_opinion = judge, (lambda variables: judged[-1][1])
     return stopper, judged
 
 
