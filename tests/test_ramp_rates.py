@@ -192,6 +192,7 @@ def test_the_continuation_brings_the_true_gap_to_the_declared_bound(kind, seed):
     assert len(steps) >= 2 and steps[0]["true_gaps"]["gap"] == pytest.approx(true0, abs=1e-12)
     assert any(st["surrogate_bounds"]["gap"] == solved and st["true_gaps"]["gap"] == pytest.approx(true, abs=1e-12)
                for st in steps)
+    assert res.timings["method"] == pytest.approx(sum(st["time"] for st in steps))   # every run, not the last one
     assert {c["name"].split(" (")[0]: c["passed"] for c in res.checks if c["kind"] == "certificate"} == {
         "IDCA step at the result / max(1, ||x||)": True, "objective decrease left on the IDCA path": True}
     # judged against the declared bound's program instead, the answer is not a fixed point of IDCA: eps' < eps

@@ -206,6 +206,55 @@ def test_interior_point_failure_falls_back_to_the_cvxpy_subproblem(law, monkeypa
     assert calls[:4] == [0, 1, 2, 3]          # the outer iteration after the failure tries the interior point again
 
 
+def stalling(monkeypatch, at, move=None):
+    """Make the interior-point solve of (25) at outer iteration ``at`` report a stall (its answer kept, or moved by
+    ``move(anchor, x)``): the inexact-step rule of ``certified_inner`` then decides."""
+    import fairmodel.stochastic.idca as idca_module
+    original, calls = idca_module.solve_hinge_subproblem, []
+
+    def solve(hinge, anchor, *args, **kwargs):
+        x, lam, u, info = original(hinge, anchor, *args, **kwargs)
+        calls.append(1)
+        if len(calls) - 1 == at:
+            x = x if move is None else move(anchor, x)
+            info = dict(info, status="stalled", gap=1e-5)
+        return x, lam, u, info
+    monkeypatch.setattr(idca_module, "solve_hinge_subproblem", solve)
+
+
+def test_a_stalled_feasible_descending_solve_is_an_inexact_step(law, monkeypatch):
+    """A solve of (25) that stalls at a point feasible for (25) and no worse than the anchor in its objective is a
+    step of Algorithm 1 (the majorization keeps the next anchor feasible and f_0 from rising): the run goes on from
+    it without the CVXPY program, marks it, and the answer is certified by a later, exact solve."""
+    reference = law.solve("exact", stop="budget", outer=6)
+    stalling(monkeypatch, at=2)
+    r = law.solve("exact", stop="budget", outer=6)
+    assert "inner_fallback" not in r.solver and "CVXPY" not in r.message
+    assert [h.get("stalled_step", 0) for h in r.history[1:]] == [0, 0, 1, 0, 0, 0]
+    assert all(h["max_f"] <= 1e-9 for h in r.history)
+    np.testing.assert_allclose(r.variables["w"], reference.variables["w"], atol=1e-8)   # the same point as optimal
+
+
+def test_a_stalled_step_is_never_where_the_run_stops(law, monkeypatch):
+    """An exact step whose size passes would end the run there; the same step reported stalled does not."""
+    from fairmodel.stochastic.idca import idca
+    prog = law.family.program
+    x0 = prog.start()
+    for stalled, status in [(1, "budget_exhausted"), (0, "converged")]:
+        out = idca(prog, x0, lambda anchor, k: (anchor, {"stalled_step": stalled}), outer=3, mu=0.1,
+                   keep_anchor=True, rel_tol=1e-6)
+        assert out["status"] == status
+
+
+def test_a_stalled_solve_that_leaves_the_feasible_set_goes_to_the_cvxpy_program(law, monkeypatch):
+    """Where the stalled point is not feasible for (25) it is not a step of Algorithm 1: the solve fails and the
+    CVXPY program of (25) solves that outer iteration."""
+    stalling(monkeypatch, at=2, move=lambda anchor, x: x + 5.0 * (x - anchor))
+    r = law.solve("exact", stop="budget", outer=6)
+    assert "failed at outer iteration(s) 2" in r.message and "the CVXPY program of (25) solved those" in r.message
+    assert r.max_violation <= 1e-7
+
+
 @pytest.mark.slow      # about 40 s; SSG's agreement with the exact subproblem runs by default (test_partial_idca.py)
 def test_idca_with_ssg_stops_on_the_step(law):
     r = law.solve("stochastic")

@@ -41,7 +41,7 @@ from ..oracles.dc_bands import RampBandBlock, WeakBandBlock
 from ..oracles.dc_centred import change_from, solve_hinge_subproblem
 from ..oracles.dc_hinges import accuracy, count_above, score_vector
 from ..oracles.dc_rates import RampRateBlock
-from ..stochastic.idca import certified_inner, exact_inner, idca, nearly_kkt_epsilon, projected_decrease
+from ..stochastic.idca import certified_inner, exact_inner, idca, inexact, nearly_kkt_epsilon, projected_decrease
 from ..utilities.validate import check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, constraint_record
 from .partial_program import (
@@ -330,7 +330,7 @@ class PartialFairness(Reduction):
                 # budget ended: one more solve certifies the returned point (Lemma C.1)
                 x_hat, last = inner(out["x"], out["outer_iterations"])
                 last = dict(last, x_next=x_hat)
-            if not last.get("central_step"):     # an exact solve of (25) at the returned point: the certificate
+            if not inexact(last):                # an exact solve of (25) at the returned point: the certificate
                 out["subproblem"] = (last["x_next"], last["lam"])
             if following.get("anchor") is out["x"]:
                 out["following"] = following["points"]

@@ -268,7 +268,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
         verb = "meets" if kept.get("shifted") else "solves"
         note = "; ".join(n for n in (f"true-rate continuation: {len(trace) - 1} more IDCA run(s), the answer {verb} "
                                      f"the ramp bound(s) {_show(used)} for the declared {_show(declared)}", note) if n)
-    return dict(kept, rate_steps=trace, rate_note=note)
+    return dict(kept, rate_steps=trace, rate_note=note, time=sum(t["time"] for t in trace))   # every run's time
 
 
 def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, met: list) -> str:
