@@ -52,6 +52,7 @@ CONSTRAINTS = {"dp": ("selection rate (demographic parity)", fm.selection_rate_g
                "eo": ("true-positive rate (equal opportunity)", fm.equal_opportunity_gap, "TruePositiveRateParity"),
                "eodds": ("equalized odds (TPR and FPR)", fm.equalized_odds_gap, "EqualizedOdds")}
 L2 = 1e-4
+BOUNDS = (0.1, 0.05, 0.02, 0.01)
 EG_DRAWS = 20      # random draws of ExponentiatedGradient's predictions for the spread of its test accuracy
 FIGURE = Path(__file__).resolve().parent.parent / "docs" / "img" / "rates_frontier.png"
 
@@ -150,7 +151,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["adult", "lawschool"], choices=list(DATASETS))
     ap.add_argument("--constraints", nargs="+", default=list(CONSTRAINTS), choices=list(CONSTRAINTS))
-    ap.add_argument("--bounds", nargs="+", type=float, default=[0.1, 0.05, 0.02, 0.01])
+    ap.add_argument("--bounds", nargs="+", type=float, default=list(BOUNDS))
     ap.add_argument("--n", type=int, default=5000, help="training rows (a seeded subsample; 0 = all)")
     ap.add_argument("--width", type=float, default=0.5, help="ramp width")
     ap.add_argument("--no-eg", action="store_true", help="skip fairlearn's ExponentiatedGradient")
