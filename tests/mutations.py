@@ -850,6 +850,21 @@ MUTATIONS = [
       "        path, decreases = self.follow([x, x_hat] + list(following or []), mu, solver)[:2]\n        path = path[:2]",
       ("tests/test_partial_path_ends.py",),
       "the judge hands back the first exact step of the path as its end, not the third"),
+    M("idca-stalled-step-refused", "fairmodel/stochastic/idca.py",
+      "        stalled = not central and info[\"status\"] != \"optimal\" and _descends(",
+      "        stalled = False and not central and info[\"status\"] != \"optimal\" and _descends(",
+      ("tests/test_stop_auc_partial.py",),
+      "a stalled interior-point solve of (25) at a feasible, descending point goes to the CVXPY program"),
+    M("idca-stops-on-stalled-step", "fairmodel/stochastic/idca.py",
+      "    return bool(info.get(\"central_step\") or info.get(\"stalled_step\"))",
+      "    return bool(info.get(\"central_step\"))",
+      ("tests/test_stop_auc_partial.py",),
+      "IDCA may stop on (and certify with) the step of a stalled solve"),
+    M("idca-stalled-infeasible-taken", "fairmodel/stochastic/idca.py",
+      "    return bool(info[\"max_g\"] <= 1e-9 and np.max(hinge.g_values(x_hat, anchor, S, c, mu), initial=0.0) <= 1e-9",
+      "    return bool(info[\"max_g\"] <= 1e-9",
+      ("tests/test_stop_auc_partial.py",),
+      "a stalled solve's point is taken without checking every hinge of (25) (the working set's answer can break others)"),
 ]
 
 

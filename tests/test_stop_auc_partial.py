@@ -247,9 +247,15 @@ def test_a_stalled_step_is_never_where_the_run_stops(law, monkeypatch):
 
 
 def test_a_stalled_solve_that_leaves_the_feasible_set_goes_to_the_cvxpy_program(law, monkeypatch):
-    """Where the stalled point is not feasible for (25) it is not a step of Algorithm 1: the solve fails and the
+    """Where the stalled point is not feasible for (25) it is not a step of Algorithm 1, even though it is lower in
+    the objective of (25) (here: the solution moved downhill past an active constraint): the solve fails and the
     CVXPY program of (25) solves that outer iteration."""
-    stalling(monkeypatch, at=2, move=lambda anchor, x: x + 5.0 * (x - anchor))
+    program = law.family.program
+
+    def downhill(anchor, x):
+        grad = program.objective_value_and_grad(x)[1] + 0.1 * (x - anchor)
+        return x - 0.05 * grad / np.linalg.norm(grad)
+    stalling(monkeypatch, at=2, move=downhill)
     r = law.solve("exact", stop="budget", outer=6)
     assert "failed at outer iteration(s) 2" in r.message and "the CVXPY program of (25) solved those" in r.message
     assert r.max_violation <= 1e-7
