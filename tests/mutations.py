@@ -861,8 +861,8 @@ MUTATIONS = [
       ("tests/test_stop_auc_partial.py",),
       "IDCA may stop on (and certify with) the step of a stalled solve"),
     M("idca-stalled-infeasible-taken", "fairmodel/stochastic/idca.py",
-      "    return bool(info[\"max_g\"] <= 1e-9 and np.max(hinge.g_values(x_hat, anchor, S, c, mu), initial=0.0) <= 1e-9",
-      "    return bool(info[\"max_g\"] <= 1e-9",
+      "    return bool(np.max(hinge.g_values(x_hat, anchor, S, c, mu), initial=0.0) <= 1e-9",
+      "    return bool(True",
       ("tests/test_stop_auc_partial.py",),
       "a stalled solve's point is taken without checking every hinge of (25) (the working set's answer can break others)"),
 ]
