@@ -79,3 +79,11 @@ def table(header: list[str], rows: list[list]) -> str:
 def printed_rows(paths) -> list:
     """The rows printed (one JSON object per line) by earlier runs into the files ``paths`` (None: no rows)."""
     return [json.loads(line) for path in paths or [] for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def add_report_options(parser) -> None:
+    """``--no-write`` and ``--rows``: the options of a benchmark that prints one JSON row per case and writes its
+    section of docs/benchmarks.md from the rows (its own, or those printed by earlier runs)."""
+    parser.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
+    parser.add_argument("--rows", type=Path, nargs="+",
+                        help="report the rows printed (one JSON object per line) by earlier runs instead of running")

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import printed_rows, table, write_section  # noqa: E402
+from _report import add_report_options, printed_rows, table, write_section  # noqa: E402
 
 import fairmodel as fm  # noqa: E402
 
@@ -155,10 +155,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=5000, help="training rows (a seeded subsample; 0 = all)")
     ap.add_argument("--width", type=float, default=0.5, help="ramp width")
     ap.add_argument("--no-eg", action="store_true", help="skip fairlearn's ExponentiatedGradient")
-    ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
     ap.add_argument("--json", type=Path, help="also save the raw rows as JSON")
-    ap.add_argument("--rows", type=Path, nargs="+",
-                    help="report the rows printed (one JSON object per line) by earlier runs instead of running")
+    add_report_options(ap)
     args = ap.parse_args(argv)
     rows = printed_rows(args.rows)
     for name in ([] if args.rows else args.datasets):

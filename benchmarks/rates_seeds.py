@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import printed_rows, table, write_section  # noqa: E402
+from _report import add_report_options, printed_rows, table, write_section  # noqa: E402
 from rates import BOUNDS, CONSTRAINTS, DATASETS, accuracy_at, run_eg, run_ramp, run_unconstrained  # noqa: E402
 
 
@@ -33,9 +33,7 @@ def main(argv=None):
     ap.add_argument("--constraints", nargs="+", default=list(CONSTRAINTS), choices=list(CONSTRAINTS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--width", type=float, default=0.5, help="ramp width")
-    ap.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
-    ap.add_argument("--rows", type=Path, nargs="+",
-                    help="report the rows printed (one JSON object per line) by earlier runs instead of running")
+    add_report_options(ap)
     args = ap.parse_args(argv)
     rows = printed_rows(args.rows)
     for name in ([] if args.rows else args.datasets):
