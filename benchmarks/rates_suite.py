@@ -30,11 +30,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import add_report_options, printed_rows, table, write_section  # noqa: E402
-from rates import CONSTRAINTS, L2, communities, true_gap  # noqa: E402
+from rates import BOUNDS, CONSTRAINTS, L2, communities, true_gap  # noqa: E402
 
 import fairmodel as fm  # noqa: E402
 
-BOUNDS = (0.1, 0.05, 0.02, 0.01)
 SKIPPED = "skipped: a group has no row of the rate's stratum (DataError)"
 FLAG_OVER, FLAG_RISE = 0.01, 0.005
 

@@ -14,7 +14,8 @@ import fairmodel as fm
 from fairmodel.errors import SolverError
 from fairmodel.exact.auc import AUCPrograms
 from fairmodel.families.stopping import CertifiedStop
-from fairmodel.stochastic.idca import projected_decrease
+import fairmodel.stochastic.idca as idca_module
+from fairmodel.stochastic.idca import idca, projected_decrease
 from fairmodel.stochastic.sfls import sfls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -209,7 +210,6 @@ def test_interior_point_failure_falls_back_to_the_cvxpy_subproblem(law, monkeypa
 def stalling(monkeypatch, at, move=None):
     """Make the interior-point solve of (25) at outer iteration ``at`` report a stall (its answer kept, or moved by
     ``move(anchor, x)``): the inexact-step rule of ``certified_inner`` then decides."""
-    import fairmodel.stochastic.idca as idca_module
     original, calls = idca_module.solve_hinge_subproblem, []
 
     def solve(hinge, anchor, *args, **kwargs):
@@ -237,7 +237,6 @@ def test_a_stalled_feasible_descending_solve_is_an_inexact_step(law, monkeypatch
 
 def test_a_stalled_step_is_never_where_the_run_stops(law, monkeypatch):
     """An exact step whose size passes would end the run there; the same step reported stalled does not."""
-    from fairmodel.stochastic.idca import idca
     prog = law.family.program
     x0 = prog.start()
     for stalled, status in [(1, "budget_exhausted"), (0, "converged")]:
