@@ -38,7 +38,7 @@ from .oracles.protocols import SaddleOracle
 from .results.judge import Evaluation, verdict
 from .results.result import Result
 from .stochastic.ogda import METHODS, OGDAOptions, RestartOnStall, ogda
-from .stochastic.ogda_estimator import NonFiniteValue, auto_steps
+from .stochastic.ogda_estimator import Estimator, NonFiniteValue, auto_steps, mean_operator
 from .utilities import display
 from .utilities.threads import few_threads
 from .utilities.validate import as_generator, check_choice, check_int, check_number, check_options, is_real
@@ -48,12 +48,17 @@ from .utilities.validate import as_generator, check_choice, check_int, check_num
 # (families/stopping.CertifiedStop); the epochs are a cap, CAP_FACTOR x the old fixed budget and at least
 # MIN_CAP_STEPS inner steps (one epoch is n steps: a one-component game needs many epochs); anytime steps
 # min(eta_max, eta0 / sqrt(t + 1)) from the measured noise and smoothness (ogda_estimator.auto_steps) and the
-# average over the tail of the run. stop="budget": the old fixed budget (1000 epochs, constant steps for that
-# budget, the average of the second half of the epochs).
+# average over the tail of the run; at order 1 with n > 1 components, the variance-reduced estimate (estimator="svrg",
+# fairmodel.stochastic.ogda_estimator.SnapshotEstimate) with the constant step 1/(2 ell_hat) of the measured smoothness.
+# stop="budget": the old fixed budget (1000 epochs, constant steps for that budget, the average of the second half of
+# the epochs).
 BUDGET_DEFAULTS = {"epochs": 1000, "eta0": "auto", "R0": "auto", "chi": 0.05, "schedule": "constant",
                    "output": "suffix"}
 CAP_FACTOR, MIN_CAP_STEPS = 10, 10 ** 6
 CHECKS_EVERY = BUDGET_DEFAULTS["epochs"] // 4
+# A variance-reduced run with its constant step gets to the tolerance in tens of epochs where the plain estimate needs
+# thousands (measured in docs/minmax.md): its first check comes after this many epochs (one evaluation of the gap each).
+SVRG_CHECKS_EVERY = 10
 CHECKS_DEFAULTS = {"eta0": "auto", "R0": "auto", "chi": 0.05, "schedule": "anytime", "output": "tail"}
 GAP_RELATIVE, SPREAD_FRACTION, GAP_FLOOR, SCALE_PROBES = 1e-2, 1e-2, 1e-6, 8
 GAP_REASON = ("it bounds the suboptimality of both players, max_y L(x, .) - OPT and OPT - min_x L(., y); a saddle "
@@ -444,7 +449,8 @@ class SaddleProblem:
             self.gap_scale(solver)          # the tolerance's unit, once per problem (not a cost of the checks)
         if certified:
             cap = max(CAP_FACTOR * BUDGET_DEFAULTS["epochs"], -(-MIN_CAP_STEPS // self.n))
-            opts = {**CHECKS_DEFAULTS, "epochs": cap, **options}
+            opts = {**CHECKS_DEFAULTS, "epochs": cap,
+                    **({"estimator": "svrg"} if order == 1 and self.n > 1 else {}), **options}
         else:
             opts = {**BUDGET_DEFAULTS, **options}
         start = time.perf_counter()
@@ -468,18 +474,31 @@ class SaddleProblem:
             opts = {**opts, **{k: auto[k] for k in ("eta0", "R0") if str(opts[k]) == "auto"}}
             if anytime and "eta_max" not in options:
                 opts["eta_max"] = auto["eta_max"]
-            if anytime and "schedule" not in options:
-                opts["schedule"] = auto["schedule"]      # constant without noise (one component, gradients)
-            if anytime and "noise" not in options and auto["sigma_x"] > 0:
-                opts["noise"] = auto["sigma_x"]          # the steps shrink if the noise grows along the run
+            if anytime and opts.get("estimator") == "svrg" and auto["eta_max"] is not None:
+                # no noise floor to step down from: the constant step of the smoothness (Theorem 4.1's hypothesis)
+                if str(options.get("eta0", "auto")) == "auto":
+                    opts["eta0"] = auto["eta_max"]
+                if "schedule" not in options:
+                    opts["schedule"] = "constant"
+            else:
+                if anytime and "schedule" not in options:
+                    opts["schedule"] = auto["schedule"]  # constant without noise (one component, gradients)
+                if anytime and "noise" not in options and auto["sigma_x"] > 0:
+                    opts["noise"] = auto["sigma_x"]      # the steps shrink if the noise grows along the run
         judge = _GapJudge(self, solver, target)
-        d_x = self.d_x
+        d_x, variance_reduced = self.d_x, opts.get("estimator") == "svrg"
+        # With the variance-reduced estimate and a constant step the iterates themselves converge (near a saddle point
+        # the run is deterministic OGDA, whose last iterate converges linearly on matrix games: Wei, Lee, Zhang, Luo,
+        # ICLR 2021), the average only as 1/T: a checkpoint whose average fails also judges the last iterate. Such a run
+        # has no noise floor for smaller steps to lower: it is not restarted with halved steps on a stall.
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:],
                                                      "x_last": info["u_last"][:d_x], "y_last": info["u_last"][d_x:]},
-                                every=check_every or CHECKS_EVERY, enabled=certified, cap=opts["epochs"],
-                                verbose=verbose)
+                                every=check_every or (SVRG_CHECKS_EVERY if variance_reduced else CHECKS_EVERY),
+                                enabled=certified, cap=opts["epochs"], verbose=verbose,
+                                second_opinion=(lambda v: {**v, "x": v["x_last"], "y": v["y_last"]})
+                                if variance_reduced else None)
         out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0,
-                   stop=RestartOnStall(stopper) if certified else None, **opts)
+                   stop=None if not certified else stopper if variance_reduced else RestartOnStall(stopper), **opts)
         solved = time.perf_counter()
         u, u_last = out["u"], out["u_last"]
         metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],
@@ -489,7 +508,10 @@ class SaddleProblem:
                    **({"eta_max": opts["eta_max"]} if opts.get("eta_max") is not None else {}),
                    **({"step_probe_queries": auto["probe_queries"], "step_probe_gradients": auto["probe_gradients"]}
                       if auto else {})}
-        solution = Solution(variables={"x": u[:d_x], "y": u[d_x:], "x_last": u_last[:d_x], "y_last": u_last[d_x:]},
+        variables = {"x": u[:d_x], "y": u[d_x:], "x_last": u_last[:d_x], "y_last": u_last[d_x:]}
+        if stopper.passed:          # the candidate that passed: the average, or the last iterate (second opinion)
+            variables = dict(stopper.last[0])
+        solution = Solution(variables=variables,
                             status=out["status"], message=out["message"], history=out["history"], metrics=metrics,
                             solver={"name": method, "order": order,
                                     "options": {k: v for k, v in opts.items() if isinstance(v, (int, float, str))}})
@@ -550,9 +572,10 @@ class SaddleProblem:
         self.y_domain.require_bounded("y_domain")
         oracle, d_x = self.oracle(), self.d_x
 
+        components = Estimator(oracle, 1, "one-point")
+
         def operator(u):       # F(u) = (grad_x L, -grad_y L) of the mean L, from the n components' gradients
-            parts = [oracle.gradient(i, u, True) for i in range(self.n)]
-            return np.concatenate([sum(p[0] for p in parts), -sum(p[2] for p in parts)]) / self.n
+            return np.concatenate(mean_operator(components, u))
 
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:]}, backend="exact",
                                 every=EXACT_CHECK_EVERY, cap=max_steps, unit="extragradient steps", verbose=verbose)

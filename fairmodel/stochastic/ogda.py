@@ -21,6 +21,9 @@ applied to the coordinates of ``oracle.zo`` (the block mode of the paper's exper
 estimates only the theta-gradient: the others use the oracle's exact partial gradients at u).
 ``estimator="two-point"`` is a NON-PAPER extension:
 the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
+``estimator="svrg"`` (NON-PAPER, first order) replaces F_i(u) by F_i(u) - F_i(w) + F_bar(w), w the iterate at the
+start of the epoch (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`); the optimistic difference
+F_(s_(i-1))(u_i) - F_(s_(i-1))(u_(i-1)) is left as it is (within an epoch the snapshot's terms cancel there).
 
 Schedules (Thm 4.1, with the step exponent -3/4-chi of its proof: the statement prints -3/4+chi, under which
 sum_t eta_t R_t diverges): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = R0 (t+1)^(-1/4)``,
@@ -53,7 +56,7 @@ from ..oracles.protocols import SaddleOracle
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_int, check_number
 from .averaging import tail_start
-from .ogda_estimator import Estimator, sphere_directions
+from .ogda_estimator import Estimator, SnapshotEstimate, sphere_directions
 from .schedules import epoch_lengths, schedule
 
 METHODS = {
@@ -62,7 +65,7 @@ METHODS = {
     "sgda-rr": "zeroth-order SGDA with random reshuffling (eq. (43) of Maheshwari et al. 2022)",
     "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44) of Maheshwari et al. 2022)",
 }
-ESTIMATORS = ("one-point", "two-point")
+ESTIMATORS = ("one-point", "two-point", "svrg")
 NOISE_MARGIN = 2.0        # noise=: the steps shrink once the measured noise exceeds twice the noise they were set for
 HISTORY_RECORDS = 1000   # a run of a one-component game can take 10^6 epochs: its history is thinned
 DIRECTION_BLOCK = 4096   # the directions v of an epoch are drawn this many steps at a time (the same random stream)
@@ -115,7 +118,9 @@ class OGDAOptions:
     order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
     epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
     eta0, R0, chi, schedule, eta_max : step and query-radius schedules (see :func:`step_schedules`).
-    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring).
+    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring); at order
+        1, ``"svrg"`` (NON-PAPER: the variance-reduced estimate of the module docstring; n + 1 more gradients an epoch
+        for OGDA, whose steps then take 3 instead of 2) or the plain F_i(u) (any other choice).
     directions : k, the directions of one estimate (NON-PAPER for k > 1, module docstring): the mean of k
         estimates at independent directions, queried in one call of ``oracle.values``.
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
@@ -164,6 +169,9 @@ class OGDAOptions:
             raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {self.order!r}")
         if self.estimator not in ESTIMATORS:
             raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {self.estimator!r}")
+        if self.estimator == "svrg" and self.order != 1:
+            raise OptionError("estimator='svrg' needs exact gradients (order=1): its snapshot F_bar(w) is the mean "
+                              "gradient over all n components")
         if self.output not in ("average", "suffix", "tail"):
             raise OptionError(f"output must be 'average', 'suffix' or 'tail'; got {self.output!r}")
         if self.first_step not in ("drop", "repeat"):
@@ -288,6 +296,7 @@ class _Run:
         self.n, self.d_x = oracle.n, oracle.d_x
         self.x, self.y = u[:self.d_x], u[self.d_x:]          # views: the iterate is updated in place
         self.est = Estimator(oracle, opts.order, opts.estimator)
+        self.snapshot = SnapshotEstimate(self.est) if opts.estimator == "svrg" else None
         self.steps = StepSizes(opts)
         self.avg = IterateAverage(self.d_x, oracle.dim - self.d_x, opts.output, opts.epochs, store)
         box = oracle.y_box
@@ -341,7 +350,10 @@ class _Run:
             g_prev = est(prev_i, self.u_prev, R, self.v_prev)
         elif optimistic and t > 0 and opts.boundary == "recompute":
             g_prev = est(prev_i, self.u_prev, R, self.v_prev)
-        recompute, project_x, step_y = opts.boundary == "recompute", self.oracle.project_x, self.step_y
+        recompute, project_x, step_y, snapshot = opts.boundary == "recompute", self.oracle.project_x, self.step_y, \
+            self.snapshot
+        if snapshot is not None:
+            snapshot.reset(u)
         store = avg.store
         k = 0
         try:
@@ -351,15 +363,16 @@ class _Run:
                         if order == 0 else None
                 i, v = int(idx_t[k]), None if V is None else V[k % DIRECTION_BLOCK]
                 g_cur = est(i, u, R, v)
+                g_step = g_cur if snapshot is None else snapshot(i, g_cur)
                 if noise:
-                    g_sum += g_cur[0]
-                    g_sq += float(g_cur[0] @ g_cur[0])
+                    g_sum += g_step[0]
+                    g_sq += float(g_step[0] @ g_step[0])
                 if optimistic and prev_i is not None:
                     g_pc = est(prev_i, u, R, v)
-                    gx = g_cur[0] + g_pc[0] - g_prev[0]
-                    terms = (g_cur, g_pc, (None, g_prev[1], -g_prev[2]))
+                    gx = g_step[0] + g_pc[0] - g_prev[0]
+                    terms = (g_step, g_pc, (None, g_prev[1], -g_prev[2]))
                 else:
-                    gx, terms = g_cur[0], (g_cur,)
+                    gx, terms = g_step[0], (g_step,)
                 if optimistic:
                     prev_i, g_prev = i, g_cur
                     if recompute and k == n - 1:

@@ -1,7 +1,7 @@
 """The gradient estimator of zeroth-order OGDA / SGDA (Maheshwari, Chiu, Mazumdar, Sastry, Ratliff, AISTATS 2022,
 Section 4.1 and Prop. A.3): the one-point sphere estimator (d/R) L_i(u + R v) v with the sign flip of the
-y-block, the NON-PAPER two-point variant, uniform directions on the sphere, and the automatic constant steps
-of :func:`auto_steps`. Used by :func:`fairmodel.stochastic.ogda.ogda`."""
+y-block, the NON-PAPER two-point variant, the NON-PAPER variance-reduced first-order estimate, uniform directions on
+the sphere, and the automatic constant steps of :func:`auto_steps`. Used by :func:`fairmodel.stochastic.ogda.ogda`."""
 from __future__ import annotations
 
 import math
@@ -94,6 +94,43 @@ class Estimator:
             if self.zo_y.shape[0]:
                 gy[self.zo_y] = g[self.n_zo_x:]
         return gx, yi, -gy
+
+
+def mean_operator(est: Estimator, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """F_bar(u) = (1/n) sum_i F_i(u), the x- and y-parts (dense), from one pass of ``est`` over the n components."""
+    fx, fy = np.zeros(est.d_x), np.zeros(est.d_y)
+    for i in range(est.oracle.n):
+        gx, yi, gy = est(i, u, 0.0, None)
+        fx += gx
+        if yi is None:
+            fy += gy
+        else:
+            np.add.at(fy, yi, gy)
+    return fx / est.oracle.n, fy / est.oracle.n
+
+
+class SnapshotEstimate:
+    """The variance-reduced estimate F_i(u) - F_i(w) + F_bar(w) of F_bar(u) (NON-PAPER; first order only), w the
+    snapshot: the estimator of SVRG (Johnson and Zhang, NeurIPS 2013) as the variance-reduced extragradient method
+    carries it to monotone operators (Chavdarova, Gidel, Fleuret, Lacoste-Julien, NeurIPS 2019; Alacaoglu and
+    Malitsky, COLT 2022, whose convergence proof for merely monotone problems also pulls the iterate toward w).
+    Unbiased like F_i(u); its variance, at most ell^2 ||u - w||^2, vanishes as u and w approach a saddle point, so a
+    constant step reaches a small duality gap where the plain estimate stops at its noise floor unless its steps
+    shrink like 1/sqrt(t). :meth:`reset` takes a snapshot (one pass: n gradients); each estimate costs one more
+    gradient, at w. The y-part is dense (F_bar has every coordinate)."""
+
+    def __init__(self, est: Estimator):
+        self.est, self.w, self.mean = est, None, None
+
+    def reset(self, u: np.ndarray) -> None:
+        self.w = u.copy()
+        self.mean = mean_operator(self.est, self.w)
+
+    def __call__(self, i: int, g_u) -> tuple:
+        """The estimate at u of component i, from ``g_u`` = F_i(u) as the estimator returned it."""
+        gx, yi, gy = self.est(i, self.w, 0.0, None)
+        d_y = self.est.d_y
+        return g_u[0] - gx + self.mean[0], None, _dense(g_u[1], g_u[2], d_y) - _dense(yi, gy, d_y) + self.mean[1]
 
 
 FD_RADIUS = float(np.finfo(float).eps) ** (1.0 / 3.0)   # the two-point query radius, in units of the one-point's
