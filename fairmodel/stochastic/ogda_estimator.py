@@ -102,10 +102,7 @@ def mean_operator(est: Estimator, u: np.ndarray) -> tuple[np.ndarray, np.ndarray
     for i in range(est.oracle.n):
         gx, yi, gy = est(i, u, 0.0, None)
         fx += gx
-        if yi is None:
-            fy += gy
-        else:
-            np.add.at(fy, yi, gy)
+        fy += _dense(yi, gy, est.d_y)
     return fx / est.oracle.n, fy / est.oracle.n
 
 
