@@ -119,8 +119,8 @@ class OGDAOptions:
     epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
     eta0, R0, chi, schedule, eta_max : step and query-radius schedules (see :func:`step_schedules`).
     estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring); at order
-        1, ``"svrg"`` (NON-PAPER: the variance-reduced estimate of the module docstring; n + 1 more gradients an epoch
-        for OGDA, whose steps then take 3 instead of 2) or the plain F_i(u) (any other choice).
+        1, ``"svrg"`` (NON-PAPER: the variance-reduced estimate of the module docstring; 2n more gradients an epoch:
+        the snapshot's pass and one more per step, at the snapshot) or the plain F_i(u) (any other choice).
     directions : k, the directions of one estimate (NON-PAPER for k > 1, module docstring): the mean of k
         estimates at independent directions, queried in one call of ``oracle.values``.
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
@@ -470,7 +470,8 @@ def ogda(oracle: SaddleOracle, options: OGDAOptions | None = None, *, u0=None, s
     epoch for the first HISTORY_RECORDS epochs, then one every epochs // HISTORY_RECORDS), ``queries`` (value-oracle
     calls), ``gradients`` (gradient-oracle calls), ``epochs_run``, ``steps`` (the step sizes used).
     Query count with the defaults: 2nT - 1 (OGDA: two new values per step, none at the first optimistic
-    term) or nT (SGDA); twice that with the two-point estimator.
+    term) or nT (SGDA); twice that with the two-point estimator. Gradient count at order 1: the same, or 4nT - 1
+    (OGDA) and 3nT (SGDA) with ``estimator="svrg"``.
     """
     if options is not None and settings:
         raise OptionError(f"give the options either as an OGDAOptions or as keywords, not both; got options and "
