@@ -3,6 +3,7 @@ model-space method's failures each give a fairmodel error that names the input a
 never a raw exception, a hang or a silent wrong answer. Each case is small and runs in well under a second."""
 import json
 import os
+import re
 import time
 
 import numpy as np
@@ -169,6 +170,32 @@ def test_infeasible_composition_with_the_model_space_method_is_infeasible(toy):
     for method in ("model_space", None):
         with pytest.raises(InfeasibleError):
             prob.solve(**({"method": method} if method else {}))
+
+
+@pytest.mark.parametrize("radius", [2.0, 0.3])
+def test_an_infeasible_composition_says_by_how_much(toy, radius):
+    """The least largest group risk, min_w max_g R_g(w) over the ball, solved as an objective (an independent form),
+    is what the phase-one program of the infeasibility message finds: the bound 0.01 below it needs 0.01 more. At
+    radius 0.3 the ball binds (the least value there is higher), so the phase-one program must keep the domain."""
+    data = toy[0]
+    w = fm.Weights(3, radius=radius)
+    loss = fm.logistic_loss(data.score(w), data.y)
+    risks = fm.group_mean(loss, data.groups)
+    least = fm.Problem(fm.Minimize(fm.max(risks))).solve(backend="exact").objective
+    prob = fm.Problem(fm.Minimize(fm.mean(loss)), [fm.max(risks) <= least - 0.01])
+    with pytest.raises(InfeasibleError) as err:
+        prob.solve()
+    text = str(err.value)
+    found = re.search(r"must exceed their bounds is ([0-9.e-]+) \(where it is reached: c0: ([0-9.e-]+) against its "
+                      r"bound ([0-9.e-]+)\)", text)
+    assert found, text
+    assert float(found.group(1)) == pytest.approx(0.01, rel=1e-3)          # printed to 3 digits
+    assert float(found.group(2)) == pytest.approx(least, abs=1e-5)         # 6 significant digits, solver tolerance
+    assert float(found.group(3)) == pytest.approx(least - 0.01, abs=1e-5)
+    if radius == 0.3:       # the ball binds: the least value is above the one on the larger ball
+        wide = fm.Weights(3, radius=2.0)
+        wide_risks = fm.group_mean(fm.logistic_loss(data.score(wide), data.y), data.groups)
+        assert least > fm.Problem(fm.Minimize(fm.max(wide_risks))).solve(backend="exact").objective + 0.01
 
 
 def test_a_model_space_stall_gives_advice(toy):

@@ -332,6 +332,8 @@ class Convex(Reduction):
         program, ctx = self._program()
         try:
             record = solvers.solve(program, solver, verbose)
+        except InfeasibleError as exc:
+            raise InfeasibleError(f"{exc}{self._least_excess(solver)}") from None
         except SolverError as exc:
             if exc.status == solvers.UNBOUNDED:
                 return self._unbounded(str(exc))
@@ -341,6 +343,31 @@ class Convex(Reduction):
         context = {"solver_optimum": record["value"]} if record["status"] == cp.OPTIMAL else {}
         return Solution(variables=variables, status=record["status"], solver=record, timings=timings,
                         certificate={"solver_optimum": record["value"]}, judge_context=context)
+
+    def _least_excess(self, solver) -> str:
+        """How far an infeasible declaration is from feasible, for its error message: the least value t such that some
+        weights in the domain meet every constraint piece with its bound raised by t (the phase-one program: minimize
+        t subject to each piece <= its bound + t), and each constraint's left side against its bound at such a point
+        (with one constraint, the least value its left side takes). '' when that program fails too."""
+        ctx, excess = LoweringContext(), cp.Variable()
+        rows, constraints = [], []
+        for c in self.problem.canonical.constraints:
+            rhs = lower(c.rhs, ctx)
+            pieces = [lower(piece, ctx) for piece in constraint_pieces(c.lhs)]
+            constraints += [piece <= rhs + excess for piece in pieces]
+            rows.append((c.name, pieces, rhs))
+        ctx.update_parameters()
+        try:
+            solvers.solve(cp.Problem(cp.Minimize(excess), constraints + ctx.domain_constraints()), solver, False)
+        except (SolverError, InfeasibleError):
+            return ""
+        if excess.value is None or not excess.value > 0:
+            return ""
+        values = "; ".join(f"{name}: {max(float(np.max(p.value)) for p in pieces):.6g} against its bound "
+                           f"{float(np.max(getattr(rhs, 'value', rhs))):.6g}" for name, pieces, rhs in rows)
+        return (f". No weights in the domain meet every constraint: the least amount by which the constraints' left "
+                f"sides must exceed their bounds is {float(excess.value):.3g} (where it is reached: {values}); bounds "
+                f"looser by at least that are feasible")
 
     def _solve_model_space(self, max_memory_gb=None, max_iter=100, verbose=None) -> Solution:
         """The model-space interior-point method; its variables carry the saddle form's dual variables, so the
