@@ -48,7 +48,7 @@ from .utilities.validate import as_generator, check_choice, check_int, check_num
 # (families/stopping.CertifiedStop); the epochs are a cap, CAP_FACTOR x the old fixed budget and at least
 # MIN_CAP_STEPS inner steps (one epoch is n steps: a one-component game needs many epochs); anytime steps
 # min(eta_max, eta0 / sqrt(t + 1)) from the measured noise and smoothness (ogda_estimator.auto_steps) and the
-# average over the tail of the run; at order 1 with n > 1 components, the variance-reduced estimate (estimator="svrg",
+# average over the tail of the run; at order 1 with n > 1 components, the variance-reduced estimate (variance_reduction,
 # fairmodel.stochastic.ogda_estimator.SnapshotEstimate) with the constant step 1/(2 ell_hat) of the measured smoothness.
 # stop="budget": the old fixed budget (1000 epochs, constant steps for that budget, the average of the second half of
 # the epochs).
@@ -455,7 +455,7 @@ class SaddleProblem:
         if certified:
             cap = max(CAP_FACTOR * BUDGET_DEFAULTS["epochs"], -(-MIN_CAP_STEPS // self.n))
             opts = {**CHECKS_DEFAULTS, "epochs": cap,
-                    **({"estimator": "svrg"} if order == 1 and self.n > 1 else {}), **options}
+                    "variance_reduction": order == 1 and self.n > 1, **options}
         else:
             opts = {**BUDGET_DEFAULTS, **options}
         start = time.perf_counter()
@@ -479,7 +479,7 @@ class SaddleProblem:
             opts = {**opts, **{k: auto[k] for k in ("eta0", "R0") if str(opts[k]) == "auto"}}
             if anytime and "eta_max" not in options:
                 opts["eta_max"] = auto["eta_max"]
-            if anytime and opts.get("estimator") == "svrg" and auto["eta_max"] is not None:
+            if anytime and opts.get("variance_reduction") and auto["eta_max"] is not None:
                 # no noise floor to step down from: the constant step of the smoothness (Theorem 4.1's hypothesis)
                 if str(options.get("eta0", "auto")) == "auto":
                     opts["eta0"] = auto["eta_max"]
@@ -491,7 +491,7 @@ class SaddleProblem:
                 if anytime and "noise" not in options and auto["sigma_x"] > 0:
                     opts["noise"] = auto["sigma_x"]      # the steps shrink if the noise grows along the run
         judge = _GapJudge(self, solver, target)
-        d_x, variance_reduced = self.d_x, opts.get("estimator") == "svrg"
+        d_x, variance_reduced = self.d_x, bool(opts.get("variance_reduction"))
         # With the variance-reduced estimate and a constant step the iterates themselves converge (near a saddle point
         # the run is deterministic OGDA, whose last iterate converges linearly on matrix games: Wei, Lee, Zhang, Luo,
         # ICLR 2021), the average only as 1/T: a checkpoint whose average fails also judges the last iterate. Such a run

@@ -270,7 +270,8 @@ def test_non_finite_values_stop_with_the_iteration_and_the_point():
     ({"R0": -1.0}, OptionError, "R0 must be positive"),
     ({"schedule": "cosine"}, OptionError, "schedule must be"),
     ({"estimator": "three-point"}, OptionError, "estimator must be"),
-    ({"estimator": "svrg", "order": 0}, OptionError, "needs exact gradients"),
+    ({"variance_reduction": True, "order": 0}, OptionError, "needs exact gradients"),
+    ({"variance_reduction": "yes"}, OptionError, "variance_reduction must be True or False"),
     ({"order": 1}, OptionError, "order=1 needs gradients"),
     ({"x0": [5.0, 0.0]}, OptionError, "u0 is not feasible"),
     ({"momentum": 0.9}, OptionError, "unknown option"),
@@ -408,15 +409,15 @@ def test_snapshot_estimate_is_unbiased_and_exact_at_the_snapshot():
 def test_variance_reduced_gradient_counts(method, expected):
     """A snapshot costs n gradients an epoch and each estimate one more, at the snapshot."""
     sp = _quadratic_problem(n=5)
-    res = sp.solve(method=method, order=1, seed=0, epochs=3, estimator="svrg", stop="budget")
+    res = sp.solve(method=method, order=1, seed=0, epochs=3, variance_reduction=True, stop="budget")
     assert res.metrics["gradients"] == expected(5, 3)
 
 
 def test_variance_reduced_run_of_one_component_is_the_plain_run():
     """With n = 1 the estimate F(u) - F(w) + F(w) is F(u): the same iterates as the plain first-order run."""
     sp, _ = _linear_field()
-    runs = [sp.solve(order=1, seed=0, epochs=30, eta0=0.05, schedule="constant", stop="budget", estimator=e,
-                     store_iterates=True) for e in ("one-point", "svrg")]
+    runs = [sp.solve(order=1, seed=0, epochs=30, eta0=0.05, schedule="constant", stop="budget", variance_reduction=v,
+                     store_iterates=True) for v in (False, True)]
     np.testing.assert_allclose(runs[1].variables["x"], runs[0].variables["x"], rtol=1e-10, atol=1e-12)
 
 
@@ -428,7 +429,7 @@ def test_the_default_first_order_run_of_a_finite_sum_game_is_variance_reduced():
     sp = fm.SaddleProblem.matrix_game(np.random.default_rng(903).standard_normal((100, 2, 12)))
     exact = sp.solve(method="exact")
     res = sp.solve(seed=0)
-    assert res.ok and res.solver["options"]["estimator"] == "svrg" and res.solver["options"]["schedule"] == "constant"
+    assert res.ok and res.solver["options"]["variance_reduction"] and res.solver["options"]["schedule"] == "constant"
     assert res.metrics["epochs_run"] <= 200
     assert abs(res.objective - exact.objective) <= res.certificate["duality_gap"] + exact.certificate["duality_gap"]
 
@@ -440,5 +441,5 @@ def test_a_variance_reduced_run_is_not_given_up_while_its_tail_average_jumps():
     by epoch 1,600 with these steps), and the rule now waits for epoch 250."""
     sp = fm.SaddleProblem.matrix_game(0.01 * np.random.default_rng(3038).standard_normal((10, 10, 5)))
     res = sp.solve(seed=0)
-    assert res.ok and res.solver["options"]["estimator"] == "svrg", res.message
+    assert res.ok and res.solver["options"]["variance_reduction"], res.message
     assert res.metrics["epochs_run"] <= 250

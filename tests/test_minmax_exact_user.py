@@ -102,7 +102,7 @@ def test_a_problem_without_gradients_is_refused_by_the_exact_backend_saying_what
 def _slow_game():
     game = fm.SaddleProblem.matrix_game(np.random.default_rng(0).standard_normal((20, 3, 3)))
     # the plain estimate F_i(u) (not the default variance-reduced one, which reaches 1e-12 at the first check)
-    return dict(game=game, options=dict(seed=0, target_gap=1e-12, epochs=400, check_every=40, estimator="one-point"))
+    return dict(game=game, options=dict(seed=0, target_gap=1e-12, epochs=400, check_every=40, variance_reduction=False))
 
 
 def test_a_stochastic_run_with_progress_on_writes_its_certificate_and_the_time_left(capsys, monkeypatch):

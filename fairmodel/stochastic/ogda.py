@@ -21,8 +21,8 @@ applied to the coordinates of ``oracle.zo`` (the block mode of the paper's exper
 estimates only the theta-gradient: the others use the oracle's exact partial gradients at u).
 ``estimator="two-point"`` is a NON-PAPER extension:
 the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
-``estimator="svrg"`` (NON-PAPER, first order) replaces F_i(u) by F_i(u) - F_i(w) + F_bar(w), w the iterate at the
-start of the epoch (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`); the optimistic difference
+``variance_reduction=True`` (NON-PAPER, first order) replaces F_i(u) by F_i(u) - F_i(w) + F_bar(w), w the iterate at
+the start of the epoch (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`); the optimistic difference
 F_(s_(i-1))(u_i) - F_(s_(i-1))(u_(i-1)) is left as it is (within an epoch the snapshot's terms cancel there).
 
 Schedules (Thm 4.1, with the step exponent -3/4-chi of its proof: the statement prints -3/4+chi, under which
@@ -65,7 +65,7 @@ METHODS = {
     "sgda-rr": "zeroth-order SGDA with random reshuffling (eq. (43) of Maheshwari et al. 2022)",
     "sgda-wr": "zeroth-order SGDA, components drawn with replacement (eq. (44) of Maheshwari et al. 2022)",
 }
-ESTIMATORS = ("one-point", "two-point", "svrg")
+ESTIMATORS = ("one-point", "two-point")
 NOISE_MARGIN = 2.0        # noise=: the steps shrink once the measured noise exceeds twice the noise they were set for
 HISTORY_RECORDS = 1000   # a run of a one-component game can take 10^6 epochs: its history is thinned
 DIRECTION_BLOCK = 4096   # the directions v of an epoch are drawn this many steps at a time (the same random stream)
@@ -118,9 +118,9 @@ class OGDAOptions:
     order : 0 (value oracle; zeroth-order estimator on ``oracle.zo``) or 1 (exact gradients).
     epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
     eta0, R0, chi, schedule, eta_max : step and query-radius schedules (see :func:`step_schedules`).
-    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring); at order
-        1, ``"svrg"`` (NON-PAPER: the variance-reduced estimate of the module docstring; 2n more gradients an epoch:
-        the snapshot's pass and one more per step, at the snapshot) or the plain F_i(u) (any other choice).
+    estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring).
+    variance_reduction : NON-PAPER, first order only: the variance-reduced estimate of the module docstring in place of
+        F_i(u) (2n more gradients an epoch: the snapshot's pass and one more per step, at the snapshot).
     directions : k, the directions of one estimate (NON-PAPER for k > 1, module docstring): the mean of k
         estimates at independent directions, queried in one call of ``oracle.values``.
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
@@ -154,6 +154,7 @@ class OGDAOptions:
     schedule: str = "theory"
     eta_max: object = None
     estimator: str = "one-point"
+    variance_reduction: bool = False
     directions: int = 1
     y_step_scale: float = 1.0
     output: str = "average"
@@ -169,9 +170,11 @@ class OGDAOptions:
             raise OptionError(f"order must be 0 (zeroth order: values only) or 1 (gradients); got {self.order!r}")
         if self.estimator not in ESTIMATORS:
             raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {self.estimator!r}")
-        if self.estimator == "svrg" and self.order != 1:
-            raise OptionError("estimator='svrg' needs exact gradients (order=1): its snapshot F_bar(w) is the mean "
-                              "gradient over all n components")
+        if self.variance_reduction not in (True, False):
+            raise OptionError(f"variance_reduction must be True or False; got {self.variance_reduction!r}")
+        if self.variance_reduction and self.order != 1:
+            raise OptionError("variance_reduction=True needs exact gradients (order=1): its snapshot F_bar(w) is the "
+                              "mean gradient over all n components")
         if self.output not in ("average", "suffix", "tail"):
             raise OptionError(f"output must be 'average', 'suffix' or 'tail'; got {self.output!r}")
         if self.first_step not in ("drop", "repeat"):
@@ -296,7 +299,7 @@ class _Run:
         self.n, self.d_x = oracle.n, oracle.d_x
         self.x, self.y = u[:self.d_x], u[self.d_x:]          # views: the iterate is updated in place
         self.est = Estimator(oracle, opts.order, opts.estimator)
-        self.snapshot = SnapshotEstimate(self.est) if opts.estimator == "svrg" else None
+        self.snapshot = SnapshotEstimate(self.est) if opts.variance_reduction else None
         self.steps = StepSizes(opts)
         self.avg = IterateAverage(self.d_x, oracle.dim - self.d_x, opts.output, opts.epochs, store)
         box = oracle.y_box
@@ -471,7 +474,7 @@ def ogda(oracle: SaddleOracle, options: OGDAOptions | None = None, *, u0=None, s
     calls), ``gradients`` (gradient-oracle calls), ``epochs_run``, ``steps`` (the step sizes used).
     Query count with the defaults: 2nT - 1 (OGDA: two new values per step, none at the first optimistic
     term) or nT (SGDA); twice that with the two-point estimator. Gradient count at order 1: the same, or 4nT - 1
-    (OGDA) and 3nT (SGDA) with ``estimator="svrg"``.
+    (OGDA) and 3nT (SGDA) with ``variance_reduction=True``.
     """
     if options is not None and settings:
         raise OptionError(f"give the options either as an OGDAOptions or as keywords, not both; got options and "
