@@ -21,6 +21,7 @@ without it a result is ``unverified``.
 from __future__ import annotations
 
 import numbers
+import math
 import time
 from dataclasses import fields
 
@@ -454,8 +455,9 @@ class SaddleProblem:
             self.gap_scale(solver)          # the tolerance's unit, once per problem (not a cost of the checks)
         if certified:
             cap = max(CAP_FACTOR * BUDGET_DEFAULTS["epochs"], -(-MIN_CAP_STEPS // self.n))
-            opts = {**CHECKS_DEFAULTS, "epochs": cap,
-                    "variance_reduction": order == 1 and self.n > 1, **options}
+            opts = {**CHECKS_DEFAULTS, "epochs": cap, "variance_reduction": self.n > 1, **options}
+            if order == 0 and opts["variance_reduction"] and "estimator" not in options:
+                opts["estimator"] = "two-point"     # far less noise in the difference at u and at the snapshot
         else:
             opts = {**BUDGET_DEFAULTS, **options}
         start = time.perf_counter()
@@ -468,7 +470,7 @@ class SaddleProblem:
                 auto = auto_steps(self.oracle(), order, opts.get("estimator", "one-point"), method=method,
                                   epochs=None if anytime else opts["epochs"], rng=probe_rng,
                                   diameter=np.hypot(self.x_domain.diameter, self.y_domain.diameter),
-                                  smoothness=anytime and self.grad_fn is not None)
+                                  smoothness=anytime and (self.grad_fn is not None or opts["variance_reduction"]))
             except NonFiniteValue as exc:     # the probe of the automatic steps met it: failed, as in the run
                 u = np.concatenate([self.x_domain.center(), self.y_domain.center()]) if u0 is None else u0
                 solution = Solution(variables={"x": u[:self.d_x], "y": u[self.d_x:]}, status="failed",
@@ -480,9 +482,11 @@ class SaddleProblem:
             if anytime and "eta_max" not in options:
                 opts["eta_max"] = auto["eta_max"]
             if anytime and opts.get("variance_reduction") and auto["eta_max"] is not None:
-                # no noise floor to step down from: the constant step of the smoothness (Theorem 4.1's hypothesis)
+                # no noise floor to step down from: the constant step of the smoothness (Theorem 4.1's hypothesis); at
+                # order 0 divided by sqrt(d_zo): an estimate along one direction v has d_zo (F . v) v, whose variance
+                # is d_zo times that of F, so its mean-square Lipschitz constant is sqrt(d_zo) ell
                 if str(options.get("eta0", "auto")) == "auto":
-                    opts["eta0"] = auto["eta_max"]
+                    opts["eta0"] = auto["eta_max"] / (math.sqrt(np.count_nonzero(self.zo_mask)) if order == 0 else 1.0)
                 if "schedule" not in options:
                     opts["schedule"] = "constant"
             else:

@@ -21,8 +21,8 @@ applied to the coordinates of ``oracle.zo`` (the block mode of the paper's exper
 estimates only the theta-gradient: the others use the oracle's exact partial gradients at u).
 ``estimator="two-point"`` is a NON-PAPER extension:
 the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
-``variance_reduction=True`` (NON-PAPER, first order) replaces F_i(u) by F_i(u) - F_i(w) + F_bar(w), w the iterate at
-the start of the epoch (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`); the optimistic difference
+``variance_reduction=True`` (NON-PAPER) replaces F_i(u) by F_i(u) - F_i(w) + F_bar(w), w the iterate at the start of
+the epoch (at order 0, F_bar(w) by coordinate differences and F_i(w) along the direction of F_i(u)) (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`); the optimistic difference
 F_(s_(i-1))(u_i) - F_(s_(i-1))(u_(i-1)) is left as it is (within an epoch the snapshot's terms cancel there).
 
 Schedules (Thm 4.1, with the step exponent -3/4-chi of its proof: the statement prints -3/4+chi, under which
@@ -56,7 +56,7 @@ from ..oracles.protocols import SaddleOracle
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_int, check_number
 from .averaging import tail_start
-from .ogda_estimator import Estimator, SnapshotEstimate, sphere_directions
+from .ogda_estimator import FD_RADIUS, Estimator, SnapshotEstimate, sphere_directions
 from .schedules import epoch_lengths, schedule
 
 METHODS = {
@@ -119,8 +119,9 @@ class OGDAOptions:
     epochs : T; an epoch is n inner steps (a cap when ``stop`` ends the run on a certificate).
     eta0, R0, chi, schedule, eta_max : step and query-radius schedules (see :func:`step_schedules`).
     estimator : ``"one-point"`` (the paper's) or ``"two-point"`` (NON-PAPER extension, module docstring).
-    variance_reduction : NON-PAPER, first order only: the variance-reduced estimate of the module docstring in place of
-        F_i(u) (2n more gradients an epoch: the snapshot's pass and one more per step, at the snapshot).
+    variance_reduction : NON-PAPER: the variance-reduced estimate of the module docstring in place of F_i(u) (at order
+        1, 2n more gradients an epoch: the snapshot's pass and one more per step, at the snapshot; at order 0, 2 d_zo n
+        queries for the snapshot's mean and one more estimate per step).
     directions : k, the directions of one estimate (NON-PAPER for k > 1, module docstring): the mean of k
         estimates at independent directions, queried in one call of ``oracle.values``.
     y_step_scale : multiplier of the y-block step (NON-PAPER extension, module docstring); 1 = the paper.
@@ -172,9 +173,6 @@ class OGDAOptions:
             raise OptionError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {self.estimator!r}")
         if self.variance_reduction not in (True, False):
             raise OptionError(f"variance_reduction must be True or False; got {self.variance_reduction!r}")
-        if self.variance_reduction and self.order != 1:
-            raise OptionError("variance_reduction=True needs exact gradients (order=1): its snapshot F_bar(w) is the "
-                              "mean gradient over all n components")
         if self.output not in ("average", "suffix", "tail"):
             raise OptionError(f"output must be 'average', 'suffix' or 'tail'; got {self.output!r}")
         if self.first_step not in ("drop", "repeat"):
@@ -306,6 +304,7 @@ class _Run:
         self.box, self.lo, self.hi = box, *((_bounds(box[0]), _bounds(box[1])) if box is not None else (None, None))
         self.prepare = getattr(oracle, "prepare_epoch", None)
         self.prev_i, self.g_prev, self.u_prev, self.v_prev = None, None, None, None
+        self.v_last = None                                  # the direction g_prev was estimated along (order 0)
         self.k = 0                                          # the inner step (for the message of a failure)
 
     def step_y(self, terms, step: float) -> None:
@@ -342,7 +341,7 @@ class _Run:
         eta, R = self.steps.at(t)
         g_sum, g_sq = np.zeros(self.d_x), 0.0
         step_x, step_yb = eta, eta * opts.y_step_scale
-        prev_i, g_prev = self.prev_i, self.g_prev
+        prev_i, g_prev, v_last = self.prev_i, self.g_prev, self.v_last
         if optimistic and t == 0 and opts.first_step == "repeat":
             prev_i, self.u_prev = int(rng.integers(0, n)), u.copy()
             self.v_prev = sphere_directions(rng, 1, est.d_zo, opts.directions)[0] if order == 0 else None
@@ -350,13 +349,13 @@ class _Run:
         if self.prepare is not None:        # e.g. an oracle on chunked rows gathers the epoch's rows ahead
             self.prepare(idx_t)
         if optimistic and t == 0 and opts.first_step == "repeat":
-            g_prev = est(prev_i, self.u_prev, R, self.v_prev)
+            g_prev, v_last = est(prev_i, self.u_prev, R, self.v_prev), self.v_prev
         elif optimistic and t > 0 and opts.boundary == "recompute":
-            g_prev = est(prev_i, self.u_prev, R, self.v_prev)
+            g_prev, v_last = est(prev_i, self.u_prev, R, self.v_prev), self.v_prev
         recompute, project_x, step_y, snapshot = opts.boundary == "recompute", self.oracle.project_x, self.step_y, \
             self.snapshot
-        if snapshot is not None:
-            snapshot.reset(u)
+        if snapshot is not None:            # at order 0 its mean by coordinate differences, at the two-point radius
+            snapshot.reset(u, FD_RADIUS * R)
         store = avg.store
         k = 0
         try:
@@ -366,18 +365,19 @@ class _Run:
                         if order == 0 else None
                 i, v = int(idx_t[k]), None if V is None else V[k % DIRECTION_BLOCK]
                 g_cur = est(i, u, R, v)
-                g_step = g_cur if snapshot is None else snapshot(i, g_cur)
+                g_step = g_cur if snapshot is None else snapshot(i, g_cur, R, v)
                 if noise:
                     g_sum += g_step[0]
                     g_sq += float(g_step[0] @ g_step[0])
                 if optimistic and prev_i is not None:
-                    g_pc = est(prev_i, u, R, v)
+                    # with variance reduction along g_prev's direction, so that the difference loses its noise too
+                    g_pc = est(prev_i, u, R, v if snapshot is None else v_last)
                     gx = g_step[0] + g_pc[0] - g_prev[0]
                     terms = (g_step, g_pc, (None, g_prev[1], -g_prev[2]))
                 else:
                     gx, terms = g_step[0], (g_step,)
                 if optimistic:
-                    prev_i, g_prev = i, g_cur
+                    prev_i, g_prev, v_last = i, g_cur, v
                     if recompute and k == n - 1:
                         self.u_prev, self.v_prev = u.copy(), v
                 x[:] = project_x(x - step_x * gx)
@@ -388,7 +388,7 @@ class _Run:
                     avg.iterates.append(u.copy())
                     avg.iterate_weights.append(eta)
         finally:
-            self.k, self.prev_i, self.g_prev = k, prev_i, g_prev
+            self.k, self.prev_i, self.g_prev, self.v_last = k, prev_i, g_prev, v_last
         self.steps.observe_noise(g_sum, g_sq, n)
         return eta, R
 

@@ -89,43 +89,68 @@ class Estimator:
         else:
             gx, yi, gy = np.zeros(self.d_x), None, np.zeros(self.d_y)
         if self.order == 0:
-            g = self._zo_estimate(i, u, R, v)
-            gx[self.zo_x] = g[:self.n_zo_x]
-            if self.zo_y.shape[0]:
-                gy[self.zo_y] = g[self.n_zo_x:]
+            self._place(self._zo_estimate(i, u, R, v), gx, gy)
+        return gx, yi, -gy
+
+    def _place(self, g: np.ndarray, gx: np.ndarray, gy: np.ndarray) -> None:
+        """Write the zo-part ``g`` of a gradient into its x- and y-coordinates."""
+        gx[self.zo_x] = g[:self.n_zo_x]
+        if self.zo_y.shape[0]:
+            gy[self.zo_y] = g[self.n_zo_x:]
+
+    def coordinate_gradient(self, i: int, u: np.ndarray, h: float):
+        """F_i(u) at order 0 without a random direction: central differences of L_i along each zo coordinate axis with
+        the step h (2 d_zo queries in one call of ``oracle.values``; error O(ell_3 h^2)), exact partial gradients
+        elsewhere. Returns ``(F_x, y_index, F_y)`` as :meth:`__call__` does."""
+        if self.partial:
+            self.gradients += 1
+            gx, yi, gy = self.oracle.gradient(i, u, True)
+        else:
+            gx, yi, gy = np.zeros(self.d_x), None, np.zeros(self.d_y)
+        axes = h * np.eye(self.d_zo)
+        plus, minus = np.split(self._values(i, u, np.concatenate([axes, -axes])), 2)
+        self._place((plus - minus) / (2.0 * h), gx, gy)
         return gx, yi, -gy
 
 
-def mean_operator(est: Estimator, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """F_bar(u) = (1/n) sum_i F_i(u), the x- and y-parts (dense), from one pass of ``est`` over the n components."""
+def mean_operator(est: Estimator, u: np.ndarray, h: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """F_bar(u) = (1/n) sum_i F_i(u), the x- and y-parts (dense), from one pass of ``est`` over the n components (at
+    order 0, by central differences along the coordinate axes with the step ``h``)."""
     fx, fy = np.zeros(est.d_x), np.zeros(est.d_y)
     for i in range(est.oracle.n):
-        gx, yi, gy = est(i, u, 0.0, None)
+        gx, yi, gy = est(i, u, 0.0, None) if est.order == 1 else est.coordinate_gradient(i, u, h)
         fx += gx
         fy += _dense(yi, gy, est.d_y)
     return fx / est.oracle.n, fy / est.oracle.n
 
 
 class SnapshotEstimate:
-    """The variance-reduced estimate F_i(u) - F_i(w) + F_bar(w) of F_bar(u) (NON-PAPER; first order only), w the
-    snapshot: the estimator of SVRG (Johnson and Zhang, NeurIPS 2013) as the variance-reduced extragradient method
-    carries it to monotone operators (Chavdarova, Gidel, Fleuret, Lacoste-Julien, NeurIPS 2019; Alacaoglu and
-    Malitsky, COLT 2022, whose convergence proof for merely monotone problems also pulls the iterate toward w).
-    Unbiased like F_i(u); its variance, at most ell^2 ||u - w||^2, vanishes as u and w approach a saddle point, so a
-    constant step reaches a small duality gap where the plain estimate stops at its noise floor unless its steps
-    shrink like 1/sqrt(t). :meth:`reset` takes a snapshot (one pass: n gradients); each estimate costs one more
-    gradient, at w. The y-part is dense (F_bar has every coordinate)."""
+    """The variance-reduced estimate F_i(u) - F_i(w) + F_bar(w) of F_bar(u) (NON-PAPER), w the snapshot: the estimator
+    of SVRG (Johnson and Zhang, NeurIPS 2013) as the variance-reduced extragradient method carries it to monotone
+    operators (Chavdarova, Gidel, Fleuret, Lacoste-Julien, NeurIPS 2019; Alacaoglu and Malitsky, COLT 2022, whose
+    convergence proof for merely monotone problems also pulls the iterate toward w). Unbiased like F_i(u); its variance,
+    at most ell^2 ||u - w||^2, vanishes as u and w approach a saddle point, so a constant step reaches a small duality
+    gap where the plain estimate stops at its noise floor unless its steps shrink like 1/sqrt(t). :meth:`reset` takes a
+    snapshot (one pass: n gradients); each estimate costs one more, at w. The y-part is dense (F_bar has every
+    coordinate).
+
+    At order 0 (zeroth-order SVRG with coordinate-wise estimates of the snapshot's mean: Liu, Kailkhura, Chen, Ting,
+    Chang, Amini, NeurIPS 2018) F_bar(w) comes from central differences along the coordinate axes (2 d_zo queries a
+    component) and F_i(w) from the estimator along the same direction v and radius R as F_i(u), so that the
+    direction's noise cancels where u is near w: the estimate's variance is then about d_zo ell^2 ||u - w||^2."""
 
     def __init__(self, est: Estimator):
         self.est, self.w, self.mean = est, None, None
 
-    def reset(self, u: np.ndarray) -> None:
+    def reset(self, u: np.ndarray, h: float = 0.0) -> None:
+        """Take the snapshot w = u (``h``: the step of the coordinate differences at order 0)."""
         self.w = u.copy()
-        self.mean = mean_operator(self.est, self.w)
+        self.mean = mean_operator(self.est, self.w, h)
 
-    def __call__(self, i: int, g_u) -> tuple:
-        """The estimate at u of component i, from ``g_u`` = F_i(u) as the estimator returned it."""
-        gx, yi, gy = self.est(i, self.w, 0.0, None)
+    def __call__(self, i: int, g_u, R: float = 0.0, v=None) -> tuple:
+        """The estimate at u of component i, from ``g_u`` = F_i(u) as the estimator returned it along the direction v
+        with the radius R (order 0)."""
+        gx, yi, gy = self.est(i, self.w, R, v)
         d_y = self.est.d_y
         return g_u[0] - gx + self.mean[0], None, _dense(g_u[1], g_u[2], d_y) - _dense(yi, gy, d_y) + self.mean[1]
 
@@ -211,7 +236,8 @@ def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str,
       eta0 / sqrt(t + 1)) with eta0 = D / (sigma sqrt(k n)), the same step for a run of t + 1 epochs with the noise
       sigma in place of G (stochastic mirror-prox: error ell D^2 / N + sigma D / sqrt(N) with the step
       min(1/(sqrt(3) ell), D / (sigma sqrt(N))), Juditsky, Nemirovski, Tauvel, Stochastic Systems 2011,
-      Corollary 1), and ``smoothness=True`` (gradients available) eta_max = 1/(2 ell_hat), Theorem 4.1's
+      Corollary 1), and ``smoothness=True`` (from gradients, or at order 0 from coordinate differences of the values)
+      eta_max = 1/(2 ell_hat), Theorem 4.1's
       hypothesis, with ell_hat the largest |eigenvalue| of the Hessian of a few components L_i at two points
       (power iteration on finite differences of the gradient; exact for bilinear and quadratic L). Without noise
       (one component, exact gradients) the step is the constant 1/(2 ell_hat) (``schedule`` "constant").
@@ -246,7 +272,7 @@ def auto_steps(oracle: SaddleOracle, order: int, estimator: str, *, method: str,
     G, sigma = math.sqrt(max(float(np.mean(sq)), 1e-300)), math.sqrt(float(np.mean(noise)))
     k = 3 if method.startswith("ogda") else 1
     n = oracle.n
-    ell = _smoothness(oracle, points[:2], rng, float(diameter)) if smoothness else None
+    ell = _smoothness(oracle, points[:2], rng, float(diameter), None if order == 1 else est) if smoothness else None
     eta_max = 0.5 / ell if ell is not None and ell > 0 else None
     schedule = "constant" if epochs is not None else "anytime"
     if epochs is not None:
@@ -270,25 +296,31 @@ def _dense(y_index, g_y, d_y: int) -> np.ndarray:
     return out
 
 
-def _gradient(oracle: SaddleOracle, i: int, u: np.ndarray) -> np.ndarray:
-    gx, yi, gy = oracle.gradient(i, u, False)
-    return np.concatenate([gx, _dense(yi, gy, oracle.dim - oracle.d_x)])
+def _gradient(oracle: SaddleOracle, i: int, u: np.ndarray, est: Estimator | None = None, h: float = 0.0) -> np.ndarray:
+    """grad L_i(u) from the oracle, or (``est`` at order 0) by central differences along the axes with the step h."""
+    gx, yi, gy = oracle.gradient(i, u, False) if est is None else est.coordinate_gradient(i, u, h)
+    gy = _dense(yi, gy, oracle.dim - oracle.d_x)
+    return np.concatenate([gx, gy if est is None else -gy])      # the estimator's y-part is F's: -grad_y L
 
 
-def _smoothness(oracle: SaddleOracle, points, rng, diameter: float, components: int = 4, iterations: int = 10) -> float:
+def _smoothness(oracle: SaddleOracle, points, rng, diameter: float, est: Estimator | None = None, components: int = 4,
+                iterations: int = 10) -> float:
     """ell_hat: the largest |eigenvalue| of the Hessian of L_i, by power iteration on (grad L_i(u + h v) -
     grad L_i(u)) / h, for a few components i at each point (the Hessian of L is symmetric, so this is its
-    spectral norm, the smoothness constant of Assumption 3.1 there)."""
-    h = 1e-6 * max(diameter, 1e-12)
+    spectral norm, the smoothness constant of Assumption 3.1 there). Without gradients (``est`` at order 0) the
+    gradients are central differences along the axes with the two-point step FD_RADIUS D / 2, and h is 1e-4 D instead
+    of 1e-6 D (their rounding error, of order eps |L| / (FD_RADIUS D), is divided by h)."""
+    h = (1e-6 if est is None else 1e-4) * max(diameter, 1e-12)
+    step = FD_RADIUS * 0.5 * max(diameter, 1e-12)
     ell = 0.0
     for u in points:
         for i in rng.choice(oracle.n, size=min(components, oracle.n), replace=False):
-            g0 = _gradient(oracle, int(i), u)
+            g0 = _gradient(oracle, int(i), u, est, step)
             v = rng.standard_normal(oracle.dim)
             v /= np.linalg.norm(v)
             norm = 0.0
             for _ in range(iterations):
-                hv = (_gradient(oracle, int(i), u + h * v) - g0) / h
+                hv = (_gradient(oracle, int(i), u + h * v, est, step) - g0) / h
                 norm = float(np.linalg.norm(hv))
                 if not math.isfinite(norm) or norm <= 1e-300:
                     break
