@@ -3,7 +3,9 @@
 Forty games (``--cases``) drawn from one seed (``--seed``): matrix games (the built-in G2) of 2-300 components of 2 x 2 to 14 x 14
 normal payoffs, scaled by 0.01, 1 or 100 and some with a mean of 1; quadratic games (the built-in G1) of 2-300
 components; and the robust least-squares game of docs/minmax.md (given by callables, its gap by CVXPY) with 10-100
-components on balls of radius 0.5-10. Each case solves with ``backend="exact"`` and with the default stochastic method
+components on balls of radius 0.5-10; and (``--values-only``, ten by default) matrix games of 2-100 components of
+2 x 2 to 8 x 8 payoffs given by their values only (no ``grad=``: zeroth order), whose exact side is the LP of the same
+game. Each case solves with ``backend="exact"`` and with the default stochastic method
 (``sp.solve(seed=0)``) in a fresh process with one BLAS thread, and is ok when both results are ok and their values
 agree within the sum of their duality gaps (each bounds its distance to the saddle value). ``--baseline DIR`` also
 runs every case with the code in DIR (another checkout), one after the other per case, for a before / after table.
@@ -29,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("matrix", "matrix", "quadratic", "least squares")
 
 
-def cases(count: int, seed: int = 2026) -> list[dict]:
+def cases(count: int, seed: int = 2026, values_only: int = 0) -> list[dict]:
     rng = np.random.default_rng(seed)
     out = []
     for j in range(count):
@@ -45,6 +47,11 @@ def cases(count: int, seed: int = 2026) -> list[dict]:
         else:
             out.append(dict(kind=kind, n=min(n, 100), d=int(rng.integers(2, 8)),
                             radius=float(rng.choice([0.5, 2.0, 10.0])), seed=seed + 1000 + j))
+    rng = np.random.default_rng(seed + 1)      # its own stream: the same games whatever --cases says
+    for j in range(values_only):
+        out.append(dict(kind="matrix, values only", n=int(rng.choice([2, 5, 10, 30, 100])), m=int(rng.integers(2, 9)),
+                        k=int(rng.integers(2, 9)), scale=float(rng.choice([1.0, 100.0, 0.01])), mean=0.0,
+                        seed=seed + 2000 + j))
     return out
 
 
@@ -58,7 +65,7 @@ import numpy as np
 import fairmodel as fm
 c = json.loads(sys.argv[2])
 rng = np.random.default_rng(c["seed"])
-if c["kind"] == "matrix":
+if c["kind"].startswith("matrix"):
     sp = fm.SaddleProblem.matrix_game(c["mean"] + c["scale"] * rng.standard_normal((c["n"], c["m"], c["k"])))
 elif c["kind"] == "quadratic":
     n, q, d, m = c["n"], c["q"], c["d"], c["m"]
@@ -75,6 +82,11 @@ else:
 start = time.perf_counter()
 exact = sp.solve(method="exact")
 exact_s = time.perf_counter() - start
+if c["kind"] == "matrix, values only":          # the same game without grad=: the stochastic side of zeroth order
+    A = c["mean"] + c["scale"] * np.random.default_rng(c["seed"]).standard_normal((c["n"], c["m"], c["k"]))
+    Abar = A.mean(axis=0)
+    sp = fm.SaddleProblem(lambda x, y, i: float(x @ A[i] @ y), c["n"], fm.Simplex(c["m"]), fm.Simplex(c["k"]),
+                          max_y=lambda x: float(np.max(Abar.T @ x)), min_x=lambda y: float(np.min(Abar @ y)))
 start = time.perf_counter()
 stochastic = sp.solve(seed=0)
 stochastic_s = time.perf_counter() - start
@@ -101,11 +113,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=2026, help="the seed the cases are drawn from")
+    ap.add_argument("--values-only", type=int, default=10, help="matrix games given by their values only")
     ap.add_argument("--baseline", type=Path, help="another checkout: every case also runs with its code")
     add_report_options(ap)
     args = ap.parse_args(argv)
     rows = printed_rows(args.rows)
-    for case in ([] if args.rows else cases(args.cases, args.seed)):
+    for case in ([] if args.rows else cases(args.cases, args.seed, args.values_only)):
         row = {"case": case, "this": run(ROOT, case)}
         if args.baseline is not None:
             row["baseline"] = run(args.baseline.resolve(), case)

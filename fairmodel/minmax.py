@@ -499,18 +499,21 @@ class SaddleProblem:
         # With the variance-reduced estimate and a constant step the iterates themselves converge (near a saddle point
         # the run is deterministic OGDA, whose last iterate converges linearly on matrix games: Wei, Lee, Zhang, Luo,
         # ICLR 2021), the average only as 1/T: a checkpoint whose average fails also judges the last iterate. Such a run
-        # has no noise floor for smaller steps to lower: it is not restarted with halved steps on a stall. Its checks
-        # come early because it often passes early, not because its rate shows early (the tail average jumps as its
-        # window moves): the fail-fast rule waits for the epoch of the plain estimate's first check.
+        # has no noise floor, but a step too large for the problem (ell_hat comes from a few components; at order 0
+        # the directions add their noise) still stalls it, which halving the step cures. Its checks come early because
+        # it often passes early, not because its rate shows early (the tail average jumps as its window moves): a stall
+        # counts from the epoch of the plain estimate's first check on, and the fail-fast rule waits for twice that
+        # (after a first halving).
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:],
                                                      "x_last": info["u_last"][:d_x], "y_last": info["u_last"][d_x:]},
                                 every=check_every or (SVRG_CHECKS_EVERY if variance_reduced else CHECKS_EVERY),
                                 enabled=certified, cap=opts["epochs"], verbose=verbose,
                                 second_opinion=(lambda v: {**v, "x": v["x_last"], "y": v["y_last"]})
                                 if variance_reduced else None,
-                                earliest=min(1.0, CHECKS_EVERY / opts["epochs"]) if variance_reduced else 0.0)
+                                earliest=min(1.0, 2 * CHECKS_EVERY / opts["epochs"]) if variance_reduced else 0.0)
         out = ogda(self.oracle(), method=method, order=order, seed=seed, verbose=verbose, u0=u0,
-                   stop=None if not certified else stopper if variance_reduced else RestartOnStall(stopper), **opts)
+                   stop=RestartOnStall(stopper, after=CHECKS_EVERY if variance_reduced else 0) if certified else None,
+                   **opts)
         solved = time.perf_counter()
         u, u_last = out["u"], out["u_last"]
         metrics = {"queries": out["queries"], "gradients": out["gradients"], "epochs_run": out["epochs_run"],

@@ -220,7 +220,7 @@ MUTATIONS = [
       ("tests/test_minmax_algorithms.py",),
       "Zeroth-order snapshot mean: the central difference not halved"),
     M("minmax-svrg-earliest", "fairmodel/minmax.py",
-      "earliest=min(1.0, CHECKS_EVERY / opts[\"epochs\"]) if variance_reduced else 0.0)",
+      "earliest=min(1.0, 2 * CHECKS_EVERY / opts[\"epochs\"]) if variance_reduced else 0.0)",
       "earliest=0.0)",
       ("tests/test_minmax_algorithms.py",),
       "Variance-reduced saddle runs: the fail-fast rule may act from the fourth early checkpoint"),

@@ -438,7 +438,7 @@ def test_a_variance_reduced_run_is_not_given_up_while_its_tail_average_jumps():
     """10 components of 10 x 5 payoffs scaled by 0.01: the checks from epoch 10 find the tail average at 16.6, 8.9,
     2.5, 4.7, 2.9, 3.4 and 2.7x the tolerance (its window moves at powers of two), which the fail-fast rule read as a
     stall at epoch 79 when it could act from the fourth checkpoint; the run passes at epoch 124 (the gap falls to 1e-7
-    by epoch 1,600 with these steps), and the rule now waits for epoch 250."""
+    by epoch 1,600 with these steps), and the rule now waits for epoch 500 (stalls count from epoch 250)."""
     sp = fm.SaddleProblem.matrix_game(0.01 * np.random.default_rng(3038).standard_normal((10, 10, 5)))
     res = sp.solve(seed=0)
     assert res.ok and res.solver["options"]["variance_reduction"], res.message

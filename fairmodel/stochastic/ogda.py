@@ -525,11 +525,13 @@ class RestartOnStall:
 
     ``checks``: the stop hook of the judge's checks, a :class:`~fairmodel.families.stopping.CertifiedStop` (called
     with ``info``, True when every check passed; ``n_checks`` and ``last`` = (variables, evaluation, checks, epoch)
-    say what the last check found). Deterministic: it depends on the checks' numbers only.
+    say what the last check found); ``after``: the epochs before which no check counts as a stall (the early checks of
+    a variance-reduced run, whose tail average jumps as its window moves). Deterministic: it depends on the checks'
+    numbers only.
     """
 
-    def __init__(self, checks, factor: float = 0.5):
-        self.checks, self.factor = checks, factor
+    def __init__(self, checks, factor: float = 0.5, after: int = 0):
+        self.checks, self.factor, self.after = checks, factor, after
         self.seen, self.previous, self.restarts = 0, None, 0
 
     def __call__(self, info):
@@ -540,7 +542,8 @@ class RestartOnStall:
         self.seen = self.checks.n_checks
         ratios = [c.value / c.tolerance for c in self.checks.last[2] if c.computed and c.tolerance > 0]
         worst = max(ratios, default=None)
-        stalled = worst is not None and self.previous is not None and worst >= self.previous
+        stalled = (worst is not None and self.previous is not None and worst >= self.previous
+                   and info["epoch"] + 1 >= self.after)
         self.previous = worst if worst is not None else self.previous
         if stalled:
             self.restarts += 1
