@@ -39,7 +39,7 @@ from .oracles.protocols import SaddleOracle
 from .results.judge import Evaluation, verdict
 from .results.result import Result
 from .stochastic.ogda import METHODS, OGDAOptions, RestartOnStall, ogda
-from .stochastic.ogda_estimator import Estimator, NonFiniteValue, auto_steps, mean_operator
+from .stochastic.ogda_estimator import FD_RADIUS, Estimator, NonFiniteValue, auto_steps, mean_operator
 from .utilities import display
 from .utilities.threads import few_threads
 from .utilities.validate import as_generator, check_choice, check_int, check_number, check_options, is_real
@@ -75,8 +75,9 @@ EXACT_MAX_STEPS, EXACT_CHECK_EVERY = 10_000, 10
 # rate to come (a robust least-squares game of 100 components: the rate 1 from 20 to 40 steps projected 120,000 steps;
 # it passes after 300, in 1.1 s). A hopeless run costs at most this share of the cap.
 EXACT_EARLIEST = 0.1
-EXACT_METHOD = ("the extragradient method (Korpelevich 1976) on the full gradient (1/n) sum_i grad L_i, stopped when "
-                "the judge's duality gap passes the exact tolerance")
+EXACT_METHOD = ("the extragradient method (Korpelevich 1976) on the full gradient (1/n) sum_i grad L_i (from grad=, or "
+                "by central differences of the values along the coordinate axes), stopped when the judge's duality gap "
+                "passes the exact tolerance")
 OGDA_OPTIONS = [f.name for f in fields(OGDAOptions) if f.name not in ("method", "order")] + \
     ["callback", "max_queries", "max_time", "store_iterates"]
 
@@ -370,23 +371,17 @@ class SaddleProblem:
             return "backend='exact' (the exact saddle point)"
         if self.exact_missing() is None:
             return "backend='exact' (the extragradient method on the full gradient: no sampling noise)"
-        if self.grad_fn is None and self.has_gap():
-            return "grad= also opens the exact backend (backend='exact': the extragradient method on the full gradient)"
         return None
 
     def exact_missing(self) -> str | None:
         """None when the exact backend can solve this problem; else why not and what to give (the message of its
         refusal). The built-in games have exact programs; a problem given by callables is solved exactly by the
-        extragradient method on the full gradient, which needs ``grad=`` (each step uses the exact F = (grad_x L,
-        -grad_y L), not an estimate), and certified by the judge's duality gap, which needs ``max_y=`` and ``min_x=``
-        or ``cvxpy_value=``."""
+        extragradient method on the full gradient (from ``grad=``, or without it by central differences of the values
+        along the coordinate axes, 2 d n queries a gradient: no sampling noise), certified by the judge's duality gap,
+        which needs ``max_y=`` and ``min_x=`` or ``cvxpy_value=``."""
         if self._exact is not None:
             return None
         missing = []
-        if self.grad_fn is None:
-            missing.append("no grad= (the method steps along the exact gradient (1/n) sum_i grad L_i(x, y); values "
-                           "alone give only the noisy estimates of the stochastic methods): give grad=lambda x, y, i: "
-                           "(grad_x L_i, grad_y L_i)")
         if not self.has_gap():
             missing.append("no duality gap for the judge (no exact result can be certified without it): give "
                            "cvxpy_value= (a CVXPY expression of the mean L, DCP: convex in x, concave in y) or the "
@@ -587,10 +582,14 @@ class SaddleProblem:
         self.y_domain.require_bounded("y_domain")
         oracle, d_x = self.oracle(), self.d_x
 
-        components = Estimator(oracle, 1, "one-point")
+        # F(u) = (grad_x L, -grad_y L) of the mean L from the n components' gradients, or central differences of their
+        # values along the axes with the step of a central difference (the cube root of eps in the domain's units:
+        # truncation and rounding balanced, Nocedal and Wright 2006, Section 8.1), exact for bilinear and quadratic L
+        components = Estimator(oracle, 0 if self.grad_fn is None else 1, "two-point")
+        step = FD_RADIUS * 0.5 * float(np.hypot(self.x_domain.diameter, self.y_domain.diameter))
 
-        def operator(u):       # F(u) = (grad_x L, -grad_y L) of the mean L, from the n components' gradients
-            return np.concatenate(mean_operator(components, u))
+        def operator(u):
+            return np.concatenate(mean_operator(components, u, step))
 
         stopper = CertifiedStop(judge, lambda info: {"x": info["u"][:d_x], "y": info["u"][d_x:]}, backend="exact",
                                 every=EXACT_CHECK_EVERY, cap=max_steps, unit="extragradient steps", verbose=verbose,
@@ -603,7 +602,8 @@ class SaddleProblem:
             return self._judged(solution, "exact", "exact", start, time.perf_counter(), None, judge)
         solution = Solution(variables={"x": out["u"][:d_x], "y": out["u"][d_x:]}, status=out["status"],
                             message=out["message"], solver={"name": "extragradient", "max_steps": max_steps},
-                            metrics={"steps": out["steps"], "gradients": out["operator_calls"] * self.n,
+                            metrics={"steps": out["steps"], "gradients": components.gradients,
+                                     "queries": components.queries,
                                      "step_size": out["step_size"]})
         solved = time.perf_counter()
         stopper.finish(solution, cap=f"max_steps={max_steps}")
