@@ -109,6 +109,15 @@ def run(tree: Path, case: dict) -> dict:
     return out
 
 
+def run_both(case: dict, baseline: Path | None) -> dict:
+    """One case with this code and, if given, the baseline's; printed as one JSON row."""
+    row = {"case": case, "this": run(ROOT, case)}
+    if baseline is not None:
+        row["baseline"] = run(baseline.resolve(), case)
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=40)
@@ -117,13 +126,8 @@ def main(argv=None):
     ap.add_argument("--baseline", type=Path, help="another checkout: every case also runs with its code")
     add_report_options(ap)
     args = ap.parse_args(argv)
-    rows = printed_rows(args.rows)
-    for case in ([] if args.rows else cases(args.cases, args.seed, args.values_only)):
-        row = {"case": case, "this": run(ROOT, case)}
-        if args.baseline is not None:
-            row["baseline"] = run(args.baseline.resolve(), case)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    rows = printed_rows(args.rows) if args.rows else [run_both(case, args.baseline)
+                                                       for case in cases(args.cases, args.seed, args.values_only)]
     text = report(rows)
     print(text)
     if not args.no_write:
