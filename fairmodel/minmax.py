@@ -130,6 +130,9 @@ class _CallableOracle(SaddleOracle):
     def project_y(self, y):
         return self.sp.y_domain.project(y)
 
+    def tangent(self, v):
+        return np.concatenate([self.sp.x_domain.tangent(v[:self.d_x]), self.sp.y_domain.tangent(v[self.d_x:])])
+
 
 class _GapJudge:
     """The judge of a saddle problem in the interface of a reduction (``evaluate(variables)``, ``acceptance``), so

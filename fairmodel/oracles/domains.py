@@ -116,6 +116,11 @@ class Domain(ABC):
         """A feasible starting point (the projection of 0)."""
         return self.project(np.zeros(self.dim))
 
+    def tangent(self, v: np.ndarray) -> np.ndarray:
+        """The projection of a direction ``v`` onto the directions a move inside the set can take (the linear span of
+        the differences of its points): v itself for a full-dimensional set."""
+        return v
+
     def describe(self, z: str = "z", latex: bool = False) -> str:
         """The set in math notation, with ``z`` its point (text, or LaTeX math with ``latex=True``)."""
         return repr(self)
@@ -183,6 +188,8 @@ class Box(Domain):
     def project(self, z):
         return np.clip(z, self.lo, self.hi)
 
+    def tangent(self, v):
+        return np.where(self.hi > self.lo, v, 0.0)      # a coordinate with lo == hi cannot move
 
     @property
     def diameter(self):
@@ -225,6 +232,8 @@ class Simplex(Domain):
         rho = np.count_nonzero(u * self._k > css)
         return np.maximum(z - css[rho - 1] / rho, 0.0)
 
+    def tangent(self, v):
+        return v - np.mean(v)               # moves inside the simplex keep the sum: directions of sum zero
 
     @property
     def diameter(self):
@@ -437,6 +446,9 @@ class Product(Domain):
 
     def split(self, z):
         return np.split(z, self._cuts)
+
+    def tangent(self, v):
+        return np.concatenate([p.tangent(vi) for p, vi in zip(self.parts, self.split(v))])
 
     def project(self, z):
         return np.concatenate([p.project(zi) for p, zi in zip(self.parts, self.split(z))])

@@ -117,6 +117,10 @@ class SaddleOracle(Protocol):
     def project(self, u: np.ndarray) -> np.ndarray:
         return np.concatenate([self.project_x(u[:self.d_x]), self.project_y(u[self.d_x:])])
 
+    def tangent(self, v: np.ndarray) -> np.ndarray:
+        """The projection of a direction v onto the directions a move inside X x Y can take (v itself by default)."""
+        return v
+
     def prepare_epoch(self, order: np.ndarray) -> None:
         """The components of the coming epoch, in the order the steps take them (nothing to do by default)."""
 

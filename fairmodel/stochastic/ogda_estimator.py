@@ -307,7 +307,9 @@ def _smoothness(oracle: SaddleOracle, points, rng, diameter: float, est: Estimat
                 iterations: int = 10) -> float:
     """ell_hat: the largest |eigenvalue| of the Hessian of L_i, by power iteration on (grad L_i(u + h v) -
     grad L_i(u)) / h, for a few components i at each point (the Hessian of L is symmetric, so this is its
-    spectral norm, the smoothness constant of Assumption 3.1 there). Without gradients (``est`` at order 0) the
+    spectral norm, the smoothness constant of Assumption 3.1 there), along the directions a move inside X x Y can
+    take (``oracle.tangent``: on a simplex, a constant added to every payoff changes the Hessian by c 1 1' but not L on
+    the simplex, and would shrink the steps by c sqrt(m k) for nothing). Without gradients (``est`` at order 0) the
     gradients are central differences along the axes with the two-point step FD_RADIUS D / 2, and h is 1e-4 D instead
     of 1e-6 D (their rounding error, of order eps |L| / (FD_RADIUS D), is divided by h)."""
     h = (1e-6 if est is None else 1e-4) * max(diameter, 1e-12)
@@ -316,11 +318,13 @@ def _smoothness(oracle: SaddleOracle, points, rng, diameter: float, est: Estimat
     for u in points:
         for i in rng.choice(oracle.n, size=min(components, oracle.n), replace=False):
             g0 = _gradient(oracle, int(i), u, est, step)
-            v = rng.standard_normal(oracle.dim)
+            v = oracle.tangent(rng.standard_normal(oracle.dim))
+            if not np.linalg.norm(v) > 0:       # a set with no direction to move in (a point)
+                continue
             v /= np.linalg.norm(v)
             norm = 0.0
             for _ in range(iterations):
-                hv = (_gradient(oracle, int(i), u + h * v, est, step) - g0) / h
+                hv = oracle.tangent((_gradient(oracle, int(i), u + h * v, est, step) - g0) / h)
                 norm = float(np.linalg.norm(hv))
                 if not math.isfinite(norm) or norm <= 1e-300:
                     break
