@@ -365,9 +365,10 @@ class Convex(Reduction):
             return ""
         values = "; ".join(f"{name}: {max(float(np.max(p.value)) for p in pieces):.6g} against its bound "
                            f"{float(np.max(getattr(rhs, 'value', rhs))):.6g}" for name, pieces, rhs in rows)
+        more = "; loosening one bound alone can take more" if len(rows) > 1 else ""
         return (f". No weights in the domain meet every constraint: the least amount by which the constraints' left "
-                f"sides must exceed their bounds is {float(excess.value):.3g} (where it is reached: {values}); bounds "
-                f"looser by at least that are feasible")
+                f"sides must exceed their bounds is {float(excess.value):.3g} (where it is reached: {values}); every "
+                f"bound raised by that amount makes them feasible{more}")
 
     def _solve_model_space(self, max_memory_gb=None, max_iter=100, verbose=None) -> Solution:
         """The model-space interior-point method; its variables carry the saddle form's dual variables, so the
