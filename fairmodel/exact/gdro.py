@@ -14,7 +14,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 
-from ..errors import OptionError, SolverError
+from ..errors import OptionError, ResourceLimitError, SolverError
 from ..oracles.domains import frank_wolfe_gap
 from ..oracles.group_risks import GroupRisks
 from ..oracles.losses import LinearModelLoss
@@ -211,7 +211,10 @@ def group_optimal_values(risks: GroupRisks, solver=None, verbose=False) -> np.nd
             # R_i* enters MERO's objective as it is: a solve that stopped short of its tolerance (the hinge's smoothing
             # path 1.35e-5 above the minimum on 4,000 rows, which put the objective that far below its optimum) is
             # settled by the conic program, and the smaller of the two values kept (both are values at a point of W)
-            theta, _ = solve_weighted_erm(risks, q, solver, verbose, method="cvxpy")
+            try:
+                theta, _ = solve_weighted_erm(risks, q, solver, verbose, method="cvxpy")
+            except (ResourceLimitError, SolverError):   # a program too large, or failing: the path's value stands
+                continue
             values[i] = min(values[i], risks.weighted_value_and_grad(theta, q)[0])
     return values
 
