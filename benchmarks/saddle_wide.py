@@ -123,12 +123,13 @@ def main(argv=None):
     ap.add_argument("--cases", type=int, default=40)
     ap.add_argument("--seed", type=int, default=2026, help="the seed the cases are drawn from")
     ap.add_argument("--values-only", type=int, default=10, help="matrix games given by their values only")
+    ap.add_argument("--note", default="", help="a sentence added under the table (how the rows were measured)")
     ap.add_argument("--baseline", type=Path, help="another checkout: every case also runs with its code")
     add_report_options(ap)
     args = ap.parse_args(argv)
     rows = printed_rows(args.rows) if args.rows else [run_both(case, args.baseline)
                                                        for case in cases(args.cases, args.seed, args.values_only)]
-    text = report(rows)
+    text = report(rows) + (f"\n{args.note}\n" if args.note else "")
     print(text)
     if not args.no_write:
         write_section("saddle_wide", text)
