@@ -454,8 +454,14 @@ class SaddleProblem:
         if certified:
             cap = max(CAP_FACTOR * BUDGET_DEFAULTS["epochs"], -(-MIN_CAP_STEPS // self.n))
             opts = {**CHECKS_DEFAULTS, "epochs": cap, "variance_reduction": self.n > 1, **options}
-            if order == 0 and opts["variance_reduction"] and "estimator" not in options:
-                opts["estimator"] = "two-point"     # far less noise in the difference at u and at the snapshot
+            if order == 0 and opts["variance_reduction"]:
+                d_zo = int(np.count_nonzero(self.zo_mask))
+                # two-point estimates (far less noise in the difference at u and at the snapshot) along d_zo / 3
+                # directions each: an epoch's 3n estimates then cost as many queries as its snapshot's 2 d_zo n, and
+                # the directions' noise is 3x that of exact gradients whatever d_zo (along one direction it was d_zo
+                # times, and a 3 x 4 game of two components stalled at twice its tolerance)
+                opts.setdefault("estimator", "two-point")
+                opts.setdefault("directions", max(1, math.ceil(d_zo / 3)))
         else:
             opts = {**BUDGET_DEFAULTS, **options}
         start = time.perf_counter()
@@ -481,10 +487,11 @@ class SaddleProblem:
                 opts["eta_max"] = auto["eta_max"]
             if anytime and opts.get("variance_reduction") and auto["eta_max"] is not None:
                 # no noise floor to step down from: the constant step of the smoothness (Theorem 4.1's hypothesis); at
-                # order 0 divided by sqrt(d_zo): an estimate along one direction v has d_zo (F . v) v, whose variance
-                # is d_zo times that of F, so its mean-square Lipschitz constant is sqrt(d_zo) ell
+                # order 0 divided by sqrt(d_zo / k): the mean of estimates d_zo (F . v) v along k directions has d_zo / k
+                # times the variance of F, so its mean-square Lipschitz constant is sqrt(d_zo / k) ell
                 if str(options.get("eta0", "auto")) == "auto":
-                    opts["eta0"] = auto["eta_max"] / (math.sqrt(np.count_nonzero(self.zo_mask)) if order == 0 else 1.0)
+                    spread = np.count_nonzero(self.zo_mask) / opts.get("directions", 1) if order == 0 else 1.0
+                    opts["eta0"] = auto["eta_max"] / math.sqrt(max(spread, 1.0))
                 if "schedule" not in options:
                     opts["schedule"] = "constant"
             else:
