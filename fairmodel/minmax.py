@@ -49,8 +49,9 @@ from .utilities.validate import as_generator, check_choice, check_int, check_num
 # (families/stopping.CertifiedStop); the epochs are a cap, CAP_FACTOR x the old fixed budget and at least
 # MIN_CAP_STEPS inner steps (one epoch is n steps: a one-component game needs many epochs); anytime steps
 # min(eta_max, eta0 / sqrt(t + 1)) from the measured noise and smoothness (ogda_estimator.auto_steps) and the
-# average over the tail of the run; at order 1 with n > 1 components, the variance-reduced estimate (variance_reduction,
-# fairmodel.stochastic.ogda_estimator.SnapshotEstimate) with the constant step 1/(2 ell_hat) of the measured smoothness.
+# average over the tail of the run; with n > 1 components (either order), the variance-reduced estimate
+# (variance_reduction, fairmodel.stochastic.ogda_estimator.SnapshotEstimate) with a constant step from the measured
+# smoothness.
 # stop="budget": the old fixed budget (1000 epochs, constant steps for that budget, the average of the second half of
 # the epochs).
 BUDGET_DEFAULTS = {"epochs": 1000, "eta0": "auto", "R0": "auto", "chi": 0.05, "schedule": "constant",
@@ -415,8 +416,9 @@ class SaddleProblem:
         computable gap the run uses the budget and the result is ``unverified``.
 
         Options of the stochastic methods (see :func:`fairmodel.stochastic.ogda.ogda`): epochs, eta0, R0, chi,
-        schedule, eta_max, estimator, y_step_scale, output, first_step, boundary, ell, callback, max_queries,
-        max_time, store_iterates. ``solver`` is the CVXPY solver of the exact program and of the judge.
+        schedule, eta_max, estimator, directions, variance_reduction (default True with more than one component: the
+        snapshot estimate of SVRG, Johnson and Zhang 2013), y_step_scale, output, first_step, boundary, ell, callback,
+        max_queries, max_time, store_iterates. ``solver`` is the CVXPY solver of the exact program and of the judge.
         """
         method = _method_for_backend(method, backend)
         if order is None:
@@ -449,13 +451,13 @@ class SaddleProblem:
             y0 = self.y_domain.center() if y0 is None else self.y_domain.check_point(y0, "y0")
             u0 = np.concatenate([x0, y0])
         certified = stop == "checks" and self.has_gap()
+        d_zo = int(np.count_nonzero(self.zo_mask))      # the coordinates of the zeroth-order estimates
         if certified and target is None:
             self.gap_scale(solver)          # the tolerance's unit, once per problem (not a cost of the checks)
         if certified:
             cap = max(CAP_FACTOR * BUDGET_DEFAULTS["epochs"], -(-MIN_CAP_STEPS // self.n))
             opts = {**CHECKS_DEFAULTS, "epochs": cap, "variance_reduction": self.n > 1, **options}
             if order == 0 and opts["variance_reduction"]:
-                d_zo = int(np.count_nonzero(self.zo_mask))
                 # two-point estimates (far less noise in the difference at u and at the snapshot) along d_zo / 3
                 # directions each: an epoch's 3n estimates then cost as many queries as its snapshot's 2 d_zo n, and
                 # the directions' noise is 3x that of exact gradients whatever d_zo (along one direction it was d_zo
@@ -487,10 +489,10 @@ class SaddleProblem:
                 opts["eta_max"] = auto["eta_max"]
             if anytime and opts.get("variance_reduction") and auto["eta_max"] is not None:
                 # no noise floor to step down from: the constant step of the smoothness (Theorem 4.1's hypothesis); at
-                # order 0 divided by sqrt(d_zo / k): the mean of estimates d_zo (F . v) v along k directions has d_zo / k
-                # times the variance of F, so its mean-square Lipschitz constant is sqrt(d_zo / k) ell
+                # order 0 divided by sqrt(d_zo / k): the mean of estimates d_zo (F . v) v along k directions has
+                # d_zo / k times the variance of F, so its mean-square Lipschitz constant is sqrt(d_zo / k) ell
                 if str(options.get("eta0", "auto")) == "auto":
-                    spread = np.count_nonzero(self.zo_mask) / opts.get("directions", 1) if order == 0 else 1.0
+                    spread = d_zo / opts.get("directions", 1) if order == 0 else 1.0
                     opts["eta0"] = auto["eta_max"] / math.sqrt(max(spread, 1.0))
                 if "schedule" not in options:
                     opts["schedule"] = "constant"

@@ -22,8 +22,10 @@ estimates only the theta-gradient: the others use the oracle's exact partial gra
 ``estimator="two-point"`` is a NON-PAPER extension:
 the central difference ``(d/(2R)) (L_i(u + R v) - L_i(u - R v)) v``, same mean, far lower variance.
 ``variance_reduction=True`` (NON-PAPER) replaces F_i(u) by F_i(u) - F_i(w) + F_bar(w), w the iterate at the start of
-the epoch (at order 0, F_bar(w) by coordinate differences and F_i(w) along the direction of F_i(u)) (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`); the optimistic difference
-F_(s_(i-1))(u_i) - F_(s_(i-1))(u_(i-1)) is left as it is (within an epoch the snapshot's terms cancel there).
+the epoch (:class:`~fairmodel.stochastic.ogda_estimator.SnapshotEstimate`; at order 0, F_bar(w) by coordinate
+differences and F_i(w) along the direction of F_i(u)); the optimistic difference F_(s_(i-1))(u_i) -
+F_(s_(i-1))(u_(i-1)) is left as it is (within an epoch the snapshot's terms cancel there), at order 0 taken along the
+direction of F_(s_(i-1))(u_(i-1)).
 
 Schedules (Thm 4.1, with the step exponent -3/4-chi of its proof: the statement prints -3/4+chi, under which
 sum_t eta_t R_t diverges): ``eta_t = eta0 (t+1)^(-3/4-chi)``, ``R_t = R0 (t+1)^(-1/4)``,

@@ -1,7 +1,7 @@
 """The gradient estimator of zeroth-order OGDA / SGDA (Maheshwari, Chiu, Mazumdar, Sastry, Ratliff, AISTATS 2022,
 Section 4.1 and Prop. A.3): the one-point sphere estimator (d/R) L_i(u + R v) v with the sign flip of the
-y-block, the NON-PAPER two-point variant, the NON-PAPER variance-reduced first-order estimate, uniform directions on
-the sphere, and the automatic constant steps of :func:`auto_steps`. Used by :func:`fairmodel.stochastic.ogda.ogda`."""
+y-block, the NON-PAPER two-point variant, the NON-PAPER variance-reduced estimate, uniform directions on the
+sphere, and the automatic constant steps of :func:`auto_steps`. Used by :func:`fairmodel.stochastic.ogda.ogda`."""
 from __future__ import annotations
 
 import math
@@ -137,7 +137,8 @@ class SnapshotEstimate:
     At order 0 (zeroth-order SVRG with coordinate-wise estimates of the snapshot's mean: Liu, Kailkhura, Chen, Ting,
     Chang, Amini, NeurIPS 2018) F_bar(w) comes from central differences along the coordinate axes (2 d_zo queries a
     component) and F_i(w) from the estimator along the same direction v and radius R as F_i(u), so that the
-    direction's noise cancels where u is near w: the estimate's variance is then about d_zo ell^2 ||u - w||^2."""
+    direction's noise cancels where u is near w: the estimate's variance is then about (d_zo / k) ell^2 ||u - w||^2
+    with k directions an estimate."""
 
     def __init__(self, est: Estimator):
         self.est, self.w, self.mean = est, None, None
