@@ -242,14 +242,19 @@ class Convex(Reduction):
             ctx = LoweringContext()
             canonical = self.problem.canonical
             objective = cp.Minimize(lower(canonical.objective, ctx))
-            constraints = []
-            for c in canonical.constraints:
-                rhs = lower(c.rhs, ctx)
-                constraints += [lower(piece, ctx) <= rhs for piece in constraint_pieces(c.lhs)]
+            constraints = [piece <= rhs for _, pieces, rhs in self._lowered_constraints(ctx) for piece in pieces]
             self._compiled = (cp.Problem(objective, constraints + ctx.domain_constraints()), ctx)
         program, ctx = self._compiled
         ctx.update_parameters()
         return program, ctx
+
+    def _lowered_constraints(self, ctx: LoweringContext) -> list[tuple]:
+        """(name, the CVXPY expressions of its one-sided pieces, the lowered bound) of every declared constraint."""
+        rows = []
+        for c in self.problem.canonical.constraints:
+            rhs = lower(c.rhs, ctx)                 # the bound first, as the program has always been lowered
+            rows.append((c.name, [lower(piece, ctx) for piece in constraint_pieces(c.lhs)], rhs))
+        return rows
 
     def to_cvxpy(self):
         return self._program()[0]
@@ -350,12 +355,8 @@ class Convex(Reduction):
         t subject to each piece <= its bound + t), and each constraint's left side against its bound at such a point
         (with one constraint, the least value its left side takes). '' when that program fails too."""
         ctx, excess = LoweringContext(), cp.Variable()
-        rows, constraints = [], []
-        for c in self.problem.canonical.constraints:
-            rhs = lower(c.rhs, ctx)
-            pieces = [lower(piece, ctx) for piece in constraint_pieces(c.lhs)]
-            constraints += [piece <= rhs + excess for piece in pieces]
-            rows.append((c.name, pieces, rhs))
+        rows = self._lowered_constraints(ctx)
+        constraints = [piece <= rhs + excess for _, pieces, rhs in rows for piece in pieces]
         ctx.update_parameters()
         try:
             solvers.solve(cp.Problem(cp.Minimize(excess), constraints + ctx.domain_constraints()), solver, False)
