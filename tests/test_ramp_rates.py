@@ -200,6 +200,53 @@ def test_the_continuation_brings_the_true_gap_to_the_declared_bound(kind, seed):
     assert declared.certificate["relative_step"] > res.certificate["relative_step"]
 
 
+def test_the_stochastic_backend_continues_on_the_true_rates_too():
+    """IDCA with switching-subgradient subproblems ends with the same continuation as the exact backend: without it
+    (rate_steps=0) its answer's true gap exceeds eps and the judge says so; by default each run stops on the checks
+    of the DC program it solves (its ramp gap under the ramp bound in force, and the Lemma C.1 step), the true gaps
+    are judged between runs, and the answer's true gap (by brute force) meets eps. The result is one of the runs the
+    continuation judged (a run stopped by the fail-fast rule returns its best checkpoint, and that point is the one
+    judged: a held-out case had returned a point 0.29 above the one judged)."""
+    eps = 0.05
+    prob, w, data = continuation_problem("eo", 4, eps=eps)
+    res = prob.solve(backend="stochastic", seed=0)
+    theta = np.ravel(res.variables[w.name])
+    true = brute("eo", data.X @ theta[:3] + theta[3], data.y, data.groups.codes.tolist(), 0.0, 1.0)[1]
+    assert res.ok and true <= eps + 1e-3 and res.metrics["gap.surrogate_bound"] < eps
+    plain = prob.solve(backend="stochastic", seed=0, rate_steps=0)
+    theta = np.ravel(plain.variables[w.name])
+    true0 = brute("eo", data.X @ theta[:3] + theta[3], data.y, data.groups.codes.tolist(), 0.0, 1.0)[1]
+    assert true0 > eps + 1e-3 and not plain.ok and plain.status == "infeasible"
+    steps = res.metrics["rate_steps"]
+    assert len(steps) >= 2 and steps[0]["true_gaps"]["gap"] > eps + 1e-3
+    assert any(st["objective"] == pytest.approx(res.objective, abs=1e-12) and
+               st["true_gaps"]["gap"] == pytest.approx(true, abs=1e-12) for st in steps)
+    assert "ramp gap of gap - its ramp bound" in res.message and "true-rate continuation" in res.message
+
+
+def test_a_run_on_a_lowered_ramp_bound_is_judged_on_it_and_the_result_on_the_declared_bound():
+    """Inside the continuation's lowered ramp bound, the judge's record of a rate gap keeps the declared bound (the
+    true gap is checked against what the user declared), and the checks a stochastic run stops on judge the ramp
+    gap against the lowered bound instead of the true gap."""
+    from fairmodel.families.partial_rates import ramp_bounds
+    eps = 0.05
+    prob, w, data = continuation_problem("eo", 4, eps=eps)
+    family = prob.family
+    theta = np.ravel(fm.Problem(prob.objective).solve(backend="exact").variables[w.name])
+    variables = family.program.layout.split(family.program.start({w.name: theta}))
+    with ramp_bounds(family.program, {"gap": 0.01}):
+        evaluation = family.evaluate(variables)
+        run_checks = family.run_acceptance(evaluation, "stochastic")
+    final = family.acceptance(evaluation, "stochastic")
+    assert evaluation.constraints["gap"]["bound"] == eps and evaluation.metrics["gap.surrogate_bound"] == 0.01
+    true, ramp = evaluation.metrics["gap.true_gap"], evaluation.metrics["gap.ramp_gap"]
+    [on_ramp] = [c for c in run_checks if c.kind == "constraint" and c.name.startswith("ramp gap of gap - ")]
+    assert on_ramp.value == pytest.approx(max(0.0, ramp - 0.01), abs=1e-15) and "0.01" in on_ramp.name
+    assert not any(c.name.startswith("true (0/1) gap") for c in run_checks)
+    [on_true] = [c for c in final if c.name.startswith("true (0/1) gap")]
+    assert on_true.value == pytest.approx(max(0.0, true - eps), abs=1e-15)
+
+
 def tiny_group_data(seed=5, n=120, tiny=6, positives=2):
     """Two groups of about n/2 rows and a third of ``tiny`` rows with ``positives`` positives: the third group's
     true-positive rate is 0, 1/2 or 1, so at eps = 0.02 every group's must be (nearly) 0 or 1."""

@@ -59,9 +59,9 @@ from .partial_rates import (
     RATE_REASON,
     RATE_STEPS,
     RATE_TOLERANCE,
-    continue_on_true_rates,
     rate_blocks,
     ramp_bounds,
+    with_true_rates,
 )
 from .partial_runs import solve_direct_ssg, solve_idca_ssg, solve_penalty
 from .partial_starts import feasible_starts, lipschitz_estimate, theory
@@ -338,13 +338,8 @@ class PartialFairness(Reduction):
                 out["message"] += "; the returned x_k is certified by that solve of (25) (Lemma C.1)"
             return out
 
-        def run(x0, label):
-            out = solve_once(x0, label)
-            if not rate_steps or not rate_blocks(self.program) or not np.all(np.isfinite(out["x"])):
-                return out
-            return continue_on_true_rates(self.program, solve_once, out, rate_steps, verbose)
-
-        solution = self.multistart(run, "IDCA (exact subproblems)", options, mu, method="idca",
+        solution = self.multistart(with_true_rates(self.program, solve_once, rate_steps, verbose),
+                                   "IDCA (exact subproblems)", options, mu, method="idca",
                                    compile_time=compile_time,
                                    solver={**info, "solver_options": solver_options, "mu": mu, "outer": outer,
                                            "tol": tol, "relative_step_tol": rel_tol, "stop": stop,
@@ -389,7 +384,7 @@ class PartialFairness(Reduction):
         common = ("start", "allow_infeasible_start", "certificate", "starts", "keep", "max_time", "callback")
         if method == "idca":
             check_options(options, common + ("mu", "outer", "inner", "eps", "eps_decay", "eps_min", "margin", "tol",
-                                             "theory_eps", "split", "extrapolate", "exact_steps"),
+                                             "theory_eps", "split", "extrapolate", "exact_steps", "rate_steps"),
                           "the stochastic IDCA method")
             return solve_idca_ssg(self, seed, verbose, options, stop)
         if method == "ssg":
@@ -446,7 +441,7 @@ class PartialFairness(Reduction):
         elif best["history"] and "step" in best["history"][-1]:
             context["last_step"] = float(best["history"][-1]["step"])
         x = best["x"]
-        message = "; ".join(m for m in (best["message"], best.get("rate_note"), note) if m)
+        message = "; ".join(m for m in (best["message"], note) if m)
         solution = Solution(variables=self.program.layout.split(x), status=best["status"], message=message,
                             history=best["history"], solver=solver or {"name": method},
                             timings={"compile": compile_time, "start": start_time,
@@ -454,6 +449,8 @@ class PartialFairness(Reduction):
                             metrics=metrics, judge_context=context)
         if "stopper" in best:
             best["stopper"].finish(solution, cap=best.get("cap", ""))
+        if best.get("rate_note"):       # after the stop's own message, which the stopper may have replaced
+            solution.message = "; ".join(m for m in (solution.message, best["rate_note"]) if m)
         return solution
 
     @property
@@ -499,7 +496,8 @@ class PartialFairness(Reduction):
                 metrics[f"{name}.pairwise"] = measured.pairwise
             elif isinstance(b, RampRateBlock):
                 metrics.update(rate_metrics(name, b, x))
-                constraints[name] = constraint_record(metrics[f"{name}.true_gap"], b.eps)
+                # the declared bound (a run of the true-rate continuation is judged on a lowered ramp bound eps)
+                constraints[name] = constraint_record(metrics[f"{name}.true_gap"], b.declared)
         f = program.values(x)
         metrics["max_f"] = float(np.max(f))
         metrics["dc_values"] = f
@@ -667,6 +665,27 @@ class PartialFairness(Reduction):
             checks.append(Check(label, rec["violation"], tolerance, reason, "constraint"))
         return checks + self.certificate_checks(evaluation, backend)
 
+    def run_acceptance(self, evaluation, backend) -> list[Check]:
+        """The checks one IDCA run of a stochastic backend stops on: :meth:`acceptance`, with each ramp rate gap
+        judged as the constraint of the DC program the run solves (its ramp gap against the ramp bound in force,
+        the declared one or the one the true-rate continuation lowered it to) instead of on its true gap. The true
+        gaps are judged between runs by the continuation and on the result by :meth:`acceptance`; a run that had
+        to meet them would go on where its program is solved but its true gap is over (the fail-fast rule then
+        stops it), where the continuation lowers the ramp bound instead."""
+        checks = []
+        for check in self.acceptance(evaluation, backend):
+            name = next((n for n in rate_blocks(self.program) if check.name.startswith(f"true (0/1) gap of {n} ")),
+                        None)
+            if name is None:
+                checks.append(check)
+                continue
+            bound = evaluation.metrics[f"{name}.surrogate_bound"]
+            tolerance, reason = self.violation_tolerance(bound, backend)
+            checks.append(Check(f"ramp gap of {name} - its ramp bound {bound:.4g} (the program this run solves)",
+                                max(0.0, evaluation.metrics[f"{name}.ramp_gap"] - bound), tolerance, reason,
+                                "constraint"))
+        return checks
+
     def certificate_checks(self, evaluation, backend) -> list[Check]:
         checks = [Check(f"ramp gap of {name} (the surrogate, bounded by {evaluation.metrics[f'{name}.surrogate_bound']:g}"
                         f"; true gap <= ramp gap + slack {evaluation.metrics[f'{name}.slack']:.3g})",
@@ -695,9 +714,10 @@ class PartialFairness(Reduction):
     def advice(self, backend, solution, failing) -> str:
         names = " ".join(c.name for c in failing)
         if "true (0/1) gap" in names:
-            more = ("more true-rate steps (rate_steps=, each one more IDCA run on a lower ramp bound)" if backend ==
-                    "exact" else "backend='exact' (it ends with a continuation that lowers the ramp bound until the "
-                                 "true gap meets eps)")
+            more = ("more true-rate steps (rate_steps=, each one more IDCA run on a lower ramp bound)" if
+                    backend == "exact" or solution.solver.get("name", "").startswith("idca") else
+                    "method='idca' or backend='exact' (they end with a continuation that lowers the ramp bound until "
+                    "the true gap meets eps)")
             return (f"What to try: {more}; a narrower ramp (width=) or a larger eps; or group thresholds of the "
                     "scores (fm.GroupThresholdPostProcessor), exact on the true rates.")
         if "violation" in names and backend == "stochastic":

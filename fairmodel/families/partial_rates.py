@@ -4,7 +4,7 @@
 declares that the true decision rates of the groups differ by at most eps. IDCA solves the ramp surrogate (the ramp of
 Example B.3 of He, Huang, Yao, Lin 2025), whose gap differs from the true gap by up to the ramp's slack (half the share
 of a group's rows within width/2 of the threshold, close to 1 for a wide ramp). So the judge checks the true gap
-against eps, and the exact backend ends with a continuation on the surrogate's bound: while a true gap exceeds its
+against eps, and IDCA (either backend) ends with a continuation on the surrogate's bound: while a true gap exceeds its
 eps, the ramp bound eps' of that constraint is lowered (a secant step on the measured true gap, a piecewise-constant
 function of w, safeguarded by bisection inside the bracket of the bounds tried) and IDCA is run again from the
 previous answer pulled back to feasibility, each run certified as usual (Lemma C.1 of the same paper) for its own
@@ -191,6 +191,21 @@ def next_bound(tried: list, eps: float) -> float:
     return proposal if lo < proposal < hi else 0.5 * (lo + hi)
 
 
+def with_true_rates(program, run, steps: int, verbose=None):
+    """``run(x0, label) -> out`` (one IDCA run, either backend's) followed by the true-rate continuation
+    (:func:`continue_on_true_rates`, at most ``steps`` more runs) where the program has ramp rate gaps; ``run`` itself
+    where it has none, ``steps`` is 0, or the run's answer is not finite."""
+    if not steps or not rate_blocks(program):
+        return run
+
+    def continued(x0, label):
+        out = run(x0, label)
+        if not np.all(np.isfinite(out["x"])):
+            return out
+        return continue_on_true_rates(program, run, out, steps, verbose)
+    return continued
+
+
 def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) -> dict:
     """Lower the ramp bound of every rate constraint whose true gap at ``out["x"]`` exceeds eps + RATE_TOLERANCE
     and run IDCA again (``run(x0, label) -> out``) from the previous answer pulled back to feasibility, at most
@@ -302,7 +317,8 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
         if bounds == before:            # every bound at FLOOR: the same run again
             break
     bounds.update({name: max(FLOOR, b.measure(best)["ramp_gap"]) for name, b in blocks.items()})
-    judge_run({**{k: v for k, v in closest.items() if k != "subproblem"}, "x": best, "status": "completed",
+    judge_run({**{k: v for k, v in closest.items() if k not in ("subproblem", "stopper")}, "x": best,
+               "status": "completed",
                "outer_iterations": 0,
                "message": ("the answer is an IDCA run's answer with its intercept shifted to the best shift at which "
                            "every true gap meets its declared bound (of the closest run and of the IDCA runs from its "

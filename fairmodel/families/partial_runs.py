@@ -35,6 +35,7 @@ from ..stochastic.idca import idca, ssg_inner, working_set_ssg_inner
 from ..stochastic.ssg import ssg
 from ..utilities.validate import check_bool, check_choice
 from .partial_program import MU, extrapolate_option, max_constraint, nonneg, positive_int, schedule, ssg_scales
+from .partial_rates import RATE_STEPS, rate_blocks, with_true_rates
 from .stopping import STOP_RULES, CertifiedStop
 
 # IDCA + SSG: eps_k = max(eps_min, eps * eps_decay^k) (measured on Law School subsamples: a constant
@@ -70,21 +71,25 @@ def _stop_rule(family, options, stop, last_step=None):
                    "(stop='budget')")
 
 
-def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose, path_ends=False):
+def _stopper(family, program, mu, options, enabled, every, user_callback, cap, unit, verbose, path_ends=False,
+             on_ramp=False):
     """The run's :class:`CertifiedStop`, and the list its checkpoints' (evaluation, end of the exact IDCA path its
     certificate followed) go to (with ``path_ends``; the caller empties it). ``path_ends``: a checkpoint that fails
-    also judges that path's end (the second opinion), and keeps the closer to passing."""
+    also judges that path's end (the second opinion), and keeps the closer to passing. ``on_ramp``: the checks are
+    :meth:`~fairmodel.families.partial.PartialFairness.run_acceptance` (a run of the true-rate continuation)."""
     stopper = CertifiedStop(family, lambda info: program.layout.split(info["x"]), every=every,
                             context={"mu": mu if mu > 0 else MU, "certificate": options.get("certificate")},
                             user_callback=user_callback, enabled=enabled, cap=cap, unit=unit, verbose=verbose)
+    acceptance = family.run_acceptance if on_ramp else family.acceptance
     judged = []
-    if path_ends:
+    if path_ends or on_ramp:
         def judge(variables):
             judged.append(family.evaluate_along_path(variables, **stopper.context))
-            return judged[-1][0], family.acceptance(judged[-1][0], "stochastic")
+            return judged[-1][0], acceptance(judged[-1][0], "stochastic")
 
-        # called right after the candidate's judgment: the end of the path it followed
-        stopper.judge, stopper.second_opinion = judge, (lambda variables: judged[-1][1])
+        stopper.judge = judge
+        if path_ends:       # called right after the candidate's judgment: the end of the path it followed
+            stopper.second_opinion = lambda variables: judged[-1][1]
     return stopper, judged
 
 
@@ -137,6 +142,8 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
         inner = ssg_inner(program, mu, eps_k, T, margin, travel=travel, max_iterations=inner_cap, scales=scales)
     user_callback = options.get("callback")
     follow = checks and check_bool(options.get("exact_steps", True), "exact_steps")
+    rate_steps = positive_int(options.get("rate_steps", RATE_STEPS), "rate_steps", 0)
+    on_ramp = bool(rate_steps and rate_blocks(program))
 
     # the fail-fast rule counts the run's work in SSG iterations, not outer iterations: an outer iteration costs its
     # T_k, which the travel rule and the boosts below raise up to INNER_CAP_FACTOR x, so a run whose boosted
@@ -145,7 +152,7 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
 
     def run(x0, label):
         stopper, judged = _stopper(family, program, mu, options, checks, IDCA_CHECK_EVERY, None, work_cap,
-                                   "SSG iterations", verbose, path_ends=follow)
+                                   "SSG iterations", verbose, path_ends=follow, on_ramp=on_ramp)
         boost.update(factor=1, eps_cut=1.0, moved=False)
         done = {"ssg": 0, "adopted": 0}
         ahead = {}      # the judged end of an exact IDCA path from the next anchor, taken as its outer iteration's step
@@ -204,6 +211,8 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
                    max_time=options.get("max_time"), callback=callback, extrapolate=extrapolate)
         if stopper.passed and not stopper.by_user:      # the checkpoint that passed may be its judged path's end
             out["x"] = program.start(stopper.last[0])
+        elif stopper.gave_up is not None and not stopper.by_user and stopper.best is not None:
+            out["x"] = program.start(stopper.best[2])   # the best checkpoint, which the result returns (finish)
         out.update(stopper=stopper, cap=f"outer={outer}, {work_cap:,} SSG iterations without raised inner iterations",
                    adopted_path_ends=done["adopted"])
         return out
@@ -212,9 +221,9 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
               "mu": mu, "outer": outer, "margin": margin, "extrapolate": extrapolate,
               "stop": "checks" if checks else "budget",
               "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
-              "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule"}
-    sol = family.multistart(run, "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver,
-                            note=note)
+              "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule", "rate_steps": rate_steps}
+    sol = family.multistart(with_true_rates(program, run, rate_steps, verbose), "IDCA (SSG subproblems)", options, mu,
+                            method="idca", seed=seed, solver=solver, note=note)
     sol.metrics.update({f"theory_{k}": v for k, v in theory.items()})
     return sol
 

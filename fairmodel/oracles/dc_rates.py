@@ -117,6 +117,7 @@ class RampRateBlock(Block):
 
     def __init__(self, atom, eps: float, name: str, layout: Layout):
         self.atom, self.name, self.eps = atom, name, eps
+        self.declared = eps          # the bound the user declared on the true gap (set_bound changes eps only)
         self.aux_name = f"rate_{name}"
         self.csl = layout.slices[self.aux_name]
         self.wsl = layout.slices[atom.score.w.name]
