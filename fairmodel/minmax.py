@@ -66,8 +66,12 @@ GAP_RELATIVE, SPREAD_FRACTION, GAP_FLOOR, SCALE_PROBES = 1e-2, 1e-2, 1e-6, 8
 GAP_REASON = ("it bounds the suboptimality of both players, max_y L(x, .) - OPT and OPT - min_x L(., y); a saddle "
               "problem has no natural unit, so the tolerance is 1 % of the duality gap at the start (the centre of the "
               "domains: the run must remove 99 % of it), and where the start is nearly a saddle point, of 1 % of the "
-              "spread of L over 8 points of the domain around it, plus 1e-6 max(1, |L|) for the inner solves' "
-              "tolerance")
+              "spread of L over 8 points of the domain around it, plus 1e-6 times the larger of that scale and |L| "
+              "at the start for the inner solves' relative tolerance")
+EXACT_GAP_REASON = ("an exact saddle point has gap 0 up to the LP / conic solver's tolerance (1e-8 in the problem's "
+                    "unit), with a margin: 1e-6 times the larger of |value| and the problem's scale (the duality gap "
+                    "at the centre of the domains, or 1 % of the spread of L around it); the extragradient method "
+                    "runs until its gap is below it")
 # The exact backend of a problem given by callables: the extragradient method on the full gradient, the judge's gap
 # checked after EXACT_CHECK_EVERY steps (then every 25 % of the run), at most EXACT_MAX_STEPS steps (max_steps=).
 EXACT_MAX_STEPS, EXACT_CHECK_EVERY = 10_000, 10
@@ -241,8 +245,8 @@ class SaddleProblem:
         body = layout("minimize", objective, over, [], where, format)
         gap = ("duality gap max_y L(x, .) - min_x L(., y), both from closed forms" if
                self.max_y is not None and self.min_x is not None else "duality gap max_y L(x, .) - min_x L(., y) by "
-               "two exact CVXPY solves of cvxpy_value" if self.cvxpy_value is not None else "no duality gap (give "
-               "max_y= and min_x=, or cvxpy_value=): the judge reports L(x, y)")
+               "two exact CVXPY solves of cvxpy_value" if self.cvxpy_value is not None else f"no duality gap (give "
+               f"{self.gap_needs()}): the judge reports L(x, y)")
         exact = ("the exact saddle point (an LP for the matrix game, a Huber program for the quadratic game)"
                  if self._exact else EXACT_METHOD if self.exact_missing() is None else None)
         methods = [("Exact backend", {"exact": exact} if exact else {}),
@@ -301,6 +305,14 @@ class SaddleProblem:
         return Evaluation(objective=primal if primal is not None else L, metrics=metrics, certificate=certificate)
 
     # -- the checks that decide ok ------------------------------------------------------------------------
+    def gap_needs(self) -> str:
+        """What the judge's duality gap still needs, in words: the closed forms not given (both, or the one missing),
+        or ``cvxpy_value=``."""
+        missing = [name for name, given in (("max_y=", self.max_y), ("min_x=", self.min_x)) if given is None]
+        given = "" if len(missing) == 2 else f" ({'max_y=' if missing == ['min_x='] else 'min_x='} is given)"
+        forms = " and ".join(missing)
+        return f"the closed form{'s' if len(missing) == 2 else ''} {forms}{given}, or cvxpy_value="
+
     def has_gap(self) -> bool:
         """True when the judge can compute the duality gap (closed forms or ``cvxpy_value``)."""
         return (self.max_y is not None or self.cvxpy_value is not None) and \
@@ -332,16 +344,15 @@ class SaddleProblem:
             return []
         consistent = [bound_order("L(x, y)", cert["saddle_value"], "max_y L(x, .)", cert["primal"]),
                       bound_order("min_x L(., y)", cert["dual"], "L(x, y)", cert["saddle_value"])]
-        if backend == "exact":
-            return [Check("duality gap", gap, 1e-6 * max(1.0, abs(evaluation.objective)), "an exact saddle point has "
-                          "gap 0 up to the LP / conic solver's tolerance (1e-8), with a margin; the extragradient "
-                          "method runs until its gap is below it", "certificate"),
-                    *consistent]
-        if target is not None:
+        if target is not None and backend != "exact":
             return [Check("duality gap", gap, float(target), "the target_gap asked for", "certificate"), *consistent]
         scale, level = self.gap_scale(solver)
-        return [Check("duality gap", gap, GAP_RELATIVE * scale + GAP_FLOOR * max(1.0, level), GAP_REASON,
-                      "certificate"), *consistent]
+        unit = max(scale, level) or 1.0          # 1.0: L is constant, every point a saddle point
+        if backend == "exact":
+            return [Check("duality gap", gap, 1e-6 * max(abs(evaluation.objective), unit), EXACT_GAP_REASON,
+                          "certificate"), *consistent]
+        return [Check("duality gap", gap, GAP_RELATIVE * scale + GAP_FLOOR * unit, GAP_REASON, "certificate"),
+                *consistent]
 
     def advice(self, backend: str, order: int, failing=(), stopped_early: bool = False) -> str:
         """What usually fixes a result that is not ok (``stopped_early``: the fail-fast rule stopped the run, so the
@@ -351,8 +362,8 @@ class SaddleProblem:
                     "wrong: max_y= must return max over y in Y of L(x, y), min_x= the min over x in X (the mean of "
                     "value(x, y, i) over i), and cvxpy_value= the same function as value.")
         if not self.has_gap():
-            return ("What to try: give max_y= and min_x= (closed forms) or cvxpy_value= (a CVXPY expression of L) "
-                    "so that the judge can compute the duality gap.")
+            return (f"What to try: give {self.gap_needs()} (a CVXPY expression of L) so that the judge can compute "
+                    "the duality gap.")
         if backend == "exact":
             return "What to try: another CVXPY solver (solver=)."
         cap = "a larger cap (epochs=) lets the run continue until the gap passes"
@@ -387,9 +398,8 @@ class SaddleProblem:
             return None
         missing = []
         if not self.has_gap():
-            missing.append("no duality gap for the judge (no exact result can be certified without it): give "
-                           "cvxpy_value= (a CVXPY expression of the mean L, DCP: convex in x, concave in y) or the "
-                           "closed forms max_y= and min_x=")
+            missing.append(f"no duality gap for the judge (no exact result can be certified without it): give "
+                           f"{self.gap_needs()} (a CVXPY expression of the mean L, DCP: convex in x, concave in y)")
         if not missing:
             return None
         return (f"the exact backend of a saddle problem given by callables is {EXACT_METHOD}; this problem has "
@@ -439,8 +449,8 @@ class SaddleProblem:
             raise OptionError("order=1 needs gradients: pass grad=lambda x, y, i: (grad_x, grad_y) to SaddleProblem")
         check_every, target = options.pop("check_every", None), options.pop("target_gap", None)
         if (check_every is not None or target is not None) and not self.has_gap():
-            raise OptionError("check_every= and target_gap= need the duality gap: give SaddleProblem cvxpy_value= or "
-                              "max_y= and min_x=")
+            raise OptionError(f"check_every= and target_gap= need the duality gap: give SaddleProblem "
+                              f"{self.gap_needs()}")
         if target is not None:
             check_number(target, "target_gap", low=0.0, strict=True)
         if check_every is not None:

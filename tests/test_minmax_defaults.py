@@ -42,10 +42,36 @@ def test_one_epoch_of_the_matrix_game_is_judged_and_not_ok():
     gap, tol = res.certificate["duality_gap"], res.checks[0]["tolerance"]
     assert gap > tol and not res.ok and res.status == "inaccurate"
     assert "duality gap = " in res.message and "What to try" in res.message
-    # the tolerance is 1 % of the gap at the start (the uniform strategies here), plus the floor
+    # the tolerance is 1 % of the gap at the start (the uniform strategies here), plus the floor in the same unit
     xc, yc = sp.x_domain.center(), sp.y_domain.center()
     start_gap = sp.primal(xc) - sp.dual(yc)
-    assert tol == pytest.approx(GAP_RELATIVE * start_gap + GAP_FLOOR * max(1.0, abs(sp.value(xc, yc))), rel=1e-12)
+    assert sp.gap_scale()[0] == pytest.approx(start_gap, rel=1e-12)
+    unit = max(start_gap, abs(sp.value(xc, yc)))
+    assert tol == pytest.approx(GAP_RELATIVE * start_gap + GAP_FLOOR * unit, rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-7, 1e3])
+def test_the_gap_tolerances_and_the_exact_value_scale_with_the_payoffs(scale):
+    """A saddle problem has no natural unit: the game with every payoff times ``scale`` has the same saddle points,
+    its value and duality gaps times ``scale``, so both backends' tolerances scale with it. An absolute floor of 1e-6
+    had made every answer ok on payoffs of order 1e-7 (the uniform strategies passed), and the LP's absolute
+    tolerance gave the exact value the wrong sign there."""
+    A = np.random.default_rng(3).standard_normal((50, 5, 5))
+    unit, scaled = fm.SaddleProblem.matrix_game(A), fm.SaddleProblem.matrix_game(scale * A)
+    exact_unit, exact_scaled = unit.solve(method="exact"), scaled.solve(method="exact")
+    assert exact_unit.ok and exact_scaled.ok
+    assert exact_scaled.objective == pytest.approx(scale * exact_unit.objective, rel=1e-6)
+    assert exact_scaled.checks[0]["tolerance"] == pytest.approx(scale * exact_unit.checks[0]["tolerance"], rel=1e-9)
+    uniform = {"x": unit.x_domain.center(), "y": unit.y_domain.center()}
+    planted = [p.evaluate(**uniform) for p in (unit, scaled)]
+    assert planted[1].certificate["duality_gap"] == pytest.approx(scale * planted[0].certificate["duality_gap"],
+                                                                  rel=1e-9)
+    res = scaled.solve(seed=0)
+    tolerance = res.checks[0]["tolerance"]
+    assert tolerance == pytest.approx(scale * unit.solve(seed=0).checks[0]["tolerance"], rel=1e-9)
+    assert planted[1].certificate["duality_gap"] > 10 * tolerance          # the start is far from passing
+    assert not scaled.gap_checks(planted[1], "stochastic")[0].passed
+    assert res.ok and abs(res.objective - exact_scaled.objective) <= res.certificate["duality_gap"] + 1e-6 * scale
 
 
 def test_one_epoch_of_the_documented_saddle_problem_is_not_ok():
@@ -90,7 +116,7 @@ def test_the_start_at_a_saddle_point_uses_the_spread_of_the_values():
     scale, level = rps.gap_scale()
     assert level == pytest.approx(0.0, abs=1e-15) and 0 < scale <= SPREAD_FRACTION * 2.0   # payoffs in [-1, 1]
     res = rps.solve(seed=0)
-    assert res.ok and res.checks[0]["tolerance"] == pytest.approx(GAP_RELATIVE * scale + GAP_FLOOR)
+    assert res.ok and res.checks[0]["tolerance"] == pytest.approx(GAP_RELATIVE * scale + GAP_FLOOR * scale)
 
 
 def test_same_seed_same_result_with_stopping_on():

@@ -102,6 +102,13 @@ def test_without_gradients_the_exact_path_differences_the_values_and_equals_the_
     report = fm.crosscheck(no_gap, seed=0, stochastic_options={"epochs": 20})
     assert not report.ok and report.exact.status == "failed"
     assert "no duality gap for the judge" in report.exact.message and "no grad=" not in report.exact.message
+    # one closed form given: the messages ask for the other one, and say which is given
+    half = fm.SaddleProblem(lambda x, y, i: float(x @ y), 4, fm.Ball(2, 1.0), fm.Box(-1, 1, size=2),
+                            grad=lambda x, y, i: (y, x), max_y=lambda x: float(np.abs(x).sum()))
+    with pytest.raises(fm.UnsupportedProblemError, match=r"the closed form min_x= \(max_y= is given\), or cvxpy_"):
+        half.solve(backend="exact")
+    res = half.solve(epochs=5)
+    assert res.status == "unverified" and "give the closed form min_x= (max_y= is given)" in res.message
 
 
 def _slow_game():

@@ -49,16 +49,23 @@ def inner_by_cvxpy(cvxpy_value, fixed: np.ndarray, domain, which: str, solver=No
 
 def matrix_game_lp(A: np.ndarray, solver=None) -> tuple[float, np.ndarray, np.ndarray, dict]:
     """(value, x*, y*, record) of min_{x in simplex} max_{y in simplex} x^T A y as the LP
-    min t s.t. A^T x <= t 1, x in the simplex (y* = the normalized duals of A^T x <= t)."""
+    min t s.t. A^T x <= t 1, x in the simplex (y* = the normalized duals of A^T x <= t).
+
+    The LP solves the same game in unit payoffs, (A - c) / s with c the mean payoff and s the largest |A - c|: on the
+    simplices x^T (A - c) y = x^T A y - c, so the saddle points are A's and its value is c + s t. The solvers'
+    tolerances are absolute (about 1e-8), so payoffs of order 1e-7 gave a value of the wrong sign, and payoffs
+    1000 + N(0, 1) only three or four significant digits of the game around its offset."""
     m, k = A.shape
+    c = float(np.mean(A))
+    s = float(np.max(np.abs(A - c))) or 1.0
     x, t = cp.Variable(m, name="x"), cp.Variable(name="t")
-    cols = A.T @ x <= t
+    cols = ((A - c) / s).T @ x <= t
     problem = cp.Problem(cp.Minimize(t), [cols, x >= 0, cp.sum(x) == 1])
     record = solvers.solve(problem, solver, needs="lp", what="the matrix-game LP")
     y = np.maximum(np.asarray(cols.dual_value, dtype=float), 0.0)
     y = y / y.sum() if y.sum() > 0 else np.full(k, 1.0 / k)
     xv = np.maximum(np.asarray(x.value, dtype=float), 0.0)
-    return float(t.value), xv / xv.sum(), y, record
+    return c + s * float(t.value), xv / xv.sum(), y, record
 
 
 def quadratic_game_program(A, b, B, e, mu: float, rho: float, solver=None):
