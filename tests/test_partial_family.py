@@ -79,6 +79,13 @@ def test_partial_dp_problem_on_both_backends(law, tmp_path):
     # judging a candidate without thresholds: the judge picks the best θ
     judged = prob.evaluate(w=exact.variables["w"])
     assert judged.constraints["c0"]["value"] <= exact.constraints["c0"]["value"] + 1e-9
+    # the true DP^I (a step function; model (13) bounds its ramp surrogate) is reported beside the checks, never
+    # enforced: by brute force from the scores, and above kappa here although the result's constraint holds
+    theta = np.ravel(exact.variables["w"])
+    true = fm.metrics.partial_dp(data.X @ theta[:-1] + theta[-1], data.groups, band=(0.7, 1.0)).gap
+    [row] = [c for c in exact.checks if c["name"].startswith("true DP^I of c0")]
+    assert row["value"] == pytest.approx(true, abs=1e-12) == pytest.approx(exact.metrics["c0.gap"], abs=1e-12)
+    assert row["tolerance"] == np.inf and row["passed"] and true > 0.1 >= exact.constraints["c0"]["value"] - 1e-9
 
 
 def test_weak_partial_dp_methods(law):

@@ -11,7 +11,8 @@ Huang, Yao, Lin, "Enforcing Fairness Where It Matters", 2025).
 
 The value of a partial-parity atom is the *true* empirical metric (:mod:`fairmodel.metrics.partial`) of
 the current scores; it is a step function without a gradient, so only the family's models (13)/(17),
-built with the ramp surrogate of Example B.3, are optimized.
+built with the ramp surrogate of Example B.3, are optimized, and their constraints are what the judge checks
+(the true metric is reported beside them and can exceed kappa).
 """
 from __future__ import annotations
 
@@ -267,7 +268,9 @@ def partial_dp(score, groups, band=(0.0, 1.0), *, levels: int = 10, grid="defaul
     pairwise** gap max_{k, k'} between the groups (never a comparison with the population).
 
     Use as ``fm.partial_dp(s, data.groups, band=(0.7, 1.0)) <= kappa``: model (13) of the partial-fairness
-    paper (ramp surrogate, ``levels`` grid levels p, one auxiliary threshold θ_p per level).
+    paper (ramp surrogate, ``levels`` grid levels p, one auxiliary threshold θ_p per level). The judge checks
+    model (13)'s constraints, which bound the ramp surrogate; the true DP^I (this atom's value, a step function of
+    the scores) is reported (metric ``<name>.gap``) and can exceed kappa.
     """
     return PartialDP(score, groups, band, levels, grid)
 
@@ -278,7 +281,8 @@ def weak_partial_dp(score, groups, band=(0.0, 1.0), *, threshold: float = 0.0,
     pairwise** gap max_{k, k'} between the groups.
 
     Use as ``fm.weak_partial_dp(s, data.groups, band=(0.05, 0.3)) <= kappa``: model (17) with the DC split
-    of Example B.5 built on identity (51).
+    of Example B.5 built on identity (51). The judge checks model (17)'s constraint, the ramp surrogate of WDP^I;
+    the true WDP^I (this atom's value) is reported (metric ``<name>.gap``) and can exceed kappa.
     """
     return WeakPartialDP(score, groups, band, threshold, decomposition)
 
