@@ -508,3 +508,17 @@ def test_a_diverged_candidate_does_not_widen_its_own_tolerance():
     check = next(c for c in prob.reduction("strategic_dro").certificate_checks(bad, "stochastic")
                  if c.name == "duality gap")
     assert check.tolerance == pytest.approx(0.03 * np.log(2.0)) and not check.passed
+
+
+def test_the_advice_drops_a_larger_cap_when_the_fail_fast_rule_stopped_the_run(solved):
+    """A run stopped by the fail-fast rule measured that its gap would not pass before the cap (its metrics hold the
+    rate), so 'a larger cap' is no advice for it (a held-out run on Communities said both); a run that reached its
+    cap gets it."""
+    from fairmodel.families.base import Solution
+    family = solved[0].family
+    reached = Solution(variables={}, status="inaccurate", solver={"order": 0}, metrics={})
+    stopped = Solution(variables={}, status="inaccurate", solver={"order": 0},
+                       metrics={"certificate_rate": 0.0, "projected_work": float("inf")})
+    assert "a larger cap" in family.advice("stochastic", reached, [])
+    advice = family.advice("stochastic", stopped, [])
+    assert "a larger cap" not in advice and "backend='exact'" in advice
