@@ -575,17 +575,18 @@ class SaddleProblem:
         at the tolerance that decides its ``ok`` bounds its primal suboptimality, so the primal values agree within
         it."""
         tolerance = own_tolerance(stochastic, "duality gap", np.nan)
-        scale = max(1.0, abs(exact.objective))
+        exact_tolerance = own_tolerance(exact, "duality gap", 1e-6 * max(1.0, abs(exact.objective)))
         gap = stochastic.objective - exact.objective
         return [Check("primal value: stochastic - exact", gap, tolerance,
                       "the stochastic duality gap (at most this tolerance for an ok result) bounds the primal "
                       "suboptimality max_y L(x, .) - OPT"),
-                Check("exact optimum is a lower bound (exact - stochastic)", -gap, 1e-6 * scale,
-                      "no x has a primal value below the saddle value by more than the exact solver's tolerance"),
+                Check("exact optimum is a lower bound (exact - stochastic)", -gap, exact_tolerance,
+                      "no x has a primal value below the saddle value by more than the exact result's duality-gap "
+                      "tolerance"),
                 Check("duality gap of the stochastic result", stochastic.certificate.get("duality_gap", np.inf),
                       tolerance, GAP_REASON),
-                Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf), 1e-6 * scale,
-                      "an exact saddle point has gap 0 up to the exact method's tolerance")], "minmax"
+                Check("duality gap of the exact result", exact.certificate.get("duality_gap", np.inf),
+                      exact_tolerance, EXACT_GAP_REASON)], "minmax"
 
     def _solve_exact(self, solver, verbose=None, max_steps=EXACT_MAX_STEPS) -> Result:
         """The exact program of a built-in game, else the extragradient method on the full gradient (refused, with

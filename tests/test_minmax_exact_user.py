@@ -158,3 +158,34 @@ def test_differenced_values_of_a_logistic_mixture_give_the_gradient_paths_saddle
     direct = cp.Problem(cp.Minimize(cp.max(cp.logistic(cp.multiply(-s, a @ x)))), [cp.norm(x) <= 2.0])
     direct.solve(solver=cp.CLARABEL)
     assert abs(values_only.objective - direct.value) <= 2e-6 * max(1.0, abs(direct.value))
+
+
+def test_the_cross_check_judges_the_exact_gap_in_the_problems_unit():
+    """A bilinear game on Simplex(6) x Ball(4, 2) with payoffs of order 1e3 and its value moved to 0: the exact
+    extragradient result passes its own gap tolerance (1e-6 times the problem's scale), and the cross-check judges it
+    by that same tolerance, not by an absolute 1e-6 (held-out: NOT OK at an exact gap of 8.4e-6 against its own 6.1e-4)."""
+    rng = np.random.default_rng(1326)
+    n, c, R = 20, 1e3, 2.0
+    M, b, e = rng.standard_normal((n, 6, 4)), rng.standard_normal((n, 6)), rng.standard_normal((n, 4))
+    Mb, bb, eb = M.mean(0), b.mean(0), e.mean(0)
+
+    def max_y(x, shift=0.0):
+        return float(c * (bb @ x + R * np.linalg.norm(Mb.T @ x - eb)) - shift)
+
+    def min_x(y, shift=0.0):
+        return float(c * (np.min(Mb @ y + bb) - eb @ y) - shift)
+
+    def game(shift):
+        return fm.SaddleProblem(lambda x, y, i: c * (x @ M[i] @ y + b[i] @ x - e[i] @ y) - shift, n,
+                                fm.Simplex(6), fm.Ball(4, R),
+                                grad=lambda x, y, i: (c * (M[i] @ y + b[i]), c * (M[i].T @ x - e[i])),
+                                max_y=lambda x: max_y(x, shift), min_x=lambda y: min_x(y, shift))
+
+    value = game(0.0).solve(backend="exact").objective
+    report = fm.crosscheck(game(value), seed=0)
+    exact_tolerance = report.exact.checks[0]["tolerance"]
+    assert report.exact.ok and abs(report.exact.objective) <= 1e-3 * c and exact_tolerance > 1e-5
+    rows = {ch.name: ch for ch in report.checks}
+    for name in ("duality gap of the exact result", "exact optimum is a lower bound (exact - stochastic)"):
+        assert rows[name].tolerance == pytest.approx(exact_tolerance, rel=1e-12)
+    assert report.ok, report.to_markdown()

@@ -313,6 +313,38 @@ def test_lowering_stops_only_after_runs_in_a_row_that_come_no_closer(monkeypatch
     assert ("stopped falling" in out["rate_note"]) == (stages[-1] == "lowered" and gaps[-1] > 0.051)
 
 
+def test_a_certified_run_is_kept_before_a_lower_uncertified_one(monkeypatch):
+    """Among the runs that meet the declared bounds the continuation keeps the certified ones first (a stochastic run
+    stopped by the fail-fast rule returns its best checkpoint, which can be far from any answer), then the lowest
+    objective; with none certified, the lowest objective."""
+    from types import SimpleNamespace
+
+    from fairmodel.families import partial_rates
+    prob, _ = program_of("dp", make_data(n=200, groups=2, seed=1), eps=0.05)
+    program = prob.family.program
+    x0 = program.start()
+    planted = iter([0.2, 0.03, 0.04])                    # over, then two runs that meet eps
+    monkeypatch.setattr(partial_rates, "true_gaps", lambda program, x: {"gap": next(planted)})
+    objectives = {0: 0.7, 1: 0.3, 2: 0.5}                # the uncertified run (1) has the lowest objective
+    monkeypatch.setattr(program, "objective_value", lambda x: objectives[int(x[-1])])
+    monkeypatch.setattr(partial_rates, "feasible_toward", lambda program, x: x)
+    calls = iter([1, 2])
+
+    def run(x0, label, passed=(None, False, True)):
+        k = next(calls)
+        x = x0.copy()
+        x[-1] = k
+        return {"x": x, "outer_iterations": 1, "status": "completed", "stopper": SimpleNamespace(passed=passed[k])}
+
+    first = x0.copy()
+    first[-1] = 0
+    out = partial_rates.continue_on_true_rates(program, run, {"x": first, "outer_iterations": 1, "time": 0.0,
+                                                              "status": "completed", "stopper": SimpleNamespace(
+                                                                  passed=True)}, steps=2)
+    assert int(out["x"][-1]) == 2 and out["stopper"].passed
+    assert partial_rates.certified({"status": "converged"}) and not partial_rates.certified({"status": "completed"})
+
+
 def test_the_intercept_shift_is_the_best_shift_that_meets_the_bound():
     """shift_to_bounds against brute force over every distinct shift (the midpoints between consecutive values of
     threshold - score, and beyond both ends): only the intercept moves, the decisions meet eps, and the objective (the

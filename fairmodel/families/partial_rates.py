@@ -237,7 +237,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
                       "outer_iterations": o["outer_iterations"], "time": elapsed, "stage": stage})
         excess = max(g[name] - declared[name] for name in blocks)
         if excess <= RATE_TOLERANCE:
-            met.append((objective, len(met), o))
+            met.append((not certified(o), objective, len(met), o))
         if closest is None or excess < closest[0]:
             closest = (excess, o)
         notes.note(f"true-rate step {len(trace) - 1}: ramp bound {_show(bounds)} -> true gap {_show(g)} (declared "
@@ -277,7 +277,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
         shifted = shift_to_bounds(program, closest[1]["x"])
         if shifted is not None:
             note = "; ".join((note, _shift_stage(program, run, shifted, closest[1], bounds, judge_run, met)))
-    kept = min(met, key=lambda t: t[:2])[2] if met else closest[1]
+    kept = min(met, key=lambda t: t[:3])[3] if met else closest[1]
     if len(trace) > 1:
         used = kept["surrogate_bounds"] or declared
         verb = "meets" if kept.get("shifted") else "solves"
@@ -305,7 +305,7 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
             out = dict(run(scaled_to_bounds(program, shifted), f"IDCA from the shifted intercept, run {step + 1}"),
                        surrogate_bounds=dict(bounds))
         gaps = judge_run(out, time.perf_counter() - start, "shifted")
-        if met:
+        if any(certified(t[3]) for t in met):
             return (f"the closest run's intercept shifted until its true gaps met the declared bounds; IDCA from "
                     f"there ({step + 1} run(s)) kept them on the ramp bound(s) {_show(bounds)}")
         best = min(best, rescaled(program, shift_to_bounds(program, out["x"])), key=program.objective_value)
@@ -327,6 +327,17 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
                            f"{_show(bounds)}, passes"),
                "surrogate_bounds": dict(bounds), "shifted": True}, 0.0, "shifted answer")
     return "the intercept-shift stage kept a shifted answer"
+
+
+def certified(out: dict) -> bool:
+    """Whether an IDCA run stopped certified: the exact backend's step rule (status ``converged``), or a stochastic
+    run whose checkpoint passed the judge's checks (its ``stopper``). A stochastic run stopped by the fail-fast rule
+    returns its best checkpoint, which can be far from any answer: from an intercept-shifted start that rejected every
+    row (intercept -266) one such run returned an objective of 147 where the shifted point itself, at its best scale,
+    had 0.6. Among the runs that meet the declared bounds the certified ones are kept first, and only a certified one
+    ends the intercept-shift stage."""
+    stopper = out.get("stopper")
+    return bool(stopper.passed) if stopper is not None else out.get("status") == "converged"
 
 
 def _show(values: dict) -> str:
