@@ -32,7 +32,7 @@ from ..oracles.group_risks import GroupRisks
 from ..oracles.metric import step_coordinates
 from ..stochastic.aleg import aleg, design_moment, mero_two_stage, metric_radius_scale, minibatch_step, radius_step
 from ..stochastic.smd import smd
-from ..utilities.validate import check_choice, check_options
+from ..utilities.validate import as_generator, check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
@@ -49,6 +49,15 @@ RIGOROUS_REASON = ("; on a ball the gap checked is the rigorous one (its inner m
 # cases of the defaults suite and their held-out variants (group DRO, MERO, ERM; 5,000-30,162 rows) are ok with both,
 # in the same epochs, 9 of them closer to the exact optimum.
 NONSMOOTH_SCHEDULE = "decreasing"
+# The second run of a loss that is not smooth takes the radius step in restarted stages (Yang and Lin 2018, RSG; Xu,
+# Lin and Yang 2019, ASSG): each stage runs ALEG with a constant step for at most the default budget of epochs from
+# the previous stage's output, and halves the step; a stage ends when the judge's checks pass, at its budget, or when
+# the fail-fast rule finds it stalled. A piecewise-linear objective (group DRO with the hinge loss) grows sharply away
+# from its minimizers, which is what lets each stage halve the error with a constant number of steps, where one run of
+# decreasing steps reduces it like 1/sqrt(epochs). Measured on 2026-12-01 (seed 0, one thread; the second run alone):
+# 1,000 synthetic rows with 200 features (radius 5) from 1.29x the gap tolerance at the cap of 1,800 epochs to ok after
+# 1,125 epochs (7 stages); 5,000 Adult rows by race from 303 epochs to 195, by sex from 94 to 84 (both ok before).
+RESTART_HALVINGS = 16      # stages at most (the step falls 2^16-fold); the cap of epochs usually ends the run first
 
 
 def default_epochs(n_bar: float) -> int:
@@ -331,7 +340,12 @@ class GroupDRO(Reduction):
         if fn is mero_two_stage:
             names = list(self.risks.names)
             again["stage1_offsets"] = np.array([first.metrics["estimated_group_optimal"][g] for g in names])
-        solution = self._run(fn, method, again, seed, verbose, stop, n_bar, settled, user_callback)
+        if rule == "the radius step of robust stochastic approximation" and fn is aleg and stop == "checks":
+            again.pop("step_schedule", None)
+            solution = self._restarted(fn, method, again, seed, verbose, n_bar, settled, user_callback)
+            rule += f", in restarted stages of at most {default_epochs(n_bar)} epochs with the step halved at each"
+        else:
+            solution = self._run(fn, method, again, seed, verbose, stop, n_bar, settled, user_callback)
         step = solution.metrics["step_w"] if step is None else step
         solution.metrics["first_run"] = {"step_w": first.metrics["step_w"], "status": first.status,
                                          "epochs_run": first.metrics["epochs_run"],
@@ -341,6 +355,41 @@ class GroupDRO(Reduction):
         solution.message += (f"; a first run with the curvature step ({first.metrics['step_w']:.3g}) stopped after "
                              f"{first.metrics['epochs_run']} epochs without passing the judge's checks, so this run "
                              f"took {rule} ({step:.3g})")
+        return solution
+
+    def _restarted(self, fn, method, opts, seed, verbose, n_bar, settled, user_callback) -> Solution:
+        """ALEG in restarted stages (RESTART_HALVINGS): stage k runs ``opts`` with the constant w-step
+        ``opts["step_w"] / 2^k`` for at most ``default_epochs(n_bar)`` epochs (fewer where the cap ``opts["epochs"]``
+        comes first) from the previous stage's output (w, q), stopped on the judge's checks; the run ends at the
+        first stage whose checks pass, at the cap, or when the user's callback stops it. The solution is the last
+        stage's, with the epochs, gradient evaluations and history of all of them."""
+        rng = as_generator(seed)            # each stage's sampling from its own seed, drawn from the run's
+        stopped = {"by_user": False}
+
+        def callback(info):
+            stopped["by_user"] = bool(user_callback(info))
+            return stopped["by_user"]
+
+        done, evals, history = 0, 0, []
+        w, q = opts.get("w0"), opts.get("q0")
+        for k in range(RESTART_HALVINGS + 1):
+            stage = {**opts, "step_w": opts["step_w"] / 2.0 ** k, "step_schedule": "constant",
+                     "epochs": min(default_epochs(n_bar), opts["epochs"] - done), "w0": w, "q0": q}
+            solution = self._run(fn, method, stage, int(rng.integers(2 ** 63)), verbose, "checks", n_bar, settled,
+                                 None if user_callback is None else callback)
+            done += solution.metrics["epochs_run"]
+            evals += solution.metrics["grad_evals"]
+            history += [dict(h, stage=k) for h in solution.history]
+            if solution.status in ("converged", "diverged", "interrupted", "failed") or stopped["by_user"] or \
+                    done >= opts["epochs"]:
+                break
+            w = np.asarray(solution.variables[self.w.name], dtype=float)
+            q = np.maximum(np.asarray(solution.variables["q"], dtype=float), 1e-12)    # interior (entropy map)
+            q /= q.sum()
+        solution.history = history
+        solution.metrics.update(epochs_run=done, grad_evals=evals, stages=k + 1, step_w=opts["step_w"],
+                                last_stage_step_w=opts["step_w"] / 2.0 ** k)
+        solution.message += f"; {k + 1} restarted stage(s), {done} epochs in all (cap epochs={opts['epochs']})"
         return solution
 
     def _run(self, fn, method, opts, seed, verbose, stop, n_bar, settled, user_callback) -> Solution:
