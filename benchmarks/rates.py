@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))     # this checkout's fairmodel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import add_report_options, printed_rows, table, write_section  # noqa: E402
 
