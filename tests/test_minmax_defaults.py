@@ -61,6 +61,8 @@ def test_the_gap_tolerances_and_the_exact_value_scale_with_the_payoffs(scale):
     exact_unit, exact_scaled = unit.solve(method="exact"), scaled.solve(method="exact")
     assert exact_unit.ok and exact_scaled.ok
     assert exact_scaled.objective == pytest.approx(scale * exact_unit.objective, rel=1e-6)
+    # the LP's own value (in unit payoffs, mapped back) equals the judge's primal value at its x*
+    assert exact_scaled.metrics["solver_optimum"] == pytest.approx(exact_scaled.objective, rel=1e-6)
     assert exact_scaled.checks[0]["tolerance"] == pytest.approx(scale * exact_unit.checks[0]["tolerance"], rel=1e-9)
     uniform = {"x": unit.x_domain.center(), "y": unit.y_domain.center()}
     planted = [p.evaluate(**uniform) for p in (unit, scaled)]
