@@ -12,7 +12,7 @@ import pytest
 
 import fairmodel as fm
 from fairmodel.errors import OptionError
-from fairmodel.minmax import GAP_FLOOR, GAP_RELATIVE, SPREAD_FRACTION
+from fairmodel.minmax import GAP_FLOOR, GAP_RELATIVE, ROUNDING_RELATIVE, SPREAD_FRACTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import defaults_minmax  # noqa: E402
@@ -46,8 +46,24 @@ def test_one_epoch_of_the_matrix_game_is_judged_and_not_ok():
     xc, yc = sp.x_domain.center(), sp.y_domain.center()
     start_gap = sp.primal(xc) - sp.dual(yc)
     assert sp.gap_scale()[0] == pytest.approx(start_gap, rel=1e-12)
-    unit = max(start_gap, abs(sp.value(xc, yc)))
-    assert tol == pytest.approx(GAP_RELATIVE * start_gap + GAP_FLOOR * unit, rel=1e-12)
+    rounding = ROUNDING_RELATIVE * abs(sp.value(xc, yc))     # both inner problems in closed form
+    assert tol == pytest.approx(GAP_RELATIVE * start_gap + GAP_FLOOR * start_gap + rounding, rel=1e-12)
+
+
+@pytest.mark.parametrize("offset", [100.0, 1e4])
+def test_a_constant_offset_does_not_loosen_the_gap_tolerances(offset):
+    """Adding a constant to every payoff gives the same game (on the simplices x'(A + c)y = x'Ay + c): its tolerances
+    stay those of the game, up to the rounding of values of size |c| (1e-10 |c|). They had grown with |L|: payoffs
+    1e-3 N(0, 1) + 1e4 got a tolerance of 0.01 that every one of 2,000 random strategy pairs passed."""
+    A = 1e-3 * np.random.default_rng(4).standard_normal((60, 5, 3))
+    plain, shifted = fm.SaddleProblem.matrix_game(A), fm.SaddleProblem.matrix_game(A + offset)
+    for backend in ("exact", "stochastic"):
+        tolerances = [p.solve(backend=backend, seed=0).checks[0]["tolerance"] for p in (plain, shifted)]
+        assert tolerances[1] <= tolerances[0] + 1.5 * ROUNDING_RELATIVE * offset
+    rng = np.random.default_rng(0)
+    pairs = [(rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(3))) for _ in range(200)]
+    passed = [shifted.gap_checks(shifted.evaluate(x, y), "stochastic")[0].passed for x, y in pairs]
+    assert sum(passed) <= 2          # random strategies are not a saddle point of the game
 
 
 @pytest.mark.parametrize("scale", [1e-7, 1e3])

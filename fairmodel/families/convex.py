@@ -558,7 +558,7 @@ class Convex(Reduction):
                     return stopped
                 # a checkpoint failed: restart from the averaged output, under a larger bound where the bound is
                 # what holds the run back (the fail-fast rule's rate was measured under the smaller one)
-                raise_bound = not given and rounds < BOUND_ROUNDS and form.constraint_pieces \
+                raise_bound = not given and rounds < BOUND_ROUNDS and bool(form.constraint_pieces) \
                     and (self._bound_too_small(stopper.last, info["ys"])
                          or (stopped and state["last_resorts"] < LAST_RESORT_RAISES
                              and self._violated(stopper.last)))
