@@ -384,3 +384,5 @@ def test_the_fail_fast_rule_stops_an_unconstrained_generic_run_without_a_crash()
     res = prob.solve(backend="stochastic", seed=0, epochs=40)
     assert prob.family.name == "convex"
     assert not res.ok and res.status == "inaccurate" and "stopped early" in res.message
+    # the advice does not contradict the rule's own measurement
+    assert "a larger cap (epochs=)" not in res.message and "not a larger cap" in res.message

@@ -519,6 +519,7 @@ def test_the_advice_drops_a_larger_cap_when_the_fail_fast_rule_stopped_the_run(s
     reached = Solution(variables={}, status="inaccurate", solver={"order": 0}, metrics={})
     stopped = Solution(variables={}, status="inaccurate", solver={"order": 0},
                        metrics={"certificate_rate": 0.0, "projected_work": float("inf")})
-    assert "a larger cap" in family.advice("stochastic", reached, [])
+    from fairmodel.families.base import NO_LARGER_CAP
+    assert "a larger cap (epochs=)" in family.advice("stochastic", reached, [])
     advice = family.advice("stochastic", stopped, [])
-    assert "a larger cap" not in advice and "backend='exact'" in advice
+    assert "a larger cap (epochs=)" not in advice and NO_LARGER_CAP in advice and "backend='exact'" in advice

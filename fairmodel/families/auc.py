@@ -43,7 +43,7 @@ from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AUCSaddle
 from ..utilities.validate import check_options
 from .auc_runs import solve_sfls
-from .base import Check, Evaluation, Reduction, Solution, bound_order, constraint_record
+from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order, constraint_record
 from .registry import register
 
 EXACT = {"moment": "moment-form QCQP: group means and covariance factors, O(p^2) size",
@@ -455,8 +455,9 @@ class AUCFairness(Reduction):
         scaling = (f" The features' covariance has condition number {condition:.2g}: SMD, a first-order method, "
                    f"moves slowly along its flat directions; standardized or decorrelated features (e.g. PCA) or the "
                    f"exact backend help most." if condition > 1e4 else "")
-        return ("What to try: a larger cap (max_steps=, max_outer=) lets SFLS double its SMD steps per oracle "
-                "call until the bracket passes; if the run halted at its first levels or the constraint is "
+        return ("What to try: " + cap_tip(solution, "a larger cap (max_steps=, max_outer=) lets SFLS double its SMD "
+                                                    "steps per oracle call until the bracket passes")
+                + "; if the run halted at its first levels or the constraint is "
                 "violated, smaller steps (eta=, tau_scale=); a smaller radius of the weights shrinks the interval I "
                 "and the Bregman constant C, which slow SMD; the exact backend (backend='exact') solves this "
                 "linear score directly." + scaling)

@@ -138,6 +138,15 @@ def own_tolerance(result, check_name: str, fallback: float) -> float:
                  if c.get("name") == check_name), float(fallback))
 
 
+NO_LARGER_CAP = "not a larger cap (the fail-fast rule measured that the checks would not pass before it)"
+
+
+def cap_tip(solution, tip: str) -> str:
+    """``tip`` (the advice of a larger cap), or, for a run the fail-fast rule stopped (its metrics hold the measured
+    rate), that a larger cap is no remedy: the run said so itself, so advising it would contradict the message."""
+    return NO_LARGER_CAP if "certificate_rate" in getattr(solution, "metrics", {}) else tip
+
+
 def inconsistent(checks) -> list[Check]:
     """The failed :func:`bound_order` checks: a certificate that contradicts itself (no further iteration fixes it)."""
     return [c for c in checks if c.computed and not c.passed and c.name.endswith(f"({BOUND_ORDER})")]
@@ -326,9 +335,9 @@ class Reduction(abc.ABC):
             others = [m for m in self.exact_methods if m != solution.solver.get("method")]
             return ("What to try: another exact method" + (f" ({', '.join(others)})" if others else "")
                     + " or another solver (solver=).")
-        return ("What to try: a larger cap (epochs=, or max_time=) lets the run continue until the checks pass; "
-                "if the values stall, smaller steps; the exact backend (backend='exact') where the data fit in "
-                "memory.")
+        cap = cap_tip(solution, "a larger cap (epochs=, or max_time=) lets the run continue until the checks pass")
+        return (f"What to try: {cap}; if the values stall, smaller steps; the exact backend (backend='exact') where "
+                "the data fit in memory.")
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         """The checks ``fm.crosscheck`` applies to the two judged results (override per family); ``context``

@@ -31,7 +31,7 @@ from ..oracles.metric import RUN_RIDGE, Coordinates
 from ..oracles.smoothing import smoothed
 from ..stochastic.primal_dual import balanced_weight, primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
-from .base import Check, Evaluation, Reduction, Solution, bound_order, own_tolerance
+from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order, own_tolerance
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
 from .model_space import CERT_TOL, NEWTON_STEPS, ModelSpace, smooth_reason
@@ -792,7 +792,8 @@ class Convex(Reduction):
             steps.append("if a constraint stays violated while the multipliers hold the whole bound "
                          f"(metrics['multiplier_bound'] = {solution.metrics.get('multiplier_bound', float('nan')):.3g}"
                          "), a larger multiplier_bound=")
-        return ("What to try: a larger cap (epochs=) lets the run continue until the checks pass"
+        return ("What to try: " + cap_tip(solution, "a larger cap (epochs=) lets the run continue until the checks "
+                                                    "pass")
                 + "".join(f"; {s}" for s in steps)
                 + "; if the Lagrangian gap stalls, a larger batch_size= (less noise) or smaller steps (step_w=, "
                   "step_y=); the exact backend (backend='exact', one CVXPY program) where the data fit in memory.")

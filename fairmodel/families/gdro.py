@@ -33,7 +33,7 @@ from ..oracles.metric import step_coordinates
 from ..stochastic.aleg import aleg, design_moment, mero_two_stage, metric_radius_scale, minibatch_step, radius_step
 from ..stochastic.smd import smd
 from ..utilities.validate import as_generator, check_choice, check_options
-from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, own_tolerance
+from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order, by_group, own_tolerance
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -553,9 +553,10 @@ class GroupDRO(Reduction):
     def advice(self, backend, solution, failing) -> str:
         if backend == "exact":
             return super().advice(backend, solution, failing)
-        return ("What to try: a larger cap (epochs=) lets ALEG continue until the duality gap passes; if the gap "
-                "stalls, smaller steps (step_w=, step_q=) or a larger batch_size=; the certified exact method "
-                "(backend='exact', method='dual') where the data fit in memory.")
+        return ("What to try: " + cap_tip(solution, "a larger cap (epochs=) lets ALEG continue until the duality gap "
+                                                    "passes") + "; if the gap stalls, smaller steps (step_w=, step_q=) "
+                "or a larger batch_size=; the certified exact method (backend='exact', method='dual') where the data "
+                "fit in memory.")
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
         gap = stochastic.objective - exact.objective

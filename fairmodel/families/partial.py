@@ -43,7 +43,7 @@ from ..oracles.dc_hinges import accuracy, count_above, score_vector
 from ..oracles.dc_rates import RampRateBlock
 from ..stochastic.idca import certified_inner, exact_inner, idca, inexact, nearly_kkt_epsilon, projected_decrease
 from ..utilities.validate import check_choice, check_options
-from .base import Check, Evaluation, Reduction, Solution, constraint_record
+from .base import Check, Evaluation, Reduction, Solution, cap_tip, constraint_record
 from .partial_program import (
     DC_ATOMS,
     MU,
@@ -733,8 +733,9 @@ class PartialFairness(Reduction):
         if backend == "exact":
             return ("What to try: a larger cap (outer=) lets IDCA continue until its step passes (the step shrinks "
                     "linearly, slowly when mu is small); inner='cvxpy' if the interior-point solver of (25) fails.")
-        return ("What to try: a larger cap (outer=, or iterations= for 'ssg' and 'penalty') lets the run continue until "
-                "the IDCA step passes; if the step stalls above the tolerance, more SSG iterations per subproblem "
+        return ("What to try: " + cap_tip(solution, "a larger cap (outer=, or iterations= for 'ssg' and 'penalty') "
+                                                    "lets the run continue until the IDCA step passes")
+                + "; if the step stalls above the tolerance, more SSG iterations per subproblem "
                 "(inner=) or a smaller eps_min=; the exact backend (IDCA with exact subproblems) where the data fit "
                 "in memory.")
 

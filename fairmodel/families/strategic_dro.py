@@ -31,7 +31,7 @@ from ..oracles.strategic import WDRSCOracle
 from ..stochastic.ogda import METHODS, RestartOnStall, ogda
 from ..stochastic.ogda_estimator import auto_steps, choose_estimator
 from ..utilities.validate import as_generator, check_choice, check_int, check_options
-from .base import Check, Evaluation, Reduction, Solution, bound_order
+from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
@@ -346,9 +346,7 @@ class StrategicDRO(Reduction):
             return ("What to try: another conic solver (solver='ECOS' or 'SCS'); if alpha* reached alpha_max, a larger "
                     "alpha_max in fm.wasserstein_worst_case.")
         order = solution.solver.get("order", 0)
-        # a run the fail-fast rule stopped measured that its gap would not pass before the cap: no larger cap then
-        tips = [] if "certificate_rate" in solution.metrics else \
-            ["a larger cap (epochs=) lets the run continue until the duality gap passes"]
+        tips = [cap_tip(solution, "a larger cap (epochs=) lets the run continue until the duality gap passes")]
         rms = np.sqrt(self.model.second_moments())
         if order == 0 and rms.min() > 0 and rms.max() > 10 * rms.min():
             tips.append(f"features on comparable scales (their root-mean-squares range from {rms.min():.3g} to "
