@@ -43,7 +43,7 @@ from ..oracles.pairs import PairRisks
 from ..stochastic.bregman_smd import AUCSaddle
 from ..utilities.validate import check_options
 from .auc_runs import solve_sfls
-from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order, constraint_record
+from .base import Check, Evaluation, Reduction, Solution, bound_order, cap_tip, constraint_record
 from .registry import register
 
 EXACT = {"moment": "moment-form QCQP: group means and covariance factors, O(p^2) size",

@@ -31,7 +31,7 @@ from ..oracles.metric import RUN_RIDGE, Coordinates
 from ..oracles.smoothing import smoothed
 from ..stochastic.primal_dual import balanced_weight, primal_dual
 from ..utilities.validate import as_generator, check_choice, check_int, check_number, check_options
-from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order, own_tolerance
+from .base import Check, Evaluation, Reduction, Solution, bound_order, cap_tip, own_tolerance
 from .gdro import group_risks_of
 from .lagrangian import LagrangianOracle, design_moment
 from .model_space import CERT_TOL, NEWTON_STEPS, ModelSpace, smooth_reason

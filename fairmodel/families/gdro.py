@@ -33,7 +33,7 @@ from ..oracles.metric import step_coordinates
 from ..stochastic.aleg import aleg, design_moment, mero_two_stage, metric_radius_scale, minibatch_step, radius_step
 from ..stochastic.smd import smd
 from ..utilities.validate import as_generator, check_choice, check_options
-from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order, by_group, own_tolerance
+from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, cap_tip, own_tolerance
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 

@@ -31,7 +31,7 @@ from ..oracles.strategic import WDRSCOracle
 from ..stochastic.ogda import METHODS, RestartOnStall, ogda
 from ..stochastic.ogda_estimator import auto_steps, choose_estimator
 from ..utilities.validate import as_generator, check_choice, check_int, check_options
-from .base import Check, Evaluation, Reduction, Solution, cap_tip, bound_order
+from .base import Check, Evaluation, Reduction, Solution, bound_order, cap_tip
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
 
