@@ -660,13 +660,8 @@ class PartialFairness(Reduction):
     def acceptance(self, evaluation, backend) -> list[Check]:
         """Every constraint's violation within its tolerance (a ramp rate gap: its true (0/1) gap over the declared
         bound), the ramp gaps and slacks reported, and the certificates."""
-        checks = []
-        for name, rec in evaluation.constraints.items():
-            tolerance, reason = self.constraint_tolerance(name, rec["bound"], backend)
-            label = (f"true (0/1) gap of {name} - its bound {rec['bound']:g} (largest pairwise; decisions score > "
-                     f"threshold)" if f"{name}.true_gap" in evaluation.metrics else f"violation of {name}")
-            checks.append(Check(label, rec["violation"], tolerance, reason, "constraint"))
-        return checks + self.certificate_checks(evaluation, backend)
+        return [self._constraint_check(name, rec, evaluation, backend)
+                for name, rec in evaluation.constraints.items()] + self.certificate_checks(evaluation, backend)
 
     def run_acceptance(self, evaluation, backend) -> list[Check]:
         """The checks one IDCA run of a stochastic backend stops on: :meth:`acceptance`, with each ramp rate gap
@@ -675,19 +670,26 @@ class PartialFairness(Reduction):
         gaps are judged between runs by the continuation and on the result by :meth:`acceptance`; a run that had
         to meet them would go on where its program is solved but its true gap is over (the fail-fast rule then
         stops it), where the continuation lowers the ramp bound instead."""
+        rates = rate_blocks(self.program)
         checks = []
-        for check in self.acceptance(evaluation, backend):
-            name = next((n for n in rate_blocks(self.program) if check.name.startswith(f"true (0/1) gap of {n} ")),
-                        None)
-            if name is None:
-                checks.append(check)
+        for name, rec in evaluation.constraints.items():
+            if name not in rates:
+                checks.append(self._constraint_check(name, rec, evaluation, backend))
                 continue
             bound = evaluation.metrics[f"{name}.surrogate_bound"]
             tolerance, reason = self.violation_tolerance(bound, backend)
             checks.append(Check(f"ramp gap of {name} - its ramp bound {bound:.4g} (the program this run solves)",
                                 max(0.0, evaluation.metrics[f"{name}.ramp_gap"] - bound), tolerance, reason,
                                 "constraint"))
-        return checks
+        return checks + self.certificate_checks(evaluation, backend)
+
+    def _constraint_check(self, name: str, rec: dict, evaluation, backend) -> Check:
+        """The check of one constraint's record: a ramp rate gap's true (0/1) gap over the declared bound, any other
+        constraint's violation."""
+        tolerance, reason = self.constraint_tolerance(name, rec["bound"], backend)
+        label = (f"true (0/1) gap of {name} - its bound {rec['bound']:g} (largest pairwise; decisions score > "
+                 f"threshold)" if f"{name}.true_gap" in evaluation.metrics else f"violation of {name}")
+        return Check(label, rec["violation"], tolerance, reason, "constraint")
 
     def certificate_checks(self, evaluation, backend) -> list[Check]:
         checks = [Check(f"ramp gap of {name} (the surrogate, bounded by {evaluation.metrics[f'{name}.surrogate_bound']:g}"
