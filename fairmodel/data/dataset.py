@@ -353,10 +353,11 @@ class Dataset:
             yield Batch(self.X[sl], None if self.y is None else self.y[sl],
                         None if g is None else g[sl], np.arange(start, min(start + size, self.n_samples)))
 
-    def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None) -> "Sampler":
+    def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None, weights=None) -> "Sampler":
         """A minibatch sampler of the given ``kind`` (see the module docstring); ``groups`` overrides the
-        data set's own groups for the ``per_group`` and ``stratified`` kinds."""
-        return Sampler(self, kind, batch_size, seed, groups)
+        data set's own groups for the ``per_group`` and ``stratified`` kinds; ``weights`` (``per_group`` only): a
+        nonnegative weight per row, rows drawn within their group with probability proportional to it."""
+        return Sampler(self, kind, batch_size, seed, groups, weights)
 
 
 def _chunked_source():
@@ -370,11 +371,13 @@ class Sampler:
     """Draws :class:`Batch` objects from a :class:`Dataset` (with replacement, seeded).
 
     ``kind="uniform"``: ``batch_size`` rows uniformly over all rows.
-    ``kind="per_group"``: ``batch_size`` rows from each group (rows come group by group).
+    ``kind="per_group"``: ``batch_size`` rows from each group (rows come group by group), uniformly within the
+    group, or with probability proportional to ``weights`` when given (then the mean of a function over a group's
+    draws estimates its ``weights``-weighted mean over the group).
     ``kind="stratified"``: ``batch_size`` rows split across groups in proportion to group sizes.
     """
 
-    def __init__(self, data: Dataset, kind: str, batch_size: int, seed=None, groups=None):
+    def __init__(self, data: Dataset, kind: str, batch_size: int, seed=None, groups=None, weights=None):
         if kind not in SAMPLER_KINDS:
             raise DataError(f"unknown sampler kind {kind!r}; valid kinds are {', '.join(SAMPLER_KINDS)}")
         check_int(batch_size, "batch_size", error=DataError)
@@ -391,11 +394,33 @@ class Sampler:
             self._starts = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
             if kind == "stratified":
                 self._counts = _allocate(self.batch_size, self._sizes, at_least_one=False)
+        self._cumulative = None
+        if weights is not None:
+            self._cumulative = self._weights_within_groups(weights)
+
+    def _weights_within_groups(self, weights) -> np.ndarray:
+        """The running sum of the rows' ``weights`` in group order (the inverse-CDF table of weighted draws)."""
+        if self.kind != "per_group":
+            raise DataError(f"sampling weights are for the 'per_group' sampler; got kind {self.kind!r}")
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (self.data.n_samples,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise DataError(f"sampling weights must be {self.data.n_samples} nonnegative finite numbers (one per row)")
+        totals = np.bincount(self.groups.codes, weights=w, minlength=self._sizes.size)
+        if np.any(totals <= 0):
+            empty = [str(n) for n, t in zip(self.groups.names, totals) if t <= 0]
+            raise DataError(f"the sampling weights of group(s) {', '.join(empty)} are all zero: no row can be drawn")
+        return np.cumsum(w[self._order])
 
     def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
         rng, size = self.rng, self.batch_size if batch_size is None else int(batch_size)
         if self.kind == "uniform":
             return rng.integers(0, self.data.n_samples, size=size)
+        if self.kind == "per_group" and self._cumulative is not None:   # inverse CDF of the weights, per group
+            cum, first, last = self._cumulative, self._starts, self._starts + self._sizes - 1
+            below = np.where(first > 0, cum[np.maximum(first - 1, 0)], 0.0)
+            targets = below[:, None] + rng.random((self._sizes.size, size)) * (cum[last] - below)[:, None]
+            at = np.searchsorted(cum, targets, side="right")
+            return self._order[np.clip(at, first[:, None], last[:, None]).ravel()]
         if self.kind == "per_group":  # one vectorized draw for all groups
             local = (rng.random((self._sizes.size, size)) * self._sizes[:, None]).astype(np.intp)
             return self._order[(self._starts[:, None] + local).ravel()]

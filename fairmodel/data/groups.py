@@ -94,6 +94,20 @@ def group_means(values, codes: np.ndarray, m: int, counts=None) -> np.ndarray:
         return np.bincount(codes[keep], weights=np.asarray(values)[keep], minlength=m) / counts
 
 
+def relative_weights(weights, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(u, n_c, W_c): u_i = w_i n_c / W_c, the sample weight of row i relative to the mean weight of its set c =
+    codes[i] >= 0 (n_c rows, total weight W_c; u_i = w_i on the rows of no set), so that the mean of u_i e_i over a
+    set is the w-weighted mean of e there. A set whose weights are all zero has W_c = 0: the caller refuses it."""
+    w = np.asarray(weights, dtype=float)
+    inside = codes >= 0
+    count = np.bincount(codes[inside])
+    total = np.bincount(codes[inside], weights=w[inside], minlength=count.size)
+    u = w.copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u[inside] = w[inside] * count[codes[inside]] / total[codes[inside]]
+    return u, count, total
+
+
 def _as_label_array(labels) -> np.ndarray:
     """A 1-D array of labels; a list of tuples becomes an object array of tuples (not a 2-D array)."""
     if labels is None:

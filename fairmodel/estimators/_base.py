@@ -178,34 +178,16 @@ def check_sample_weight(sample_weight, n: int):
     return None if np.all(sw == sw[0]) else sw
 
 
-def weighted_mean_loss(loss, sw):
-    """``sum_i w_i loss_i / sum_i w_i`` as a DSL expression (the plain mean when ``sw`` is None)."""
-    from_weights = None if sw is None else sw * (sw.size / sw.sum())
-    return dsl.mean(loss) if sw is None else dsl.mean(dsl.multiply(from_weights, loss))
-
-
 def regularized_logistic(est, data, sample_weight):
     """(w, score, objective, weights) of the classifiers fitted by a penalized weighted logistic loss:
     ``weighted mean logistic loss + alpha ||w||^2`` of ``data.score(w)``."""
     sw = check_sample_weight(sample_weight, data.n_samples)
     w = dsl.Weights(data.n_features, intercept=bool(est.fit_intercept))
     s = data.score(w)
-    objective = weighted_mean_loss(dsl.logistic_loss(s, data.y), sw)
+    objective = dsl.mean(dsl.logistic_loss(s, data.y, sample_weight=sw))    # sum_i w_i loss_i / sum_i w_i
     if est.alpha > 0:
         objective = objective + float(est.alpha) * dsl.sum_squares(w)
     return w, s, objective, sw
-
-
-def weighted_group_risks(loss, groups, sw):
-    """The groups' weighted mean losses ``sum_{i in g} w_i loss_i / sum_{i in g} w_i`` (plain group means when
-    ``sw`` is None): the loss times ``w_i / (mean of w in i's group)``, then group means."""
-    if sw is None:
-        return dsl.group_mean(loss, groups)
-    codes = np.asarray(groups.codes)
-    mean_g = np.bincount(codes, weights=sw) / np.bincount(codes)
-    if np.any(mean_g <= 0):
-        raise ValueError("a group has zero total sample weight")
-    return dsl.group_mean(dsl.multiply(sw / mean_g[codes], loss), groups)
 
 
 # ---------------------------------------------------------------------------------------------------

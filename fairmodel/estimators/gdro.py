@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from .. import expressions as dsl
 from ..problem import Minimize, Problem
-from ..errors import OptionError
 from ..utilities.validate import check_choice
 from ._base import (
     FairLinearClassifier,
@@ -11,8 +10,6 @@ from ._base import (
     check_common,
     check_sample_weight,
     solve_problem,
-    weighted_group_risks,
-    weighted_mean_loss,
 )
 
 
@@ -31,9 +28,8 @@ class GroupDROClassifier(LogisticProbabilities, FairLinearClassifier):
 
     ``fit(X, y, sensitive_features=None, sample_weight=None)``: without sensitive features every row is one group
     and the model is plain logistic regression on the ball (ERM). ``sample_weight`` makes every group risk a
-    weighted mean (``sum_{i in g} w_i loss_i / sum_{i in g} w_i``); ALEG takes unweighted group risks, so weighted
-    problems are solved by the generic convex reduction (its CVXPY program, or its stochastic primal-dual method),
-    with ``objective="gdro"`` only.
+    weighted mean (``sum_{i in g} w_i loss_i / sum_{i in g} w_i``), for either objective; ALEG then draws a group's
+    rows with probabilities proportional to their weights.
     """
 
     def __init__(self, objective="gdro", radius=5.0, fit_intercept=True, backend="stochastic", method=None,
@@ -51,19 +47,16 @@ class GroupDROClassifier(LogisticProbabilities, FairLinearClassifier):
         check_common(self)
         data = self._validate_fit(X, y, sensitive_features)
         sw = check_sample_weight(sample_weight, data.n_samples)
-        if sw is not None and self.objective == "mero":
-            raise OptionError("sample_weight is supported with objective='gdro' (MERO's per-group optima are "
-                             "computed by the group-DRO family, which takes unweighted risks)")
         w = dsl.Weights(data.n_features, radius=self.radius, intercept=self.fit_intercept)
-        loss = dsl.logistic_loss(data.score(w), data.y)
+        loss = dsl.logistic_loss(data.score(w), data.y, sample_weight=sw)     # means weigh the rows by sw
         grouped = data.has_groups and data.n_groups >= 2
         if grouped:
-            risks = weighted_group_risks(loss, data.groups, sw)
+            risks = dsl.group_mean(loss, data.groups)
             offsets = dsl.group_optimal(risks) if self.objective == "mero" else 0.0
             objective = dsl.max(risks - offsets) if self.objective == "mero" else dsl.max(risks)
             self.groups_ = list(data.groups.names)
         else:
-            objective = weighted_mean_loss(loss, sw)
+            objective = dsl.mean(loss)
             self.groups_ = []
         prob = Problem(Minimize(objective))
         self._store(solve_problem(self, prob, self.backend, self.method), w)

@@ -36,7 +36,7 @@ def cvxpy_losses(risks: GroupRisks, theta: cp.Expression, rows=None):
 
 
 def cvxpy_risks(risks: GroupRisks, theta: cp.Expression):
-    return group_average_matrix(risks.codes, risks.sizes) @ cvxpy_losses(risks, theta)
+    return group_average_matrix(risks.codes, risks.sizes, risks.u) @ cvxpy_losses(risks, theta)
 
 
 def cvxpy_weighted_risk(risks: GroupRisks, theta: cp.Expression, q):

@@ -78,11 +78,13 @@ def unlowerable(expr: Expr) -> str | None:
     return None
 
 
-def group_average_matrix(codes: np.ndarray, sizes: np.ndarray) -> sp.csr_matrix:
-    """The sparse m x n matrix A with A[g, i] = 1/n_g for i in group g (rows with code -1 left out)."""
+def group_average_matrix(codes: np.ndarray, sizes: np.ndarray, weights=None) -> sp.csr_matrix:
+    """The sparse m x n matrix A with A[g, i] = 1/n_g for i in group g (rows with code -1 left out), or u_i/n_g with
+    relative row ``weights`` u."""
     n = codes.shape[0]
     keep = np.flatnonzero(codes >= 0)
-    return sp.csr_matrix((1.0 / sizes[codes[keep]], (codes[keep], keep)), shape=(sizes.shape[0], n))
+    entries = 1.0 / sizes[codes[keep]] if weights is None else weights[keep] / sizes[codes[keep]]
+    return sp.csr_matrix((entries, (codes[keep], keep)), shape=(sizes.shape[0], n))
 
 
 def linear_score(X: np.ndarray, theta, intercept: bool):

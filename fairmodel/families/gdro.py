@@ -26,7 +26,7 @@ from ..data.dataset import Groups
 from ..data.passes import epoch_steps, showing_passes
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
-from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, ScalarMul
+from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, Multiply, ScalarMul
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
 from ..oracles.metric import step_coordinates
@@ -86,19 +86,37 @@ def certified_gap(certificate: dict) -> float:
 
 
 def _linear_loss(e) -> bool:
+    """Whether ``e`` is a per-sample loss of a linear score, as declared or with its ``sample_weight`` applied (the
+    product an aggregate builds from them)."""
+    if isinstance(e, Multiply) and e.weighting:
+        e = e.expr
     return isinstance(e, Loss) and isinstance(e.score, LinearScore)
 
 
+def _loss_of(e) -> Loss:
+    return e.expr if isinstance(e, Multiply) else e
+
+
+def _weighted_chunks(e) -> str | None:
+    """The reason a sample-weighted loss on chunked data is declined (None otherwise)."""
+    if isinstance(e, Multiply) and _loss_of(e).score.data.is_chunked:
+        return "sample weights on chunked data (the group-DRO minibatches of chunks are drawn uniformly)"
+    return None
+
+
 def _group_risks(loss, data, groups) -> GroupRisks:
-    """The oracle of a loss of the linear score of declared weights: their shape, intercept, radius and name."""
+    """The oracle of a loss of the linear score of declared weights: their shape, intercept, radius and name, and
+    the loss's sample weights."""
     w = loss.score.w
-    return GroupRisks(loss.kernel, data, loss.y, groups, w.shape, w.intercept, w.radius, w.name)
+    return GroupRisks(loss.kernel, data, loss.y, groups, w.shape, w.intercept, w.radius, w.name,
+                      sample_weight=loss.sample_weight)
 
 
 def group_risks_of(expr: Expr) -> GroupRisks:
-    """The group-risk oracle of ``fm.group_mean(loss, groups)`` (m groups) or ``fm.mean(loss)`` (one group)."""
+    """The group-risk oracle of ``fm.group_mean(loss, groups)`` (m groups) or ``fm.mean(loss)`` (one group), sample-
+    weighted when the loss is."""
     if isinstance(expr, (GroupMean, Mean)) and _linear_loss(expr.expr) and expr.where is None:
-        loss = expr.expr
+        loss = _loss_of(expr.expr)
         if isinstance(expr, GroupMean):
             groups = expr.groups
         else:
@@ -125,7 +143,7 @@ def _parse(expr: Expr):
     """(kind, risks GroupMean or Mean, offsets spec, scale) or a reason string, on the canonical objective."""
     scale, expr, _ = affine_parts(expr)
     if isinstance(expr, Mean) and _linear_loss(expr.expr) and expr.where is None:
-        return "erm", expr, None, scale
+        return _weighted_chunks(expr.expr) or ("erm", expr, None, scale)
     if not (isinstance(expr, Max) and expr.vector):
         return "the objective must be fm.max(group risks) (group DRO / MERO) or fm.mean(loss) (ERM)"
     inner = expr.args[0]
@@ -144,6 +162,8 @@ def _parse(expr: Expr):
         return f"{inner} is not fm.group_mean(loss, groups) over all rows"
     if not _linear_loss(inner.expr):
         return f"{inner.expr} is not a per-sample loss of a linear score data.score(w)"
+    if _weighted_chunks(inner.expr):
+        return _weighted_chunks(inner.expr)
     if isinstance(offsets, GroupOptimal) and offsets.risks is not inner and \
             not (offsets.risks.expr is inner.expr and offsets.risks.groups is inner.groups):
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"
@@ -171,12 +191,11 @@ class GroupDRO(Reduction):
         self.offsets_spec = offsets
         self.scale = scale          # the declared objective is scale * (this structure) + a constant
         self.risks = group_risks_of(risk_expr)
-        self.w = risk_expr.expr.score.w           # the declared weights (names, domain text, checks of candidates)
+        self.w = _loss_of(risk_expr.expr).score.w  # the declared weights (names, domain text, checks of candidates)
         # ERM has one group ("all"): the per-group metrics use the data's sensitive groups when it has them
         self.metric_risks, data = self.risks, self.risks.data
         if kind == "erm" and data.has_groups and data.n_groups > 1:
-            loss = risk_expr.expr
-            self.metric_risks = _group_risks(loss, data, data.groups)
+            self.metric_risks = _group_risks(_loss_of(risk_expr.expr), data, data.groups)
         if kind == "mero":
             self.exact_methods = {"epigraph": "per-group ERM programs give R*_g, then the epigraph program "
                                               "min t s.t. R_g(w) - R*_g <= t (CVXPY, exponential cones)",
@@ -496,7 +515,7 @@ class GroupDRO(Reduction):
         excess = risks - offsets
         metrics = {"group_risks": by_group(risks, self.risks.names),
                    "worst_group": str(self.risks.names[int(np.argmax(excess))]),
-                   "mean_risk": float(np.dot(risks, self.risks.sizes) / self.risks.sizes.sum())}
+                   "mean_risk": float(np.dot(risks, self.risks.weight_totals) / self.risks.weight_totals.sum())}
         if self.metric_risks is not self.risks:          # ERM: the risks of the sensitive groups
             by_sensitive, accuracy = self.metric_risks.risks_and_accuracy(theta)
             metrics.update(group_risks=by_group(by_sensitive, self.metric_risks.names),

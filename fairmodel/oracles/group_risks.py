@@ -1,8 +1,11 @@
 """Group risks of a linear model: the object the group-DRO exact programs, solvers and judge share.
 
 ``R_i(theta) = (1/n_i) sum_{j in group i} phi(x_j . theta, y_j)`` for a per-sample loss ``phi`` convex in
-the score (eq. (2) of the group-DRO paper). One full pass gives every group risk and the q-weighted
-gradient ``sum_i q_i grad R_i`` with one product ``X @ theta`` and one ``X.T @ v``.
+the score (eq. (2) of the group-DRO paper), or with sample weights s_j the weighted group means
+``R_i(theta) = sum_{j in i} s_j phi_j / sum_{j in i} s_j = (1/n_i) sum_{j in i} u_j phi_j`` with u_j = s_j n_i / S_i
+(the weights relative to their group's mean). One full pass gives every group risk and the q-weighted
+gradient ``sum_i q_i grad R_i`` with one product ``X @ theta`` and one ``X.T @ v``. The minibatches of the stochastic
+methods draw a group's rows with probability u_j / n_i, so the same per-sample estimates stay unbiased.
 """
 from __future__ import annotations
 
@@ -13,26 +16,32 @@ import numpy as np
 
 from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Groups
+from ..data.groups import relative_weights
 from ..data.passes import ordered_sum, row_parts, row_squares, row_sums
-from ..data.groups import group_means
+from ..errors import DataError, UnsupportedProblemError
 from .domains import check_in_ball, project_ball
 from .metric import second_moment
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
 
 
+def _times(u, values):
+    """``values`` times the rows' relative weights ``u`` (None: unweighted rows)."""
+    return values if u is None else u * values
+
+
 class _RiskPass:
     """One chunk's part of the operator (16): (sum of losses per group, its q-weighted gradient, the scores or
-    None when ``keep_scores`` is false)."""
+    None when ``keep_scores`` is false); ``u``: the chunk's relative sample weights (None: unweighted)."""
 
     def __init__(self, kernel, intercept, theta, weight, m, keep_scores=True):
         self.kernel, self.intercept, self.theta, self.weight, self.m = kernel, intercept, theta, weight, m
         self.keep_scores = keep_scores
 
-    def __call__(self, batch, y, codes):
+    def __call__(self, batch, y, codes, u=None):
         model = LinearModelLoss(self.kernel, batch.X, y, self.intercept, drop_zero_weights=False)
         z = model.scores(self.theta)
-        totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
-        grad = model.pullback(score_gradient(self.kernel, z, y, self.weight[codes]))
+        totals = np.bincount(codes, weights=_times(u, np.atleast_1d(self.kernel.phi(z, y))), minlength=self.m)
+        grad = model.pullback(score_gradient(self.kernel, z, y, _times(u, self.weight[codes])))
         return totals, grad, z if self.keep_scores else None
 
 
@@ -43,8 +52,8 @@ class _NewtonPass:
         self.kernel, self.intercept, self.theta, self.weight = kernel, intercept, theta, weight
         self.value_only = value_only
 
-    def __call__(self, batch, y, codes):
-        model = LinearModelLoss(self.kernel, batch.X, y, self.intercept, sample_weight=self.weight[codes])
+    def __call__(self, batch, y, codes, u=None):
+        model = LinearModelLoss(self.kernel, batch.X, y, self.intercept, sample_weight=_times(u, self.weight[codes]))
         return model.value(self.theta) if self.value_only else model.value_gradient_hessian(self.theta)
 
 
@@ -55,28 +64,30 @@ class _GroupNewtonPass:
     def __init__(self, kernel, intercept, requests, sizes):
         self.kernel, self.intercept, self.requests, self.sizes = kernel, intercept, requests, sizes
 
-    def __call__(self, batch, y, codes):
+    def __call__(self, batch, y, codes, u=None):
         out = {}
         for g, (theta, value_only) in self.requests.items():
             mask = codes == g
             model = LinearModelLoss(self.kernel, batch.X[mask], y[mask], self.intercept,
-                                    sample_weight=np.full(int(mask.sum()), 1.0 / self.sizes[g]))
+                                    sample_weight=_times(None if u is None else u[mask],
+                                                         np.full(int(mask.sum()), 1.0 / self.sizes[g])))
             out[g] = model.value(theta) if value_only else model.value_gradient_hessian(theta)
         return out
 
 
 class _JudgePass:
-    """One chunk's (sum of losses per group, number of rows per group with sign(score) == label or None)."""
+    """One chunk's (sum of losses per group, number of rows per group with sign(score) == label or None), each
+    row counted with its relative sample weight ``u`` when there are weights."""
 
     def __init__(self, kernel, intercept, theta, m, accuracy):
         self.kernel, self.intercept, self.theta, self.m, self.accuracy = kernel, intercept, theta, m, accuracy
 
-    def __call__(self, batch, y, codes):
+    def __call__(self, batch, y, codes, u=None):
         z = _scores(self.intercept, self.theta, batch)
-        totals = np.bincount(codes, weights=np.atleast_1d(self.kernel.phi(z, y)), minlength=self.m)
+        totals = np.bincount(codes, weights=_times(u, np.atleast_1d(self.kernel.phi(z, y))), minlength=self.m)
         if not self.accuracy:
             return totals, None
-        return totals, np.bincount(codes, weights=(np.sign(z) == y).astype(float), minlength=self.m)
+        return totals, np.bincount(codes, weights=_times(u, (np.sign(z) == y).astype(float)), minlength=self.m)
 
 
 def _scores(intercept, theta, batch):
@@ -100,11 +111,12 @@ class GroupRisks:
     The parameters are plain numbers: ``shape`` of theta ((d,) or (d, C) for a matrix of weights), ``intercept``
     (the design has a ones column), ``radius`` of the ball ||theta|| <= radius (None: R^shape) and the ``name``
     results store theta under. ``data`` is a data source (``X``, ``chunks()``, ``sampler()``, ``take()``), ``y``
-    the validated labels aligned with its rows, ``groups`` a :class:`~fairmodel.data.Groups`.
+    the validated labels aligned with its rows, ``groups`` a :class:`~fairmodel.data.Groups`, ``sample_weight``
+    nonnegative weights of the rows (None: every row weighs 1), each group's risk then their weighted mean.
     """
 
     def __init__(self, kernel: type[Kernel], data, y: np.ndarray, groups: Groups, shape: tuple, intercept: bool,
-                 radius: float | None, name: str = "w"):
+                 radius: float | None, name: str = "w", sample_weight=None):
         self.loss = kernel
         self.shape, self.intercept, self.radius, self.name = tuple(shape), bool(intercept), radius, name
         self.data = data                                     # the data source: chunks() and sampler()
@@ -114,8 +126,21 @@ class GroupRisks:
         self.names = tuple(groups.names)
         self.m = len(self.names)
         self.sizes = groups.sizes.astype(float)
+        self.u, self.weight_totals = None, self.sizes      # relative weights u_j of the rows; S_i of every group
+        if sample_weight is not None:
+            self.u, _, self.weight_totals = relative_weights(sample_weight, self.codes)
+            if np.any((self.sizes > 0) & (self.weight_totals <= 0)):
+                raise DataError("a group's sample weights are all zero, so its weighted risk is undefined")
         self._index = None
         self._X = None
+
+    @property
+    def weighted(self) -> bool:
+        return self.u is not None
+
+    def _per_row(self) -> tuple:
+        """The per-row arrays every pass reads with the features: labels, group codes and the relative weights."""
+        return (self.y, self.codes) if self.u is None else (self.y, self.codes, self.u)
 
     @property
     def X(self) -> np.ndarray:
@@ -144,8 +169,11 @@ class GroupRisks:
         uniform within the group, with replacement, group by group, through the data source's sampler
         (on chunked data, ``prefetch`` gathers the next buffer of draws in the background)."""
         if self.data.is_chunked:
+            if self.weighted:
+                raise UnsupportedProblemError("weighted minibatches of chunked data are not available: "
+                                              "backend='exact', method='dual' reads the chunks by passes")
             return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, prefetch=prefetch)
-        return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups)
+        return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, weights=self.u)
 
     def batch(self, batch) -> tuple[np.ndarray, np.ndarray]:
         """(design, labels) of a :class:`fairmodel.data.Batch`."""
@@ -159,6 +187,8 @@ class GroupRisks:
         out.__dict__.update(self.__dict__)
         out.data = self.data.subset(rows) if self.data.is_chunked else self.data.take(rows)
         out.y = self.y[rows]
+        out.u = None if self.u is None else self.u[rows]
+        out.weight_totals = self.weight_totals[i:i + 1]
         out.groups = Groups(np.zeros(rows.size, dtype=np.intp), names=(self.names[i],))
         out.codes, out.names, out.m = out.groups.codes, out.groups.names, 1
         out.sizes, out._index = out.groups.sizes.astype(float), None
@@ -187,9 +217,6 @@ class GroupRisks:
             return self.design(self.data.rows(rows)) @ theta
         return (self.X if rows is None else self.X[rows]) @ theta
 
-    def losses(self, theta, rows=None) -> np.ndarray:
-        return self.loss.phi(self.scores(theta, rows), self.y if rows is None else self.y[rows])
-
     def risks(self, theta) -> np.ndarray:
         """The vector of group risks R_i(theta) (eq. (2)), by one pass over the data source."""
         return self.risks_and_grad(theta, np.zeros(self.m), keep_scores=False)[0]
@@ -198,13 +225,10 @@ class GroupRisks:
         """(R(theta), the group accuracies of sign(score) for binary losses, else None) in one pass over the
         data source (counts of correct rows are integers: their chunk sums are exact)."""
         binary = bool(self.loss.binary)
-        totals, correct = row_sums(self.data, _JudgePass(self.loss, self.intercept, theta, self.m, binary), self.y,
-                                   self.codes)
+        totals, correct = row_sums(self.data, _JudgePass(self.loss, self.intercept, theta, self.m, binary),
+                                   *self._per_row())
         with np.errstate(invalid="ignore", divide="ignore"):     # a group without rows (a subset): NaN, no warning
             return totals / self.sizes, correct / self.sizes if binary else None
-
-    def group_means(self, per_sample: np.ndarray) -> np.ndarray:
-        return group_means(per_sample, self.codes, self.m, self.sizes)
 
     def risks_and_grad(self, theta, q, chunk: int = 1 << 16,
                        keep_scores: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -214,9 +238,9 @@ class GroupRisks:
         weight = np.asarray(q, dtype=float) / self.sizes
         kernel = _RiskPass(self.loss, self.intercept, theta, weight, self.m, keep_scores)
         if not keep_scores:
-            totals, grad, _ = row_sums(self.data, kernel, self.y, self.codes, size=chunk)
+            totals, grad, _ = row_sums(self.data, kernel, *self._per_row(), size=chunk)
             return totals / self.sizes, grad, None
-        parts = row_parts(self.data, kernel, self.y, self.codes, size=chunk)
+        parts = row_parts(self.data, kernel, *self._per_row(), size=chunk)
         totals, grad = ordered_sum([p[:2] for p in parts])
         return totals / self.sizes, grad, concatenate_rows([p[2] for p in parts])
 
@@ -226,8 +250,8 @@ class GroupRisks:
         return float(np.dot(q, r)), g
 
     def sample_weights(self, q) -> np.ndarray:
-        """s_j = q_i / n_i for every row j of group i: sum_i q_i R_i = sum_j s_j phi_j."""
-        return (np.asarray(q, dtype=float) / self.sizes)[self.codes]
+        """s_j = u_j q_i / n_i for every row j of group i: sum_i q_i R_i = sum_j s_j phi_j."""
+        return _times(self.u, (np.asarray(q, dtype=float) / self.sizes)[self.codes])
 
     def weighted_loss(self, q) -> LinearModelLoss:
         """f = sum_i q_i R_i as a :class:`LinearModelLoss` on the in-memory design (for Newton solves)."""
@@ -241,8 +265,8 @@ class GroupRisks:
         weight = np.asarray(q, dtype=float) / self.sizes
 
         def fun(theta, value_only=False):
-            out = row_sums(self.data, _NewtonPass(self.loss, self.intercept, theta, weight, value_only), self.y,
-                           self.codes)
+            out = row_sums(self.data, _NewtonPass(self.loss, self.intercept, theta, weight, value_only),
+                           *self._per_row())
             return float(out) if value_only else out
         return fun
 
@@ -252,7 +276,7 @@ class GroupRisks:
         optima R*_g of MERO, eq. (4))."""
         def fun(requests):
             return row_sums(self.data, _GroupNewtonPass(self.loss, self.intercept, dict(requests), self.sizes),
-                            self.y, self.codes)
+                            *self._per_row())
         return fun
 
     @property

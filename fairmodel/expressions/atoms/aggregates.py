@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...data.dataset import Groups
-from ...data.groups import group_means
+from ...data.groups import group_means, relative_weights
 from ...errors import DataError, ExpressionTypeError, ModelError, UnsupportedProblemError
 from ...utilities.display import latex_text as _latex_text
 from ..core import Expr, Multiply, as_expr, reject_parameters, sample_weights_of
@@ -88,15 +88,11 @@ def _weighted(expr: Expr, codes: np.ndarray, what: str) -> Expr:
     w = sample_weights_of(expr)
     if w is None:
         return expr
-    inside = codes >= 0
-    count = np.bincount(codes[inside])
-    total = np.bincount(codes[inside], weights=w[inside], minlength=count.size)
+    u, count, total = relative_weights(w, codes)
     if np.any((count > 0) & (total <= 0)):
         raise DataError(f"{what}: the sample weights of {'a group' if count.size > 1 else 'its rows'} are all "
                         f"zero, so its weighted mean is undefined; drop that {'group' if count.size > 1 else 'mask'} "
                         f"or give its rows positive weights")
-    u = np.array(w, dtype=float)
-    u[inside] = w[inside] * count[codes[inside]] / total[codes[inside]]
     return Multiply(u, expr, weighting=True)
 
 
@@ -468,9 +464,6 @@ class GroupOptimal(Expr):
             raise ExpressionTypeError("group_optimal needs the group risks, fm.group_mean(loss, groups)")
         if not risks.is_convex() or len(risks.variables()) != 1:
             raise ModelError("group_optimal needs convex group risks of one Weights variable")
-        if isinstance(risks.expr, Multiply) and risks.expr.weighting:
-            raise ModelError("group_optimal of sample-weighted risks is not supported: the optima R*_g are computed by "
-                             "the group-DRO reduction, which takes unweighted group risks")
         self.risks = risks
         self.size = risks.size
         self._values: np.ndarray | None = None
