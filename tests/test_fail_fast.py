@@ -45,6 +45,22 @@ def test_the_projected_cost_is_computed_from_the_measured_rate():
     assert outlook([(10, 100.0), (15, 50.0)]) is None
 
 
+def test_an_accelerating_rate_is_projected_linearly_in_the_work():
+    """log r falling linearly in the work (r = 1000 e^(-W/100)) has log-log rates that grow at every checkpoint: at
+    100, 150 and 200 they are 0.72, 0.91 and 1.44 (each at least 1.25x the one before), so the projection extrapolates
+    the last doubling's decrease of log r per unit of work and lands where the curve passes: W = 100 ln 1000 = 691. The
+    power law would project 200 x 135^(1/1.44), about 6,000. One lucky checkpoint (one rate up, the next down) is not
+    acceleration."""
+    works = [50, 100, 150, 200]
+    linear = outlook([(w, 1000 * math.exp(-w / 100)) for w in works])
+    assert linear.previous_rate == pytest.approx(1 / math.log(3)) and linear.rate == pytest.approx(1 / math.log(2))
+    assert linear.projected == pytest.approx(100 * math.log(1000), rel=1e-9)
+    assert 200 * (1000 * math.exp(-2)) ** (1 / linear.rate) > 8 * linear.projected      # the power law's projection
+    lucky = outlook([(50, 300.0), (100, 150.0), (150, 60.0), (200, 55.0)])
+    assert lucky.previous_rate is None
+    assert lucky.projected == pytest.approx(200 * 55.0 ** (1 / lucky.rate))
+
+
 def test_a_scripted_slow_run_stops_on_its_second_hopeless_projection_with_the_rate_in_the_message():
     """p = 1/2 from r = 100 at 10: projection 40 x 50^2 = 80 x 35.4^2 = 1e5 > 2 x cap 1000 at the third checkpoint
     and at the fourth: the run stops there (not at the third: the projection must exceed twice the cap at two
@@ -367,9 +383,9 @@ def test_a_run_far_from_its_tolerance_keeps_its_batch(monkeypatch):
 
 
 def test_the_fail_fast_rule_stops_an_unconstrained_generic_run_without_a_crash():
-    """Weighted group DRO goes to the generic lowering (the group-DRO family declines sample weights) and has no
-    constraint: when the fail-fast rule stopped its run, the multiplier-bound rule evaluated to the empty list of
-    constraint pieces and the run crashed with a TypeError (held-out: 4 of 7 weighted runs). It now ends not ok,
+    """Group DRO plus a ridge term goes to the generic lowering and has no constraint: when the fail-fast rule stopped
+    such a run (held-out: weighted group DRO, which the generic lowering took then), the multiplier-bound rule
+    evaluated to the empty list of constraint pieces and the run crashed with a TypeError. It now ends not ok,
     saying why."""
     rng = np.random.default_rng(1404)
     n, d = 400, 60
@@ -380,7 +396,7 @@ def test_the_fail_fast_rule_stops_an_unconstrained_generic_run_without_a_crash()
     sw = np.random.default_rng(1405).lognormal(0.0, 0.75, n)
     w = fm.Weights(d, radius=3.0, intercept=True)
     prob = fm.Problem(fm.Minimize(fm.max(fm.group_mean(fm.hinge_loss(data.score(w), y, sample_weight=sw),
-                                                       data.groups))))
+                                                       data.groups)) + 1e-4 * fm.sum_squares(w)))
     res = prob.solve(backend="stochastic", seed=0, epochs=40)
     assert prob.family.name == "convex"
     assert not res.ok and res.status == "inaccurate" and "stopped early" in res.message

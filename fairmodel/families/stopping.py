@@ -40,7 +40,14 @@ scikit-learn's 16-row sample-weight check measured 0.82, 1.37 and 1.30 at 150, 2
 checkpoint is within FAIL_FAST_NEAR of passing is never stopped by the rule: there a noisy certificate's scatter
 between checkpoints is as large as the distance to its tolerance, so a flat best-so-far says nothing (strategic DRO
 on 300 synthetic points: the gap 1.17x its tolerance at epoch 100, then 1.6x and 2.3x after two warm restarts of the
-tail average, a measured rate 0; it passes at epoch 489).
+tail average, a measured rate 0; it passes at epoch 489). A rate that grows at two checkpoints in a row (by
+ACCELERATION each time, to at least ACCELERATING_RATE) is a method entering a phase of linear convergence, where log r
+falls in proportion to the work (variance-reduced mirror-prox near a sharp or strongly convex optimum): its projection
+extrapolates the last doubling's decrease of log r per unit of work instead of the power law. Two growths in a row,
+because one lucky checkpoint raises one rate (and lowers the next). ALEG on 500 synthetic rows with 200 features
+(logistic loss, radius 10) measured the ratios 279, 216, 150 and 114 at 50 to 200 epochs, the rates 0.37, 0.56 and
+0.92 at the last three: the power law projected 34,000 epochs against the cap of 2,000, and the run, stopped there,
+ended at 114x its tolerance; it passes at epoch 613 (the ratios 87, 26, 19 and 14 at 250 to 490 epochs).
 
 Progress. Each checkpoint writes one line (:class:`~fairmodel.utilities.progress.Notes`: on standard error where the
 progress bar is drawn, a terminal or ``verbose=True``; at most one every few seconds): the work done and the time, the
@@ -66,6 +73,8 @@ FAIL_FAST_SPAN = 2.0      # the rate is measured over (at least) the last doubli
 FAIL_FAST_MARGIN = 4.0    # a run stops when the projected work to pass exceeds the cap times this
 STALL_RATE = 0.05         # a measured rate below this is reported as a stall
 FAIL_FAST_NEAR = 2.0      # a run whose best checkpoint is within this factor of passing is never stopped by the rule
+ACCELERATION = 1.25       # a rate grown by this factor at each of the last two checkpoints (to ACCELERATING_RATE at
+ACCELERATING_RATE = 0.5   # least) is projected at its last doubling's decrease per unit of work (linear convergence)
 
 
 @dataclass
@@ -79,37 +88,55 @@ class Outlook:
     rate: float
     since: float
     projected: float
+    previous_rate: float | None = None    # the rate at the checkpoint before, when the rate is accelerating
 
     @property
     def stalled(self) -> bool:
         return self.rate < STALL_RATE
 
 
+def _rates(envelope, span: float) -> list:
+    """(work, ratio, rate, since, ratio at since) at every checkpoint of a best-so-far ``envelope`` that has one at or
+    before its work / ``span`` (None at the others)."""
+    out = []
+    for k, (work, ratio) in enumerate(envelope):
+        earlier = [(w, r) for w, r in envelope[:k] if 0 < w <= work / span]
+        if not earlier or work <= 0:
+            out.append(None)
+            continue
+        since, before = earlier[-1]
+        out.append((work, ratio, (math.log(before) - math.log(ratio)) / (math.log(work) - math.log(since)), since,
+                    before))
+    return out
+
+
 def outlook(points, span: float = FAIL_FAST_SPAN) -> Outlook | None:
     """The :class:`Outlook` of a run from its checkpoints ``points``: (work done, largest value / tolerance of its
     checks) in order; None while no checkpoint lies at or before the last one's work / ``span``. The ratios are
     taken best so far (the smallest up to each checkpoint), so a lucky checkpoint counts and an unlucky one does
-    not; the projected work is ``W r^(1/p)``."""
-    if not points:
-        return None
+    not; the projected work is ``W r^(1/p)``, or, when the rate grew by ACCELERATION at each of the last two
+    checkpoints to at least ACCELERATING_RATE, ``W + log r (W - W') / (log r(W') - log r)``."""
     best, envelope = math.inf, []
     for work, ratio in points:
         best = min(best, ratio)
         envelope.append((float(work), best))
-    work, ratio = envelope[-1]
-    earlier = [(w, r) for w, r in envelope[:-1] if 0 < w <= work / span]
-    if not earlier or work <= 0:
+    rates = _rates(envelope, span)
+    if not rates or rates[-1] is None:
         return None
-    since, before = earlier[-1]
-    rate = (math.log(before) - math.log(ratio)) / (math.log(work) - math.log(since))
+    work, ratio, rate, since, before = rates[-1]
+    trend = [r[2] for r in rates[-3:] if r is not None]
+    accelerating = (len(trend) == 3 and rate >= ACCELERATING_RATE and trend[0] > 0
+                    and all(later >= ACCELERATION * sooner for sooner, later in zip(trend, trend[1:])))
     if ratio <= 1.0:
         projected = work
     elif rate <= 0.0:
         projected = math.inf
+    elif accelerating:     # log r falling linearly in the work, as over the last doubling
+        projected = work + math.log(ratio) * (work - since) / (math.log(before) - math.log(ratio))
     else:
         log_projected = math.log(work) + math.log(ratio) / rate
         projected = math.exp(log_projected) if log_projected < 700.0 else math.inf
-    return Outlook(work, ratio, rate, since, projected)
+    return Outlook(work, ratio, rate, since, projected, trend[-2] if accelerating else None)
 
 
 def worst_ratio(checks) -> tuple[float, str] | None:
@@ -337,6 +364,8 @@ class CertifiedStop:
                     f"(log of the ratio to the tolerance per log of the work) from {o.since:.4g} to {o.work:.4g} "
                     f"{unit})")
         seconds = elapsed * o.projected / o.work
+        how = "at that rate" if o.previous_rate is None else (
+            f"the rate grew from {o.previous_rate:.2g}, and falling by as much per unit of work as over that span")
         return (f"{head}: {where} and fell at a rate of {o.rate:.2g} (log of the ratio to the tolerance per log of "
-                f"the work) from {o.since:.4g} to {o.work:.4g} {unit}; at that rate it would pass after about "
+                f"the work) from {o.since:.4g} to {o.work:.4g} {unit}; {how} it would pass after about "
                 f"{o.projected:.2g} {unit} (about {seconds:.2g} s), more than {FAIL_FAST_MARGIN:g}x the cap")
