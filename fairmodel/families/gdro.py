@@ -10,8 +10,9 @@ scale a and a constant b of the whole objective (a * core + b has the minimizers
 * ``fm.mean(loss)``                          ERM (the one-group case)
 
 with ``risks = fm.group_mean(loss(data.score(w), data.y), data.groups)`` (over all rows) and ``loss`` one of
-logistic, hinge, squared, softmax. Canonicalization makes ``fm.max(1.0 * risks)``, ``fm.max(risks) + 0``,
-``fm.max(risks - 0.0)`` and ``fm.max(fm.Constant(-c) + risks)`` the same declarations as the ones above.
+logistic, hinge, squared, softmax, with or without ``sample_weight=`` (then every group risk is a weighted mean).
+Canonicalization makes ``fm.max(1.0 * risks)``, ``fm.max(risks) + 0``, ``fm.max(risks - 0.0)`` and
+``fm.max(fm.Constant(-c) + risks)`` the same declarations as the ones above.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from ..data.dataset import Groups
 from ..data.passes import epoch_steps, showing_passes
 from ..errors import DataError, OptionError, ResourceLimitError, SolverError, UnsupportedProblemError
 from ..exact import gdro as exact_gdro
-from ..expressions import Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, Multiply, ScalarMul
+from ..expressions import (Add, Constant, Expr, GroupMean, GroupOptimal, LinearScore, Loss, Max, Mean, Multiply,
+                           ScalarMul)
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
 from ..oracles.metric import step_coordinates
