@@ -32,7 +32,8 @@ from ..expressions import (Add, Constant, Expr, GroupMean, GroupOptimal, LinearS
 from ..expressions.evaluate import Env
 from ..oracles.group_risks import GroupRisks
 from ..oracles.metric import step_coordinates
-from ..stochastic.aleg import aleg, design_moment, mero_two_stage, metric_radius_scale, minibatch_step, radius_step
+from ..stochastic.aleg import (aleg, design_moment, mero_two_stage, metric_minibatch_scale, metric_radius_scale,
+                               minibatch_step, radius_step)
 from ..stochastic.smd import smd
 from ..utilities.validate import as_generator, check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, cap_tip, own_tolerance
@@ -334,15 +335,21 @@ class GroupDRO(Reduction):
         run with the step of another rule where one applies: for a loss that is not smooth the radius step of robust
         stochastic approximation (:func:`~fairmodel.stochastic.aleg.radius_step`, plain group DRO with Euclidean
         steps; :func:`~fairmodel.stochastic.aleg.metric_radius_scale` in the design metric), for a smooth one the
-        minibatch smoothness step (:func:`~fairmodel.stochastic.aleg.minibatch_step`). MERO runs stage 2 again from
+        minibatch smoothness step (:func:`~fairmodel.stochastic.aleg.minibatch_step`;
+        :func:`~fairmodel.stochastic.aleg.metric_minibatch_scale` in the design metric). MERO runs stage 2 again from
         the first run's stage-1 estimates. Returns the first run's solution where no rule applies."""
         again = {**opts, "step_q": first.metrics["step_q"]}
         rule = "the radius step of robust stochastic approximation"
         moment = design_moment(self.risks)          # one pass for every rule below
         if step_coordinates(moment, self.risks.radius) is not None:     # the default step in the metric times a factor
-            scale = metric_radius_scale(self.risks, moment)
+            if self.risks.loss.smooth():
+                scale = metric_minibatch_scale(self.risks, batch, moment)
+                rule = "the step of the minibatch's smoothness in the design metric"
+            else:
+                scale = metric_radius_scale(self.risks, moment)
+                rule += " in the design metric"
             step = None if scale is None else scale * first.metrics["step_w"]
-            again["step_scale"], rule = scale, rule + " in the design metric"
+            again["step_scale"] = scale
         else:
             step = radius_step(self.risks, batch) if fn is aleg else None
             if step is None and not self.risks.loss.smooth():

@@ -133,6 +133,24 @@ def minibatch_step(risks: GroupRiskOracle, batch_size: int, moment: np.ndarray |
     return step if step > 1.5 * default_steps(risks, batch_size)[0] else None
 
 
+def metric_minibatch_scale(risks: GroupRiskOracle, batch_size: int, moment: np.ndarray | None = None) -> float | None:
+    """For a smooth loss with the steps in the design metric w'Pw/2 (:func:`design_coordinates`), the factor of the
+    metric's curvature step 1 / (curvature p) that gives the step of :func:`minibatch_step` measured in that metric. In
+    the metric the rows' second moment is P's whitened form: its largest eigenvalue at most 1 and the rows' mean squared
+    norm E[z' P^-1 z] at most p, so the expected smoothness of b rows per group is at most curvature ((1 - 1/b) + p / b)
+    (Gower et al. 2019, Proposition 3.8) and the factor p / ((1 - 1/b) + p / b). None where the loss is not smooth,
+    there is no metric, or the factor is at most 1.5 (one row per group, or few parameters). ``moment``: as for
+    :func:`minibatch_step`."""
+    if not risks.loss.smooth():
+        return None
+    moment = design_moment(risks) if moment is None else moment
+    if step_coordinates(moment, risks.radius) is None:
+        return None
+    p, b = risks.shape[0], max(int(batch_size), 1)
+    scale = p / ((1.0 - 1.0 / b) + p / b)
+    return scale if scale > 1.5 else None
+
+
 MARGIN_DISTANCE = 2.0   # the design-metric distance a non-smooth loss's answer lies from w = 0, in units of |y|
 
 
