@@ -214,3 +214,17 @@ def test_tight_eps_stochastic_meets_the_constraint_and_matches_the_exact_optimum
         bound = np.sqrt(2 * beta * res.certificate["dual_suboptimality"])
         assert distance <= bound, (distance, bound)
         assert np.all(np.abs(U - exact.metrics["unfairness"].max(axis=0)) <= 0.2 * eps)
+
+
+def test_the_advice_drops_a_larger_cap_when_the_fail_fast_rule_stopped_the_rounds(law):
+    """A run the fail-fast rule stopped measured that its checks would not pass before the cap T (its metrics hold
+    the rate): the advice says so instead of 'a larger cap T=' (a held-out run at eps = 0.001 said both); a run that
+    reached its cap is told to raise it."""
+    from fairmodel.families.base import NO_LARGER_CAP, Solution
+    family = law[0].reduction("dp_postprocessing")
+    reached = Solution(variables={}, status="infeasible", metrics={"samples_used": 1000, "rounds": 2})
+    stopped = Solution(variables={}, status="infeasible",
+                       metrics={"samples_used": 1000, "rounds": 2, "certificate_rate": 0.1, "projected_work": 1e12})
+    assert "a larger cap T=" in family.advice("stochastic", reached, [])
+    advice = family.advice("stochastic", stopped, [])
+    assert "a larger cap T=" not in advice and NO_LARGER_CAP in advice and "backend='exact'" in advice

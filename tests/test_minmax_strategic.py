@@ -523,3 +523,20 @@ def test_the_advice_drops_a_larger_cap_when_the_fail_fast_rule_stopped_the_run(s
     assert "a larger cap (epochs=)" in family.advice("stochastic", reached, [])
     advice = family.advice("stochastic", stopped, [])
     assert "a larger cap (epochs=)" not in advice and NO_LARGER_CAP in advice and "backend='exact'" in advice
+
+
+def test_the_advice_without_strategic_agents_speaks_of_the_loss():
+    """Wasserstein DRO of data.score(w) has no agents: its zeroth-order advice names evaluations of the loss and
+    order=1 (the gradients are known), not agent queries or the agents' response model (a held-out message did)."""
+    from fairmodel.families.base import Solution
+    data = fm.datasets.make_strategic_synthetic(n=200, p=6, seed=0)
+    w = fm.Weights(data.n_features)
+    prob = fm.Problem(fm.Minimize(fm.wasserstein_worst_case(fm.logistic_loss(data.score(w), data.y), radius=0.1,
+                                                            label_cost=0.5)))
+    run = Solution(variables={}, status="inaccurate", solver={"order": 0, "options": {"estimator": "one-point"}},
+                   metrics={})
+    advice = prob.reduction("strategic_dro").advice("stochastic", run, [])
+    assert "agent queries" not in advice and "response model" not in advice
+    assert "evaluations of the loss" in advice and "order=1" in advice
+    strategic = _problem(n=200, p=6)[0].reduction("strategic_dro").advice("stochastic", run, [])
+    assert "agent queries" in strategic and "agents' response model" in strategic and "order=1" not in strategic

@@ -28,7 +28,7 @@ from ..stochastic.dp_postprocessing import METHODS, ORACLES, Pool, Restarts
 from ..utilities.display import latex_number as display_number
 from ..utilities.progress import Progress
 from ..utilities.validate import as_generator, check_options
-from .base import Check, Evaluation, Reduction, Solution, by_group, constraint_record, group_label
+from .base import Check, Evaluation, Reduction, Solution, by_group, cap_tip, constraint_record, group_label
 from .dp_runs import (
     DEFAULT_CAP,
     DEFAULT_T,
@@ -559,9 +559,10 @@ class DPPostProcessing(Reduction):
                     "checks pass; or the certified exact dual (backend='exact', method='lbfgs').")
         used = (f" (this run sampled {m['samples_used']:,} points in {m.get('rounds', 1)} round(s))"
                 if "samples_used" in m else "")
-        return (f"What to try: a larger cap T= lets the rounds continue until the checks pass{used}; the certified "
-                f"exact dual (backend='exact', method='lbfgs'), fast while the points times the grid size fit in "
-                f"memory; a larger eps or a smaller beta (a looser or smoother problem) converges in fewer rounds.")
+        tip = cap_tip(solution, f"a larger cap T= lets the rounds continue until the checks pass{used}")
+        return (f"What to try: {tip}; the certified exact dual (backend='exact', method='lbfgs'), fast while the "
+                f"points times the grid size fit in memory; a larger eps or a smaller beta (a looser or smoother "
+                f"problem) converges in fewer rounds.")
 
     def crosscheck_checks(self, exact, stochastic, data=None, sample_weight=None, **context) -> list[Check]:
         """Agreement checks implied by the two results' own certificates (so two ok results pass them):

@@ -354,13 +354,17 @@ class StrategicDRO(Reduction):
                         f"along the small-scale features; the transport cost is in the features' units, so rescaling "
                         f"changes the problem)")
         options = solution.solver.get("options", {})
+        agents = self.model.zeta > 0 and bool(self.model.mask.any())     # else the scores are data.score(w)
+        queries = "agent queries" if agents else "evaluations of the loss"
         if order == 0 and options.get("estimator") != "two-point":
-            tips.append("estimator='two-point' (far less noise, twice the agent queries)")
+            tips.append(f"estimator='two-point' (far less noise, twice the {queries})")
         elif order == 0 and options.get("directions", 1) < self.model.p:
-            tips.append(f"more directions per estimate (directions=, up to {self.model.p}: less noise, more agent "
-                        f"queries)")
-        tips.append("the exact backend (backend='exact'), which solves the same saddle problem as a convex program "
-                    "with the agents' response model")
+            tips.append(f"more directions per estimate (directions=, up to {self.model.p}: less noise, more "
+                        f"{queries})")
+        if order == 0 and not agents:
+            tips.append("order=1 (no strategic agents here: the loss's gradients are known)")
+        tips.append("the exact backend (backend='exact'), which solves the same saddle problem as a convex program"
+                    + (" with the agents' response model" if agents else ""))
         return "What to try: " + "; ".join(tips) + "."
 
     def crosscheck_checks(self, exact, stochastic, **context) -> list[Check]:
