@@ -181,8 +181,6 @@ def test_weighted_aggregates_refuse_undefined_means(toy):
         fm.mean(ls + other)
     with pytest.raises(fm.ModelError, match="ignore the weights"):
         fm.max(ls)
-    with pytest.raises(fm.ModelError, match="sample-weighted risks"):
-        fm.group_optimal(fm.group_mean(fm.logistic_loss(data.score(w), y, sample_weight=np.ones(y.size)), g))
 
 
 def test_weighted_and_unweighted_losses_in_one_mean_are_refused(toy):
