@@ -12,6 +12,8 @@ import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -87,3 +89,15 @@ def add_report_options(parser) -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
     parser.add_argument("--rows", type=Path, nargs="+",
                         help="report the rows printed (one JSON object per line) by earlier runs instead of running")
+
+
+def run_in_tree(script: str, tree: Path, *args: str, timeout: float = 1800) -> dict:
+    """Run ``script`` (Python source whose first argument is a checkout: it imports that checkout's fairmodel) in a
+    fresh process with one BLAS thread, and return the JSON object its last printed line holds ({"error": ...} when
+    it fails): so that a baseline checkout and this one are measured the same way."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", script, str(tree), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import add_report_options, printed_rows, table, write_section  # noqa: E402
+from _report import add_report_options, printed_rows, run_in_tree, table, write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ([{"data": "synthetic", "d": d, "seed": seed} for d in (100, 150, 200) for seed in (607, 608)]
@@ -61,12 +59,7 @@ print(json.dumps(out))
 
 
 def run(tree: Path, case: dict, exact: bool) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", RUN, str(tree), json.dumps(case), "exact" if exact else "-"],
-                          capture_output=True, text=True, timeout=1800, env=env)
-    if done.returncode:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_tree(RUN, tree, json.dumps(case), "exact" if exact else "-")
 
 
 def main(argv=None):

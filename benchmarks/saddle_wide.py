@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import add_report_options, printed_rows, table, write_section  # noqa: E402
+from _report import add_report_options, printed_rows, run_in_tree, table, write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("matrix", "matrix", "quadratic", "least squares")
@@ -99,13 +97,9 @@ print(json.dumps({"exact_ok": bool(exact.ok), "stochastic_ok": bool(stochastic.o
 
 
 def run(tree: Path, case: dict) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", RUN, str(tree), json.dumps(case)], capture_output=True, text=True,
-                          timeout=1800, env=env)
-    if done.returncode:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    out["ok"] = out["exact_ok"] and out["stochastic_ok"] and out["agree"]
+    out = run_in_tree(RUN, tree, json.dumps(case))
+    if "error" not in out:
+        out["ok"] = out["exact_ok"] and out["stochastic_ok"] and out["agree"]
     return out
 
 
