@@ -115,6 +115,24 @@ def test_weighted_per_group_draws_follow_the_weights():
         data.sampler("per_group", 4, seed=1, weights=-w)
 
 
+def test_alegs_minibatches_of_weighted_risks_follow_the_weights(weighted):
+    """The group risks' sampler (ALEG's and SMD's minibatches) draws rows in proportion to their weights within each
+    group: rows of weight zero never, a row of weight 3 about three times as often as a row of weight 1 (200,000 draws
+    per group, each group's weight-1 and weight-3 rows about 60 each: the ratio's standard deviation is below 0.03, and
+    0.25 is 8 of them)."""
+    from fairmodel.families.gdro import group_risks_of
+    X, y, g, k, _ = weighted
+    data = fm.Dataset(X, y, groups=g)
+    w = fm.Weights(X.shape[1], radius=3.0, intercept=True)
+    risks = group_risks_of(fm.group_mean(fm.logistic_loss(data.score(w), data.y, sample_weight=k), data.groups))
+    rows = risks.sampler(200_000, np.random.default_rng(0)).draw_rows()
+    counts = np.bincount(rows, minlength=k.size)
+    assert counts[k == 0].sum() == 0
+    for group in range(3):
+        per_row = [counts[(k == v) & (g == group)].mean() for v in (1.0, 3.0)]
+        assert per_row[1] / per_row[0] == pytest.approx(3.0, abs=0.25)
+
+
 def test_weights_on_chunked_data_go_to_the_generic_reduction(weighted):
     pytest.importorskip("dask.array")
     X, y, g, k, _ = weighted
