@@ -39,7 +39,8 @@ class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
     backend, method : ``"exact"`` (default; the convex exponential-cone program (E1), faster than the
         stochastic path at every size measured) or ``"stochastic"`` (method "ogda-rr" by default; also
         "ogda-wr", "sgda-rr", "sgda-wr"), the zeroth-order min-max method that only queries best responses.
-    order : 0 (zeroth order in w, default) or 1 (exact gradients) for the stochastic backend.
+    order : 0 (zeroth order in w) or 1 (exact gradients) for the stochastic backend; None (default): 0 with strategic
+        features and zeta > 0, 1 without (no agent to query).
     random_state : seed of the stochastic backend.
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"epochs": 500}``: the cap of the stochastic
         run, which stops when its duality gap passes the judge's tolerance; default cap 2000 epochs).
@@ -56,7 +57,7 @@ class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
     """
 
     def __init__(self, strategic_features=None, zeta=0.05, radius=0.1, label_cost=0.5, center=True,
-                 backend="exact", method=None, order=0, random_state=None, solver_options=None):
+                 backend="exact", method=None, order=None, random_state=None, solver_options=None):
         self.strategic_features = strategic_features
         self.zeta = zeta
         self.radius = radius
@@ -74,8 +75,9 @@ class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
         check_number(self.label_cost, "label_cost", low=0.0, strict=True)
         check_bool(self.center, "center")
         check_common(self)
-        if isinstance(self.order, bool) or self.order not in (0, 1):
-            raise OptionError(f"order must be 0 (zeroth order) or 1 (first order); got {self.order!r}")
+        if self.order is not None and (isinstance(self.order, bool) or self.order not in (0, 1)):
+            raise OptionError(f"order must be 0 (zeroth order), 1 (first order) or None (0 with strategic agents, 1 "
+                              f"without); got {self.order!r}")
 
     def _mask(self, n_features: int) -> np.ndarray:
         features = self.strategic_features
@@ -107,7 +109,7 @@ class StrategicRobustClassifier(LogisticProbabilities, FairLinearClassifier):
         score = strategic_score(data, w, strategic_features=self.strategic_mask_, zeta=self.zeta)
         risk = wasserstein_worst_case(dsl.logistic_loss(score, data.y, sample_weight=sw), radius=self.radius,
                                          label_cost=self.label_cost)
-        extra = {"order": int(self.order)} if self.backend == "stochastic" else {}
+        extra = {"order": int(self.order)} if self.backend == "stochastic" and self.order is not None else {}
         result = solve_problem(self, Problem(Minimize(risk)), self.backend, self.method, **extra)
         self._store(result, w)
         self.intercept_ = np.array([-float(self.center_ @ self.coef_[0])])
