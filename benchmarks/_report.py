@@ -6,6 +6,7 @@ the date and the library versions, so that tables written by different runs neve
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -101,3 +102,28 @@ def run_in_tree(script: str, tree: Path, *args: str, timeout: float = 1800) -> d
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def baseline_benchmark(description: str, section: str, cases: list, script: str, report, root: Path,
+                       argv=None) -> list:
+    """The main of a benchmark that runs ``script`` (:func:`run_in_tree`; its arguments: the case as JSON, then
+    "exact" to solve the exact side too, else "-") on every case with the checkout ``root`` and, with ``--baseline
+    DIR``, with the checkout in DIR, one after the other per case; prints one JSON row per case ({"case", "this",
+    "baseline"}) and writes the section ``section`` of docs/benchmarks.md from ``report(rows)`` and ``--note``."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--baseline", type=Path, help="another checkout: the stochastic side also runs with its code")
+    ap.add_argument("--note", default="", help="a sentence added under the table (how the rows were measured)")
+    add_report_options(ap)
+    args = ap.parse_args(argv)
+    rows = printed_rows(args.rows) if args.rows else []
+    for case in ([] if args.rows else cases):
+        row = {"case": case, "this": run_in_tree(script, root, json.dumps(case), "exact")}
+        if args.baseline is not None:
+            row["baseline"] = run_in_tree(script, args.baseline.resolve(), json.dumps(case), "-")
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    text = report(rows) + (f"\n{args.note}\n" if args.note else "")
+    print(text)
+    if not args.no_write:
+        write_section(section, text)
+    return rows

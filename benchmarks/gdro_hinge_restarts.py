@@ -13,13 +13,11 @@ thread; ``--baseline DIR`` runs the stochastic side with the code in DIR too, on
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import add_report_options, printed_rows, run_in_tree, table, write_section  # noqa: E402
+from _report import baseline_benchmark, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ([{"data": "synthetic", "d": d, "seed": seed} for d in (100, 150, 200) for seed in (607, 608)]
@@ -58,28 +56,8 @@ print(json.dumps(out))
 '''
 
 
-def run(tree: Path, case: dict, exact: bool) -> dict:
-    return run_in_tree(RUN, tree, json.dumps(case), "exact" if exact else "-")
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline", type=Path, help="another checkout: the stochastic side also runs with its code")
-    ap.add_argument("--note", default="", help="a sentence added under the table (how the rows were measured)")
-    add_report_options(ap)
-    args = ap.parse_args(argv)
-    rows = printed_rows(args.rows) if args.rows else []
-    for case in ([] if args.rows else CASES):
-        row = {"case": case, "this": run(ROOT, case, exact=True)}
-        if args.baseline is not None:
-            row["baseline"] = run(args.baseline.resolve(), case, exact=False)
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    text = report(rows) + (f"\n{args.note}\n" if args.note else "")
-    print(text)
-    if not args.no_write:
-        write_section("gdro_hinge_restarts", text)
-    return rows
+    return baseline_benchmark(__doc__.split("\n\n")[0], "gdro_hinge_restarts", CASES, RUN, report, ROOT, argv)
 
 
 def _name(case: dict) -> str:

@@ -13,13 +13,11 @@ BLAS thread; ``--baseline DIR`` runs the stochastic side with the code in DIR to
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import add_report_options, printed_rows, run_in_tree, table, write_section  # noqa: E402
+from _report import baseline_benchmark, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ([{"data": "synthetic", "n": 1000, "d": 150, "shares": [0.5, 0.3, 0.2], "loss": "hinge", "radius": 3.0,
@@ -65,23 +63,7 @@ print(json.dumps(out))
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline", type=Path, help="another checkout: the stochastic side also runs with its code")
-    ap.add_argument("--note", default="", help="a sentence added under the table (how the rows were measured)")
-    add_report_options(ap)
-    args = ap.parse_args(argv)
-    rows = printed_rows(args.rows) if args.rows else []
-    for case in ([] if args.rows else CASES):
-        row = {"case": case, "this": run_in_tree(RUN, ROOT, json.dumps(case), "exact")}
-        if args.baseline is not None:
-            row["baseline"] = run_in_tree(RUN, args.baseline.resolve(), json.dumps(case), "-")
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    text = report(rows) + (f"\n{args.note}\n" if args.note else "")
-    print(text)
-    if not args.no_write:
-        write_section("gdro_weights", text)
-    return rows
+    return baseline_benchmark(__doc__.split("\n\n")[0], "gdro_weights", CASES, RUN, report, ROOT, argv)
 
 
 def _name(case: dict) -> str:
