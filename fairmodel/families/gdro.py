@@ -97,6 +97,7 @@ def _linear_loss(e) -> bool:
 
 
 def _loss_of(e) -> Loss:
+    """The loss of a per-sample term that :func:`_linear_loss` accepts (under the product its weights make)."""
     return e.expr if isinstance(e, Multiply) else e
 
 

@@ -213,8 +213,8 @@ class StrategicDRO(Reduction):
                         judge_context={"max_memory_gb": options.get("max_memory_gb")})
 
     def solve_stochastic(self, method, seed, verbose, *, order: int | None = None, zo: str = "theta",
-                         stop: str = "checks",
-                         check_every: int | None = None, design_metric: bool | None = None, **options):
+                         stop: str = "checks", check_every: int | None = None, design_metric: bool | None = None,
+                         **options):
         """OGDA/SGDA on the saddle function (options of :func:`fairmodel.stochastic.ogda.ogda`). ``stop="checks"``
         (default): anytime steps from the measured constants (:func:`anytime_defaults`), the judge's checks after
         ``check_every`` epochs (default 50), then every 25 % of the run, and the run stops when they pass (epochs a

@@ -134,10 +134,6 @@ class GroupRisks:
         self._index = None
         self._X = None
 
-    @property
-    def weighted(self) -> bool:
-        return self.u is not None
-
     def _per_row(self) -> tuple:
         """The per-row arrays every pass reads with the features: labels, group codes and the relative weights."""
         return (self.y, self.codes) if self.u is None else (self.y, self.codes, self.u)
@@ -169,7 +165,7 @@ class GroupRisks:
         uniform within the group, with replacement, group by group, through the data source's sampler
         (on chunked data, ``prefetch`` gathers the next buffer of draws in the background)."""
         if self.data.is_chunked:
-            if self.weighted:
+            if self.u is not None:
                 raise UnsupportedProblemError("weighted minibatches of chunked data are not available: "
                                               "backend='exact', method='dual' reads the chunks by passes")
             return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, prefetch=prefetch)
