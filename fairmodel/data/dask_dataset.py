@@ -469,10 +469,11 @@ class DaskDataset(Dataset):
         return out
 
     def sampler(self, kind: str = "uniform", batch_size: int = 1, seed=None, groups=None,
-                buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True) -> ChunkSampler:
+                buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True, weights=None) -> ChunkSampler:
         """A :class:`~fairmodel.data.dask_sampler.ChunkSampler`; ``prefetch`` gathers the next buffer of drawn
-        rows in a background thread while the current one is used (the rows drawn are the same either way)."""
-        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes, prefetch)
+        rows in a background thread while the current one is used (the rows drawn are the same either way);
+        ``weights``: rows drawn within their group in proportion to them (``"per_group"``)."""
+        return ChunkSampler(self, kind, batch_size, seed, groups, buffer_bytes, prefetch, weights)
 
 
 CHUNKED_SOURCES["dask"] = DaskDataset

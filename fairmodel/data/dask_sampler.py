@@ -28,6 +28,10 @@ class ChunkSampler:
     """Seeded minibatches from chunked data: rows uniform with replacement (``"uniform"``) or ``batch_size``
     rows from every group, uniform within the group (``"per_group"``, eq. (20) of Yu et al. 2024).
 
+    ``weights`` (``"per_group"`` only): a nonnegative weight per row; a group's rows are then drawn with probabilities
+    proportional to them, by the inverse of the running sums of the weights in the group's row order (one table of n
+    floats in memory, as the row order is) instead of the two stages below: the same i.i.d. law.
+
     Two-stage draw, exactly the law of i.i.d. uniform draws: for B draws from group g (all rows for
     "uniform"), the counts per chunk are multinomial(B, n_gc / n_g), then each draw in chunk c is a row of g
     in c uniformly (probability 1/n_gc), and the B draws are randomly permuted. A row j of g in chunk c is
@@ -46,7 +50,7 @@ class ChunkSampler:
     """
 
     def __init__(self, data, kind: str, batch_size: int, seed=None, groups=None,
-                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True):
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, prefetch: bool = True, weights=None):
         if kind not in ("uniform", "per_group"):
             raise DataError(f"Dask-backed data support the 'uniform' and 'per_group' samplers; got {kind!r}")
         if not isinstance(batch_size, (numbers.Integral, np.integer)) or batch_size < 1:
@@ -78,6 +82,7 @@ class ChunkSampler:
                                   zip(self._starts, sizes)])
         self.chunk_counts = np.diff(self._offsets, axis=1)     # n_gc
         self.sizes = sizes
+        self._cumulative = None if weights is None else self._weights_within_groups(weights)
         self.buffer_rows = max(1, min(int(buffer_bytes // (8 * data.n_features * m)), n))
         self._rows = np.empty((m, 0), dtype=np.intp)
         self._X = np.empty((m, 0, data.n_features))
@@ -86,6 +91,19 @@ class ChunkSampler:
         self.wait_time, self.gathers = 0.0, 0
         if self.prefetch:
             self._start_next()
+
+    def _weights_within_groups(self, weights) -> np.ndarray:
+        """The running sums of the rows' ``weights`` in the group-by-group row order (the inverse-CDF table)."""
+        if self.kind != "per_group":
+            raise DataError(f"sampling weights are for the 'per_group' sampler; got kind {self.kind!r}")
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (self.data.n_samples,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise DataError(f"sampling weights must be {self.data.n_samples} nonnegative finite numbers (one per row)")
+        totals = np.bincount(self.groups.codes, weights=w, minlength=self.sizes.size)
+        if np.any(totals <= 0):
+            empty = [str(n) for n, t in zip(self.groups.names, totals) if t <= 0]
+            raise DataError(f"the sampling weights of group(s) {', '.join(empty)} are all zero: no row can be drawn")
+        return np.cumsum(w[self._order])
 
     def chunk_probabilities(self, g: int) -> list[Fraction]:
         """P(chunk c) = n_gc / n_g of the first stage for group g (exact fractions)."""
@@ -105,6 +123,12 @@ class ChunkSampler:
         return self._order[s + self._offsets[g, c]: s + self._offsets[g, c + 1]]
 
     def _draw_group(self, g: int, B: int) -> np.ndarray:
+        if self._cumulative is not None:        # weighted: the inverse of the group's running sums of the weights
+            start, k = self._starts[g], int(self.sizes[g])
+            cum = self._cumulative[start:start + k]
+            below = self._cumulative[start - 1] if start > 0 else 0.0
+            at = np.searchsorted(cum, below + self.rng.random(B) * (cum[-1] - below), side="right")
+            return self._order[start + np.minimum(at, k - 1)].astype(np.intp)
         counts = self.rng.multinomial(B, self.chunk_counts[g] / self.sizes[g])
         picks = [self._order[self._starts[g] + self._offsets[g, c] + self.rng.integers(0, self.chunk_counts[g, c], k)]
                  for c, k in enumerate(counts) if k]

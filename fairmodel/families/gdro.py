@@ -101,13 +101,6 @@ def _loss_of(e) -> Loss:
     return e.expr if isinstance(e, Multiply) else e
 
 
-def _weighted_chunks(e) -> str | None:
-    """The reason a sample-weighted loss on chunked data is declined (None otherwise)."""
-    if isinstance(e, Multiply) and _loss_of(e).score.data.is_chunked:
-        return "sample weights on chunked data (the group-DRO minibatches of chunks are drawn uniformly)"
-    return None
-
-
 def _group_risks(loss, data, groups) -> GroupRisks:
     """The oracle of a loss of the linear score of declared weights: their shape, intercept, radius and name, and
     the loss's sample weights."""
@@ -147,7 +140,7 @@ def _parse(expr: Expr):
     """(kind, risks GroupMean or Mean, offsets spec, scale) or a reason string, on the canonical objective."""
     scale, expr, _ = affine_parts(expr)
     if isinstance(expr, Mean) and _linear_loss(expr.expr) and expr.where is None:
-        return _weighted_chunks(expr.expr) or ("erm", expr, None, scale)
+        return "erm", expr, None, scale
     if not (isinstance(expr, Max) and expr.vector):
         return "the objective must be fm.max(group risks) (group DRO / MERO) or fm.mean(loss) (ERM)"
     inner = expr.args[0]
@@ -166,8 +159,6 @@ def _parse(expr: Expr):
         return f"{inner} is not fm.group_mean(loss, groups) over all rows"
     if not _linear_loss(inner.expr):
         return f"{inner.expr} is not a per-sample loss of a linear score data.score(w)"
-    if _weighted_chunks(inner.expr):
-        return _weighted_chunks(inner.expr)
     if isinstance(offsets, GroupOptimal) and offsets.risks is not inner and \
             not (offsets.risks.expr is inner.expr and offsets.risks.groups is inner.groups):
         return "fm.group_optimal(...) must take the same group risks as the ones it is subtracted from"

@@ -18,7 +18,7 @@ from ..data.dask_dataset import concatenate_rows
 from ..data.dataset import Groups
 from ..data.groups import relative_weights
 from ..data.passes import ordered_sum, row_parts, row_squares, row_sums
-from ..errors import DataError, UnsupportedProblemError
+from ..errors import DataError
 from .domains import check_in_ball, project_ball
 from .metric import second_moment
 from .losses import Kernel, LinearModelLoss, score_gradient, with_intercept
@@ -162,13 +162,12 @@ class GroupRisks:
 
     def sampler(self, batch_size: int, rng, prefetch: bool = True) -> "object":
         """Per-group minibatches (eq. (20) of the group-DRO paper): ``batch_size`` rows from every group,
-        uniform within the group, with replacement, group by group, through the data source's sampler
-        (on chunked data, ``prefetch`` gathers the next buffer of draws in the background)."""
+        uniform within the group (in proportion to the sample weights when there are), with replacement, group by
+        group, through the data source's sampler (on chunked data, ``prefetch`` gathers the next buffer of draws in
+        the background)."""
         if self.data.is_chunked:
-            if self.u is not None:
-                raise UnsupportedProblemError("weighted minibatches of chunked data are not available: "
-                                              "backend='exact', method='dual' reads the chunks by passes")
-            return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, prefetch=prefetch)
+            return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, prefetch=prefetch,
+                                     weights=self.u)
         return self.data.sampler("per_group", batch_size, seed=rng, groups=self.groups, weights=self.u)
 
     def batch(self, batch) -> tuple[np.ndarray, np.ndarray]:
