@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..utilities.validate import as_generator, check_int
-from .dataset import Batch, Groups
+from .dataset import Batch, Groups, cumulative_weights_within_groups
 
 DEFAULT_BUFFER_BYTES = 64 << 20   # features of pre-drawn rows per buffer (two buffers while one is prefetched)
 
@@ -82,7 +82,8 @@ class ChunkSampler:
                                   zip(self._starts, sizes)])
         self.chunk_counts = np.diff(self._offsets, axis=1)     # n_gc
         self.sizes = sizes
-        self._cumulative = None if weights is None else self._weights_within_groups(weights)
+        self._cumulative = None if weights is None else cumulative_weights_within_groups(
+            weights, self.kind, self.groups, self._order, data.n_samples)
         self.buffer_rows = max(1, min(int(buffer_bytes // (8 * data.n_features * m)), n))
         self._rows = np.empty((m, 0), dtype=np.intp)
         self._X = np.empty((m, 0, data.n_features))
@@ -91,19 +92,6 @@ class ChunkSampler:
         self.wait_time, self.gathers = 0.0, 0
         if self.prefetch:
             self._start_next()
-
-    def _weights_within_groups(self, weights) -> np.ndarray:
-        """The running sums of the rows' ``weights`` in the group-by-group row order (the inverse-CDF table)."""
-        if self.kind != "per_group":
-            raise DataError(f"sampling weights are for the 'per_group' sampler; got kind {self.kind!r}")
-        w = np.asarray(weights, dtype=float)
-        if w.shape != (self.data.n_samples,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise DataError(f"sampling weights must be {self.data.n_samples} nonnegative finite numbers (one per row)")
-        totals = np.bincount(self.groups.codes, weights=w, minlength=self.sizes.size)
-        if np.any(totals <= 0):
-            empty = [str(n) for n, t in zip(self.groups.names, totals) if t <= 0]
-            raise DataError(f"the sampling weights of group(s) {', '.join(empty)} are all zero: no row can be drawn")
-        return np.cumsum(w[self._order])
 
     def chunk_probabilities(self, g: int) -> list[Fraction]:
         """P(chunk c) = n_gc / n_g of the first stage for group g (exact fractions)."""

@@ -367,6 +367,22 @@ def _chunked_source():
     return CHUNKED_SOURCES["dask"]
 
 
+def cumulative_weights_within_groups(weights, kind: str, groups, order: np.ndarray, n_samples: int) -> np.ndarray:
+    """The running sum of the rows' sampling ``weights`` in group-by-group row ``order``: the inverse-CDF table
+    of weighted per-group draws (a draw of group g is the first row whose running sum passes a uniform number
+    between the group's sums before and at its end)."""
+    if kind != "per_group":
+        raise DataError(f"sampling weights are for the 'per_group' sampler; got kind {kind!r}")
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (n_samples,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise DataError(f"sampling weights must be {n_samples} nonnegative finite numbers (one per row)")
+    totals = np.bincount(groups.codes, weights=w, minlength=len(groups.names))
+    if np.any(totals <= 0):
+        empty = [str(n) for n, t in zip(groups.names, totals) if t <= 0]
+        raise DataError(f"the sampling weights of group(s) {', '.join(empty)} are all zero: no row can be drawn")
+    return np.cumsum(w[order])
+
+
 class Sampler:
     """Draws :class:`Batch` objects from a :class:`Dataset` (with replacement, seeded).
 
@@ -383,7 +399,7 @@ class Sampler:
         check_int(batch_size, "batch_size", error=DataError)
         self.data, self.kind, self.batch_size = data, kind, int(batch_size)
         self.rng = as_generator(seed)
-        self.groups = None
+        self.groups, self._order = None, None
         if kind != "uniform":
             self.groups = data.groups if groups is None else Groups(groups)
             if len(self.groups) != data.n_samples:
@@ -394,22 +410,8 @@ class Sampler:
             self._starts = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
             if kind == "stratified":
                 self._counts = _allocate(self.batch_size, self._sizes, at_least_one=False)
-        self._cumulative = None
-        if weights is not None:
-            self._cumulative = self._weights_within_groups(weights)
-
-    def _weights_within_groups(self, weights) -> np.ndarray:
-        """The running sum of the rows' ``weights`` in group order (the inverse-CDF table of weighted draws)."""
-        if self.kind != "per_group":
-            raise DataError(f"sampling weights are for the 'per_group' sampler; got kind {self.kind!r}")
-        w = np.asarray(weights, dtype=float)
-        if w.shape != (self.data.n_samples,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise DataError(f"sampling weights must be {self.data.n_samples} nonnegative finite numbers (one per row)")
-        totals = np.bincount(self.groups.codes, weights=w, minlength=self._sizes.size)
-        if np.any(totals <= 0):
-            empty = [str(n) for n, t in zip(self.groups.names, totals) if t <= 0]
-            raise DataError(f"the sampling weights of group(s) {', '.join(empty)} are all zero: no row can be drawn")
-        return np.cumsum(w[self._order])
+        self._cumulative = None if weights is None else cumulative_weights_within_groups(
+            weights, self.kind, self.groups, self._order, data.n_samples)
 
     def draw_rows(self, batch_size: int | None = None) -> np.ndarray:
         rng, size = self.rng, self.batch_size if batch_size is None else int(batch_size)
