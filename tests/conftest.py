@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fairmodel as fm
-from fairmodel.families.gdro import group_risks_of
+from fairmodel.families.gdro import certified_gap, group_risks_of
 
 
 def make_instance(m=3, d=5, sizes=(40, 50, 60), flips=(0.1, 0.2, 0.3), radius=3.0, seed=0, intercept=False):
@@ -18,14 +18,14 @@ def make_instance(m=3, d=5, sizes=(40, 50, 60), flips=(0.1, 0.2, 0.3), radius=3.
 def solved_in_a_second_run(prob, rule: str, longer: bool = True):
     """The default stochastic solve of a group-DRO declaration whose first run fails: it must be certified by the second
     run, whose message names ``rule``, with a w-step over twice the first run's (``longer``), and its objective within
-    its own duality gap of the exact optimum. Returns the result."""
+    its own rigorous duality gap (the one the judge checks) of the exact optimum. Returns the result."""
     result = prob.solve(backend="stochastic", seed=0)
     assert result.status == "converged", result.message
     first = result.metrics["first_run"]
     assert first["status"] == "completed" and rule in result.message
     assert not longer or result.metrics["step_w"] > 2 * first["step_w"]
     exact = prob.solve(backend="exact")
-    assert result.objective - exact.objective <= result.certificate["duality_gap"] + 1e-9
+    assert result.objective - exact.objective <= certified_gap(result.certificate) + 1e-9
     return result
 
 

@@ -46,8 +46,10 @@ def test_strategic_dro_with_a_badly_scaled_feature_is_not_ok_in_its_own_coordina
         prob = fm.Problem(fm.Minimize(fm.wasserstein_worst_case(loss, radius=0.1, label_cost=0.5)))
         exact, stochastic = prob.solve(), prob.solve(backend="stochastic", seed=0, design_metric=False)
         default = prob.solve(backend="stochastic", seed=0)
-    assert exact.ok and stochastic.objective > exact.objective + 0.05      # theta's own steps fall short ...
+    # theta's own steps fall short by more than the gap tolerance an ok result meets (about 0.018 here) ...
+    assert exact.ok and stochastic.objective > exact.objective + 0.02
     assert stochastic.status == "inaccurate" and "duality gap" in stochastic.message   # ... and the judge says so
+    assert stochastic.objective - exact.objective <= stochastic.certificate["duality_gap"] + 1e-6   # a valid bound
     assert default.status == "converged" and default.metrics["design_metric"] and "first_run" not in default.metrics
     assert exact.objective - 1e-6 <= default.objective <= exact.objective + default.certificate["duality_gap"]
 
