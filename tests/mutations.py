@@ -519,7 +519,7 @@ MUTATIONS = [
     M("newton-last-iterate", "fairmodel/exact/newton.py",
       "    if best is not None and best[2] < gap:",
       "    if False:",
-      ("tests/test_raw_units.py",),
+      ("tests/test_newton_ball.py",),
       "projected Newton returns its last iterate, not its smallest gap's (raw MERO at radius 50 failed)"),
     M("qp-interior-unchecked", "fairmodel/exact/newton.py",
       "if inside and (rho is None or current is None or _model(H, b, free) < _model(H, b, current)):",

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from fairmodel.exact.newton import ball_qp_step, minimize_on_ball, minimize_on_ball_ipm, newton_steps
+from fairmodel.oracles.domains import frank_wolfe_gap
 
 
 def _linear(c):
@@ -77,3 +78,23 @@ def test_ball_qp_step_solves_a_system_whose_curvatures_span_raw_data_scales():
     A = np.column_stack([A, A[:, 0]])
     H, b = A.T @ A, A.T @ rng.normal(size=8)
     np.testing.assert_allclose(ball_qp_step(H, b, None), np.linalg.pinv(H) @ b, rtol=1e-7, atol=1e-10)
+
+
+def test_projected_newton_returns_the_iterate_of_its_smallest_gap():
+    """Gradients with errors of 1e-4 (as rounding gives on raw units, where whole steps along the sphere raised the gap
+    again: 6.9e-9, then 9.5e-6, 3.2e-5, 1.3e-4 on 4,000 raw Adult rows at radius 50): the answer is the iterate of the
+    smallest Frank-Wolfe gap seen, not the last one."""
+    rng = np.random.default_rng(3)
+    H, b = np.diag([1.0, 2.0, 3.0]), np.array([4.0, -2.0, 1.0])
+    gaps = []
+
+    def fun(theta, value_only=False):
+        value = 0.5 * float(theta @ H @ theta) - float(b @ theta)
+        if value_only:
+            return value
+        grad = H @ theta - b + 1e-4 * rng.standard_normal(3)
+        gaps.append(frank_wolfe_gap(theta, grad, 1.0))
+        return value, grad, H
+    theta, value, gap = minimize_on_ball(fun, np.zeros(3), 1.0, tol=1e-12, max_iter=30, strict=False)
+    assert len(gaps) >= 3 and gap == min(gaps) < gaps[-1]
+
