@@ -91,3 +91,19 @@ def test_an_inaccurate_exact_solve_is_ok_only_with_a_passing_certificate():
     status, message = verdict("converged", [Check("gap", float("nan"), 1e-3, "", "certificate")])
     assert status == "unverified" and "not certified: gap" in message
     assert verdict("completed", [])[0] == "unverified"
+
+
+
+def test_a_run_that_reached_its_cap_says_its_output_passed_the_checks():
+    """A stochastic loop that ran to its cap ('completed') and whose output passes every check is ok, and its message
+    says that it passed, with the numbers (it used to say only that no checkpoint had passed before the cap)."""
+    checks = [Check("violation of c0", 4.19e-5, 2.01e-3, "", "constraint"),
+              Check("Lagrangian gap", 5.66e-4, 7.47e-4, "", "certificate"),
+              Check("objective", 0.37, float("inf"), "", "certificate")]
+    status, message = verdict("completed", checks, "the run reached its cap (epochs=400)")
+    assert status == "completed" and message == ("the run reached its cap (epochs=400); its output passed every check "
+                                                 "of the judge (violation of c0 = 4.19e-05 <= 0.00201; Lagrangian gap "
+                                                 "= 0.000566 <= 0.000747)")
+    assert verdict("converged", checks, "stopped")[1] == "stopped"           # a stop on the checks says so itself
+    failed = [Check("Lagrangian gap", 2e-3, 7.47e-4, "", "certificate")]
+    assert "passed" not in verdict("completed", failed, "the run reached its cap")[1]

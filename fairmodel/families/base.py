@@ -94,6 +94,12 @@ class Check:
                 "passed": self.passed, "kind": self.kind, "reason": self.reason}
 
 
+def passed_text(checks) -> str:
+    """``name = value <= tolerance; ...``: the computed checks with a bound, which passed, and their numbers."""
+    return "; ".join(f"{c.name} = {c.value:.3g} <= {c.tolerance:.3g}" for c in checks
+                     if c.computed and math.isfinite(c.tolerance))
+
+
 @dataclass
 class Evaluation:
     """What the judge computed for one candidate."""

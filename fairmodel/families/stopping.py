@@ -64,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..utilities.progress import Notes
-from .base import inconsistent
+from .base import inconsistent, passed_text
 
 GROWTH = 1.25             # once checks are sparse, one each time the run has grown by this factor
 STOP_RULES = ("checks", "budget")   # stop when the judge's checks pass (the cap a safety limit), or run the budget
@@ -329,7 +329,7 @@ class CertifiedStop:
                     warnings.warn(message, category, stacklevel=2)
             if self.passed and same and not self.by_user:
                 where = f" after epoch {epoch}" if epoch is not None else ""
-                numbers = "; ".join(f"{c.name} = {c.value:.3g} <= {c.tolerance:.3g}" for c in checks)
+                numbers = passed_text(checks)
                 solution.status = "converged"
                 solution.message = (f"stopped{where}: every check of the judge passed ({numbers}); {self.n_checks} "
                                     f"check(s) took {self.check_time:.3g} s")

@@ -9,7 +9,7 @@ calls: the data a candidate is judged on come with the call (``data=`` for DP po
 from __future__ import annotations
 
 from ..families.base import (Check, Evaluation, by_group, certificate_missing, constraint_record,  # noqa: F401
-                              evaluate_constraints)
+                              evaluate_constraints, passed_text)
 from ..utilities.threads import few_threads
 from ..utilities.validate import check_problem
 
@@ -48,6 +48,8 @@ def verdict(status: str, checks: list[Check], message: str = "", advice: str = "
     if status == "optimal_inaccurate" and not any(c.kind == "certificate" and c.computed for c in checks):
         notes.insert(0, "the solver reported an inaccurate optimum and no certificate of the judge confirms it")
         return "inaccurate", _sentences(notes, advice)
+    if status == "completed":      # a loop that ran to its budget or cap: its output is what the judge verified
+        notes.append(f"its output passed every check of the judge ({passed_text(checks)})")
     return status, "; ".join(notes)
 
 
