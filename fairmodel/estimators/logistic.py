@@ -18,7 +18,7 @@ CONSTRAINTS = ("equalized_odds", "equal_opportunity", "none")
 
 
 class FairLogisticRegression(LogisticProbabilities, FairLinearClassifier):
-    """Weighted logistic regression ``sum_i w_i logistic(y_i s_i) / sum_i w_i + alpha ||(coef, b)||^2`` under the
+    """Weighted logistic regression ``sum_i w_i logistic(y_i s_i) / sum_i w_i + alpha ||coef||^2`` under the
     equal-opportunity or equalized-odds surrogate of Donini, Oneto, Ben-David, Shawe-Taylor, Pontil (2018):
     the groups' (weighted) mean scores on the positives (and, for equalized odds, on the negatives) differ by at
     most ``bound`` (see ``fm.equal_opportunity_gap`` / ``fm.equalized_odds_gap`` and ``docs/assessment.md``).
@@ -27,7 +27,8 @@ class FairLogisticRegression(LogisticProbabilities, FairLinearClassifier):
     ----------
     constraint : "equalized_odds" (default), "equal_opportunity" or "none".
     bound : the largest allowed spread of the groups' mean scores on each constrained label stratum (>= 0).
-    alpha : weight of the squared norm of the weights (the intercept included).
+    alpha : weight of the squared norm of the coefficients (the intercept is not penalized, as in scikit-learn's
+        ``LogisticRegression``).
     fit_intercept : learn an intercept.
     backend, method : ``"exact"`` (default: one CVXPY program) or ``"stochastic"`` (the generic primal-dual
         method of the convex reduction).

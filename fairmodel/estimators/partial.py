@@ -19,7 +19,7 @@ CONSTRAINTS = ("pdp", "weak_pdp")
 
 
 class PartialFairnessClassifier(LogisticProbabilities, FairLinearClassifier):
-    """Linear logistic classifier, ``mean(logistic_loss) + alpha ||(w, b)||^2``, under partial demographic parity
+    """Linear logistic classifier, ``mean(logistic_loss) + alpha ||w||^2``, under partial demographic parity
     ``partial_dp(s, groups, band=band) <= kappa`` or weak partial parity ``weak_partial_dp(s, groups,
     band=band, threshold=threshold) <= kappa`` (He, Huang, Yao, Lin; see ``docs/partial_fairness.md``).
 
@@ -31,7 +31,7 @@ class PartialFairnessClassifier(LogisticProbabilities, FairLinearClassifier):
         score is the share of its group scoring above it, so (0.7, 1.0) is the bottom 30% of every group).
     kappa : the parity budget in [0, 1] (< 1 for "pdp").
     threshold : the decision threshold of "weak_pdp" on the score (ignored by "pdp"); ``predict`` uses 0.
-    alpha : weight of the squared norm of the weights (the intercept included, as in the family's docs).
+    alpha : weight of the squared norm of the weights w (the intercept b is not penalized).
     fit_intercept : learn an intercept b.
     backend, method : ``"stochastic"`` (default: IDCA with the switching-subgradient inner solver, method
         "idca"; also "ssg" and "penalty") or ``"exact"`` (IDCA whose subproblems are solved by CVXPY).

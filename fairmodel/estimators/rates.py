@@ -20,7 +20,7 @@ GAPS = {"demographic_parity": selection_rate_gap, "equal_opportunity": equal_opp
 
 
 class FairRateClassifier(LogisticProbabilities, FairLinearClassifier):
-    """Weighted logistic regression ``sum_i w_i logistic(y_i s_i) / sum_i w_i + alpha ||(coef, b)||^2`` whose
+    """Weighted logistic regression ``sum_i w_i logistic(y_i s_i) / sum_i w_i + alpha ||coef||^2`` whose
     decisions ``s > 0`` have true (0/1) training rates that differ between the groups by at most ``eps``:
 
     * ``"demographic_parity"``: the selection rates P(s > 0 | group);
@@ -42,7 +42,8 @@ class FairRateClassifier(LogisticProbabilities, FairLinearClassifier):
     ----------
     constraint : "demographic_parity" (default), "equal_opportunity" or "equalized_odds".
     eps : the bound on the true training gap, 0 < eps <= 1.
-    alpha : weight of the squared norm of the weights (the intercept included).
+    alpha : weight of the squared norm of the coefficients (the intercept is not penalized, as in scikit-learn's
+        ``LogisticRegression``).
     width : the width of the ramp around the threshold 0 (on the score's scale; standardize X).
     fit_intercept : learn an intercept.
     solver_options : dict of further options for ``Problem.solve`` (e.g. ``{"rate_steps": 12}``).

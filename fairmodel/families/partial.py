@@ -64,7 +64,7 @@ from .partial_rates import (
     with_true_rates,
 )
 from .partial_runs import solve_direct_ssg, solve_idca_ssg, solve_penalty
-from .partial_starts import feasible_starts, lipschitz_estimate, theory
+from .partial_starts import continuation_start, feasible_starts, lipschitz_estimate, theory
 from .registry import register
 from .stopping import STOP_RULES
 
@@ -341,7 +341,8 @@ class PartialFairness(Reduction):
                 out["message"] += "; the returned x_k is certified by that solve of (25) (Lemma C.1)"
             return out
 
-        solution = self.multistart(with_true_rates(self.program, solve_once, rate_steps, verbose),
+        solution = self.multistart(with_true_rates(self.program, solve_once, rate_steps, verbose,
+                                                   self.restart(options)),
                                    "IDCA (exact subproblems)", options, mu, method="idca",
                                    compile_time=compile_time,
                                    solver={**info, "solver_options": solver_options, "mu": mu, "outer": outer,
@@ -396,6 +397,18 @@ class PartialFairness(Reduction):
         check_options(options, common + ("lam", "iterations", "step"), "the penalty baseline")
         return solve_penalty(self, seed, verbose, options, stop)
 
+    def default_start(self, method: str) -> str:
+        """The first run's start when ``start=`` is not given: the quadratic penalty's point for IDCA on ramp rate
+        gaps in memory, else w = 0 (:mod:`~fairmodel.families.partial_starts`)."""
+        return "penalty" if method == "idca" and rate_blocks(self.program) and not self.chunked else "zero"
+
+    def restart(self, options: dict):
+        """``(program, x) -> x0``: the start of a true-rate continuation run from the previous answer ``x``, by the
+        penalty where the first run's start is the penalty's (default or ``start="penalty"``), else ``x`` pulled
+        back toward w = 0 (:func:`~fairmodel.families.partial_starts.continuation_start`)."""
+        penalty = (options.get("start") or self.default_start("idca")) == "penalty"
+        return lambda program, x: continuation_start(program, x, penalty=penalty)
+
     def multistart(self, run, label, options, mu, method, seed=None, compile_time=0.0, solver=None,
                    note: str = "") -> Solution:
         """Run ``run(x0, label)`` from every start and report the spread of the local solutions.
@@ -407,7 +420,7 @@ class PartialFairness(Reduction):
         records the stop on the result; ``note`` is appended to the message.
         """
         starts = positive_int(options.get("starts", 1), "starts")
-        default = "penalty" if method == "idca" and rate_blocks(self.program) and not self.chunked else "zero"
+        default = self.default_start(method)
         begin = time.perf_counter()
         points, notes = feasible_starts(self.program, options.get("start"), starts,
                                         seed if seed is not None else options.get("seed"),

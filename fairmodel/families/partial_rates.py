@@ -191,10 +191,11 @@ def next_bound(tried: list, eps: float) -> float:
     return proposal if lo < proposal < hi else 0.5 * (lo + hi)
 
 
-def with_true_rates(program, run, steps: int, verbose=None):
+def with_true_rates(program, run, steps: int, verbose=None, restart=None):
     """``run(x0, label) -> out`` (one IDCA run, either backend's) followed by the true-rate continuation
-    (:func:`continue_on_true_rates`, at most ``steps`` more runs) where the program has ramp rate gaps; ``run`` itself
-    where it has none, ``steps`` is 0, or the run's answer is not finite."""
+    (:func:`continue_on_true_rates`, at most ``steps`` more runs, each from ``restart(program, x)``) where the
+    program has ramp rate gaps; ``run`` itself where it has none, ``steps`` is 0, or the run's answer is not
+    finite."""
     if not steps or not rate_blocks(program):
         return run
 
@@ -202,14 +203,14 @@ def with_true_rates(program, run, steps: int, verbose=None):
         out = run(x0, label)
         if not np.all(np.isfinite(out["x"])):
             return out
-        return continue_on_true_rates(program, run, out, steps, verbose)
+        return continue_on_true_rates(program, run, out, steps, verbose, restart)
     return continued
 
 
-def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) -> dict:
+def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, restart=None) -> dict:
     """Lower the ramp bound of every rate constraint whose true gap at ``out["x"]`` exceeds eps + RATE_TOLERANCE
-    and run IDCA again (``run(x0, label) -> out``) from the previous answer pulled back to feasibility, at most
-    ``steps`` times (see the module docstring). Once every true gap meets its bound, at most REFINE_STEPS more runs
+    and run IDCA again (``run(x0, label) -> out``) from ``restart(program, x)`` of the previous answer x, a point
+    that meets the new ramp bounds (default :func:`feasible_toward`), at most ``steps`` times (see the module docstring). Once every true gap meets its bound, at most REFINE_STEPS more runs
     raise the ramp bound of a constraint whose true gap fell below (1 - REFINE) eps back into its bracket (a lower
     bound than needed costs accuracy). When no run met the bounds, the intercept-shift stage (:func:`_shift_stage`)
     runs from the closest answer shifted to decisions that meet them. Returns the out of the run kept (the lowest
@@ -217,7 +218,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
     the run with the smallest excess) with ``surrogate_bounds`` (the eps' it solved or meets; None: the declared
     ones), ``rate_steps`` (per run: eps', true gaps, objective, outer iterations, time, and its stage: "declared",
     "lowered", "raised", "shifted" or "shifted answer") and ``rate_note`` for its message."""
-    blocks = rate_blocks(program)
+    blocks, restart = rate_blocks(program), restart or feasible_toward
     declared = {name: b.eps for name, b in blocks.items()}
     bounds, tried, trace = dict(declared), {name: [] for name in blocks}, []
     out = dict(out, surrogate_bounds=None)
@@ -266,7 +267,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None) ->
             break
         start, best = time.perf_counter(), closest[0]
         with ramp_bounds(program, bounds):
-            out = dict(run(feasible_toward(program, out["x"]), f"IDCA, true-rate step {step}"),
+            out = dict(run(restart(program, out["x"]), f"IDCA, true-rate step {step}"),
                        surrogate_bounds=dict(bounds))
         gaps = judge_run(out, time.perf_counter() - start, stage)
         if stage == "lowered" and not met:      # the distance to success: excess - RATE_TOLERANCE > 0

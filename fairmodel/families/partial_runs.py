@@ -222,8 +222,8 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
               "stop": "checks" if checks else "budget",
               "eps": eps if isinstance(eps, (int, float)) else "schedule", "final_eps": eps_k(max(outer - 1, 0)),
               "inner": inner_T if isinstance(inner_T, (int, float)) else "schedule", "rate_steps": rate_steps}
-    sol = family.multistart(with_true_rates(program, run, rate_steps, verbose), "IDCA (SSG subproblems)", options, mu,
-                            method="idca", seed=seed, solver=solver, note=note)
+    sol = family.multistart(with_true_rates(program, run, rate_steps, verbose, family.restart(options)),
+                            "IDCA (SSG subproblems)", options, mu, method="idca", seed=seed, solver=solver, note=note)
     sol.metrics.update({f"theory_{k}": v for k, v in theory.items()})
     return sol
 
