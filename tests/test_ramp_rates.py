@@ -557,3 +557,61 @@ def test_a_penalty_point_that_misses_the_bound_gives_way_to_w_zero(monkeypatch):
     zero = program.start()
     x, note = starts.penalty_start(program, zero)
     assert x is zero and "does not meet the declared bounds" in note
+
+
+def squeeze_problem():
+    """A group of 20 % of the rows with almost no positives (1 %) against 82 % in the other, labels nearly separable:
+    the quadratic penalty of the selection-rate ramp gap at 0.1 is met by squeezing the scores into the ramp."""
+    rng = np.random.default_rng(0)
+    n, d = 400, 10
+    g = rng.random(n) < 0.2
+    X = rng.normal(size=(n, d))
+    X[:, 0] += np.where(g, -2.5, 1.0)
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-5.0 * (X[:, 0] + 0.1 * X[:, 1:].sum(axis=1)))), 1.0, -1.0)
+    data = fm.Dataset((X - X.mean(0)) / X.std(0), y, np.where(g, "a", "b"))
+    w = fm.Weights(d, intercept=True)
+    s = data.score(w)
+    return fm.Problem(fm.Minimize(fm.mean(fm.logistic_loss(s, data.y)) + 1e-4 * fm.sum_squares(w)),
+                      [(fm.selection_rate_gap(s, data, surrogate="ramp", width=0.5) <= 0.1).named("gap")])
+
+
+def test_a_penalty_point_above_w_zero_in_objective_gives_way_to_w_zero():
+    """The penalty's point meets the bound, but with a higher objective than w = 0 (every score squeezed into the
+    ramp): the start is w = 0, the note gives both objectives, and IDCA from w = 0 ends lower than from that point."""
+    from fairmodel.families.partial_starts import PENALTY_WEIGHTS, penalty_point
+    prob = squeeze_problem()
+    program = dc_program(prob, prob.family._kinds)
+    point, feasible = penalty_point(program, program.start(), PENALTY_WEIGHTS)[:2]
+    assert feasible and program.objective_value(point) > np.log(2.0)
+    res = prob.solve(backend="exact")
+    note = res.metrics["start_notes"][0]
+    assert note.startswith("start: w = 0") and f"{program.objective_value(point):.4g}, not below 0.6931" in note
+    assert res.history[0]["objective"] == pytest.approx(np.log(2.0), rel=1e-12)
+    from_point = prob.solve(backend="exact", start=program.layout.split(point))
+    assert res.ok and from_point.ok and res.objective < from_point.objective - 0.05
+
+
+def test_a_continuation_run_starts_at_the_better_of_the_penalty_point_and_the_pulled_back_answer(monkeypatch):
+    """From an answer that violates a lowered ramp bound: without the penalty, the answer pulled back toward w = 0;
+    with it, the penalty's point from the answer where that meets the bound with a lower objective (here: the
+    continuation's first lowered bound of the eo problem above). The default in memory uses the penalty, and
+    start="zero" does not (its runs match those on chunked rows, which have no penalty start)."""
+    from fairmodel.families import partial, partial_starts
+    from fairmodel.families.partial_rates import feasible_toward, ramp_bounds
+    prob, w, data = continuation_problem("eo", 4)
+    first = prob.solve(backend="exact", rate_steps=0)
+    program = dc_program(prob, prob.family._kinds)
+    x = program.start(first.variables)
+    with ramp_bounds(program, {"gap": 0.03}):
+        assert program.max_violation(x) > 0
+        back = feasible_toward(program, x)
+        assert np.array_equal(partial_starts.continuation_start(program, x, penalty=False), back)
+        start = partial_starts.continuation_start(program, x)
+        assert program.max_violation(start) <= 0 and not np.array_equal(start, back)
+        assert program.objective_value(start) < program.objective_value(back)
+    used = []
+    monkeypatch.setattr(partial, "continuation_start", lambda program, x, penalty: used.append(penalty) or
+                        partial_starts.continuation_start(program, x, penalty))
+    assert prob.solve(backend="exact").ok and used and all(used)
+    used.clear()
+    assert prob.solve(backend="exact", start="zero").ok and used and not any(used)
