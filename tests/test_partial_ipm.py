@@ -223,12 +223,85 @@ def test_f_is_read_once_at_a_point_and_the_certificate_at_an_answer_reads_no_row
     assert passes_of(data) == before + 1
 
 
-def test_a_solve_centres_f_five_or_six_times():
+def test_a_solve_centres_f_five_or_six_times(monkeypatch):
     """The Newton model is centred again when the residuals fall a hundredfold and to the square of their level
-    (relative to the first): 5-6 centrings a solve on these programs (7 with the hundredfold rule alone)."""
+    (relative to the first): 5-6 centrings a solve on these programs with F's Hessian at every centring (7 with the
+    hundredfold rule alone; a centring on an earlier Hessian within its drift converges more slowly: up to 8)."""
+    from fairmodel.oracles.dc_ipm import SmoothObjective
+    monkeypatch.setattr(SmoothObjective, "DRIFT", -1.0)
     prog = lawschool_problem(400).family.program
     hinge = hinge_program(prog).in_memory()
     for anchor in anchors(prog, hinge):
         vals, S = prog.linearize(anchor)
         info = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU)[3]
         assert info["status"] == "optimal" and info["models"] <= 6, info["models"]
+
+
+def test_the_curvature_drift_bounds_the_change_of_the_hessian():
+    """LossSums.curvature_drift(theta, c) bounds max_i |log phi''(z_i(theta)) - log phi''(z_i(c))| for the logistic
+    loss (its third derivative is at most phi'' in size): the bound max ||x_i|| ||dw|| + |db| where it is within
+    ``within``, else the largest score change itself; and the Hessian at theta lies between exp(-D) and exp(D) times
+    the one at c (checked by the eigenvalues of H_c^(-1/2) H H_c^(-1/2), computed here from the rows)."""
+    from fairmodel.oracles.losses import Hinge, LossSums, Logistic
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 4)) * np.array([1.0, 2.0, 0.5, 3.0])
+    y = np.where(rng.random(300) < 0.4, 1.0, -1.0)
+    data = fm.Dataset(X, y)
+    loss = LossSums(Logistic, data, y, True, np.full(300, 1 / 300))
+    design = np.hstack([X, np.ones((300, 1))])
+    largest = np.sqrt((X * X).sum(axis=1)).max()
+
+    def hessian(theta):
+        p = 1 / (1 + np.exp(-y * (design @ theta)))
+        return design.T @ (design * (p * (1 - p))[:, None]) / 300
+
+    for _ in range(5):
+        centre = rng.standard_normal(5)
+        theta = centre + 0.1 * rng.standard_normal(5)
+        dz = design @ (theta - centre)
+        measured = loss.curvature_drift(theta, centre)
+        assert measured == pytest.approx(np.abs(dz).max(), rel=1e-12)
+        bound = loss.curvature_drift(theta, centre, within=np.inf)
+        assert bound == pytest.approx(largest * np.linalg.norm((theta - centre)[:4]) + abs(theta[4] - centre[4]))
+        assert bound >= measured
+        inv = np.linalg.inv(np.linalg.cholesky(hessian(centre)))
+        ratios = np.linalg.eigvalsh(inv @ hessian(theta) @ inv.T)
+        assert np.exp(-measured) - 1e-12 <= ratios.min() and ratios.max() <= np.exp(measured) + 1e-12
+    assert LossSums(Hinge, data, y, True, np.full(300, 1 / 300)).curvature_drift(theta, centre) == np.inf
+
+
+def test_a_hessian_kept_within_its_drift_gives_the_same_answer_with_fewer_hessian_passes(monkeypatch):
+    """The Newton models reuse a Hessian wherever the curvature drift from its centre is within DRIFT: the solves of
+    (25) at the last two anchors of an IDCA run (its answer and the next step from it, close together as in the tail
+    of a run) give the answers of the solves with a Hessian at every centring (1e-8, both optimal with their
+    certificates) from fewer Hessian passes."""
+    from fairmodel.oracles import losses
+    from fairmodel.oracles.dc_ipm import SmoothObjective
+    counted = {"hessians": 0}
+    original = losses.LossSums.value_gradient_hessian
+
+    def counting(self, theta):
+        counted["hessians"] += 1
+        return original(self, theta)
+
+    monkeypatch.setattr(losses.LossSums, "value_gradient_hessian", counting)
+    answers, default = {}, SmoothObjective.DRIFT
+    for drift in (default, -1.0):
+        monkeypatch.setattr(SmoothObjective, "DRIFT", drift)
+        prob = lawschool_problem(400)
+        answer = prob.solve(backend="exact", stop="budget", outer=30, start="zero")
+        prog = prob.family.program
+        hinge = hinge_program(prog).in_memory()
+        last = prog.start(answer.variables)
+        vals, S = prog.linearize(last)
+        counted["hessians"], out = 0, []
+        for anchor in (last, solve_subproblem(hinge, last, S, vals - S @ last, MU)[0]):
+            vals, S = prog.linearize(anchor)
+            x, lam, u, info = solve_subproblem(hinge, anchor, S, vals - S @ anchor, MU)
+            assert info["status"] == "optimal" and info["gap"] <= 1e-10 and info["max_g"] <= 1e-9
+            out.append(x)
+        answers[drift] = (out, counted["hessians"])
+    (kept, fewer), (every, more) = answers[default], answers[-1.0]
+    for a, b in zip(kept, every):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
+    assert fewer < more

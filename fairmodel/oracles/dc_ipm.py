@@ -129,10 +129,12 @@ class SmoothObjective:
 
     RECENT = 8              # the losses' (value, gradient, Hessian) kept at this many recent points, ...
     KEPT_BYTES = 2 ** 27    # ... fewer (at least 2) where their Hessians would take more than 128 MiB
+    DRIFT = 0.1             # a Hessian serves the Newton models wherever the curvature is within exp(+-0.1) of its own
 
     def __init__(self, D: int, losses=(), ridges=(), constant: float = 0.0):
         self.D, self.losses, self.ridges, self.constant = D, list(losses), list(ridges), float(constant)
         self._kept = Recent(size=max(2, min(self.RECENT, self.KEPT_BYTES // (8 * D * D + 1))))
+        self._held = {}         # loss index -> [(a centre, its Hessian there)] of the latest fresh Hessians
 
     def _ridge(self, v, f, g=None, H=None):
         for coef, sl, mask in self.ridges:
@@ -145,18 +147,39 @@ class SmoothObjective:
         return f
 
     def _read(self, v, hessian: bool):
-        """The losses' sum at v: value, gradient and (``hessian``) Hessian, else None; one pass per loss."""
+        """The losses' sum at v: value, gradient and (``hessian``) a Hessian, else None; one pass per loss. The
+        Hessian is a loss's own at v, or one computed at a recent centre c from which the curvature changes by at most
+        the factor exp(+-DRIFT) to v (:meth:`_held_hessian`): a gradient's pass instead of a Hessian's (n D products
+        instead of n D^2). Only the Newton steps use it; F's value and gradient are exact at v."""
         f, g = self.constant, np.zeros(self.D)
         H = np.zeros((self.D, self.D)) if hessian else None
-        for loss, sl in self.losses:
-            if hessian:
+        for k, (loss, sl) in enumerate(self.losses):
+            held = self._held_hessian(k, loss, v[sl]) if hessian else None
+            if held is not None:
+                (lv, lg), lh = loss.value_and_gradient(v[sl]), held
+            elif hessian:
                 lv, lg, lh = loss.value_gradient_hessian(v[sl])
-                H[sl, sl] += lh
+                kept = self._held.setdefault(k, [])
+                kept.append((v[sl].copy(), lh))
+                del kept[:-self._kept.size]
             else:
                 lv, lg = loss.value_and_gradient(v[sl])
+            if hessian:
+                H[sl, sl] += lh
             f += lv
             g[sl] += lg
         return f, g, H
+
+    def _held_hessian(self, k: int, loss, theta):
+        """Of the Hessians of loss k kept at recent centres, the one whose centre is nearest to ``theta`` by the bound
+        of ``curvature_drift`` (no pass), when its drift to ``theta`` is at most DRIFT (measured by a pass where the
+        bound exceeds it), else None. The interior-point iterates wander before they settle near the anchor, so the
+        anchor's Hessian often serves the last centrings of a solve where the last one computed does not."""
+        kept = self._held.get(k)
+        if not kept:
+            return None
+        centre, H = min(kept, key=lambda held: loss.curvature_drift(theta, held[0], within=np.inf))
+        return H if loss.curvature_drift(theta, centre, within=self.DRIFT) <= self.DRIFT else None
 
     def _losses(self, v, hessian: bool = True):
         """:meth:`_read`, kept at the RECENT last points, where IDCA asks again (every working-set round of (25)

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit, log_expit, logsumexp, softmax
 
-from ..data.passes import row_sums
+from ..data.passes import row_parts, row_sums
 from ..errors import DataError
 from ..utilities.validate import check_vector
 
@@ -49,6 +49,8 @@ class Kernel:
     d2phi = None
     binary = False
     nonneg = True          # phi >= 0 (every loss here): the sign fact of the loss atoms
+    curvature_log_lipschitz = None   # sup |d log phi'' / dz| (None: unknown or unbounded): phi'' changes by at most
+                                     # the factor exp(that x |dz|) when the score moves by dz
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -88,6 +90,8 @@ class Logistic(Kernel):
 
     name, symbol, binary = "logistic", "logistic", True
     smoothness = constant_smoothness(0.25)
+    curvature_log_lipschitz = 1.0    # the third derivative is y p (1 - p)(1 - 2p) with p = expit(y z), at most phi''
+                                     # in size for |y| = 1 (logistic regression is self-concordant: Bach 2010)
 
     @classmethod
     def check_labels(cls, y, n, n_outputs=None):
@@ -382,6 +386,22 @@ class _LossPass:
         return model.value_and_gradient(self.theta) if self.order == 1 else model.value_gradient_hessian(self.theta)
 
 
+class _ScoreChange:
+    """A chunk's largest |x_i . dw + db|."""
+
+    def __init__(self, dw, db):
+        self.dw, self.db = dw, db
+
+    def __call__(self, batch) -> float:
+        return float(np.max(np.abs(batch.X @ self.dw + self.db), initial=0.0))
+
+
+def _largest_row_norm(batch) -> float:
+    X = batch.X
+    squares = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sparse.issparse(X) else np.einsum("ij,ij->i", X, X)
+    return float(np.sqrt(squares.max(initial=0.0)))
+
+
 class LossSums:
     """The :class:`LinearModelLoss` f(theta) = sum_i s_i phi(x_i . w + b, y_i) on a data source's rows, by passes
     (:func:`fairmodel.data.passes.row_sums`: row blocks of NumPy data, the chunks of Dask-backed data): one pass per
@@ -392,6 +412,7 @@ class LossSums:
         self.kernel, self.data, self.y, self.intercept = kernel, data, y, bool(intercept)
         uniform = s.size > 0 and bool(np.all(s == s[0]))
         self.weight, self.weights = (float(s[0]), ()) if uniform else (None, (s,))
+        self._row_norm = None
 
     def _pass(self, theta, order):
         return row_sums(self.data, _LossPass(self.kernel, self.intercept, np.asarray(theta, dtype=float),
@@ -405,6 +426,24 @@ class LossSums:
 
     def value_gradient_hessian(self, theta):
         return self._pass(theta, 2)
+
+    def curvature_drift(self, theta, centre, within: float = 0.0) -> float:
+        """A bound D on max_i |log phi''(z_i(theta)) - log phi''(z_i(centre))|, so that the Hessian at ``theta`` lies
+        between exp(-D) and exp(D) times the Hessian at ``centre`` (the weights are >= 0): the kernel's
+        ``curvature_log_lipschitz`` times the largest change of a score, bounded by max_i ||x_i|| ||dw|| + |db|
+        (the largest row norm: one pass, the first time) and, where that bound exceeds ``within``, measured (one
+        pass of n d products). ``inf`` for a kernel without that fact."""
+        rate = self.kernel.curvature_log_lipschitz
+        if rate is None:
+            return math.inf
+        if self._row_norm is None:
+            self._row_norm = max(row_parts(self.data, _largest_row_norm), default=0.0)
+        d = np.asarray(theta, dtype=float) - np.asarray(centre, dtype=float)
+        dw, db = (d[:-1], float(d[-1])) if self.intercept else (d, 0.0)
+        bound = rate * (self._row_norm * float(np.linalg.norm(dw)) + abs(db))
+        if bound <= within:
+            return bound
+        return rate * max(row_parts(self.data, _ScoreChange(dw, db)), default=0.0)
 
     def curvature_bound(self, size: int) -> np.ndarray:
         """L = (sup phi'') sum_i s_i (x_i, 1)(x_i, 1)' >= every Hessian of f (one pass; ``size`` the length of
