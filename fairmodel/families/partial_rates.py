@@ -6,9 +6,10 @@ Example B.3 of He, Huang, Yao, Lin 2025), whose gap differs from the true gap by
 of a group's rows within width/2 of the threshold, close to 1 for a wide ramp). So the judge checks the true gap
 against eps, and IDCA (either backend) ends with a continuation on the surrogate's bound: while a true gap exceeds its
 eps, the ramp bound eps' of that constraint is lowered (a secant step on the measured true gap, a piecewise-constant
-function of w, safeguarded by bisection inside the bracket of the bounds tried) and IDCA is run again from the
-previous answer pulled back to feasibility, each run certified as usual (Lemma C.1 of the same paper) for its own
-eps'.
+function of w, safeguarded by bisection inside the bracket of the bounds tried) and IDCA is run again from a point
+near the previous answer that meets the new bounds (the caller's ``restart``: the quadratic penalty's point from the
+answer, or the answer pulled back toward w = 0, :func:`feasible_toward`), each run certified as usual (Lemma C.1 of
+the same paper) for its own eps'.
 
 A ramp cannot see the steps of a small group's rates: a group with 2 positives has a true-positive rate of 0, 1/2 or
 1, so at eps = 0.02 every group's rate must be (nearly) 0 or 1, while ramp rates of 1/2 +- eps' can all agree with
