@@ -605,13 +605,13 @@ def test_a_continuation_run_starts_at_the_better_of_the_penalty_point_and_the_pu
     with ramp_bounds(program, {"gap": 0.03}):
         assert program.max_violation(x) > 0
         back = feasible_toward(program, x)
-        assert np.array_equal(partial_starts.continuation_start(program, x, penalty=False), back)
-        start = partial_starts.continuation_start(program, x)
+        assert partial_starts.continuation_start(program, x, back, penalty=False) is back
+        start = partial_starts.continuation_start(program, x, back)
         assert program.max_violation(start) <= 0 and not np.array_equal(start, back)
         assert program.objective_value(start) < program.objective_value(back)
     used = []
-    monkeypatch.setattr(partial, "continuation_start", lambda program, x, penalty: used.append(penalty) or
-                        partial_starts.continuation_start(program, x, penalty))
+    monkeypatch.setattr(partial, "continuation_start", lambda program, x, back, penalty: used.append(penalty) or
+                        partial_starts.continuation_start(program, x, back, penalty))
     assert prob.solve(backend="exact").ok and used and all(used)
     used.clear()
     assert prob.solve(backend="exact", start="zero").ok and used and not any(used)

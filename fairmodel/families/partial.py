@@ -403,11 +403,11 @@ class PartialFairness(Reduction):
         return "penalty" if method == "idca" and rate_blocks(self.program) and not self.chunked else "zero"
 
     def restart(self, options: dict):
-        """``(program, x) -> x0``: the start of a true-rate continuation run from the previous answer ``x``, by the
-        penalty where the first run's start is the penalty's (default or ``start="penalty"``), else ``x`` pulled
-        back toward w = 0 (:func:`~fairmodel.families.partial_starts.continuation_start`)."""
+        """``(program, x, back) -> x0``: the start of a true-rate continuation run near ``x`` (the previous answer),
+        by the penalty where the first run's start is the penalty's (default or ``start="penalty"``), else the
+        caller's feasible ``back`` (:func:`~fairmodel.families.partial_starts.continuation_start`)."""
         penalty = (options.get("start") or self.default_start("idca")) == "penalty"
-        return lambda program, x: continuation_start(program, x, penalty=penalty)
+        return lambda program, x, back: continuation_start(program, x, back, penalty=penalty)
 
     def multistart(self, run, label, options, mu, method, seed=None, compile_time=0.0, solver=None,
                    note: str = "") -> Solution:

@@ -7,9 +7,9 @@ of a group's rows within width/2 of the threshold, close to 1 for a wide ramp). 
 against eps, and IDCA (either backend) ends with a continuation on the surrogate's bound: while a true gap exceeds its
 eps, the ramp bound eps' of that constraint is lowered (a secant step on the measured true gap, a piecewise-constant
 function of w, safeguarded by bisection inside the bracket of the bounds tried) and IDCA is run again from a point
-near the previous answer that meets the new bounds (the caller's ``restart``: the quadratic penalty's point from the
-answer, or the answer pulled back toward w = 0, :func:`feasible_toward`), each run certified as usual (Lemma C.1 of
-the same paper) for its own eps'.
+near the previous answer that meets the new bounds (the answer pulled back toward w = 0, :func:`feasible_toward`, or
+where the caller's ``restart`` prefers it, the quadratic penalty's point from the answer), each run certified as usual
+(Lemma C.1 of the same paper) for its own eps'.
 
 A ramp cannot see the steps of a small group's rates: a group with 2 positives has a true-positive rate of 0, 1/2 or
 1, so at eps = 0.02 every group's rate must be (nearly) 0 or 1, while ramp rates of 1/2 +- eps' can all agree with
@@ -194,7 +194,7 @@ def next_bound(tried: list, eps: float) -> float:
 
 def with_true_rates(program, run, steps: int, verbose=None, restart=None):
     """``run(x0, label) -> out`` (one IDCA run, either backend's) followed by the true-rate continuation
-    (:func:`continue_on_true_rates`, at most ``steps`` more runs, each from ``restart(program, x)``) where the
+    (:func:`continue_on_true_rates`, at most ``steps`` more runs, each started by ``restart``) where the
     program has ramp rate gaps; ``run`` itself where it has none, ``steps`` is 0, or the run's answer is not
     finite."""
     if not steps or not rate_blocks(program):
@@ -210,8 +210,9 @@ def with_true_rates(program, run, steps: int, verbose=None, restart=None):
 
 def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, restart=None) -> dict:
     """Lower the ramp bound of every rate constraint whose true gap at ``out["x"]`` exceeds eps + RATE_TOLERANCE
-    and run IDCA again (``run(x0, label) -> out``) from ``restart(program, x)`` of the previous answer x, a point
-    that meets the new ramp bounds (default :func:`feasible_toward`), at most ``steps`` times (see the module docstring). Once every true gap meets its bound, at most REFINE_STEPS more runs
+    and run IDCA again (``run(x0, label) -> out``) from ``restart(program, x, back)``, a point that meets the new ramp
+    bounds near the previous answer x (``back``: x pulled back toward w = 0, :func:`feasible_toward`, which is the
+    start without ``restart``), at most ``steps`` times (see the module docstring). Once every true gap meets its bound, at most REFINE_STEPS more runs
     raise the ramp bound of a constraint whose true gap fell below (1 - REFINE) eps back into its bracket (a lower
     bound than needed costs accuracy). When no run met the bounds, the intercept-shift stage (:func:`_shift_stage`)
     runs from the closest answer shifted to decisions that meet them. Returns the out of the run kept (the lowest
@@ -219,7 +220,7 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, re
     the run with the smallest excess) with ``surrogate_bounds`` (the eps' it solved or meets; None: the declared
     ones), ``rate_steps`` (per run: eps', true gaps, objective, outer iterations, time, and its stage: "declared",
     "lowered", "raised", "shifted" or "shifted answer") and ``rate_note`` for its message."""
-    blocks, restart = rate_blocks(program), restart or feasible_toward
+    blocks, restart = rate_blocks(program), restart or (lambda program, x, back: back)
     declared = {name: b.eps for name, b in blocks.items()}
     bounds, tried, trace = dict(declared), {name: [] for name in blocks}, []
     out = dict(out, surrogate_bounds=None)
@@ -268,8 +269,8 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, re
             break
         start, best = time.perf_counter(), closest[0]
         with ramp_bounds(program, bounds):
-            out = dict(run(restart(program, out["x"]), f"IDCA, true-rate step {step}"),
-                       surrogate_bounds=dict(bounds))
+            x0 = restart(program, out["x"], feasible_toward(program, out["x"]))
+            out = dict(run(x0, f"IDCA, true-rate step {step}"), surrogate_bounds=dict(bounds))
         gaps = judge_run(out, time.perf_counter() - start, stage)
         if stage == "lowered" and not met:      # the distance to success: excess - RATE_TOLERANCE > 0
             stalled = stalled + 1 if closest[0] - RATE_TOLERANCE > (1.0 - STALL_SHARE) * (best - RATE_TOLERANCE) else 0
@@ -278,7 +279,8 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, re
                                            f"declared bounds (closest: {closest[0]:.3g} over)") if n)
         shifted = shift_to_bounds(program, closest[1]["x"])
         if shifted is not None:
-            note = "; ".join((note, _shift_stage(program, run, shifted, closest[1], bounds, judge_run, met)))
+            note = "; ".join((note, _shift_stage(program, run, shifted, closest[1], bounds, judge_run, met,
+                                                 restart)))
     kept = min(met, key=lambda t: t[:3])[3] if met else closest[1]
     if len(trace) > 1:
         used = kept["surrogate_bounds"] or declared
@@ -288,12 +290,14 @@ def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, re
     return dict(kept, rate_steps=trace, rate_note=note, time=sum(t["time"] for t in trace))   # every run's time
 
 
-def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, met: list) -> str:
+def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, met: list, restart) -> str:
     """The last stage when no IDCA run met the declared bounds. ``shifted`` (the closest run with its intercept
     shifted until every true gap meets its bound, :func:`shift_to_bounds`) meets the ramp bounds at its own ramp
     gaps, so IDCA starts there on those bounds; while its answer's true gaps exceed the declared bounds, at most
-    SHIFT_STEPS - 1 more runs lower the ramp bounds (:func:`next_bound` on this stage's own runs), each from the
-    decisions of ``shifted`` at a scale that meets them (:func:`scaled_to_bounds`). When none meets the bounds, the
+    SHIFT_STEPS - 1 more runs lower the ramp bounds (:func:`next_bound` on this stage's own runs), each from
+    ``restart(program, shifted, back)`` with ``back`` the decisions of ``shifted`` at a scale that meets them
+    (:func:`scaled_to_bounds`: a scale of up to 2^20, whose logistic loss can exceed 40 where the shifted point's is
+    below 1, so the penalty's point from ``shifted`` is preferred where it is better). When none meets the bounds, the
     answer is the lowest objective of ``shifted`` and these runs' answers shifted likewise, each rescaled to its best
     scale (:func:`rescaled`), judged like any answer: the Lemma C.1 certificate on the ramp bounds it meets.
     ``bounds`` is updated in place (``judge_run`` records it). Returns the note for the result's message."""
@@ -304,7 +308,9 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
     for step in range(SHIFT_STEPS):
         start = time.perf_counter()
         with ramp_bounds(program, bounds):
-            out = dict(run(scaled_to_bounds(program, shifted), f"IDCA from the shifted intercept, run {step + 1}"),
+            back = scaled_to_bounds(program, shifted)
+            x0 = _keeping_decisions(program, restart(program, shifted, back), back, declared)
+            out = dict(run(x0, f"IDCA from the shifted intercept, run {step + 1}"),
                        surrogate_bounds=dict(bounds))
         gaps = judge_run(out, time.perf_counter() - start, "shifted")
         if any(certified(t[3]) for t in met):
@@ -329,6 +335,15 @@ def _shift_stage(program, run, shifted, closest: dict, bounds: dict, judge_run, 
                            f"{_show(bounds)}, passes"),
                "surrogate_bounds": dict(bounds), "shifted": True}, 0.0, "shifted answer")
     return "the intercept-shift stage kept a shifted answer"
+
+
+def _keeping_decisions(program, x0, back, declared: dict):
+    """``x0`` where its true gaps meet the ``declared`` bounds, else ``back``: a run of the intercept-shift stage
+    starts from decisions that meet them (the penalty's point from the shifted point can move the small groups'
+    decisions back across the threshold, which the ramp does not see)."""
+    if x0 is back or all(g <= declared[name] + RATE_TOLERANCE for name, g in true_gaps(program, x0).items()):
+        return x0
+    return back
 
 
 def certified(out: dict) -> bool:

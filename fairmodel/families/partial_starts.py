@@ -37,7 +37,7 @@ from ..stochastic.idca import check_feasible_start, theory_schedule
 from ..stochastic.ssg import polyak_feasibility
 from ..utilities.validate import as_generator
 from .partial_program import max_constraint
-from .partial_rates import feasible_toward, ramp_bounds, rate_blocks
+from .partial_rates import ramp_bounds, rate_blocks
 
 STARTS_SCALE = 1.0        # random starts: scores with this standard deviation, then made feasible
 START_KINDS = ("penalty", "zero")
@@ -136,12 +136,11 @@ def penalty_point(program: DCProgram, x, weights):
     return point, program.max_violation(point) <= 0, rho, passes[0], time.perf_counter() - begin
 
 
-def continuation_start(program: DCProgram, x, penalty: bool = True):
-    """The start of a run of the true-rate continuation (:mod:`~fairmodel.families.partial_rates`) from the previous
-    answer ``x``, the program at its new ramp bounds: ``x`` pulled back toward w = 0 until it meets them
-    (:func:`~fairmodel.families.partial_rates.feasible_toward`), or with ``penalty`` (in memory) the quadratic
-    penalty's point from ``x`` itself (RESTART_WEIGHTS) where :func:`better_start` prefers it."""
-    back = feasible_toward(program, x)
+def continuation_start(program: DCProgram, x, back, penalty: bool = True):
+    """The start of a run of the true-rate continuation (:mod:`~fairmodel.families.partial_rates`) near its previous
+    answer (or shifted point) ``x``, the program at its new ramp bounds, which ``back`` (the caller's point near
+    ``x``) meets: with ``penalty`` (in memory), the quadratic penalty's point from ``x`` itself (RESTART_WEIGHTS)
+    where :func:`better_start` prefers it to ``back``; else ``back``."""
     if not penalty:
         return back
     point, feasible = penalty_point(program, x, RESTART_WEIGHTS)[:2]
