@@ -431,8 +431,9 @@ class LossSums:
         """A bound D on max_i |log phi''(z_i(theta)) - log phi''(z_i(centre))|, so that the Hessian at ``theta`` lies
         between exp(-D) and exp(D) times the Hessian at ``centre`` (the weights are >= 0): the kernel's
         ``curvature_log_lipschitz`` times the largest change of a score, bounded by max_i ||x_i|| ||dw|| + |db|
-        (the largest row norm: one pass, the first time) and, where that bound exceeds ``within``, measured (one
-        pass of n d products). ``inf`` for a kernel without that fact."""
+        (the largest row norm: one pass, the first time) and, where that bound exceeds ``within`` and the rows are in
+        memory, measured (one pass of n d products; on chunked rows a pass costs a read of every chunk, as much as the
+        Hessian's pass it would save). ``inf`` for a kernel without that fact."""
         rate = self.kernel.curvature_log_lipschitz
         if rate is None:
             return math.inf
@@ -441,7 +442,7 @@ class LossSums:
         d = np.asarray(theta, dtype=float) - np.asarray(centre, dtype=float)
         dw, db = (d[:-1], float(d[-1])) if self.intercept else (d, 0.0)
         bound = rate * (self._row_norm * float(np.linalg.norm(dw)) + abs(db))
-        if bound <= within:
+        if bound <= within or self.data.is_chunked:
             return bound
         return rate * max(row_parts(self.data, _ScoreChange(dw, db)), default=0.0)
 
