@@ -209,17 +209,17 @@ def with_true_rates(program, run, steps: int, verbose=None, restart=None):
 
 
 def continue_on_true_rates(program, run, out: dict, steps: int, verbose=None, restart=None) -> dict:
-    """Lower the ramp bound of every rate constraint whose true gap at ``out["x"]`` exceeds eps + RATE_TOLERANCE
-    and run IDCA again (``run(x0, label) -> out``) from ``restart(program, x, back)``, a point that meets the new ramp
-    bounds near the previous answer x (``back``: x pulled back toward w = 0, :func:`feasible_toward`, which is the
-    start without ``restart``), at most ``steps`` times (see the module docstring). Once every true gap meets its
-    bound, at most REFINE_STEPS more runs raise the ramp bound of a constraint whose true gap fell below (1 - REFINE)
-    eps back into its bracket (a lower bound than needed costs accuracy). When no run met the bounds, the
-    intercept-shift stage (:func:`_shift_stage`) runs from the closest answer shifted to decisions that meet them. Returns the out of the run kept (the lowest
-    objective among the runs whose true gaps all meet their bounds, else the shifted point that stage keeps, else
-    the run with the smallest excess) with ``surrogate_bounds`` (the eps' it solved or meets; None: the declared
-    ones), ``rate_steps`` (per run: eps', true gaps, objective, outer iterations, time, and its stage: "declared",
-    "lowered", "raised", "shifted" or "shifted answer") and ``rate_note`` for its message."""
+    """Lower the ramp bound of every rate constraint whose true gap at ``out["x"]`` exceeds eps + RATE_TOLERANCE and run
+    IDCA again (``run(x0, label) -> out``) from ``restart(program, x, back)``, a point that meets the new ramp bounds
+    near the previous answer x (``back``: x pulled back toward w = 0, :func:`feasible_toward`, which is the start
+    without ``restart``), at most ``steps`` times (see the module docstring). Once every true gap meets its bound, at
+    most REFINE_STEPS more runs raise the ramp bound of a constraint whose true gap fell below (1 - REFINE) eps back
+    into its bracket (a lower bound than needed costs accuracy). When no run met the bounds, the intercept-shift stage
+    (:func:`_shift_stage`) runs from the closest answer shifted to decisions that meet them. Returns the out of the run
+    kept (the lowest objective among the runs whose true gaps all meet their bounds, else the shifted point that stage
+    keeps, else the run with the smallest excess) with ``surrogate_bounds`` (the eps' it solved or meets; None: the
+    declared ones), ``rate_steps`` (per run: eps', true gaps, objective, outer iterations, time, and its stage:
+    "declared", "lowered", "raised", "shifted" or "shifted answer") and ``rate_note`` for its message."""
     blocks, restart = rate_blocks(program), restart or (lambda program, x, back: back)
     declared = {name: b.eps for name, b in blocks.items()}
     bounds, tried, trace = dict(declared), {name: [] for name in blocks}, []
