@@ -49,9 +49,9 @@ than :data:`SMALL` of them: a small data set's hinges are solved where they are.
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..data.passes import row_sums
+from ..utilities.threads import one_thread
 from .dc_hinges import row_factors, scores
 from .dc_ipm import NewtonModels
 from .dc_working_set import WideWorkingSet, solve_with_working_set
@@ -196,7 +196,7 @@ def follow_path(source, anchor, S, c, mu: float, max_iter: int = MAX_ITER, exact
     if not mu > 0:
         raise ValueError("the path-following phase needs mu > 0 (strongly convex subproblem)")
     a, S, c = np.asarray(anchor, dtype=float), np.asarray(S, dtype=float), np.asarray(c, dtype=float)
-    with threadpool_limits(limits=1):
+    with one_thread():
         objective = NewtonModels(source.objective)
         if start is None:
             model = objective(a, np.inf)

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
-from threadpoolctl import threadpool_limits
 
 from ..errors import SolverError
 from ..utilities.recent import Recent
+from ..utilities.threads import one_thread
 from .ipm import step_to_boundary
 
 # starting point: cold (hinge slacks t = pos(y) + t, λ = lam, slack floor omega) or warm from the previous
@@ -324,7 +324,7 @@ def solve_subproblem(prog: HingeProgram, anchor, S, c, mu: float, *, tol: float 
     took a minute). BLAS runs on one thread (the products are small; measured 2.2x faster on 2 loaded cores).
     """
     # past the tolerance a slack and its multiplier can underflow: the overflow this gives is caught (_LostDigits)
-    with threadpool_limits(limits=1), np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+    with one_thread(), np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         x, lam, u, info = _solve(prog, anchor, S, c, mu, tol, max_iter, warm)
         if info["status"] in ("stalled", "max_iter"):   # once more, from its own multipliers back in the interior
             x2, lam2, u2, info2 = _solve(prog, anchor, S, c, mu, tol, max_iter, (lam, u))
