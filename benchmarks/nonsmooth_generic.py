@@ -101,9 +101,8 @@ def report(rows) -> str:
             "the defaults suite and held-out variants of them. `ok`: the judge's verdict; `false ok`: ok with the "
             "objective more than its own Lagrangian gap above the exact optimum, or a constraint violated beyond "
             "the tolerance; `largest check / tol`: per seed, the largest ratio of a check's value to its tolerance "
-            "(below 1 passes). This code goes on from a failed checkpoint of a non-smooth declaration, keeping the "
-            "run's average, unless the checkpoint made no progress; the baseline restarts the run from its average "
-            "at every failed checkpoint.\n\n" + table(header, body + [total]))
+            "(below 1 passes). What the baseline is (another version of the code, or the same code with one rule "
+            "changed) is said under the table.\n\n" + table(header, body + [total]))
 
 
 if __name__ == "__main__":

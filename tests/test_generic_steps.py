@@ -52,3 +52,32 @@ def test_curvature_moments_match_the_minibatch_hessians(batch_size, sparse_desig
         per_row = (plus - minus) / (2 * h)
         assert batch_size * float(d @ K_u @ d) == pytest.approx(float(np.mean(np.sum(per_row ** 2, axis=1))),
                                                                 rel=1e-5)
+
+
+def test_the_hinge_losses_step_does_not_collapse_where_a_row_sits_at_its_kink():
+    """The w-step is measured on difference quotients of the gradient; the hinge's slope jumps at the margin, so a
+    short chord across a row at its kink measures the jump divided by the chord (a curvature of 1e4 x the jump on a
+    chord of 1e-4) and the step collapses. With half the rows exactly at the margin at w0, the step there stays
+    within a factor 3 of the step at a point 1 % of ||w0|| away (where no row sits exactly at its kink); on chords of
+    1e-4 x ||w|| the two differ by orders of magnitude."""
+    rng = np.random.default_rng(0)
+    n, d = 400, 3
+    X = rng.normal(size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    w0 = np.array([1.0, -0.5, 0.25])
+    margins = y * (X @ w0)
+    at_kink = margins > 0.1
+    X[at_kink] /= margins[at_kink, None]                # y_i x_i . w0 = 1 on these rows: the hinge's kink
+    data = fm.Dataset(X, y, groups=(rng.random(n) < 0.4).astype(int))
+    w = fm.Weights(d, radius=5.0)
+    s = data.score(w)
+    risks = fm.group_mean(fm.hinge_loss(s, data.y), data.groups)
+    prob = fm.Problem(fm.Minimize(fm.max(risks)), [fm.equal_opportunity_gap(s, data) <= 0.05])
+    form = saddle_form(prob.canonical, w)
+    oracle = LagrangianOracle(form, w, 3.0, coordinates=prob.family.coordinates(form))
+    assert at_kink.sum() > n // 3
+    kink_step = oracle.default_steps(oracle.to_u(w0))[0]
+    away = w0 + 0.01 * np.linalg.norm(w0) * rng.normal(size=d) / np.sqrt(d)
+    away_step = oracle.default_steps(oracle.to_u(away))[0]
+    assert np.isfinite(kink_step) and np.isfinite(away_step)
+    assert kink_step >= away_step / 3, (kink_step, away_step)

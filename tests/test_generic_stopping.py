@@ -64,17 +64,32 @@ def _hinge_dro_under_equal_opportunity(seeds) -> list:
 
 def test_group_dro_with_the_hinge_loss_under_equal_opportunity_is_mostly_certified_with_the_defaults():
     """The hinge loss is not smooth (a first-order bound stayed 4e-2 loose): the certificate's inner minimum is
-    bounded by the tangent lines of the hinges at the minimum of their softplus smoothing. The run keeps its average
-    across the checkpoints that make progress (a non-smooth saddle problem converges at the rate of the average of all
-    its iterates): 7 of seeds 0-7 ok, against 4 of 8 when every failed checkpoint restarted it. At least 2 of 4: a
-    floor with room for the seeds that BLAS's rounding moves (the slow test below asks 6 of 8)."""
-    assert sum(_hinge_dro_under_equal_opportunity(range(4))) >= 2
+    bounded by the tangent lines of the hinges at the minimum of their softplus smoothing, and the w-step is measured
+    on chords long enough to step over the rows at their kinks (on chords of 1e-4 x ||w|| the step collapsed and 7 of
+    seeds 0-7 were ok at the cap). Measured 8 of seeds 0-7 ok. At least 3 of 4: room for one seed that BLAS's
+    rounding moves (the slow test below asks 7 of 8)."""
+    assert sum(_hinge_dro_under_equal_opportunity(range(4))) >= 3
 
 
 @pytest.mark.slow
 def test_group_dro_with_the_hinge_loss_under_equal_opportunity_is_certified_at_most_seeds():
-    """As above at seeds 0-7: at least 6 of 8 ok (measured 7 of 8; 4 of 8 with a restart at every failed checkpoint)."""
-    assert sum(_hinge_dro_under_equal_opportunity(range(8))) >= 6
+    """As above at seeds 0-7: at least 7 of 8 ok (measured 8 of 8)."""
+    assert sum(_hinge_dro_under_equal_opportunity(range(8))) >= 7
+
+
+def test_group_dro_under_an_l1_budget_keeps_its_average_across_failed_checkpoints():
+    """Group DRO on synthetic data with 5 groups and the weights' l1 norm at most 1 (a non-smooth constraint piece):
+    a non-smooth saddle problem converges at the rate of the average of all its iterates, so the run keeps its
+    average across the checkpoints that make progress instead of restarting at every failed one. Restarting at every
+    failed checkpoint, the run stalled at 2.1x its tolerance on the Lagrangian gap at every seed measured; keeping
+    the average, seeds 0 and 1 are ok. Every ok result is checked against the exact optimum."""
+    prob = defaults_generic.CASES["syn_norm_budget_m5"]()
+    exact = prob.solve(backend="exact")
+    for seed in (0, 1):
+        st = prob.solve(backend="stochastic", seed=seed)
+        assert st.ok, st.message
+        assert st.objective - exact.objective <= st.certificate["lagrangian_gap"] + 1e-12
+        assert st.certificate["lower_bound"] <= exact.objective + 1e-9
 
 
 def test_the_crosscheck_fails_a_ten_percent_error_on_a_small_optimum(communities):
