@@ -122,7 +122,7 @@ def baseline_benchmark(description: str, section: str, cases: list, script: str,
             row["baseline"] = run_in_tree(script, args.baseline.resolve(), json.dumps(case), "-")
         print(json.dumps(row), flush=True)
         rows.append(row)
-    text = report(rows) + (f"\n{args.note}\n" if args.note else "")
+    text = report(rows).rstrip("\n") + (f"\n\n{args.note}\n" if args.note else "\n")
     print(text)
     if not args.no_write:
         write_section(section, text)
