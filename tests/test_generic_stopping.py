@@ -66,8 +66,8 @@ def test_group_dro_with_the_hinge_loss_under_equal_opportunity_is_mostly_certifi
     """The hinge loss is not smooth (a first-order bound stayed 4e-2 loose): the certificate's inner minimum is
     bounded by the tangent lines of the hinges at the minimum of their softplus smoothing, and the w-step is measured
     on chords long enough to step over the rows at their kinks (on chords of 1e-4 x ||w|| the step collapsed and 6 or
-    7 of seeds 0-7 were ok, by the machine's BLAS kernels). Measured 8 of seeds 0-7 ok on both machines. At least 3 of 4: room for one seed that BLAS's
-    rounding moves (the slow test below asks 7 of 8)."""
+    7 of seeds 0-7 were ok, by the machine's BLAS kernels). Measured 8 of seeds 0-7 ok on both machines. At least 3
+    of 4: room for one seed that BLAS's rounding moves (the slow test below asks 7 of 8)."""
     assert sum(_hinge_dro_under_equal_opportunity(range(4))) >= 3
 
 
