@@ -921,7 +921,7 @@ MUTATIONS = [
       ("tests/test_generic_stopping.py",),
       "a non-smooth generic run restarts from its average at every failed checkpoint (the average never grows)"),
     M("generic-kink-chord", "fairmodel/families/lagrangian.py",
-      "h = (KINK_CHORD if kinked else 1e-4) * max(1.0, float(np.linalg.norm(theta)))",
+      "h = (KINK_CHORD if self.kinked else 1e-4) * max(1.0, float(np.linalg.norm(theta)))",
       "h = 1e-4 * max(1.0, float(np.linalg.norm(theta)))",
       ("tests/test_generic_steps.py",),
       "the w-step of a hinge loss is measured on chords short enough to divide the kink's jump (the step collapses)"),

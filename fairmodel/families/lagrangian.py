@@ -229,7 +229,8 @@ class LagrangianOracle:
         self.sample = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, SampleLeaf)]
         self.exact = [k for k, leaf in enumerate(form.leaves) if isinstance(leaf, DeterministicLeaf)]
         self.rough = [k for k in self.exact if form.leaves[k].lipschitz is not None]     # non-smooth exact terms
-        self.smooth = not self.rough and all(form.leaves[k].expr.is_smooth() for k in self.sample)
+        self.kinked = not all(form.leaves[k].expr.is_smooth() for k in self.sample)     # a sample term with a kink
+        self.smooth = not self.rough and not self.kinked
         self._cells()
         # the sample leaves' per-sample expressions as vectorized evaluators (None: walk the tree at every step)
         self.kernels = compile_leaves([e for e, _ in self.by_expr.values()], w) if compiled else None
@@ -528,8 +529,7 @@ class LagrangianOracle:
         theta = self.project(np.zeros(self.shape) if w0 is None else np.asarray(w0, dtype=float))
         uniform = [np.full(m, 1.0 / m) for m in self.blocks]
         snap = self.snapshot(theta, uniform)
-        kinked = any(not self.form.leaves[k].expr.is_smooth() for k in self.sample)
-        h = (KINK_CHORD if kinked else 1e-4) * max(1.0, float(np.linalg.norm(theta)))
+        h = (KINK_CHORD if self.kinked else 1e-4) * max(1.0, float(np.linalg.norm(theta)))
         # the curvature of w -> Phi(w, y) grows with the weights y puts on curved pieces: measured with every leaf
         # at the largest weight it has at uniform y, at y0, and at the vertex of each block that the y-steps
         # move to first (its largest piece at w0), so that a multiplier that concentrates keeps the steps stable
