@@ -370,6 +370,33 @@ def test_a_run_far_from_its_tolerance_keeps_its_batch():
     assert not convex._at_a_floor(far) and convex._at_a_floor(near) and not convex._at_a_floor(near[:2])
 
 
+def _ten_group_dro_under_equal_opportunity():
+    """Group DRO with the hinge loss under equal opportunity <= 0.05 over ten groups (the smallest 4 % of 10,000
+    synthetic rows, 20 standardized features), radius 2."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    X, y = datasets.make_classification(10000, 20, n_informative=10, n_redundant=5, flip_y=0.05, random_state=23)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    groups = np.random.default_rng(23).choice(10, 10000, p=np.array([20, 15, 12, 10, 10, 9, 8, 7, 5, 4]) / 100)
+    data = fm.Dataset(X, np.where(y > 0, 1.0, -1.0), groups)
+    w = fm.Weights(20, radius=2.0, intercept=True)
+    s = data.score(w)
+    risks = fm.group_mean(fm.hinge_loss(s, data.y), data.groups)
+    return fm.Problem(fm.Minimize(fm.max(risks)), [fm.equal_opportunity_gap(s, data) <= 0.05])
+
+
+def test_a_run_driven_away_far_from_its_tolerance_doubles_its_batch():
+    """Ten groups and 4 rows a cell: the run's Lagrangian gap went 190, 56, 33, 51, 219 ... times its tolerance (the
+    iterates driven away from their average by the noise of the minibatches) and the fail-fast rule stopped it at 33x
+    while the batch stayed at 4 rows a cell (seeds 0-2, 0 ok). Two checkpoints without progress whose second rises
+    double the batch even far from the tolerance: the run is certified (measured: seeds 0-2 in 194-304 epochs)."""
+    from fairmodel.families import convex
+    res = _ten_group_dro_under_equal_opportunity().solve(backend="stochastic", seed=0)
+    assert res.ok and res.metrics["batch_doubled"] >= 1, res.message
+    rising = [(10, 190.0), (20, 56.0), (30, 33.0), (40, 51.0), (50, 219.0)]
+    assert convex._at_a_floor(rising) and not convex._at_a_floor(rising[:4])
+    assert not convex._at_a_floor(rising[:4] + [(50, 45.0)])        # no rise: far from passing, no floor
+
+
 def test_the_fail_fast_rule_stops_an_unconstrained_generic_run_without_a_crash():
     """Group DRO plus a ridge term goes to the generic lowering and has no constraint: when the fail-fast rule stopped
     such a run (held-out: weighted group DRO, which the generic lowering took then), the multiplier-bound rule
