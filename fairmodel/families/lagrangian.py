@@ -48,8 +48,8 @@ GATHER_BYTES = 8 << 20   # the features of the minibatches of a block are gather
 # the length, relative to max(1, ||w||), of the chords on which the w-step is measured when a sample term has a kink
 # (the hinge): a difference quotient over a chord of 1e-4 x ||w|| divides a kink's jump in slope by that chord
 # wherever a row's score sits at the kink (the hinge's margin 1 has many such rows near the optimum), and the step
-# it gives collapses; over a chord of 1e-2 or 0.1 it measures the slope's change across the scale on which the step moves
-# w. Measured on group DRO (hinge) under an equal-opportunity bound on 6,000 Adult rows by race, seeds 0-7, one
+# it gives collapses; over a chord of 1e-2 or 0.1 it measures the slope's change across the scale on which the step
+# moves w. Measured on group DRO (hinge) under an equal-opportunity bound on 6,000 Adult rows by race, seeds 0-7, one
 # thread: with chords of 1e-4, 6 of 8 ok (7 of 8 on a machine with other BLAS kernels; the others stopped at up to
 # 16.5x their gap tolerance); with 0.1, 8 of 8 on both. Not a better step for every non-smooth problem: on 30
 # held-out hinge declarations (seeds 0-2, 2026-12-02) 66 / 90 runs were ok with either chord, none falsely; this one
