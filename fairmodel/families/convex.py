@@ -112,8 +112,9 @@ SHRINKS = 3
 BATCH_DOUBLINGS = 4
 FLOOR_NEAR = 16.0
 # The primal weight: every restart of a smooth declaration (or of one whose only non-smooth terms are norms: below)
-# sets the split of the coupling bound between w and the simplices by the last run's movements (stochastic/primal_dual.py, balanced_weight), and the fail-fast rule never
-# stops a run before FAIL_FAST_EARLIEST of its cap: the restarts change the steps (the weight, the halvings), so a
+# sets the split of the coupling bound between w and the simplices by the last run's movements
+# (stochastic/primal_dual.py, balanced_weight), and the fail-fast rule never stops a run before FAIL_FAST_EARLIEST of
+# its cap: the restarts change the steps (the weight, the halvings), so a
 # stall measured across them early says little. Measured on 2026-11-30 (one thread, seed 0, group DRO under equal
 # opportunity on the four-group synthetic set; ok out of runs at 3,000 / 5,000 / 20,000 rows): the fixed split 25 / 28,
 # 10 / 12, 16 / 17, and with the earliest share 26 / 28, 10 / 12, 16 / 17 (167 s in all); the weight alone 21 / 28,
