@@ -17,6 +17,8 @@ from fairmodel.oracles.strategic import WDRSC, strategic_response
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import defaults_minmax  # noqa: E402
 
+from .conftest import on_the_cpu_clock  # noqa: E402
+
 
 def _problem(n=300, delta=0.1, seed=0, p=10, zeta=0.05, variant="corrected", **kw):
     data = fm.datasets.make_strategic_synthetic(n=n, p=p, seed=seed)
@@ -225,7 +227,8 @@ def test_the_run_stops_on_the_judges_check_and_returns_what_it_checked():
     checked (its gap is the checkpoint's); a run of that many epochs with stop="budget" and the same steps returns
     the same point (the tail average does not depend on the run's length)."""
     prob, model, data = _problem(n=1000, delta=0.1, seed=1)
-    res = prob.solve(backend="stochastic", seed=0)
+    with on_the_cpu_clock():
+        res = prob.solve(backend="stochastic", seed=0)
     assert res.ok and res.status == "converged" and "every check of the judge passed" in res.message
     epochs = res.metrics["epochs_run"]
     assert epochs % 50 == 0 and epochs < 2000 and res.metrics["checks_run"] == epochs // 50

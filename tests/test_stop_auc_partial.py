@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from defaults import adult, auc_problem, partial_problem, synthetic  # noqa: E402
 from defaults import law as law_school  # noqa: E402
 
+from .conftest import on_the_cpu_clock  # noqa: E402
+
 
 def reference_problem(kappa=0.05, c1=0.5, **weights):
     data = fm.datasets.make_auc_synthetic()
@@ -45,7 +47,7 @@ def test_sfls_stops_on_the_bracket_deterministically_and_cheaply():
     than the old fixed budget (T = 4000 per oracle call until the halting rule: 128,000 steps on this problem),
     the same result for the same seed, and the checks a small part of the run."""
     prob = reference_problem()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), on_the_cpu_clock():
         warnings.simplefilter("ignore")
         runs = [prob.solve("stochastic", seed=3) for _ in range(2)]
     r = runs[0]
