@@ -5,6 +5,7 @@ import pytest
 
 import fairmodel as fm
 from fairmodel.errors import ModelError, OptionError
+import fairmodel.stochastic.ogda as ogda_module
 from fairmodel.stochastic.ogda import ogda, step_schedules, theory_bound
 from fairmodel.stochastic.ogda_estimator import Estimator, SnapshotEstimate, mean_operator
 
@@ -67,6 +68,20 @@ def test_same_seed_same_trajectory(method):
     c = sp.solve(method=method, order=0, seed=4, epochs=4)
     np.testing.assert_array_equal(a.variables["x"], b.variables["x"])
     assert not np.array_equal(a.variables["x"], c.variables["x"])
+
+
+def test_directions_drawn_a_few_steps_at_a_time_give_the_same_run(monkeypatch):
+    """The estimator's directions are drawn a block of steps at a time, the block smaller where its numbers would not
+    fit in a core's cache: the random stream, and so the run, is the same whatever the block (here one step, four
+    steps of an epoch of six, and the whole epoch)."""
+    sp = _quadratic_problem()
+    kw = dict(method="ogda-rr", order=0, seed=3, epochs=3, directions=3, estimator="two-point", store_iterates=True)
+    runs = []
+    for floats in (1, 4 * 3 * sp.oracle().zo.shape[0], 1 << 16):
+        monkeypatch.setattr(ogda_module, "DIRECTION_FLOATS", floats)
+        runs.append(sp.solve(**kw).variables["x"])
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other, runs[0])
 
 
 @pytest.mark.parametrize("method, options, expected", [

@@ -39,8 +39,8 @@ with D and G measured in that norm. It matters when each L_i touches one coordin
 y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more slowly than x (measured
 in docs/minmax.md). ``output="suffix"`` (NON-PAPER) averages the second half of the epochs only.
 
-Memory: an epoch's directions v are drawn ``DIRECTION_BLOCK`` steps at a time (the same random stream as all at
-once), and the oracle is told the epoch's components first (``prepare_epoch``), so that an oracle on chunked rows
+Memory: an epoch's directions v are drawn ``DIRECTION_BLOCK`` steps at a time, fewer where that would hold more than
+``DIRECTION_FLOATS`` numbers (the same random stream as all at once), and the oracle is told the epoch's components first (``prepare_epoch``), so that an oracle on chunked rows
 gathers them a block at a time: the run never holds an n x d array.
 """
 from __future__ import annotations
@@ -70,7 +70,11 @@ METHODS = {
 ESTIMATORS = ("one-point", "two-point")
 NOISE_MARGIN = 2.0        # noise=: the steps shrink once the measured noise exceeds twice the noise they were set for
 HISTORY_RECORDS = 1000   # a run of a one-component game can take 10^6 epochs: its history is thinned
-DIRECTION_BLOCK = 4096   # the directions v of an epoch are drawn this many steps at a time (the same random stream)
+DIRECTION_BLOCK = 4096   # the directions v of an epoch are drawn this many steps at a time (the same random stream),
+DIRECTION_FLOATS = 1 << 16   # fewer where a block would hold more numbers than this (512 KB, within a core's cache):
+                          # with 118 directions of 118 coordinates a step (Communities, 1,994 rows) an epoch's block
+                          # was 222 MB; in blocks of four steps the same numbers came out and the default run took
+                          # 70 s against 81-82 s (one thread, measured side by side)
 
 
 def _positive(value, name: str) -> float:
@@ -359,13 +363,13 @@ class _Run:
         if snapshot is not None:            # at order 0 its mean by coordinate differences, at the two-point radius
             snapshot.reset(u, FD_RADIUS * R)
         store = avg.store
+        block = max(1, min(DIRECTION_BLOCK, DIRECTION_FLOATS // (est.d_zo * opts.directions)))
         k = 0
         try:
             for k in range(n):
-                if k % DIRECTION_BLOCK == 0:    # the directions of the next steps, a block at a time: O(block d)
-                    V = sphere_directions(rng, min(DIRECTION_BLOCK, n - k), est.d_zo, opts.directions) \
-                        if order == 0 else None
-                i, v = int(idx_t[k]), None if V is None else V[k % DIRECTION_BLOCK]
+                if k % block == 0:    # the directions of the next steps, a block at a time: O(block d)
+                    V = sphere_directions(rng, min(block, n - k), est.d_zo, opts.directions) if order == 0 else None
+                i, v = int(idx_t[k]), None if V is None else V[k % block]
                 g_cur = est(i, u, R, v)
                 g_step = g_cur if snapshot is None else snapshot(i, g_cur, R, v)
                 if noise:
