@@ -40,8 +40,9 @@ y = gamma in [-1, 1]^n), where the plain Euclidean geometry moves y n times more
 in docs/minmax.md). ``output="suffix"`` (NON-PAPER) averages the second half of the epochs only.
 
 Memory: an epoch's directions v are drawn ``DIRECTION_BLOCK`` steps at a time, fewer where that would hold more than
-``DIRECTION_FLOATS`` numbers (the same random stream as all at once), and the oracle is told the epoch's components first (``prepare_epoch``), so that an oracle on chunked rows
-gathers them a block at a time: the run never holds an n x d array.
+``DIRECTION_FLOATS`` numbers (the same random stream as all at once), and the oracle is told the epoch's components
+first (``prepare_epoch``), so that an oracle on chunked rows gathers them a block at a time: the run never holds an
+n x d array.
 """
 from __future__ import annotations
 
