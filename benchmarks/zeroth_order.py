@@ -1,5 +1,5 @@
-"""Benchmark: the cost of zeroth-order runs (OGDA-RR at order 0, Maheshwari et al., AISTATS 2022, Algorithm 1), this code
-against a baseline checkout, one after the other per case.
+"""Benchmark: the cost of zeroth-order runs (OGDA-RR at order 0, Maheshwari et al., AISTATS 2022, Algorithm 1), this
+code against a baseline checkout, one after the other per case.
 
 Zeroth-order OGDA takes one step per sample: each step asks the value oracle for L_i at a few points near the iterate
 (the sphere estimator of Section 4.1) and moves x and y. Its time is Python's overhead on small arrays and the drawing
@@ -82,7 +82,9 @@ def report(rows) -> str:
         lines.append(line)
     head = "## The cost of zeroth-order runs (`benchmarks/zeroth_order.py`)\n\n" + __doc__.split("\n\n")[1].replace(
         "\n", " ") + "\n\n"
-    summary = f"\n\nThe baseline's time over this code's: median {statistics.median(ratios):.2f}x.\n" if ratios else "\n"
+    summary = "\n"
+    if ratios:
+        summary = f"\n\nThe baseline's time over this code's: median {statistics.median(ratios):.2f}x.\n"
     return head + table(header, lines) + summary
 
 
