@@ -32,7 +32,7 @@ from .sweeps.frontier import sweep as run_sweep
 from .utilities import display
 from .utilities.progress import interruptible
 from .utilities.threads import few_threads
-from .utilities.validate import check_options
+from .utilities.validate import check_int, check_number, check_options
 
 BACKENDS = ("exact", "stochastic")
 
@@ -54,6 +54,19 @@ def _check_keywords(method, options: dict, where: str) -> None:
     params = inspect.signature(method).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         check_options(options, [n for n in params if n not in ("method", "seed", "solver", "verbose")], where)
+
+
+def _check_shared_options(options: dict) -> None:
+    """The options many methods share, checked once before any work: ``batch_size`` (rows a step draws: a positive
+    integer, or None for the method's default), ``max_time`` (seconds, > 0) and ``max_grad_evals`` (a positive
+    integer); None for either of these is no limit, as their defaults."""
+    if "batch_size" in options and options["batch_size"] is None:
+        del options["batch_size"]
+    if "batch_size" in options:
+        check_int(options["batch_size"], "batch_size")
+    check_number(options.get("max_time"), "max_time", low=0.0, strict=True, allow_none=True)
+    if options.get("max_grad_evals") is not None:
+        check_int(options["max_grad_evals"], "max_grad_evals")
 
 
 def _check_distinct_names(exprs) -> None:
@@ -233,6 +246,7 @@ class Problem:
         """
         default = method is None
         family, method = self.reduction_for(backend, method, solver)
+        _check_shared_options(options)
         if options.get("callback") is not None and not callable(options["callback"]):
             raise OptionError(f"callback must be a callable f(info) or None; got "
                               f"{type(options['callback']).__name__}")

@@ -650,3 +650,66 @@ def test_dask_rows_score_the_positive_class_and_name_model_failures(rows):
     post = _post(model, Xd, y, g)
     with pytest.raises(DataError, match="failed on the features given"):
         post.predict(Xd[:, :2], sensitive_features=g).compute()
+
+
+# -- the options of a method: None where it means the default, a fairmodel error (before any work) elsewhere ---------
+@pytest.fixture(scope="module")
+def group_risks(toy):
+    data, w, _, _ = toy
+    return fm.group_mean(fm.logistic_loss(data.score(w), data.y), data.groups)
+
+
+@pytest.mark.parametrize("mero", [False, True])
+def test_batch_size_none_is_the_default_batch_of_group_dro(group_risks, mero):
+    """``batch_size=None`` is the method's own batch size, as in the generic lowering (it raised a TypeError)."""
+    objective = fm.max(group_risks - fm.group_optimal(group_risks)) if mero else fm.max(group_risks)
+    prob = fm.Problem(fm.Minimize(objective))
+    run = {"backend": "stochastic", "seed": 0, "epochs": 2, "stop": "budget"}
+    np.testing.assert_array_equal(prob.solve(**run, batch_size=None).variables["w"], prob.solve(**run).variables["w"])
+
+
+def test_mero_lists_and_takes_only_its_options(group_risks):
+    """Two-stage MERO forwards its other options to stage 2: its valid options are named parameters, never the
+    ``**stage2`` catch-all (listed as 'stage2' and passed on, it raised a TypeError inside ALEG)."""
+    prob = fm.Problem(fm.Minimize(fm.max(group_risks - fm.group_optimal(group_risks))))
+    with pytest.raises(OptionError) as info:
+        prob.solve(backend="stochastic", seed=0, stage2={"epochs": 2})
+    assert "'stage2'" in str(info.value) and "stage1," in str(info.value)
+
+
+def test_a_step_schedule_of_none_is_named(group_risks):
+    with pytest.raises(OptionError, match="unknown step schedule None; use 'constant', 'decreasing'"):
+        fm.Problem(fm.Minimize(fm.max(group_risks))).solve(backend="stochastic", seed=0, step_schedule=None)
+
+
+@pytest.mark.parametrize("option, value, message", [("margin", None, "margin must be True or False"),
+                                                    ("allow_infeasible_start", "no", "allow_infeasible_start must be"),
+                                                    ("keep", "worst", "keep must be 'first'")])
+def test_idca_options_are_checked_before_any_run(toy, option, value, message):
+    """IDCA's flags are bools (``bool(None)`` turned the margin off: a run of 113 s that ended unverified), and
+    ``keep=`` is checked before the starts run (it was checked after them, 5-12 s of IDCA later)."""
+    data, w, loss, _ = toy
+    prob = fm.Problem(fm.Minimize(loss), [fm.partial_dp(data.score(w), data.groups, band=(0.3, 0.7)) <= 0.05])
+    calls = []
+    with pytest.raises(OptionError, match=message):
+        prob.solve(backend="stochastic", seed=0, callback=lambda info: calls.append(info), **{option: value})
+    assert calls == []
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("batch_size", 0, "batch_size must be a positive integer"), ("batch_size", "4", "batch_size must be"),
+    ("max_time", -1, "max_time must be positive"), ("max_grad_evals", [1], "max_grad_evals must be"),
+    ("budget", "x", "budget must be positive"), ("stage1", 40, "stage1 must be a dict")])
+def test_shared_and_mero_options_of_the_wrong_kind_are_named(group_risks, option, value, message):
+    """Wrong kinds raised ZeroDivisionError or TypeError inside ALEG, and a negative max_time ran to 'inaccurate'."""
+    prob = fm.Problem(fm.Minimize(fm.max(group_risks - fm.group_optimal(group_risks))))
+    with pytest.raises(OptionError, match=message):
+        prob.solve(backend="stochastic", seed=0, **{option: value})
+
+
+def test_the_initial_level_of_sfls_is_a_number(toy):
+    data, w, _, _ = toy
+    s = data.score(w)
+    prob = fm.Problem(fm.Minimize(fm.auc_loss(s, data.y)), [fm.auc_gap(s, data, kind="intra") <= 0.1])
+    with pytest.raises(OptionError, match="the initial level r0 must be a finite number; got 'x'"):
+        prob.solve(backend="stochastic", seed=0, r0="x")

@@ -35,7 +35,7 @@ from ..oracles.metric import step_coordinates
 from ..stochastic.aleg import (aleg, design_moment, mero_two_stage, metric_minibatch_scale, metric_radius_scale,
                                minibatch_step, radius_step)
 from ..stochastic.smd import smd
-from ..utilities.validate import as_generator, check_choice, check_options
+from ..utilities.validate import as_generator, check_choice, check_options, keyword_names
 from .base import Check, Evaluation, Reduction, Solution, bound_order, by_group, cap_tip, own_tolerance
 from .registry import register
 from .stopping import STOP_RULES, CertifiedStop
@@ -283,10 +283,8 @@ class GroupDRO(Reduction):
 
     def solve_stochastic(self, method, seed, verbose, stop="checks", **options):
         fn = {"aleg": aleg, "smd": smd}[method] if self.kind != "mero" else mero_two_stage
-        allowed = [p for p in inspect.signature(fn).parameters if p not in ("risks", "seed", "verbose", "offsets")]
-        if self.kind == "mero":
-            allowed += [p for p in inspect.signature(aleg).parameters
-                        if p not in ("risks", "seed", "verbose", "offsets")]
+        internal = ("risks", "seed", "verbose", "offsets")
+        allowed = keyword_names(fn, internal) + (keyword_names(aleg, internal) if self.kind == "mero" else [])
         check_options(options, allowed, f"the stochastic method {method!r}")
         stop = check_choice(stop, "stop", STOP_RULES)
         n_bar = self.risks.n_samples / self.risks.m

@@ -42,7 +42,7 @@ from ..oracles.dc_centred import change_from, solve_hinge_subproblem
 from ..oracles.dc_hinges import accuracy, count_above, score_vector
 from ..oracles.dc_rates import RampRateBlock
 from ..stochastic.idca import certified_inner, exact_inner, idca, inexact, nearly_kkt_epsilon, projected_decrease
-from ..utilities.validate import check_choice, check_options
+from ..utilities.validate import check_bool, check_choice, check_options
 from .base import Check, Evaluation, Reduction, Solution, cap_tip, constraint_record
 from .partial_program import (
     DC_ATOMS,
@@ -420,11 +420,15 @@ class PartialFairness(Reduction):
         records the stop on the result; ``note`` is appended to the message.
         """
         starts = positive_int(options.get("starts", 1), "starts")
+        keep = options.get("keep", "first")
+        if keep not in ("first", "best"):
+            raise OptionError(f"keep must be 'first' (the run from the first start) or 'best'; got {keep!r}")
         default = self.default_start(method)
         begin = time.perf_counter()
         points, notes = feasible_starts(self.program, options.get("start"), starts,
                                         seed if seed is not None else options.get("seed"),
-                                        bool(options.get("allow_infeasible_start", False)), default)
+                                        check_bool(options.get("allow_infeasible_start", False), "allow_infeasible_start"),
+                                        default)
         start_time = time.perf_counter() - begin
         runs = []
         for j, x0 in enumerate(points):
@@ -433,9 +437,6 @@ class PartialFairness(Reduction):
             out["max_f"] = self.program.max_violation(out["x"])
             runs.append(out)
         feasible = [r for r in runs if r["max_f"] <= 1e-9] or runs
-        keep = options.get("keep", "first")
-        if keep not in ("first", "best"):
-            raise OptionError(f"keep must be 'first' (the run from the first start) or 'best'; got {keep!r}")
         best = runs[0] if keep == "first" else min(feasible, key=lambda r: r["objective"])
         metrics = {"outer_iterations": best["outer_iterations"]}
         for key in ("inner_total", "n_feasible", "rate_steps", "adopted_path_ends"):

@@ -99,7 +99,7 @@ def solve_idca_ssg(family, seed, verbose, options, stop="checks"):
     checks, note = _stop_rule(family, options, stop, last_step=1.0)
     mu = nonneg(options.get("mu", MU), "mu")
     outer = positive_int(options.get("outer", IDCA_DEFAULTS["outer"] * (CAP_FACTOR if checks else 1)), "outer", 0)
-    margin = bool(options.get("margin", True))
+    margin = check_bool(options.get("margin", True), "margin")
     extrapolate = extrapolate_option(options)
     tol = nonneg(options.get("tol", 0.0), "tol")
     theory = {}

@@ -31,7 +31,7 @@ from ..errors import OptionError
 from ..oracles.metric import DENSE_PARAMETERS, Coordinates, step_coordinates
 from ..oracles.protocols import GroupRiskOracle
 from ..utilities.progress import Progress
-from ..utilities.validate import as_generator
+from ..utilities.validate import as_generator, check_number
 from .averaging import TailAverage
 from .schedules import check_budget, epoch_lengths, multiplier, schedule
 
@@ -506,6 +506,10 @@ def mero_two_stage(risks: GroupRiskOracle, *, budget: float | None = None, stage
     not run again; ``group_w`` is then empty). Returns the stage-2 output plus
     ``offsets`` (R_hat*), ``group_w`` (the w_bar_i) and the total gradient count.
     """
+    budget = check_number(budget, "budget", low=0.0, strict=True, allow_none=True)
+    if stage1 is not None and not isinstance(stage1, dict):
+        raise OptionError(f"stage1 must be a dict of ALEG's options for stage 1 (e.g. {{'epochs': 40}}) or None; "
+                          f"got {stage1!r}")
     rng = as_generator(seed)
     n_bar = risks.n_samples / risks.m
     default_epochs = max(1, math.ceil(budget / math.sqrt(n_bar))) if budget is not None else None

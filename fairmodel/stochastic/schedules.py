@@ -66,7 +66,7 @@ def schedule(value, name: str, lengths: np.ndarray, high: float = np.inf):
 
 def multiplier(kind, lengths: np.ndarray):
     """A step multiplier ``(s, k) -> m``: "constant" (1), "decreasing" (1/sqrt(s+1)), or any schedule."""
-    if isinstance(kind, str):
+    if kind is None or isinstance(kind, str):
         if kind == "constant":
             return lambda s, k: 1.0
         if kind == "decreasing":

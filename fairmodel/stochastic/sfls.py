@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..utilities.progress import Progress
+from ..utilities.validate import check_number
 
 
 def check_sfls_options(theta: float, delta: float, eps, eps_opt, max_outer) -> None:
@@ -79,9 +80,7 @@ def sfls(oracle, r0: float, *, theta: float = 1.5, delta: float = 0.05, eps: flo
     budget_exhausted / completed / diverged) and ``message``.
     """
     check_sfls_options(theta, delta, eps, eps_opt, max_outer)
-    if not np.isfinite(r0):
-        raise OptionError(f"the initial level r0 must be finite; got {r0}")
-    r, history, outputs = float(r0), [], []
+    r, history, outputs = check_number(r0, "the initial level r0"), [], []
     status, message = "budget_exhausted", f"SFLS reached max_outer = {max_outer} outer iterations before halting"
     start = time.perf_counter()
     with Progress(max_outer, desc, verbose) as bar:

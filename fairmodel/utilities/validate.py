@@ -9,6 +9,7 @@ allowed and what was given; ``check_scaling`` only warns. ``error`` selects the 
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import stat
@@ -82,6 +83,13 @@ def check_options(options: dict, allowed: Sequence[str], where: str) -> None:
     if unknown:
         raise OptionError(f"unknown option(s) {', '.join(map(repr, unknown))} for {where}; valid options are "
                           f"{', '.join(sorted(allowed)) or '(none)'}")
+
+
+def keyword_names(fn, exclude: Sequence[str] = ()) -> list[str]:
+    """The names of ``fn``'s parameters that a caller can pass by keyword (not ``*args`` / ``**kwargs``), but
+    ``exclude``: the valid options of a method that forwards its options to ``fn``."""
+    return [name for name, p in inspect.signature(fn).parameters.items()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name not in exclude]
 
 
 def as_generator(seed, name: str = "seed") -> np.random.Generator:
