@@ -242,7 +242,8 @@ class Problem:
         ``method`` picks an algorithm (``None``: the chosen family's default; a method of another reduction
         that accepts the problem, e.g. ``"primal_dual"``, uses that one); ``solver`` a CVXPY solver for exact
         programs; ``seed`` makes stochastic runs reproducible; other keyword options go to the method
-        (unknown names raise an error listing the valid ones).
+        (unknown names raise an error listing the valid ones). The options many methods share are checked here before
+        any work: ``batch_size`` (None: the method's default), ``max_time`` and ``max_grad_evals`` (None: no limit).
         """
         default = method is None
         family, method = self.reduction_for(backend, method, solver)
